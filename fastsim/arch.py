@@ -1,0 +1,275 @@
+"""Architecture description: the hardware an AIE-style design runs on.
+
+Every preset number cites its source in a comment; the short names refer to ``shared/ARCH_FACTS.md``
+(AM020 = AIE-ML architecture manual, aie-rt, mlir-aie, xdna-driver). Numbers that no source states
+are marked "assumption" or "inferred" and are ordinary fields a user can override.
+"""
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import Problems
+
+TILE_KINDS = ("shim", "mem", "compute")
+
+
+@dataclass(frozen=True)
+class TileKind:
+    """Resources of one tile type (shim, mem or compute)."""
+
+    memory_bytes: int
+    s2mm_channels: int
+    mm2s_channels: int
+    bd_count: int
+    lock_count: int
+    bd_dims: int
+    bd_step_bits: int
+    bd_wrap_bits: int
+    bd_length_bits: int
+    compression: bool
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A whole array: geometry, tile resources, streams, DDR and the costs AMD does not publish.
+
+    Rows are ordered as on the hardware: row 0 is the shim row, then ``mem_rows`` mem-tile rows,
+    then ``compute_rows`` compute rows.
+    """
+
+    name: str
+    columns: int
+    mem_rows: int
+    compute_rows: int
+    clock_hz: float
+    shim: TileKind
+    mem: TileKind
+    compute: TileKind
+    shim_read_bytes_per_cycle: tuple[float, ...]
+    shim_write_bytes_per_cycle: tuple[float, ...]
+    ddr_bytes_per_s: float
+    macs_per_cycle: dict[str, int]
+    lock_max_value: int = 63
+    task_queue_depth: int = 4
+    max_task_repeat: int = 256
+    stream_bytes_per_cycle: float = 4.0
+    switch_hop_latency_cycles: int = 4
+    switch_buffer_bytes: int = 32
+    bd_setup_cycles: int = 4
+    bd_chain_cycles: int = 2
+    lock_acquire_cycles: int = 1
+    lock_release_cycles: int = 1
+    dispatch_overhead_s: float = 50e-6
+    reconfiguration_s: float = 106e-6
+    notes: dict[str, str] = field(default_factory=dict, compare=False)
+
+    # -- geometry -------------------------------------------------------------------------------
+    @property
+    def rows(self) -> int:
+        return 1 + self.mem_rows + self.compute_rows
+
+    def tile_kind_name(self, row: int) -> str:
+        if row == 0:
+            return "shim"
+        if row <= self.mem_rows:
+            return "mem"
+        return "compute"
+
+    def tile_kind(self, row: int) -> TileKind:
+        return getattr(self, self.tile_kind_name(row))
+
+    @property
+    def first_compute_row(self) -> int:
+        return 1 + self.mem_rows
+
+    @property
+    def compute_tiles(self) -> int:
+        return self.columns * self.compute_rows
+
+    @property
+    def ddr_bytes_per_cycle(self) -> float:
+        return self.ddr_bytes_per_s / self.clock_hz
+
+    def peak_macs_per_s(self, dtype: str) -> float:
+        return self.macs_per_cycle[dtype] * self.compute_tiles * self.clock_hz
+
+    def replace(self, **changes) -> "Arch":
+        """A copy with some fields changed (per-column bandwidths may be given as one number)."""
+        return from_dict({**_as_plain_dict(self), **changes})
+
+
+# ---- presets --------------------------------------------------------------------------------------
+
+_AIEML_COMPUTE = TileKind(
+    memory_bytes=64 * 1024,  # AM020: 64 KiB data memory
+    s2mm_channels=2, mm2s_channels=2,  # AM020 / ARCH_FACTS DMA table
+    bd_count=16, lock_count=16,  # AM020
+    bd_dims=3, bd_step_bits=13, bd_wrap_bits=8, bd_length_bits=14,  # aie-rt xaiemlgbl_params.h
+    compression=True,  # aie-rt: compression on compute and mem tiles
+)
+_AIEML_MEM = TileKind(
+    memory_bytes=512 * 1024,  # AM020: 512 KiB mem tile
+    s2mm_channels=6, mm2s_channels=6,  # AM020
+    bd_count=48, lock_count=64,  # AM020
+    bd_dims=4, bd_step_bits=17, bd_wrap_bits=10, bd_length_bits=17,  # aie-rt
+    compression=True,
+)
+_AIEML_SHIM = TileKind(
+    memory_bytes=0,  # shim tiles have no local memory; their BDs address DDR
+    s2mm_channels=2, mm2s_channels=2,  # AM020
+    bd_count=16, lock_count=16,  # AM020
+    bd_dims=3, bd_step_bits=20, bd_wrap_bits=10, bd_length_bits=32,  # aie-rt
+    compression=False,  # aie-rt: no compression on the shim
+)
+
+# Per-column shim bandwidth (inferred): 2 channels x 4 B/cycle stream width (AM020) each way.
+_SHIM_COLUMN_BYTES_PER_CYCLE = 2 * 4.0
+# Host <-> DDR through all shim DMAs: 64 MiB in + 64 MiB out in 2016 us (mlir-aie memcpy, PR #2559).
+_MEMCPY_DDR_BYTES_PER_S = 2 * 64 * 2**20 / 2016e-6
+
+NPU1 = Arch(
+    name="npu1",
+    columns=4,  # Phoenix 5x6, column 0 has no shim DMA: 4 usable (xdna-driver npu1_regs.c first_col=1)
+    mem_rows=1, compute_rows=4,  # mlir-aie AIETargetModel: row 0 shim, row 1 mem, rows 2-5 compute
+    clock_hz=1.0e9,  # AMD Riallto material: Phoenix runs at 1 GHz (driver max 1.6 GHz)
+    shim=_AIEML_SHIM, mem=_AIEML_MEM, compute=_AIEML_COMPUTE,
+    shim_read_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 4,
+    shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 4,
+    ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # assumption: no npu1 figure; the (likely XDNA2) memcpy
+    macs_per_cycle={"int8": 256, "int8xint4": 512, "int16": 64, "bf16": 128},  # AM020 / UG1079
+    dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
+    reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
+    notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
+           "reconfiguration_s": "assumption (Strix figure)"},
+)
+
+NPU2 = Arch(
+    name="npu2",
+    columns=8,  # Strix 8x6, shim DMA in every column (mlir-aie NPU2TargetModel)
+    mem_rows=1, compute_rows=4,  # mlir-aie NPU2TargetModel
+    clock_hz=1.8e9,  # xdna-driver DPM tables: Strix family up to 1800 MHz
+    shim=_AIEML_SHIM, mem=_AIEML_MEM, compute=_AIEML_COMPUTE,
+    shim_read_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
+    shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
+    ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # mlir-aie memcpy, 66.6 GB/s both directions
+    # XDNA2 int8 512 (UG1079/mlir-aie); plain bf16 assumed at the AIE-ML rate, 128 (user reports
+    # say XDNA2 bf16 is slower than its int8-class block-FP16 path).
+    macs_per_cycle={"int8": 512, "bf16": 128},
+    dispatch_overhead_s=52e-6,  # xrt empty-kernel dispatch, Strix Halo/Linux
+    reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
+    notes={"macs_per_cycle.bf16": "assumption (AIE-ML rate)"},
+)
+
+PRESETS = {"npu1": NPU1, "npu2": NPU2}
+
+
+# ---- validation and loading -----------------------------------------------------------------------
+
+def validate(arch: Arch) -> Arch:
+    """Raise one ConfigError that lists every out-of-range field of ``arch``."""
+    p = Problems("architecture")
+    p.check(arch.columns >= 1, "columns", arch.columns, "must be >= 1")
+    p.check(arch.mem_rows >= 0, "mem_rows", arch.mem_rows, "must be >= 0")
+    p.check(arch.compute_rows >= 1, "compute_rows", arch.compute_rows, "must be >= 1")
+    p.check(arch.clock_hz > 0, "clock_hz", arch.clock_hz, "must be > 0")
+    for kind in TILE_KINDS:
+        t = getattr(arch, kind)
+        for f in ("memory_bytes",):
+            p.check(getattr(t, f) >= 0, f"{kind}.{f}", getattr(t, f), "must be >= 0")
+        for f in ("s2mm_channels", "mm2s_channels", "bd_count", "lock_count", "bd_dims",
+                  "bd_step_bits", "bd_wrap_bits", "bd_length_bits"):
+            p.check(getattr(t, f) >= 1, f"{kind}.{f}", getattr(t, f), "must be >= 1")
+        p.check(t.bd_dims <= 4, f"{kind}.bd_dims", t.bd_dims, "must be in 1..4")
+    for name in ("shim_read_bytes_per_cycle", "shim_write_bytes_per_cycle"):
+        v = getattr(arch, name)
+        if p.check(len(v) == arch.columns, name, v, f"needs one value per column ({arch.columns})"):
+            for c, x in enumerate(v):
+                p.check(x > 0, f"{name}[{c}]", x, "must be > 0 bytes/cycle")
+    p.check(arch.ddr_bytes_per_s > 0, "ddr_bytes_per_s", arch.ddr_bytes_per_s, "must be > 0")
+    p.check(1 <= arch.lock_max_value <= 2**31 - 1, "lock_max_value", arch.lock_max_value,
+            "must be in 1..2**31-1 (63 on AIE-ML: 6-bit semaphores)")
+    p.check(1 <= arch.task_queue_depth <= 64, "task_queue_depth", arch.task_queue_depth,
+            "must be in 1..64 (4 on AIE-ML)")
+    p.check(arch.max_task_repeat >= 1, "max_task_repeat", arch.max_task_repeat, "must be >= 1")
+    p.check(arch.stream_bytes_per_cycle > 0, "stream_bytes_per_cycle",
+            arch.stream_bytes_per_cycle, "must be > 0")
+    p.check(arch.switch_hop_latency_cycles >= 1, "switch_hop_latency_cycles",
+            arch.switch_hop_latency_cycles, "must be >= 1")
+    p.check(arch.switch_buffer_bytes >= arch.stream_bytes_per_cycle, "switch_buffer_bytes",
+            arch.switch_buffer_bytes, f"must be >= stream_bytes_per_cycle ({arch.stream_bytes_per_cycle})")
+    for f in ("bd_setup_cycles", "bd_chain_cycles", "lock_acquire_cycles", "lock_release_cycles"):
+        p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 cycles")
+    for f in ("dispatch_overhead_s", "reconfiguration_s"):
+        p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 seconds")
+    p.check(len(arch.macs_per_cycle) >= 1, "macs_per_cycle", arch.macs_per_cycle,
+            "needs at least one dtype")
+    for d, m in arch.macs_per_cycle.items():
+        p.check(m >= 1, f"macs_per_cycle.{d}", m, "must be >= 1")
+    p.raise_if_any()
+    return arch
+
+
+def _as_plain_dict(arch: Arch) -> dict:
+    return {f.name: getattr(arch, f.name) for f in dataclasses.fields(arch)}
+
+
+def from_dict(values: dict) -> Arch:
+    """Build and validate an Arch from plain values (TOML tables, sweep overrides)."""
+    p = Problems("architecture")
+    known = {f.name for f in dataclasses.fields(Arch)}
+    for key in values:
+        p.check(key in known, key, values[key], f"unknown field; known: {sorted(known)}")
+    p.raise_if_any()
+    v = dict(values)
+    for kind in TILE_KINDS:
+        t = v.get(kind)
+        if isinstance(t, dict):
+            base = dataclasses.asdict(getattr(NPU2, kind))
+            tile_known = set(base)
+            for key in t:
+                p.check(key in tile_known, f"{kind}.{key}", t[key], f"unknown field; known: {sorted(tile_known)}")
+            p.raise_if_any()
+            v[kind] = TileKind(**{**base, **t})
+    columns = v["columns"]
+    for name in ("shim_read_bytes_per_cycle", "shim_write_bytes_per_cycle"):
+        x = v[name]
+        if isinstance(x, (int, float)):
+            v[name] = (float(x),) * columns
+        elif len(x) != columns and len(set(x)) == 1:  # a uniform array follows a column change
+            v[name] = (float(x[0]),) * columns
+        else:
+            v[name] = tuple(float(y) for y in x)
+    v["macs_per_cycle"] = dict(v["macs_per_cycle"])
+    return validate(Arch(**v))
+
+
+def load(name_or_path: str | Path) -> Arch:
+    """A preset by name (``npu1``, ``npu2``) or a custom array from a TOML file.
+
+    The TOML file has an ``[arch]`` table; ``base = "npu2"`` starts from a preset and every other
+    key overrides a field (tile tables such as ``[arch.compute]`` override single tile fields).
+    """
+    key = str(name_or_path)
+    if key in PRESETS:
+        return PRESETS[key]
+    path = Path(key)
+    if not path.exists():
+        raise ValueError(f"arch {key!r}: not a preset ({', '.join(PRESETS)}) and no such file")
+    table = tomllib.loads(path.read_text()).get("arch")
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: needs an [arch] table")
+    table = dict(table)
+    base_name = table.pop("base", "npu2")
+    if base_name not in PRESETS:
+        raise ValueError(f"{path}: base = {base_name!r}; allowed: {', '.join(PRESETS)}")
+    merged = _as_plain_dict(PRESETS[base_name])
+    for key2, val in table.items():
+        if key2 in TILE_KINDS and isinstance(val, dict):
+            merged[key2] = {**dataclasses.asdict(merged[key2]), **val}
+        else:
+            merged[key2] = val
+    merged["name"] = table.get("name", path.stem)
+    return from_dict(merged)

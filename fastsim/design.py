@@ -1,0 +1,245 @@
+"""Design layer: what an AIE programmer writes, in mlir-aie IRON's vocabulary.
+
+A ``Design`` places buffers in tile memories (or DDR), declares locks with initial values, builds
+buffer descriptors (BDs) on DMA channels, routes MM2S channels to one or more S2MM channels, gives
+compute tiles core programs and gives the host a runtime sequence of task pushes and waits.
+Nothing is checked while building; ``fastsim.validate`` reports every problem at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .arch import Arch
+
+MM2S = "mm2s"
+S2MM = "s2mm"
+
+
+@dataclass(frozen=True, order=True)
+class Tile:
+    col: int
+    row: int
+
+    def __str__(self) -> str:
+        return f"tile({self.col},{self.row})"
+
+
+@dataclass(frozen=True, order=True)
+class Channel:
+    """One DMA channel: ``direction`` is 'mm2s' (memory to stream) or 's2mm' (stream to memory)."""
+
+    tile: Tile
+    direction: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.tile}.{self.direction}{self.index}"
+
+
+@dataclass(frozen=True)
+class Buffer:
+    id: int
+    tile: Tile | None  # None: host memory (DDR), reached through shim DMAs
+    size_bytes: int
+    name: str
+
+
+@dataclass(frozen=True)
+class Lock:
+    id: int
+    tile: Tile
+    init: int
+    name: str
+
+
+@dataclass
+class BD:
+    """A buffer descriptor: one transfer between a buffer and a stream.
+
+    ``dims`` lists (size, stride) pairs in 32-bit words, innermost first, as the hardware's
+    multi-dimensional addressing; without dims the transfer is contiguous. ``compression_ratio``
+    shrinks the bytes on the stream (the DMA compresses; it never converts dtypes).
+    """
+
+    id: int
+    channel: Channel
+    buffer: Buffer
+    length_bytes: int
+    offset_bytes: int = 0
+    dims: tuple[tuple[int, int], ...] = ()
+    acquire: tuple[Lock, int] | None = None
+    release: tuple[Lock, int] | None = None
+    next: "BD | None" = None
+    compression_ratio: float = 1.0
+    name: str = ""
+
+    def __str__(self) -> str:
+        return f"bd{self.id}" + (f"({self.name})" if self.name else "") + f" on {self.channel}"
+
+
+@dataclass(frozen=True)
+class Route:
+    src: Channel
+    dsts: tuple[Channel, ...]
+
+
+# core program operations
+@dataclass(frozen=True)
+class Acquire:
+    lock: Lock
+    value: int = 1
+
+
+@dataclass(frozen=True)
+class Release:
+    lock: Lock
+    value: int = 1
+
+
+@dataclass(frozen=True)
+class Compute:
+    cycles: int
+    name: str = "kernel"
+
+
+@dataclass(frozen=True)
+class Loop:
+    count: int
+    body: tuple
+
+
+# host runtime sequence operations
+@dataclass(frozen=True)
+class Push:
+    channel: Channel
+    bd: BD
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class Wait:
+    channel: Channel
+
+
+@dataclass
+class Design:
+    """A complete program for one array: data placement, DMA programs, cores and host sequence."""
+
+    arch: Arch
+    name: str = "design"
+    buffers: list[Buffer] = field(default_factory=list)
+    locks: list[Lock] = field(default_factory=list)
+    bds: list[BD] = field(default_factory=list)
+    routes: list[Route] = field(default_factory=list)
+    static_chains: dict[Channel, BD] = field(default_factory=dict)
+    cores: dict[Tile, list] = field(default_factory=dict)
+    host: list = field(default_factory=list)
+
+    # -- geometry helpers ---------------------------------------------------------------------
+    def shim(self, col: int) -> Tile:
+        return Tile(col, 0)
+
+    def mem(self, col: int, row: int = 0) -> Tile:
+        return Tile(col, 1 + row)
+
+    def compute(self, col: int, row: int) -> Tile:
+        """Compute tile ``row`` (0-based, counted from the first compute row) of column ``col``."""
+        return Tile(col, self.arch.first_compute_row + row)
+
+    # -- building -----------------------------------------------------------------------------
+    def buffer(self, tile: Tile, size_bytes: int, name: str = "") -> Buffer:
+        b = Buffer(len(self.buffers), tile, int(size_bytes), name or f"buf{len(self.buffers)}")
+        self.buffers.append(b)
+        return b
+
+    def ddr_buffer(self, size_bytes: int, name: str = "") -> Buffer:
+        b = Buffer(len(self.buffers), None, int(size_bytes), name or f"ddr{len(self.buffers)}")
+        self.buffers.append(b)
+        return b
+
+    def lock(self, tile: Tile, init: int = 0, name: str = "") -> Lock:
+        lk = Lock(len(self.locks), tile, int(init), name or f"lock{len(self.locks)}")
+        self.locks.append(lk)
+        return lk
+
+    def bd(self, channel: Channel, buffer: Buffer, length_bytes: int | None = None, *,
+           offset_bytes: int = 0, dims=(), acquire=None, release=None, next: BD | None = None,
+           compression_ratio: float = 1.0, name: str = "") -> BD:
+        if length_bytes is None:
+            length_bytes = buffer.size_bytes - offset_bytes
+        b = BD(len(self.bds), channel, buffer, int(length_bytes), int(offset_bytes),
+               tuple(tuple(d) for d in dims), acquire, release, next, float(compression_ratio), name)
+        self.bds.append(b)
+        return b
+
+    def chain(self, *bds: BD, cyclic: bool = False) -> BD:
+        """Link BDs in order (and back to the first when ``cyclic``); returns the first."""
+        for a, b in zip(bds, bds[1:]):
+            a.next = b
+        if cyclic:
+            bds[-1].next = bds[0]
+        return bds[0]
+
+    def route(self, src: Channel, *dsts: Channel) -> Route:
+        r = Route(src, tuple(dsts))
+        self.routes.append(r)
+        return r
+
+    def start_chain(self, channel: Channel, bd: BD) -> None:
+        """Start a BD chain on ``channel`` at cycle 0 (statically configured, as for mem/compute tiles)."""
+        self.static_chains[channel] = bd
+
+    def core_program(self, tile: Tile, *ops) -> None:
+        self.cores[tile] = list(ops)
+
+    def push(self, channel: Channel, bd: BD, repeat: int = 1) -> None:
+        self.host.append(Push(channel, bd, int(repeat)))
+
+    def wait(self, channel: Channel) -> None:
+        self.host.append(Wait(channel))
+
+
+def mm2s(tile: Tile, index: int = 0) -> Channel:
+    return Channel(tile, MM2S, index)
+
+
+def s2mm(tile: Tile, index: int = 0) -> Channel:
+    return Channel(tile, S2MM, index)
+
+
+def object_fifo(design: Design, producer: Channel, consumers: list[Channel], depth: int,
+                size_bytes: int, name: str = "of", *, producer_buffer: Buffer | None = None,
+                consumer_lock_tiles=None):
+    """Expand an ObjectFifo the way mlir-aie lowers it: ``depth`` buffers on each side, a producer
+    lock initialised to ``depth`` and a consumer lock initialised to 0 per endpoint, and cyclic BD
+    chains (ping-pong for depth 2) on the producer's MM2S and every consumer's S2MM.
+
+    Shim endpoints have no local buffers and no locks: the host pushes their tasks instead, so only
+    the tile side is built for them.
+    Returns a dict with the locks and buffers each core program needs.
+    """
+    out = {"consumers": []}
+    ptile = producer.tile
+    is_shim_producer = ptile.row == 0
+    if not is_shim_producer:
+        p_prod = design.lock(ptile, depth, f"{name}_prod")
+        p_cons = design.lock(ptile, 0, f"{name}_cons")
+        bufs = [design.buffer(ptile, size_bytes, f"{name}_p{i}") for i in range(depth)]
+        bds = [design.bd(producer, b, size_bytes, acquire=(p_cons, 1), release=(p_prod, 1),
+                         name=f"{name}_out{i}") for i, b in enumerate(bufs)]
+        design.start_chain(producer, design.chain(*bds, cyclic=True))
+        out.update(producer_buffers=bufs, producer_prod_lock=p_prod, producer_cons_lock=p_cons)
+    for j, dst in enumerate(consumers):
+        if dst.tile.row == 0:  # shim consumer: the host pushes its tasks
+            out["consumers"].append({"channel": dst})
+            continue
+        c_prod = design.lock(dst.tile, depth, f"{name}_c{j}_prod")
+        c_cons = design.lock(dst.tile, 0, f"{name}_c{j}_cons")
+        bufs = [design.buffer(dst.tile, size_bytes, f"{name}_c{j}_{i}") for i in range(depth)]
+        bds = [design.bd(dst, b, size_bytes, acquire=(c_prod, 1), release=(c_cons, 1),
+                         name=f"{name}_in{j}_{i}") for i, b in enumerate(bufs)]
+        design.start_chain(dst, design.chain(*bds, cyclic=True))
+        out["consumers"].append({"channel": dst, "buffers": bufs, "prod_lock": c_prod,
+                                 "cons_lock": c_cons})
+    design.route(producer, *consumers)
+    return out

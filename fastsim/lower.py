@@ -1,0 +1,200 @@
+"""Lowering: a validated Design becomes the flat int64 tables the kernels run (see kernels.layout)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fastsim.kernels import layout as L
+
+from .design import MM2S, Acquire, Channel, Compute, Design, Loop, Push, Release
+from .validate import chain_of, validate_design
+
+
+@dataclass
+class LoweredDesign:
+    """One design as kernel tables plus the names needed to explain results."""
+
+    design: Design
+    prm: np.ndarray
+    col_rates: np.ndarray
+    bds: np.ndarray
+    ch: np.ndarray
+    cons: np.ndarray
+    prog: np.ndarray
+    cores: np.ndarray
+    host: np.ndarray
+    lock_init: np.ndarray
+    channels: list[Channel]
+    core_tiles: list
+    kernel_names: list[str]
+
+
+def to_units(bytes_per_cycle: float) -> int:
+    return max(1, int(round(bytes_per_cycle * L.UNITS_PER_BYTE)))
+
+
+def hops(src, dst) -> int:
+    """Stream-switch hops between two tiles: one switch per tile on a Manhattan path."""
+    return abs(src.col - dst.col) + abs(src.row - dst.row) + 1
+
+
+def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
+          livelock_cycles: int = 1 << 24, max_events: int = 0) -> LoweredDesign:
+    validate_design(design)
+    arch = design.arch
+    lock_index = {lk.id: i for i, lk in enumerate(design.locks)}
+    bd_index = {b.id: i for i, b in enumerate(design.bds)}
+
+    used = {b.channel for b in design.bds} | set(design.static_chains)
+    for r in design.routes:
+        used.add(r.src)
+        used.update(r.dsts)
+    channels = sorted(used)
+    ch_index = {c: i for i, c in enumerate(channels)}
+
+    bds = np.zeros((len(design.bds), L.BD_NCOL), np.int64)
+    for i, b in enumerate(design.bds):
+        wire_bytes = math.ceil(b.length_bytes / b.compression_ratio)
+        bds[i, L.BD_LEN] = wire_bytes * L.UNITS_PER_BYTE
+        bds[i, L.BD_ACQ_LOCK] = lock_index[b.acquire[0].id] if b.acquire else -1
+        bds[i, L.BD_ACQ_VAL] = b.acquire[1] if b.acquire else 0
+        bds[i, L.BD_REL_LOCK] = lock_index[b.release[0].id] if b.release else -1
+        bds[i, L.BD_REL_VAL] = b.release[1] if b.release else 0
+        bds[i, L.BD_NEXT] = bd_index[b.next.id] if b.next is not None else -1
+        bds[i, L.BD_CYCLIC] = int(chain_of(b)[1])
+
+    ch = np.zeros((len(channels), L.CH_NCOL), np.int64)
+    ch[:, L.CH_STATIC_BD] = -1
+    ch[:, L.CH_PRODUCER] = -1
+    stream_rate = to_units(arch.stream_bytes_per_cycle)
+    for i, c in enumerate(channels):
+        ch[i, L.CH_MM2S] = int(c.direction == MM2S)
+        ch[i, L.CH_SHIM] = int(c.tile.row == 0)
+        ch[i, L.CH_COL] = c.tile.col
+        ch[i, L.CH_RATE] = stream_rate
+        if c in design.static_chains:
+            ch[i, L.CH_STATIC_BD] = bd_index[design.static_chains[c].id]
+    cons = []
+    for r in design.routes:
+        m = ch_index[r.src]
+        ch[m, L.CH_CONS_START] = len(cons)
+        for d in r.dsts:
+            s = ch_index[d]
+            cons.append(s)
+            n_hops = hops(r.src.tile, d.tile)
+            ch[s, L.CH_PRODUCER] = m
+            ch[s, L.CH_FIFO_CAP] = n_hops * arch.switch_buffer_bytes * L.UNITS_PER_BYTE
+            ch[s, L.CH_LATENCY] = n_hops * arch.switch_hop_latency_cycles
+        ch[m, L.CH_CONS_END] = len(cons)
+
+    core_tiles = sorted(design.cores)
+    prog_rows: list[tuple[int, int, int]] = []
+    kernel_names: list[str] = []
+    cores = np.zeros((len(core_tiles), L.CORE_NCOL), np.int64)
+
+    def emit(ops):
+        for op in ops:
+            if isinstance(op, Acquire):
+                prog_rows.append((L.OP_ACQUIRE, lock_index[op.lock.id], op.value))
+            elif isinstance(op, Release):
+                prog_rows.append((L.OP_RELEASE, lock_index[op.lock.id], op.value))
+            elif isinstance(op, Compute):
+                if op.name not in kernel_names:
+                    kernel_names.append(op.name)
+                prog_rows.append((L.OP_COMPUTE, op.cycles, kernel_names.index(op.name)))
+            elif isinstance(op, Loop):
+                prog_rows.append((L.OP_LOOP, op.count, 0))
+                emit(op.body)
+                prog_rows.append((L.OP_END, 0, 0))
+
+    for k, tile in enumerate(core_tiles):
+        cores[k, L.CORE_START] = len(prog_rows)
+        emit(design.cores[tile])
+        cores[k, L.CORE_END] = len(prog_rows)
+    prog = np.array(prog_rows, np.int64).reshape(-1, L.PROG_NCOL)
+
+    host = np.zeros((len(design.host), L.H_NCOL), np.int64)
+    for i, op in enumerate(design.host):
+        host[i, L.H_OP] = L.HOST_PUSH if isinstance(op, Push) else L.HOST_WAIT
+        host[i, L.H_CH] = ch_index[op.channel]
+        if isinstance(op, Push):
+            host[i, L.H_BD] = bd_index[op.bd.id]
+            host[i, L.H_REP] = op.repeat
+
+    col_rates = np.zeros((2, arch.columns), np.int64)
+    col_rates[0] = [to_units(x) for x in arch.shim_write_bytes_per_cycle]
+    col_rates[1] = [to_units(x) for x in arch.shim_read_bytes_per_cycle]
+
+    prm = np.zeros(L.P_NCOL, np.int64)
+    prm[L.P_N_LOCKS] = len(design.locks)
+    prm[L.P_N_BDS] = len(design.bds)
+    prm[L.P_N_CH] = len(channels)
+    prm[L.P_N_CORES] = len(core_tiles)
+    prm[L.P_N_HOST] = len(design.host)
+    prm[L.P_N_COLS] = arch.columns
+    prm[L.P_DDR_CAP] = to_units(arch.ddr_bytes_per_cycle)
+    prm[L.P_QDEPTH] = arch.task_queue_depth
+    prm[L.P_SETUP] = arch.bd_setup_cycles
+    prm[L.P_CHAIN] = arch.bd_chain_cycles
+    prm[L.P_ACQ] = arch.lock_acquire_cycles
+    prm[L.P_REL] = arch.lock_release_cycles
+    prm[L.P_LOCK_MAX] = arch.lock_max_value
+    prm[L.P_LIVELOCK] = livelock_cycles
+    prm[L.P_MAX_CYCLES] = max_cycles
+    prm[L.P_SKIP] = int(skip)
+    prm[L.P_MAX_EVENTS] = max_events
+    lock_init = np.array([lk.init for lk in design.locks], np.int64)
+    return LoweredDesign(design, prm, col_rates, bds, ch, cons=np.array(cons, np.int64), prog=prog,
+                         cores=cores, host=host, lock_init=lock_init, channels=channels,
+                         core_tiles=core_tiles, kernel_names=kernel_names)
+
+
+def _stack(arrays: list[np.ndarray], fill: int = 0) -> np.ndarray:
+    """Pad arrays to a common shape (at least 1 along every axis) and stack them."""
+    ndim = arrays[0].ndim
+    shape = [max(max(a.shape[i] for a in arrays), 1) for i in range(ndim)]
+    out = np.full((len(arrays), *shape), fill, np.int64)
+    for d, a in enumerate(arrays):
+        out[(d, *[slice(0, n) for n in a.shape])] = a
+    return out
+
+
+@dataclass
+class Batch:
+    """Padded tables of several lowered designs plus preallocated state and outputs."""
+
+    designs: list[LoweredDesign]
+    inputs: tuple
+    state: tuple
+    outputs: dict
+
+
+def pack(lowered: list[LoweredDesign]) -> Batch:
+    prm = _stack([x.prm for x in lowered])
+    col_rates = _stack([x.col_rates for x in lowered], fill=1)
+    inputs = (prm, col_rates, _stack([x.bds for x in lowered]), _stack([x.ch for x in lowered]),
+              _stack([x.cons for x in lowered]), _stack([x.prog for x in lowered]),
+              _stack([x.cores for x in lowered]), _stack([x.host for x in lowered]),
+              _stack([x.lock_init for x in lowered]))
+    n = len(lowered)
+    n_ch = max(1, max(len(x.channels) for x in lowered))
+    n_cores = max(1, max(len(x.core_tiles) for x in lowered))
+    n_locks = max(1, max(len(x.lock_init) for x in lowered))
+    n_cols = col_rates.shape[2]
+    qdepth = int(prm[:, L.P_QDEPTH].max())
+    max_events = max(1, int(prm[:, L.P_MAX_EVENTS].max()))
+    state = (np.zeros((n, n_ch, L.S_NCOL), np.int64),  # st
+             np.zeros((n, n_ch, qdepth, 2), np.int64),  # queue
+             np.zeros((n, n_cores, L.K_NCOL), np.int64),  # kst
+             np.zeros((n, n_cores, L.MAX_LOOP_DEPTH, 2), np.int64),  # kloop
+             np.zeros((n, 1), np.int64),  # hst
+             np.zeros((n, n_locks), np.int64),  # locks
+             np.zeros((n, 2, n_cols), np.int64))  # counts (scratch)
+    outputs = {"ch_bytes": np.zeros((n, n_ch), np.int64),
+               "ch_stats": np.zeros((n, n_ch, L.CC_N), np.int64),
+               "core_stats": np.zeros((n, n_cores, L.KC_N), np.int64),
+               "events": np.zeros((n, max_events, L.EV_NCOL), np.int64),
+               "res": np.zeros((n, L.R_NCOL), np.int64)}
+    return Batch(lowered, inputs, state, outputs)

@@ -1,0 +1,212 @@
+"""Check a Design against its Arch and report every problem at once (one ConfigError)."""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from fastsim.kernels.layout import MAX_LOOP_DEPTH
+
+from .design import BD, MM2S, S2MM, Acquire, Channel, Compute, Design, Loop, Push, Release, Tile, Wait
+from .errors import Problems
+
+
+def chain_of(bd: BD) -> tuple[list[BD], bool]:
+    """The BDs a chain starting at ``bd`` runs through, and whether it loops forever."""
+    seen: list[BD] = []
+    ids: set[int] = set()
+    cur: BD | None = bd
+    while cur is not None:
+        if cur.id in ids:
+            return seen, True
+        ids.add(cur.id)
+        seen.append(cur)
+        cur = cur.next
+    return seen, False
+
+
+def validate_design(design: Design) -> None:
+    arch = design.arch
+    p = Problems(f"design {design.name!r}")
+
+    def tile_ok(tile: Tile, field: str) -> bool:
+        return p.check(0 <= tile.col < arch.columns and 0 <= tile.row < arch.rows, field, str(tile),
+                       f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
+
+    def channel_ok(ch: Channel, field: str) -> bool:
+        if not tile_ok(ch.tile, field):
+            return False
+        kind = arch.tile_kind(ch.tile.row)
+        if not p.check(ch.direction in (MM2S, S2MM), field, str(ch), "direction must be mm2s or s2mm"):
+            return False
+        n = kind.mm2s_channels if ch.direction == MM2S else kind.s2mm_channels
+        return p.check(0 <= ch.index < n, field, str(ch),
+                       f"{arch.tile_kind_name(ch.tile.row)} tiles have {ch.direction} channels 0..{n - 1}")
+
+    # buffers and tile memory capacity
+    used = Counter()
+    for b in design.buffers:
+        p.check(b.size_bytes > 0, f"buffer {b.name}.size_bytes", b.size_bytes, "must be > 0")
+        if b.tile is None:
+            continue
+        if tile_ok(b.tile, f"buffer {b.name}.tile"):
+            p.check(arch.tile_kind_name(b.tile.row) != "shim", f"buffer {b.name}.tile", str(b.tile),
+                    "shim tiles have no memory; use ddr_buffer() for host memory")
+            used[b.tile] += max(b.size_bytes, 0)
+    for tile, total in sorted(used.items()):
+        cap = arch.tile_kind(tile.row).memory_bytes
+        p.check(total <= cap, f"{tile} buffers", total, f"must fit in the tile's {cap} bytes of memory")
+
+    # locks
+    per_tile = Counter()
+    for lk in design.locks:
+        if tile_ok(lk.tile, f"lock {lk.name}.tile"):
+            per_tile[lk.tile] += 1
+        p.check(0 <= lk.init <= arch.lock_max_value, f"lock {lk.name}.init", lk.init,
+                f"must be in 0..{arch.lock_max_value}")
+    for tile, n in sorted(per_tile.items()):
+        cap = arch.tile_kind(tile.row).lock_count
+        p.check(n <= cap, f"{tile} locks", n, f"at most {cap} locks on this tile type")
+
+    # BDs
+    bd_per_tile = Counter()
+    for b in design.bds:
+        f = f"bd {b.id}" + (f" ({b.name})" if b.name else "")
+        if not channel_ok(b.channel, f"{f}.channel"):
+            continue
+        kind_name = arch.tile_kind_name(b.channel.tile.row)
+        kind = arch.tile_kind(b.channel.tile.row)
+        bd_per_tile[b.channel.tile] += 1
+        p.check(b.length_bytes > 0, f"{f}.length_bytes", b.length_bytes, "must be > 0")
+        p.check(b.offset_bytes >= 0, f"{f}.offset_bytes", b.offset_bytes, "must be >= 0")
+        words = -(-b.length_bytes // 4)
+        p.check(words < 2**kind.bd_length_bits, f"{f}.length_bytes", b.length_bytes,
+                f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")
+        if kind_name == "shim":
+            p.check(b.buffer.tile is None, f"{f}.buffer", b.buffer.name, "shim BDs address DDR buffers")
+        else:
+            p.check(b.buffer.tile == b.channel.tile, f"{f}.buffer", b.buffer.name,
+                    f"must be in {b.channel.tile}'s memory")
+        extent = b.length_bytes
+        if b.dims:
+            if p.check(len(b.dims) <= kind.bd_dims, f"{f}.dims", b.dims,
+                       f"{kind_name} BDs address at most {kind.bd_dims} dimensions"):
+                size_words = 1
+                last_word = 0
+                for i, (size, stride) in enumerate(b.dims):
+                    p.check(1 <= size < 2**kind.bd_wrap_bits, f"{f}.dims[{i}].size", size,
+                            f"must be in 1..{2**kind.bd_wrap_bits - 1}")
+                    p.check(0 <= stride < 2**kind.bd_step_bits, f"{f}.dims[{i}].stride", stride,
+                            f"must be in 0..{2**kind.bd_step_bits - 1} words")
+                    size_words *= max(size, 1)
+                    last_word += (max(size, 1) - 1) * max(stride, 0)
+                p.check(size_words * 4 == b.length_bytes, f"{f}.dims", b.dims,
+                        f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
+                extent = (last_word + 1) * 4
+        p.check(b.offset_bytes + extent <= b.buffer.size_bytes, f"{f}.offset_bytes+extent",
+                b.offset_bytes + extent, f"addresses outside buffer {b.buffer.name} "
+                f"({b.buffer.size_bytes} bytes)")
+        if b.compression_ratio != 1.0:
+            p.check(kind.compression, f"{f}.compression_ratio", b.compression_ratio,
+                    f"{kind_name} DMAs cannot compress (must be 1.0)")
+            p.check(b.compression_ratio >= 1.0, f"{f}.compression_ratio", b.compression_ratio,
+                    "must be >= 1.0")
+        for role, spec in (("acquire", b.acquire), ("release", b.release)):
+            if spec is None:
+                continue
+            lk, value = spec
+            p.check(0 <= value <= arch.lock_max_value, f"{f}.{role}.value", value,
+                    f"must be in 0..{arch.lock_max_value}")
+            reach = abs(lk.tile.col - b.channel.tile.col) <= (1 if kind_name == "mem" else 0)
+            p.check(lk.tile.row == b.channel.tile.row and reach, f"{f}.{role}.lock", lk.name,
+                    f"a {kind_name} DMA can only use locks of its own tile"
+                    + (" or a neighbouring mem tile" if kind_name == "mem" else ""))
+        if b.next is not None:
+            p.check(b.next.channel == b.channel, f"{f}.next", b.next.id,
+                    f"must be a BD of the same channel ({b.channel})")
+    for tile, n in sorted(bd_per_tile.items()):
+        cap = arch.tile_kind(tile.row).bd_count
+        p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type")
+
+    # routes
+    producer_of: dict[Channel, Channel] = {}
+    routed = set()
+    for r in design.routes:
+        if not channel_ok(r.src, f"route {r.src}.src"):
+            continue
+        p.check(r.src.direction == MM2S, f"route {r.src}.src", str(r.src), "must be an mm2s channel")
+        p.check(r.src not in routed, f"route {r.src}.src", str(r.src), "has more than one route")
+        p.check(len(r.dsts) >= 1, f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
+        routed.add(r.src)
+        for d in r.dsts:
+            if channel_ok(d, f"route {r.src}.dst"):
+                p.check(d.direction == S2MM, f"route {r.src}.dst", str(d), "must be an s2mm channel")
+                p.check(d not in producer_of, f"route {r.src}.dst", str(d),
+                        f"already fed by {producer_of.get(d)}")
+                producer_of[d] = r.src
+
+    # channel programs: static chains and host pushes
+    used_channels = set()
+    cyclic_static = set()
+    for ch, bd in design.static_chains.items():
+        if not channel_ok(ch, f"static chain on {ch}"):
+            continue
+        used_channels.add(ch)
+        p.check(bd.channel == ch, f"static chain on {ch}", str(bd), "must start with a BD of that channel")
+        if chain_of(bd)[1]:
+            cyclic_static.add(ch)
+    pushed = Counter()
+    for i, op in enumerate(design.host):
+        if isinstance(op, Push):
+            f = f"host[{i}] push"
+            if not channel_ok(op.channel, f"{f}.channel"):
+                continue
+            used_channels.add(op.channel)
+            pushed[op.channel] += 1
+            p.check(op.bd.channel == op.channel, f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
+            p.check(1 <= op.repeat <= arch.max_task_repeat, f"{f}.repeat", op.repeat,
+                    f"must be in 1..{arch.max_task_repeat}")
+            p.check(not chain_of(op.bd)[1], f"{f}.bd", str(op.bd),
+                    "a pushed task's BD chain loops forever, so it can never complete")
+            p.check(op.channel not in cyclic_static, f"{f}.channel", str(op.channel),
+                    "runs a cyclic static chain and never takes queued tasks")
+        elif isinstance(op, Wait):
+            f = f"host[{i}] wait"
+            if channel_ok(op.channel, f"{f}.channel"):
+                p.check(pushed[op.channel] > 0, f"{f}.channel", str(op.channel),
+                        "waits on a channel that no earlier step pushed a task to")
+        else:
+            p.add(f"host[{i}]", type(op).__name__, "must be Push or Wait")
+    for ch in sorted(used_channels):
+        if ch.direction == MM2S:
+            p.check(ch in routed, f"channel {ch}", "no route", "an mm2s channel with work needs a route")
+        else:
+            p.check(ch in producer_of, f"channel {ch}", "no producer",
+                    "an s2mm channel with work needs a route from an mm2s channel")
+
+    # cores
+    for tile, ops in design.cores.items():
+        if not tile_ok(tile, f"core {tile}"):
+            continue
+        p.check(arch.tile_kind_name(tile.row) == "compute", f"core {tile}", str(tile),
+                "core programs run on compute tiles only")
+        _check_ops(p, arch, tile, ops, f"core {tile}", 0)
+    p.raise_if_any()
+
+
+def _check_ops(p: Problems, arch, tile: Tile, ops, where: str, depth: int) -> None:
+    for i, op in enumerate(ops):
+        f = f"{where}[{i}]"
+        if isinstance(op, (Acquire, Release)):
+            lk = op.lock
+            near = abs(lk.tile.col - tile.col) + abs(lk.tile.row - tile.row) <= 1
+            p.check(near and arch.tile_kind_name(lk.tile.row) == "compute", f"{f}.lock", lk.name,
+                    "a core reaches locks of its own tile and its neighbouring compute tiles")
+            p.check(0 <= op.value <= arch.lock_max_value, f"{f}.value", op.value,
+                    f"must be in 0..{arch.lock_max_value}")
+        elif isinstance(op, Compute):
+            p.check(op.cycles >= 1, f"{f}.cycles", op.cycles, "must be >= 1")
+        elif isinstance(op, Loop):
+            p.check(op.count >= 1, f"{f}.count", op.count, "must be >= 1")
+            if p.check(depth + 1 <= MAX_LOOP_DEPTH, f"{f}", "loop", f"loops nest at most {MAX_LOOP_DEPTH} deep"):
+                _check_ops(p, arch, tile, op.body, f"{f}.body", depth + 1)
+        else:
+            p.add(f, type(op).__name__, "must be Acquire, Release, Compute or Loop")

@@ -1,0 +1,521 @@
+"""Cycle-exact engine: DMA channels, BD chains, task queues, locks, cores and the host sequence.
+
+One call simulates a batch of independent designs given as padded int64 tables (see ``layout``).
+Every cycle has two phases:
+
+1. control: the host, then each core, then each channel (in index order) makes its zero-time
+   transitions (pop a task, acquire/release a lock, chain to the next BD) until it reaches a state
+   that spends the cycle (a timer, a blocked acquire, a transfer, idle);
+2. flow: shim channels share their column and DDR bandwidth; every S2MM decides its pull from the
+   stream buffer as it stood at the start of the cycle; every MM2S pushes into all its consumers'
+   buffers at the pace of the fullest one (broadcast waits for the slowest consumer).
+
+Event skipping: after a cycle in which nothing changed state, the engine computes how many following
+cycles are provably identical (same states, same flows) and applies them at once. The pure-Python
+reference in ``tests/reference_model.py`` steps every cycle; property tests demand identical results.
+"""
+import numpy as np
+
+from ._jit import kernel
+from .layout import (
+    BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
+    CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
+    CH_COL, CH_CONS_END, CH_CONS_START, CH_FIFO_CAP, CH_LATENCY, CH_MM2S, CH_PRODUCER, CH_RATE,
+    CH_SHIM, CH_STATIC_BD, CORE_END, CORE_START, CS_ACQ_LAT, CS_ACQUIRE, CS_IDLE, CS_RELEASE,
+    CS_SETUP, CS_TRANSFER, EV_CHANNEL, EV_CORE, H_BD, H_CH, H_OP, H_REP, HOST_PUSH, K_CLASS,
+    K_DEPTH, K_EV_START, K_PC, K_STATE, K_TIMER, KC_BUSY, KC_IDLE, KC_LOCK_WAIT, KC_OVERHEAD,
+    KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, NEVER, OP_ACQUIRE,
+    OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_LIVELOCK, P_LOCK_MAX,
+    P_MAX_CYCLES, P_N_CH, P_N_COLS, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
+    P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, S_BD, S_CLASS,
+    S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
+    S_REMAIN, S_REPEATS, S_STATE, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
+    ST_DEADLOCK, ST_LIVELOCK, ST_LOCK_OVERFLOW, ST_OK, TASK_QUEUED, TASK_STATIC, TASK_STATIC_CYCLIC,
+)
+
+
+@kernel
+def _log_event(events, res, kind, index, what, start, end):
+    n = res[R_EVENTS]
+    if n < events.shape[0]:
+        events[n, 0] = kind
+        events[n, 1] = index
+        events[n, 2] = what
+        events[n, 3] = start
+        events[n, 4] = end
+    res[R_EVENTS] = n + 1
+
+
+@kernel
+def _start_task(st, c, bd, repeats, kind, setup_cycles):
+    st[c, S_STATE] = CS_SETUP
+    st[c, S_TIMER] = setup_cycles
+    st[c, S_BD] = bd
+    st[c, S_TASK_BD] = bd
+    st[c, S_REPEATS] = repeats
+    st[c, S_TASK_KIND] = kind
+
+
+@kernel
+def _host_control(prm, host, hst, st, queue):
+    """Advance the host runtime sequence as far as it can go this cycle; returns 1 if it moved."""
+    changed = 0
+    qdepth = prm[P_QDEPTH]
+    while hst[0] < prm[P_N_HOST]:
+        i = hst[0]
+        c = host[i, H_CH]
+        if host[i, H_OP] == HOST_PUSH:
+            if st[c, S_QLEN] >= qdepth:
+                break
+            tail = (st[c, S_QHEAD] + st[c, S_QLEN]) % qdepth
+            queue[c, tail, 0] = host[i, H_BD]
+            queue[c, tail, 1] = host[i, H_REP]
+            st[c, S_QLEN] += 1
+            st[c, S_PUSHED] += 1
+        elif st[c, S_DONE_TASKS] < st[c, S_PUSHED]:
+            break
+        hst[0] = i + 1
+        changed = 1
+    return changed
+
+
+@kernel
+def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res):
+    """Zero-time steps of core k, then spend the cycle. Returns (changed, status)."""
+    changed = 0
+    while True:
+        s = kst[k, K_STATE]
+        if s == KS_DONE:
+            kst[k, K_CLASS] = KC_IDLE
+            return changed, ST_OK
+        pc = kst[k, K_PC]
+        if s == KS_ACQ_LAT or s == KS_COMPUTE or s == KS_REL_LAT:
+            if kst[k, K_TIMER] > 0:
+                kst[k, K_TIMER] -= 1
+                kst[k, K_CLASS] = KC_BUSY if s == KS_COMPUTE else KC_OVERHEAD
+                return changed, ST_OK
+            if s == KS_COMPUTE:
+                _log_event(events, res, EV_CORE, k, prog[pc, PROG_B], kst[k, K_EV_START], cyc)
+            elif s == KS_REL_LAT:
+                lk = prog[pc, PROG_A]
+                value = locks[lk] + prog[pc, PROG_B]
+                if value > prm[P_LOCK_MAX]:
+                    res[R_DETAIL] = lk
+                    return changed, ST_LOCK_OVERFLOW
+                locks[lk] = value
+            kst[k, K_PC] = pc + 1
+            kst[k, K_STATE] = KS_RUN
+            changed = 1
+            continue
+        if pc >= cores[k, CORE_END]:
+            kst[k, K_STATE] = KS_DONE
+            changed = 1
+            continue
+        op = prog[pc, PROG_OP]
+        if op == OP_ACQUIRE:
+            lk = prog[pc, PROG_A]
+            if locks[lk] >= prog[pc, PROG_B]:
+                locks[lk] -= prog[pc, PROG_B]
+                kst[k, K_STATE] = KS_ACQ_LAT
+                kst[k, K_TIMER] = prm[P_ACQ]
+                changed = 1
+            else:
+                if s != KS_ACQ_WAIT:
+                    kst[k, K_STATE] = KS_ACQ_WAIT
+                    changed = 1
+                kst[k, K_CLASS] = KC_LOCK_WAIT
+                return changed, ST_OK
+        elif op == OP_RELEASE:
+            kst[k, K_STATE] = KS_REL_LAT
+            kst[k, K_TIMER] = prm[P_REL]
+            changed = 1
+        elif op == OP_COMPUTE:
+            kst[k, K_STATE] = KS_COMPUTE
+            kst[k, K_TIMER] = prog[pc, PROG_A]
+            kst[k, K_EV_START] = cyc
+            changed = 1
+        elif op == OP_LOOP:
+            d = kst[k, K_DEPTH]
+            kloop[k, d, 0] = pc
+            kloop[k, d, 1] = prog[pc, PROG_A]
+            kst[k, K_DEPTH] = d + 1
+            kst[k, K_PC] = pc + 1
+            changed = 1
+        else:  # OP_END closes the innermost loop
+            d = kst[k, K_DEPTH] - 1
+            kloop[k, d, 1] -= 1
+            if kloop[k, d, 1] > 0:
+                kst[k, K_PC] = kloop[k, d, 0] + 1
+            else:
+                kst[k, K_DEPTH] = d
+                kst[k, K_PC] = pc + 1
+            changed = 1
+
+
+@kernel
+def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
+    """Zero-time steps of channel c, then spend the cycle. Returns (changed, status)."""
+    changed = 0
+    while True:
+        s = st[c, S_STATE]
+        if s == CS_IDLE:
+            sb = ch[c, CH_STATIC_BD]
+            if sb >= 0 and st[c, S_STATIC_DONE] == 0:
+                st[c, S_STATIC_DONE] = 1
+                kind = TASK_STATIC_CYCLIC if bds[sb, BD_CYCLIC] == 1 else TASK_STATIC
+                _start_task(st, c, sb, 1, kind, prm[P_SETUP])
+                changed = 1
+                continue
+            if st[c, S_QLEN] > 0:
+                h = st[c, S_QHEAD]
+                st[c, S_QHEAD] = (h + 1) % prm[P_QDEPTH]
+                st[c, S_QLEN] -= 1
+                _start_task(st, c, queue[c, h, 0], queue[c, h, 1], TASK_QUEUED, prm[P_SETUP])
+                changed = 1
+                continue
+            st[c, S_CLASS] = CC_IDLE
+            return changed, ST_OK
+        bd = st[c, S_BD]
+        if s == CS_ACQUIRE:
+            lk = bds[bd, BD_ACQ_LOCK]
+            if lk < 0:
+                st[c, S_STATE] = CS_ACQ_LAT
+                st[c, S_TIMER] = 0
+            elif locks[lk] >= bds[bd, BD_ACQ_VAL]:
+                locks[lk] -= bds[bd, BD_ACQ_VAL]
+                st[c, S_STATE] = CS_ACQ_LAT
+                st[c, S_TIMER] = prm[P_ACQ]
+            else:
+                st[c, S_CLASS] = CC_LOCK_WAIT
+                return changed, ST_OK
+            changed = 1
+            continue
+        if s == CS_TRANSFER:
+            if st[c, S_REMAIN] > 0:
+                st[c, S_CLASS] = -1  # decided by the flow phase
+                return changed, ST_OK
+            _log_event(events, res, EV_CHANNEL, c, bd, st[c, S_EV_START], cyc)
+            st[c, S_STATE] = CS_RELEASE
+            st[c, S_TIMER] = prm[P_REL] if bds[bd, BD_REL_LOCK] >= 0 else 0
+            changed = 1
+            continue
+        # timed states: SETUP, ACQ_LAT, RELEASE
+        if st[c, S_TIMER] > 0:
+            st[c, S_TIMER] -= 1
+            st[c, S_CLASS] = CC_OVERHEAD
+            return changed, ST_OK
+        changed = 1
+        if s == CS_SETUP:
+            st[c, S_STATE] = CS_ACQUIRE
+        elif s == CS_ACQ_LAT:
+            st[c, S_STATE] = CS_TRANSFER
+            st[c, S_REMAIN] = bds[bd, BD_LEN]
+            st[c, S_EV_START] = cyc
+        else:  # CS_RELEASE ends: release the lock, then chain, repeat or finish the task
+            lk = bds[bd, BD_REL_LOCK]
+            if lk >= 0:
+                value = locks[lk] + bds[bd, BD_REL_VAL]
+                if value > prm[P_LOCK_MAX]:
+                    res[R_DETAIL] = lk
+                    return changed, ST_LOCK_OVERFLOW
+                locks[lk] = value
+            nxt = bds[bd, BD_NEXT]
+            if nxt >= 0:
+                st[c, S_BD] = nxt
+                st[c, S_STATE] = CS_SETUP
+                st[c, S_TIMER] = prm[P_CHAIN]
+            elif st[c, S_REPEATS] > 1:
+                st[c, S_REPEATS] -= 1
+                st[c, S_BD] = st[c, S_TASK_BD]
+                st[c, S_STATE] = CS_SETUP
+                st[c, S_TIMER] = prm[P_CHAIN]
+            else:
+                if st[c, S_TASK_KIND] == TASK_QUEUED:
+                    st[c, S_DONE_TASKS] += 1
+                st[c, S_STATE] = CS_IDLE
+
+
+@kernel
+def _share_ddr(prm, ch, col_rates, st, counts):
+    """Split column and DDR bandwidth between the shim channels that are transferring.
+
+    Each column's read (MM2S) and write (S2MM) bandwidth is split evenly between that column's
+    transferring channels of that direction (capped at the stream rate); if the sum exceeds the DDR
+    cap, every share is scaled down proportionally (floor, at least one unit).
+    """
+    n_ch = prm[P_N_CH]
+    for d in range(2):
+        for col in range(prm[P_N_COLS]):
+            counts[d, col] = 0
+    for c in range(n_ch):
+        if ch[c, CH_SHIM] == 1 and st[c, S_STATE] == CS_TRANSFER:
+            counts[ch[c, CH_MM2S], ch[c, CH_COL]] += 1
+    total = 0
+    for c in range(n_ch):
+        if ch[c, CH_SHIM] == 1 and st[c, S_STATE] == CS_TRANSFER:
+            d = ch[c, CH_MM2S]
+            col = ch[c, CH_COL]
+            share = min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col])
+            st[c, S_RATE] = max(1, share)
+            total += st[c, S_RATE]
+    cap = prm[P_DDR_CAP]
+    if total > cap:
+        for c in range(n_ch):
+            if ch[c, CH_SHIM] == 1 and st[c, S_STATE] == CS_TRANSFER:
+                st[c, S_RATE] = max(1, st[c, S_RATE] * cap // total)
+
+
+@kernel
+def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts):
+    """Move bytes for one cycle; returns 1 if a push restarted an empty stream (a state change)."""
+    n_ch = prm[P_N_CH]
+    _share_ddr(prm, ch, col_rates, st, counts)
+    for c in range(n_ch):
+        st[c, S_FLOW] = 0
+    # consumers decide from the buffer contents at the start of the cycle
+    for c in range(n_ch):
+        if ch[c, CH_MM2S] == 0 and st[c, S_STATE] == CS_TRANSFER and cyc >= st[c, S_READY_AT]:
+            st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
+    # producers push into every consumer's buffer at the pace of the fullest one
+    restarted = 0
+    for m in range(n_ch):
+        if ch[m, CH_MM2S] == 1 and st[m, S_STATE] == CS_TRANSFER:
+            p = min(st[m, S_RATE], st[m, S_REMAIN])
+            for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+                s = cons[i]
+                p = min(p, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + st[s, S_FLOW])
+            st[m, S_FLOW] = p
+            if p > 0:
+                for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+                    s = cons[i]
+                    if st[s, S_FILL] == 0:
+                        st[s, S_READY_AT] = cyc + ch[s, CH_LATENCY]
+                        restarted = 1
+                    st[s, S_FILL] += p
+                st[m, S_REMAIN] -= p
+                ch_bytes[m] += p
+    for c in range(n_ch):
+        if st[c, S_STATE] != CS_TRANSFER:
+            continue
+        f = st[c, S_FLOW]
+        if ch[c, CH_MM2S] == 0 and f > 0:
+            st[c, S_FILL] -= f
+            st[c, S_REMAIN] -= f
+            ch_bytes[c] += f
+        if f == 0:
+            st[c, S_CLASS] = CC_BACKPRESSURE if ch[c, CH_MM2S] == 1 else CC_STARVED
+        elif ch[c, CH_SHIM] == 1 and st[c, S_RATE] < ch[c, CH_RATE] and f == st[c, S_RATE]:
+            st[c, S_CLASS] = CC_DDR_LIMITED
+        else:
+            st[c, S_CLASS] = CC_BUSY
+    return restarted
+
+
+@kernel
+def _cycles_above(start, slope, floor_value):
+    """How many further cycles j >= 1 keep ``start + j * slope >= floor_value``."""
+    if slope >= 0:
+        return NEVER
+    return (start - floor_value) // (-slope)
+
+
+@kernel
+def _identical_cycles(t, prm, ch, cons, st, kst):
+    """How many cycles after cycle t provably repeat it exactly (t itself changed no state)."""
+    k = NEVER
+    for c in range(prm[P_N_CH]):
+        s = st[c, S_STATE]
+        if s == CS_SETUP or s == CS_ACQ_LAT or s == CS_RELEASE:
+            k = min(k, st[c, S_TIMER])
+        elif s == CS_TRANSFER:
+            f = st[c, S_FLOW]
+            start_remain = st[c, S_REMAIN] + f
+            if ch[c, CH_MM2S] == 0:
+                if t < st[c, S_READY_AT]:
+                    k = min(k, st[c, S_READY_AT] - t - 1)
+                    continue
+                prod = ch[c, CH_PRODUCER]
+                net = (st[prod, S_FLOW] if prod >= 0 else 0) - f
+                start_fill = st[c, S_FILL] - net
+                k = min(k, _cycles_above(start_remain, -f, f))
+                k = min(k, _cycles_above(start_fill, net, f))
+                if not (f == st[c, S_RATE] or (net == 0 and start_fill == f)):
+                    return 0
+            else:
+                k = min(k, _cycles_above(start_remain, -f, f))
+                steady = f == st[c, S_RATE]
+                for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
+                    s2 = cons[i]
+                    net = f - st[s2, S_FLOW]
+                    start_space = ch[s2, CH_FIFO_CAP] - (st[s2, S_FILL] - net) + st[s2, S_FLOW]
+                    k = min(k, _cycles_above(start_space, -net, f))
+                    if net == 0 and start_space == f:
+                        steady = True
+                if not steady:
+                    return 0
+        if k <= 0:
+            return 0
+    for i in range(prm[P_N_CORES]):
+        s = kst[i, K_STATE]
+        if s == KS_ACQ_LAT or s == KS_COMPUTE or s == KS_REL_LAT:
+            k = min(k, kst[i, K_TIMER])
+    return max(k, 0)
+
+
+@kernel
+def _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats):
+    """Apply n more copies of the cycle just simulated (see _identical_cycles)."""
+    for c in range(prm[P_N_CH]):
+        ch_stats[c, st[c, S_CLASS]] += n
+        s = st[c, S_STATE]
+        if s == CS_SETUP or s == CS_ACQ_LAT or s == CS_RELEASE:
+            st[c, S_TIMER] -= n
+        f = st[c, S_FLOW]
+        if f > 0:
+            st[c, S_REMAIN] -= n * f
+            ch_bytes[c] += n * f
+        if ch[c, CH_MM2S] == 0:
+            prod = ch[c, CH_PRODUCER]
+            pushed = st[prod, S_FLOW] if prod >= 0 else 0
+            st[c, S_FILL] += n * (pushed - f)
+    for i in range(prm[P_N_CORES]):
+        core_stats[i, kst[i, K_CLASS]] += n
+        s = kst[i, K_STATE]
+        if s == KS_ACQ_LAT or s == KS_COMPUTE or s == KS_REL_LAT:
+            kst[i, K_TIMER] -= n
+
+
+@kernel
+def _work_pending(prm, ch, hst, st, kst):
+    if hst[0] < prm[P_N_HOST]:
+        return True
+    for i in range(prm[P_N_CORES]):
+        if kst[i, K_STATE] != KS_DONE:
+            return True
+    for c in range(prm[P_N_CH]):
+        if st[c, S_STATE] != CS_IDLE:
+            if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
+                return True
+        elif st[c, S_QLEN] > 0 or (ch[c, CH_STATIC_BD] >= 0 and st[c, S_STATIC_DONE] == 0):
+            return True
+    return False
+
+
+@kernel
+def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
+                   ch_bytes, ch_stats, core_stats, events, res):
+    st[:, :] = 0
+    queue[:, :, :] = 0
+    kst[:, :] = 0
+    kloop[:, :, :] = 0
+    ch_bytes[:] = 0
+    ch_stats[:, :] = 0
+    core_stats[:, :] = 0
+    events[:, :] = 0
+    res[:] = 0
+    hst[0] = 0
+    for i in range(prm[P_N_LOCKS]):
+        locks[i] = lock_init[i]
+    for c in range(prm[P_N_CH]):
+        st[c, S_STATE] = CS_IDLE
+        st[c, S_RATE] = ch[c, CH_RATE]
+    for i in range(prm[P_N_CORES]):
+        kst[i, K_PC] = cores[i, CORE_START]
+        kst[i, K_STATE] = KS_RUN
+
+
+@kernel
+def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
+                 st, queue, kst, kloop, hst, locks, counts,
+                 ch_bytes, ch_stats, core_stats, events, res):
+    """Simulate one design until all required work is done or it cannot finish.
+
+    Inputs (int64): prm[P_NCOL], col_rates[2, n_cols] (row 0 write/S2MM, row 1 read/MM2S, units per
+    cycle), bds[n_bd, BD_NCOL], ch[n_ch, CH_NCOL], cons[n_cons], prog[n_instr, PROG_NCOL],
+    cores[n_cores, CORE_NCOL], host[n_host, H_NCOL], lock_init[n_locks].
+    State and outputs are preallocated by the caller and overwritten; res[R_NCOL] holds the status,
+    the final cycle and details.
+    """
+    _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
+                   ch_bytes, ch_stats, core_stats, events, res)
+    n_ch = prm[P_N_CH]
+    n_cores = prm[P_N_CORES]
+    livelock = prm[P_LIVELOCK]
+    max_cycles = prm[P_MAX_CYCLES]
+    cyc = 0
+    last_progress = 0
+    while True:
+        if not _work_pending(prm, ch, hst, st, kst):
+            res[R_STATUS] = ST_OK
+            break
+        if cyc >= max_cycles:
+            res[R_STATUS] = ST_CYCLE_LIMIT
+            break
+        changed = _host_control(prm, host, hst, st, queue)
+        progress = changed
+        status = ST_OK
+        for i in range(n_cores):
+            moved, status = _core_control(i, cyc, prm, prog, cores, kst, kloop, locks, events, res)
+            if status != ST_OK:
+                break
+            changed |= moved
+            progress |= moved
+        if status == ST_OK:
+            for c in range(n_ch):
+                moved, status = _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res)
+                if status != ST_OK:
+                    break
+                changed |= moved
+                if moved and st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
+                    progress = 1
+        if status != ST_OK:
+            res[R_STATUS] = status
+            break
+        restarted = _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts)
+        active = changed | restarted
+        for c in range(n_ch):
+            cls = st[c, S_CLASS]
+            ch_stats[c, cls] += 1
+            if cls == CC_OVERHEAD or cls == CC_BUSY or cls == CC_DDR_LIMITED:
+                active = 1
+                if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
+                    progress = 1
+            elif cls == CC_STARVED and cyc < st[c, S_READY_AT]:
+                active = 1
+        for i in range(n_cores):
+            cls = kst[i, K_CLASS]
+            core_stats[i, cls] += 1
+            if cls == KC_BUSY or cls == KC_OVERHEAD:
+                active = 1
+                progress = 1
+        if not active:
+            res[R_STATUS] = ST_DEADLOCK
+            break
+        if progress:
+            last_progress = cyc
+        elif cyc - last_progress >= livelock:
+            res[R_STATUS] = ST_LIVELOCK
+            break
+        if prm[P_SKIP] == 1 and not changed and not restarted:
+            n = _identical_cycles(cyc, prm, ch, cons, st, kst)
+            n = min(n, max_cycles - cyc - 1)
+            if not progress:
+                n = min(n, last_progress + livelock - cyc - 1)
+            if n > 0:
+                _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats)
+                cyc += n
+                if progress:
+                    last_progress = cyc
+        cyc += 1
+    res[R_CYCLES] = cyc
+
+
+@kernel
+def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
+                   st, queue, kst, kloop, hst, locks, counts,
+                   ch_bytes, ch_stats, core_stats, events, res):
+    """Run ``simulate_one`` for every design d of a padded batch (leading axis = design)."""
+    for d in range(prm.shape[0]):
+        simulate_one(prm[d], col_rates[d], bds[d], ch[d], cons[d], prog[d], cores[d], host[d],
+                     lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], counts[d],
+                     ch_bytes[d], ch_stats[d], core_stats[d], events[d], res[d])

@@ -1,0 +1,113 @@
+"""Hypothesis strategies: random valid designs on a small random array.
+
+Designs are valid (they pass validation) but not necessarily sensible: many deadlock, overflow a
+lock or run into the cycle limit, and the reference and the kernels must agree on those too.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from fastsim.arch import NPU2
+from fastsim.design import MM2S, S2MM, Acquire, Channel, Compute, Design, Loop, Release, Tile
+
+
+@st.composite
+def small_arch(draw):
+    clock = 1e9
+    return NPU2.replace(
+        name="tiny", columns=2, compute_rows=2, clock_hz=clock,
+        stream_bytes_per_cycle=draw(st.sampled_from([1.0, 2.0, 4.0, 8.0])),
+        switch_buffer_bytes=draw(st.integers(8, 64)),
+        switch_hop_latency_cycles=draw(st.integers(1, 5)),
+        bd_setup_cycles=draw(st.integers(0, 5)),
+        bd_chain_cycles=draw(st.integers(0, 3)),
+        lock_acquire_cycles=draw(st.integers(0, 2)),
+        lock_release_cycles=draw(st.integers(0, 2)),
+        task_queue_depth=draw(st.integers(1, 4)),
+        lock_max_value=draw(st.sampled_from([3, 7, 63])),
+        shim_read_bytes_per_cycle=tuple(draw(st.sampled_from([0.5, 1.0, 3.0, 8.0])) for _ in range(2)),
+        shim_write_bytes_per_cycle=tuple(draw(st.sampled_from([0.5, 2.0, 8.0])) for _ in range(2)),
+        ddr_bytes_per_s=draw(st.sampled_from([1.5, 4.0, 40.0])) * clock,
+    )
+
+
+def _channels(arch, direction):
+    out = []
+    for col in range(arch.columns):
+        for row in range(arch.rows):
+            kind = arch.tile_kind(row)
+            n = kind.mm2s_channels if direction == MM2S else kind.s2mm_channels
+            out += [Channel(Tile(col, row), direction, i) for i in range(min(n, 2))]
+    return out
+
+
+@st.composite
+def designs(draw, arch=None):
+    arch = arch or draw(small_arch())
+    d = Design(arch, "random")
+    # locks: a few per non-shim tile
+    locks = {}
+    for col in range(arch.columns):
+        for row in range(1, arch.rows):
+            t = Tile(col, row)
+            locks[t] = [d.lock(t, draw(st.integers(0, 3))) for _ in range(draw(st.integers(0, 3)))]
+    # routes
+    producers = draw(st.lists(st.sampled_from(_channels(arch, MM2S)), min_size=1, max_size=4, unique=True))
+    free_s2mm = _channels(arch, S2MM)
+    for src in producers:
+        options = [c for c in free_s2mm if c.tile != src.tile]
+        if not options:
+            break
+        dsts = draw(st.lists(st.sampled_from(options), min_size=1, max_size=min(3, len(options)), unique=True))
+        for c in dsts:
+            free_s2mm.remove(c)
+        d.route(src, *dsts)
+    used = sorted({r.src for r in d.routes} | {c for r in d.routes for c in r.dsts})
+
+    def lock_spec(tile):
+        if tile.row == 0 or not locks[tile] or not draw(st.booleans()):
+            return None
+        return (draw(st.sampled_from(locks[tile])), draw(st.integers(0, 2)))
+
+    # BDs and channel programs
+    pushes = []
+    for ch in used:
+        shim = ch.tile.row == 0
+        n_bd = draw(st.integers(1, 3))
+        sizes = [draw(st.integers(1, 48)) for _ in range(n_bd)]
+        buf = d.ddr_buffer(max(sizes)) if shim else d.buffer(ch.tile, max(sizes))
+        bds = [d.bd(ch, buf, n, acquire=lock_spec(ch.tile), release=lock_spec(ch.tile),
+                    compression_ratio=1.0 if shim else draw(st.sampled_from([1.0, 1.0, 2.0, 1.5])))
+               for n in sizes]
+        static = not shim and draw(st.booleans())
+        cyclic = static and draw(st.booleans())
+        d.chain(*bds, cyclic=cyclic)
+        if static:
+            d.start_chain(ch, bds[0])
+        else:
+            for _ in range(draw(st.integers(1, 3))):
+                pushes.append((ch, bds[0], draw(st.integers(1, 3))))
+    order = draw(st.permutations(range(len(pushes))))
+    for i in order:
+        ch, bd, rep = pushes[i]
+        d.push(ch, bd, rep)
+        if draw(st.integers(0, 3)) == 0:
+            d.wait(ch)
+    for ch in sorted({p[0] for p in pushes}):
+        if draw(st.booleans()):
+            d.wait(ch)
+    # cores
+    for col in range(arch.columns):
+        for r in range(arch.compute_rows):
+            tile = d.compute(col, r)
+            if not draw(st.booleans()):
+                continue
+            body = []
+            for _ in range(draw(st.integers(1, 3))):
+                if locks[tile] and draw(st.booleans()):
+                    body.append(Acquire(draw(st.sampled_from(locks[tile])), draw(st.integers(0, 2))))
+                body.append(Compute(draw(st.integers(1, 40)), draw(st.sampled_from(["mm", "add"]))))
+                if locks[tile] and draw(st.booleans()):
+                    body.append(Release(draw(st.sampled_from(locks[tile])), draw(st.integers(0, 2))))
+            d.core_program(tile, Loop(draw(st.integers(1, 3)), tuple(body)))
+    return d

@@ -1,0 +1,67 @@
+"""The kernels (with and without event skipping) agree with the reference model cycle for cycle."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from fastsim.kernels import layout as L
+from fastsim.kernels.engine import simulate_batch
+from fastsim.lower import lower, pack
+from reference_model import ReferenceSim
+from strategies import designs
+
+LIMITS = dict(max_cycles=4000, livelock_cycles=600, max_events=512)
+
+
+def run_kernel(lowered_list):
+    batch = pack(lowered_list)
+    simulate_batch(*batch.inputs, *batch.state, *batch.outputs.values())
+    return batch.outputs
+
+
+def assert_same(out, d, ref, lowered):
+    res = out["res"][d]
+    n_ch, n_k = len(lowered.channels), len(lowered.core_tiles)
+    assert res[L.R_STATUS] == ref.status
+    assert res[L.R_CYCLES] == ref.cycle
+    assert out["ch_stats"][d, :n_ch].tolist() == [c.stats for c in ref.ch]
+    assert out["ch_bytes"][d, :n_ch].tolist() == [c.bytes for c in ref.ch]
+    assert out["core_stats"][d, :n_k].tolist() == [k.stats for k in ref.cores]
+    n_ev = min(res[L.R_EVENTS], out["events"].shape[1])
+    assert res[L.R_EVENTS] == len(ref.events)
+    assert [tuple(e) for e in out["events"][d, :n_ev].tolist()] == ref.events[:n_ev]
+
+
+@given(designs())
+def test_engine__matches_reference_on_random_designs(design):
+    ref = ReferenceSim(lower(design, **LIMITS)).run()
+    for skip in (True, False):
+        lowered = lower(design, skip=skip, **LIMITS)
+        assert_same(run_kernel([lowered]), 0, ref, lowered)
+
+
+@settings(max_examples=25)
+@given(designs(), designs(), designs())
+def test_engine__batch_equals_designs_run_alone(a, b, c):
+    lowered = [lower(x, **LIMITS) for x in (a, b, c)]
+    out = run_kernel(lowered)
+    for i, x in enumerate(lowered):
+        assert_same(out, i, ReferenceSim(x).run(), x)
+
+
+@given(designs())
+def test_engine__cycle_classes_add_up_to_total(design):
+    lowered = lower(design, **LIMITS)
+    out = run_kernel([lowered])
+    if out["res"][0, L.R_STATUS] != L.ST_OK:
+        return
+    total = out["res"][0, L.R_CYCLES]
+    n_ch, n_k = len(lowered.channels), len(lowered.core_tiles)
+    assert (out["ch_stats"][0, :n_ch].sum(axis=1) == total).all()
+    assert (out["core_stats"][0, :n_k].sum(axis=1) == total).all()
+
+
+@pytest.mark.slow
+@settings(max_examples=3000)
+@given(designs())
+def test_engine__matches_reference_many(design):
+    test_engine__matches_reference_on_random_designs.hypothesis.inner_test(design)
