@@ -230,16 +230,21 @@ def object_fifo(design: Design, producer: Channel, consumers: list[Channel], dep
         design.start_chain(producer, design.chain(*bds, cyclic=True))
         out.update(producer_buffers=bufs, producer_prod_lock=p_prod, producer_cons_lock=p_cons)
     for j, dst in enumerate(consumers):
-        if dst.tile.row == 0:  # shim consumer: the host pushes its tasks
-            out["consumers"].append({"channel": dst})
-            continue
-        c_prod = design.lock(dst.tile, depth, f"{name}_c{j}_prod")
-        c_cons = design.lock(dst.tile, 0, f"{name}_c{j}_cons")
-        bufs = [design.buffer(dst.tile, size_bytes, f"{name}_c{j}_{i}") for i in range(depth)]
-        bds = [design.bd(dst, b, size_bytes, acquire=(c_prod, 1), release=(c_cons, 1),
-                         name=f"{name}_in{j}_{i}") for i, b in enumerate(bufs)]
-        design.start_chain(dst, design.chain(*bds, cyclic=True))
-        out["consumers"].append({"channel": dst, "buffers": bufs, "prod_lock": c_prod,
-                                 "cons_lock": c_cons})
+        out["consumers"].append(fifo_endpoint(design, dst, depth, size_bytes, f"{name}_c{j}"))
     design.route(producer, *consumers)
     return out
+
+
+def fifo_endpoint(design: Design, channel: Channel, depth: int, size_bytes: int, name: str) -> dict:
+    """The receiving side of an ObjectFifo on one S2MM channel: ``depth`` buffers, a producer lock
+    (initialised to depth) that the DMA acquires, a consumer lock that the DMA releases for the core,
+    and a cyclic BD chain over the buffers. Shim channels get nothing: the host pushes their tasks."""
+    if channel.tile.row == 0:
+        return {"channel": channel}
+    prod = design.lock(channel.tile, depth, f"{name}_prod")
+    cons = design.lock(channel.tile, 0, f"{name}_cons")
+    bufs = [design.buffer(channel.tile, size_bytes, f"{name}_{i}") for i in range(depth)]
+    bds = [design.bd(channel, b, size_bytes, acquire=(prod, 1), release=(cons, 1), name=f"{name}_in{i}")
+           for i, b in enumerate(bufs)]
+    design.start_chain(channel, design.chain(*bds, cyclic=True))
+    return {"channel": channel, "buffers": bufs, "prod_lock": prod, "cons_lock": cons}

@@ -14,3 +14,9 @@ CACHE = os.environ.get("FASTSIM_NUMBA_CACHE", "1") != "0"
 def kernel(fn):
     """Compile ``fn`` as a nopython, nogil kernel with fastsim's cache policy."""
     return numba.njit(cache=CACHE, nogil=True, fastmath=False)(fn)
+
+
+def inline(fn):
+    """A helper inlined into its callers at the IR level: no call overhead and no per-call array
+    reference counting, which dominated the per-cycle cost (measured ~13 us/step -> see bench)."""
+    return numba.njit(cache=CACHE, nogil=True, fastmath=False, inline="always")(fn)

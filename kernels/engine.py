@@ -16,7 +16,7 @@ reference in ``tests/reference_model.py`` steps every cycle; property tests dema
 """
 import numpy as np
 
-from ._jit import kernel
+from ._jit import inline, kernel
 from .layout import (
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
@@ -27,14 +27,14 @@ from .layout import (
     KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, NEVER, OP_ACQUIRE,
     OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_LIVELOCK, P_LOCK_MAX,
     P_MAX_CYCLES, P_N_CH, P_N_COLS, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
-    P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, S_BD, S_CLASS,
+    P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
     S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
     S_REMAIN, S_REPEATS, S_STATE, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
     ST_DEADLOCK, ST_LIVELOCK, ST_LOCK_OVERFLOW, ST_OK, TASK_QUEUED, TASK_STATIC, TASK_STATIC_CYCLIC,
 )
 
 
-@kernel
+@inline
 def _log_event(events, res, kind, index, what, start, end):
     n = res[R_EVENTS]
     if n < events.shape[0]:
@@ -46,7 +46,7 @@ def _log_event(events, res, kind, index, what, start, end):
     res[R_EVENTS] = n + 1
 
 
-@kernel
+@inline
 def _start_task(st, c, bd, repeats, kind, setup_cycles):
     st[c, S_STATE] = CS_SETUP
     st[c, S_TIMER] = setup_cycles
@@ -56,7 +56,7 @@ def _start_task(st, c, bd, repeats, kind, setup_cycles):
     st[c, S_TASK_KIND] = kind
 
 
-@kernel
+@inline
 def _host_control(prm, host, hst, st, queue):
     """Advance the host runtime sequence as far as it can go this cycle; returns 1 if it moved."""
     changed = 0
@@ -79,7 +79,7 @@ def _host_control(prm, host, hst, st, queue):
     return changed
 
 
-@kernel
+@inline
 def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res):
     """Zero-time steps of core k, then spend the cycle. Returns (changed, status)."""
     changed = 0
@@ -152,7 +152,7 @@ def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res):
             changed = 1
 
 
-@kernel
+@inline
 def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
     """Zero-time steps of channel c, then spend the cycle. Returns (changed, status)."""
     changed = 0
@@ -195,6 +195,7 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
                 st[c, S_CLASS] = -1  # decided by the flow phase
                 return changed, ST_OK
             _log_event(events, res, EV_CHANNEL, c, bd, st[c, S_EV_START], cyc)
+            st[c, S_FLOW] = 0
             st[c, S_STATE] = CS_RELEASE
             st[c, S_TIMER] = prm[P_REL] if bds[bd, BD_REL_LOCK] >= 0 else 0
             changed = 1
@@ -235,51 +236,59 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
                 st[c, S_STATE] = CS_IDLE
 
 
-@kernel
-def _share_ddr(prm, ch, col_rates, st, counts):
+@inline
+def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
     """Split column and DDR bandwidth between the shim channels that are transferring.
 
     Each column's read (MM2S) and write (S2MM) bandwidth is split evenly between that column's
     transferring channels of that direction (capped at the stream rate); if the sum exceeds the DDR
     cap, every share is scaled down proportionally (floor, at least one unit).
     """
-    n_ch = prm[P_N_CH]
-    for d in range(2):
-        for col in range(prm[P_N_COLS]):
-            counts[d, col] = 0
-    for c in range(n_ch):
-        if ch[c, CH_SHIM] == 1 and st[c, S_STATE] == CS_TRANSFER:
+    for j in range(n_active):
+        c = active[j]
+        if ch[c, CH_SHIM] == 1:
+            counts[ch[c, CH_MM2S], ch[c, CH_COL]] = 0
+    for j in range(n_active):
+        c = active[j]
+        if ch[c, CH_SHIM] == 1:
             counts[ch[c, CH_MM2S], ch[c, CH_COL]] += 1
     total = 0
-    for c in range(n_ch):
-        if ch[c, CH_SHIM] == 1 and st[c, S_STATE] == CS_TRANSFER:
+    for j in range(n_active):
+        c = active[j]
+        if ch[c, CH_SHIM] == 1:
             d = ch[c, CH_MM2S]
             col = ch[c, CH_COL]
-            share = min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col])
-            st[c, S_RATE] = max(1, share)
+            st[c, S_RATE] = max(1, min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col]))
             total += st[c, S_RATE]
     cap = prm[P_DDR_CAP]
     if total > cap:
-        for c in range(n_ch):
-            if ch[c, CH_SHIM] == 1 and st[c, S_STATE] == CS_TRANSFER:
+        for j in range(n_active):
+            c = active[j]
+            if ch[c, CH_SHIM] == 1:
                 st[c, S_RATE] = max(1, st[c, S_RATE] * cap // total)
 
 
-@kernel
-def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts):
-    """Move bytes for one cycle; returns 1 if a push restarted an empty stream (a state change)."""
-    n_ch = prm[P_N_CH]
-    _share_ddr(prm, ch, col_rates, st, counts)
-    for c in range(n_ch):
-        st[c, S_FLOW] = 0
+@inline
+def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_active):
+    """Move bytes for one cycle between the ``active`` (transferring) channels.
+
+    Channels that are not transferring always have S_FLOW == 0 (cleared when they leave the
+    transfer state). Returns 1 if a push restarted an empty stream (a state change).
+    """
+    _share_ddr(prm, ch, col_rates, st, counts, active, n_active)
     # consumers decide from the buffer contents at the start of the cycle
-    for c in range(n_ch):
-        if ch[c, CH_MM2S] == 0 and st[c, S_STATE] == CS_TRANSFER and cyc >= st[c, S_READY_AT]:
-            st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
+    for j in range(n_active):
+        c = active[j]
+        if ch[c, CH_MM2S] == 0:
+            if cyc >= st[c, S_READY_AT]:
+                st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
+            else:
+                st[c, S_FLOW] = 0
     # producers push into every consumer's buffer at the pace of the fullest one
     restarted = 0
-    for m in range(n_ch):
-        if ch[m, CH_MM2S] == 1 and st[m, S_STATE] == CS_TRANSFER:
+    for j in range(n_active):
+        m = active[j]
+        if ch[m, CH_MM2S] == 1:
             p = min(st[m, S_RATE], st[m, S_REMAIN])
             for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
                 s = cons[i]
@@ -294,9 +303,8 @@ def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts):
                     st[s, S_FILL] += p
                 st[m, S_REMAIN] -= p
                 ch_bytes[m] += p
-    for c in range(n_ch):
-        if st[c, S_STATE] != CS_TRANSFER:
-            continue
+    for j in range(n_active):
+        c = active[j]
         f = st[c, S_FLOW]
         if ch[c, CH_MM2S] == 0 and f > 0:
             st[c, S_FILL] -= f
@@ -311,7 +319,7 @@ def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts):
     return restarted
 
 
-@kernel
+@inline
 def _cycles_above(start, slope, floor_value):
     """How many further cycles j >= 1 keep ``start + j * slope >= floor_value``."""
     if slope >= 0:
@@ -319,7 +327,7 @@ def _cycles_above(start, slope, floor_value):
     return (start - floor_value) // (-slope)
 
 
-@kernel
+@inline
 def _identical_cycles(t, prm, ch, cons, st, kst):
     """How many cycles after cycle t provably repeat it exactly (t itself changed no state)."""
     k = NEVER
@@ -362,7 +370,7 @@ def _identical_cycles(t, prm, ch, cons, st, kst):
     return max(k, 0)
 
 
-@kernel
+@inline
 def _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats):
     """Apply n more copies of the cycle just simulated (see _identical_cycles)."""
     for c in range(prm[P_N_CH]):
@@ -385,7 +393,7 @@ def _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats):
             kst[i, K_TIMER] -= n
 
 
-@kernel
+@inline
 def _work_pending(prm, ch, hst, st, kst):
     if hst[0] < prm[P_N_HOST]:
         return True
@@ -401,7 +409,7 @@ def _work_pending(prm, ch, hst, st, kst):
     return False
 
 
-@kernel
+@inline
 def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
                    ch_bytes, ch_stats, core_stats, events, res):
     st[:, :] = 0
@@ -426,7 +434,7 @@ def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
 
 @kernel
 def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
-                 st, queue, kst, kloop, hst, locks, counts,
+                 st, queue, kst, kloop, hst, locks, counts, active,
                  ch_bytes, ch_stats, core_stats, events, res):
     """Simulate one design until all required work is done or it cannot finish.
 
@@ -451,8 +459,10 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         if cyc >= max_cycles:
             res[R_STATUS] = ST_CYCLE_LIMIT
             break
+        res[R_STEPS] += 1
         changed = _host_control(prm, host, hst, st, queue)
         progress = changed
+        active_cycle = 0
         status = ST_OK
         for i in range(n_cores):
             moved, status = _core_control(i, cyc, prm, prog, cores, kst, kloop, locks, events, res)
@@ -460,6 +470,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 break
             changed |= moved
             progress |= moved
+        n_active = 0
         if status == ST_OK:
             for c in range(n_ch):
                 moved, status = _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res)
@@ -468,27 +479,38 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 changed |= moved
                 if moved and st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                     progress = 1
+                if st[c, S_STATE] == CS_TRANSFER:
+                    active[n_active] = c
+                    n_active += 1
+                    continue
+                cls = st[c, S_CLASS]
+                ch_stats[c, cls] += 1
+                if cls == CC_OVERHEAD:
+                    active_cycle = 1
+                    if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
+                        progress = 1
         if status != ST_OK:
             res[R_STATUS] = status
             break
-        restarted = _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts)
-        active = changed | restarted
-        for c in range(n_ch):
+        restarted = _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_active)
+        active_cycle |= changed | restarted
+        for j in range(n_active):
+            c = active[j]
             cls = st[c, S_CLASS]
             ch_stats[c, cls] += 1
-            if cls == CC_OVERHEAD or cls == CC_BUSY or cls == CC_DDR_LIMITED:
-                active = 1
+            if cls == CC_BUSY or cls == CC_DDR_LIMITED:
+                active_cycle = 1
                 if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                     progress = 1
             elif cls == CC_STARVED and cyc < st[c, S_READY_AT]:
-                active = 1
+                active_cycle = 1
         for i in range(n_cores):
             cls = kst[i, K_CLASS]
             core_stats[i, cls] += 1
             if cls == KC_BUSY or cls == KC_OVERHEAD:
-                active = 1
+                active_cycle = 1
                 progress = 1
-        if not active:
+        if not active_cycle:
             res[R_STATUS] = ST_DEADLOCK
             break
         if progress:
@@ -512,10 +534,10 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
 
 @kernel
 def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
-                   st, queue, kst, kloop, hst, locks, counts,
+                   st, queue, kst, kloop, hst, locks, counts, active,
                    ch_bytes, ch_stats, core_stats, events, res):
     """Run ``simulate_one`` for every design d of a padded batch (leading axis = design)."""
     for d in range(prm.shape[0]):
         simulate_one(prm[d], col_rates[d], bds[d], ch[d], cons[d], prog[d], cores[d], host[d],
-                     lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], counts[d],
+                     lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], counts[d], active[d],
                      ch_bytes[d], ch_stats[d], core_stats[d], events[d], res[d])

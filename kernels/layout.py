@@ -157,7 +157,8 @@ R_STATUS = 0
 R_CYCLES = 1
 R_DETAIL = 2  # lock index on overflow
 R_EVENTS = 3  # events recorded (may exceed the buffer: then the trace is truncated)
-R_NCOL = 4
+R_STEPS = 4  # cycles simulated one by one (the rest were skipped)
+R_NCOL = 5
 
 # Event rows: (agent kind, agent index, what, start cycle, end cycle)
 EV_CHANNEL = 0

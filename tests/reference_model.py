@@ -317,12 +317,15 @@ class ReferenceSim:
                     moved = self.step_channel(c)
                     changed |= moved
                     progress |= moved and c.kind != L.TASK_STATIC_CYCLIC
+                    if c.state != TRANSFER:  # counted as soon as evaluated (matters on overflow)
+                        c.stats[c.cls] += 1
             except LockOverflow:
                 self.status = L.ST_LOCK_OVERFLOW
                 return self
             active = self.flow() or changed
             for c in self.ch:
-                c.stats[c.cls] += 1
+                if c.state == TRANSFER:
+                    c.stats[c.cls] += 1
                 if c.cls in (L.CC_OVERHEAD, L.CC_BUSY, L.CC_DDR_LIMITED):
                     active = True
                     progress |= c.kind != L.TASK_STATIC_CYCLIC

@@ -111,3 +111,60 @@ def designs(draw, arch=None):
                     body.append(Release(draw(st.sampled_from(locks[tile])), draw(st.integers(0, 2))))
             d.core_program(tile, Loop(draw(st.integers(1, 3)), tuple(body)))
     return d
+
+
+@st.composite
+def pipelines(draw, arch=None):
+    """Well-formed ObjectFifo pipelines (shim -> [mem ->] compute core -> shim) that usually finish.
+
+    Sizes, depths, object counts, broadcast fan-out and DDR sharing are random; these exercise the
+    steady streaming, backpressure and skipping paths that random designs rarely reach.
+    """
+    from fastsim.design import fifo_endpoint, mm2s, object_fifo, s2mm
+
+    arch = arch or draw(small_arch())
+    d = Design(arch, "pipeline")
+    used_cores = set()
+    for col in range(arch.columns):
+        if not draw(st.booleans()) and col > 0:
+            continue
+        n_obj = draw(st.integers(1, 4))
+        size = draw(st.integers(1, 24)) * 4
+        depth = draw(st.integers(1, 2))
+        rows = draw(st.lists(st.integers(0, arch.compute_rows - 1), min_size=1, max_size=2, unique=True))
+        via_mem = draw(st.booleans())
+        shim, memt = d.shim(col), d.mem(col)
+        src = d.ddr_buffer(size * n_obj)
+        dst = d.ddr_buffer(size * n_obj * len(rows))
+        consumers = [s2mm(d.compute(col, r), 0) for r in rows]
+        if via_mem:
+            stage = object_fifo(d, mm2s(shim, 0), [s2mm(memt, 0)], depth, size, f"in{col}")
+            m = stage["consumers"][0]
+            # forward from the mem tile: its MM2S drains the buffers the S2MM fills
+            bds = [d.bd(mm2s(memt, 0), b, size, acquire=(m["cons_lock"], 1), release=(m["prod_lock"], 1))
+                   for b in m["buffers"]]
+            d.start_chain(mm2s(memt, 0), d.chain(*bds, cyclic=True))
+            fifo = {"consumers": [fifo_endpoint(d, c, depth, size, f"fw{col}_{j}")
+                                  for j, c in enumerate(consumers)]}
+            d.route(mm2s(memt, 0), *consumers)
+        else:
+            fifo = object_fifo(d, mm2s(shim, 0), consumers, depth, size, f"in{col}")
+        d.push(mm2s(shim, 0), d.bd(mm2s(shim, 0), src, size), repeat=n_obj)
+        out_bds = []
+        for j, r in enumerate(rows):
+            tile = d.compute(col, r)
+            out = object_fifo(d, mm2s(tile, 0), [s2mm(shim, 0)] if j == 0 else [s2mm(shim, 1)],
+                              depth, size, f"out{col}_{r}")
+            c = fifo["consumers"][j]
+            d.core_program(tile, Loop(n_obj, (
+                Acquire(c["cons_lock"]), Acquire(out["producer_prod_lock"]),
+                Compute(draw(st.integers(1, 60))),
+                Release(c["prod_lock"]), Release(out["producer_cons_lock"]))))
+            used_cores.add(tile)
+            ch = s2mm(shim, j)
+            out_bds.append((ch, d.bd(ch, dst, size)))
+        for ch, bd in out_bds:
+            d.push(ch, bd, repeat=n_obj)
+        for ch, _ in out_bds:
+            d.wait(ch)
+    return d

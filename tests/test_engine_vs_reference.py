@@ -2,14 +2,15 @@
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fastsim.kernels import layout as L
 from fastsim.kernels.engine import simulate_batch
 from fastsim.lower import lower, pack
 from reference_model import ReferenceSim
-from strategies import designs
+from strategies import designs, pipelines
 
-LIMITS = dict(max_cycles=4000, livelock_cycles=600, max_events=512)
+LIMITS = dict(max_cycles=20000, livelock_cycles=600, max_events=512)
 
 
 def run_kernel(lowered_list):
@@ -31,7 +32,10 @@ def assert_same(out, d, ref, lowered):
     assert [tuple(e) for e in out["events"][d, :n_ev].tolist()] == ref.events[:n_ev]
 
 
-@given(designs())
+any_design = st.one_of(designs(), pipelines())
+
+
+@given(any_design)
 def test_engine__matches_reference_on_random_designs(design):
     ref = ReferenceSim(lower(design, **LIMITS)).run()
     for skip in (True, False):
@@ -40,7 +44,7 @@ def test_engine__matches_reference_on_random_designs(design):
 
 
 @settings(max_examples=25)
-@given(designs(), designs(), designs())
+@given(any_design, any_design, any_design)
 def test_engine__batch_equals_designs_run_alone(a, b, c):
     lowered = [lower(x, **LIMITS) for x in (a, b, c)]
     out = run_kernel(lowered)
@@ -48,7 +52,7 @@ def test_engine__batch_equals_designs_run_alone(a, b, c):
         assert_same(out, i, ReferenceSim(x).run(), x)
 
 
-@given(designs())
+@given(any_design)
 def test_engine__cycle_classes_add_up_to_total(design):
     lowered = lower(design, **LIMITS)
     out = run_kernel([lowered])
@@ -62,6 +66,6 @@ def test_engine__cycle_classes_add_up_to_total(design):
 
 @pytest.mark.slow
 @settings(max_examples=3000)
-@given(designs())
+@given(any_design)
 def test_engine__matches_reference_many(design):
     test_engine__matches_reference_on_random_designs.hypothesis.inner_test(design)

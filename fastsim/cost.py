@@ -1,0 +1,28 @@
+"""Kernel cost model: how many cycles a core spends on one kernel invocation.
+
+Kernel efficiency is an input, not an output: a hand-tuned matmul microkernel reaches a fraction of
+the MAC array's peak that fastsim cannot know; whole-array results follow from it and from data
+movement. Single-core measurements (ARCH_FACTS: 26-43 % end to end) include data movement, so the
+right efficiency for a kernel alone is higher.
+"""
+from __future__ import annotations
+
+import math
+
+from .arch import Arch
+from .errors import Problems
+
+DTYPE_BYTES = {"int4": 0.5, "int8": 1, "int16": 2, "bf16": 2, "int32": 4, "f32": 4}
+
+
+def kernel_cycles(macs: int, dtype: str, arch: Arch, efficiency: float = 1.0,
+                  overhead_cycles: int = 0) -> int:
+    """cycles = ceil(MACs / (MACs per cycle x efficiency)) + fixed overhead (at least 1)."""
+    p = Problems("kernel cost")
+    p.check(dtype in arch.macs_per_cycle, "dtype", dtype, f"{arch.name} has MAC rates for "
+            f"{sorted(arch.macs_per_cycle)}")
+    p.check(0 < efficiency <= 1, "efficiency", efficiency, "must be in (0, 1]")
+    p.check(overhead_cycles >= 0, "overhead_cycles", overhead_cycles, "must be >= 0")
+    p.check(macs >= 0, "macs", macs, "must be >= 0")
+    p.raise_if_any()
+    return max(1, math.ceil(macs / (arch.macs_per_cycle[dtype] * efficiency)) + overhead_cycles)

@@ -1,0 +1,134 @@
+"""Public entry point: simulate designs in one batched kernel call and explain the results."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import xarray as xr
+
+from fastsim.kernels import layout as L
+from fastsim.kernels.engine import simulate_batch
+
+from .design import Design
+from .errors import CycleLimitError, DeadlockError, LivelockError, SimulationError
+from .lower import Batch, LoweredDesign, lower, pack
+from .results import to_dataset
+
+_STATE_NAMES = {L.CS_IDLE: "idle", L.CS_SETUP: "BD setup", L.CS_ACQUIRE: "acquiring",
+                L.CS_ACQ_LAT: "lock latency", L.CS_TRANSFER: "transferring", L.CS_RELEASE: "releasing"}
+
+
+def run_batch(lowered: list[LoweredDesign]) -> Batch:
+    """Pack lowered designs and run the kernel; returns the batch with outputs and final state."""
+    batch = pack(lowered)
+    simulate_batch(*batch.inputs, *batch.state, *batch.outputs.values())
+    return batch
+
+
+def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bool = False,
+             max_events: int = 200_000, max_cycles: int = 2**40, livelock_cycles: int = 1 << 24,
+             on_error: str = "raise") -> xr.Dataset:
+    """Simulate one design or a batch of independent designs, cycle-exact.
+
+    Parameters
+    ----------
+    designs : Design or iterable of Design
+    skip : bool
+        Skip over cycles that provably repeat the previous one (same results, faster).
+    trace : bool
+        Record every BD transfer and kernel invocation (``fastsim.trace`` writes Perfetto JSON).
+    max_cycles, livelock_cycles : int
+        Give up after this many cycles; or when only free-running cyclic BD chains moved for this
+        many cycles while required work waited.
+    on_error : {"raise", "record"}
+        Raise DeadlockError/LivelockError/CycleLimitError, or record ``status`` and carry on
+        (useful in sweeps).
+
+    Returns
+    -------
+    xarray.Dataset with dim ``design`` (and ``channel``, ``core``, ``level``).
+    """
+    if isinstance(designs, Design):
+        designs = [designs]
+    designs = list(designs)
+    if not designs:
+        raise ValueError("simulate() needs at least one design")
+    if on_error not in ("raise", "record"):
+        raise ValueError(f"on_error = {on_error!r}: allowed 'raise' or 'record'")
+    lowered = [lower(d, skip=skip, max_cycles=max_cycles, livelock_cycles=livelock_cycles,
+                     max_events=max_events if trace else 0) for d in designs]
+    batch = run_batch(lowered)
+    if on_error == "raise":
+        for i in range(len(lowered)):
+            raise_on_failure(batch, i)
+    return to_dataset(batch, trace=trace)
+
+
+def raise_on_failure(batch: Batch, i: int) -> None:
+    res = batch.outputs["res"][i]
+    status = int(res[L.R_STATUS])
+    if status == L.ST_OK:
+        return
+    cycle = int(res[L.R_CYCLES])
+    stuck = describe_stuck(batch, i)
+    if status == L.ST_DEADLOCK:
+        raise DeadlockError("deadlock: work remains but nothing can change state", i, cycle, stuck)
+    if status == L.ST_LIVELOCK:
+        raise LivelockError("livelock: only cyclic BD chains moved while required work waited", i,
+                            cycle, stuck)
+    if status == L.ST_CYCLE_LIMIT:
+        raise CycleLimitError("did not finish within max_cycles", i, cycle, stuck)
+    lw = batch.designs[i]
+    lock = lw.design.locks[int(res[L.R_DETAIL])]
+    raise SimulationError(f"lock {lock.name} on {lock.tile} overflowed past "
+                          f"{lw.design.arch.lock_max_value}", i, cycle, stuck)
+
+
+def describe_stuck(batch: Batch, i: int) -> list[str]:
+    """Human-readable state of every channel, core and the host of design i after it stopped."""
+    lw = batch.designs[i]
+    d = lw.design
+    st, queue, kst, kloop, hst, locks = (a[i] for a in batch.state[:6])
+    out = []
+
+    def lock_text(idx: int) -> str:
+        lk = d.locks[idx]
+        return f"lock {lk.name} on {lk.tile} (value {int(locks[idx])})"
+
+    for c, chan in enumerate(lw.channels):
+        s = int(st[c, L.S_STATE])
+        bd_i = int(st[c, L.S_BD])
+        if s == L.CS_IDLE:
+            if st[c, L.S_QLEN] == 0:
+                continue
+            out.append(f"channel {chan}: idle with {int(st[c, L.S_QLEN])} queued task(s)")
+            continue
+        if st[c, L.S_TASK_KIND] == L.TASK_STATIC_CYCLIC and s == L.CS_ACQUIRE:
+            pass  # a free-running chain waiting is normal, but still useful context
+        bd = d.bds[bd_i]
+        text = f"channel {chan}: {_STATE_NAMES[s]} {bd}"
+        if s == L.CS_ACQUIRE and bd.acquire is not None:
+            lk_idx = int(lw.bds[bd_i, L.BD_ACQ_LOCK])
+            text += f", needs {bd.acquire[1]} of {lock_text(lk_idx)}"
+        elif s == L.CS_TRANSFER:
+            left = int(st[c, L.S_REMAIN]) / L.UNITS_PER_BYTE
+            why = "stream buffer full (backpressure)" if chan.direction == "mm2s" else "no data arriving"
+            text += f", {left:g} bytes left, {why}"
+        out.append(text)
+    for k, tile in enumerate(lw.core_tiles):
+        s = int(kst[k, L.K_STATE])
+        if s == L.KS_DONE:
+            continue
+        pc = int(kst[k, L.K_PC])
+        if s == L.KS_ACQ_WAIT:
+            lk_idx = int(lw.prog[pc, L.PROG_A])
+            out.append(f"core {tile}: waiting to acquire {int(lw.prog[pc, L.PROG_B])} of {lock_text(lk_idx)}")
+        else:
+            out.append(f"core {tile}: at instruction {pc}, state {s}")
+    pc = int(hst[0])
+    if pc < len(d.host):
+        op = d.host[pc]
+        what = (f"push to {op.channel} (task queue full)" if hasattr(op, "bd")
+                else f"wait for {op.channel} to finish its tasks")
+        out.append(f"host: step {pc}: {what}")
+    return out

@@ -1,0 +1,1 @@
+"""Workloads lowered onto the design layer."""
