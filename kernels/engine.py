@@ -320,11 +320,18 @@ def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_a
 
 
 @inline
-def _cycles_above(start, slope, floor_value):
-    """How many further cycles j >= 1 keep ``start + j * slope >= floor_value``."""
+def _cycles_above(start, slope, floor_value, bound):
+    """min(bound, how many further cycles j >= 1 keep ``start + j * slope >= floor_value``).
+
+    Divides only when the answer is below ``bound``: 64-bit division is slow and this runs for every
+    transferring channel of every quiet cycle.
+    """
     if slope >= 0:
-        return NEVER
-    return (start - floor_value) // (-slope)
+        return bound
+    margin = start - floor_value
+    if bound < NEVER and margin >= bound * (-slope):
+        return bound
+    return margin // (-slope)
 
 
 @inline
@@ -345,18 +352,18 @@ def _identical_cycles(t, prm, ch, cons, st, kst):
                 prod = ch[c, CH_PRODUCER]
                 net = (st[prod, S_FLOW] if prod >= 0 else 0) - f
                 start_fill = st[c, S_FILL] - net
-                k = min(k, _cycles_above(start_remain, -f, f))
-                k = min(k, _cycles_above(start_fill, net, f))
+                k = _cycles_above(start_remain, -f, f, k)
+                k = _cycles_above(start_fill, net, f, k)
                 if not (f == st[c, S_RATE] or (net == 0 and start_fill == f)):
                     return 0
             else:
-                k = min(k, _cycles_above(start_remain, -f, f))
+                k = _cycles_above(start_remain, -f, f, k)
                 steady = f == st[c, S_RATE]
                 for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
                     s2 = cons[i]
                     net = f - st[s2, S_FLOW]
                     start_space = ch[s2, CH_FIFO_CAP] - (st[s2, S_FILL] - net) + st[s2, S_FLOW]
-                    k = min(k, _cycles_above(start_space, -net, f))
+                    k = _cycles_above(start_space, -net, f, k)
                     if net == 0 and start_space == f:
                         steady = True
                 if not steady:
