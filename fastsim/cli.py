@@ -1,0 +1,90 @@
+"""Command line: ``fastsim run [--arch A] [--json] [--trace F] [gemm ...]``."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from . import arch as arch_mod
+from .errors import ConfigError, SimulationError
+
+
+def _load_arch(name: str):
+    try:
+        return arch_mod.load(name)
+    except (ValueError, ConfigError) as e:
+        raise click.BadParameter(str(e), param_hint="--arch")
+
+
+@click.group()
+@click.version_option(package_name="fastsim")
+def main():
+    """fastsim: cycle-level simulator of AI-Engine-style spatial NPUs."""
+
+
+@main.group(invoke_without_command=True)
+@click.option("--arch", "arch_name", default="npu2", show_default=True,
+              help="preset (npu1, npu2) or a TOML file with an [arch] table")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="write a Perfetto/Chrome trace JSON of every BD transfer and kernel call")
+@click.option("--no-skip", is_flag=True, help="step every cycle (same result, slower)")
+@click.pass_context
+def run(ctx, arch_name, as_json, trace_path, no_skip):
+    """Simulate a workload (default: a 2048^3 bf16 GEMM on npu2)."""
+    ctx.obj = {"arch": _load_arch(arch_name), "json": as_json, "trace": trace_path, "skip": not no_skip}
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(gemm)
+
+
+@run.command()
+@click.option("--m", "m_total", default=2048, show_default=True, type=int)
+@click.option("--k", "k_total", default=2048, show_default=True, type=int)
+@click.option("--n", "n_total", default=2048, show_default=True, type=int)
+@click.option("--dtype", default="bf16", show_default=True)
+@click.option("--tile-m", default=64, show_default=True, type=int)
+@click.option("--tile-k", default=64, show_default=True, type=int)
+@click.option("--tile-n", default=64, show_default=True, type=int)
+@click.option("--cols", default=None, type=int, help="columns used (default: all)")
+@click.option("--efficiency", default=1.0, show_default=True, type=float,
+              help="matmul kernel efficiency, fraction of the MAC array's peak")
+@click.pass_context
+def gemm(ctx, m_total, k_total, n_total, dtype, tile_m, tile_k, tile_n, cols, efficiency):
+    """C = A @ B on a whole-array output-stationary design (mlir-aie whole_array style)."""
+    from .report import format_summary, summarize
+    from .simulate import simulate
+    from .trace import write_trace
+    from .workloads.gemm import Gemm, gemm_design
+
+    opts = ctx.obj
+    arch = opts["arch"]
+    g = Gemm(m_total, k_total, n_total, dtype, tile_m, tile_k, tile_n, cols,
+             kernel_efficiency=efficiency)
+    try:
+        design = gemm_design(g, arch)
+        ds = simulate(design, skip=opts["skip"], trace=bool(opts["trace"]))
+    except (ConfigError, SimulationError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    summary = summarize(ds, 0, arch, g.ops, dtype)
+    summary["workload"] = {"kind": "gemm", "m": m_total, "k": k_total, "n": n_total, "dtype": dtype,
+                           "tile": [tile_m, tile_k, tile_n], "cols": cols or arch.columns,
+                           "kernel_efficiency": efficiency}
+    if opts["trace"]:
+        summary["trace_events"] = write_trace(ds, opts["trace"])
+    if opts["json"]:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(format_summary(f"GEMM {m_total}x{k_total}x{n_total} {dtype} on {arch.name}", summary))
+        if opts["trace"]:
+            click.echo(f"  trace           {opts['trace']} ({summary['trace_events']} slices)")
+
+
+@main.command("arch")
+@click.argument("name", default="npu2")
+def show_arch(name):
+    """Print an architecture (preset name or TOML file) as JSON."""
+    import dataclasses
+    a = _load_arch(name)
+    click.echo(json.dumps(dataclasses.asdict(a), indent=2))

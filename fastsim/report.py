@@ -1,0 +1,93 @@
+"""Summaries of simulation results: achieved rate, bytes per level and the binding resource."""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .arch import Arch
+
+
+def utilizations(ds: xr.Dataset, i: int, arch: Arch, dispatch_s: float) -> dict[str, float]:
+    """Fraction of the run each resource was busy; the largest one binds.
+
+    compute: the busiest core's MAC time; ddr: DDR bytes over the DDR cap; shim_column: the busiest
+    column's shim bandwidth; dma_stream: the busiest tile DMA channel moving bytes; dispatch: host
+    dispatch overhead's share of end-to-end time.
+    """
+    row = ds.isel(design=i)
+    cycles = float(row.total_cycles)
+    kernel_s = cycles / arch.clock_hz
+    seconds = kernel_s + dispatch_s
+    core_busy = row.core_cycles.sel(core_state="busy").values
+    moving = row.channel_cycles.sel(channel_state=["busy", "ddr_limited"]).sum("channel_state").values
+    names = row.channel_name.values
+    ddr_bytes = float(row.level_bytes.sel(level=["ddr_read", "ddr_write"]).sum())
+    col_use = 0.0
+    for col in range(arch.columns):
+        for direction, rates in (("mm2s", arch.shim_read_bytes_per_cycle),
+                                 ("s2mm", arch.shim_write_bytes_per_cycle)):
+            prefix = f"tile({col},0).{direction}"
+            moved = sum(float(b) for n, b in zip(names, row.channel_bytes.values) if str(n).startswith(prefix))
+            col_use = max(col_use, moved / (rates[col] * cycles) if cycles else 0.0)
+    tile_dma = [m for n, m in zip(names, moving) if n and not str(n).split(".")[0].endswith(",0)")]
+    frac = (kernel_s / seconds) if seconds else 0.0
+    return {
+        "compute": frac * (float(core_busy.max()) / cycles if cycles and core_busy.size else 0.0),
+        "ddr": frac * (ddr_bytes / (arch.ddr_bytes_per_cycle * cycles) if cycles else 0.0),
+        "shim_column": frac * col_use,
+        "dma_stream": frac * (float(max(tile_dma)) / cycles if cycles and tile_dma else 0.0),
+        "dispatch": dispatch_s / seconds if seconds else 0.0,
+    }
+
+
+def summarize(ds: xr.Dataset, i: int, arch: Arch, ops: float, dtype: str,
+              dispatches: int = 1) -> dict:
+    """One design's headline numbers; ``seconds`` includes ``dispatches`` host dispatch overheads."""
+    row = ds.isel(design=i)
+    cycles = int(row.total_cycles)
+    dispatch_s = dispatches * arch.dispatch_overhead_s
+    kernel_s = cycles / arch.clock_hz
+    seconds = kernel_s + dispatch_s
+    ops_per_s = ops / seconds
+    peak_ops_per_s = 2 * arch.peak_macs_per_s(dtype)
+    util = utilizations(ds, i, arch, dispatch_s)
+    levels = {str(k): float(v) for k, v in zip(row.level.values, row.level_bytes.values)}
+    return {
+        "arch": arch.name,
+        "total_cycles": cycles,
+        "kernel_seconds": kernel_s,
+        "dispatch_overhead_s": dispatch_s,
+        "seconds": seconds,
+        "ops": ops,
+        "ops_per_s": ops_per_s,
+        "peak_ops_per_s": peak_ops_per_s,
+        "peak_fraction": ops_per_s / peak_ops_per_s,
+        "ddr_bytes": levels["ddr_read"] + levels["ddr_write"],
+        "bytes_by_level": levels,
+        "utilization": util,
+        "bound_by": max(util, key=util.get),
+    }
+
+
+def format_summary(title: str, s: dict) -> str:
+    def si(x, unit):
+        for scale, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(x) >= scale:
+                return f"{x / scale:.3g} {prefix}{unit}"
+        return f"{x:.3g} {unit}"
+
+    lines = [title,
+             f"  cycles          {s['total_cycles']:,}",
+             f"  time            {s['seconds'] * 1e6:,.1f} us  (kernel {s['kernel_seconds'] * 1e6:,.1f} us"
+             f" + dispatch {s['dispatch_overhead_s'] * 1e6:,.1f} us)",
+             f"  achieved        {si(s['ops_per_s'], 'op/s')}  ({100 * s['peak_fraction']:.1f} % of "
+             f"{si(s['peak_ops_per_s'], 'op/s')} peak)",
+             "  bytes by level"]
+    for level, b in s["bytes_by_level"].items():
+        if b:
+            lines.append(f"    {level:<16}{si(b, 'B')}")
+    lines.append("  utilization")
+    for k, v in sorted(s["utilization"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"    {k:<16}{100 * v:5.1f} %")
+    lines.append(f"  bound by        {s['bound_by']}")
+    return "\n".join(lines)

@@ -1,0 +1,19 @@
+"""Small hand-built designs shared by tests."""
+from fastsim import NPU2, Acquire, Compute, Design, Loop, Release, mm2s, object_fifo, s2mm
+
+
+def passthrough(n_obj: int = 4, size: int = 1024, compute_cycles: int = 300, arch=NPU2) -> Design:
+    """shim -> compute core -> shim through two depth-2 ObjectFifos."""
+    d = Design(arch, "passthrough")
+    sh, ct = d.shim(0), d.compute(0, 0)
+    src, dst = d.ddr_buffer(size * n_obj, "in"), d.ddr_buffer(size * n_obj, "out")
+    fin = object_fifo(d, mm2s(sh, 0), [s2mm(ct, 0)], 2, size, "in")
+    fout = object_fifo(d, mm2s(ct, 0), [s2mm(sh, 0)], 2, size, "out")
+    c = fin["consumers"][0]
+    d.core_program(ct, Loop(n_obj, (Acquire(c["cons_lock"]), Acquire(fout["producer_prod_lock"]),
+                                    Compute(compute_cycles), Release(c["prod_lock"]),
+                                    Release(fout["producer_cons_lock"]))))
+    d.push(mm2s(sh, 0), d.bd(mm2s(sh, 0), src, size, name="in"), repeat=n_obj)
+    d.push(s2mm(sh, 0), d.bd(s2mm(sh, 0), dst, size, name="out"), repeat=n_obj)
+    d.wait(s2mm(sh, 0))
+    return d

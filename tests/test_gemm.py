@@ -1,0 +1,90 @@
+"""GEMM end to end: data volumes, MAC time, capacity checks, and the batch path."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import fastsim
+from fastsim import NPU1, NPU2
+from fastsim.cli import main
+from fastsim.report import summarize
+from fastsim.workloads.gemm import Gemm, gemm_design
+
+
+@pytest.mark.parametrize("arch,g", [
+    (NPU2, Gemm(512, 256, 1024)),
+    (NPU2, Gemm(256, 128, 256, "int8", 32, 64, 32, cols=4)),
+    (NPU1, Gemm(512, 512, 512, tile_m=32, tile_k=32, tile_n=64)),
+])
+def test_gemm__moves_exactly_the_expected_bytes(arch, g):
+    ds = fastsim.simulate(gemm_design(g, arch))
+    rows, cols = arch.compute_rows, g.cols or arch.columns
+    bi, bo = {"bf16": (2, 2), "int8": (1, 4)}[g.dtype]
+    block_rows, tiles_per_row = g.m_total // (rows * g.tile_m), g.n_total // (cols * g.tile_n)
+    a_bytes = g.m_total * g.k_total * bi * tiles_per_row  # each A row block re-sent per C tile
+    b_bytes = g.k_total * g.n_total * bi * block_rows  # each B column panel re-sent per block row
+    lv = ds.level_bytes.isel(design=0)
+    assert float(lv.sel(level="ddr_read")) == a_bytes + b_bytes
+    assert float(lv.sel(level="ddr_write")) == g.m_total * g.n_total * bo
+    # every core does its share of MACs at the dtype's rate (efficiency 1)
+    busy = ds.core_cycles.isel(design=0).sel(core_state="busy").values
+    assert busy.sum() == g.macs // arch.macs_per_cycle[g.dtype]
+    assert len(busy) == rows * cols
+
+
+def test_gemm__tiles_that_do_not_fit_are_reported():
+    with pytest.raises(fastsim.ConfigError) as e:
+        gemm_design(Gemm(2048, 2048, 2048, tile_m=128, tile_k=128, tile_n=128), NPU2)
+    assert "bytes of core memory" in str(e.value) and "65536 available" in str(e.value)
+    with pytest.raises(fastsim.ConfigError, match="cols"):
+        gemm_design(Gemm(512, 512, 512, cols=2), NPU2)
+
+
+def test_gemm__efficiency_slows_compute_bound_designs():
+    fast = fastsim.simulate(gemm_design(Gemm(512, 512, 512, "int8", kernel_efficiency=1.0), NPU2))
+    slow = fastsim.simulate(gemm_design(Gemm(512, 512, 512, "int8", kernel_efficiency=0.25), NPU2))
+    assert int(slow.total_cycles[0]) > int(fast.total_cycles[0])
+
+
+def test_gemm__batch_equals_single_runs():
+    designs = [gemm_design(Gemm(512, k, 512), NPU2) for k in (128, 256, 512)]
+    batch = fastsim.simulate(designs)
+    for i, d in enumerate(designs):
+        one = fastsim.simulate(d)
+        assert int(batch.total_cycles[i]) == int(one.total_cycles[0])
+        n = int((one.channel_name.values[0] != "").sum())
+        np.testing.assert_array_equal(batch.channel_cycles.values[i, :n], one.channel_cycles.values[0, :n])
+
+
+def test_summary__bound_by_and_peak_fraction():
+    g = Gemm(512, 512, 512)
+    ds = fastsim.simulate(gemm_design(g, NPU2))
+    s = summarize(ds, 0, NPU2, g.ops, "bf16")
+    assert 0 < s["peak_fraction"] <= 1
+    assert s["bound_by"] in s["utilization"]
+    assert s["seconds"] == pytest.approx(s["total_cycles"] / NPU2.clock_hz + NPU2.dispatch_overhead_s)
+
+
+def test_cli__json_has_the_documented_keys(tmp_path):
+    trace = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["run", "--json", "--trace", str(trace), "gemm", "--m", "512",
+                                  "--k", "256", "--n", "512"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    for key in ("total_cycles", "seconds", "ops_per_s", "peak_fraction", "ddr_bytes", "bound_by"):
+        assert key in out
+    data = json.loads(trace.read_text())
+    tracks = {e["args"]["name"] for e in data["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "core tile(0,2)" in tracks and "tile(0,0).mm2s0" in tracks
+    assert sum(e["ph"] == "X" for e in data["traceEvents"]) == out["trace_events"] > 0
+
+
+def test_cli__default_run_and_bad_input():
+    runner = CliRunner()
+    r = runner.invoke(main, ["run"])
+    assert r.exit_code == 0 and "GEMM 2048x2048x2048 bf16 on npu2" in r.output and "bound by" in r.output
+    r = runner.invoke(main, ["run", "gemm", "--m", "100"])
+    assert r.exit_code == 2 and "m_total = 100" in r.output
+    r = runner.invoke(main, ["run", "--arch", "npu9"])
+    assert r.exit_code == 2 and "not a preset" in r.output
