@@ -1,0 +1,65 @@
+"""Designs and measurements shared by the asv benchmarks, ``bench/report.py`` and the
+bench-as-test run. ``FASTSIM_BENCH_QUICK=1`` shrinks every workload so that CI can run each
+benchmark body once in seconds (a smoke test, never a timing)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import fastsim
+from fastsim.lower import lower
+from fastsim.simulate import run_batch
+from fastsim.workloads.gemm import Gemm, gemm_design
+
+QUICK = os.environ.get("FASTSIM_BENCH_QUICK") == "1"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def reference_sim():
+    """The pure-Python reference model lives beside the tests."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from reference_model import ReferenceSim
+
+    return ReferenceSim
+
+
+def passthrough_design(n_obj: int = 64):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers import passthrough
+
+    return passthrough(n_obj=4 if QUICK else n_obj, size=1024, compute_cycles=300)
+
+
+def gemm(size: int) -> fastsim.Design:
+    size = min(size, 512) if QUICK else size
+    return gemm_design(Gemm(size, size, size), fastsim.NPU2)
+
+
+DESIGNS = {
+    "passthrough": lambda: passthrough_design(),
+    "gemm_512": lambda: gemm(512),
+    "gemm_2048": lambda: gemm(2048),  # the default example of `fastsim run`
+}
+
+
+def kernel_run(design, skip: bool = True, repeats: int = 1):
+    """Run the batched kernel on one lowered design; returns (seconds per run, result row)."""
+    lowered = lower(design, skip=skip)
+    run_batch([lowered])  # warm-up (JIT or cache load)
+    best = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        batch = run_batch([lowered])
+        best.append(time.perf_counter() - t)
+    return sorted(best)[len(best) // 2], batch
+
+
+def reference_rate(design, max_cycles: int) -> float:
+    """Reference model speed in simulated cycles per second over the first max_cycles cycles."""
+    Ref = reference_sim()
+    lowered = lower(design, max_cycles=max_cycles)
+    t = time.perf_counter()
+    sim = Ref(lowered).run()
+    return sim.cycle / (time.perf_counter() - t)

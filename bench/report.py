@@ -1,0 +1,85 @@
+"""Measure the README's speed table: medians of repeated runs on this machine, printed as Markdown.
+
+    python bench/report.py            # full (a few minutes)
+"""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fastsim  # noqa: E402
+import fastsim.workloads.gemm  # noqa: E402
+from benchmarks.bench_engine import _STARTUP  # noqa: E402
+from benchmarks.common import DESIGNS, kernel_run, passthrough_design, reference_rate  # noqa: E402
+from fastsim.kernels import layout as L  # noqa: E402
+from fastsim.lower import lower  # noqa: E402
+from fastsim.report import summarize  # noqa: E402
+from fastsim.simulate import run_batch  # noqa: E402
+from fastsim.workloads.gemm import Gemm  # noqa: E402
+
+REPEATS = 5
+
+
+def median_time(fn, repeats=REPEATS):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main():
+    rows = []
+    for name in ("passthrough", "gemm_512", "gemm_2048"):
+        design = DESIGNS[name]()
+        for skip in (True, False):
+            if name == "gemm_2048" and not skip:
+                reps = 1
+            else:
+                reps = REPEATS
+            seconds, batch = kernel_run(design, skip=skip, repeats=reps)
+            cycles = int(batch.outputs["res"][0, L.R_CYCLES])
+            steps = int(batch.outputs["res"][0, L.R_STEPS])
+            rows.append((name, "kernel, skip" if skip else "kernel, step", cycles, steps, seconds))
+        ref_cycles = 20000
+        rate = statistics.median(reference_rate(design, ref_cycles) for _ in range(3))
+        rows.append((name, f"reference (first {ref_cycles} cycles)", ref_cycles, ref_cycles, ref_cycles / rate))
+    print(f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+          f"medians of {REPEATS} runs (stepping the 2048^3 GEMM: 1 run)\n")
+    print("| design | engine | simulated cycles | stepped cycles | wall s | cycles/s |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, engine, cycles, steps, s in rows:
+        print(f"| {name} | {engine} | {cycles:,} | {steps:,} | {s:.4f} | {cycles / s:,.0f} |")
+
+    one = lower(passthrough_design(16))
+    run_batch([one])
+    t1 = median_time(lambda: run_batch([one]))
+    t64 = median_time(lambda: run_batch([one] * 64))
+    print(f"\nBatch: 1 design {t1 * 1e3:.2f} ms, 64 designs {t64 * 1e3:.1f} ms "
+          f"({t64 / t1:.1f}x one design; {64 / t64:,.0f} designs/s)")
+
+    def startup(cache):
+        env = {**os.environ, "FASTSIM_NUMBA_CACHE": cache}
+        out = subprocess.run([sys.executable, "-c", _STARTUP], env=env, capture_output=True, text=True, check=True)
+        return float(out.stdout.strip().splitlines()[-1])
+    startup("1")
+    print(f"Start-up to first result: cold compile {startup('0'):.1f} s, cached {startup('1'):.2f} s")
+
+    g = Gemm(2048, 2048, 2048, "bf16", 64, 64, 64, cols=8)
+    ds = fastsim.simulate(fastsim.workloads.gemm.gemm_design(g, fastsim.NPU2))
+    s = summarize(ds, 0, fastsim.NPU2, g.ops, "bf16")
+    print(f"\nIRON GEMM 2048^3 bf16, 64^3 tiles, 8 columns: predicted {s['seconds'] * 1e6:,.0f} us "
+          f"(kernel efficiency 1.0, bound by {s['bound_by']}); measured 24,679 us (amd/IRON #55); "
+          f"measured/predicted = {24679e-6 / s['seconds']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
