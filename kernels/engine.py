@@ -29,7 +29,7 @@ from .layout import (
     P_MAX_CYCLES, P_N_CH, P_N_COLS, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
     P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
     S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
-    S_REMAIN, S_REPEATS, S_STATE, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
+    S_REMAIN, S_REPEATS, S_STATE, S_WANT, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
     ST_DEADLOCK, ST_LIVELOCK, ST_LOCK_OVERFLOW, ST_OK, TASK_QUEUED, TASK_STATIC, TASK_STATIC_CYCLIC,
 )
 
@@ -238,11 +238,12 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
 
 @inline
 def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
-    """Split column and DDR bandwidth between the shim channels that are transferring.
+    """Split column and DDR bandwidth between the shim channels that want to move data now.
 
-    Each column's read (MM2S) and write (S2MM) bandwidth is split evenly between that column's
-    transferring channels of that direction (capped at the stream rate); if the sum exceeds the DDR
-    cap, every share is scaled down proportionally (floor, at least one unit).
+    A shim channel wants bandwidth when it could move a byte this cycle (S_WANT, set by the flow
+    phase). Each column's read (MM2S) and write (S2MM) bandwidth is split evenly between that
+    column's wanting channels of that direction (capped at the stream rate); if the sum exceeds the
+    DDR cap, every share is scaled down proportionally (floor, at least one unit).
     """
     for j in range(n_active):
         c = active[j]
@@ -250,21 +251,24 @@ def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
             counts[ch[c, CH_MM2S], ch[c, CH_COL]] = 0
     for j in range(n_active):
         c = active[j]
-        if ch[c, CH_SHIM] == 1:
+        if ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
             counts[ch[c, CH_MM2S], ch[c, CH_COL]] += 1
     total = 0
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_SHIM] == 1:
-            d = ch[c, CH_MM2S]
-            col = ch[c, CH_COL]
-            st[c, S_RATE] = max(1, min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col]))
-            total += st[c, S_RATE]
+            if st[c, S_WANT] == 1:
+                d = ch[c, CH_MM2S]
+                col = ch[c, CH_COL]
+                st[c, S_RATE] = max(1, min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col]))
+                total += st[c, S_RATE]
+            else:
+                st[c, S_RATE] = ch[c, CH_RATE]
     cap = prm[P_DDR_CAP]
     if total > cap:
         for j in range(n_active):
             c = active[j]
-            if ch[c, CH_SHIM] == 1:
+            if ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
                 st[c, S_RATE] = max(1, st[c, S_RATE] * cap // total)
 
 
@@ -272,24 +276,42 @@ def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
 def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_active):
     """Move bytes for one cycle between the ``active`` (transferring) channels.
 
-    Channels that are not transferring always have S_FLOW == 0 (cleared when they leave the
+    Order: tile S2MMs decide their pulls (fixed stream rate); shim channels say whether they could
+    move data (an S2MM with buffered, arrived data; an MM2S whose consumers all have room, counting
+    what tile consumers pull this cycle) and share DDR bandwidth; shim S2MMs pull; every MM2S
+    pushes. Channels that are not transferring always have S_FLOW == 0 (cleared when they leave the
     transfer state). Returns 1 if a push restarted an empty stream (a state change).
     """
-    _share_ddr(prm, ch, col_rates, st, counts, active, n_active)
-    # consumers decide from the buffer contents at the start of the cycle
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_MM2S] == 0:
-            if cyc >= st[c, S_READY_AT]:
-                st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
+            ready = cyc >= st[c, S_READY_AT]
+            if ch[c, CH_SHIM] == 0:
+                st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL]) if ready else 0
             else:
                 st[c, S_FLOW] = 0
+                st[c, S_WANT] = 1 if (ready and st[c, S_FILL] > 0) else 0
+    for j in range(n_active):  # after every tile S2MM has decided its pull
+        c = active[j]
+        if ch[c, CH_MM2S] == 1 and ch[c, CH_SHIM] == 1:
+            room = NEVER
+            for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
+                s = cons[i]
+                room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
+            st[c, S_WANT] = 1 if room > 0 else 0
+    _share_ddr(prm, ch, col_rates, st, counts, active, n_active)
+    for j in range(n_active):
+        c = active[j]
+        if ch[c, CH_MM2S] == 0 and ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
+            st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
     # producers push into every consumer's buffer at the pace of the fullest one
     restarted = 0
     for j in range(n_active):
         m = active[j]
         if ch[m, CH_MM2S] == 1:
             p = min(st[m, S_RATE], st[m, S_REMAIN])
+            if ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0:
+                p = 0
             for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
                 s = cons[i]
                 p = min(p, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + st[s, S_FLOW])

@@ -104,7 +104,8 @@ S_FLOW = 14
 S_STATIC_DONE = 15
 S_EV_START = 16
 S_CLASS = 17
-S_NCOL = 18
+S_WANT = 18  # shim channel could move data this cycle (takes a DDR share)
+S_NCOL = 19
 
 # Kinds of task a channel runs
 TASK_QUEUED = 0  # pushed by the host; completion counts for host waits

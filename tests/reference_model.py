@@ -237,44 +237,57 @@ class ReferenceSim:
                     c.state = IDLE
 
     # ---- flow phase ---------------------------------------------------------------------------
-    def share_ddr(self):
-        shim = [c for c in self.ch if c.is_shim and c.state == TRANSFER]
-        count = {}
-        for c in shim:
-            count[(c.is_mm2s, c.col)] = count.get((c.is_mm2s, c.col), 0) + 1
-        for c in shim:
-            col_rate = self.col_rates[1 if c.is_mm2s else 0][c.col]
-            c.rate = max(1, min(c.stream_rate, col_rate // count[(c.is_mm2s, c.col)]))
-        total = sum(c.rate for c in shim)
-        if total > self.p["P_DDR_CAP"]:
-            for c in shim:
-                c.rate = max(1, c.rate * self.p["P_DDR_CAP"] // total)
-
     def flow(self):
-        self.share_ddr()
-        restarted = False
+        """Tile S2MMs pull; shim channels that could move data share DDR; shim S2MMs pull; MM2Ss push."""
+        moving = [c for c in self.ch if c.state == TRANSFER]
         for c in self.ch:
             c.flow = 0
-        for c in self.ch:
-            if not c.is_mm2s and c.state == TRANSFER and self.cycle >= c.ready_at:
+        for c in moving:
+            if not c.is_mm2s and not c.is_shim and self.cycle >= c.ready_at:
                 c.flow = min(c.rate, c.remaining, c.fill)
-        for m in self.ch:
-            if m.is_mm2s and m.state == TRANSFER:
-                p = min([m.rate, m.remaining] + [self.ch[s].fifo_cap - self.ch[s].fill + self.ch[s].flow
-                                                 for s in m.consumers])
-                m.flow = p
-                if p > 0:
-                    for s in m.consumers:
-                        sc = self.ch[s]
-                        if sc.fill == 0:
-                            sc.ready_at = self.cycle + sc.latency
-                            restarted = True
-                        sc.fill += p
-                    m.remaining -= p
-                    m.bytes += p
-        for c in self.ch:
-            if c.state != TRANSFER:
+        wanting = []
+        for c in moving:
+            if not c.is_shim:
                 continue
+            if c.is_mm2s:
+                room = min(self.ch[s].fifo_cap - self.ch[s].fill + (0 if self.ch[s].is_shim else self.ch[s].flow)
+                           for s in c.consumers)
+                wants = room > 0
+            else:
+                wants = self.cycle >= c.ready_at and c.fill > 0
+            c.rate = c.stream_rate
+            if wants:
+                wanting.append(c)
+        count = {}
+        for c in wanting:
+            count[(c.is_mm2s, c.col)] = count.get((c.is_mm2s, c.col), 0) + 1
+        for c in wanting:
+            col_rate = self.col_rates[1 if c.is_mm2s else 0][c.col]
+            c.rate = max(1, min(c.stream_rate, col_rate // count[(c.is_mm2s, c.col)]))
+        total = sum(c.rate for c in wanting)
+        if total > self.p["P_DDR_CAP"]:
+            for c in wanting:
+                c.rate = max(1, c.rate * self.p["P_DDR_CAP"] // total)
+        for c in wanting:
+            if not c.is_mm2s:
+                c.flow = min(c.rate, c.remaining, c.fill)
+        restarted = False
+        for m in moving:
+            if not m.is_mm2s:
+                continue
+            p = min(m.rate, m.remaining) if (not m.is_shim or m in wanting) else 0
+            p = min([p] + [self.ch[s].fifo_cap - self.ch[s].fill + self.ch[s].flow for s in m.consumers])
+            m.flow = p
+            if p > 0:
+                for s in m.consumers:
+                    sc = self.ch[s]
+                    if sc.fill == 0:
+                        sc.ready_at = self.cycle + sc.latency
+                        restarted = True
+                    sc.fill += p
+                m.remaining -= p
+                m.bytes += p
+        for c in moving:
             if not c.is_mm2s and c.flow > 0:
                 c.fill -= c.flow
                 c.remaining -= c.flow

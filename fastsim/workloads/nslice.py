@@ -1,0 +1,278 @@
+"""N-slice designs: every core owns a slice of the output columns.
+
+Topology (per column c of the ``cols`` used):
+
+- activations X: shim(0) MM2S1 -> every used mem tile's S2MM1 (one DDR read, broadcast across
+  columns) -> mem(c) MM2S4 -> broadcast to the column's cores (S2MM0);
+- weights W: shim(c) MM2S0 -> mem(c) S2MM0, which deals tiles round-robin to its rows' buffers ->
+  mem(c) MM2S r -> core (c, r) S2MM1 (mlir-aie ObjectFifo distribute);
+- outputs Y: core MM2S0 -> mem(c) S2MM(2+r) -> joined -> mem(c) MM2S5 -> shim(c) S2MM0.
+
+Dataflows:
+
+- ``is`` (input-stationary): a block of X rows stays in each core while W tiles stream past; W is
+  re-read once per X block. Natural for decode, where X is one token.
+- ``ws`` (weight-stationary): each core's whole W slice stays resident (loaded once, or preloaded
+  for the dispatch when ``static_weights``) while X tiles stream past; the slice must fit.
+- ``stream`` (vector ops): no W; X tiles arrive on the W path, are processed and leave as Y.
+
+Compute per invocation = matmul cycles (or per-element cost) plus an explicit dequantization
+("cast") kernel per weight tile when weights are narrower than the compute dtype.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..arch import Arch
+from ..cost import DTYPE_BYTES, kernel_cycles
+from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
+from ..errors import Problems
+
+
+@dataclass(frozen=True)
+class NSliceOp:
+    """One op mapped onto N-slices. Sizes in elements; bytes per element per tensor."""
+
+    dataflow: str  # "is", "ws" or "stream"
+    m: int  # rows of X (tokens x heads in a group)
+    k: int  # reduction length (stream ops: 1)
+    n: int  # output columns (stream ops: elements per row)
+    x_bytes: float = 2.0
+    w_bytes: float = 0.5
+    y_bytes: float = 2.0
+    compute_dtype: str = "bf16"
+    kernel_efficiency: float = 1.0
+    cast_cycles_per_weight: float = 0.0  # explicit dequantization on the core, per weight element
+    vector_cycles_per_elem: float = 0.0  # stream ops: cost per output element
+    x_inputs: int = 1  # stream ops: input tensors per output element (e.g. 2 for silu(gate)*up)
+    macs_scale: float = 1.0  # e.g. 0.5 for causal attention
+    static_weights: bool = False  # ws: weights preloaded for the dispatch, not read by this op
+    noop: bool = False  # replace compute by a 1-cycle pass: data still moves
+    cols: int | None = None
+    tile_k: int = 256
+    tile_n: int = 64
+    name: str = "op"
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def plan(op: NSliceOp, arch: Arch) -> dict:
+    """Tile sizes, padding and capacity checks; raises ConfigError naming what does not fit."""
+    p = Problems(f"op {op.name}")
+    p.check(op.dataflow in ("is", "ws", "stream"), "dataflow", op.dataflow, "is, ws or stream")
+    for f in ("m", "k", "n"):
+        p.check(getattr(op, f) >= 1, f, getattr(op, f), "must be >= 1")
+    p.raise_if_any()
+    cols = op.cols or arch.columns
+    rows = arch.compute_rows
+    cores = cols * rows
+    l1 = arch.compute.memory_bytes
+    tile_n = max(1, min(op.tile_n, _round_up(math.ceil(op.n / cores), 4)))
+    n_core = _round_up(math.ceil(op.n / cores), tile_n)
+    if op.dataflow == "stream":
+        tile_k = 1
+    else:
+        tile_k = min(op.tile_k, _round_up(op.k, 8))
+    k_pad = _round_up(op.k, tile_k)
+    w_tile = math.ceil(tile_k * tile_n * op.w_bytes) if op.dataflow != "stream" else 0
+    out = {"cols": cols, "rows": rows, "cores": cores, "tile_k": tile_k, "tile_n": tile_n,
+           "n_core": n_core, "k_pad": k_pad, "n_tiles": n_core // tile_n, "k_steps": k_pad // tile_k,
+           "w_tile": _word(w_tile)}
+    if op.dataflow == "is":
+        # largest X block (rows) that fits beside double-buffered W and Y tiles
+        fixed = 2 * w_tile
+        per_row = 2 * k_pad * op.x_bytes + 2 * tile_n * op.y_bytes  # X and Y double-buffered
+        m_blk = min(op.m, int((l1 - fixed) // per_row)) if per_row else op.m
+        p.check(m_blk >= 1, "tiles", (tile_k, tile_n), f"one row of X ({k_pad} elements) plus W and Y "
+                f"tiles need {fixed + per_row:g} bytes of core memory; {l1} available")
+        p.raise_if_any()
+        out.update(m_blk=m_blk, passes=math.ceil(op.m / m_blk),
+                   x_block=_word(math.ceil(m_blk * k_pad * op.x_bytes)),
+                   y_tile=_word(math.ceil(m_blk * tile_n * op.y_bytes)))
+    elif op.dataflow == "ws":
+        w_slice = math.ceil(k_pad * n_core * op.w_bytes)
+        m_tile = max(1, min(op.m, 32))
+        x_tile = _word(math.ceil(m_tile * tile_k * op.x_bytes))
+        y_tile = _word(math.ceil(m_tile * n_core * op.y_bytes))
+        need = w_slice + 2 * x_tile + 2 * y_tile
+        p.check(need <= l1, "dataflow", "ws", f"weight-stationary needs the whole weight slice "
+                f"({w_slice} bytes) plus X/Y buffers ({need} bytes) in each core; {l1} available: "
+                f"use is or os, or more columns")
+        p.raise_if_any()
+        out.update(m_tile=m_tile, m_tiles=math.ceil(op.m / m_tile), x_tile=x_tile, y_tile=y_tile,
+                   w_slice=_word(w_slice))
+    else:
+        m_tile = max(1, min(op.m, 32))
+        x_tile = _word(math.ceil(m_tile * tile_n * op.x_bytes * op.x_inputs))
+        y_tile = _word(math.ceil(m_tile * tile_n * op.y_bytes))
+        out.update(m_tile=m_tile, m_tiles=math.ceil(op.m / m_tile), x_tile=x_tile, y_tile=y_tile)
+    return out
+
+
+def _word(nbytes: int) -> int:
+    """DMA transfers move whole 32-bit words."""
+    return max(4, _round_up(int(nbytes), 4))
+
+
+def nslice_design(op: NSliceOp, arch: Arch) -> Design:
+    pl = plan(op, arch)
+    cols, rows = pl["cols"], pl["rows"]
+    d = Design(arch, op.name)
+    n_tiles, k_steps = pl["n_tiles"], pl["k_steps"]
+
+    def cycles(macs: float, elems: float = 0.0) -> int:
+        if op.noop:
+            return 1
+        c = 0
+        if macs:
+            c += kernel_cycles(math.ceil(macs * op.macs_scale), op.compute_dtype, arch, op.kernel_efficiency)
+        return max(1, c + math.ceil(elems * op.vector_cycles_per_elem))
+
+    cast = (0 if op.noop or op.cast_cycles_per_weight == 0
+            else max(1, math.ceil(pl["tile_k"] * pl["tile_n"] * op.cast_cycles_per_weight)))
+
+    # --- activations path (is / ws): one DDR read, broadcast to every mem tile, then to cores
+    x_unit = pl["x_block"] if op.dataflow == "is" else pl.get("x_tile", 0)
+    x_in, w_in = {}, {}
+    if op.dataflow in ("is", "ws"):
+        stages = [fifo_endpoint(d, s2mm(d.mem(c), 1), 2, x_unit, f"X{c}_mem") for c in range(cols)]
+        d.route(mm2s(d.shim(0), 1), *[s2mm(d.mem(c), 1) for c in range(cols)])
+        for c in range(cols):
+            _forward(d, mm2s(d.mem(c), 4), stages[c], x_unit, f"X{c}_fwd")
+            dsts = [s2mm(d.compute(c, r), 0) for r in range(rows)]
+            for r, dst in enumerate(dsts):
+                x_in[(c, r)] = fifo_endpoint(d, dst, 2, x_unit, f"X{c}_{r}")
+            d.route(mm2s(d.mem(c), 4), *dsts)
+    # --- weights path (or the stream op's input): dealt round-robin by each mem tile
+    w_unit = {"is": pl["w_tile"], "ws": pl.get("w_slice", 0), "stream": pl.get("x_tile", 0)}[op.dataflow]
+    w_needed = not (op.dataflow == "ws" and op.static_weights)
+    if w_needed:
+        for c in range(cols):
+            memt = d.mem(c)
+            parts = []
+            for r in range(rows):
+                prod = d.lock(memt, 2, f"W{c}_{r}_prod")
+                cons = d.lock(memt, 0, f"W{c}_{r}_cons")
+                bufs = [d.buffer(memt, w_unit, f"W{c}_{r}_{i}") for i in range(2)]
+                parts.append((prod, cons, bufs))
+            ins = [d.bd(s2mm(memt, 0), parts[r][2][i], w_unit, acquire=(parts[r][0], 1),
+                        release=(parts[r][1], 1), name=f"W{c}_in{i}_{r}")
+                   for i in range(2) for r in range(rows)]
+            d.start_chain(s2mm(memt, 0), d.chain(*ins, cyclic=True))
+            d.route(mm2s(d.shim(c), 0), s2mm(memt, 0))
+            for r in range(rows):
+                prod, cons, bufs = parts[r]
+                out = mm2s(memt, r)
+                bds = [d.bd(out, b, w_unit, acquire=(cons, 1), release=(prod, 1), name=f"W{c}_{r}_fwd{i}")
+                       for i, b in enumerate(bufs)]
+                d.start_chain(out, d.chain(*bds, cyclic=True))
+                depth = 1 if op.dataflow == "ws" else 2
+                w_in[(c, r)] = fifo_endpoint(d, s2mm(d.compute(c, r), 1), depth, w_unit, f"W{c}_{r}")
+                d.route(out, s2mm(d.compute(c, r), 1))
+    # --- outputs: per-core tiles joined in the mem tile, drained by the shim
+    y_unit = pl["y_tile"]
+    for c in range(cols):
+        memt = d.mem(c)
+        joined = [d.buffer(memt, rows * y_unit, f"Y{c}_join{i}") for i in range(2)]
+        parts = []
+        for r in range(rows):
+            ch = s2mm(memt, 2 + r)
+            prod = d.lock(memt, 2, f"Y{c}_{r}_prod")
+            cons = d.lock(memt, 0, f"Y{c}_{r}_cons")
+            bds = [d.bd(ch, joined[i], y_unit, offset_bytes=r * y_unit, acquire=(prod, 1),
+                        release=(cons, 1), name=f"Y{c}_{r}_in{i}") for i in range(2)]
+            d.start_chain(ch, d.chain(*bds, cyclic=True))
+            parts.append((prod, cons))
+            core = d.compute(c, r)
+            y_prod = d.lock(core, 2, f"Y{c}_{r}_core_prod")
+            y_cons = d.lock(core, 0, f"Y{c}_{r}_core_cons")
+            ybufs = [d.buffer(core, y_unit, f"Y{c}_{r}_{i}") for i in range(2)]
+            out = mm2s(core, 0)
+            d.start_chain(out, d.chain(*[d.bd(out, b, y_unit, acquire=(y_cons, 1), release=(y_prod, 1),
+                                              name=f"Y{c}_{r}_out{i}") for i, b in enumerate(ybufs)],
+                                       cyclic=True))
+            d.route(out, ch)
+            d.core_program(core, *_program(op, pl, x_in.get((c, r)), w_in.get((c, r)), y_prod, y_cons,
+                                           cycles, cast))
+        drain = [d.bd(mm2s(memt, 5), joined[i], y_unit, offset_bytes=r * y_unit, acquire=(cons, 1),
+                      release=(prod, 1), name=f"Y{c}_out{i}_{r}")
+                 for i in range(2) for r, (prod, cons) in enumerate(parts)]
+        d.start_chain(mm2s(memt, 5), d.chain(*drain, cyclic=True))
+        d.route(mm2s(memt, 5), s2mm(d.shim(c), 0))
+    _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit)
+    return d
+
+
+def _program(op, pl, x, w, y_prod, y_cons, cycles, cast):
+    """The core loop for one dataflow."""
+    tile_n, tile_k = pl["tile_n"], pl["tile_k"]
+    cast_ops = (Compute(cast, "cast"),) if cast else ()
+    if op.dataflow == "is":
+        mm = cycles(pl["m_blk"] * tile_k * tile_n)
+        return [Loop(pl["passes"], (
+            Acquire(x["cons_lock"]),
+            Loop(pl["n_tiles"], (
+                Acquire(y_prod),
+                Loop(pl["k_steps"], (Acquire(w["cons_lock"]), *cast_ops, Compute(mm, "matmul"),
+                                     Release(w["prod_lock"]))),
+                Release(y_cons))),
+            Release(x["prod_lock"])))]
+    if op.dataflow == "ws":
+        mm = cycles(pl["m_tile"] * tile_k * pl["n_core"])
+        load = []
+        if w is not None:
+            load = [Acquire(w["cons_lock"])]
+            if cast:
+                load.append(Compute(max(1, cast * pl["k_steps"] * pl["n_tiles"]), "cast"))
+        body = [Loop(pl["m_tiles"], (
+            Acquire(y_prod),
+            Loop(pl["k_steps"], (Acquire(x["cons_lock"]), Compute(mm, "matmul"), Release(x["prod_lock"]))),
+            Release(y_cons)))]
+        return load + body + ([Release(w["prod_lock"])] if w is not None else [])
+    vec = cycles(0, pl["m_tile"] * tile_n)
+    return [Loop(pl["m_tiles"] * pl["n_tiles"], (
+        Acquire(w["cons_lock"]), Acquire(y_prod), Compute(vec, "vector"),
+        Release(w["prod_lock"]), Release(y_cons)))]
+
+
+def _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit):
+    arch = d.arch
+    cols, rows = pl["cols"], pl["rows"]
+    ddr_x = d.ddr_buffer(max(4, x_unit), "X")
+    ddr_w = d.ddr_buffer(max(4, w_unit * rows), "W")
+    ddr_y = d.ddr_buffer(max(4, y_unit * rows), "Y")
+
+    def push(ch, bd, count):
+        while count > 0:
+            step = min(count, arch.max_task_repeat)
+            d.push(ch, bd, repeat=step)
+            count -= step
+
+    if op.dataflow == "is":
+        x_count, w_count = pl["passes"], pl["passes"] * pl["n_tiles"] * pl["k_steps"]
+        y_count = pl["passes"] * pl["n_tiles"]
+    elif op.dataflow == "ws":
+        x_count, w_count, y_count = pl["m_tiles"] * pl["k_steps"], 1, pl["m_tiles"]
+    else:
+        x_count, w_count = 0, pl["m_tiles"] * pl["n_tiles"]
+        y_count = w_count
+    if x_count:
+        bd = d.bd(mm2s(d.shim(0), 1), ddr_x, x_unit, name="X_ddr")
+        push(bd.channel, bd, x_count)
+    for c in range(cols):
+        if w_needed:
+            bd = d.bd(mm2s(d.shim(c), 0), ddr_w, w_unit * rows, name=f"W{c}_ddr")
+            push(bd.channel, bd, w_count)
+        bd = d.bd(s2mm(d.shim(c), 0), ddr_y, y_unit * rows, name=f"Y{c}_ddr")
+        push(bd.channel, bd, y_count)
+    for c in range(cols):
+        d.wait(s2mm(d.shim(c), 0))
+
+
+def _forward(d: Design, out, stage: dict, size: int, name: str) -> None:
+    bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
+                name=f"{name}{i}") for i, b in enumerate(stage["buffers"])]
+    d.start_chain(out, d.chain(*bds, cyclic=True))
