@@ -64,6 +64,14 @@ class Arch:
     lock_release_cycles: int = 1
     dispatch_overhead_s: float = 50e-6
     reconfiguration_s: float = 106e-6
+    # Energy (assumptions: AMD publishes no per-operation energy for AIE-ML; orders of magnitude
+    # from published accelerator surveys: LPDDR5 about 4-5 pJ/bit, on-chip SRAM+stream moves well
+    # under 1 pJ/byte, bf16 MACs a few times an int8 MAC). Override per study.
+    pj_per_mac: dict[str, float] = field(default_factory=lambda: {
+        "int8": 0.1, "int8xint4": 0.08, "int16": 0.25, "bf16": 0.4})
+    pj_per_byte: dict[str, float] = field(default_factory=lambda: {
+        "ddr": 35.0, "shim_mem": 0.5, "mem_compute": 0.5, "compute_compute": 0.3,
+        "shim_compute": 0.5, "mem_mem": 0.5})
     notes: dict[str, str] = field(default_factory=dict, compare=False)
 
     # -- geometry -------------------------------------------------------------------------------
@@ -243,6 +251,9 @@ def from_dict(values: dict) -> Arch:
         else:
             v[name] = tuple(float(y) for y in x)
     v["macs_per_cycle"] = dict(v["macs_per_cycle"])
+    for name in ("pj_per_mac", "pj_per_byte"):
+        if name in v:
+            v[name] = dict(v[name])
     return validate(Arch(**v))
 
 

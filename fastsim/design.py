@@ -248,3 +248,14 @@ def fifo_endpoint(design: Design, channel: Channel, depth: int, size_bytes: int,
            for i, b in enumerate(bufs)]
     design.start_chain(channel, design.chain(*bds, cyclic=True))
     return {"channel": channel, "buffers": bufs, "prod_lock": prod, "cons_lock": cons}
+
+
+def compute_cycles_by_kernel(ops, multiplier: int = 1, out: dict | None = None) -> dict[str, int]:
+    """Total Compute cycles of a core program per kernel name (loops multiplied out)."""
+    out = {} if out is None else out
+    for op in ops:
+        if isinstance(op, Compute):
+            out[op.name] = out.get(op.name, 0) + op.cycles * multiplier
+        elif isinstance(op, Loop):
+            compute_cycles_by_kernel(op.body, multiplier * op.count, out)
+    return out

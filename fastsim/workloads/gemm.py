@@ -9,6 +9,7 @@ tiles and drains them through shim S2MM0. All buffers are double-buffered (Objec
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..arch import Arch
@@ -34,6 +35,11 @@ class Gemm:
     out_dtype: str | None = None  # default: bf16 -> bf16, int8 -> int32
     kernel_efficiency: float = 1.0
     kernel_overhead_cycles: int = 0
+    weight_dtype: str | None = None  # B's storage dtype (default: dtype); narrower B is dequantized
+    weight_bytes: float | None = None  # bytes per B element if not the dtype's (e.g. int4 + scales)
+    cast_cycles_per_weight: float = 0.0  # explicit dequantization kernel on the core, per B element
+    macs_scale: float = 1.0  # e.g. 0.5 for causal attention
+    noop: bool = False  # replace compute by a 1-cycle pass: data still moves
 
     @property
     def macs(self) -> int:
@@ -58,36 +64,43 @@ def _check(g: Gemm, arch: Arch) -> tuple[int, int, float, float]:
         p.check(getattr(g, name) >= 1, name, getattr(g, name), "must be >= 1")
     p.raise_if_any()
     bi, bo = DTYPE_BYTES[g.dtype], DTYPE_BYTES[out_dtype]
+    p.check((g.weight_dtype or g.dtype) in DTYPE_BYTES, "weight_dtype", g.weight_dtype,
+            f"one of {sorted(DTYPE_BYTES)}")
+    p.raise_if_any()
+    bw = g.weight_bytes or DTYPE_BYTES[g.weight_dtype or g.dtype]
     p.check(g.m_total % (rows * g.tile_m) == 0, "m_total", g.m_total,
             f"must be a multiple of rows x tile_m = {rows * g.tile_m}")
     p.check(g.n_total % (cols * g.tile_n) == 0, "n_total", g.n_total,
             f"must be a multiple of cols x tile_n = {cols * g.tile_n}")
     p.check(g.k_total % g.tile_k == 0, "k_total", g.k_total, f"must be a multiple of tile_k = {g.tile_k}")
-    l1 = 2 * (g.tile_m * g.tile_k + g.tile_k * g.tile_n) * bi + 2 * g.tile_m * g.tile_n * bo
+    l1 = 2 * (g.tile_m * g.tile_k * bi + g.tile_k * g.tile_n * bw) + 2 * g.tile_m * g.tile_n * bo
     p.check(l1 <= arch.compute.memory_bytes, "tile_m/tile_k/tile_n", (g.tile_m, g.tile_k, g.tile_n),
             f"double-buffered A, B and C need {l1:g} bytes of core memory; "
             f"{arch.compute.memory_bytes} available")
-    l2 = 2 * (g.tile_m * g.tile_k + g.tile_k * g.tile_n) * bi + 2 * rows * g.tile_m * g.tile_n * bo
+    l2 = 2 * (g.tile_m * g.tile_k * bi + g.tile_k * g.tile_n * bw) + 2 * rows * g.tile_m * g.tile_n * bo
     p.check(l2 <= arch.mem.memory_bytes, "tile_m/tile_k/tile_n", (g.tile_m, g.tile_k, g.tile_n),
             f"mem tile needs {l2:g} bytes; {arch.mem.memory_bytes} available")
-    p.check(g.tile_k * g.tile_n * bi % 4 == 0 and g.tile_m * g.tile_k * bi % 4 == 0, "tile sizes",
-            (g.tile_m, g.tile_k, g.tile_n), "tiles must be whole 32-bit words")
+    p.check(g.tile_m * g.tile_k * bi % 4 == 0 and g.tile_m * g.tile_n * bo % 4 == 0, "tile sizes",
+            (g.tile_m, g.tile_k, g.tile_n), "A and C tiles must be whole 32-bit words")
     p.raise_if_any()
-    return rows, cols, bi, bo
+    return rows, cols, bi, bo, bw
 
 
 def gemm_design(g: Gemm, arch: Arch) -> Design:
-    rows, cols, bi, bo = _check(g, arch)
+    rows, cols, bi, bo, bw = _check(g, arch)
     m, k, n = g.tile_m, g.tile_k, g.tile_n
-    a_bytes, b_bytes, c_bytes = int(m * k * bi), int(k * n * bi), int(m * n * bo)
+    a_bytes, b_bytes, c_bytes = int(m * k * bi), _word(k * n * bw), int(m * n * bo)
     k_steps = g.k_total // k
     block_rows = g.m_total // (rows * m)
     tiles_per_row = g.n_total // (cols * n)
     d = Design(arch, f"gemm {g.m_total}x{g.k_total}x{g.n_total} {g.dtype}")
-    cycles = kernel_cycles(m * k * n, g.dtype, arch, g.kernel_efficiency, g.kernel_overhead_cycles)
+    cycles = 1 if g.noop else kernel_cycles(math.ceil(m * k * n * g.macs_scale), g.dtype, arch,
+                                            g.kernel_efficiency, g.kernel_overhead_cycles)
+    cast = () if g.noop or not g.cast_cycles_per_weight else (
+        Compute(max(1, math.ceil(k * n * g.cast_cycles_per_weight)), "cast"),)
 
     ddr_a = d.ddr_buffer(int(g.m_total * g.k_total * bi), "A")
-    ddr_b = d.ddr_buffer(int(g.k_total * g.n_total * bi), "B")
+    ddr_b = d.ddr_buffer(max(b_bytes * k_steps, int(g.k_total * g.n_total * bw)), "B")
     ddr_c = d.ddr_buffer(int(g.m_total * g.n_total * bo), "C")
 
     a_in = {}  # core tile -> A fifo endpoint
@@ -137,7 +150,7 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
                 Acquire(c_prod),
                 Loop(k_steps, (
                     Acquire(a_in[(c, r)]["cons_lock"]), Acquire(b_in[(c, r)]["cons_lock"]),
-                    Compute(cycles, "matmul"),
+                    *cast, Compute(cycles, "matmul"),
                     Release(a_in[(c, r)]["prod_lock"]), Release(b_in[(c, r)]["prod_lock"]))),
                 Release(c_cons))))
         for i in range(2):
@@ -150,7 +163,7 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
     # host runtime sequence: per block row of C, stream A rows, B columns, drain C
     shim_bd = {}
     for c in range(cols):
-        shim_bd[("B", c)] = d.bd(mm2s(d.shim(c), 0), ddr_b, int(g.k_total * n * bi), name=f"B{c}_ddr")
+        shim_bd[("B", c)] = d.bd(mm2s(d.shim(c), 0), ddr_b, b_bytes * k_steps, name=f"B{c}_ddr")
         shim_bd[("C", c)] = d.bd(s2mm(d.shim(c), 0), ddr_c, int(rows * m * n * bo), name=f"C{c}_ddr")
         if c < rows:
             shim_bd[("A", c)] = d.bd(mm2s(d.shim(c), 1), ddr_a, int(m * g.k_total * bi), name=f"A{c}_ddr")
@@ -174,3 +187,8 @@ def _forward(d: Design, out, stage: dict, size: int, name: str) -> None:
     bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
                 name=f"{name}{i}") for i, b in enumerate(stage["buffers"])]
     d.start_chain(out, d.chain(*bds, cyclic=True))
+
+
+def _word(nbytes: float) -> int:
+    """DMA transfers move whole 32-bit words."""
+    return max(4, -(-int(math.ceil(nbytes)) // 4) * 4)

@@ -14,6 +14,8 @@ Dataflows:
   re-read once per X block. Natural for decode, where X is one token.
 - ``ws`` (weight-stationary): each core's whole W slice stays resident (loaded once, or preloaded
   for the dispatch when ``static_weights``) while X tiles stream past; the slice must fit.
+- ``os`` (output-stationary): an output tile stays in the core while X and W tiles stream past in
+  step along the reduction; X is re-read once per output tile. Fits any reduction length.
 - ``stream`` (vector ops): no W; X tiles arrive on the W path, are processed and leave as Y.
 
 Compute per invocation = matmul cycles (or per-element cost) plus an explicit dequantization
@@ -34,7 +36,7 @@ from ..errors import Problems
 class NSliceOp:
     """One op mapped onto N-slices. Sizes in elements; bytes per element per tensor."""
 
-    dataflow: str  # "is", "ws" or "stream"
+    dataflow: str  # "is", "ws", "os" or "stream"
     m: int  # rows of X (tokens x heads in a group)
     k: int  # reduction length (stream ops: 1)
     n: int  # output columns (stream ops: elements per row)
@@ -62,7 +64,7 @@ def _round_up(x: int, m: int) -> int:
 def plan(op: NSliceOp, arch: Arch) -> dict:
     """Tile sizes, padding and capacity checks; raises ConfigError naming what does not fit."""
     p = Problems(f"op {op.name}")
-    p.check(op.dataflow in ("is", "ws", "stream"), "dataflow", op.dataflow, "is, ws or stream")
+    p.check(op.dataflow in ("is", "ws", "os", "stream"), "dataflow", op.dataflow, "is, ws, os or stream")
     for f in ("m", "k", "n"):
         p.check(getattr(op, f) >= 1, f, getattr(op, f), "must be >= 1")
     p.raise_if_any()
@@ -70,8 +72,10 @@ def plan(op: NSliceOp, arch: Arch) -> dict:
     rows = arch.compute_rows
     cores = cols * rows
     l1 = arch.compute.memory_bytes
-    tile_n = max(1, min(op.tile_n, _round_up(math.ceil(op.n / cores), 4)))
-    n_core = _round_up(math.ceil(op.n / cores), tile_n)
+    per_core = math.ceil(op.n / cores)
+    n_tiles = math.ceil(per_core / op.tile_n)  # fewest tiles of at most tile_n, padded least
+    tile_n = _round_up(math.ceil(per_core / n_tiles), 4)
+    n_core = tile_n * n_tiles
     if op.dataflow == "stream":
         tile_k = 1
     else:
@@ -79,19 +83,34 @@ def plan(op: NSliceOp, arch: Arch) -> dict:
     k_pad = _round_up(op.k, tile_k)
     w_tile = math.ceil(tile_k * tile_n * op.w_bytes) if op.dataflow != "stream" else 0
     out = {"cols": cols, "rows": rows, "cores": cores, "tile_k": tile_k, "tile_n": tile_n,
-           "n_core": n_core, "k_pad": k_pad, "n_tiles": n_core // tile_n, "k_steps": k_pad // tile_k,
+           "n_core": n_core, "k_pad": k_pad, "n_tiles": n_tiles, "k_steps": k_pad // tile_k,
            "w_tile": _word(w_tile)}
     if op.dataflow == "is":
         # largest X block (rows) that fits beside double-buffered W and Y tiles
+        # largest X block (rows) that fits beside double-buffered W and Y tiles; X is
+        # double-buffered unless a single buffer saves a pass (one fewer re-read of W)
         fixed = 2 * w_tile
-        per_row = 2 * k_pad * op.x_bytes + 2 * tile_n * op.y_bytes  # X and Y double-buffered
-        m_blk = min(op.m, int((l1 - fixed) // per_row)) if per_row else op.m
-        p.check(m_blk >= 1, "tiles", (tile_k, tile_n), f"one row of X ({k_pad} elements) plus W and Y "
-                f"tiles need {fixed + per_row:g} bytes of core memory; {l1} available")
+        best = None
+        for x_depth in (2, 1):
+            per_row = x_depth * k_pad * op.x_bytes + 2 * tile_n * op.y_bytes
+            m_blk = min(op.m, int((l1 - fixed) // per_row))
+            if m_blk >= 1 and (best is None or math.ceil(op.m / m_blk) < math.ceil(op.m / best[1])):
+                best = (x_depth, m_blk)
+        p.check(best is not None, "tiles", (tile_k, tile_n), f"one row of X ({k_pad} elements) plus W "
+                f"and Y tiles need more than the {l1} bytes of core memory")
         p.raise_if_any()
-        out.update(m_blk=m_blk, passes=math.ceil(op.m / m_blk),
+        x_depth, m_blk = best
+        out.update(m_blk=m_blk, x_depth=x_depth, passes=math.ceil(op.m / m_blk),
                    x_block=_word(math.ceil(m_blk * k_pad * op.x_bytes)),
                    y_tile=_word(math.ceil(m_blk * tile_n * op.y_bytes)))
+    elif op.dataflow == "os":
+        x_tile = _word(math.ceil(op.m * tile_k * op.x_bytes))
+        y_tile = _word(math.ceil(op.m * tile_n * op.y_bytes))
+        need = 2 * x_tile + 2 * w_tile + 2 * y_tile
+        p.check(need <= l1, "dataflow", "os", f"X, W and Y tiles for {op.m} rows need {need} bytes of "
+                f"core memory; {l1} available")
+        p.raise_if_any()
+        out.update(x_tile=x_tile, y_tile=y_tile)
     elif op.dataflow == "ws":
         w_slice = math.ceil(k_pad * n_core * op.w_bytes)
         m_tile = max(1, min(op.m, 32))
@@ -137,17 +156,18 @@ def nslice_design(op: NSliceOp, arch: Arch) -> Design:
     # --- activations path (is / ws): one DDR read, broadcast to every mem tile, then to cores
     x_unit = pl["x_block"] if op.dataflow == "is" else pl.get("x_tile", 0)
     x_in, w_in = {}, {}
-    if op.dataflow in ("is", "ws"):
+    if op.dataflow in ("is", "ws", "os"):
         stages = [fifo_endpoint(d, s2mm(d.mem(c), 1), 2, x_unit, f"X{c}_mem") for c in range(cols)]
         d.route(mm2s(d.shim(0), 1), *[s2mm(d.mem(c), 1) for c in range(cols)])
         for c in range(cols):
             _forward(d, mm2s(d.mem(c), 4), stages[c], x_unit, f"X{c}_fwd")
             dsts = [s2mm(d.compute(c, r), 0) for r in range(rows)]
             for r, dst in enumerate(dsts):
-                x_in[(c, r)] = fifo_endpoint(d, dst, 2, x_unit, f"X{c}_{r}")
+                x_in[(c, r)] = fifo_endpoint(d, dst, pl.get("x_depth", 2), x_unit, f"X{c}_{r}")
             d.route(mm2s(d.mem(c), 4), *dsts)
     # --- weights path (or the stream op's input): dealt round-robin by each mem tile
-    w_unit = {"is": pl["w_tile"], "ws": pl.get("w_slice", 0), "stream": pl.get("x_tile", 0)}[op.dataflow]
+    w_unit = {"is": pl["w_tile"], "os": pl["w_tile"], "ws": pl.get("w_slice", 0),
+              "stream": pl.get("x_tile", 0)}[op.dataflow]
     w_needed = not (op.dataflow == "ws" and op.static_weights)
     if w_needed:
         for c in range(cols):
@@ -220,6 +240,13 @@ def _program(op, pl, x, w, y_prod, y_cons, cycles, cast):
                                      Release(w["prod_lock"]))),
                 Release(y_cons))),
             Release(x["prod_lock"])))]
+    if op.dataflow == "os":
+        mm = cycles(op.m * tile_k * tile_n)
+        return [Loop(pl["n_tiles"], (
+            Acquire(y_prod),
+            Loop(pl["k_steps"], (Acquire(x["cons_lock"]), Acquire(w["cons_lock"]), *cast_ops,
+                                 Compute(mm, "matmul"), Release(x["prod_lock"]), Release(w["prod_lock"]))),
+            Release(y_cons)))]
     if op.dataflow == "ws":
         mm = cycles(pl["m_tile"] * tile_k * pl["n_core"])
         load = []
@@ -239,35 +266,39 @@ def _program(op, pl, x, w, y_prod, y_cons, cycles, cast):
 
 
 def _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit):
+    """Push tasks round by round (one pass / m-tile each), interleaving all channels as an
+    mlir-aie runtime sequence does: pushing one channel far ahead would block the host on its full
+    task queue while other columns starve, which deadlocks a broadcast."""
     arch = d.arch
     cols, rows = pl["cols"], pl["rows"]
-    ddr_x = d.ddr_buffer(max(4, x_unit), "X")
-    ddr_w = d.ddr_buffer(max(4, w_unit * rows), "W")
-    ddr_y = d.ddr_buffer(max(4, y_unit * rows), "Y")
+    x_bd = d.bd(mm2s(d.shim(0), 1), d.ddr_buffer(max(4, x_unit), "X"), x_unit, name="X_ddr") \
+        if op.dataflow != "stream" else None
+    w_bds = [d.bd(mm2s(d.shim(c), 0), d.ddr_buffer(max(4, w_unit * rows), f"W{c}"), w_unit * rows,
+                  name=f"W{c}_ddr") for c in range(cols)] if w_needed else []
+    y_bds = [d.bd(s2mm(d.shim(c), 0), d.ddr_buffer(y_unit * rows, f"Y{c}"), y_unit * rows, name=f"Y{c}_ddr")
+             for c in range(cols)]
 
-    def push(ch, bd, count):
+    def push(bd, count):
         while count > 0:
             step = min(count, arch.max_task_repeat)
-            d.push(ch, bd, repeat=step)
+            d.push(bd.channel, bd, repeat=step)
             count -= step
 
     if op.dataflow == "is":
-        x_count, w_count = pl["passes"], pl["passes"] * pl["n_tiles"] * pl["k_steps"]
-        y_count = pl["passes"] * pl["n_tiles"]
+        rounds, x_per, w_per, y_per = pl["passes"], 1, pl["n_tiles"] * pl["k_steps"], pl["n_tiles"]
+    elif op.dataflow == "os":
+        rounds, x_per, w_per, y_per = pl["n_tiles"], pl["k_steps"], pl["k_steps"], 1
     elif op.dataflow == "ws":
-        x_count, w_count, y_count = pl["m_tiles"] * pl["k_steps"], 1, pl["m_tiles"]
+        rounds, x_per, w_per, y_per = pl["m_tiles"], pl["k_steps"], 0, 1
     else:
-        x_count, w_count = 0, pl["m_tiles"] * pl["n_tiles"]
-        y_count = w_count
-    if x_count:
-        bd = d.bd(mm2s(d.shim(0), 1), ddr_x, x_unit, name="X_ddr")
-        push(bd.channel, bd, x_count)
-    for c in range(cols):
-        if w_needed:
-            bd = d.bd(mm2s(d.shim(c), 0), ddr_w, w_unit * rows, name=f"W{c}_ddr")
-            push(bd.channel, bd, w_count)
-        bd = d.bd(s2mm(d.shim(c), 0), ddr_y, y_unit * rows, name=f"Y{c}_ddr")
-        push(bd.channel, bd, y_count)
+        rounds, x_per, w_per, y_per = pl["m_tiles"], 0, pl["n_tiles"], pl["n_tiles"]
+    for i in range(rounds):
+        if x_bd is not None:
+            push(x_bd, x_per)
+        for c in range(cols):
+            if w_bds:
+                push(w_bds[c], w_per if op.dataflow != "ws" else (1 if i == 0 else 0))
+            push(y_bds[c], y_per)
     for c in range(cols):
         d.wait(s2mm(d.shim(c), 0))
 

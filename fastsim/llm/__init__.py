@@ -1,0 +1,3 @@
+"""Transformer LLM workloads (prefill and decode) mapped onto the engine."""
+from .model import MODELS, ModelConfig, Precision, from_hf_config, get_model
+from .run import LlmStudy, simulate_llm

@@ -1,0 +1,320 @@
+"""Map an LLM forward pass onto the array, simulate every distinct op design in one batched
+engine call, and assemble per-op results into an xarray Dataset.
+
+Each op runs alone on the whole array (ops of a dispatch run one after another) and reads its
+inputs from, and writes its outputs to, DDR: activations round-trip DDR between ops (no fusion).
+Ops with identical shapes (every layer repeats the same ones) share one simulation.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import xarray as xr
+
+from ..arch import Arch, NPU2
+from ..design import compute_cycles_by_kernel
+from ..errors import ConfigError, Problems
+from ..report import utilizations
+from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
+from ..simulate import simulate
+from ..workloads.gemm import Gemm, gemm_design
+from ..workloads.nslice import NSliceOp, nslice_design, plan
+from .graph import OP_CLASSES, Op, VectorCosts, build_graph, kv_bytes_per_token
+from .model import ModelConfig, Precision, get_model
+
+DATAFLOWS = ("ws", "is", "os")
+TENSOR_KINDS = ("weights", "activations", "kv", "psum")
+
+
+@dataclass(frozen=True)
+class LlmStudy:
+    """Everything that defines one LLM simulation point."""
+
+    model: str | ModelConfig = "llama-3.2-1b"
+    regime: str = "decode"
+    context: int = 4096
+    prompt: int = 2048
+    batch: int = 1
+    precision: Precision = Precision()
+    dataflow: dict = field(default_factory=dict)  # op class or op name -> "ws" | "is" | "os"
+    residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
+    cuts: tuple[int, ...] = ()  # cut the model into dispatches after these layers
+    noop: tuple[str, ...] = ()  # op classes replaced by a data-only pass
+    kernel_efficiency: float = 1.0
+    costs: VectorCosts = VectorCosts()
+    causal_halving: bool = True
+    lm_head_last_only: bool = True
+
+    def model_config(self) -> ModelConfig:
+        return self.model if isinstance(self.model, ModelConfig) else get_model(self.model)
+
+    def validate(self, model: ModelConfig) -> None:
+        p = Problems("llm study")
+        p.check(self.regime in ("decode", "prefill"), "regime", self.regime, "decode or prefill")
+        p.check(self.context >= 0, "context", self.context, "must be >= 0 tokens")
+        p.check(self.prompt >= 1, "prompt", self.prompt, "must be >= 1 token")
+        p.check(self.batch >= 1, "batch", self.batch, "must be >= 1")
+        p.check(self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
+        for key, value in self.dataflow.items():
+            p.check(value in DATAFLOWS, f"dataflow[{key}]", value, f"one of {DATAFLOWS}")
+        for c in self.noop:
+            p.check(c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
+        for c in self.cuts:
+            p.check(0 <= c < model.num_layers - 1, "cuts", c, f"layer indices in 0..{model.num_layers - 2}")
+        p.check(0 < self.kernel_efficiency <= 1, "kernel_efficiency", self.kernel_efficiency, "in (0, 1]")
+        p.raise_if_any()
+
+
+def _dataflow(study: LlmStudy, op: Op) -> str:
+    if op.kind == "vector":
+        return "stream"
+    chosen = study.dataflow.get(op.name) or study.dataflow.get(op.op_class)
+    if chosen:
+        return chosen
+    if study.residency == "static" and op.w_kind == "weights":
+        return "ws"
+    return "is" if op.m <= 64 else "os"
+
+
+def _nslice_fits(spec: NSliceOp, arch: Arch) -> bool:
+    try:
+        plan(spec, arch)
+        return True
+    except ConfigError:
+        return False
+
+
+def _gemm_for(op: Op, arch: Arch, study: LlmStudy, precision: Precision, noop: bool, cast: float) -> Gemm:
+    """An output-stationary GEMM for ``op`` with tiles and columns that pad least."""
+    rows = arch.compute_rows
+    best = None
+    for cols in range(arch.columns, rows - 1, -1):
+        for tm, tk, tn in ((64, 64, 64), (32, 64, 64), (64, 64, 32), (32, 64, 32), (16, 64, 16), (64, 32, 16)):
+            mp = -(-op.m // (rows * tm)) * rows * tm
+            np_ = -(-op.n // (cols * tn)) * cols * tn
+            kp = -(-op.k // tk) * tk
+            work = mp * np_ * kp / cols  # padded work per column used
+            if best is None or work < best[0] - 1e-9:
+                best = (work, cols, tm, tk, tn, mp, kp, np_)
+    _, cols, tm, tk, tn, mp, kp, np_ = best
+    return Gemm(mp, kp, np_, precision.compute_dtype, tm, tk, tn, cols, out_dtype=precision.activations,
+                kernel_efficiency=study.kernel_efficiency, weight_bytes=op.w_bytes,
+                cast_cycles_per_weight=cast, macs_scale=op.macs_scale, noop=noop)
+
+
+def op_design(op: Op, arch: Arch, study: LlmStudy, precision: Precision):
+    noop = op.op_class in study.noop
+    cast = 0.0 if "cast" in study.noop else op.cast_cycles_per_weight
+    flow = _dataflow(study, op)
+    chosen = study.dataflow.get(op.name) or study.dataflow.get(op.op_class)
+    if flow == "os" and op.m > 64:
+        return gemm_design(_gemm_for(op, arch, study, precision, noop, cast), arch), flow
+    spec = NSliceOp(flow, op.m, op.k, op.n, x_bytes=op.x_bytes, w_bytes=op.w_bytes, y_bytes=op.y_bytes,
+                    compute_dtype=precision.compute_dtype, kernel_efficiency=study.kernel_efficiency,
+                    cast_cycles_per_weight=cast, vector_cycles_per_elem=op.vector_cycles_per_elem,
+                    x_inputs=op.x_inputs, macs_scale=op.macs_scale, noop=noop,
+                    static_weights=(study.residency == "static" and flow == "ws" and op.w_kind == "weights"),
+                    name=op.name)
+    if flow == "is" and not chosen and not _nslice_fits(spec, arch):
+        spec = replace(spec, dataflow="os")  # the X block does not fit a core: stream it instead
+        flow = "os"
+    return nslice_design(spec, arch), flow
+
+
+def simulate_llm(study: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
+    """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals."""
+    model = study.model_config().validate()
+    study.validate(model)
+    precision = study.precision.validate()
+    ops = build_graph(model, precision, study.regime, batch=study.batch, context=study.context,
+                      prompt=study.prompt, costs=study.costs, causal_halving=study.causal_halving,
+                      lm_head_last_only=study.lm_head_last_only)
+    # one design per distinct op shape; collect every mapping problem before failing
+    designs, flows, index_of, problems = [], [], {}, []
+    for op in ops:
+        key = op.shape_key + (op.name if op.op_class == "gemm" else "",)
+        if key in index_of:
+            continue
+        try:
+            d, flow = op_design(op, arch, study, precision)
+        except ConfigError as e:
+            problems += [f"{op.name}: {x}" for x in e.problems]
+            index_of[key] = -1
+            continue
+        index_of[key] = len(designs)
+        designs.append(d)
+        flows.append(flow)
+    if problems:
+        raise ConfigError(sorted(set(problems)), "llm mapping")
+    sim = simulate(designs)
+    return _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
+
+
+def _ddr_by_kind(sim: xr.Dataset, i: int, op: Op) -> dict[str, float]:
+    """DDR bytes per tensor kind from the shim channels: MM2S0 carries W (stream ops: X), MM2S1
+    carries X, S2MM0 carries Y (see the design builders)."""
+    row = sim.isel(design=i)
+    out = dict.fromkeys(TENSOR_KINDS, 0.0)
+    for name, b in zip(row.channel_name.values, row.channel_bytes.values):
+        name = str(name)
+        if not name.startswith("tile(") or ",0)." not in name:
+            continue
+        if name.endswith("mm2s0"):
+            out[op.x_kind if op.kind == "vector" else op.w_kind] += float(b)
+        elif name.endswith("mm2s1"):
+            out[op.x_kind] += float(b)
+        elif name.endswith("s2mm0"):
+            out[op.y_kind] += float(b)
+    return out
+
+
+def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim) -> xr.Dataset:
+    n = len(ops)
+    seconds = np.zeros(n)
+    cycles = np.zeros(n, np.int64)
+    macs = np.array([op.macs for op in ops], np.int64)
+    kind_bytes = np.zeros((n, len(TENSOR_KINDS)))
+    level_bytes = np.zeros((n, len(LEVELS)))
+    ch_state = np.zeros((n, len(CHANNEL_STATES)))
+    core_state = np.zeros((n, len(CORE_STATES)))
+    bound = np.empty(n, dtype=object)
+    flow_of = np.empty(n, dtype=object)
+    cast_share = np.zeros(n)
+    energy = np.zeros(n)
+    per_design = {}
+    for i, d in enumerate(designs):
+        util = utilizations(sim, i, arch, 0.0)
+        row = sim.isel(design=i)
+        first_core = next(iter(d.cores.values()))
+        by_kernel = compute_cycles_by_kernel(first_core)
+        busy = sum(by_kernel.values())
+        per_design[i] = dict(
+            cycles=int(row.total_cycles), bound=max(util, key=util.get),
+            levels=row.level_bytes.values, ch=row.channel_cycles.sum("channel").values,
+            core=row.core_cycles.sum("core").values, cast=by_kernel.get("cast", 0) / busy if busy else 0.0)
+    for j, op in enumerate(ops):
+        i = index_of[op.shape_key + (op.name if op.op_class == "gemm" else "",)]
+        r = per_design[i]
+        cycles[j] = r["cycles"] * op.repeat
+        seconds[j] = cycles[j] / arch.clock_hz
+        by_kind = _ddr_by_kind(sim, i, op)
+        kind_bytes[j] = [by_kind[k] * op.repeat for k in TENSOR_KINDS]
+        level_bytes[j] = r["levels"] * op.repeat
+        ch_state[j] = r["ch"] * op.repeat
+        core_state[j] = r["core"] * op.repeat
+        bound[j] = r["bound"]
+        flow_of[j] = flows[i]
+        cast_share[j] = r["cast"]
+        ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
+        on_chip = level_bytes[j].sum() - ddr
+        energy[j] = (op.macs * arch.pj_per_mac.get(precision.compute_dtype, 0.0)
+                     + ddr * arch.pj_per_byte["ddr"]
+                     + sum(level_bytes[j][LEVELS.index(lv)] * arch.pj_per_byte.get(lv, 0.0)
+                           for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))
+        del on_chip
+    # dispatches: one per cut segment; each pays the host overhead (and static weight preloads)
+    layer_of = np.array([op.layer for op in ops])
+    dispatch = np.zeros(n, np.int64)
+    for cut in sorted(study.cuts):
+        dispatch += (layer_of > cut) | ((layer_of == -1) & (np.arange(n) > 0))
+    n_dispatch = len(study.cuts) + 1
+    static_bytes = np.zeros(n_dispatch)
+    if study.residency == "static":
+        for j, op in enumerate(ops):
+            if flow_of[j] == "ws" and op.w_kind == "weights":
+                static_bytes[dispatch[j]] += op.k * op.n * op.w_bytes
+        capacity = (arch.compute_tiles * arch.compute.memory_bytes
+                    + arch.columns * arch.mem_rows * arch.mem.memory_bytes)
+        too_big = [f"dispatch {i}: static weights = {b:.0f} bytes: must fit in the array's "
+                   f"{capacity} bytes of on-chip memory; add cuts or stream weights"
+                   for i, b in enumerate(static_bytes) if b > capacity]
+        if too_big:
+            raise ConfigError(too_big, "llm residency")
+    preload_s = static_bytes.sum() / arch.ddr_bytes_per_s
+    dispatch_s = n_dispatch * arch.dispatch_overhead_s
+    total_s = seconds.sum() + dispatch_s + preload_s
+    tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
+
+    op_dim = ("op",)
+    ds = xr.Dataset(
+        {
+            "op_seconds": (op_dim, seconds, {"units": "s", "description": "time of the op (all repeats)"}),
+            "op_cycles": (op_dim, cycles, {"units": "cycles"}),
+            "macs": (op_dim, macs, {"units": "MAC", "description": "multiply-accumulates (causal halving applied)"}),
+            "ddr_bytes": (("op", "tensor_kind"), kind_bytes,
+                          {"units": "bytes", "description": "DDR traffic by tensor kind"}),
+            "level_bytes": (("op", "level"), level_bytes, {"units": "bytes", "description": "bytes per memory level"}),
+            "weight_reuse": (op_dim, _ratio(macs, kind_bytes[:, 0] + kind_bytes[:, 2]),
+                             {"units": "MAC/byte", "description": "MACs per byte of weights (or KV) fetched from DDR"}),
+            "activation_reuse": (op_dim, _ratio(macs, kind_bytes[:, 1]),
+                                 {"units": "MAC/byte", "description": "MACs per byte of activations fetched from DDR"}),
+            "bound_by": (op_dim, bound, {"description": "resource with the highest utilization in the op"}),
+            "dataflow": (op_dim, flow_of, {"description": "ws, is, os, or stream (vector ops)"}),
+            "cast_share": (op_dim, cast_share, {"units": "1", "description":
+                                                "share of core compute cycles spent dequantizing weights"}),
+            "channel_state_cycles": (("op", "channel_state"), ch_state,
+                                     {"units": "channel-cycles", "description": "stall attribution over all DMA channels"}),
+            "core_state_cycles": (("op", "core_state"), core_state,
+                                  {"units": "core-cycles", "description": "stall attribution over all cores"}),
+            "energy_pj": (op_dim, energy, {"units": "pJ", "description": "MACs and bytes moved times the arch energy table"}),
+            "dispatch": (op_dim, dispatch, {"description": "dispatch the op runs in"}),
+            "total_seconds": ((), total_s, {"units": "s", "description": "ops + dispatch overheads + static weight preloads"}),
+            "dispatch_seconds": ((), dispatch_s, {"units": "s"}),
+            "preload_seconds": ((), preload_s, {"units": "s", "description": "static weights loaded once per dispatch"}),
+            "tokens_per_s": ((), tokens / total_s, {"units": "tokens/s"}),
+            "kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
+        },
+        coords={
+            "op_name": (op_dim, np.array([op.name for op in ops], dtype=object)),
+            "op_class": (op_dim, np.array([op.op_class for op in ops], dtype=object)),
+            "layer": (op_dim, layer_of),
+            "tensor_kind": list(TENSOR_KINDS), "level": LEVELS,
+            "channel_state": CHANNEL_STATES, "core_state": CORE_STATES,
+        },
+        attrs={"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
+               "batch": study.batch, "weights": precision.weights, "kv": precision.kv, "arch": arch.name,
+               "dispatches": n_dispatch, "residency": study.residency, "noop": ",".join(study.noop)},
+    )
+    return ds
+
+
+def _ratio(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)
+
+
+def by_class(ds: xr.Dataset) -> dict[str, float]:
+    """Seconds per op class. Dequantization runs fused inside gemm ops, so its time stays in
+    "gemm" (``cast_share`` reports its share of core cycles; ``noop=("cast",)`` measures what
+    removing it saves)."""
+    out = {}
+    for cls, sec in zip(ds.op_class.values, ds.op_seconds.values):
+        out[str(cls)] = out.get(str(cls), 0.0) + float(sec)
+    return out
+
+
+def llm_summary(ds: xr.Dataset) -> dict:
+    kinds = ds.ddr_bytes.sum("op")
+    bound_time = {}
+    for b, s in zip(ds.bound_by.values, ds.op_seconds.values):
+        bound_time[b] = bound_time.get(b, 0.0) + s
+    bound_time["dispatch"] = float(ds.dispatch_seconds)
+    seconds = float(ds.total_seconds)
+    return {
+        "model": ds.attrs["model"], "regime": ds.attrs["regime"], "context": ds.attrs["context"],
+        "prompt": ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
+        "seconds": seconds, "tokens_per_s": float(ds.tokens_per_s),
+        "by_class": by_class(ds),
+        "ddr_bytes": float(kinds.sum()),
+        "weight_bytes": float(kinds.sel(tensor_kind="weights")),
+        "kv_bytes": float(kinds.sel(tensor_kind="kv")),
+        "activation_bytes": float(kinds.sel(tensor_kind="activations")),
+        "macs": int(ds.macs.sum()),
+        "energy_j": float(ds.energy_pj.sum()) * 1e-12,
+        "dispatch_seconds": float(ds.dispatch_seconds),
+        "dispatch_share": float(ds.dispatch_seconds) / seconds,
+        "bound_by": max(bound_time, key=bound_time.get),
+        "time_by_bound": bound_time,
+    }
