@@ -88,3 +88,72 @@ def show_arch(name):
     import dataclasses
     a = _load_arch(name)
     click.echo(json.dumps(dataclasses.asdict(a), indent=2))
+
+
+def _parse_dataflow(values):
+    out = {}
+    for v in values:
+        if "=" not in v:
+            raise click.BadParameter(f"{v!r}: expected CLASS=ws|is|os", param_hint="--dataflow")
+        key, flow = v.split("=", 1)
+        out[key.strip()] = flow.strip()
+    return out
+
+
+def _parse_cuts(text):
+    if not text:
+        return ()
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected layer indices like 4,8,12", param_hint="--cuts")
+
+
+@run.command()
+@click.option("--model", default="llama-3.2-1b", show_default=True,
+              help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json")
+@click.option("--regime", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True)
+@click.option("--context", default=4096, show_default=True, type=int, help="decode: cached tokens")
+@click.option("--prompt", default=2048, show_default=True, type=int, help="prefill: prompt tokens")
+@click.option("--batch", default=1, show_default=True, type=int)
+@click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True)
+@click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
+@click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
+@click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
+@click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12")
+@click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
+@click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
+@click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
+@click.pass_context
+def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, noop, cuts, dataflows,
+        residency, efficiency):
+    """A transformer forward pass: one decode step or a prefill."""
+    from .llm import LlmStudy, Precision, simulate_llm
+    from .llm.run import llm_summary
+
+    opts = ctx.obj
+    try:
+        study = LlmStudy(model=model, regime=regime, context=context, prompt=prompt, batch=batch,
+                         precision=Precision(weights=weights, activations=activations, kv=kv),
+                         dataflow=_parse_dataflow(dataflows), residency=residency,
+                         cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency)
+        ds = simulate_llm(study, opts["arch"])
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    s = llm_summary(ds)
+    if opts["json"]:
+        click.echo(json.dumps(s))
+        return
+    what = f"decode step at context {context}" if regime == "decode" else f"prefill of {prompt} tokens"
+    click.echo(f"{s['model']} {what}, batch {batch}, weights {weights}, kv {kv} on {s['arch']}")
+    unit = "ms/token" if regime == "decode" else "ms"
+    click.echo(f"  time            {s['seconds'] * 1e3:,.3f} {unit}  ({s['tokens_per_s']:,.1f} tokens/s)")
+    click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
+               f"KV {s['kv_bytes'] / 1e6:,.1f}, activations {s['activation_bytes'] / 1e6:,.1f})")
+    click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
+    click.echo(f"  dispatch        {s['dispatch_seconds'] * 1e6:,.0f} us ({100 * s['dispatch_share']:.1f} %)")
+    click.echo(f"  bound by        {s['bound_by']}")
+    click.echo("  class           ms        share")
+    for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
+        click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")

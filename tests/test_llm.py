@@ -1,0 +1,124 @@
+"""LLM workloads: cross-checks against closed forms, ablation, dispatches and the CLI."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import fastsim
+from fastsim import NPU2
+from fastsim.cli import main
+from fastsim.llm import MODELS, LlmStudy, Precision, from_hf_config, simulate_llm
+from fastsim.llm.graph import OP_CLASSES, build_graph, kv_bytes_per_token
+from fastsim.llm.run import llm_summary
+
+ONE_B = MODELS["llama-3.2-1b"]
+
+
+@pytest.fixture(scope="module")
+def decode_4k():
+    return simulate_llm(LlmStudy(regime="decode", context=4096))
+
+
+def test_model__presets_match_published_parameter_counts():
+    assert ONE_B.params == pytest.approx(1.236e9, rel=0.01)
+    assert MODELS["llama-3.2-3b"].params == pytest.approx(3.21e9, rel=0.01)
+    assert MODELS["llama-3.1-8b"].params == pytest.approx(8.03e9, rel=0.01)
+
+
+def test_model__hf_config_json(tmp_path):
+    cfg = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+           "intermediate_size": 4096, "vocab_size": 32000, "_name_or_path": "tiny-llama"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    m = from_hf_config(tmp_path / "config.json")
+    assert (m.head_dim, m.group, m.name) == (64, 4, "tiny-llama")
+    ds = simulate_llm(LlmStudy(model=str(tmp_path), regime="prefill", prompt=128))
+    assert float(ds.total_seconds) > 0 and ds.attrs["model"] == "tiny-llama"
+
+
+def test_kv__bytes_per_token_closed_form(decode_4k):
+    p = Precision(kv="bf16")
+    assert kv_bytes_per_token(ONE_B, p) == 2 * 16 * 8 * 64 * 2
+    kv_read = float(decode_4k.ddr_bytes.sel(tensor_kind="kv").where(decode_4k.op_class == "attention").sum())
+    assert kv_read >= 4097 * kv_bytes_per_token(ONE_B, p)  # the whole cache is read (padding aside)
+    assert kv_read <= 1.1 * 4097 * kv_bytes_per_token(ONE_B, p)
+
+
+def test_prefill__macs_are_2_params_t_plus_attention():
+    t = 512
+    ops = build_graph(ONE_B, Precision(), "prefill", prompt=t)
+    h, nh, hd, L = ONE_B.hidden_size, ONE_B.num_heads, ONE_B.head_dim, ONE_B.num_layers
+    layer_weights = ONE_B.layer_params - 2 * h  # norms have no MACs
+    attention = L * nh * 2 * (t * t * hd // 2)  # scores + attn*V, causal halving
+    lm_head = h * ONE_B.vocab_size  # last token only
+    assert sum(op.macs for op in ops) == t * L * layer_weights + attention + lm_head
+
+
+def test_decode__ddr_reads_at_least_weights_plus_kv(decode_4k):
+    s = llm_summary(decode_4k)
+    p = Precision()
+    weights = (ONE_B.num_layers * (ONE_B.layer_params - 2 * ONE_B.hidden_size)
+               + ONE_B.vocab_size * ONE_B.hidden_size) * p.weight_bytes
+    assert s["weight_bytes"] >= weights
+    assert s["ddr_bytes"] >= weights + 4097 * kv_bytes_per_token(ONE_B, p)
+    assert s["tokens_per_s"] == pytest.approx(1 / s["seconds"])
+
+
+def test_noop__every_class_leaves_only_data_movement(decode_4k):
+    ablated = simulate_llm(LlmStudy(regime="decode", context=4096, noop=OP_CLASSES))
+    busy = float(ablated.core_state_cycles.sel(core_state="busy").sum())
+    calls = busy  # each kernel call is one cycle when ablated
+    assert float(decode_4k.core_state_cycles.sel(core_state="busy").sum()) > 20 * calls
+    assert float(ablated.ddr_bytes.sum()) == float(decode_4k.ddr_bytes.sum())
+    assert float(ablated.total_seconds) <= float(decode_4k.total_seconds)
+
+
+def test_noop__one_class_is_measured_by_difference(decode_4k):
+    no_attention = simulate_llm(LlmStudy(regime="decode", context=4096, noop=("attention",)))
+    diff = float(decode_4k.total_seconds) - float(no_attention.total_seconds)
+    assert diff >= 0
+    other = decode_4k.op_class != "attention"
+    assert float(no_attention.op_seconds.where(other).sum()) == float(decode_4k.op_seconds.where(other).sum())
+
+
+def test_ddr__doubling_bandwidth_never_slows_decode_or_prefill():
+    fast = NPU2.replace(ddr_bytes_per_s=2 * NPU2.ddr_bytes_per_s)
+    for study in (LlmStudy(regime="decode", context=2048), LlmStudy(regime="prefill", prompt=128)):
+        base, quick = simulate_llm(study, NPU2), simulate_llm(study, fast)
+        assert float(quick.total_seconds) <= float(base.total_seconds)
+        assert (quick.op_seconds.values <= base.op_seconds.values + 1e-12).all()
+
+
+def test_dispatch__cuts_add_overhead_and_static_weights_must_fit():
+    one = simulate_llm(LlmStudy(regime="decode", context=1024))
+    three = simulate_llm(LlmStudy(regime="decode", context=1024, cuts=(4, 9)))
+    assert three.attrs["dispatches"] == 3
+    assert float(three.total_seconds) - float(one.total_seconds) == pytest.approx(2 * NPU2.dispatch_overhead_s)
+    with pytest.raises(fastsim.ConfigError, match="weight-stationary needs the whole weight slice"):
+        simulate_llm(LlmStudy(regime="decode", residency="static"))
+
+
+def test_study__bad_fields_listed_together():
+    with pytest.raises(fastsim.ConfigError) as e:
+        simulate_llm(LlmStudy(regime="decode", batch=0, noop=("attn",), cuts=(99,), dataflow={"gemm": "xs"}))
+    text = str(e.value)
+    for field in ("batch", "noop", "cuts", "dataflow[gemm]"):
+        assert field in text
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_cli__presets_run_both_regimes(model):
+    runner = CliRunner()
+    for args in (["--regime", "decode", "--context", "1024"], ["--regime", "prefill", "--prompt", "64"]):
+        r = runner.invoke(main, ["run", "--json", "llm", "--model", model, *args])
+        assert r.exit_code == 0, r.output
+        out = json.loads(r.output)
+        for key in ("seconds", "tokens_per_s", "by_class", "ddr_bytes", "kv_bytes", "weight_bytes", "bound_by"):
+            assert key in out
+        assert sum(out["by_class"].values()) + out["dispatch_seconds"] == pytest.approx(out["seconds"])
+
+
+def test_cli__table_and_errors():
+    r = CliRunner().invoke(main, ["run", "llm", "--noop", "softmax", "--dataflow", "attention=os"])
+    assert r.exit_code == 0 and "tokens/s" in r.output and "bound by" in r.output
+    r = CliRunner().invoke(main, ["run", "llm", "--dataflow", "gemm"])
+    assert r.exit_code == 2 and "CLASS=ws|is|os" in r.output
