@@ -122,3 +122,11 @@ def test_cli__table_and_errors():
     assert r.exit_code == 0 and "tokens/s" in r.output and "bound by" in r.output
     r = CliRunner().invoke(main, ["run", "llm", "--dataflow", "gemm"])
     assert r.exit_code == 2 and "CLASS=ws|is|os" in r.output
+
+
+def test_decode__kv_traffic_and_time_grow_with_context():
+    runs = [llm_summary(simulate_llm(LlmStudy(regime="decode", context=c))) for c in (2048, 8192, 16384, 32768)]
+    kv = [r["kv_bytes"] for r in runs]
+    assert kv == sorted(kv)
+    assert [r["seconds"] for r in runs] == sorted(r["seconds"] for r in runs)
+    assert all(r["weight_bytes"] == runs[0]["weight_bytes"] for r in runs)

@@ -78,12 +78,17 @@ def _dataflow(study: LlmStudy, op: Op) -> str:
     return "is" if op.m <= 64 else "os"
 
 
-def _nslice_fits(spec: NSliceOp, arch: Arch) -> bool:
+def _planned_ddr_bytes(spec: NSliceOp, arch: Arch) -> float:
+    """DDR bytes an N-slice mapping will read (inf if it does not fit): is re-reads W once per X
+    block, os re-reads X once per output tile."""
     try:
-        plan(spec, arch)
-        return True
+        pl = plan(spec, arch)
     except ConfigError:
-        return False
+        return math.inf
+    w = pl["w_tile"] * pl["k_steps"] * pl["n_tiles"] * pl["cores"]
+    if spec.dataflow == "is":
+        return pl["passes"] * w + pl["passes"] * pl["x_block"]
+    return w + pl["n_tiles"] * pl["k_steps"] * pl["x_tile"]
 
 
 def _gemm_for(op: Op, arch: Arch, study: LlmStudy, precision: Precision, noop: bool, cast: float) -> Gemm:
@@ -117,9 +122,10 @@ def op_design(op: Op, arch: Arch, study: LlmStudy, precision: Precision):
                     x_inputs=op.x_inputs, macs_scale=op.macs_scale, noop=noop,
                     static_weights=(study.residency == "static" and flow == "ws" and op.w_kind == "weights"),
                     name=op.name)
-    if flow == "is" and not chosen and not _nslice_fits(spec, arch):
-        spec = replace(spec, dataflow="os")  # the X block does not fit a core: stream it instead
-        flow = "os"
+    if flow == "is" and not chosen:  # default for few rows: the N-slice mapping that reads least
+        alt = replace(spec, dataflow="os")
+        if _planned_ddr_bytes(alt, arch) < _planned_ddr_bytes(spec, arch):
+            spec, flow = alt, "os"
     return nslice_design(spec, arch), flow
 
 
