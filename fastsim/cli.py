@@ -122,11 +122,12 @@ def _parse_cuts(text):
 @click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
 @click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12")
 @click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
+@click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
 @click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
 @click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
 @click.pass_context
 def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, noop, cuts, dataflows,
-        residency, efficiency):
+        columns, residency, efficiency):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
@@ -136,6 +137,7 @@ def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, no
         study = LlmStudy(model=model, regime=regime, context=context, prompt=prompt, batch=batch,
                          precision=Precision(weights=weights, activations=activations, kv=kv),
                          dataflow=_parse_dataflow(dataflows), residency=residency,
+                         columns={k: int(v) for k, v in _parse_dataflow(columns).items()},
                          cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency)
         ds = simulate_llm(study, opts["arch"])
     except (ConfigError, SimulationError, ValueError) as e:

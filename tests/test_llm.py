@@ -130,3 +130,40 @@ def test_decode__kv_traffic_and_time_grow_with_context():
     assert kv == sorted(kv)
     assert [r["seconds"] for r in runs] == sorted(r["seconds"] for r in runs)
     assert all(r["weight_bytes"] == runs[0]["weight_bytes"] for r in runs)
+
+
+def test_mapping__fewer_columns_for_a_class_slow_it_down(decode_4k):
+    narrow = simulate_llm(LlmStudy(regime="decode", context=4096, columns={"gemm": 2}))
+    gemm = narrow.op_class == "gemm"
+    assert float(narrow.op_seconds.where(gemm).sum()) > 1.5 * float(decode_4k.op_seconds.where(gemm).sum())
+    assert float(narrow.ddr_bytes.where(gemm).sum()) == pytest.approx(float(decode_4k.ddr_bytes.where(gemm).sum()), rel=0.05)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from fastsim.llm import ModelConfig  # noqa: E402
+
+
+@settings(max_examples=int(__import__("os").environ.get("FASTSIM_LLM_EXAMPLES", "12")))
+@given(st.data())
+def test_mapping__random_models_and_placements_never_deadlock(data):
+    heads = data.draw(st.sampled_from([4, 8, 16]))
+    kv = data.draw(st.sampled_from([h for h in (1, 2, 4) if heads % h == 0]))
+    head_dim = data.draw(st.sampled_from([32, 64]))
+    model = ModelConfig("random", heads * head_dim, 2, heads, kv, head_dim,
+                        data.draw(st.sampled_from([512, 1536])), data.draw(st.sampled_from([1000, 5000])))
+    classes = ["gemm", "attention", "softmax", "norm", "elementwise"]
+    study = LlmStudy(
+        model=model, regime=data.draw(st.sampled_from(["decode", "prefill"])),
+        context=data.draw(st.integers(1, 3000)), prompt=data.draw(st.integers(1, 200)),
+        batch=data.draw(st.integers(1, 3)),
+        precision=Precision(weights=data.draw(st.sampled_from(["int4", "int8", "bf16"]))),
+        columns={c: data.draw(st.integers(1, 8)) for c in data.draw(st.lists(st.sampled_from(classes), unique=True))},
+        dataflow={c: data.draw(st.sampled_from(["is", "os"])) for c in
+                  data.draw(st.lists(st.sampled_from(["gemm", "attention"]), unique=True))})
+    try:
+        ds = simulate_llm(study)
+    except fastsim.ConfigError:
+        return  # an infeasible mapping is reported, which is the contract
+    assert float(ds.total_seconds) > 0

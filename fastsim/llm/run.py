@@ -39,6 +39,7 @@ class LlmStudy:
     batch: int = 1
     precision: Precision = Precision()
     dataflow: dict = field(default_factory=dict)  # op class or op name -> "ws" | "is" | "os"
+    columns: dict = field(default_factory=dict)  # op class or op name -> columns it runs on
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     cuts: tuple[int, ...] = ()  # cut the model into dispatches after these layers
     noop: tuple[str, ...] = ()  # op classes replaced by a data-only pass
@@ -59,6 +60,8 @@ class LlmStudy:
         p.check(self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
         for key, value in self.dataflow.items():
             p.check(value in DATAFLOWS, f"dataflow[{key}]", value, f"one of {DATAFLOWS}")
+        for key, value in self.columns.items():
+            p.check(isinstance(value, int) and 1 <= value, f"columns[{key}]", value, "must be >= 1")
         for c in self.noop:
             p.check(c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
         for c in self.cuts:
@@ -91,11 +94,19 @@ def _planned_ddr_bytes(spec: NSliceOp, arch: Arch) -> float:
     return w + pl["n_tiles"] * pl["k_steps"] * pl["x_tile"]
 
 
+def _columns(study: LlmStudy, op: Op, arch: Arch) -> int | None:
+    cols = study.columns.get(op.name) or study.columns.get(op.op_class)
+    if cols is not None and cols > arch.columns:
+        raise ConfigError([f"columns[{op.name}] = {cols}: the arch has {arch.columns} columns"], "llm mapping")
+    return cols
+
+
 def _gemm_for(op: Op, arch: Arch, study: LlmStudy, precision: Precision, noop: bool, cast: float) -> Gemm:
     """An output-stationary GEMM for ``op`` with tiles and columns that pad least."""
     rows = arch.compute_rows
     best = None
-    for cols in range(arch.columns, rows - 1, -1):
+    fixed = _columns(study, op, arch)
+    for cols in ([fixed] if fixed else range(arch.columns, rows - 1, -1)):
         for tm, tk, tn in ((64, 64, 64), (32, 64, 64), (64, 64, 32), (32, 64, 32), (16, 64, 16), (64, 32, 16)):
             mp = -(-op.m // (rows * tm)) * rows * tm
             np_ = -(-op.n // (cols * tn)) * cols * tn
@@ -121,7 +132,7 @@ def op_design(op: Op, arch: Arch, study: LlmStudy, precision: Precision):
                     cast_cycles_per_weight=cast, vector_cycles_per_elem=op.vector_cycles_per_elem,
                     x_inputs=op.x_inputs, macs_scale=op.macs_scale, noop=noop,
                     static_weights=(study.residency == "static" and flow == "ws" and op.w_kind == "weights"),
-                    name=op.name)
+                    cols=_columns(study, op, arch), name=op.name)
     if flow == "is" and not chosen:  # default for few rows: the N-slice mapping that reads least
         alt = replace(spec, dataflow="os")
         if _planned_ddr_bytes(alt, arch) < _planned_ddr_bytes(spec, arch):

@@ -278,27 +278,39 @@ def _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit):
     y_bds = [d.bd(s2mm(d.shim(c), 0), d.ddr_buffer(y_unit * rows, f"Y{c}"), y_unit * rows, name=f"Y{c}_ddr")
              for c in range(cols)]
 
-    def push(bd, count):
-        while count > 0:
-            step = min(count, arch.max_task_repeat)
-            d.push(bd.channel, bd, repeat=step)
-            count -= step
+    def push_round(entries):
+        """Push one round, interleaving every entry's chunks (at most max_task_repeat each) so
+        that no channel's queue fills while another channel of the round still has nothing."""
+        left = [[bd, count] for bd, count in entries if bd is not None and count > 0]
+        while left:
+            for entry in left:
+                step = min(entry[1], arch.max_task_repeat)
+                d.push(entry[0].channel, entry[0], repeat=step)
+                entry[1] -= step
+            left = [e for e in left if e[1] > 0]
 
-    if op.dataflow == "is":
-        rounds, x_per, w_per, y_per = pl["passes"], 1, pl["n_tiles"] * pl["k_steps"], pl["n_tiles"]
-    elif op.dataflow == "os":
-        rounds, x_per, w_per, y_per = pl["n_tiles"], pl["k_steps"], pl["k_steps"], 1
-    elif op.dataflow == "ws":
-        rounds, x_per, w_per, y_per = pl["m_tiles"], pl["k_steps"], 0, 1
-    else:
-        rounds, x_per, w_per, y_per = pl["m_tiles"], 0, pl["n_tiles"], pl["n_tiles"]
-    for i in range(rounds):
-        if x_bd is not None:
-            push(x_bd, x_per)
+    def per_column(w_count, y_count):
+        out = []
         for c in range(cols):
-            if w_bds:
-                push(w_bds[c], w_per if op.dataflow != "ws" else (1 if i == 0 else 0))
-            push(y_bds[c], y_per)
+            out += [(w_bds[c] if w_bds else None, w_count), (y_bds[c], y_count)]
+        return out
+
+    # one round per output tile (per row tile for ws), so every channel advances in step
+    if op.dataflow == "is":
+        for _ in range(pl["passes"]):
+            push_round([(x_bd, 1)])
+            for _ in range(pl["n_tiles"]):
+                push_round(per_column(pl["k_steps"], 1))
+    elif op.dataflow == "os":
+        for _ in range(pl["n_tiles"]):
+            push_round([(x_bd, pl["k_steps"])] + per_column(pl["k_steps"], 1))
+    elif op.dataflow == "ws":
+        push_round(per_column(1, 0))
+        for _ in range(pl["m_tiles"]):
+            push_round([(x_bd, pl["k_steps"])] + per_column(0, 1))
+    else:
+        for _ in range(pl["m_tiles"] * pl["n_tiles"]):
+            push_round(per_column(1, 1))
     for c in range(cols):
         d.wait(s2mm(d.shim(c), 0))
 
