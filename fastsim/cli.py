@@ -159,3 +159,23 @@ def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, no
     click.echo("  class           ms        share")
     for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
         click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")
+
+
+@main.command("sweep")
+@click.argument("spec_path", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="zarr store (created or resumed)")
+@click.option("--workers", type=int, default=None,
+              help="worker processes of a local dask cluster (default: one per core; 0: run in this process)")
+@click.option("--scheduler", default=None, help="address or scheduler file of a running dask scheduler")
+@click.option("--no-progress", is_flag=True, help="no progress bar")
+def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
+    """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT)."""
+    from .sweep import sweep
+
+    report = []
+    try:
+        sweep(spec_path, out, workers=workers, scheduler=scheduler, progress=not no_progress, report=report)
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    click.echo(str(report[0]))

@@ -67,8 +67,10 @@ class Op:
 
 def build_graph(model: ModelConfig, precision: Precision, regime: str, *, batch: int = 1,
                 context: int = 4096, prompt: int = 2048, costs: VectorCosts = VectorCosts(),
-                causal_halving: bool = True, lm_head_last_only: bool = True) -> list[Op]:
-    """Every op of one forward pass (decode: one token per sequence; prefill: the whole prompt)."""
+                causal_halving: bool = True, lm_head_last_only: bool = True,
+                prefill_context: int = 0) -> list[Op]:
+    """Every op of one forward pass (decode: one token per sequence; prefill: the whole prompt,
+    attending to ``prefill_context`` previously cached tokens plus itself, as in chunked prefill)."""
     model.validate()
     precision.validate()
     h, hd, nh, nkv, f = model.hidden_size, model.head_dim, model.num_heads, model.num_kv_heads, model.ffn_size
@@ -109,12 +111,18 @@ def build_graph(model: ModelConfig, precision: Precision, regime: str, *, batch:
                 Op("attn_v", "attention", layer, "matmul", batch * model.group, ctx, nkv * hd, a, kvb, a, "kv"),
             ]
         else:
+            span = prefill_context + t  # keys each new token may attend to
+            # causal: full attention to cached tokens, half of the new chunk (on average)
+            frac = (prefill_context + t * scale) / span
+            # one KV head at a time with its group of query heads stacked: K and V are read once
+            # per KV head, not once per query head (grouped-query attention)
+            g = model.group
             ops += [
-                Op("attn_scores", "attention", layer, "matmul", t, hd, t, a, kvb, a, "kv",
-                   macs_scale=scale, repeat=batch * nh),
-                vec("softmax", "softmax", t, layer, costs.softmax, m=batch * nh * t, scale=scale),
-                Op("attn_v", "attention", layer, "matmul", t, t, hd, a, kvb, a, "kv",
-                   macs_scale=scale, repeat=batch * nh),
+                Op("attn_scores", "attention", layer, "matmul", g * t, hd, span, a, kvb, a, "kv",
+                   macs_scale=frac, repeat=batch * nkv),
+                vec("softmax", "softmax", span, layer, costs.softmax, m=batch * nh * t, scale=frac),
+                Op("attn_v", "attention", layer, "matmul", g * t, span, hd, a, kvb, a, "kv",
+                   macs_scale=frac, repeat=batch * nkv),
             ]
         ops += [
             gemm("o_proj", nh * hd, h, layer),

@@ -36,6 +36,7 @@ class LlmStudy:
     regime: str = "decode"
     context: int = 4096
     prompt: int = 2048
+    prefill_context: int = 0  # prefill: tokens already cached before the prompt (chunked prefill)
     batch: int = 1
     precision: Precision = Precision()
     dataflow: dict = field(default_factory=dict)  # op class or op name -> "ws" | "is" | "os"
@@ -56,6 +57,7 @@ class LlmStudy:
         p.check(self.regime in ("decode", "prefill"), "regime", self.regime, "decode or prefill")
         p.check(self.context >= 0, "context", self.context, "must be >= 0 tokens")
         p.check(self.prompt >= 1, "prompt", self.prompt, "must be >= 1 token")
+        p.check(self.prefill_context >= 0, "prefill_context", self.prefill_context, "must be >= 0 tokens")
         p.check(self.batch >= 1, "batch", self.batch, "must be >= 1")
         p.check(self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
         for key, value in self.dataflow.items():
@@ -147,7 +149,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
     precision = study.precision.validate()
     ops = build_graph(model, precision, study.regime, batch=study.batch, context=study.context,
                       prompt=study.prompt, costs=study.costs, causal_halving=study.causal_halving,
-                      lm_head_last_only=study.lm_head_last_only)
+                      lm_head_last_only=study.lm_head_last_only, prefill_context=study.prefill_context)
     # one design per distinct op shape; collect every mapping problem before failing
     designs, flows, index_of, problems = [], [], {}, []
     for op in ops:
@@ -291,6 +293,7 @@ def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
             "channel_state": CHANNEL_STATES, "core_state": CORE_STATES,
         },
         attrs={"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
+               "prefill_context": study.prefill_context,
                "batch": study.batch, "weights": precision.weights, "kv": precision.kv, "arch": arch.name,
                "dispatches": n_dispatch, "residency": study.residency, "noop": ",".join(study.noop)},
     )

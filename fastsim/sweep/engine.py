@@ -1,0 +1,115 @@
+"""Run a sweep: create (or resume) the store, fan the missing chunks out, report progress."""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import xarray as xr
+
+from . import store as st
+from .spec import SweepSpec, load_spec, parse_spec
+from .tasks import run_chunk
+
+
+@dataclass
+class SweepReport:
+    points: int
+    computed: int
+    chunks: int
+    wall_s: float
+    store: str
+
+    @property
+    def points_per_s(self) -> float:
+        return self.computed / self.wall_s if self.wall_s else 0.0
+
+    def __str__(self) -> str:
+        return (f"{self.points} points ({self.computed} computed now, in {self.chunks} chunks) in "
+                f"{self.wall_s:.1f} s: {self.points_per_s:.2f} points/s -> {self.store}")
+
+
+def _client(workers: int | None, scheduler: str | None):
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        if Path(scheduler).exists():
+            return Client(scheduler_file=scheduler), None
+        return Client(scheduler), None
+    # one single-threaded worker process per core; numba must not start its own threads there
+    os.environ["NUMBA_NUM_THREADS"] = "1"
+    cluster = LocalCluster(n_workers=workers or os.cpu_count(), threads_per_worker=1, processes=True,
+                           dashboard_address=None)
+    return Client(cluster), cluster
+
+
+def sweep(spec: SweepSpec | str | Path, out: str | Path, *, workers: int | None = None,
+          scheduler: str | None = None, progress: bool = True, report: list | None = None) -> xr.Dataset:
+    """Run (or resume) a sweep into the zarr store ``out`` and return the stored Dataset.
+
+    workers=0 runs every chunk in this process; otherwise chunks go to a dask LocalCluster with
+    ``workers`` processes (default: one per core), or to the running scheduler at ``scheduler``
+    (an address such as tcp://host:8786, or a scheduler file).
+    """
+    if not isinstance(spec, SweepSpec):
+        spec = load_spec(spec)
+    out = str(out)
+    if Path(out).exists():
+        st.check_matches(spec, out)
+    else:
+        st.create(spec, out)
+    todo = st.pending(spec, out)
+    all_regions = st.regions(spec)
+    start = time.perf_counter()
+    bar = _bar(sum(st.n_points(all_regions[i]) for i in todo), progress)
+    computed = 0
+    if workers == 0 and not scheduler:
+        for chunk in todo:
+            _, n = run_chunk(_text(spec), spec.source, out, chunk)
+            computed += n
+            bar.update(n)
+    elif todo:
+        from dask.distributed import as_completed
+
+        client, cluster = _client(workers, scheduler)
+        try:
+            futures = client.map(run_chunk, [_text(spec)] * len(todo), [spec.source] * len(todo),
+                                 [out] * len(todo), todo, pure=False)
+            for fut in as_completed(futures):
+                _, n = fut.result()
+                computed += n
+                bar.update(n)
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    bar.close()
+    rep = SweepReport(spec.n_points, computed, len(todo), time.perf_counter() - start, out)
+    if report is not None:
+        report.append(rep)
+    return st.open_store(out)
+
+
+def _text(spec: SweepSpec) -> str:
+    """The spec as TOML text for workers (specs are data: workers re-parse and re-validate)."""
+    import tomli_w
+
+    table = {"study": {"kind": spec.kind, "base": spec.base}, "run": {"chunk_points": spec.chunk_points,
+                                                                      "outputs": list(spec.outputs)}}
+    if spec.arch:
+        table["arch"] = spec.arch
+    if spec.points is not None:
+        table["points"] = spec.points
+    else:
+        table["axes"] = spec.axes
+    return tomli_w.dumps(table)
+
+
+def _bar(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="pt", disable=not enabled, smoothing=0.1)
+
+
+__all__ = ["sweep", "SweepReport", "parse_spec", "load_spec"]

@@ -1,0 +1,105 @@
+"""Evaluate one sweep point: build the arch and the study from its parameters, simulate, and
+return the registered outputs. A point that is invalid (say, a mapping that does not fit) gets
+status 1 and empty outputs instead of stopping the sweep."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import arch as arch_mod
+from ..errors import ConfigError, SimulationError
+from .spec import ARCH_FIELDS, SweepSpec
+from .variables import BOUND_RESOURCES, REGISTRY
+
+
+def split_params(params: dict) -> tuple[dict, dict]:
+    """(study parameters, arch overrides)."""
+    study, arch = {}, {}
+    for name, value in params.items():
+        if name.startswith("arch."):
+            arch[name[5:]] = value
+        elif name in ARCH_FIELDS and not name.startswith(("dataflow.", "columns.")):
+            arch[name] = value
+        else:
+            study[name] = value
+    return study, arch
+
+
+def build_arch(spec: SweepSpec, overrides: dict):
+    table = dict(spec.arch)
+    base = arch_mod.PRESETS[table.pop("base", "npu2")]
+    changes = {**table, **overrides}
+    return base.replace(**changes) if changes else base
+
+
+def _tuple(value) -> tuple:
+    if value in (None, "", "none"):
+        return ()
+    if isinstance(value, str):
+        return tuple(x for x in value.replace("+", ",").split(",") if x)
+    return tuple(value)
+
+
+def llm_study(params: dict):
+    from ..llm import LlmStudy, Precision
+
+    p = dict(params)
+    precision = Precision(**{k: p.pop(k) for k in ("weights", "kv", "activations", "group_size") if k in p})
+    dataflow = {k.split(".", 1)[1]: p.pop(k) for k in list(p) if k.startswith("dataflow.")}
+    columns = {k.split(".", 1)[1]: int(p.pop(k)) for k in list(p) if k.startswith("columns.")}
+    if p.get("regime") == "prefill" and "context" in p and "prefill_context" not in p:
+        p["prefill_context"] = p.pop("context")  # for prefill, context means prior cached tokens
+    if "noop" in p:
+        p["noop"] = _tuple(p["noop"])
+    if "cuts" in p:
+        p["cuts"] = tuple(int(x) for x in _tuple(p["cuts"]))
+    return LlmStudy(precision=precision, dataflow=dataflow, columns=columns, **p)
+
+
+def evaluate(spec: SweepSpec, params: dict) -> dict:
+    """Outputs of one point (NaN or -1 where a point failed)."""
+    registry = REGISTRY[spec.kind]
+    study_params, arch_overrides = split_params(params)
+    try:
+        arch = build_arch(spec, arch_overrides)
+        values = _llm(study_params, arch) if spec.kind == "llm" else _gemm(study_params, arch)
+        values["status"] = 0
+    except ConfigError:
+        values = {"status": 1}
+    except SimulationError:
+        values = {"status": 2}
+    out = {}
+    for name in spec.outputs:
+        var = registry[name]
+        if var.extra_dim:
+            labels = var.extra_dim[1]
+            got = values.get(name, {})
+            out[name] = np.array([got.get(lbl, 0.0) if values["status"] == 0 else math.nan for lbl in labels])
+        elif name in values:
+            out[name] = values[name]
+        else:
+            out[name] = -1 if var.dtype.startswith("int") else math.nan
+    return out
+
+
+def _llm(params: dict, arch) -> dict:
+    from ..llm import simulate_llm
+    from ..llm.run import llm_summary
+
+    s = llm_summary(simulate_llm(llm_study(params), arch))
+    s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
+    return s
+
+
+def _gemm(params: dict, arch) -> dict:
+    from ..report import summarize
+    from ..simulate import simulate
+    from ..workloads.gemm import Gemm, gemm_design
+
+    names = {"m": "m_total", "k": "k_total", "n": "n_total"}
+    g = Gemm(**{names.get(k, k): v for k, v in params.items()})
+    ds = simulate(gemm_design(g, arch))
+    s = summarize(ds, 0, arch, g.ops, g.dtype)
+    s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
+    return s

@@ -1,0 +1,171 @@
+"""Sweep specs: TOML data (never executed), validated with every error listed.
+
+    [study]
+    kind = "llm"                      # or "gemm"
+    [study.base]                      # fixed parameters of every point
+    model = "llama-3.2-1b"
+    [arch]                            # optional: base preset and field overrides
+    base = "npu2"
+    [axes]                            # the cartesian product of these is the sweep
+    context = [1024, 4096, 16384]
+    ddr_bytes_per_s = {start = 30e9, stop = 120e9, num = 4}          # linear
+    prompt = {start = 256, stop = 4096, num = 5, scale = "log2"}     # geometric
+    [run]
+    chunk_points = 8                  # points per task (and per zarr chunk)
+    outputs = ["seconds", "by_class"]
+
+Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``). Axis and base
+names are study parameters or arch fields (bare, or as ``arch.NAME``); ``dataflow.CLASS`` and
+``columns.CLASS`` set one op class. For prefill points, ``context`` is the prior cached context.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..arch import PRESETS, Arch
+from ..errors import ConfigError, Problems
+from .variables import REGISTRY
+
+LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch", "weights", "kv",
+              "activations", "group_size", "noop", "cuts", "residency", "kernel_efficiency",
+              "causal_halving", "lm_head_last_only"}
+GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
+               "kernel_overhead_cycles", "out_dtype"}
+STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS}
+ARCH_FIELDS = {f.name for f in dataclasses.fields(Arch)} - {"name", "notes", "shim", "mem", "compute"}
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    kind: str
+    base: dict
+    arch: dict
+    axes: dict  # name -> list of values (ordered)
+    points: list | None  # explicit points instead of axes
+    chunk_points: int
+    outputs: tuple[str, ...]
+    source: str = field(default="", compare=False)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return ("point",) if self.points is not None else tuple(self.axes)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.points),) if self.points is not None else tuple(len(v) for v in self.axes.values())
+
+    @property
+    def n_points(self) -> int:
+        return math.prod(self.shape)
+
+    def digest(self) -> str:
+        """Identity of the sweep's content: a changed spec gets a different digest."""
+        data = {"kind": self.kind, "base": self.base, "arch": self.arch, "axes": self.axes,
+                "points": self.points, "chunk_points": self.chunk_points, "outputs": list(self.outputs)}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+
+    def point(self, index: tuple[int, ...]) -> dict:
+        """Parameters of the point at ``index`` (base overridden by axis values)."""
+        if self.points is not None:
+            return {**self.base, **self.points[index[0]]}
+        return {**self.base, **{name: values[i] for (name, values), i in zip(self.axes.items(), index)}}
+
+
+def _axis_values(name, raw, p: Problems) -> list:
+    if isinstance(raw, list):
+        p.check(len(raw) >= 1, f"axes.{name}", raw, "needs at least one value")
+        return raw
+    if isinstance(raw, dict):
+        ok = p.check({"start", "stop", "num"} <= set(raw), f"axes.{name}", raw,
+                     "a range needs start, stop and num (and optionally scale = 'linear' | 'log2')")
+        if not ok:
+            return []
+        num, scale = raw["num"], raw.get("scale", "linear")
+        p.check(isinstance(num, int) and num >= 1, f"axes.{name}.num", num, "must be an integer >= 1")
+        p.check(scale in ("linear", "log2"), f"axes.{name}.scale", scale, "linear or log2")
+        if scale == "log2" and (raw["start"] <= 0 or raw["stop"] <= 0):
+            p.add(f"axes.{name}", raw, "log2 ranges need start and stop > 0")
+            return []
+        if not isinstance(num, int) or num < 1:
+            return []
+        vals = (np.geomspace(raw["start"], raw["stop"], num) if scale == "log2"
+                else np.linspace(raw["start"], raw["stop"], num))
+        if all(isinstance(raw[k], int) for k in ("start", "stop")):
+            return [int(round(v)) for v in vals]
+        return [float(v) for v in vals]
+    p.add(f"axes.{name}", raw, "a list of values or a {start, stop, num} range")
+    return []
+
+
+def _check_name(kind: str, name: str, where: str, p: Problems) -> None:
+    bare = name[5:] if name.startswith("arch.") else name
+    if name.startswith(("dataflow.", "columns.")) and kind == "llm":
+        return
+    if name.startswith("arch."):
+        p.check(bare in ARCH_FIELDS, where, name, f"unknown arch field; known: {sorted(ARCH_FIELDS)}")
+        return
+    p.check(name in STUDY_PARAMS.get(kind, set()) or name in ARCH_FIELDS, where, name,
+            f"not a {kind} parameter ({sorted(STUDY_PARAMS.get(kind, set()))}) or arch field")
+
+
+def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError([f"{source}: not valid TOML: {e}"], "sweep spec") from None
+    p = Problems(f"sweep spec {source}")
+    for key in raw:
+        p.check(key in ("study", "arch", "axes", "points", "run"), key, "table", "known tables: study, arch, axes, points, run")
+    study = raw.get("study", {})
+    kind = study.get("kind")
+    p.check(kind in STUDY_PARAMS, "study.kind", kind, f"one of {sorted(STUDY_PARAMS)}")
+    base = dict(study.get("base", {}))
+    for name in base:
+        _check_name(kind, name, f"study.base.{name}", p)
+    arch = dict(raw.get("arch", {}))
+    p.check(arch.get("base", "npu2") in PRESETS, "arch.base", arch.get("base"), f"one of {sorted(PRESETS)}")
+    for name in arch:
+        if name != "base":
+            p.check(name in ARCH_FIELDS, f"arch.{name}", arch[name], "unknown arch field")
+    axes, points = {}, None
+    if "axes" in raw and "points" in raw:
+        p.add("axes/points", "both", "give either [axes] or [[points]], not both")
+    if "points" in raw:
+        points = list(raw["points"])
+        p.check(len(points) >= 1, "points", len(points), "needs at least one point")
+        for i, pt in enumerate(points):
+            for name in pt:
+                _check_name(kind, name, f"points[{i}].{name}", p)
+    else:
+        p.check(len(raw.get("axes", {})) >= 1, "axes", "{}", "needs at least one axis (or [[points]])")
+        for name, values in raw.get("axes", {}).items():
+            _check_name(kind, name, f"axes.{name}", p)
+            axes[name] = _axis_values(name, values, p)
+            if name in base:
+                p.add(f"axes.{name}", name, "is also in study.base; give it in one place")
+    run = raw.get("run", {})
+    chunk_points = run.get("chunk_points", 8)
+    p.check(isinstance(chunk_points, int) and chunk_points >= 1, "run.chunk_points", chunk_points, "integer >= 1")
+    registry = REGISTRY.get(kind, {})
+    outputs = tuple(run.get("outputs", [n for n in registry if n != "status"]))
+    for name in outputs:
+        p.check(name in registry, "run.outputs", name, f"known outputs for {kind}: {sorted(registry)}")
+    p.raise_if_any()
+    if "status" not in outputs:
+        outputs = ("status",) + outputs
+    return SweepSpec(kind, base, arch, axes, points, chunk_points, outputs, source)
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError([f"{path}: no such sweep spec"], "sweep spec")
+    return parse_spec(path.read_text(), str(path))

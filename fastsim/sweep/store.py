@@ -1,0 +1,149 @@
+"""The zarr store of a sweep: created up front (coordinates, empty outputs, completion mask),
+then filled one chunk per task. Each task writes exactly one zarr chunk of every variable (partial
+chunk writes from concurrent tasks lose data), and marks the chunk done in a separate write after
+its data."""
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from pathlib import Path
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+
+from .. import __version__
+from ..errors import ConfigError
+from .spec import SweepSpec
+from .variables import REGISTRY
+
+
+def chunk_shape(shape: tuple[int, ...], target: int) -> tuple[int, ...]:
+    """Chunk of about ``target`` points: whole trailing axes, then a block of the next one."""
+    chunks = [1] * len(shape)
+    size = 1
+    for i in reversed(range(len(shape))):
+        if size * shape[i] <= target:
+            chunks[i] = shape[i]
+            size *= shape[i]
+        else:
+            chunks[i] = max(1, target // size)
+            break
+    return tuple(chunks)
+
+
+def chunk_regions(shape, chunks) -> list[tuple[slice, ...]]:
+    ranges = [range(0, n, c) for n, c in zip(shape, chunks)]
+    return [tuple(slice(s, min(s + c, n)) for s, c, n in zip(starts, chunks, shape))
+            for starts in itertools.product(*ranges)]
+
+
+def _coord(values):
+    if all(isinstance(v, bool) for v in values):
+        return np.array(values, bool)
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return np.array(values, np.int64)
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return np.array(values, np.float64)
+    return np.array([v if isinstance(v, str) else str(v) for v in values], dtype=str)
+
+
+def _quiet():
+    ctx = warnings.catch_warnings()
+    ctx.__enter__()
+    warnings.filterwarnings("ignore", message=".*Consolidated metadata.*")
+    warnings.filterwarnings("ignore", message=".*does not have a Zarr V3 specification.*")
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    try:
+        from zarr.errors import UnstableSpecificationWarning
+        warnings.filterwarnings("ignore", category=UnstableSpecificationWarning)
+    except ImportError:
+        pass
+    return ctx
+
+
+def create(spec: SweepSpec, path: str | Path) -> None:
+    shape, dims = spec.shape, spec.dims
+    chunks = chunk_shape(shape, spec.chunk_points)
+    registry = REGISTRY[spec.kind]
+    data = {}
+    for name in spec.outputs:
+        var = registry[name]
+        fill = -1 if var.dtype.startswith("int") else np.nan
+        if var.extra_dim:
+            edim, labels = var.extra_dim
+            data[name] = (dims + (edim,), da.full(shape + (len(labels),), fill, dtype=var.dtype,
+                                                  chunks=chunks + (len(labels),)), var.attrs())
+        else:
+            data[name] = (dims, da.full(shape, fill, dtype=var.dtype, chunks=chunks), var.attrs())
+    data["done"] = (dims, da.zeros(shape, dtype=bool, chunks=chunks),
+                    {"description": "points computed (the sweep resumes where this is False)"})
+    coords = {}
+    if spec.points is None:
+        for name, values in spec.axes.items():
+            coords[name] = (name, _coord(values))
+    else:
+        names = sorted({k for pt in spec.points for k in pt})
+        for name in names:
+            coords[name] = ("point", _coord([pt.get(name, spec.base.get(name, "")) for pt in spec.points]))
+    for name, var in registry.items():
+        if var.extra_dim and name in spec.outputs:
+            coords[var.extra_dim[0]] = (var.extra_dim[0], np.array(var.extra_dim[1], dtype=str))
+    attrs = {"spec_digest": spec.digest(), "spec_source": spec.source, "study": spec.kind,
+             "base": str(spec.base), "arch": str(spec.arch or {"base": "npu2"}), "fastsim_version": __version__}
+    ds = xr.Dataset(data, coords=coords, attrs=attrs)
+    ctx = _quiet()
+    try:
+        ds.to_zarr(str(path), mode="w", compute=False, consolidated=False)
+        # the completion mask must exist as data (False), not as unwritten chunks
+        xr.Dataset({"done": ds["done"]}).to_zarr(str(path), mode="r+", consolidated=False,
+                                                 region={d: slice(None) for d in dims})
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def open_store(path: str | Path) -> xr.Dataset:
+    ctx = _quiet()
+    try:
+        return xr.open_zarr(str(path), consolidated=False)
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def check_matches(spec: SweepSpec, path: str | Path) -> None:
+    ds = open_store(path)
+    if ds.attrs.get("spec_digest") != spec.digest():
+        raise ConfigError([f"{path} was created by a different spec ({ds.attrs.get('spec_source')}); "
+                           "refusing to merge: use a new --out or delete the store"], "sweep resume")
+
+
+def write_region(spec: SweepSpec, path, region: tuple[slice, ...], results: dict[str, np.ndarray]) -> None:
+    registry = REGISTRY[spec.kind]
+    data = {}
+    for name in spec.outputs:
+        var = registry[name]
+        dims = spec.dims + ((var.extra_dim[0],) if var.extra_dim else ())
+        data[name] = (dims, results[name].astype(var.dtype))
+    reg = {d: s for d, s in zip(spec.dims, region)}
+    ctx = _quiet()
+    try:
+        xr.Dataset(data).to_zarr(str(path), mode="r+", region=reg, consolidated=False)
+        shape = tuple(s.stop - s.start for s in region)
+        xr.Dataset({"done": (spec.dims, np.ones(shape, bool))}).to_zarr(
+            str(path), mode="r+", region=reg, consolidated=False)
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+def regions(spec: SweepSpec) -> list[tuple[slice, ...]]:
+    return chunk_regions(spec.shape, chunk_shape(spec.shape, spec.chunk_points))
+
+
+def pending(spec: SweepSpec, path) -> list[int]:
+    done = open_store(path)["done"].values
+    return [i for i, r in enumerate(regions(spec)) if not done[r].all()]
+
+
+def n_points(region) -> int:
+    return math.prod(s.stop - s.start for s in region)

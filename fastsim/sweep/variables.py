@@ -1,0 +1,60 @@
+"""Registered sweep outputs: every variable a sweep can keep, with its dims, dtype, units and
+description (one place, so stores are self-describing and specs can be validated)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..llm.graph import OP_CLASSES
+
+BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
+STATUS = ("ok", "config_error", "simulation_error")
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    units: str
+    description: str
+    dtype: str = "float64"
+    extra_dim: tuple[str, tuple[str, ...]] | None = None  # (dim name, labels) beyond the axes
+
+    def attrs(self) -> dict:
+        out = {"units": self.units, "description": self.description}
+        if self.name == "bound_by":
+            out.update(flag_values=list(range(len(BOUND_RESOURCES))), flag_meanings=" ".join(BOUND_RESOURCES))
+        if self.name == "status":
+            out.update(flag_values=list(range(len(STATUS))), flag_meanings=" ".join(STATUS))
+        return out
+
+
+def _v(*args, **kw):
+    return Variable(*args, **kw)
+
+
+COMMON = {
+    "status": _v("status", "1", "0 ok, 1 invalid configuration at this point, 2 simulation error", "int8"),
+    "seconds": _v("seconds", "s", "end-to-end time of the point (dispatch overheads included)"),
+    "ddr_bytes": _v("ddr_bytes", "bytes", "DDR traffic, reads and writes"),
+    "bound_by": _v("bound_by", "1", "binding resource (see flag_meanings)", "int8"),
+}
+
+LLM = {
+    **COMMON,
+    "tokens_per_s": _v("tokens_per_s", "tokens/s", "tokens processed per second"),
+    "weight_bytes": _v("weight_bytes", "bytes", "DDR bytes of weights"),
+    "kv_bytes": _v("kv_bytes", "bytes", "DDR bytes of the KV cache (reads and appends)"),
+    "activation_bytes": _v("activation_bytes", "bytes", "DDR bytes of activations"),
+    "macs": _v("macs", "MAC", "multiply-accumulates of the forward pass"),
+    "energy_j": _v("energy_j", "J", "energy from the arch energy table (assumptions)"),
+    "dispatch_seconds": _v("dispatch_seconds", "s", "host dispatch overheads"),
+    "by_class": _v("by_class", "s", "time per op class", extra_dim=("op_class", OP_CLASSES)),
+}
+
+GEMM = {
+    **COMMON,
+    "total_cycles": _v("total_cycles", "cycles", "cycles of the kernel", "int64"),
+    "ops_per_s": _v("ops_per_s", "op/s", "achieved operations per second"),
+    "peak_fraction": _v("peak_fraction", "1", "achieved over peak operations per second"),
+}
+
+REGISTRY = {"llm": LLM, "gemm": GEMM}
