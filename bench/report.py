@@ -1,6 +1,7 @@
-"""Measure the README's speed table: medians of repeated runs on this machine, printed as Markdown.
+"""Measure the README's speed figures: medians of repeated runs on this machine, as Markdown.
 
-    python bench/report.py            # full (a few minutes)
+    python bench/report.py                 # engine, workloads and calibration (a few minutes)
+    python bench/report.py sweeps          # sweep points/s with 1 and 2 workers
 """
 from __future__ import annotations
 
@@ -81,5 +82,36 @@ def main():
           f"measured/predicted = {24679e-6 / s['seconds']:.2f}")
 
 
+def sweeps(repeats: int = 3):
+    import tempfile
+
+    from benchmarks.bench_sweeps import _spec
+    from fastsim.sweep import sweep
+
+    rates = {}
+    for workers in (1, 2):
+        runs = []
+        for _ in range(repeats):
+            spec = _spec()
+            t = time.perf_counter()
+            sweep(spec, f"{tempfile.mkdtemp()}/s.zarr", workers=workers, progress=False)
+            runs.append(spec.n_points / (time.perf_counter() - t))
+        rates[workers] = statistics.median(runs)
+    print(f"Sweep of {_spec().n_points} Llama-3.2-1B decode points (cluster start-up included), "
+          f"medians of {repeats}: 1 worker {rates[1]:.2f} points/s, 2 workers {rates[2]:.2f} points/s, "
+          f"scaling {rates[2] / rates[1]:.2f}x")
+
+
+def llm(repeats: int = 3):
+    from fastsim.llm import LlmStudy, simulate_llm
+
+    simulate_llm(LlmStudy(regime="decode", context=128))
+    for name, study in (("decode step, 4k context", LlmStudy(regime="decode", context=4096)),
+                        ("prefill, 2k prompt", LlmStudy(regime="prefill", prompt=2048))):
+        t = median_time(lambda: simulate_llm(study), repeats)
+        print(f"Llama-3.2-1B {name}: {t:.2f} s to simulate (median of {repeats})")
+
+
 if __name__ == "__main__":
-    main()
+    what = sys.argv[1] if len(sys.argv) > 1 else "engine"
+    {"engine": main, "sweeps": sweeps, "llm": llm}[what]()

@@ -179,3 +179,7 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     click.echo(str(report[0]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""Sweeps: validation, resume after a real kill, chunking and worker-count invariance."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastsim
+from fastsim.sweep import load_spec, parse_spec, sweep
+from fastsim.sweep.store import open_store
+
+GEMM_SPEC = """
+[study]
+kind = "gemm"
+[study.base]
+dtype = "bf16"
+[axes]
+m = [256, 512]
+k = {start = 64, stop = 512, num = 4, scale = "log2"}
+n = [512, 1024]
+[run]
+chunk_points = CHUNK
+"""
+
+
+def gemm_spec(chunk=4, extra=""):
+    return parse_spec(GEMM_SPEC.replace("CHUNK", str(chunk)) + extra, "gemm-test")
+
+
+def values(ds):
+    return {name: ds[name].values for name in ds.data_vars}
+
+
+def assert_same_data(a, b):
+    xr.testing.assert_identical(a.drop_attrs(), b.drop_attrs())
+
+
+def test_spec__bad_spec_lists_every_error():
+    bad = """
+    [study]
+    kind = "llm"
+    [study.base]
+    modle = "llama-3.2-1b"
+    [axes]
+    context = {start = 1024, num = 3}
+    noop = []
+    warp_speed = [1, 2]
+    [run]
+    chunk_points = 0
+    outputs = ["seconds", "joy"]
+    """
+    with pytest.raises(fastsim.ConfigError) as e:
+        parse_spec(textwrap.dedent(bad), "bad.toml")
+    text = str(e.value)
+    for needle in ("study.base.modle", "axes.context", "axes.noop", "axes.warp_speed", "run.chunk_points", "joy"):
+        assert needle in text
+    assert len(e.value.problems) >= 6
+
+
+def test_spec__shipped_specs_are_valid():
+    for path in sorted(Path(__file__).resolve().parents[1].glob("sweeps/*.toml")):
+        spec = load_spec(path)
+        assert spec.n_points >= 8, path
+
+
+def test_sweep__dataset_has_axes_as_dims_with_units(tmp_path):
+    ds = sweep(gemm_spec(), tmp_path / "g.zarr", workers=0, progress=False)
+    opened = xr.open_zarr(tmp_path / "g.zarr", consolidated=False)
+    assert dict(opened.sizes) == {"m": 2, "k": 4, "n": 2}
+    assert list(opened.k.values) == [64, 128, 256, 512]
+    assert opened.seconds.attrs["units"] == "s" and opened.done.all()
+    assert (opened.status.values == 0).all() and (opened.seconds.values > 0).all()
+    # a point equals a direct simulation
+    from fastsim.workloads.gemm import Gemm, gemm_design
+    direct = fastsim.simulate(gemm_design(Gemm(512, 128, 1024), fastsim.NPU2))
+    assert int(ds.total_cycles.sel(m=512, k=128, n=1024)) == int(direct.total_cycles[0])
+
+
+def test_sweep__changed_spec_is_refused(tmp_path):
+    sweep(gemm_spec(), tmp_path / "g.zarr", workers=0, progress=False)
+    changed = gemm_spec(extra="")
+    changed = parse_spec(GEMM_SPEC.replace("CHUNK", "4").replace("[256, 512]", "[256, 768]"), "changed")
+    with pytest.raises(fastsim.ConfigError, match="different spec"):
+        sweep(changed, tmp_path / "g.zarr", workers=0, progress=False)
+
+
+@settings(max_examples=5)
+@given(st.integers(1, 16))
+def test_sweep__chunking_never_changes_results(tmp_path_factory, chunk):
+    base = sweep(gemm_spec(3), tmp_path_factory.mktemp("a") / "a.zarr", workers=0, progress=False)
+    other = sweep(gemm_spec(chunk), tmp_path_factory.mktemp("b") / "b.zarr", workers=0, progress=False)
+    for name in base.data_vars:
+        np.testing.assert_array_equal(base[name].values, other[name].values)
+
+
+def test_sweep__invalid_points_are_recorded_not_fatal(tmp_path):
+    spec = parse_spec(textwrap.dedent("""
+    [study]
+    kind = "gemm"
+    [axes]
+    m = [256, 100]
+    [study.base]
+    k = 256
+    n = 512
+    """), "partly-invalid")
+    ds = sweep(spec, tmp_path / "p.zarr", workers=0, progress=False)
+    assert list(ds.status.values) == [0, 1]
+    assert np.isnan(ds.seconds.values[1]) and ds.done.all()
+
+
+def test_sweep__explicit_points(tmp_path):
+    spec = parse_spec(textwrap.dedent("""
+    [study]
+    kind = "gemm"
+    [[points]]
+    m = 256
+    k = 128
+    n = 512
+    [[points]]
+    m = 512
+    k = 256
+    n = 1024
+    dtype = "int8"
+    """), "points")
+    ds = sweep(spec, tmp_path / "pts.zarr", workers=0, progress=False)
+    assert ds.sizes["point"] == 2 and list(ds.dtype.values) == ["", "int8"]
+    assert (ds.status.values == 0).all()
+
+
+SLOW_SPEC = """
+[study]
+kind = "llm"
+[study.base]
+model = "llama-3.2-1b"
+regime = "decode"
+[axes]
+context = [256, 512, 1024, 2048, 3072, 4096, 6144, 8192]
+batch = [1, 2]
+[run]
+chunk_points = 2
+outputs = ["seconds", "kv_bytes", "by_class"]
+"""
+
+
+def test_sweep__resume_after_kill_gives_identical_data(tmp_path):
+    spec_path = tmp_path / "slow.toml"
+    spec_path.write_text(SLOW_SPEC)
+    killed = tmp_path / "killed.zarr"
+    cmd = [sys.executable, "-m", "fastsim.cli", "sweep", str(spec_path), "--out", str(killed),
+           "--workers", "0", "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if (killed / "done").exists():
+            try:
+                done = int(open_store(killed)["done"].values.sum())
+            except Exception:
+                continue
+            if done >= 2:
+                proc.send_signal(signal.SIGKILL)
+                break
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it could be killed"
+    partial = int(open_store(killed)["done"].values.sum())
+    assert 2 <= partial < 16
+    resumed = sweep(load_spec(spec_path), killed, workers=0, progress=False)
+    fresh = sweep(load_spec(spec_path), tmp_path / "fresh.zarr", workers=0, progress=False)
+    assert_same_data(resumed.load(), fresh.load())
+
+
+def test_sweep__two_workers_equal_one(tmp_path):
+    spec = gemm_spec(2)
+    one = sweep(spec, tmp_path / "one.zarr", workers=1, progress=False)
+    two = sweep(spec, tmp_path / "two.zarr", workers=2, progress=False)
+    assert_same_data(one.load(), two.load())
+
+
+def test_sweep__runs_on_an_external_scheduler(tmp_path):
+    """A stand-in for a cluster (dask-jobqueue gives the same: a scheduler address and workers)."""
+    sched_file = tmp_path / "scheduler.json"
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
+    scheduler = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--scheduler-file",
+                                  str(sched_file), "--port", "0", "--dashboard-address", ":0"],
+                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        for _ in range(100):
+            if sched_file.exists():
+                break
+            time.sleep(0.1)
+        worker = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                   str(sched_file), "--nthreads", "1", "--nworkers", "1"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        remote = sweep(gemm_spec(4), tmp_path / "remote.zarr", scheduler=str(sched_file), progress=False)
+        local = sweep(gemm_spec(4), tmp_path / "local.zarr", workers=0, progress=False)
+        assert_same_data(remote.load(), local.load())
+    finally:
+        for p in (worker, scheduler):
+            if p is not None:
+                p.terminate()
+                p.wait(timeout=30)
