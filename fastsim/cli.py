@@ -181,5 +181,50 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
     click.echo(str(report[0]))
 
 
+
+@main.command("systolic")
+@click.option("-c", "config_path", required=True, type=click.Path(dir_okay=False), help="SCALE-Sim .cfg file")
+@click.option("-t", "topology_path", required=True, type=click.Path(dir_okay=False),
+              help="SCALE-Sim topology CSV (conv or GEMM form)")
+@click.option("--dataflow", default=None, help="override: one or more of ws,is,os (comma separated)")
+@click.option("--json", "as_json", is_flag=True)
+def systolic_cmd(config_path, topology_path, dataflow, as_json):
+    """Systolic PE-mesh timing of every layer (SCALE-Sim v3 cycle counts, in closed form)."""
+    import dataclasses
+
+    from .systolic import read_config, read_topology, simulate_mesh
+
+    try:
+        cfg = read_config(config_path)
+        layers = read_topology(topology_path)
+        flows = dataflow.split(",") if dataflow else [cfg.dataflow]
+        ds = simulate_mesh(layers, [dataclasses.replace(cfg, dataflow=f.strip()) for f in flows])
+    except ConfigError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    keys = ["compute_cycles", "stall_cycles", "total_cycles", "folds", "fill_drain_cycles_per_fold",
+            "mapping_efficiency", "compute_utilization", "overall_utilization", "sram_ifmap_reads",
+            "sram_filter_reads", "sram_ofmap_writes", "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes",
+            "avg_dram_words_per_cycle", "weight_reuse", "activation_reuse", "off_array_bytes_per_tera_op"]
+    rows = []
+    for j, flow in enumerate(flows):
+        for i, layer in enumerate(layers):
+            p = ds.isel(layer=i, config=j)
+            row = {"layer": layer.name, "dataflow": flow, "rows": cfg.rows, "cols": cfg.cols}
+            row.update({k: p[k].item() for k in keys})
+            row["tile_mismatch"] = dict(zip(ds.fold_kind.values.tolist(), p.tile_mismatch.values.tolist()))
+            row["stall_operand"] = str(p.stall_operand.values)
+            rows.append(row)
+    if as_json:
+        click.echo(json.dumps({"config": dataclasses.asdict(cfg), "layers": rows}))
+        return
+    click.echo(f"{cfg.rows}x{cfg.cols} mesh, {'unlimited' if cfg.bandwidth_words_per_cycle is None else cfg.bandwidth_words_per_cycle} "
+               f"words/cycle DRAM")
+    click.echo(f"  {'layer':<16}{'df':<4}{'cycles':>12}{'stalls':>10}{'folds':>8}{'map eff %':>11}{'util %':>9}")
+    for row in rows:
+        click.echo(f"  {row['layer']:<16}{row['dataflow']:<4}{row['total_cycles']:>12,}{row['stall_cycles']:>10,}"
+                   f"{row['folds']:>8,}{row['mapping_efficiency']:>11.1f}{row['overall_utilization']:>9.1f}")
+
+
 if __name__ == "__main__":
     main()

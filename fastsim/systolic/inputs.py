@@ -1,0 +1,109 @@
+"""SCALE-Sim inputs read unchanged: its ``.cfg`` configuration and its topology CSVs (conv and
+GEMM forms), so SCALE-Sim users can point fastsim at their existing files."""
+from __future__ import annotations
+
+import configparser
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError, Problems
+
+DATAFLOWS = ("ws", "is", "os")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A layer as a GEMM: ofmap pixels M, filters N, window K (conv lowered the way SCALE-Sim does)."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    ifmap_unique: int  # distinct ifmap elements (conv: H*W*C, GEMM: M*K)
+
+    @classmethod
+    def gemm(cls, name, m, n, k):
+        return cls(name, m, n, k, m * k)
+
+    @classmethod
+    def conv(cls, name, ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w=None):
+        stride_w = stride_w or stride_h
+        ofmap_h = math.ceil((ifmap_h - filter_h + stride_h) / stride_h)
+        ofmap_w = math.ceil((ifmap_w - filter_w + stride_w) / stride_w)
+        return cls(name, ofmap_h * ofmap_w, num_filters, filter_h * filter_w * channels,
+                   ifmap_h * ifmap_w * channels)
+
+
+@dataclass(frozen=True)
+class MeshConfig:
+    rows: int
+    cols: int
+    dataflow: str
+    ifmap_sram_kb: int = 64
+    filter_sram_kb: int = 64
+    ofmap_sram_kb: int = 64
+    bandwidth_words_per_cycle: float | None = None  # None: unlimited (SCALE-Sim "CALC")
+    word_bytes: int = 1
+    name: str = "mesh"
+
+    def validate(self) -> "MeshConfig":
+        p = Problems("systolic config")
+        p.check(self.rows >= 1, "ArrayHeight", self.rows, "must be >= 1")
+        p.check(self.cols >= 1, "ArrayWidth", self.cols, "must be >= 1")
+        p.check(self.dataflow in DATAFLOWS, "Dataflow", self.dataflow, f"one of {DATAFLOWS}")
+        if self.bandwidth_words_per_cycle is not None:
+            p.check(self.bandwidth_words_per_cycle > 0, "Bandwidth", self.bandwidth_words_per_cycle, "must be > 0")
+        p.raise_if_any()
+        return self
+
+
+def read_config(path: str | Path) -> MeshConfig:
+    """A SCALE-Sim .cfg file ([architecture_presets], [run_presets])."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError([f"{path}: no such config file"], "systolic config")
+    cp = configparser.ConfigParser()
+    cp.read(path)
+    p = Problems(str(path))
+    arch = cp["architecture_presets"] if cp.has_section("architecture_presets") else {}
+    for key in ("ArrayHeight", "ArrayWidth", "Dataflow"):
+        p.check(key in arch, f"architecture_presets.{key}", "missing", "required")
+    p.raise_if_any()
+    user_bw = cp.get("run_presets", "InterfaceBandwidth", fallback="CALC").strip().upper() == "USER"
+    bw = float(arch.get("Bandwidth", "10").split(",")[0]) if user_bw else None
+    return MeshConfig(int(arch["ArrayHeight"]), int(arch["ArrayWidth"]), arch["Dataflow"].strip(),
+                      int(arch.get("IfmapSramSzkB", 64)), int(arch.get("FilterSramSzkB", 64)),
+                      int(arch.get("OfmapSramSzkB", 64)), bw,
+                      name=cp.get("general", "run_name", fallback=path.stem)).validate()
+
+
+def read_topology(path: str | Path) -> list[Layer]:
+    """SCALE-Sim topology CSV: conv form (name, ifmap h, w, filter h, w, channels, filters,
+    stride[, sparsity]) or GEMM form (name, M, N, K[, sparsity]), detected from the header."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError([f"{path}: no such topology file"], "topology")
+    lines = [ln.strip() for ln in path.read_text().splitlines() if ln.strip()]
+    header = [h.strip().lower() for h in lines[0].split(",")]
+    gemm = len(header) >= 4 and header[1:4] == ["m", "n", "k"]
+    layers, p = [], Problems(str(path))
+    for i, line in enumerate(lines[1:], start=2):
+        cells = [c.strip() for c in line.split(",")]
+        cells = [c for c in cells if c != ""]
+        try:
+            if gemm:
+                name, m, n, k = cells[0], int(cells[1]), int(cells[2]), int(cells[3])
+                layers.append(Layer.gemm(name, m, n, k))
+            else:
+                name, vals = cells[0], [int(x) for x in cells[1:8]]
+                if len(vals) < 7:
+                    raise ValueError("needs 7 numbers")
+                layers.append(Layer.conv(name, *vals))
+        except (ValueError, IndexError) as e:
+            p.add(f"line {i}", line, f"expected {'name, M, N, K' if gemm else 'name + 7 integers'} ({e})")
+    for layer in layers:
+        p.check(min(layer.m, layer.n, layer.k) >= 1, f"layer {layer.name}", (layer.m, layer.n, layer.k),
+                "dimensions must be >= 1 (filter larger than ifmap?)")
+    p.raise_if_any()
+    return layers
