@@ -72,6 +72,12 @@ class Arch:
     pj_per_byte: dict[str, float] = field(default_factory=lambda: {
         "ddr": 35.0, "shim_mem": 0.5, "mem_compute": 0.5, "compute_compute": 0.3,
         "shim_compute": 0.5, "mem_mem": 0.5})
+    # Optional: model each compute core as a systolic PE mesh (a generic accelerator). Matmul
+    # kernels then cost what the mesh model says for the tile (fill, drain, folds, edge waste)
+    # instead of MACs / MACs-per-cycle.
+    core_mesh_rows: int = 0
+    core_mesh_cols: int = 0
+    core_mesh_dataflow: str = "os"
     notes: dict[str, str] = field(default_factory=dict, compare=False)
 
     # -- geometry -------------------------------------------------------------------------------
@@ -171,7 +177,7 @@ NPU2 = Arch(
     notes={"macs_per_cycle.bf16": "assumption (AIE-ML rate)"},
 )
 
-PRESETS = {"npu1": NPU1, "npu2": NPU2}
+PRESETS = {"npu1": NPU1, "npu2": NPU2}  # SYSTOLIC16 is added below, once from_dict exists
 
 
 # ---- validation and loading -----------------------------------------------------------------------
@@ -212,6 +218,10 @@ def validate(arch: Arch) -> Arch:
         p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 cycles")
     for f in ("dispatch_overhead_s", "reconfiguration_s"):
         p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 seconds")
+    p.check(arch.core_mesh_rows >= 0 and arch.core_mesh_cols >= 0, "core_mesh_rows/cols",
+            (arch.core_mesh_rows, arch.core_mesh_cols), "must be >= 0 (0: no mesh model)")
+    p.check(arch.core_mesh_dataflow in ("ws", "is", "os"), "core_mesh_dataflow", arch.core_mesh_dataflow,
+            "ws, is or os")
     p.check(len(arch.macs_per_cycle) >= 1, "macs_per_cycle", arch.macs_per_cycle,
             "needs at least one dtype")
     for d, m in arch.macs_per_cycle.items():
@@ -284,3 +294,11 @@ def load(name_or_path: str | Path) -> Arch:
             merged[key2] = val
     merged["name"] = table.get("name", path.stem)
     return from_dict(merged)
+
+
+# A generic spatial accelerator: the npu2 array whose cores are 16x16 output-stationary systolic
+# meshes (assumption for design studies; 256 MACs/cycle per core at full occupancy).
+SYSTOLIC16 = NPU2.replace(name="systolic16", core_mesh_rows=16, core_mesh_cols=16,
+                          macs_per_cycle={"int8": 256, "bf16": 256})
+
+PRESETS["systolic16"] = SYSTOLIC16

@@ -26,3 +26,16 @@ def kernel_cycles(macs: int, dtype: str, arch: Arch, efficiency: float = 1.0,
     p.check(macs >= 0, "macs", macs, "must be >= 0")
     p.raise_if_any()
     return max(1, math.ceil(macs / (arch.macs_per_cycle[dtype] * efficiency)) + overhead_cycles)
+
+
+def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: float = 1.0,
+                  overhead_cycles: int = 0, macs_scale: float = 1.0) -> int:
+    """Cycles of one m x k x n tile matmul on a core: the systolic mesh model when the arch's cores
+    are meshes (``core_mesh_rows``), else MACs / (MACs per cycle x efficiency)."""
+    if not arch.core_mesh_rows:
+        return kernel_cycles(math.ceil(m * k * n * macs_scale), dtype, arch, efficiency, overhead_cycles)
+    from .systolic import Layer, MeshConfig, simulate_mesh
+
+    mesh = MeshConfig(arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
+    cycles = int(simulate_mesh([Layer.gemm("tile", m, n, k)], [mesh], occupancy_bins=1).compute_cycles[0, 0])
+    return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles

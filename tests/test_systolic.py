@@ -106,3 +106,22 @@ def test_systolic__bad_inputs_are_named(tmp_path):
     bad.write_text("Layer, M, N, K,\nx, 4, two, 8,\n")
     with pytest.raises(fastsim.ConfigError, match="line 2"):
         read_topology(bad)
+
+
+def test_bridge__core_mesh_dataflow_changes_end_to_end_results():
+    from fastsim.arch import SYSTOLIC16
+    from fastsim.workloads.gemm import Gemm, gemm_design
+
+    g = Gemm(512, 512, 512, "bf16", 32, 64, 64)  # m != n so that ws and is differ
+    cycles = {}
+    for flow in ("ws", "is", "os"):
+        arch = SYSTOLIC16.replace(core_mesh_dataflow=flow)
+        ds = fastsim.simulate(gemm_design(g, arch))
+        cycles[flow] = int(ds.total_cycles[0])
+        busy = int(ds.core_cycles.sel(core_state="busy").values[0, 0])
+        tile = simulate_mesh([Layer.gemm("t", 32, 64, 64)], [MeshConfig(16, 16, flow)])
+        calls = (512 // (4 * 32)) * (512 // (8 * 64)) * (512 // 64)
+        assert busy == calls * int(tile.compute_cycles[0, 0])
+    assert len(set(cycles.values())) == 3
+    plain = fastsim.simulate(gemm_design(g, fastsim.NPU2.replace(macs_per_cycle={"bf16": 256})))
+    assert min(cycles.values()) > int(plain.total_cycles[0])  # fill/drain and folds cost time

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from ..arch import Arch
-from ..cost import DTYPE_BYTES, kernel_cycles
+from ..cost import DTYPE_BYTES, matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
 
@@ -94,8 +94,8 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
     block_rows = g.m_total // (rows * m)
     tiles_per_row = g.n_total // (cols * n)
     d = Design(arch, f"gemm {g.m_total}x{g.k_total}x{g.n_total} {g.dtype}")
-    cycles = 1 if g.noop else kernel_cycles(math.ceil(m * k * n * g.macs_scale), g.dtype, arch,
-                                            g.kernel_efficiency, g.kernel_overhead_cycles)
+    cycles = 1 if g.noop else matmul_cycles(m, k, n, g.dtype, arch, g.kernel_efficiency,
+                                            g.kernel_overhead_cycles, g.macs_scale)
     cast = () if g.noop or not g.cast_cycles_per_weight else (
         Compute(max(1, math.ceil(k * n * g.cast_cycles_per_weight)), "cast"),)
 

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from ..arch import Arch
-from ..cost import DTYPE_BYTES, kernel_cycles
+from ..cost import matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
 
@@ -142,12 +142,10 @@ def nslice_design(op: NSliceOp, arch: Arch) -> Design:
     d = Design(arch, op.name)
     n_tiles, k_steps = pl["n_tiles"], pl["k_steps"]
 
-    def cycles(macs: float, elems: float = 0.0) -> int:
+    def cycles(mkn: tuple = (), elems: float = 0.0) -> int:
         if op.noop:
             return 1
-        c = 0
-        if macs:
-            c += kernel_cycles(math.ceil(macs * op.macs_scale), op.compute_dtype, arch, op.kernel_efficiency)
+        c = matmul_cycles(*mkn, op.compute_dtype, arch, op.kernel_efficiency, 0, op.macs_scale) if mkn else 0
         return max(1, c + math.ceil(elems * op.vector_cycles_per_elem))
 
     cast = (0 if op.noop or op.cast_cycles_per_weight == 0
@@ -231,7 +229,7 @@ def _program(op, pl, x, w, y_prod, y_cons, cycles, cast):
     tile_n, tile_k = pl["tile_n"], pl["tile_k"]
     cast_ops = (Compute(cast, "cast"),) if cast else ()
     if op.dataflow == "is":
-        mm = cycles(pl["m_blk"] * tile_k * tile_n)
+        mm = cycles((pl["m_blk"], tile_k, tile_n))
         return [Loop(pl["passes"], (
             Acquire(x["cons_lock"]),
             Loop(pl["n_tiles"], (
@@ -241,14 +239,14 @@ def _program(op, pl, x, w, y_prod, y_cons, cycles, cast):
                 Release(y_cons))),
             Release(x["prod_lock"])))]
     if op.dataflow == "os":
-        mm = cycles(op.m * tile_k * tile_n)
+        mm = cycles((op.m, tile_k, tile_n))
         return [Loop(pl["n_tiles"], (
             Acquire(y_prod),
             Loop(pl["k_steps"], (Acquire(x["cons_lock"]), Acquire(w["cons_lock"]), *cast_ops,
                                  Compute(mm, "matmul"), Release(x["prod_lock"]), Release(w["prod_lock"]))),
             Release(y_cons)))]
     if op.dataflow == "ws":
-        mm = cycles(pl["m_tile"] * tile_k * pl["n_core"])
+        mm = cycles((pl["m_tile"], tile_k, pl["n_core"]))
         load = []
         if w is not None:
             load = [Acquire(w["cons_lock"])]
@@ -259,7 +257,7 @@ def _program(op, pl, x, w, y_prod, y_cons, cycles, cast):
             Loop(pl["k_steps"], (Acquire(x["cons_lock"]), Compute(mm, "matmul"), Release(x["prod_lock"]))),
             Release(y_cons)))]
         return load + body + ([Release(w["prod_lock"])] if w is not None else [])
-    vec = cycles(0, pl["m_tile"] * tile_n)
+    vec = cycles((), pl["m_tile"] * tile_n)
     return [Loop(pl["m_tiles"] * pl["n_tiles"], (
         Acquire(w["cons_lock"]), Acquire(y_prod), Compute(vec, "vector"),
         Release(w["prod_lock"]), Release(y_cons)))]
