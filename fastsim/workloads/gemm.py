@@ -16,6 +16,7 @@ from ..arch import Arch
 from ..cost import DTYPE_BYTES, matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
+from .paths import forward, join_outputs
 
 OUT_DTYPE = {"bf16": "bf16", "int8": "int32", "int16": "int32"}
 
@@ -110,7 +111,7 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
         # B: shim -> mem tile -> broadcast down column c
         b_stage = fifo_endpoint(d, s2mm(memt, 0), 2, b_bytes, f"B{c}_mem")
         d.route(mm2s(d.shim(c), 0), s2mm(memt, 0))
-        _forward(d, mm2s(memt, 0), b_stage, b_bytes, f"B{c}_fwd")
+        forward(d, mm2s(memt, 0), b_stage, b_bytes, f"B{c}_fwd")
         dsts = [s2mm(d.compute(c, r), 1) for r in range(rows)]
         for r, dst in enumerate(dsts):
             b_in[(c, r)] = fifo_endpoint(d, dst, 2, b_bytes, f"B{c}_{r}")
@@ -118,47 +119,21 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
         if c < rows:  # A row c: shim -> mem tile c -> broadcast along core row c
             a_stage = fifo_endpoint(d, s2mm(memt, 1), 2, a_bytes, f"A{c}_mem")
             d.route(mm2s(d.shim(c), 1), s2mm(memt, 1))
-            _forward(d, mm2s(memt, 1), a_stage, a_bytes, f"A{c}_fwd")
+            forward(d, mm2s(memt, 1), a_stage, a_bytes, f"A{c}_fwd")
             dsts = [s2mm(d.compute(cc, c), 0) for cc in range(cols)]
             for cc, dst in enumerate(dsts):
                 a_in[(cc, c)] = fifo_endpoint(d, dst, 2, a_bytes, f"A{c}_{cc}")
             d.route(mm2s(memt, 1), *dsts)
     for c in range(cols):
-        memt = d.mem(c)
         # C: each core -> mem tile S2MM(2+r) (its part of the joined block) -> shim S2MM0
-        joined = [d.buffer(memt, rows * c_bytes, f"C{c}_join{i}") for i in range(2)]
-        drain = []
-        parts = []
-        for r in range(rows):
-            ch = s2mm(memt, 2 + r)
-            prod = d.lock(memt, 2, f"C{c}_{r}_prod")
-            cons = d.lock(memt, 0, f"C{c}_{r}_cons")
-            bds = [d.bd(ch, joined[i], c_bytes, offset_bytes=r * c_bytes, acquire=(prod, 1),
-                        release=(cons, 1), name=f"C{c}_{r}_in{i}") for i in range(2)]
-            d.start_chain(ch, d.chain(*bds, cyclic=True))
-            parts.append((prod, cons))
-            core = d.compute(c, r)
-            c_prod = d.lock(core, 2, f"C{c}_{r}_core_prod")
-            c_cons = d.lock(core, 0, f"C{c}_{r}_core_cons")
-            c_bufs = [d.buffer(core, c_bytes, f"C{c}_{r}_{i}") for i in range(2)]
-            out = mm2s(core, 0)
-            obds = [d.bd(out, b, c_bytes, acquire=(c_cons, 1), release=(c_prod, 1), name=f"C{c}_{r}_out{i}")
-                    for i, b in enumerate(c_bufs)]
-            d.start_chain(out, d.chain(*obds, cyclic=True))
-            d.route(out, ch)
-            d.core_program(core, Loop(block_rows * tiles_per_row, (
+        for r, (c_prod, c_cons) in enumerate(join_outputs(d, c, rows, c_bytes, 2, "C")):
+            d.core_program(d.compute(c, r), Loop(block_rows * tiles_per_row, (
                 Acquire(c_prod),
                 Loop(k_steps, (
                     Acquire(a_in[(c, r)]["cons_lock"]), Acquire(b_in[(c, r)]["cons_lock"]),
                     *cast, Compute(cycles, "matmul"),
                     Release(a_in[(c, r)]["prod_lock"]), Release(b_in[(c, r)]["prod_lock"]))),
                 Release(c_cons))))
-        for i in range(2):
-            for r, (prod, cons) in enumerate(parts):
-                drain.append(d.bd(mm2s(memt, 2), joined[i], c_bytes, offset_bytes=r * c_bytes,
-                                  acquire=(cons, 1), release=(prod, 1), name=f"C{c}_out{i}_{r}"))
-        d.start_chain(mm2s(memt, 2), d.chain(*drain, cyclic=True))
-        d.route(mm2s(memt, 2), s2mm(d.shim(c), 0))
 
     # host runtime sequence: per block row of C, stream A rows, B columns, drain C
     shim_bd = {}
@@ -180,13 +155,6 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
     for c in range(cols):
         d.wait(s2mm(d.shim(c), 0))
     return d
-
-
-def _forward(d: Design, out, stage: dict, size: int, name: str) -> None:
-    """Mem-tile link: an MM2S chain that sends each buffer its S2MM filled (ObjectFifo link)."""
-    bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
-                name=f"{name}{i}") for i, b in enumerate(stage["buffers"])]
-    d.start_chain(out, d.chain(*bds, cyclic=True))
 
 
 def _word(nbytes: float) -> int:

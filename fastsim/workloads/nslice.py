@@ -30,6 +30,7 @@ from ..arch import Arch
 from ..cost import matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
+from .paths import forward, join_outputs
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def nslice_design(op: NSliceOp, arch: Arch) -> Design:
         stages = [fifo_endpoint(d, s2mm(d.mem(c), 1), 2, x_unit, f"X{c}_mem") for c in range(cols)]
         d.route(mm2s(d.shim(0), 1), *[s2mm(d.mem(c), 1) for c in range(cols)])
         for c in range(cols):
-            _forward(d, mm2s(d.mem(c), 4), stages[c], x_unit, f"X{c}_fwd")
+            forward(d, mm2s(d.mem(c), 4), stages[c], x_unit, f"X{c}_fwd")
             dsts = [s2mm(d.compute(c, r), 0) for r in range(rows)]
             for r, dst in enumerate(dsts):
                 x_in[(c, r)] = fifo_endpoint(d, dst, pl.get("x_depth", 2), x_unit, f"X{c}_{r}")
@@ -193,33 +194,9 @@ def nslice_design(op: NSliceOp, arch: Arch) -> Design:
     # --- outputs: per-core tiles joined in the mem tile, drained by the shim
     y_unit = pl["y_tile"]
     for c in range(cols):
-        memt = d.mem(c)
-        joined = [d.buffer(memt, rows * y_unit, f"Y{c}_join{i}") for i in range(2)]
-        parts = []
-        for r in range(rows):
-            ch = s2mm(memt, 2 + r)
-            prod = d.lock(memt, 2, f"Y{c}_{r}_prod")
-            cons = d.lock(memt, 0, f"Y{c}_{r}_cons")
-            bds = [d.bd(ch, joined[i], y_unit, offset_bytes=r * y_unit, acquire=(prod, 1),
-                        release=(cons, 1), name=f"Y{c}_{r}_in{i}") for i in range(2)]
-            d.start_chain(ch, d.chain(*bds, cyclic=True))
-            parts.append((prod, cons))
-            core = d.compute(c, r)
-            y_prod = d.lock(core, 2, f"Y{c}_{r}_core_prod")
-            y_cons = d.lock(core, 0, f"Y{c}_{r}_core_cons")
-            ybufs = [d.buffer(core, y_unit, f"Y{c}_{r}_{i}") for i in range(2)]
-            out = mm2s(core, 0)
-            d.start_chain(out, d.chain(*[d.bd(out, b, y_unit, acquire=(y_cons, 1), release=(y_prod, 1),
-                                              name=f"Y{c}_{r}_out{i}") for i, b in enumerate(ybufs)],
-                                       cyclic=True))
-            d.route(out, ch)
-            d.core_program(core, *_program(op, pl, x_in.get((c, r)), w_in.get((c, r)), y_prod, y_cons,
-                                           cycles, cast))
-        drain = [d.bd(mm2s(memt, 5), joined[i], y_unit, offset_bytes=r * y_unit, acquire=(cons, 1),
-                      release=(prod, 1), name=f"Y{c}_out{i}_{r}")
-                 for i in range(2) for r, (prod, cons) in enumerate(parts)]
-        d.start_chain(mm2s(memt, 5), d.chain(*drain, cyclic=True))
-        d.route(mm2s(memt, 5), s2mm(d.shim(c), 0))
+        for r, (y_prod, y_cons) in enumerate(join_outputs(d, c, rows, y_unit, 5, "Y")):
+            d.core_program(d.compute(c, r), *_program(op, pl, x_in.get((c, r)), w_in.get((c, r)), y_prod,
+                                                      y_cons, cycles, cast))
     _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit)
     return d
 
@@ -312,8 +289,3 @@ def _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit):
     for c in range(cols):
         d.wait(s2mm(d.shim(c), 0))
 
-
-def _forward(d: Design, out, stage: dict, size: int, name: str) -> None:
-    bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
-                name=f"{name}{i}") for i, b in enumerate(stage["buffers"])]
-    d.start_chain(out, d.chain(*bds, cyclic=True))

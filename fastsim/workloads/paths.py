@@ -1,0 +1,47 @@
+"""Data paths shared by the whole-array designs (mlir-aie ObjectFifo link/join patterns)."""
+from __future__ import annotations
+
+from ..design import Design, Lock, mm2s, s2mm
+
+
+def forward(d: Design, out, stage: dict, size: int, name: str) -> None:
+    """Mem-tile link: an MM2S chain that sends each buffer its S2MM filled (ObjectFifo link)."""
+    bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
+                name=f"{name}{i}") for i, b in enumerate(stage["buffers"])]
+    d.start_chain(out, d.chain(*bds, cyclic=True))
+
+
+def join_outputs(d: Design, col: int, rows: int, unit: int, drain_channel: int,
+                 name: str) -> list[tuple[Lock, Lock]]:
+    """Each core of column ``col`` sends its output tile (``unit`` bytes, double-buffered) over
+    MM2S0 to mem-tile S2MM(2 + row); the mem tile joins the column's tiles and drains them through
+    MM2S ``drain_channel`` to shim S2MM0 (ObjectFifo join). Returns each core's (producer lock,
+    consumer lock): the core acquires the producer lock before writing a tile and releases the
+    consumer lock when it is ready to send."""
+    memt = d.mem(col)
+    joined = [d.buffer(memt, rows * unit, f"{name}{col}_join{i}") for i in range(2)]
+    parts, core_locks = [], []
+    for r in range(rows):
+        ch = s2mm(memt, 2 + r)
+        prod = d.lock(memt, 2, f"{name}{col}_{r}_prod")
+        cons = d.lock(memt, 0, f"{name}{col}_{r}_cons")
+        bds = [d.bd(ch, joined[i], unit, offset_bytes=r * unit, acquire=(prod, 1), release=(cons, 1),
+                    name=f"{name}{col}_{r}_in{i}") for i in range(2)]
+        d.start_chain(ch, d.chain(*bds, cyclic=True))
+        parts.append((prod, cons))
+        core = d.compute(col, r)
+        core_prod = d.lock(core, 2, f"{name}{col}_{r}_core_prod")
+        core_cons = d.lock(core, 0, f"{name}{col}_{r}_core_cons")
+        bufs = [d.buffer(core, unit, f"{name}{col}_{r}_{i}") for i in range(2)]
+        out = mm2s(core, 0)
+        d.start_chain(out, d.chain(*[d.bd(out, b, unit, acquire=(core_cons, 1), release=(core_prod, 1),
+                                          name=f"{name}{col}_{r}_out{i}") for i, b in enumerate(bufs)],
+                                   cyclic=True))
+        d.route(out, ch)
+        core_locks.append((core_prod, core_cons))
+    drain = mm2s(memt, drain_channel)
+    bds = [d.bd(drain, joined[i], unit, offset_bytes=r * unit, acquire=(cons, 1), release=(prod, 1),
+                name=f"{name}{col}_out{i}_{r}") for i in range(2) for r, (prod, cons) in enumerate(parts)]
+    d.start_chain(drain, d.chain(*bds, cyclic=True))
+    d.route(drain, s2mm(d.shim(col), 0))
+    return core_locks
