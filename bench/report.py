@@ -86,7 +86,7 @@ def sweeps(repeats: int = 3):
     import tempfile
 
     from benchmarks.bench_sweeps import _spec
-    from fastsim.sweep import sweep
+    from fastsim.sweeping import sweep
 
     rates = {}
     for workers in (1, 2):

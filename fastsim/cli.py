@@ -170,7 +170,7 @@ def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, no
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
     """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT)."""
-    from .sweep import sweep
+    from .sweeping import sweep
 
     report = []
     try:

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastsim
-from fastsim.sweep import load_spec, parse_spec, sweep
-from fastsim.sweep.store import open_store
+from fastsim.sweeping import load_spec, parse_spec, sweep
+from fastsim.sweeping.store import open_store
 
 GEMM_SPEC = """
 [study]
@@ -209,3 +209,8 @@ def test_sweep__runs_on_an_external_scheduler(tmp_path):
             if p is not None:
                 p.terminate()
                 p.wait(timeout=30)
+
+
+def test_sweep__api_without_a_store_returns_a_loaded_dataset():
+    ds = fastsim.sweep(gemm_spec(8))
+    assert dict(ds.sizes) == {"m": 2, "k": 4, "n": 2} and (ds.status.values == 0).all()

@@ -4,7 +4,7 @@ import shutil
 import tempfile
 import time
 
-from fastsim.sweep import parse_spec, sweep
+from fastsim.sweeping import parse_spec, sweep
 
 from .common import QUICK
 
@@ -72,7 +72,7 @@ chunk_points = 100
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def peakmem_create_and_list_pending(self):
-        from fastsim.sweep import store
+        from fastsim.sweeping import store
         path = f"{self.dir}/large.zarr"
         store.create(self.spec, path)
         assert len(store.pending(self.spec, path)) == len(store.regions(self.spec))

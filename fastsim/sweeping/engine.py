@@ -44,9 +44,12 @@ def _client(workers: int | None, scheduler: str | None):
     return Client(cluster), cluster
 
 
-def sweep(spec: SweepSpec | str | Path, out: str | Path, *, workers: int | None = None,
+def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, workers: int | None = None,
           scheduler: str | None = None, progress: bool = True, report: list | None = None) -> xr.Dataset:
     """Run (or resume) a sweep into the zarr store ``out`` and return the stored Dataset.
+
+    Without ``out`` the sweep runs in a temporary store and the Dataset comes back loaded in
+    memory (small studies from Python; nothing to resume).
 
     workers=0 runs every chunk in this process; otherwise chunks go to a dask LocalCluster with
     ``workers`` processes (default: one per core), or to the running scheduler at ``scheduler``
@@ -54,6 +57,11 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path, *, workers: int | None 
     """
     if not isinstance(spec, SweepSpec):
         spec = load_spec(spec)
+    if out is None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            return sweep(spec, Path(tmp) / "sweep.zarr", workers=0 if workers is None else workers,
+                         scheduler=scheduler, progress=progress, report=report).load()
     out = str(out)
     if Path(out).exists():
         st.check_matches(spec, out)
