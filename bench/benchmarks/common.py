@@ -32,15 +32,18 @@ def passthrough_design(n_obj: int = 64):
     return passthrough(n_obj=4 if QUICK else n_obj, size=1024, compute_cycles=300)
 
 
-def gemm(size: int) -> fastsim.Design:
-    size = min(size, 512) if QUICK else size
-    return gemm_design(Gemm(size, size, size), fastsim.NPU2)
+def gemm(size: int, columns: int = 8) -> fastsim.Design:
+    """A square bf16 GEMM on npu2, or on a wider custom array (``columns`` > 8)."""
+    size = min(size, 64 * columns if columns > 8 else 512) if QUICK else size
+    arch = fastsim.NPU2 if columns == 8 else fastsim.NPU2.replace(name=f"npu2x{columns}", columns=columns)
+    return gemm_design(Gemm(size, size, size), arch)
 
 
 DESIGNS = {
     "passthrough": lambda: passthrough_design(),
     "gemm_512": lambda: gemm(512),
     "gemm_2048": lambda: gemm(2048),  # the default example of `fastsim run`
+    "gemm_2048_32col": lambda: gemm(2048, columns=32),  # a large custom array: 128 cores
 }
 
 
