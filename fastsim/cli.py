@@ -112,7 +112,9 @@ def _parse_cuts(text):
 @run.command()
 @click.option("--model", default="llama-3.2-1b", show_default=True,
               help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json")
-@click.option("--regime", type=click.Choice(["decode", "prefill"]), default="decode", show_default=True)
+@click.option("--regime", type=click.Choice(["decode", "prefill", "generate"]), default="decode", show_default=True,
+              help="generate: prefill, overlay switch, then --new-tokens decode steps")
+@click.option("--new-tokens", default=128, show_default=True, type=int, help="generate: tokens to decode")
 @click.option("--context", default=4096, show_default=True, type=int, help="decode: cached tokens")
 @click.option("--prompt", default=2048, show_default=True, type=int, help="prefill: prompt tokens")
 @click.option("--batch", default=1, show_default=True, type=int)
@@ -126,7 +128,7 @@ def _parse_cuts(text):
 @click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
 @click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
 @click.pass_context
-def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, noop, cuts, dataflows,
+def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, dataflows,
         columns, residency, efficiency):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
@@ -134,15 +136,30 @@ def llm(ctx, model, regime, context, prompt, batch, weights, kv, activations, no
 
     opts = ctx.obj
     try:
-        study = LlmStudy(model=model, regime=regime, context=context, prompt=prompt, batch=batch,
+        study = LlmStudy(model=model, regime="prefill" if regime == "generate" else regime,
+                         context=context, prompt=prompt, batch=batch,
                          precision=Precision(weights=weights, activations=activations, kv=kv),
                          dataflow=_parse_dataflow(dataflows), residency=residency,
                          columns={k: int(v) for k, v in _parse_dataflow(columns).items()},
                          cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency)
-        ds = simulate_llm(study, opts["arch"])
+        if regime == "generate":
+            from .llm.run import simulate_generation
+            g = simulate_generation(study, new_tokens, opts["arch"])
+        else:
+            ds = simulate_llm(study, opts["arch"])
     except (ConfigError, SimulationError, ValueError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
+    if regime == "generate":
+        if opts["json"]:
+            click.echo(json.dumps(g))
+        else:
+            click.echo(f"{g['model']}: prompt {prompt} + {new_tokens} new tokens on {g['arch']}")
+            click.echo(f"  time to first token  {g['ttft_s'] * 1e3:,.2f} ms (prefill)")
+            click.echo(f"  overlay switch       {g['overlay_s'] * 1e6:,.0f} us")
+            click.echo(f"  decode               {g['decode_s'] * 1e3:,.2f} ms ({g['tpot_s'] * 1e3:,.3f} ms/token mean)")
+            click.echo(f"  total                {g['seconds'] * 1e3:,.2f} ms ({g['tokens_per_s']:,.1f} new tokens/s)")
+        return
     s = llm_summary(ds)
     if opts["json"]:
         click.echo(json.dumps(s))

@@ -167,3 +167,15 @@ def test_mapping__random_models_and_placements_never_deadlock(data):
     except fastsim.ConfigError:
         return  # an infeasible mapping is reported, which is the contract
     assert float(ds.total_seconds) > 0
+
+
+def test_generation__prefill_overlay_switch_and_growing_decode():
+    from fastsim.llm.run import simulate_generation
+
+    g = simulate_generation(LlmStudy(prompt=256), new_tokens=64, samples=3)
+    assert g["overlay_s"] == NPU2.reconfiguration_s
+    assert g["seconds"] == pytest.approx(g["ttft_s"] + g["overlay_s"] + g["decode_s"])
+    first = float(simulate_llm(LlmStudy(regime="decode", context=256)).total_seconds)
+    last = float(simulate_llm(LlmStudy(regime="decode", context=256 + 63)).total_seconds)
+    assert first <= g["tpot_s"] <= last
+    assert g["decode_contexts_simulated"] == [256, 288, 319]

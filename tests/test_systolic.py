@@ -125,3 +125,10 @@ def test_bridge__core_mesh_dataflow_changes_end_to_end_results():
     assert len(set(cycles.values())) == 3
     plain = fastsim.simulate(gemm_design(g, fastsim.NPU2.replace(macs_per_cycle={"bf16": 256})))
     assert min(cycles.values()) > int(plain.total_cycles[0])  # fill/drain and folds cost time
+
+
+def test_systolic__topology_rows_of_bare_commas_are_skipped(tmp_path):
+    f = tmp_path / "net.csv"
+    f.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+                 ",,,,,,,,\nConv1, 8, 8, 3, 3, 2, 4, 1,\n")
+    assert [layer.name for layer in read_topology(f)] == ["Conv1"]

@@ -338,3 +338,31 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "bound_by": max(bound_time, key=bound_time.get),
         "time_by_bound": bound_time,
     }
+
+
+def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4) -> dict:
+    """A request end to end: prefill of ``study.prompt`` tokens, one overlay switch (prefill and
+    decode use different placements, so the array is reconfigured: ``arch.reconfiguration_s``), then
+    ``new_tokens`` decode steps whose context grows from the prompt length.
+
+    Decode steps are simulated at ``samples`` contexts spread over the range and interpolated
+    linearly in between (decode time is piecewise linear in context: KV reads grow linearly).
+    """
+    if new_tokens < 1:
+        raise ConfigError([f"new_tokens = {new_tokens}: must be >= 1"], "generation")
+    prefill = simulate_llm(replace(study, regime="prefill"), arch)
+    first, last = study.prompt, study.prompt + new_tokens - 1
+    contexts = sorted({int(round(x)) for x in np.linspace(first, last, max(2, samples))})
+    steps = [simulate_llm(replace(study, regime="decode", context=c), arch) for c in contexts]
+    per_step = np.interp(np.arange(first, last + 1), contexts, [float(s.total_seconds) for s in steps])
+    ttft = float(prefill.total_seconds)
+    overlay = arch.reconfiguration_s
+    total = ttft + overlay + float(per_step.sum())
+    return {
+        "model": prefill.attrs["model"], "prompt": study.prompt, "new_tokens": new_tokens, "arch": arch.name,
+        "seconds": total, "ttft_s": ttft, "overlay_s": overlay, "decode_s": float(per_step.sum()),
+        "tpot_s": float(per_step.mean()), "tokens_per_s": (study.batch * new_tokens) / total,
+        "decode_contexts_simulated": contexts,
+        "prefill_by_class": by_class(prefill),
+        "decode_by_class_at_last_context": by_class(steps[-1]),
+    }

@@ -90,6 +90,8 @@ def read_topology(path: str | Path) -> list[Layer]:
     layers, p = [], Problems(str(path))
     for i, line in enumerate(lines[1:], start=2):
         cells = [c.strip() for c in line.split(",")]
+        if not cells[0]:
+            continue  # SCALE-Sim's own files contain separator rows of bare commas
         cells = [c for c in cells if c != ""]
         try:
             if gemm:
