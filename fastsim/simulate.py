@@ -103,8 +103,6 @@ def describe_stuck(batch: Batch, i: int) -> list[str]:
                 continue
             out.append(f"channel {chan}: idle with {int(st[c, L.S_QLEN])} queued task(s)")
             continue
-        if st[c, L.S_TASK_KIND] == L.TASK_STATIC_CYCLIC and s == L.CS_ACQUIRE:
-            pass  # a free-running chain waiting is normal, but still useful context
         bd = d.bds[bd_i]
         text = f"channel {chan}: {_STATE_NAMES[s]} {bd}"
         if s == L.CS_ACQUIRE and bd.acquire is not None:

@@ -227,12 +227,10 @@ def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
         flow_of[j] = flows[i]
         cast_share[j] = r["cast"]
         ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
-        on_chip = level_bytes[j].sum() - ddr
         energy[j] = (op.macs * arch.pj_per_mac.get(precision.compute_dtype, 0.0)
                      + ddr * arch.pj_per_byte["ddr"]
                      + sum(level_bytes[j][LEVELS.index(lv)] * arch.pj_per_byte.get(lv, 0.0)
                            for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))
-        del on_chip
     # dispatches: one per cut segment; each pays the host overhead (and static weight preloads)
     layer_of = np.array([op.layer for op in ops])
     dispatch = np.zeros(n, np.int64)
