@@ -97,6 +97,21 @@ def sweeps(repeats: int = 3):
             sweep(spec, f"{tempfile.mkdtemp()}/s.zarr", workers=workers, progress=False)
             runs.append(spec.n_points / (time.perf_counter() - t))
         rates[workers] = statistics.median(runs)
+    import resource
+
+    from benchmarks.bench_sweeps import LargeStore
+    from fastsim.sweeping import store
+
+    large = LargeStore()
+    large.setup()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t = time.perf_counter()
+    store.create(large.spec, f"{large.dir}/large.zarr")
+    chunks = len(store.pending(large.spec, f"{large.dir}/large.zarr"))
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"Creating a {large.spec.n_points:,}-point store and listing its {chunks} pending chunks: "
+          f"{time.perf_counter() - t:.1f} s, peak RSS {after:.0f} MB ({after - before:.0f} MB above the process "
+          f"before it)")
     print(f"Sweep of {_spec().n_points} Llama-3.2-1B decode points (cluster start-up included), "
           f"medians of {repeats}: 1 worker {rates[1]:.2f} points/s, 2 workers {rates[2]:.2f} points/s, "
           f"scaling {rates[2] / rates[1]:.2f}x")
