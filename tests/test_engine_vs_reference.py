@@ -69,3 +69,23 @@ def test_engine__cycle_classes_add_up_to_total(design):
 @given(any_design)
 def test_engine__matches_reference_many(design):
     test_engine__matches_reference_on_random_designs.hypothesis.inner_test(design)
+
+
+@settings(max_examples=60)
+@given(pipelines(), st.floats(0.05, 0.95))
+def test_engine__a_prefix_reproduces_the_first_cycles(design, fraction):
+    """Stopping at cycle t (max_cycles) gives exactly the events the full run had finished by t."""
+    full = lower(design, **{**LIMITS, "max_events": 4096})
+    out = run_kernel([full])
+    total = int(out["res"][0, L.R_CYCLES])
+    t = max(1, int(total * fraction))
+    prefix = lower(design, max_cycles=t, livelock_cycles=LIMITS["livelock_cycles"], max_events=4096)
+    pout = run_kernel([prefix])
+    assert pout["res"][0, L.R_STATUS] == L.ST_CYCLE_LIMIT and pout["res"][0, L.R_CYCLES] == t
+    # an event ending at t is recorded when cycle t begins, which a run stopped at t never simulates
+    done = [tuple(e) for e in out["events"][0, :out["res"][0, L.R_EVENTS]].tolist() if e[4] < t]
+    got = [tuple(e) for e in pout["events"][0, :pout["res"][0, L.R_EVENTS]].tolist()]
+    assert sorted(got) == sorted(done)
+    # channel cycle counts of the prefix add up to t
+    n_ch = len(prefix.channels)
+    assert (pout["ch_stats"][0, :n_ch].sum(axis=1) == t).all()
