@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from ..arch import Arch
 from ..cost import DTYPE_BYTES, matmul_cycles
-from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
+from ..design import Acquire, Compute, Design, Loop, Release, mm2s, s2mm
 from ..errors import Problems
-from .paths import forward, join_outputs
+from .paths import broadcast_via_mem, join_outputs
 
 OUT_DTYPE = {"bf16": "bf16", "int8": "int32", "int16": "int32"}
 
@@ -109,21 +109,15 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
     for c in range(cols):
         memt = d.mem(c)
         # B: shim -> mem tile -> broadcast down column c
-        b_stage = fifo_endpoint(d, s2mm(memt, 0), 2, b_bytes, f"B{c}_mem")
-        d.route(mm2s(d.shim(c), 0), s2mm(memt, 0))
-        forward(d, mm2s(memt, 0), b_stage, b_bytes, f"B{c}_fwd")
         dsts = [s2mm(d.compute(c, r), 1) for r in range(rows)]
-        for r, dst in enumerate(dsts):
-            b_in[(c, r)] = fifo_endpoint(d, dst, 2, b_bytes, f"B{c}_{r}")
-        d.route(mm2s(memt, 0), *dsts)
+        for r, end in enumerate(broadcast_via_mem(d, mm2s(d.shim(c), 0), s2mm(memt, 0), mm2s(memt, 0), dsts,
+                                                  b_bytes, f"B{c}")):
+            b_in[(c, r)] = end
         if c < rows:  # A row c: shim -> mem tile c -> broadcast along core row c
-            a_stage = fifo_endpoint(d, s2mm(memt, 1), 2, a_bytes, f"A{c}_mem")
-            d.route(mm2s(d.shim(c), 1), s2mm(memt, 1))
-            forward(d, mm2s(memt, 1), a_stage, a_bytes, f"A{c}_fwd")
             dsts = [s2mm(d.compute(cc, c), 0) for cc in range(cols)]
-            for cc, dst in enumerate(dsts):
-                a_in[(cc, c)] = fifo_endpoint(d, dst, 2, a_bytes, f"A{c}_{cc}")
-            d.route(mm2s(memt, 1), *dsts)
+            for cc, end in enumerate(broadcast_via_mem(d, mm2s(d.shim(c), 1), s2mm(memt, 1), mm2s(memt, 1),
+                                                       dsts, a_bytes, f"A{c}")):
+                a_in[(cc, c)] = end
     for c in range(cols):
         # C: each core -> mem tile S2MM(2+r) (its part of the joined block) -> shim S2MM0
         for r, (c_prod, c_cons) in enumerate(join_outputs(d, c, rows, c_bytes, 2, "C")):
