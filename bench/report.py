@@ -22,7 +22,7 @@ from benchmarks.common import DESIGNS, kernel_run, passthrough_design, reference
 from fastsim.kernels import layout as L  # noqa: E402
 from fastsim.lower import lower  # noqa: E402
 from fastsim.report import summarize  # noqa: E402
-from fastsim.simulate import run_batch  # noqa: E402
+from fastsim.simulation import run_batch  # noqa: E402
 from fastsim.workloads.gemm import Gemm  # noqa: E402
 
 REPEATS = 5

@@ -5,7 +5,14 @@ from .arch import NPU1, NPU2, PRESETS, Arch, TileKind
 from .design import (BD, Acquire, Buffer, Channel, Compute, Design, Lock, Loop, Release, Tile,
                      mm2s, object_fifo, s2mm)
 from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, SimulationError
-from .simulate import simulate
+
+
+def simulate(designs, **kwargs):
+    """Simulate one design or a batch, cycle-exact; returns an xarray Dataset (see
+    ``fastsim.simulation.simulate``). Imported on first use so that ``import fastsim`` stays light."""
+    from .simulation import simulate as run
+
+    return run(designs, **kwargs)
 
 
 def sweep(spec, out=None, **kwargs):

@@ -53,7 +53,7 @@ def run(ctx, arch_name, as_json, trace_path, no_skip):
 def gemm(ctx, m_total, k_total, n_total, dtype, tile_m, tile_k, tile_n, cols, efficiency):
     """C = A @ B on a whole-array output-stationary design (mlir-aie whole_array style)."""
     from .report import format_summary, summarize
-    from .simulate import simulate
+    from .simulation import simulate
     from .trace import write_trace
     from .workloads.gemm import Gemm, gemm_design
 
@@ -209,13 +209,14 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json):
     """Systolic PE-mesh timing of every layer (SCALE-Sim v3 cycle counts, in closed form)."""
     import dataclasses
 
-    from .systolic import read_config, read_topology, simulate_mesh
+    from .systolic import mesh_metrics, read_config, read_topology
+    from .systolic.model import MISMATCH
 
     try:
         cfg = read_config(config_path)
         layers = read_topology(topology_path)
-        flows = dataflow.split(",") if dataflow else [cfg.dataflow]
-        ds = simulate_mesh(layers, [dataclasses.replace(cfg, dataflow=f.strip()) for f in flows])
+        flows = [f.strip() for f in dataflow.split(",")] if dataflow else [cfg.dataflow]
+        m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows])
     except ConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
@@ -226,11 +227,10 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json):
     rows = []
     for j, flow in enumerate(flows):
         for i, layer in enumerate(layers):
-            p = ds.isel(layer=i, config=j)
             row = {"layer": layer.name, "dataflow": flow, "rows": cfg.rows, "cols": cfg.cols}
-            row.update({k: p[k].item() for k in keys})
-            row["tile_mismatch"] = dict(zip(ds.fold_kind.values.tolist(), p.tile_mismatch.values.tolist()))
-            row["stall_operand"] = str(p.stall_operand.values)
+            row.update({k: m[k][i, j].item() for k in keys})
+            row["tile_mismatch"] = dict(zip(MISMATCH, m["tile_mismatch"][i, j].tolist()))
+            row["stall_operand"] = str(m["stall_operand"][i, j])
             rows.append(row)
     if as_json:
         click.echo(json.dumps({"config": dataclasses.asdict(cfg), "layers": rows}))

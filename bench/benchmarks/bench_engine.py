@@ -8,7 +8,7 @@ import numpy as np
 
 from fastsim.kernels import layout as L
 from fastsim.lower import lower
-from fastsim.simulate import run_batch
+from fastsim.simulation import run_batch
 
 from .common import DESIGNS, QUICK, kernel_run, passthrough_design, reference_rate
 
@@ -88,7 +88,7 @@ _STARTUP = """
 import time; t = time.perf_counter()
 import fastsim
 from fastsim.lower import lower
-from fastsim.simulate import run_batch
+from fastsim.simulation import run_batch
 from fastsim.workloads.gemm import Gemm, gemm_design
 run_batch([lower(gemm_design(Gemm(512, 512, 512), fastsim.NPU2))])
 print(time.perf_counter() - t)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import fastsim
 from fastsim.lower import lower
-from fastsim.simulate import run_batch
+from fastsim.simulation import run_batch
 from fastsim.workloads.gemm import Gemm, gemm_design
 
 QUICK = os.environ.get("FASTSIM_BENCH_QUICK") == "1"

@@ -18,7 +18,7 @@ from ..design import compute_cycles_by_kernel
 from ..errors import ConfigError, Problems
 from ..report import utilizations
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
-from ..simulate import simulate
+from ..simulation import simulate
 from ..workloads.gemm import Gemm, gemm_design
 from ..workloads.nslice import NSliceOp, nslice_design, plan
 from .graph import OP_CLASSES, Op, VectorCosts, build_graph, kv_bytes_per_token

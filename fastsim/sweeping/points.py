@@ -94,7 +94,7 @@ def _llm(params: dict, arch) -> dict:
 
 def _gemm(params: dict, arch) -> dict:
     from ..report import summarize
-    from ..simulate import simulate
+    from ..simulation import simulate
     from ..workloads.gemm import Gemm, gemm_design
 
     names = {"m": "m_total", "k": "k_total", "n": "n_total"}
