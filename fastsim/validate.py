@@ -31,7 +31,15 @@ def validate_design(design: Design) -> None:
         return p.check(0 <= tile.col < arch.columns and 0 <= tile.row < arch.rows, field, str(tile),
                        f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
 
+    checked: dict[Channel, bool] = {}
+
     def channel_ok(ch: Channel, field: str) -> bool:
+        """Checked once per channel (a runtime sequence pushes to the same few channels often)."""
+        if ch not in checked:
+            checked[ch] = _channel_ok(ch, field)
+        return checked[ch]
+
+    def _channel_ok(ch: Channel, field: str) -> bool:
         if not tile_ok(ch.tile, field):
             return False
         kind = arch.tile_kind(ch.tile.row)
@@ -154,6 +162,7 @@ def validate_design(design: Design) -> None:
         if chain_of(bd)[1]:
             cyclic_static.add(ch)
     pushed = Counter()
+    loops_forever: dict[int, bool] = {}
     for i, op in enumerate(design.host):
         if isinstance(op, Push):
             f = f"host[{i}] push"
@@ -164,7 +173,9 @@ def validate_design(design: Design) -> None:
             p.check(op.bd.channel == op.channel, f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
             p.check(1 <= op.repeat <= arch.max_task_repeat, f"{f}.repeat", op.repeat,
                     f"must be in 1..{arch.max_task_repeat}")
-            p.check(not chain_of(op.bd)[1], f"{f}.bd", str(op.bd),
+            if op.bd.id not in loops_forever:
+                loops_forever[op.bd.id] = chain_of(op.bd)[1]
+            p.check(not loops_forever[op.bd.id], f"{f}.bd", str(op.bd),
                     "a pushed task's BD chain loops forever, so it can never complete")
             p.check(op.channel not in cyclic_static, f"{f}.channel", str(op.channel),
                     "runs a cyclic static chain and never takes queued tasks")

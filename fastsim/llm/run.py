@@ -171,21 +171,22 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
     return _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
 
 
-def _ddr_by_kind(sim: xr.Dataset, i: int, op: Op) -> dict[str, float]:
-    """DDR bytes per tensor kind from the shim channels: MM2S0 carries W (stream ops: X), MM2S1
-    carries X, S2MM0 carries Y (see the design builders)."""
-    row = sim.isel(design=i)
-    out = dict.fromkeys(TENSOR_KINDS, 0.0)
-    for name, b in zip(row.channel_name.values, row.channel_bytes.values):
+def _shim_bytes(sim: xr.Dataset, i: int) -> dict[str, float]:
+    """DDR bytes of design i by shim channel role: MM2S0 carries W (stream ops: X), MM2S1 carries
+    X, S2MM0 carries Y (see the design builders)."""
+    out = {"mm2s0": 0.0, "mm2s1": 0.0, "s2mm0": 0.0}
+    for name, b in zip(sim.channel_name.values[i], sim.channel_bytes.values[i]):
         name = str(name)
-        if not name.startswith("tile(") or ",0)." not in name:
-            continue
-        if name.endswith("mm2s0"):
-            out[op.x_kind if op.kind == "vector" else op.w_kind] += float(b)
-        elif name.endswith("mm2s1"):
-            out[op.x_kind] += float(b)
-        elif name.endswith("s2mm0"):
-            out[op.y_kind] += float(b)
+        if ",0)." in name and name.rsplit(".", 1)[1] in out:
+            out[name.rsplit(".", 1)[1]] += float(b)
+    return out
+
+
+def _ddr_by_kind(shim: dict[str, float], op: Op) -> dict[str, float]:
+    out = dict.fromkeys(TENSOR_KINDS, 0.0)
+    out[op.x_kind if op.kind == "vector" else op.w_kind] += shim["mm2s0"]
+    out[op.x_kind] += shim["mm2s1"]
+    out[op.y_kind] += shim["s2mm0"]
     return out
 
 
@@ -212,13 +213,14 @@ def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
         per_design[i] = dict(
             cycles=int(row.total_cycles), bound=max(util, key=util.get),
             levels=row.level_bytes.values, ch=row.channel_cycles.sum("channel").values,
-            core=row.core_cycles.sum("core").values, cast=by_kernel.get("cast", 0) / busy if busy else 0.0)
+            core=row.core_cycles.sum("core").values, cast=by_kernel.get("cast", 0) / busy if busy else 0.0,
+            shim=_shim_bytes(sim, i))
     for j, op in enumerate(ops):
         i = index_of[op.shape_key + (op.name if op.op_class == "gemm" else "",)]
         r = per_design[i]
         cycles[j] = r["cycles"] * op.repeat
         seconds[j] = cycles[j] / arch.clock_hz
-        by_kind = _ddr_by_kind(sim, i, op)
+        by_kind = _ddr_by_kind(r["shim"], op)
         kind_bytes[j] = [by_kind[k] * op.repeat for k in TENSOR_KINDS]
         level_bytes[j] = r["levels"] * op.repeat
         ch_state[j] = r["ch"] * op.repeat
