@@ -1,7 +1,6 @@
 """Summaries of simulation results: achieved rate, bytes per level and the binding resource."""
 from __future__ import annotations
 
-import numpy as np
 import xarray as xr
 
 from .arch import Arch

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import numpy as np
 import xarray as xr
 
 from fastsim.kernels import layout as L

@@ -1,7 +1,7 @@
 """Check a Design against its Arch and report every problem at once (one ConfigError)."""
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 from fastsim.kernels.layout import MAX_LOOP_DEPTH
 

@@ -14,8 +14,6 @@ Event skipping: after a cycle in which nothing changed state, the engine compute
 cycles are provably identical (same states, same flows) and applies them at once. The pure-Python
 reference in ``tests/reference_model.py`` steps every cycle; property tests demand identical results.
 """
-import numpy as np
-
 from ._jit import inline, kernel
 from .layout import (
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
@@ -26,7 +24,7 @@ from .layout import (
     K_DEPTH, K_EV_START, K_PC, K_STATE, K_TIMER, KC_BUSY, KC_IDLE, KC_LOCK_WAIT, KC_OVERHEAD,
     KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, NEVER, OP_ACQUIRE,
     OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_LIVELOCK, P_LOCK_MAX,
-    P_MAX_CYCLES, P_N_CH, P_N_COLS, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
+    P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
     P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
     S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
     S_REMAIN, S_REPEATS, S_STATE, S_WANT, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,

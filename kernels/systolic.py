@@ -11,8 +11,6 @@ Total cycles with unlimited bandwidth = folds x fold length - 1 (SCALE-Sim's con
 reference in tests/systolic_reference.py builds SCALE-Sim's demand matrices element by element;
 property tests demand equality.
 """
-import numpy as np
-
 from ._jit import kernel
 
 DF_WS = 0

@@ -1,5 +1,4 @@
 """The kernels (with and without event skipping) agree with the reference model cycle for cycle."""
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

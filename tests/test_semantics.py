@@ -1,12 +1,10 @@
 """Hand-checked semantics: task queues, broadcast, DDR sharing, compute cost, monotonicity."""
-import numpy as np
 import pytest
 import xarray as xr
 
 import fastsim
-from fastsim import NPU2, Acquire, Compute, Design, Release, mm2s, s2mm
+from fastsim import NPU2, Compute, Design, Release, mm2s, s2mm
 from fastsim.cost import kernel_cycles
-from fastsim.design import fifo_endpoint
 from helpers import passthrough
 
 

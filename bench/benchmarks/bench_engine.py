@@ -4,8 +4,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
 from fastsim.kernels import layout as L
 from fastsim.lower import lower
 from fastsim.simulation import run_batch

@@ -4,7 +4,7 @@ import os
 import time
 from pathlib import Path
 
-from fastsim.systolic import MeshConfig, read_config, read_topology, simulate_mesh
+from fastsim.systolic import MeshConfig, read_topology, simulate_mesh
 
 from .common import QUICK
 

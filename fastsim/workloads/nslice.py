@@ -141,7 +141,6 @@ def nslice_design(op: NSliceOp, arch: Arch) -> Design:
     pl = plan(op, arch)
     cols, rows = pl["cols"], pl["rows"]
     d = Design(arch, op.name)
-    n_tiles, k_steps = pl["n_tiles"], pl["k_steps"]
 
     def cycles(mkn: tuple = (), elems: float = 0.0) -> int:
         if op.noop:
