@@ -119,11 +119,17 @@ def sweeps(repeats: int = 3):
 
 def llm(repeats: int = 3):
     from fastsim.llm import LlmStudy, simulate_llm
+    from fastsim.llm.run import clear_cache
 
     simulate_llm(LlmStudy(regime="decode", context=128))
+
+    def fresh(study):
+        clear_cache()  # measure simulation, not the op-result cache
+        simulate_llm(study)
+
     for name, study in (("decode step, 4k context", LlmStudy(regime="decode", context=4096)),
                         ("prefill, 2k prompt", LlmStudy(regime="prefill", prompt=2048))):
-        t = median_time(lambda: simulate_llm(study), repeats)
+        t = median_time(lambda: fresh(study), repeats)
         print(f"Llama-3.2-1B {name}: {t:.2f} s to simulate (median of {repeats})")
 
 

@@ -1,6 +1,8 @@
 """LLM workloads: cross-checks against closed forms, ablation, dispatches and the CLI."""
 import json
 
+import xarray as xr
+
 import pytest
 from click.testing import CliRunner
 
@@ -179,3 +181,21 @@ def test_generation__prefill_overlay_switch_and_growing_decode():
     last = float(simulate_llm(LlmStudy(regime="decode", context=256 + 63)).total_seconds)
     assert first <= g["tpot_s"] <= last
     assert g["decode_contexts_simulated"] == [256, 288, 319]
+
+
+def test_cache__cached_results_equal_fresh_ones():
+    from fastsim.llm.run import _CACHE, clear_cache
+
+    clear_cache()
+    study = LlmStudy(regime="decode", context=700, columns={"attn_norm": 2})
+    fresh = simulate_llm(study)
+    assert len(_CACHE) > 0
+    again = simulate_llm(study)
+    xr.testing.assert_identical(fresh, again)
+    other = simulate_llm(LlmStudy(regime="decode", context=900, columns={"attn_norm": 2}))
+    clear_cache()
+    xr.testing.assert_identical(other, simulate_llm(LlmStudy(regime="decode", context=900, columns={"attn_norm": 2})))
+    # ops with equal shapes but different names may be placed differently
+    norms = fresh.op_seconds.where(fresh.op_name == "attn_norm", drop=True).values
+    ffn = fresh.op_seconds.where(fresh.op_name == "ffn_norm", drop=True).values
+    assert norms[0] > ffn[0]

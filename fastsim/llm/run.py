@@ -8,6 +8,7 @@ Ops with identical shapes (every layer repeats the same ones) share one simulati
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -150,25 +151,66 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
     ops = build_graph(model, precision, study.regime, batch=study.batch, context=study.context,
                       prompt=study.prompt, costs=study.costs, causal_halving=study.causal_halving,
                       lm_head_last_only=study.lm_head_last_only, prefill_context=study.prefill_context)
-    # one design per distinct op shape; collect every mapping problem before failing
-    designs, flows, index_of, problems = [], [], {}, []
+    # one design per distinct op (identical layers share it); designs simulated before with the
+    # same mapping inputs come from the result cache (results are deterministic); collect every
+    # mapping problem before failing
+    mapping = _mapping_key(study, precision, arch)
+    results, todo, problems = {}, {}, []
     for op in ops:
-        key = op.shape_key + (op.name if op.op_class == "gemm" else "",)
-        if key in index_of:
+        key = _op_key(op)
+        if key in results or key in todo:
+            continue
+        cached = _CACHE.get((mapping, key))
+        if cached is not None:
+            _CACHE.move_to_end((mapping, key))
+            results[key] = cached
             continue
         try:
-            d, flow = op_design(op, arch, study, precision)
+            todo[key] = op_design(op, arch, study, precision)
         except ConfigError as e:
             problems += [f"{op.name}: {x}" for x in e.problems]
-            index_of[key] = -1
-            continue
-        index_of[key] = len(designs)
-        designs.append(d)
-        flows.append(flow)
     if problems:
         raise ConfigError(sorted(set(problems)), "llm mapping")
-    sim = simulate(designs)
-    return _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
+    if todo:
+        sim = simulate([d for d, _ in todo.values()])
+        for i, (key, (design, flow)) in enumerate(todo.items()):
+            results[key] = _design_result(sim, i, design, flow, arch)
+            _CACHE[(mapping, key)] = results[key]
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return _assemble(study, model, precision, arch, ops, results)
+
+
+_CACHE: "OrderedDict[tuple, dict]" = OrderedDict()
+_CACHE_SIZE = 2048
+
+
+def clear_cache() -> None:
+    """Forget cached op results (they are exact; this only frees memory)."""
+    _CACHE.clear()
+
+
+def _op_key(op: Op) -> tuple:
+    return op.shape_key + (op.name,)
+
+
+def _mapping_key(study: LlmStudy, precision: Precision, arch: Arch) -> tuple:
+    """Everything besides the op itself that op_design reads."""
+    return (repr(arch), tuple(sorted(study.dataflow.items())), tuple(sorted(study.columns.items())),
+            tuple(study.noop), study.residency, study.kernel_efficiency, precision.compute_dtype,
+            precision.activations)
+
+
+def _design_result(sim: xr.Dataset, i: int, design, flow: str, arch: Arch) -> dict:
+    """What the per-op results need from one simulated design."""
+    util = utilizations(sim, i, arch, 0.0)
+    row = sim.isel(design=i)
+    by_kernel = compute_cycles_by_kernel(next(iter(design.cores.values())))
+    busy = sum(by_kernel.values())
+    return dict(cycles=int(row.total_cycles), bound=max(util, key=util.get), flow=flow,
+                levels=row.level_bytes.values, ch=row.channel_cycles.sum("channel").values,
+                core=row.core_cycles.sum("core").values,
+                cast=by_kernel.get("cast", 0) / busy if busy else 0.0, shim=_shim_bytes(sim, i))
 
 
 def _shim_bytes(sim: xr.Dataset, i: int) -> dict[str, float]:
@@ -190,7 +232,7 @@ def _ddr_by_kind(shim: dict[str, float], op: Op) -> dict[str, float]:
     return out
 
 
-def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim) -> xr.Dataset:
+def _assemble(study, model, precision, arch, ops, results) -> xr.Dataset:
     n = len(ops)
     seconds = np.zeros(n)
     cycles = np.zeros(n, np.int64)
@@ -203,21 +245,8 @@ def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
     flow_of = np.empty(n, dtype=object)
     cast_share = np.zeros(n)
     energy = np.zeros(n)
-    per_design = {}
-    for i, d in enumerate(designs):
-        util = utilizations(sim, i, arch, 0.0)
-        row = sim.isel(design=i)
-        first_core = next(iter(d.cores.values()))
-        by_kernel = compute_cycles_by_kernel(first_core)
-        busy = sum(by_kernel.values())
-        per_design[i] = dict(
-            cycles=int(row.total_cycles), bound=max(util, key=util.get),
-            levels=row.level_bytes.values, ch=row.channel_cycles.sum("channel").values,
-            core=row.core_cycles.sum("core").values, cast=by_kernel.get("cast", 0) / busy if busy else 0.0,
-            shim=_shim_bytes(sim, i))
     for j, op in enumerate(ops):
-        i = index_of[op.shape_key + (op.name if op.op_class == "gemm" else "",)]
-        r = per_design[i]
+        r = results[_op_key(op)]
         cycles[j] = r["cycles"] * op.repeat
         seconds[j] = cycles[j] / arch.clock_hz
         by_kind = _ddr_by_kind(r["shim"], op)
@@ -226,7 +255,7 @@ def _assemble(study, model, precision, arch, ops, designs, flows, index_of, sim)
         ch_state[j] = r["ch"] * op.repeat
         core_state[j] = r["core"] * op.repeat
         bound[j] = r["bound"]
-        flow_of[j] = flows[i]
+        flow_of[j] = r["flow"]
         cast_share[j] = r["cast"]
         ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
         energy[j] = (op.macs * arch.pj_per_mac.get(precision.compute_dtype, 0.0)
