@@ -117,6 +117,8 @@ def test_cli__presets_run_both_regimes(model):
         for key in ("seconds", "tokens_per_s", "by_class", "ddr_bytes", "kv_bytes", "weight_bytes", "bound_by"):
             assert key in out
         assert sum(out["by_class"].values()) + out["dispatch_seconds"] == pytest.approx(out["seconds"])
+        assert sum(out["by_layer"].values()) == pytest.approx(sum(out["by_class"].values()))
+        assert len(out["by_layer"]) == MODELS[model].num_layers + 1
 
 
 def test_cli__table_and_errors():

@@ -344,6 +344,15 @@ def by_class(ds: xr.Dataset) -> dict[str, float]:
     return out
 
 
+def by_layer(ds: xr.Dataset) -> dict[str, float]:
+    """Seconds per transformer layer ("head" = embedding, final norm and LM head)."""
+    out = {}
+    for layer, sec in zip(ds.layer.values, ds.op_seconds.values):
+        key = "head" if layer < 0 else str(int(layer))
+        out[key] = out.get(key, 0.0) + float(sec)
+    return out
+
+
 def llm_summary(ds: xr.Dataset) -> dict:
     kinds = ds.ddr_bytes.sum("op")
     bound_time = {}
@@ -356,6 +365,7 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "prompt": ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
         "seconds": seconds, "tokens_per_s": float(ds.tokens_per_s),
         "by_class": by_class(ds),
+        "by_layer": by_layer(ds),
         "ddr_bytes": float(kinds.sum()),
         "weight_bytes": float(kinds.sel(tensor_kind="weights")),
         "kv_bytes": float(kinds.sel(tensor_kind="kv")),
