@@ -34,8 +34,8 @@ def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: fl
     are meshes (``core_mesh_rows``), else MACs / (MACs per cycle x efficiency)."""
     if not arch.core_mesh_rows:
         return kernel_cycles(math.ceil(m * k * n * macs_scale), dtype, arch, efficiency, overhead_cycles)
-    from .systolic import Layer, MeshConfig, simulate_mesh
+    from .systolic import Layer, MeshConfig, mesh_metrics
 
     mesh = MeshConfig(arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
-    cycles = int(simulate_mesh([Layer.gemm("tile", m, n, k)], [mesh], occupancy_bins=1).compute_cycles[0, 0])
+    cycles = int(mesh_metrics([Layer.gemm("tile", m, n, k)], [mesh], occupancy_bins=1)["compute_cycles"][0, 0])
     return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles

@@ -87,7 +87,7 @@ def describe_stuck(batch: Batch, i: int) -> list[str]:
     """Human-readable state of every channel, core and the host of design i after it stopped."""
     lw = batch.designs[i]
     d = lw.design
-    st, queue, kst, kloop, hst, locks = (a[i] for a in batch.state[:6])
+    st, _, kst, _, hst, locks = (a[i] for a in batch.state[:6])
     out = []
 
     def lock_text(idx: int) -> str:

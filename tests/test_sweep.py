@@ -86,7 +86,6 @@ def test_sweep__dataset_has_axes_as_dims_with_units(tmp_path):
 
 def test_sweep__changed_spec_is_refused(tmp_path):
     sweep(gemm_spec(), tmp_path / "g.zarr", workers=0, progress=False)
-    changed = gemm_spec(extra="")
     changed = parse_spec(GEMM_SPEC.replace("CHUNK", "4").replace("[256, 512]", "[256, 768]"), "changed")
     with pytest.raises(fastsim.ConfigError, match="different spec"):
         sweep(changed, tmp_path / "g.zarr", workers=0, progress=False)

@@ -74,7 +74,7 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, worker
     computed = 0
     if workers == 0 and not scheduler:
         for chunk in todo:
-            _, n = run_chunk(_text(spec), spec.source, out, chunk)
+            _, n = run_chunk(spec, out, chunk)
             computed += n
             bar.update(n)
     elif todo:
@@ -82,8 +82,7 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, worker
 
         client, cluster = _client(workers, scheduler)
         try:
-            futures = client.map(run_chunk, [_text(spec)] * len(todo), [spec.source] * len(todo),
-                                 [out] * len(todo), todo, pure=False)
+            futures = client.map(run_chunk, [spec] * len(todo), [out] * len(todo), todo, pure=False)
             for fut in as_completed(futures):
                 _, n = fut.result()
                 computed += n
@@ -97,21 +96,6 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, worker
     if report is not None:
         report.append(rep)
     return st.open_store(out)
-
-
-def _text(spec: SweepSpec) -> str:
-    """The spec as TOML text for workers (specs are data: workers re-parse and re-validate)."""
-    import tomli_w
-
-    table = {"study": {"kind": spec.kind, "base": spec.base}, "run": {"chunk_points": spec.chunk_points,
-                                                                      "outputs": list(spec.outputs)}}
-    if spec.arch:
-        table["arch"] = spec.arch
-    if spec.points is not None:
-        table["points"] = spec.points
-    else:
-        table["axes"] = spec.axes
-    return tomli_w.dumps(table)
 
 
 def _bar(total: int, enabled: bool):

@@ -8,13 +8,12 @@ import itertools
 import numpy as np
 
 from .points import evaluate
-from .spec import parse_spec
+from .spec import SweepSpec
 from .store import regions, write_region
 from .variables import REGISTRY
 
 
-def run_chunk(spec_text: str, source: str, store: str, chunk: int) -> tuple[int, int]:
-    spec = parse_spec(spec_text, source)
+def run_chunk(spec: SweepSpec, store: str, chunk: int) -> tuple[int, int]:
     region = regions(spec)[chunk]
     shape = tuple(s.stop - s.start for s in region)
     registry = REGISTRY[spec.kind]

@@ -16,7 +16,7 @@ from ..arch import Arch
 from ..cost import DTYPE_BYTES, matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, mm2s, s2mm
 from ..errors import Problems
-from .paths import broadcast_via_mem, join_outputs
+from .paths import broadcast_via_mem, join_outputs, whole_words
 
 OUT_DTYPE = {"bf16": "bf16", "int8": "int32", "int16": "int32"}
 
@@ -90,7 +90,7 @@ def _check(g: Gemm, arch: Arch) -> tuple[int, int, float, float]:
 def gemm_design(g: Gemm, arch: Arch) -> Design:
     rows, cols, bi, bo, bw = _check(g, arch)
     m, k, n = g.tile_m, g.tile_k, g.tile_n
-    a_bytes, b_bytes, c_bytes = int(m * k * bi), _word(k * n * bw), int(m * n * bo)
+    a_bytes, b_bytes, c_bytes = int(m * k * bi), whole_words(k * n * bw), int(m * n * bo)
     k_steps = g.k_total // k
     block_rows = g.m_total // (rows * m)
     tiles_per_row = g.n_total // (cols * n)
@@ -150,7 +150,3 @@ def gemm_design(g: Gemm, arch: Arch) -> Design:
         d.wait(s2mm(d.shim(c), 0))
     return d
 
-
-def _word(nbytes: float) -> int:
-    """DMA transfers move whole 32-bit words."""
-    return max(4, -(-int(math.ceil(nbytes)) // 4) * 4)

@@ -30,7 +30,7 @@ from ..arch import Arch
 from ..cost import matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
-from .paths import forward, join_outputs
+from .paths import forward, join_outputs, whole_words
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def plan(op: NSliceOp, arch: Arch) -> dict:
     w_tile = math.ceil(tile_k * tile_n * op.w_bytes) if op.dataflow != "stream" else 0
     out = {"cols": cols, "rows": rows, "cores": cores, "tile_k": tile_k, "tile_n": tile_n,
            "n_core": n_core, "k_pad": k_pad, "n_tiles": n_tiles, "k_steps": k_pad // tile_k,
-           "w_tile": _word(w_tile)}
+           "w_tile": whole_words(w_tile)}
     if op.dataflow == "is":
         # largest X block (rows) that fits beside double-buffered W and Y tiles
         # largest X block (rows) that fits beside double-buffered W and Y tiles; X is
@@ -102,11 +102,11 @@ def plan(op: NSliceOp, arch: Arch) -> dict:
         p.raise_if_any()
         x_depth, m_blk = best
         out.update(m_blk=m_blk, x_depth=x_depth, passes=math.ceil(op.m / m_blk),
-                   x_block=_word(math.ceil(m_blk * k_pad * op.x_bytes)),
-                   y_tile=_word(math.ceil(m_blk * tile_n * op.y_bytes)))
+                   x_block=whole_words(math.ceil(m_blk * k_pad * op.x_bytes)),
+                   y_tile=whole_words(math.ceil(m_blk * tile_n * op.y_bytes)))
     elif op.dataflow == "os":
-        x_tile = _word(math.ceil(op.m * tile_k * op.x_bytes))
-        y_tile = _word(math.ceil(op.m * tile_n * op.y_bytes))
+        x_tile = whole_words(math.ceil(op.m * tile_k * op.x_bytes))
+        y_tile = whole_words(math.ceil(op.m * tile_n * op.y_bytes))
         need = 2 * x_tile + 2 * w_tile + 2 * y_tile
         p.check(need <= l1, "dataflow", "os", f"X, W and Y tiles for {op.m} rows need {need} bytes of "
                 f"core memory; {l1} available")
@@ -115,26 +115,21 @@ def plan(op: NSliceOp, arch: Arch) -> dict:
     elif op.dataflow == "ws":
         w_slice = math.ceil(k_pad * n_core * op.w_bytes)
         m_tile = max(1, min(op.m, 32))
-        x_tile = _word(math.ceil(m_tile * tile_k * op.x_bytes))
-        y_tile = _word(math.ceil(m_tile * n_core * op.y_bytes))
+        x_tile = whole_words(math.ceil(m_tile * tile_k * op.x_bytes))
+        y_tile = whole_words(math.ceil(m_tile * n_core * op.y_bytes))
         need = w_slice + 2 * x_tile + 2 * y_tile
         p.check(need <= l1, "dataflow", "ws", f"weight-stationary needs the whole weight slice "
                 f"({w_slice} bytes) plus X/Y buffers ({need} bytes) in each core; {l1} available: "
                 f"use is or os, or more columns")
         p.raise_if_any()
         out.update(m_tile=m_tile, m_tiles=math.ceil(op.m / m_tile), x_tile=x_tile, y_tile=y_tile,
-                   w_slice=_word(w_slice))
+                   w_slice=whole_words(w_slice))
     else:
         m_tile = max(1, min(op.m, 32))
-        x_tile = _word(math.ceil(m_tile * tile_n * op.x_bytes * op.x_inputs))
-        y_tile = _word(math.ceil(m_tile * tile_n * op.y_bytes))
+        x_tile = whole_words(math.ceil(m_tile * tile_n * op.x_bytes * op.x_inputs))
+        y_tile = whole_words(math.ceil(m_tile * tile_n * op.y_bytes))
         out.update(m_tile=m_tile, m_tiles=math.ceil(op.m / m_tile), x_tile=x_tile, y_tile=y_tile)
     return out
-
-
-def _word(nbytes: int) -> int:
-    """DMA transfers move whole 32-bit words."""
-    return max(4, _round_up(int(nbytes), 4))
 
 
 def nslice_design(op: NSliceOp, arch: Arch) -> Design:

@@ -4,6 +4,11 @@ from __future__ import annotations
 from ..design import Design, Lock, mm2s, s2mm
 
 
+def whole_words(nbytes: float) -> int:
+    """Bytes rounded up to whole 32-bit words (DMAs move words), at least one word."""
+    return max(4, -(-int(-(-nbytes // 1)) // 4) * 4)
+
+
 def forward(d: Design, out, stage: dict, size: int, name: str) -> None:
     """Mem-tile link: an MM2S chain that sends each buffer its S2MM filled (ObjectFifo link)."""
     bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
