@@ -1,13 +1,17 @@
-"""Regenerate tests/golden/scalesim_v3.json by running SCALE-Sim v3 on bench/scalesim/layers.csv.
+"""Regenerate the SCALE-Sim v3 golden numbers by running it on bench/scalesim/layers.csv.
 
 SCALE-Sim needs its own environment (it breaks with numpy 2.4):
 
     python3 -m venv /tmp/ss && /tmp/ss/bin/pip install numpy==2.3.5 scalesim==3.0.0
-    /tmp/ss/bin/python bench/scalesim/golden.py
+    /tmp/ss/bin/python bench/scalesim/golden.py            # tests/golden/scalesim_v3.json
+    /tmp/ss/bin/python bench/scalesim/golden.py bandwidth  # tests/golden/scalesim_v3_bandwidth.json
 
-Every layer runs alone, for each dataflow (ws, is, os), array shape and bandwidth mode (CALC:
-unlimited; USER: the DRAM bandwidth in words/cycle given below). Reports are read from SCALE-Sim's
-COMPUTE_REPORT.csv and DETAILED_ACCESS_REPORT.csv.
+Every layer runs alone, for each dataflow (ws, is, os) and array shape. The first set uses 64 kB
+SRAMs in both bandwidth modes (CALC: unlimited; USER: 4 words/cycle); the second uses small SRAMs
+and narrow DRAM interfaces (VARIANTS) so that SCALE-Sim's buffers stall. In USER mode SCALE-Sim
+reads ifmap/filter through `[layout] IfmapSRAMBankBandwidth`/`FilterSRAMBankBandwidth` and writes
+the ofmap through `Bandwidth`. Reports are read from COMPUTE_REPORT.csv and
+DETAILED_ACCESS_REPORT.csv.
 """
 import csv
 import json
@@ -22,6 +26,8 @@ ARRAYS = [(8, 8), (16, 8), (8, 32)]
 DATAFLOWS = ["ws", "is", "os"]
 MODES = [("CALC", None), ("USER", 4)]
 SRAM_KB = 64
+# (ifmap kB, filter kB, ofmap kB, ifmap/filter read words/cycle, ofmap write words/cycle)
+VARIANTS = [(1, 1, 1, 4, 4), (2, 1, 1, 2, 1)]
 
 CONFIG = """[general]
 run_name = run
@@ -29,9 +35,9 @@ run_name = run
 [architecture_presets]
 ArrayHeight: {rows}
 ArrayWidth: {cols}
-IfmapSramSzkB: {kb}
-FilterSramSzkB: {kb}
-OfmapSramSzkB: {kb}
+IfmapSramSzkB: {ikb}
+FilterSramSzkB: {fkb}
+OfmapSramSzkB: {okb}
 IfmapOffset: 0
 FilterOffset: 10000000
 OfmapOffset: 20000000
@@ -43,12 +49,12 @@ WriteRequestBuffer: 512
 
 [layout]
 IfmapCustomLayout: False
-IfmapSRAMBankBandwidth: 10
-IfmapSRAMBankNum: 10
+IfmapSRAMBankBandwidth: {rbw}
+IfmapSRAMBankNum: {banks}
 IfmapSRAMBankPort: 2
 FilterCustomLayout: False
-FilterSRAMBankBandwidth: 10
-FilterSRAMBankNum: 10
+FilterSRAMBankBandwidth: {rbw}
+FilterSRAMBankNum: {banks}
 FilterSRAMBankPort: 2
 
 [sparsity]
@@ -81,20 +87,29 @@ def read_report(path: Path) -> dict:
     return dict(zip(rows[0], rows[1]))
 
 
-def main():
+def runs(which: str):
+    """(mode, ifmap kB, filter kB, ofmap kB, read bw, write bw) per run of the chosen set."""
+    if which == "bandwidth":
+        return [("USER", *v) for v in VARIANTS]
+    return [(mode, SRAM_KB, SRAM_KB, SRAM_KB, 10, bw) for mode, bw in MODES]
+
+
+def main(which: str = "unlimited"):
     from scalesim.scale_sim import scalesim
 
     layers = list(csv.DictReader(open(HERE / "layers.csv")))
+    out = OUT if which == "unlimited" else OUT.with_name("scalesim_v3_bandwidth.json")
     results = []
     t0 = time.time()
     for layer in layers:
         for rows, cols in ARRAYS:
             for df in DATAFLOWS:
-                for mode, bw in MODES:
+                for mode, ikb, fkb, okb, rbw, bw in runs(which):
                     with tempfile.TemporaryDirectory() as tmp:
                         tmp = Path(tmp)
                         cfg = tmp / "scale.cfg"
-                        cfg.write_text(CONFIG.format(rows=rows, cols=cols, kb=SRAM_KB, bw=bw or 10, df=df, mode=mode))
+                        cfg.write_text(CONFIG.format(rows=rows, cols=cols, ikb=ikb, fkb=fkb, okb=okb, bw=bw or 10,
+                                                     rbw=rbw, banks=10 if rbw == 10 else 1, df=df, mode=mode))
                         (tmp / "layout.csv").write_text("Layer name,\n")
                         topo, is_gemm = topology(layer, tmp)
                         t = time.time()
@@ -104,14 +119,17 @@ def main():
                         wall = time.time() - t
                         compute = read_report(tmp / "out" / "run" / "COMPUTE_REPORT.csv")
                         access = read_report(tmp / "out" / "run" / "DETAILED_ACCESS_REPORT.csv")
-                    results.append({"layer": layer["name"], "rows": rows, "cols": cols, "dataflow": df,
-                                    "mode": mode, "bandwidth": bw, "sram_kb": SRAM_KB,
-                                    "compute": compute, "access": access, "scalesim_wall_s": wall})
+                    run = {"layer": layer["name"], "rows": rows, "cols": cols, "dataflow": df,
+                           "mode": mode, "bandwidth": bw, "sram_kb": ikb, "compute": compute, "access": access,
+                           "scalesim_wall_s": wall}
+                    if which == "bandwidth":
+                        run.update(filter_sram_kb=fkb, ofmap_sram_kb=okb, read_bandwidth=rbw)
+                    results.append(run)
         print(layer["name"], f"{time.time() - t0:.0f} s", file=sys.stderr)
-    OUT.write_text(json.dumps({"source": "scalesim==3.0.0 (PyPI), numpy 2.3.5", "layers_csv": "bench/scalesim/layers.csv",
+    out.write_text(json.dumps({"source": "scalesim==3.0.0 (PyPI), numpy 2.3.5", "layers_csv": "bench/scalesim/layers.csv",
                                "results": results}, indent=1))
-    print(f"{len(results)} runs -> {OUT}")
+    print(f"{len(results)} runs -> {out}")
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])
