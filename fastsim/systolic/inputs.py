@@ -14,17 +14,22 @@ DATAFLOWS = ("ws", "is", "os")
 
 @dataclass(frozen=True)
 class Layer:
-    """A layer as a GEMM: ofmap pixels M, filters N, window K (conv lowered the way SCALE-Sim does)."""
+    """A layer as a GEMM: ofmap pixels M, filters N, window K (conv lowered the way SCALE-Sim does).
+
+    ``geometry`` keeps the convolution (ifmap h, w, filter h, w, channels, filters, stride h, w):
+    the bandwidth-limited memory model needs the addresses, which repeat across conv windows. A
+    GEMM is SCALE-Sim's M x K ifmap with one K-wide filter window."""
 
     name: str
     m: int
     n: int
     k: int
     ifmap_unique: int  # distinct ifmap elements (conv: H*W*C, GEMM: M*K)
+    geometry: tuple[int, int, int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0, 1, 1)
 
     @classmethod
     def gemm(cls, name, m, n, k):
-        return cls(name, m, n, k, m * k)
+        return cls(name, m, n, k, m * k, (m, k, 1, k, 1, n, 1, 1))
 
     @classmethod
     def conv(cls, name, ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w=None):
@@ -32,7 +37,8 @@ class Layer:
         ofmap_h = math.ceil((ifmap_h - filter_h + stride_h) / stride_h)
         ofmap_w = math.ceil((ifmap_w - filter_w + stride_w) / stride_w)
         return cls(name, ofmap_h * ofmap_w, num_filters, filter_h * filter_w * channels,
-                   ifmap_h * ifmap_w * channels)
+                   ifmap_h * ifmap_w * channels,
+                   (ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w))
 
 
 @dataclass(frozen=True)
@@ -43,17 +49,31 @@ class MeshConfig:
     ifmap_sram_kb: int = 64
     filter_sram_kb: int = 64
     ofmap_sram_kb: int = 64
-    bandwidth_words_per_cycle: float | None = None  # None: unlimited (SCALE-Sim "CALC")
+    # None: unlimited (SCALE-Sim "CALC"); else SCALE-Sim's USER-mode interfaces in words/cycle:
+    # `Bandwidth` writes the ofmap, `[layout] Ifmap/FilterSRAMBankBandwidth` read the operands
+    bandwidth_words_per_cycle: int | None = None
+    ifmap_read_words_per_cycle: int = 10
+    filter_read_words_per_cycle: int = 10
     word_bytes: int = 1
     name: str = "mesh"
+
+    @property
+    def bandwidth_limited(self) -> bool:
+        return self.bandwidth_words_per_cycle is not None
 
     def validate(self) -> "MeshConfig":
         p = Problems("systolic config")
         p.check(self.rows >= 1, "ArrayHeight", self.rows, "must be >= 1")
         p.check(self.cols >= 1, "ArrayWidth", self.cols, "must be >= 1")
         p.check(self.dataflow in DATAFLOWS, "Dataflow", self.dataflow, f"one of {DATAFLOWS}")
-        if self.bandwidth_words_per_cycle is not None:
-            p.check(self.bandwidth_words_per_cycle > 0, "Bandwidth", self.bandwidth_words_per_cycle, "must be > 0")
+        for key, value in [("ifmapsramszkB", self.ifmap_sram_kb), ("filtersramszkB", self.filter_sram_kb),
+                           ("ofmapsramszkB", self.ofmap_sram_kb)]:
+            p.check(isinstance(value, int) and value >= 1, key, value, "an integer >= 1 (kB)")
+        if self.bandwidth_limited:
+            for key, value in [("Bandwidth", self.bandwidth_words_per_cycle),
+                               ("IfmapSRAMBankBandwidth", self.ifmap_read_words_per_cycle),
+                               ("FilterSRAMBankBandwidth", self.filter_read_words_per_cycle)]:
+                p.check(isinstance(value, int) and value >= 1, key, value, "an integer >= 1 (words/cycle)")
         p.raise_if_any()
         return self
 
@@ -71,11 +91,23 @@ def read_config(path: str | Path) -> MeshConfig:
         p.check(key in arch, f"architecture_presets.{key}", "missing", "required")
     p.raise_if_any()
     user_bw = cp.get("run_presets", "InterfaceBandwidth", fallback="CALC").strip().upper() == "USER"
-    bw = float(arch.get("Bandwidth", "10").split(",")[0]) if user_bw else None
-    return MeshConfig(int(arch["ArrayHeight"]), int(arch["ArrayWidth"]), arch["Dataflow"].strip(),
-                      int(arch.get("IfmapSramSzkB", 64)), int(arch.get("FilterSramSzkB", 64)),
-                      int(arch.get("OfmapSramSzkB", 64)), bw,
-                      name=cp.get("general", "run_name", fallback=path.stem)).validate()
+    layout = cp["layout"] if cp.has_section("layout") else {}
+
+    def integer(section, key, default):
+        try:
+            return int(str(section.get(key, default)).split(",")[0])
+        except ValueError:
+            p.add(key, section.get(key), "an integer")
+            return default
+
+    bw = integer(arch, "Bandwidth", 10) if user_bw else None
+    config = MeshConfig(integer(arch, "ArrayHeight", 0), integer(arch, "ArrayWidth", 0), arch["Dataflow"].strip(),
+                        integer(arch, "IfmapSramSzkB", 64), integer(arch, "FilterSramSzkB", 64),
+                        integer(arch, "OfmapSramSzkB", 64), bw,
+                        integer(layout, "IfmapSRAMBankBandwidth", 10), integer(layout, "FilterSRAMBankBandwidth", 10),
+                        name=cp.get("general", "run_name", fallback=path.stem))
+    p.raise_if_any()
+    return config.validate()
 
 
 def read_topology(path: str | Path) -> list[Layer]:

@@ -1,0 +1,94 @@
+"""SCALE-Sim's bandwidth-limited (USER mode) memory model over layers x mesh configs: stall cycles,
+total cycles, DRAM traffic and access windows, exactly as SCALE-Sim v3 reports them.
+
+The kernel (``fastsim.kernels.systolic_memory``) works request by request, so its cost grows with
+the layer (about (R + 2C) requests per compute cycle); scratch is sized here for the largest item
+and reused across the batch.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fastsim.errors import SimulationError
+from fastsim.kernels import systolic_memory as KM
+
+from .inputs import DATAFLOWS, Layer, MeshConfig
+
+OUTPUTS = {
+    "total_cycles": (KM.Y_TOTAL, "cycles", "SCALE-Sim 'Total Cycles': cycle the last ofmap row is written"),
+    "stall_cycles": (KM.Y_STALLS, "cycles", "cycles the mesh waits for its SRAM buffers"),
+    "dram_ifmap_reads": (KM.Y_DRAM_IFMAP, "words", "ifmap words fetched from DRAM (whole prefetch lines)"),
+    "dram_filter_reads": (KM.Y_DRAM_FILTER, "words", "filter words fetched from DRAM (whole prefetch lines)"),
+    "dram_ofmap_writes": (KM.Y_DRAM_OFMAP, "words", "ofmap words written to DRAM"),
+    "dram_ifmap_start_cycle": (KM.Y_IFMAP_START, "cycles", "first ifmap DRAM response (negative: before compute)"),
+    "dram_ifmap_stop_cycle": (KM.Y_IFMAP_STOP, "cycles", "last ifmap DRAM response"),
+    "dram_filter_start_cycle": (KM.Y_FILTER_START, "cycles", "first filter DRAM response"),
+    "dram_filter_stop_cycle": (KM.Y_FILTER_STOP, "cycles", "last filter DRAM response"),
+    "dram_ofmap_start_cycle": (KM.Y_OFMAP_START, "cycles", "first ofmap DRAM write"),
+    "dram_ofmap_stop_cycle": (KM.Y_OFMAP_STOP, "cycles", "last ofmap DRAM write"),
+}
+STALL_OPERANDS = ["ifmap", "filter", "ofmap"]
+
+
+def _item(layer: Layer, cfg: MeshConfig) -> np.ndarray:
+    ih, iw, fh, fw, ch, nf, sh, sw = layer.geometry
+    x = np.zeros(KM.X_NCOL, np.int64)
+    x[[KM.X_IFMAP_H, KM.X_IFMAP_W, KM.X_FILTER_H, KM.X_FILTER_W, KM.X_CHANNELS, KM.X_FILTERS]] = ih, iw, fh, fw, ch, nf
+    x[KM.X_STRIDE], x[KM.X_STRIDE_W] = sh, sw
+    x[KM.X_ROWS], x[KM.X_COLS], x[KM.X_DF] = cfg.rows, cfg.cols, DATAFLOWS.index(cfg.dataflow)
+    words = 1024 // cfg.word_bytes
+    x[KM.X_IFMAP_WORDS] = cfg.ifmap_sram_kb * words
+    x[KM.X_FILTER_WORDS] = cfg.filter_sram_kb * words
+    x[KM.X_OFMAP_WORDS] = cfg.ofmap_sram_kb * words
+    x[KM.X_IFMAP_BW] = cfg.ifmap_read_words_per_cycle
+    x[KM.X_FILTER_BW] = cfg.filter_read_words_per_cycle
+    x[KM.X_OFMAP_BW] = cfg.bandwidth_words_per_cycle
+    return x
+
+
+def _scratch_sizes(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int]:
+    """(ifmap address space, filter address space, ifmap prefetch, filter prefetch, ofmap writes)."""
+    ih, iw, fh, fw, ch, nf, _, _ = layer.geometry
+    m, n, k, r, c = layer.m, layer.n, layer.k, cfg.rows, cfg.cols
+    tiles = lambda extent, size: math.ceil(extent / size) * size  # noqa: E731 - padded extent
+    if cfg.dataflow == "os":
+        pre_if, pre_fi, writes = tiles(m, r) * k, tiles(n, c) * k, m * n
+    elif cfg.dataflow == "ws":
+        pre_if, pre_fi, writes = tiles(k, r) * m, tiles(n, c) * k, math.ceil(k / r) * m * n
+    else:
+        pre_if, pre_fi, writes = tiles(m, c) * k, tiles(k, r) * n, math.ceil(k / r) * m * n
+    return ih * iw * ch, k * nf, pre_if, pre_fi, writes
+
+
+def memory_metrics(layers: list[Layer], configs: list[MeshConfig]) -> dict:
+    """Every output of the memory model as an int64 array (layers, configs); configs without a
+    bandwidth limit get zeros. ``stall_cycles_by_operand`` adds a trailing axis (ifmap, filter, ofmap)."""
+    pairs = [(i, j) for j, cfg in enumerate(configs) if cfg.bandwidth_limited for i in range(len(layers))]
+    shape = (len(layers), len(configs))
+    result = {name: np.zeros(shape, np.int64) for name in OUTPUTS}
+    result["stall_cycles_by_operand"] = np.zeros(shape + (3,), np.int64)
+    if not pairs:
+        return result
+    for layer in layers:
+        if layer.geometry[0] == 0:
+            raise ValueError(f"layer {layer.name}: no geometry; build it with Layer.gemm or Layer.conv")
+    inp = np.stack([_item(layers[i], configs[j]) for i, j in pairs])
+    sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs]).max(axis=0)
+    out = np.zeros((len(pairs), KM.Y_NCOL), np.int64)
+    KM.memory_batch(inp, out, np.zeros(KM.G_NCOL, np.int64), np.zeros((2, KM.RB_NCOL), np.int64),
+                    np.zeros(KM.WB_NCOL, np.int64),
+                    np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
+                    np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
+                    np.zeros(sizes[4] + 1, np.int64))
+    failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}"
+              for (i, j), row in zip(pairs, out) if row[KM.Y_STATUS]]
+    if failed:
+        raise SimulationError("systolic memory model: a demanded address is missing from its prefetch order "
+                              "(SCALE-Sim would loop forever): " + ", ".join(failed))
+    rows, cols = np.array(pairs).T
+    for name, (col, _, _) in OUTPUTS.items():
+        result[name][rows, cols] = out[:, col]
+    result["stall_cycles_by_operand"][rows, cols] = out[:, [KM.Y_STALL_IFMAP, KM.Y_STALL_FILTER, KM.Y_STALL_OFMAP]]
+    return result
