@@ -206,7 +206,8 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
 @click.option("--dataflow", default=None, help="override: one or more of ws,is,os (comma separated)")
 @click.option("--json", "as_json", is_flag=True)
 def systolic_cmd(config_path, topology_path, dataflow, as_json):
-    """Systolic PE-mesh timing of every layer (SCALE-Sim v3 cycle counts, in closed form)."""
+    """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
+    with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
     import dataclasses
 
     from .systolic import mesh_metrics, read_config, read_topology
@@ -224,6 +225,8 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json):
             "mapping_efficiency", "compute_utilization", "overall_utilization", "sram_ifmap_reads",
             "sram_filter_reads", "sram_ofmap_writes", "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes",
             "avg_dram_words_per_cycle", "weight_reuse", "activation_reuse", "off_array_bytes_per_tera_op"]
+    if cfg.bandwidth_limited:
+        keys += [f"dram_{op}_{edge}_cycle" for op in ("ifmap", "filter", "ofmap") for edge in ("start", "stop")]
     rows = []
     for j, flow in enumerate(flows):
         for i, layer in enumerate(layers):
@@ -231,16 +234,22 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json):
             row.update({k: m[k][i, j].item() for k in keys})
             row["tile_mismatch"] = dict(zip(MISMATCH, m["tile_mismatch"][i, j].tolist()))
             row["stall_operand"] = str(m["stall_operand"][i, j])
+            row["stall_cycles_by_operand"] = dict(zip(("ifmap", "filter", "ofmap"),
+                                                      m["stall_cycles_by_operand"][i, j].tolist()))
             rows.append(row)
     if as_json:
         click.echo(json.dumps({"config": dataclasses.asdict(cfg), "layers": rows}))
         return
-    click.echo(f"{cfg.rows}x{cfg.cols} mesh, {'unlimited' if cfg.bandwidth_words_per_cycle is None else cfg.bandwidth_words_per_cycle} "
-               f"words/cycle DRAM")
-    click.echo(f"  {'layer':<16}{'df':<4}{'cycles':>12}{'stalls':>10}{'folds':>8}{'map eff %':>11}{'util %':>9}")
+    dram = ("unlimited DRAM bandwidth" if not cfg.bandwidth_limited else
+            f"DRAM reads {cfg.ifmap_read_words_per_cycle}/{cfg.filter_read_words_per_cycle} (ifmap/filter), "
+            f"writes {cfg.bandwidth_words_per_cycle} words/cycle")
+    click.echo(f"{cfg.rows}x{cfg.cols} mesh, {dram}")
+    click.echo(f"  {'layer':<16}{'df':<4}{'cycles':>15}{'stalls':>15}{'stalled by':>11}{'folds':>8}"
+               f"{'map eff %':>11}{'util %':>9}")
     for row in rows:
-        click.echo(f"  {row['layer']:<16}{row['dataflow']:<4}{row['total_cycles']:>12,}{row['stall_cycles']:>10,}"
-                   f"{row['folds']:>8,}{row['mapping_efficiency']:>11.1f}{row['overall_utilization']:>9.1f}")
+        click.echo(f"  {row['layer']:<16}{row['dataflow']:<4}{row['total_cycles']:>15,}{row['stall_cycles']:>15,}"
+                   f"{row['stall_operand'] or '-':>11}{row['folds']:>8,}{row['mapping_efficiency']:>11.1f}"
+                   f"{row['overall_utilization']:>9.1f}")
 
 
 if __name__ == "__main__":

@@ -16,15 +16,16 @@ READ_PORT_LATENCY = 1  # DRAM read port latency; the write port's is 0
 
 # ---- operand matrices (addresses), as SCALE-Sim's operand_matrix builds them -----------------
 
-def operand_matrices(ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride,
+def operand_matrices(ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride, stride_w=None,
                      offsets=(0, 10_000_000, 20_000_000)):
+    stride_w = stride_w or stride
     ofmap_h = math.ceil((ifmap_h - filter_h + stride) / stride)
-    ofmap_w = math.ceil((ifmap_w - filter_w + stride) / stride)
+    ofmap_w = math.ceil((ifmap_w - filter_w + stride_w) / stride_w)
     m, k, n = ofmap_h * ofmap_w, filter_h * filter_w * channels, num_filters
     ifmap = np.full((m, k), NULL, dtype=np.int64)
     for i in range(m):
         o_row, o_col = divmod(i, ofmap_w)
-        i_row, i_col = o_row * stride, o_col * stride
+        i_row, i_col = o_row * stride, o_col * stride_w
         for j in range(k):
             c_row, rest = divmod(j, filter_w * channels)
             c_col, c_ch = divmod(rest, channels)
@@ -246,14 +247,14 @@ class WriteBuffer:
             cycle = self.drain_end + 1
 
 
-def simulate(layer: dict, rows: int, cols: int, dataflow: str, ifmap_kb: int, filter_kb: int, ofmap_kb: int,
-             read_bw: int, write_bw: int) -> dict:
-    """One layer (conv dict as in bench/scalesim/layers.csv) under SCALE-Sim's USER bandwidth mode."""
+def simulate(layer: dict, rows: int, cols: int, dataflow: str, ifmap_words: int, filter_words: int,
+             ofmap_words: int, ifmap_bw: int, filter_bw: int, ofmap_bw: int) -> dict:
+    """One layer (conv geometry as keyword arguments of operand_matrices) in SCALE-Sim's USER mode."""
     ifmap, filt, ofmap = operand_matrices(**layer)
     pre_if, pre_fi, d_if, d_fi, d_of = matrices(ifmap, filt, ofmap, rows, cols, dataflow)
-    rb_if = ReadBuffer(ifmap_kb * 1024, read_bw, pre_if)
-    rb_fi = ReadBuffer(filter_kb * 1024, read_bw, pre_fi)
-    wb = WriteBuffer(ofmap_kb * 1024, write_bw)
+    rb_if = ReadBuffer(ifmap_words, ifmap_bw, pre_if)
+    rb_fi = ReadBuffer(filter_words, filter_bw, pre_fi)
+    wb = WriteBuffer(ofmap_words, ofmap_bw)
     stalls, out_cycles = 0, []
     for i in range(d_of.shape[0]):
         cycle = i + stalls

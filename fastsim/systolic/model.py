@@ -1,7 +1,9 @@
-"""Evaluate layers on systolic meshes: one batched kernel call over layers x mesh configs.
+"""Evaluate layers on systolic meshes: batched kernel calls over layers x mesh configs.
 
-``mesh_metrics`` computes everything with numpy (the CLI uses it and starts fast);
-``simulate_mesh`` wraps the same arrays in an xarray Dataset with units and descriptions.
+Compute timing comes in closed form (``kernels/systolic.py``); configs with a DRAM bandwidth limit
+also run SCALE-Sim's request-level buffer model (``memory.py``) for stalls and DRAM traffic.
+``mesh_metrics`` returns numpy arrays (the CLI uses it and starts fast); ``simulate_mesh`` wraps
+the same arrays in an xarray Dataset with units and descriptions.
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import numpy as np
 from fastsim.kernels import systolic as K
 
 from .inputs import DATAFLOWS, Layer, MeshConfig
+from .memory import OUTPUTS as MEMORY_OUTPUTS
+from .memory import STALL_OPERANDS, memory_metrics
 
 INT_OUTPUTS = {
     "compute_cycles": (K.O_CYCLES, "cycles", "cycles with unlimited bandwidth (SCALE-Sim 'Total Cycles')"),
@@ -19,22 +23,24 @@ INT_OUTPUTS = {
     "sram_ifmap_reads": (K.O_SRAM_IFMAP, "words", "ifmap SRAM reads"),
     "sram_filter_reads": (K.O_SRAM_FILTER, "words", "filter SRAM reads"),
     "sram_ofmap_writes": (K.O_SRAM_OFMAP, "words", "ofmap SRAM writes"),
-    "dram_ifmap_reads": (K.O_DRAM_IFMAP, "words", "ifmap DRAM reads (operands that fit their SRAM)"),
-    "dram_filter_reads": (K.O_DRAM_FILTER, "words", "filter DRAM reads (operands that fit their SRAM)"),
+    "dram_ifmap_reads": (K.O_DRAM_IFMAP, "words", "ifmap DRAM reads (unlimited: each element once; "
+                         "limited: whole prefetch lines, refetches included)"),
+    "dram_filter_reads": (K.O_DRAM_FILTER, "words", "filter DRAM reads (as dram_ifmap_reads)"),
     "dram_ofmap_writes": (K.O_DRAM_OFMAP, "words", "ofmap DRAM writes (partial sums included)"),
     "macs": (K.O_MACS, "MAC", "multiply-accumulates of the layer"),
 }
 FLOAT_OUTPUTS = {
     "mapping_efficiency": (K.F_MAPPING_EFF, "%", "mean over folds of used PEs / all PEs"),
     "compute_utilization": (K.F_COMPUTE_UTIL, "%", "mean over folds of busy PE-cycles / PE-cycles"),
-    "overall_utilization": (K.F_OVERALL_UTIL, "%", "MACs / (compute_cycles x PEs)"),
+    "overall_utilization": (K.F_OVERALL_UTIL, "%", "MACs / (total_cycles x PEs)"),
 }
 DERIVED = {
-    "stall_cycles": ("cycles", "estimated feed stalls with a bandwidth limit (0 when unlimited)"),
-    "total_cycles": ("cycles", "compute_cycles + stall_cycles"),
-    "stall_operand": ("", "operand with the most DRAM traffic during compute, when stalled"),
-    "avg_dram_words_per_cycle": ("words/cycle", "DRAM traffic / compute cycles"),
-    "avg_sram_words_per_cycle": ("words/cycle", "SRAM traffic / compute cycles"),
+    "stall_cycles": ("cycles", "cycles the mesh waits on its SRAM buffers (0 when bandwidth is unlimited)"),
+    "total_cycles": ("cycles", "SCALE-Sim 'Total Cycles': compute_cycles when unlimited, else the "
+                               "cycle the last ofmap row is written"),
+    "stall_operand": ("", "operand whose buffer set most of the stall cycles ('' without stalls)"),
+    "avg_dram_words_per_cycle": ("words/cycle", "DRAM traffic / total cycles"),
+    "avg_sram_words_per_cycle": ("words/cycle", "SRAM traffic / total cycles"),
     "weight_reuse": ("MAC/word", "MACs per filter word read from DRAM"),
     "activation_reuse": ("MAC/word", "MACs per ifmap word read from DRAM"),
     "off_array_bytes_per_tera_op": ("bytes/Top", "DRAM bytes per 1e12 operations"),
@@ -62,42 +68,36 @@ def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins:
     m.update({name: fout[:, col].reshape(shape) for name, (col, _, _) in FLOAT_OUTPUTS.items()})
     m["tile_mismatch"] = out[:, K.O_FOLDS_FULL:K.O_FOLDS_BOTH_SHORT + 1].reshape(shape + (4,))
     m["occupancy"] = occ.reshape(shape + (occupancy_bins,))
-    m.update(_bandwidth(m, configs))
+    m.update(_memory(m, layers, configs))
     return m
 
 
-def _bandwidth(m: dict, configs: list[MeshConfig]) -> dict:
-    """DRAM traffic over time and, with a bandwidth limit, an estimate of feed stalls.
-
-    Estimate (not SCALE-Sim's request-level buffer model; docs/systolic.md compares them): operands
-    that fit their SRAM are prefetched before compute, larger ones stream during compute; ofmap
-    writes beyond what the ofmap SRAM holds must drain at the DRAM bandwidth during compute.
-    Stalls = the cycles that traffic needs beyond the compute cycles.
-    """
-    cycles = np.maximum(m["compute_cycles"], 1).astype(float)
+def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig]) -> dict:
+    """Stalls and DRAM traffic: none and each element once with unlimited bandwidth (SCALE-Sim's
+    CALC mode); SCALE-Sim's request-level buffer model where a config sets a bandwidth (USER)."""
+    limited = np.array([c.bandwidth_limited for c in configs])
+    mem = memory_metrics(layers, configs)
+    out = {name: np.where(limited, mem[name], 0) for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
+    out["stall_cycles"] = np.where(limited, mem["stall_cycles"], 0)
+    out["stall_cycles_by_operand"] = mem["stall_cycles_by_operand"]
+    out["total_cycles"] = np.where(limited, mem["total_cycles"], m["compute_cycles"])
+    for name in ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes"):
+        m[name] = np.where(limited, mem[name], m[name])
+    cycles = np.maximum(out["total_cycles"], 1).astype(float)
+    m["overall_utilization"] = 100.0 * m["macs"] / (cycles * np.array([c.rows * c.cols for c in configs]))
     dram = m["dram_ifmap_reads"] + m["dram_filter_reads"] + m["dram_ofmap_writes"]
     sram = m["sram_ifmap_reads"] + m["sram_filter_reads"] + m["sram_ofmap_writes"]
-    words = np.array([[c.ifmap_sram_kb * 1024 / c.word_bytes, c.filter_sram_kb * 1024 / c.word_bytes,
-                       c.ofmap_sram_kb * 1024 / c.word_bytes] for c in configs])
-    streamed_if = np.where(m["dram_ifmap_reads"] > words[:, 0], m["dram_ifmap_reads"], 0)
-    streamed_fi = np.where(m["dram_filter_reads"] > words[:, 1], m["dram_filter_reads"], 0)
-    drained_of = np.maximum(m["dram_ofmap_writes"] - words[:, 2], 0)
-    bw = np.array([c.bandwidth_words_per_cycle or np.inf for c in configs])
-    need = np.ceil((streamed_if + streamed_fi + drained_of) / bw)
-    stalls = np.where(np.isfinite(bw), np.maximum(need - cycles, 0), 0).astype(np.int64)
-    parts = np.stack([streamed_if, streamed_fi, drained_of])
-    names = np.array(["ifmap", "filter", "ofmap"])
     word = np.array([c.word_bytes for c in configs])
-    return {
-        "stall_cycles": stalls,
-        "total_cycles": m["compute_cycles"] + stalls,
-        "stall_operand": np.where(stalls > 0, names[parts.argmax(0)], ""),
+    by_operand = out["stall_cycles_by_operand"]
+    out.update({
+        "stall_operand": np.where(out["stall_cycles"] > 0, np.array(STALL_OPERANDS)[by_operand.argmax(-1)], ""),
         "avg_dram_words_per_cycle": dram / cycles,
         "avg_sram_words_per_cycle": sram / cycles,
         "weight_reuse": m["macs"] / m["dram_filter_reads"],
         "activation_reuse": m["macs"] / m["dram_ifmap_reads"],
         "off_array_bytes_per_tera_op": dram * word / (2 * m["macs"] / 1e12),
-    }
+    })
+    return out
 
 
 def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64):
@@ -112,12 +112,19 @@ def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins
         data[name] = (dims, m[name], {"units": units, "description": desc})
     for name, (units, desc) in DERIVED.items():
         data[name] = (dims, m[name], {"units": units, "description": desc})
+    for name, (_, units, desc) in MEMORY_OUTPUTS.items():
+        if name.endswith("_cycle"):
+            data[name] = (dims, m[name], {"units": units, "description": desc + " (bandwidth-limited configs)"})
+    data["stall_cycles_by_operand"] = (dims + ("operand",), m["stall_cycles_by_operand"],
+                                       {"units": "cycles", "description": "stall cycles by the operand "
+                                        "whose buffer set each stalled cycle"})
     data["tile_mismatch"] = (dims + ("fold_kind",), m["tile_mismatch"],
                              {"units": "folds", "description": "folds by how they fill the mesh"})
     data["occupancy"] = (dims + ("time_bin",), m["occupancy"],
                          {"units": "1", "description": "mean fraction of busy PEs in equal time bins"})
     return xr.Dataset(data, coords={
-        "layer": [layer.name for layer in layers], "fold_kind": MISMATCH,
+        "layer": [layer.name for layer in layers], "fold_kind": MISMATCH, "operand": STALL_OPERANDS,
         "rows": ("config", [c.rows for c in configs]), "cols": ("config", [c.cols for c in configs]),
         "dataflow": ("config", [c.dataflow for c in configs]),
-    }, attrs={"stall_model": "estimate: prefetch what fits, stream the rest at the DRAM bandwidth"})
+        "bandwidth_words_per_cycle": ("config", [c.bandwidth_words_per_cycle or 0 for c in configs]),
+    }, attrs={"stall_model": "SCALE-Sim v3 USER mode, request by request (bandwidth 0 = unlimited, CALC)"})

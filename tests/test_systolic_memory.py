@@ -1,0 +1,112 @@
+"""SCALE-Sim's bandwidth-limited memory model: the numba kernel against the request-by-request
+reference (random layers, meshes, SRAM sizes and interfaces) and against SCALE-Sim v3 itself."""
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastsim.errors import ConfigError
+from fastsim.systolic import Layer, MeshConfig, simulate_mesh
+from fastsim.systolic.memory import memory_metrics
+from scalesim_memory_reference import simulate as reference
+from test_systolic import golden_layers
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN_FILES = ["scalesim_v3.json", "scalesim_v3_bandwidth.json"]
+
+
+@st.composite
+def layers(draw):
+    if draw(st.booleans()):
+        m, n, k = draw(st.integers(1, 24)), draw(st.integers(1, 24)), draw(st.integers(1, 24))
+        return Layer.gemm("g", m, n, k)
+    fh, fw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    ih, iw = draw(st.integers(fh, 9)), draw(st.integers(fw, 9))
+    return Layer.conv("c", ih, iw, fh, fw, draw(st.integers(1, 4)), draw(st.integers(1, 12)),
+                      draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(layers(), st.integers(1, 9), st.integers(1, 9), st.sampled_from(["ws", "is", "os"]),
+       st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 12), st.integers(1, 12),
+       st.integers(1, 12), st.sampled_from([1, 4, 16, 64]))
+def test_memory_kernel__equals_the_request_reference(layer, r, c, df, ikb, fkb, okb, ibw, fbw, obw, word_bytes):
+    # word_bytes shrinks the SRAMs to 1024/word_bytes words per kB, so small buffers overflow often
+    cfg = MeshConfig(r, c, df, ikb, fkb, okb, obw, ibw, fbw, word_bytes=word_bytes)
+    got = memory_metrics([layer], [cfg])
+    words = 1024 // word_bytes
+    geometry = dict(zip(["ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "num_filters", "stride",
+                         "stride_w"], layer.geometry))
+    want = reference(geometry, r, c, df, ikb * words, fkb * words, okb * words, ibw, fbw, obw)
+    for key, ref_key in [("total_cycles", "total_cycles"), ("stall_cycles", "stall_cycles"),
+                         ("dram_ifmap_reads", "dram_ifmap_reads"), ("dram_filter_reads", "dram_filter_reads"),
+                         ("dram_ofmap_writes", "dram_ofmap_writes"),
+                         ("dram_ifmap_start_cycle", "dram_ifmap_start"), ("dram_ifmap_stop_cycle", "dram_ifmap_stop"),
+                         ("dram_filter_start_cycle", "dram_filter_start"), ("dram_filter_stop_cycle", "dram_filter_stop")]:
+        assert int(got[key][0, 0]) == want[ref_key], key
+    if want["dram_ofmap_start"] is not None:
+        assert int(got["dram_ofmap_start_cycle"][0, 0]) == want["dram_ofmap_start"]
+        assert int(got["dram_ofmap_stop_cycle"][0, 0]) == want["dram_ofmap_stop"]
+    assert int(got["stall_cycles_by_operand"][0, 0].sum()) == want["stall_cycles"]
+
+
+def _golden_user_runs():
+    runs = []
+    for name in GOLDEN_FILES:
+        runs += [r for r in json.loads((ROOT / "tests" / "golden" / name).read_text())["results"] if r["mode"] == "USER"]
+    return runs
+
+
+def _config(run):
+    return MeshConfig(run["rows"], run["cols"], run["dataflow"], run["sram_kb"], run.get("filter_sram_kb", run["sram_kb"]),
+                      run.get("ofmap_sram_kb", run["sram_kb"]), run["bandwidth"], run.get("read_bandwidth", 10),
+                      run.get("read_bandwidth", 10))
+
+
+def test_memory_model__equals_scalesim_v3_on_every_bandwidth_limited_golden_run():
+    runs = _golden_user_runs()
+    configs = sorted({_config(r) for r in runs}, key=repr)
+    layers = golden_layers()
+    ds = simulate_mesh(layers, configs)
+    index = {layer.name: i for i, layer in enumerate(layers)}
+    stalled = 0
+    for run in runs:
+        p = ds.isel(layer=index[run["layer"]], config=configs.index(_config(run)))
+        c, a = run["compute"], run["access"]
+        where = (run["layer"], _config(run))
+        assert int(p.total_cycles) == int(c["Total Cycles"]), where
+        assert int(p.stall_cycles) == int(c["Stall Cycles"]), where
+        assert float(p.overall_utilization) == pytest.approx(float(c["Overall Util %"]), rel=1e-9), where
+        for ours, theirs in [("dram_ifmap_reads", "DRAM IFMAP Reads"), ("dram_filter_reads", "DRAM Filter Reads"),
+                             ("dram_ofmap_writes", "DRAM OFMAP Writes"),
+                             ("dram_ifmap_start_cycle", "DRAM IFMAP Start Cycle"),
+                             ("dram_ifmap_stop_cycle", "DRAM IFMAP Stop Cycle"),
+                             ("dram_filter_start_cycle", "DRAM Filter Start Cycle"),
+                             ("dram_filter_stop_cycle", "DRAM Filter Stop Cycle"),
+                             ("dram_ofmap_start_cycle", "DRAM OFMAP Start Cycle"),
+                             ("dram_ofmap_stop_cycle", "DRAM OFMAP Stop Cycle")]:
+            assert int(p[ours]) == float(a[theirs]), (where, ours)
+        stalled += int(c["Stall Cycles"]) > 0
+    assert len(runs) == 540 and stalled >= 300  # the second set is sized so that most runs stall
+
+
+def test_memory_model__names_the_operand_that_stalls():
+    # a tiny filter SRAM with a 1-word interface starves a weight-heavy GEMM
+    ds = simulate_mesh([Layer.gemm("fc", 4, 64, 64)], [MeshConfig(8, 8, "os", 64, 1, 64, 8, 10, 1)])
+    p = ds.isel(layer=0, config=0)
+    assert int(p.stall_cycles) > 0 and p.stall_operand.item() == "filter"
+    assert int(p.stall_cycles_by_operand.sel(operand="filter")) == int(p.stall_cycles)
+    unlimited = simulate_mesh([Layer.gemm("fc", 4, 64, 64)], [MeshConfig(8, 8, "os")]).isel(layer=0, config=0)
+    assert int(unlimited.stall_cycles) == 0 and int(p.total_cycles) > int(unlimited.total_cycles)
+
+
+@pytest.mark.parametrize("field,value", [("bandwidth_words_per_cycle", 0), ("bandwidth_words_per_cycle", 2.5),
+                                         ("ifmap_read_words_per_cycle", 0), ("filter_sram_kb", 0)])
+def test_memory_model__rejects_bad_interfaces_naming_the_scalesim_field(field, value):
+    kwargs = {"bandwidth_words_per_cycle": 4, field: value}
+    with pytest.raises(ConfigError) as e:
+        MeshConfig(8, 8, "os", **kwargs).validate()
+    assert {"bandwidth_words_per_cycle": "Bandwidth", "ifmap_read_words_per_cycle": "IfmapSRAMBankBandwidth",
+            "filter_sram_kb": "filtersramszkB"}[field] in str(e.value)
