@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
@@ -199,6 +200,14 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
 
 
 
+def _interpret_small_closed_form_runs(cfg, runs: int, most: int = 2000) -> None:
+    """Unlimited bandwidth needs only closed forms; for up to `most` layer runs they finish faster
+    as plain Python than numba starts (docs/systolic.md), unless FASTSIM_JIT is set explicitly."""
+    if not cfg.bandwidth_limited and runs <= most and "FASTSIM_JIT" not in os.environ \
+            and "fastsim.kernels._jit" not in sys.modules:
+        os.environ["FASTSIM_JIT"] = "0"
+
+
 @main.command("systolic")
 @click.option("-c", "config_path", required=True, type=click.Path(dir_okay=False), help="SCALE-Sim .cfg file")
 @click.option("-t", "topology_path", required=True, type=click.Path(dir_okay=False),
@@ -210,13 +219,15 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json):
     with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
     import dataclasses
 
-    from .systolic import mesh_metrics, read_config, read_topology
-    from .systolic.model import MISMATCH
+    from .systolic.inputs import read_config, read_topology
 
     try:
         cfg = read_config(config_path)
         layers = read_topology(topology_path)
         flows = [f.strip() for f in dataflow.split(",")] if dataflow else [cfg.dataflow]
+        _interpret_small_closed_form_runs(cfg, len(layers) * len(flows))
+        from .systolic.model import MISMATCH, mesh_metrics
+
         m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows])
     except ConfigError as e:
         click.echo(f"error: {e}", err=True)

@@ -9,18 +9,24 @@
   therefore stamped with a hash of every kernel source file.
 - fastmath stays off: kernels are integer and must be exact. ``nogil`` lets a threaded caller run
   several batches at once.
+- ``FASTSIM_JIT=0`` leaves every kernel a plain Python function and never imports numba: for
+  stepping through a kernel in a debugger, and for tiny batches where JIT start-up (about 0.3 s:
+  numba import plus loading cached machine code) costs more than the work. The CLI's systolic
+  command uses it for unlimited-bandwidth runs (closed forms only).
 """
 import hashlib
 import os
 from pathlib import Path
 
-import numba
-
-CACHE = os.environ.get("FASTSIM_NUMBA_CACHE", "1") != "0"
+JIT = os.environ.get("FASTSIM_JIT", "1") != "0"
+CACHE = JIT and os.environ.get("FASTSIM_NUMBA_CACHE", "1") != "0"
 _KERNEL_DIR = Path(__file__).resolve().parent
-_SOURCES_HASH = hashlib.sha256(
-    b"".join(p.read_bytes() for p in sorted(_KERNEL_DIR.glob("*.py"))) + numba.__version__.encode()
-).hexdigest()
+if JIT:
+    import numba
+
+    _SOURCES_HASH = hashlib.sha256(
+        b"".join(p.read_bytes() for p in sorted(_KERNEL_DIR.glob("*.py"))) + numba.__version__.encode()
+    ).hexdigest()
 
 
 def _install_cache_locator() -> bool:
@@ -52,9 +58,13 @@ if CACHE:
 
 def kernel(fn):
     """Compile ``fn`` as a nopython, nogil kernel with fastsim's cache policy."""
+    if not JIT:
+        return fn
     return numba.njit(cache=CACHE, nogil=True, fastmath=False, _nrt=False)(fn)
 
 
 def inline(fn):
     """A small helper inlined into its callers at numba-IR level (no call overhead)."""
+    if not JIT:
+        return fn
     return numba.njit(cache=CACHE, nogil=True, fastmath=False, inline="always", _nrt=False)(fn)

@@ -121,3 +121,21 @@ def test_systolic__topology_rows_of_bare_commas_are_skipped(tmp_path):
     f.write_text("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
                  ",,,,,,,,\nConv1, 8, 8, 3, 3, 2, 4, 1,\n")
     assert [layer.name for layer in read_topology(f)] == ["Conv1"]
+
+
+def test_systolic__cli_answers_the_same_interpreted_and_jitted(tmp_path):
+    """Unlimited-bandwidth CLI runs execute the closed-form kernel as plain Python (faster start);
+    both ways must print the same numbers."""
+    import os
+    import subprocess
+    import sys
+
+    topo = ROOT / "bench" / "scalesim" / "resnet50_first4.csv"
+    cfg = ROOT / "bench" / "scalesim" / "mesh32_os.cfg"
+    outputs = []
+    for jit in ("0", "1"):
+        env = {**os.environ, "FASTSIM_JIT": jit}
+        r = subprocess.run([sys.executable, "-m", "fastsim.cli", "systolic", "-c", str(cfg), "-t", str(topo),
+                            "--dataflow", "ws,is,os", "--json"], env=env, capture_output=True, text=True, check=True)
+        outputs.append(json.loads(r.stdout))
+    assert outputs[0] == outputs[1] and len(outputs[0]["layers"]) == 12

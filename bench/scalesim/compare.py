@@ -1,6 +1,9 @@
 """Whole-process wall time: fastsim vs SCALE-Sim v3 on the same files, and their cycle counts.
 
-    SCALESIM_PYTHON=/tmp/ss/bin/python python bench/scalesim/compare.py [topology.csv ...]
+    SCALESIM_PYTHON=/tmp/ss/bin/python python bench/scalesim/compare.py [--config CFG] [topology.csv ...]
+
+The default config is mesh32_os.cfg (unlimited bandwidth); mesh32_os_user.cfg is the same mesh
+with SCALE-Sim's USER-mode interfaces, where both tools run their request-level buffer models.
 
 SCALE-Sim runs with traces off (save_disk_space=True) in its own environment; fastsim runs its CLI
 (`fastsim systolic --json`) in a fresh process, so both include interpreter start-up.
@@ -33,12 +36,12 @@ def compare(topology: Path, config: Path, scalesim_python: str) -> dict:
                         "1" if gemm else "0"], check=True, capture_output=True)
         scalesim_s = time.perf_counter() - t
         report = next(Path(tmp).rglob("COMPUTE_REPORT.csv")).read_text().splitlines()[1:]
-        ss_cycles = [int(line.split(",")[2]) for line in report if line.strip()]
+        ss_cycles = [(int(line.split(",")[2]), int(line.split(",")[3])) for line in report if line.strip()]
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "fastsim.cli", "systolic", "-c", str(config), "-t", str(topology),
                           "--json"], check=True, capture_output=True, text=True)
     fastsim_s = time.perf_counter() - t
-    fs_cycles = [row["total_cycles"] for row in json.loads(out.stdout)["layers"]]
+    fs_cycles = [(row["total_cycles"], row["stall_cycles"]) for row in json.loads(out.stdout)["layers"]]
     return {"topology": topology.name, "scalesim_s": scalesim_s, "fastsim_s": fastsim_s,
             "speedup": scalesim_s / fastsim_s, "cycles_equal": ss_cycles == fs_cycles,
             "cycles": fs_cycles}
@@ -48,11 +51,15 @@ def main():
     python = os.environ.get("SCALESIM_PYTHON")
     if not python:
         sys.exit("set SCALESIM_PYTHON to a python with scalesim==3.0.0 (see golden.py)")
-    tops = [Path(p) for p in sys.argv[1:]] or [HERE / "gemm256.csv", HERE / "resnet50_first4.csv"]
+    args = sys.argv[1:]
+    config = HERE / "mesh32_os.cfg"
+    if args[:1] == ["--config"]:
+        config, args = Path(args[1]), args[2:]
+    tops = [Path(p) for p in args] or [HERE / "gemm256.csv", HERE / "resnet50_first4.csv"]
     for top in tops:
-        r = compare(top, HERE / "mesh32_os.cfg", python)
-        print(f"{r['topology']}: SCALE-Sim {r['scalesim_s']:.1f} s, fastsim {r['fastsim_s']:.2f} s "
-              f"(whole process) -> {r['speedup']:.0f}x; cycles equal: {r['cycles_equal']} {r['cycles']}")
+        r = compare(top, config, python)
+        print(f"{r['topology']} ({config.name}): SCALE-Sim {r['scalesim_s']:.1f} s, fastsim {r['fastsim_s']:.2f} s "
+              f"(whole process) -> {r['speedup']:.0f}x; (total, stall) cycles equal: {r['cycles_equal']} {r['cycles']}")
 
 
 if __name__ == "__main__":

@@ -1,3 +1,14 @@
-"""Systolic PE-mesh model (ws / is / os) that reproduces SCALE-Sim v3's cycle counts."""
+"""Systolic PE-mesh model (ws / is / os) that reproduces SCALE-Sim v3's numbers.
+
+The model (and with it the kernels) loads on first use, so reading inputs stays light and the CLI
+can choose how kernels run before they load.
+"""
 from .inputs import Layer, MeshConfig, read_config, read_topology
-from .model import mesh_metrics, simulate_mesh
+
+
+def __getattr__(name):
+    if name in ("mesh_metrics", "simulate_mesh"):
+        from . import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
