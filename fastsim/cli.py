@@ -214,7 +214,9 @@ def _interpret_small_closed_form_runs(cfg, runs: int, most: int = 2000) -> None:
               help="SCALE-Sim topology CSV (conv or GEMM form)")
 @click.option("--dataflow", default=None, help="override: one or more of ws,is,os (comma separated)")
 @click.option("--json", "as_json", is_flag=True)
-def systolic_cmd(config_path, topology_path, dataflow, as_json):
+@click.option("--traces", "traces_dir", default=None, type=click.Path(file_okay=False),
+              help="also write SCALE-Sim-format SRAM traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
+def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
     """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
     with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
     import dataclasses
@@ -225,10 +227,17 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json):
         cfg = read_config(config_path)
         layers = read_topology(topology_path)
         flows = [f.strip() for f in dataflow.split(",")] if dataflow else [cfg.dataflow]
-        _interpret_small_closed_form_runs(cfg, len(layers) * len(flows))
+        if not traces_dir:
+            _interpret_small_closed_form_runs(cfg, len(layers) * len(flows))
         from .systolic.model import MISMATCH, mesh_metrics
 
         m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows])
+        if traces_dir:
+            from .systolic.traces import write_sram_traces
+
+            for f in flows:
+                name = cfg.name if len(flows) == 1 else f"{cfg.name}_{f}"
+                write_sram_traces(layers, dataclasses.replace(cfg, dataflow=f, name=name), traces_dir)
     except ConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)

@@ -356,10 +356,12 @@ def _geometry(x, g):
 
 
 @kernel
-def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, fi_count, fi_lines, fill):
+def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, fi_count, fi_lines, fill,
+                 trace):
     """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]; the rest is scratch sized for the largest item
     (g[G_NCOL], rb[2, RB_NCOL], wb[WB_NCOL]; CSR starts/count: address space + 1; lines: prefetch
-    elements; fill: ofmap requests + 1)."""
+    elements; fill: ofmap requests + 1). trace: int64[rows, 3] receives the cycle each demand row
+    is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise."""
     for item in range(inp.shape[0]):
         x = inp[item]
         _geometry(x, g)
@@ -462,6 +464,10 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                     if done > total:
                         total = done
                     s_of = done - cycle
+                    if trace.shape[0] >= row:
+                        trace[row - 1, 0] = cycle + s_if + 1
+                        trace[row - 1, 1] = cycle + s_fi + 1
+                        trace[row - 1, 2] = done
                     stall = max(s_if, s_fi, s_of)
                     if stall > 0:
                         if s_if == stall:

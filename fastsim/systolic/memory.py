@@ -62,6 +62,25 @@ def _scratch_sizes(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, i
     return ih * iw * ch, k * nf, pre_if, pre_fi, writes
 
 
+def _run(inp: np.ndarray, sizes, trace: np.ndarray) -> np.ndarray:
+    out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
+    KM.memory_batch(inp, out, np.zeros(KM.G_NCOL, np.int64), np.zeros((2, KM.RB_NCOL), np.int64),
+                    np.zeros(KM.WB_NCOL, np.int64),
+                    np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
+                    np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
+                    np.zeros(sizes[4] + 1, np.int64), trace)
+    return out
+
+
+def served_cycles(layer: Layer, cfg: MeshConfig, demand_rows: int) -> np.ndarray:
+    """int64[demand_rows, 3]: the cycle SCALE-Sim serves each demand row (ifmap, filter, ofmap)."""
+    trace = np.zeros((demand_rows, 3), np.int64)
+    out = _run(_item(layer, cfg)[None, :], _scratch_sizes(layer, cfg), trace)
+    if out[0, KM.Y_STATUS] or out[0, KM.Y_ROWS] != demand_rows:
+        raise SimulationError(f"systolic memory model: {layer.name} did not serve its {demand_rows} demand rows")
+    return trace
+
+
 def memory_metrics(layers: list[Layer], configs: list[MeshConfig]) -> dict:
     """Every output of the memory model as an int64 array (layers, configs); configs without a
     bandwidth limit get zeros. ``stall_cycles_by_operand`` adds a trailing axis (ifmap, filter, ofmap)."""
@@ -76,12 +95,7 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig]) -> dict:
             raise ValueError(f"layer {layer.name}: no geometry; build it with Layer.gemm or Layer.conv")
     inp = np.stack([_item(layers[i], configs[j]) for i, j in pairs])
     sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs]).max(axis=0)
-    out = np.zeros((len(pairs), KM.Y_NCOL), np.int64)
-    KM.memory_batch(inp, out, np.zeros(KM.G_NCOL, np.int64), np.zeros((2, KM.RB_NCOL), np.int64),
-                    np.zeros(KM.WB_NCOL, np.int64),
-                    np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
-                    np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
-                    np.zeros(sizes[4] + 1, np.int64))
+    out = _run(inp, sizes, np.zeros((0, 3), np.int64))
     failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}"
               for (i, j), row in zip(pairs, out) if row[KM.Y_STATUS]]
     if failed:
