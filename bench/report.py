@@ -2,6 +2,8 @@
 
     python bench/report.py                 # engine, workloads and calibration (a few minutes)
     python bench/report.py sweeps          # sweep points/s with 1 and 2 workers
+    python bench/report.py llm             # Llama-3.2-1B decode and prefill simulation times
+    python bench/report.py systolic        # mesh model: whole-process CLI and in-process times
 """
 from __future__ import annotations
 
@@ -133,6 +135,26 @@ def llm(repeats: int = 3):
         print(f"Llama-3.2-1B {name}: {t:.2f} s to simulate (median of {repeats})")
 
 
+def systolic(repeats: int = 5):
+    """Whole-process CLI time on full ResNet-50 (32x32 os mesh), unlimited and bandwidth-limited,
+    and the in-process cost of the bandwidth-limited memory model."""
+    from fastsim.systolic import mesh_metrics, read_config, read_topology
+
+    here = Path(__file__).resolve().parent / "scalesim"
+    topo = here / "resnet50.csv"
+    for cfg in ("mesh32_os.cfg", "mesh32_os_user.cfg"):
+        cmd = [sys.executable, "-m", "fastsim.cli", "systolic", "-c", str(here / cfg), "-t", str(topo), "--json"]
+        t = median_time(lambda: subprocess.run(cmd, check=True, capture_output=True), repeats)
+        print(f"fastsim systolic, ResNet-50 (54 layers), {cfg}: {t:.2f} s whole process (median of {repeats})")
+    layers, cfg = read_topology(topo), read_config(here / "mesh32_os_user.cfg")
+    mesh_metrics(layers[:1], [cfg])
+    t = median_time(lambda: mesh_metrics(layers, [cfg]), 3)
+    m = mesh_metrics(layers, [cfg])
+    requests = int((m["sram_ifmap_reads"] + m["sram_filter_reads"] + m["sram_ofmap_writes"]).sum())
+    print(f"  bandwidth-limited model in-process: {t:.2f} s, {requests / t / 1e6:.0f} M requests/s "
+          f"({int(m['compute_cycles'].sum()):,} compute cycles, {int(m['stall_cycles'].sum()):,} stall cycles)")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "engine"
-    {"engine": main, "sweeps": sweeps, "llm": llm}[what]()
+    {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic}[what]()
