@@ -34,7 +34,8 @@ X_IFMAP_BW = 13
 X_FILTER_BW = 14
 X_OFMAP_BW = 15
 X_STRIDE_W = 16  # columns
-X_NCOL = 17
+X_FOLD_BASE = 17  # where this item's fold start cycles go in `fold_start`
+X_NCOL = 18
 
 # outputs
 Y_STATUS = 0  # 0 ok; 1 a demanded address is not in the operand's prefetch order
@@ -357,11 +358,13 @@ def _geometry(x, g):
 
 @kernel
 def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, fi_count, fi_lines, fill,
-                 trace):
+                 trace, fold_start):
     """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]; the rest is scratch sized for the largest item
     (g[G_NCOL], rb[2, RB_NCOL], wb[WB_NCOL]; CSR starts/count: address space + 1; lines: prefetch
     elements; fill: ofmap requests + 1). trace: int64[rows, 3] receives the cycle each demand row
-    is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise."""
+    is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise.
+    fold_start: int64[sum over items of folds + 1] receives the cycle each fold starts (stalls
+    included) and, last, the cycle the item ends: the occupancy timeline with stalls."""
     for item in range(inp.shape[0]):
         x = inp[item]
         _geometry(x, g)
@@ -391,8 +394,10 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         done = 0
         row = 0
         status = 0
+        base = x[X_FOLD_BASE]
         for fc in range(nc):
             for fr in range(nr):
+                fold_start[base + fc * nr + fr] = row + stalls
                 for q in range(fold_len):
                     cycle = row + stalls
                     row += 1
@@ -481,6 +486,7 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                     break
             if status:
                 break
+        fold_start[base + nc * nr] = row + stalls
         # drain what the ofmap buffer still holds, one half after another
         _wb_flush(wb, fill)
         cyc = done

@@ -148,3 +148,19 @@ def test_demand_matrices__vectorised_equal_the_reference_loops(layer, r, c, df):
     got = prefetch_orders(layer, r, c, df) + demand_matrices(layer, r, c, df)
     for a, b in zip(got, want):
         assert np.array_equal(a, b)
+
+
+def test_memory_model__occupancy_timeline_includes_the_stalls():
+    import numpy as np
+
+    layer = Layer.gemm("fc", 40, 64, 64)
+    starved, free = MeshConfig(8, 8, "os", 64, 1, 64, 8, 10, 1), MeshConfig(8, 8, "os", 64, 64, 64, 8)
+    ds = simulate_mesh([layer], [starved, free, MeshConfig(8, 8, "os")]).isel(layer=0)
+    s, f, unlimited = ds.isel(config=0), ds.isel(config=1), ds.isel(config=2)
+    assert int(s.stall_cycles) > int(s.compute_cycles) and int(f.stall_cycles) == 0
+    # busy PE-cycles are conserved: mean occupancy x timeline = MACs / PEs
+    end = int(s.compute_cycles) + 1 + int(s.stall_cycles)
+    assert float(s.occupancy.mean()) * end == pytest.approx(40 * 64 * 64 / 64, rel=0.02)
+    assert float(s.occupancy.mean()) < 0.5 * float(f.occupancy.mean())
+    # without stalls the timeline is the closed form's
+    assert np.allclose(f.occupancy, unlimited.occupancy)

@@ -62,40 +62,68 @@ def _scratch_sizes(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, i
     return ih * iw * ch, k * nf, pre_if, pre_fi, writes
 
 
-def _run(inp: np.ndarray, sizes, trace: np.ndarray) -> np.ndarray:
+def _folds(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int, int]:
+    """(row tiles, column tiles, last row tile, last column tile, streamed length T, mesh PEs)."""
+    sr, sc, t = {"os": (layer.m, layer.n, layer.k), "ws": (layer.k, layer.n, layer.m),
+                 "is": (layer.k, layer.m, layer.n)}[cfg.dataflow]
+    nr, nc = math.ceil(sr / cfg.rows), math.ceil(sc / cfg.cols)
+    return nr, nc, sr - (nr - 1) * cfg.rows, sc - (nc - 1) * cfg.cols, t, cfg.rows * cfg.cols
+
+
+def occupancy(layer: Layer, cfg: MeshConfig, fold_start: np.ndarray, bins: int) -> np.ndarray:
+    """Mean busy-PE fraction in `bins` equal time bins of the stalled timeline: each fold's busy
+    PE-cycles spread evenly over the cycles from its start to the next fold's (stalls included)."""
+    nr, nc, last_r, last_c, t, pes = _folds(layer, cfg)
+    used_r = np.where(np.arange(nr) < nr - 1, cfg.rows, last_r)
+    used_c = np.where(np.arange(nc) < nc - 1, cfg.cols, last_c)
+    busy = (used_c[:, None] * used_r[None, :] * t).ravel()  # column tiles outer, as the kernel runs them
+    cumulative = np.concatenate([[0], np.cumsum(busy)]).astype(float)
+    edges = np.arange(bins + 1) * fold_start[-1] // bins  # integer bins, as the closed form's
+    integral = np.interp(edges, fold_start.astype(float), cumulative)
+    width = np.diff(edges).astype(float)
+    return np.divide(np.diff(integral), width * pes, out=np.zeros(bins), where=width > 0)
+
+
+def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray) -> np.ndarray:
     out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
     KM.memory_batch(inp, out, np.zeros(KM.G_NCOL, np.int64), np.zeros((2, KM.RB_NCOL), np.int64),
                     np.zeros(KM.WB_NCOL, np.int64),
                     np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
                     np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
-                    np.zeros(sizes[4] + 1, np.int64), trace)
+                    np.zeros(sizes[4] + 1, np.int64), trace, fold_start)
     return out
 
 
 def served_cycles(layer: Layer, cfg: MeshConfig, demand_rows: int) -> np.ndarray:
     """int64[demand_rows, 3]: the cycle SCALE-Sim serves each demand row (ifmap, filter, ofmap)."""
     trace = np.zeros((demand_rows, 3), np.int64)
-    out = _run(_item(layer, cfg)[None, :], _scratch_sizes(layer, cfg), trace)
+    nr, nc = _folds(layer, cfg)[:2]
+    out = _run(_item(layer, cfg)[None, :], _scratch_sizes(layer, cfg), trace, np.zeros(nr * nc + 1, np.int64))
     if out[0, KM.Y_STATUS] or out[0, KM.Y_ROWS] != demand_rows:
         raise SimulationError(f"systolic memory model: {layer.name} did not serve its {demand_rows} demand rows")
     return trace
 
 
-def memory_metrics(layers: list[Layer], configs: list[MeshConfig]) -> dict:
+def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64) -> dict:
     """Every output of the memory model as an int64 array (layers, configs); configs without a
-    bandwidth limit get zeros. ``stall_cycles_by_operand`` adds a trailing axis (ifmap, filter, ofmap)."""
+    bandwidth limit get zeros. ``stall_cycles_by_operand`` adds a trailing axis (ifmap, filter,
+    ofmap), ``occupancy`` one of time bins (NaN without a limit)."""
     pairs = [(i, j) for j, cfg in enumerate(configs) if cfg.bandwidth_limited for i in range(len(layers))]
     shape = (len(layers), len(configs))
     result = {name: np.zeros(shape, np.int64) for name in OUTPUTS}
     result["stall_cycles_by_operand"] = np.zeros(shape + (3,), np.int64)
+    result["occupancy"] = np.full(shape + (occupancy_bins,), np.nan)
     if not pairs:
         return result
     for layer in layers:
         if layer.geometry[0] == 0:
             raise ValueError(f"layer {layer.name}: no geometry; build it with Layer.gemm or Layer.conv")
     inp = np.stack([_item(layers[i], configs[j]) for i, j in pairs])
+    folds = np.array([np.prod(_folds(layers[i], configs[j])[:2]) + 1 for i, j in pairs])
+    inp[:, KM.X_FOLD_BASE] = np.concatenate([[0], np.cumsum(folds)[:-1]])
     sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs]).max(axis=0)
-    out = _run(inp, sizes, np.zeros((0, 3), np.int64))
+    fold_start = np.zeros(folds.sum(), np.int64)
+    out = _run(inp, sizes, np.zeros((0, 3), np.int64), fold_start)
     failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}"
               for (i, j), row in zip(pairs, out) if row[KM.Y_STATUS]]
     if failed:
@@ -105,4 +133,6 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig]) -> dict:
     for name, (col, _, _) in OUTPUTS.items():
         result[name][rows, cols] = out[:, col]
     result["stall_cycles_by_operand"][rows, cols] = out[:, [KM.Y_STALL_IFMAP, KM.Y_STALL_FILTER, KM.Y_STALL_OFMAP]]
+    for (i, j), base, n in zip(pairs, inp[:, KM.X_FOLD_BASE], folds):
+        result["occupancy"][i, j] = occupancy(layers[i], configs[j], fold_start[base:base + n], occupancy_bins)
     return result

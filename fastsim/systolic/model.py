@@ -76,7 +76,8 @@ def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig]) -> dict:
     """Stalls and DRAM traffic: none and each element once with unlimited bandwidth (SCALE-Sim's
     CALC mode); SCALE-Sim's request-level buffer model where a config sets a bandwidth (USER)."""
     limited = np.array([c.bandwidth_limited for c in configs])
-    mem = memory_metrics(layers, configs)
+    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1])
+    m["occupancy"] = np.where(limited[:, None], mem["occupancy"], m["occupancy"])
     out = {name: np.where(limited, mem[name], 0) for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
     out["stall_cycles"] = np.where(limited, mem["stall_cycles"], 0)
     out["stall_cycles_by_operand"] = mem["stall_cycles_by_operand"]
@@ -121,7 +122,8 @@ def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins
     data["tile_mismatch"] = (dims + ("fold_kind",), m["tile_mismatch"],
                              {"units": "folds", "description": "folds by how they fill the mesh"})
     data["occupancy"] = (dims + ("time_bin",), m["occupancy"],
-                         {"units": "1", "description": "mean fraction of busy PEs in equal time bins"})
+                         {"units": "1", "description": "mean fraction of busy PEs in equal time bins "
+                                          "(stalls included when bandwidth-limited)"})
     return xr.Dataset(data, coords={
         "layer": [layer.name for layer in layers], "fold_kind": MISMATCH, "operand": STALL_OPERANDS,
         "rows": ("config", [c.rows for c in configs]), "cols": ("config", [c.cols for c in configs]),
