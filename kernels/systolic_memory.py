@@ -395,6 +395,9 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         row = 0
         status = 0
         base = x[X_FOLD_BASE]
+        # an operand whose lines all fit the active window never misses: skip its requests
+        if_resident = rb[0, RB_N_ACTIVE] == rb[0, RB_LINES]
+        fi_resident = rb[1, RB_N_ACTIVE] == rb[1, RB_LINES]
         for fc in range(nc):
             for fr in range(nr):
                 fold_start[base + fc * nr + fr] = row + stalls
@@ -403,7 +406,9 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                     row += 1
                     # ---- ifmap reads
                     off = 1
-                    if df == DF_OS:  # skewed over R columns: IF[fr*R + col, q - col]
+                    if if_resident:
+                        pass
+                    elif df == DF_OS:  # skewed over R columns: IF[fr*R + col, q - col]
                         for col in range(max(0, q - t + 1), min(r - 1, q) + 1):
                             s = fr * r + col
                             if s < m:
@@ -429,7 +434,9 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                     s_if = off - 1
                     # ---- filter reads
                     off = 1
-                    if df == DF_OS:  # skewed over C columns: FI[q - col, fc*C + col]
+                    if fi_resident:
+                        pass
+                    elif df == DF_OS:  # skewed over C columns: FI[q - col, fc*C + col]
                         for col in range(max(0, q - t + 1), min(c - 1, q) + 1):
                             s = fc * c + col
                             if s < n:
