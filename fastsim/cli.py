@@ -215,7 +215,7 @@ def _interpret_small_closed_form_runs(cfg, runs: int, most: int = 2000) -> None:
 @click.option("--dataflow", default=None, help="override: one or more of ws,is,os (comma separated)")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--traces", "traces_dir", default=None, type=click.Path(file_okay=False),
-              help="also write SCALE-Sim-format SRAM traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
+              help="also write SCALE-Sim-format traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
 def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
     """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
     with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
@@ -233,11 +233,11 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
 
         m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows])
         if traces_dir:
-            from .systolic.traces import write_sram_traces
+            from .systolic.traces import write_traces
 
             for f in flows:
                 name = cfg.name if len(flows) == 1 else f"{cfg.name}_{f}"
-                write_sram_traces(layers, dataclasses.replace(cfg, dataflow=f, name=name), traces_dir)
+                write_traces(layers, dataclasses.replace(cfg, dataflow=f, name=name), traces_dir)
     except ConfigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)

@@ -54,7 +54,8 @@ Y_FILTER_STOP = 12
 Y_OFMAP_START = 13
 Y_OFMAP_STOP = 14
 Y_ROWS = 15  # demand rows (compute cycles + 1)
-Y_NCOL = 16
+Y_OFMAP_LINES = 16  # ofmap buffer lines written (rows of `fill` in use)
+Y_NCOL = 17
 
 DF_WS = 0
 DF_IS = 1
@@ -299,7 +300,7 @@ def _wb_init(st, words, bw):
 @inline
 def _wb_flush(st, fill):
     if st[WB_LINE_IDX] > 0:
-        fill[st[WB_LINES]] = st[WB_LINE_IDX]
+        fill[st[WB_LINES], 0] = st[WB_LINE_IDX]
         st[WB_LINES] += 1
         st[WB_LINE_IDX] = 0
 
@@ -311,7 +312,9 @@ def _wb_drain(st, fill, start):
     n = end_line - st[WB_DRAIN_LINE]
     if n <= 0:
         return start
-    words = n * st[WB_BW] - (st[WB_BW] - fill[end_line - 1])  # only the last line's gap is known
+    words = n * st[WB_BW] - (st[WB_BW] - fill[end_line - 1, 0])  # only the last line's gap is known
+    for line in range(n):
+        fill[st[WB_DRAIN_LINE] + line, 1] = start + line
     st[WB_ACCESSES] += words
     st[WB_FREE] += words
     st[WB_DRAIN_LINE] = end_line
@@ -328,7 +331,7 @@ def _wb_write(st, fill, current):
     st[WB_LINE_IDX] += 1
     st[WB_FREE] -= 1
     if st[WB_LINE_IDX] == st[WB_BW]:
-        fill[st[WB_LINES]] = st[WB_BW]
+        fill[st[WB_LINES], 0] = st[WB_BW]
         st[WB_LINES] += 1
         st[WB_LINE_IDX] = 0
     if current < st[WB_DRAIN_END]:
@@ -361,7 +364,8 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                  trace, fold_start):
     """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]; the rest is scratch sized for the largest item
     (g[G_NCOL], rb[2, RB_NCOL], wb[WB_NCOL]; CSR starts/count: address space + 1; lines: prefetch
-    elements; fill: ofmap requests + 1). trace: int64[rows, 3] receives the cycle each demand row
+    elements; fill: int64[ofmap requests + 1, 2], per ofmap buffer line its words and the cycle it
+    was written to DRAM). trace: int64[rows, 3] receives the cycle each demand row
     is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise.
     fold_start: int64[sum over items of folds + 1] receives the cycle each fold starts (stalls
     included) and, last, the cycle the item ends: the occupancy timeline with stalls."""
@@ -513,3 +517,4 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         out[item, Y_OFMAP_START] = wb[WB_FIRST]
         out[item, Y_OFMAP_STOP] = wb[WB_LAST]
         out[item, Y_ROWS] = row
+        out[item, Y_OFMAP_LINES] = wb[WB_LINES]

@@ -113,7 +113,7 @@ def test_memory_model__rejects_bad_interfaces_naming_the_scalesim_field(field, v
 
 
 @pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
-def test_traces__cli_writes_sram_traces_byte_identical_to_scalesim(tmp_path, dataflow):
+def test_traces__cli_writes_sram_and_dram_traces_byte_identical_to_scalesim(tmp_path, dataflow):
     import tarfile
 
     from click.testing import CliRunner
@@ -129,6 +129,7 @@ def test_traces__cli_writes_sram_traces_byte_identical_to_scalesim(tmp_path, dat
     r = CliRunner().invoke(main, ["systolic", "-c", str(cfg), "-t", str(topo), "--traces", str(tmp_path / "out")])
     assert r.exit_code == 0, r.output
     with tarfile.open(golden / f"c4_{dataflow}_user.tar.gz") as tar:
+        assert len(tar.getmembers()) == 6
         for member in tar.getmembers():
             ours = (tmp_path / "out" / "r_os_USER" / "layer0" / member.name).read_bytes()
             assert ours == tar.extractfile(member).read(), member.name

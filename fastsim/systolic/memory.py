@@ -84,24 +84,30 @@ def occupancy(layer: Layer, cfg: MeshConfig, fold_start: np.ndarray, bins: int) 
     return np.divide(np.diff(integral), width * pes, out=np.zeros(bins), where=width > 0)
 
 
-def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray) -> np.ndarray:
+def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill: np.ndarray | None = None):
     out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
+    fill = np.zeros((sizes[4] + 1, 2), np.int64) if fill is None else fill
     KM.memory_batch(inp, out, np.zeros(KM.G_NCOL, np.int64), np.zeros((2, KM.RB_NCOL), np.int64),
                     np.zeros(KM.WB_NCOL, np.int64),
                     np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
                     np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
-                    np.zeros(sizes[4] + 1, np.int64), trace, fold_start)
+                    fill, trace, fold_start)
     return out
 
 
-def served_cycles(layer: Layer, cfg: MeshConfig, demand_rows: int) -> np.ndarray:
-    """int64[demand_rows, 3]: the cycle SCALE-Sim serves each demand row (ifmap, filter, ofmap)."""
+def trace_run(layer: Layer, cfg: MeshConfig, demand_rows: int) -> dict:
+    """One layer, keeping what traces need: ``served`` int64[demand_rows, 3] (the cycle each demand
+    row is served: ifmap, filter, ofmap), ``ofmap_lines`` int64[lines, 2] (words, DRAM write cycle)
+    and the scalar outputs."""
     trace = np.zeros((demand_rows, 3), np.int64)
     nr, nc = _folds(layer, cfg)[:2]
-    out = _run(_item(layer, cfg)[None, :], _scratch_sizes(layer, cfg), trace, np.zeros(nr * nc + 1, np.int64))
-    if out[0, KM.Y_STATUS] or out[0, KM.Y_ROWS] != demand_rows:
+    sizes = _scratch_sizes(layer, cfg)
+    fill = np.zeros((sizes[4] + 1, 2), np.int64)
+    out = _run(_item(layer, cfg)[None, :], sizes, trace, np.zeros(nr * nc + 1, np.int64), fill)[0]
+    if out[KM.Y_STATUS] or out[KM.Y_ROWS] != demand_rows:
         raise SimulationError(f"systolic memory model: {layer.name} did not serve its {demand_rows} demand rows")
-    return trace
+    result = {name: int(out[col]) for name, (col, _, _) in OUTPUTS.items()}
+    return {**result, "served": trace, "ofmap_lines": fill[:out[KM.Y_OFMAP_LINES]]}
 
 
 def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64) -> dict:
