@@ -246,6 +246,7 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
             "sram_filter_reads", "sram_ofmap_writes", "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes",
             "avg_dram_words_per_cycle", "weight_reuse", "activation_reuse", "off_array_bytes_per_tera_op"]
     if cfg.bandwidth_limited:
+        keys += ["total_cycles_incl_prefetch"]
         keys += [f"dram_{op}_{edge}_cycle" for op in ("ifmap", "filter", "ofmap") for edge in ("start", "stop")]
     rows = []
     for j, flow in enumerate(flows):

@@ -78,6 +78,7 @@ def test_memory_model__equals_scalesim_v3_on_every_bandwidth_limited_golden_run(
         where = (run["layer"], _config(run))
         assert int(p.total_cycles) == int(c["Total Cycles"]), where
         assert int(p.stall_cycles) == int(c["Stall Cycles"]), where
+        assert int(p.total_cycles_incl_prefetch) == int(c["Total Cycles (incl. prefetch)"]), where
         assert float(p.overall_utilization) == pytest.approx(float(c["Overall Util %"]), rel=1e-9), where
         for ours, theirs in [("dram_ifmap_reads", "DRAM IFMAP Reads"), ("dram_filter_reads", "DRAM Filter Reads"),
                              ("dram_ofmap_writes", "DRAM OFMAP Writes"),

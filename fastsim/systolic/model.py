@@ -82,6 +82,8 @@ def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig]) -> dict:
     out["stall_cycles"] = np.where(limited, mem["stall_cycles"], 0)
     out["stall_cycles_by_operand"] = mem["stall_cycles_by_operand"]
     out["total_cycles"] = np.where(limited, mem["total_cycles"], m["compute_cycles"])
+    first_read = np.minimum(mem["dram_ifmap_start_cycle"], mem["dram_filter_start_cycle"])
+    out["total_cycles_incl_prefetch"] = np.where(limited, mem["dram_ofmap_stop_cycle"] - first_read, 0)
     for name in ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes"):
         m[name] = np.where(limited, mem[name], m[name])
     cycles = np.maximum(out["total_cycles"], 1).astype(float)
@@ -116,6 +118,9 @@ def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins
     for name, (_, units, desc) in MEMORY_OUTPUTS.items():
         if name.endswith("_cycle"):
             data[name] = (dims, m[name], {"units": units, "description": desc + " (bandwidth-limited configs)"})
+    data["total_cycles_incl_prefetch"] = (dims, m["total_cycles_incl_prefetch"], {
+        "units": "cycles", "description": "SCALE-Sim 'Total Cycles (incl. prefetch)': first DRAM read to last "
+                                          "DRAM write (bandwidth-limited configs)"})
     data["stall_cycles_by_operand"] = (dims + ("operand",), m["stall_cycles_by_operand"],
                                        {"units": "cycles", "description": "stall cycles by the operand "
                                         "whose buffer set each stalled cycle"})
