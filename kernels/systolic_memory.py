@@ -112,20 +112,32 @@ def _cdiv(a, b):
     return (a + b - 1) // b
 
 
-@inline
-def ifmap_addr(g, i, j):
-    """Ifmap element (ofmap pixel i, window position j), relative to the ifmap offset; -1 off the map."""
-    o_row = i // g[G_OFMAP_W]
-    o_col = i - o_row * g[G_OFMAP_W]
-    i_row = o_row * g[G_STRIDE]
-    i_col = o_col * g[G_STRIDE_W]
+@kernel
+def _fill_ifmap_tables(g, pix, win):
+    """Per ofmap pixel its window origin (row, col, base address) and per window position its
+    offset (row, col, address): ifmap addresses then need no divisions in the request loops."""
+    for i in range(g[G_M]):
+        o_row = i // g[G_OFMAP_W]
+        o_col = i - o_row * g[G_OFMAP_W]
+        pix[i, 0] = o_row * g[G_STRIDE]
+        pix[i, 1] = o_col * g[G_STRIDE_W]
+        pix[i, 2] = (pix[i, 0] * g[G_IFMAP_W] + pix[i, 1]) * g[G_CHANNELS]
     span = g[G_FILTER_W] * g[G_CHANNELS]
-    c_row = j // span
-    rest = j - c_row * span
-    c_col = rest // g[G_CHANNELS]
-    c_ch = rest - c_col * g[G_CHANNELS]
-    if c_row + i_row < g[G_IFMAP_H] and c_col + i_col < g[G_IFMAP_W]:
-        return ((i_row + c_row) * g[G_IFMAP_W] + i_col + c_col) * g[G_CHANNELS] + c_ch
+    for j in range(g[G_K]):
+        c_row = j // span
+        rest = j - c_row * span
+        c_col = rest // g[G_CHANNELS]
+        win[j, 0] = c_row
+        win[j, 1] = c_col
+        win[j, 2] = (c_row * g[G_IFMAP_W] + c_col) * g[G_CHANNELS] + rest - c_col * g[G_CHANNELS]
+
+
+@inline
+def ifmap_addr(g, pix, win, i, j):
+    """Ifmap element (ofmap pixel i, window position j), relative to the ifmap offset; -1 where
+    the window runs off the ifmap."""
+    if pix[i, 0] + win[j, 0] < g[G_IFMAP_H] and pix[i, 1] + win[j, 1] < g[G_IFMAP_W]:
+        return pix[i, 2] + win[j, 2]
     return NULL
 
 
@@ -158,7 +170,7 @@ def _prefetch_shape(g, df, operand, r, c):
 
 
 @inline
-def _prefetch_elem(g, df, operand, width, row, brows, col):
+def _prefetch_elem(g, pix, win, df, operand, width, row, brows, col):
     """Element (row, col) of the prefetch matrix: blocks of operand columns padded to `width`."""
     b = row // brows
     t = row - b * brows
@@ -166,14 +178,14 @@ def _prefetch_elem(g, df, operand, width, row, brows, col):
     m, k, n = g[G_M], g[G_K], g[G_N]
     if df == DF_OS:
         if operand == 0:
-            return ifmap_addr(g, s, t) if s < m else NULL
+            return ifmap_addr(g, pix, win, s, t) if s < m else NULL
         return filter_addr(g, t, s) if s < n else NULL
     if df == DF_WS:
         if operand == 0:
-            return ifmap_addr(g, t, s) if s < k else NULL
+            return ifmap_addr(g, pix, win, t, s) if s < k else NULL
         return filter_addr(g, t, s) if s < n else NULL
     if operand == 0:
-        return ifmap_addr(g, s, t) if s < m else NULL
+        return ifmap_addr(g, pix, win, s, t) if s < m else NULL
     return filter_addr(g, s, t) if s < k else NULL
 
 
@@ -188,7 +200,7 @@ def _hash_one(addr, pass_no, count, starts, lines, line):
 
 
 @kernel
-def _build_lines(g, df, operand, r, c, per_line, starts, count, lines, addr_space):
+def _build_lines(g, pix, win, df, operand, r, c, per_line, starts, count, lines, addr_space):
     """CSR table addr -> ids of the hashed lines holding it (sorted), in two passes over the
     prefetch order. Returns (number of lines, prefetch elements incl. nulls)."""
     blocks, brows, width, rollout = _prefetch_shape(g, df, operand, r, c)
@@ -204,14 +216,14 @@ def _build_lines(g, df, operand, r, c, per_line, starts, count, lines, addr_spac
                 top = min(d, rows - 1)
                 bottom = max(0, d - width + 1)
                 for row in range(top, bottom - 1, -1):
-                    addr = _prefetch_elem(g, df, operand, width, row, brows, d - row)
+                    addr = _prefetch_elem(g, pix, win, df, operand, width, row, brows, d - row)
                     if addr != NULL:
                         _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
                         valid += 1
         else:
             for row in range(rows):
                 for col in range(width):
-                    addr = _prefetch_elem(g, df, operand, width, row, brows, col)
+                    addr = _prefetch_elem(g, pix, win, df, operand, width, row, brows, col)
                     if addr != NULL:
                         _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
                         valid += 1
@@ -361,17 +373,19 @@ def _geometry(x, g):
 
 @kernel
 def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, fi_count, fi_lines, fill,
-                 trace, fold_start):
+                 trace, fold_start, pix, win):
     """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]; the rest is scratch sized for the largest item
     (g[G_NCOL], rb[2, RB_NCOL], wb[WB_NCOL]; CSR starts/count: address space + 1; lines: prefetch
     elements; fill: int64[ofmap requests + 1, 2], per ofmap buffer line its words and the cycle it
     was written to DRAM). trace: int64[rows, 3] receives the cycle each demand row
     is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise.
     fold_start: int64[sum over items of folds + 1] receives the cycle each fold starts (stalls
-    included) and, last, the cycle the item ends: the occupancy timeline with stalls."""
+    included) and, last, the cycle the item ends: the occupancy timeline with stalls.
+    pix: int64[ofmap pixels, 3] and win: int64[window, 3] are scratch for ifmap address tables."""
     for item in range(inp.shape[0]):
         x = inp[item]
         _geometry(x, g)
+        _fill_ifmap_tables(g, pix, win)
         m, k, n = g[G_M], g[G_K], g[G_N]
         r, c, df = x[X_ROWS], x[X_COLS], x[X_DF]
         for j in range(Y_NCOL):
@@ -379,8 +393,8 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         if_space = x[X_IFMAP_H] * x[X_IFMAP_W] * x[X_CHANNELS]
         if_per_line = _cdiv(x[X_IFMAP_WORDS], 100)
         fi_per_line = _cdiv(x[X_FILTER_WORDS], 100)
-        if_n, if_elems = _build_lines(g, df, 0, r, c, if_per_line, if_starts, if_count, if_lines, if_space)
-        fi_n, fi_elems = _build_lines(g, df, 1, r, c, fi_per_line, fi_starts, fi_count, fi_lines, k * n)
+        if_n, if_elems = _build_lines(g, pix, win, df, 0, r, c, if_per_line, if_starts, if_count, if_lines, if_space)
+        fi_n, fi_elems = _build_lines(g, pix, win, df, 1, r, c, fi_per_line, fi_starts, fi_count, fi_lines, k * n)
         _rb_init(rb[0], x[X_IFMAP_WORDS], x[X_IFMAP_BW], if_per_line, if_n, if_elems)
         _rb_init(rb[1], x[X_FILTER_WORDS], x[X_FILTER_BW], fi_per_line, fi_n, fi_elems)
         _wb_init(wb, x[X_OFMAP_WORDS], x[X_OFMAP_BW])
@@ -416,14 +430,14 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                         for col in range(max(0, q - t + 1), min(r - 1, q) + 1):
                             s = fr * r + col
                             if s < m:
-                                a = ifmap_addr(g, s, q - col)
+                                a = ifmap_addr(g, pix, win, s, q - col)
                                 if a != NULL:
                                     off = _rb_read(rb[0], if_starts, if_lines, a, cycle, off)
                     elif df == DF_WS:  # after R idle rows, skewed: IF[q - col - R, fr*R + col]
                         for col in range(max(0, q - r - t + 1), min(r - 1, q - r) + 1):
                             s = fr * r + col
                             if s < k:
-                                a = ifmap_addr(g, q - col - r, s)
+                                a = ifmap_addr(g, pix, win, q - col - r, s)
                                 if a != NULL:
                                     off = _rb_read(rb[0], if_starts, if_lines, a, cycle, off)
                     elif q < r:  # is: stationary block, rows flipped: IF[fc*C + col, fr*R + R-1-q]
@@ -432,7 +446,7 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                             for col in range(c):
                                 p = fc * c + col
                                 if p < m:
-                                    a = ifmap_addr(g, p, s)
+                                    a = ifmap_addr(g, pix, win, p, s)
                                     if a != NULL:
                                         off = _rb_read(rb[0], if_starts, if_lines, a, cycle, off)
                     s_if = off - 1

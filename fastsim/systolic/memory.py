@@ -48,8 +48,9 @@ def _item(layer: Layer, cfg: MeshConfig) -> np.ndarray:
     return x
 
 
-def _scratch_sizes(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int]:
-    """(ifmap address space, filter address space, ifmap prefetch, filter prefetch, ofmap writes)."""
+def _scratch_sizes(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int, int, int]:
+    """(ifmap address space, filter address space, ifmap prefetch, filter prefetch, ofmap writes,
+    ofmap pixels, window)."""
     ih, iw, fh, fw, ch, nf, _, _ = layer.geometry
     m, n, k, r, c = layer.m, layer.n, layer.k, cfg.rows, cfg.cols
     tiles = lambda extent, size: math.ceil(extent / size) * size  # noqa: E731 - padded extent
@@ -59,7 +60,7 @@ def _scratch_sizes(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, i
         pre_if, pre_fi, writes = tiles(k, r) * m, tiles(n, c) * k, math.ceil(k / r) * m * n
     else:
         pre_if, pre_fi, writes = tiles(m, c) * k, tiles(k, r) * n, math.ceil(k / r) * m * n
-    return ih * iw * ch, k * nf, pre_if, pre_fi, writes
+    return ih * iw * ch, k * nf, pre_if, pre_fi, writes, m, k
 
 
 def _folds(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int, int]:
@@ -91,7 +92,7 @@ def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill
                     np.zeros(KM.WB_NCOL, np.int64),
                     np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
                     np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
-                    fill, trace, fold_start)
+                    fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64))
     return out
 
 
