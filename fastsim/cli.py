@@ -214,9 +214,12 @@ def _interpret_small_closed_form_runs(cfg, runs: int, most: int = 2000) -> None:
               help="SCALE-Sim topology CSV (conv or GEMM form)")
 @click.option("--dataflow", default=None, help="override: one or more of ws,is,os (comma separated)")
 @click.option("--json", "as_json", is_flag=True)
+@click.option("--dram-detail", is_flag=True,
+              help="without a bandwidth limit also run SCALE-Sim's estimate buffers (exact DRAM writes, "
+                   "access windows, peak rates; request-level cost)")
 @click.option("--traces", "traces_dir", default=None, type=click.Path(file_okay=False),
               help="also write SCALE-Sim-format traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
-def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
+def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, traces_dir):
     """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
     with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
     import dataclasses
@@ -227,11 +230,11 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
         cfg = read_config(config_path)
         layers = read_topology(topology_path)
         flows = [f.strip() for f in dataflow.split(",")] if dataflow else [cfg.dataflow]
-        if not traces_dir:
+        if not traces_dir and not dram_detail:
             _interpret_small_closed_form_runs(cfg, len(layers) * len(flows))
         from .systolic.model import MISMATCH, mesh_metrics
 
-        m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows])
+        m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows], dram_detail=dram_detail)
         if traces_dir:
             from .systolic.traces import write_traces
 
@@ -245,9 +248,11 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, traces_dir):
             "mapping_efficiency", "compute_utilization", "overall_utilization", "sram_ifmap_reads",
             "sram_filter_reads", "sram_ofmap_writes", "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes",
             "avg_dram_words_per_cycle", "weight_reuse", "activation_reuse", "off_array_bytes_per_tera_op"]
-    if cfg.bandwidth_limited:
+    keys += [f"avg_dram_{op}_words_per_cycle" for op in ("ifmap", "filter", "ofmap")]
+    if cfg.bandwidth_limited or dram_detail:
         keys += ["total_cycles_incl_prefetch"]
         keys += [f"dram_{op}_{edge}_cycle" for op in ("ifmap", "filter", "ofmap") for edge in ("start", "stop")]
+        keys += [f"peak_dram_{op}_words_per_cycle" for op in ("ifmap", "filter", "ofmap")]
     rows = []
     for j, flow in enumerate(flows):
         for i, layer in enumerate(layers):

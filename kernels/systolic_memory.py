@@ -9,6 +9,11 @@ costing one DRAM line per cycle (SCALE-Sim's quirks, such as a miss moving the o
 are kept: the goal is its numbers). The write buffer fills lines of ``bandwidth`` words and drains
 half the SRAM when the other half is full.
 
+Without a bandwidth limit (SCALE-Sim's CALC mode, ``X_ESTIMATE``) the read buffers are SCALE-Sim's
+estimate buffers instead: every request hits, and the distinct addresses, grouped in sets of
+floor(words / 100) in demand order, schedule prefetches whose bandwidth is what the traffic needs
+(the DRAM timing, traffic and peak rates of that mode); the ofmap drains ``cols`` words per cycle.
+
 Addresses are generated on the fly from the layer geometry (SCALE-Sim materialises the operand,
 prefetch and demand matrices); which lines hold an address is a CSR table built from the prefetch
 order. ``tests/scalesim_memory_reference.py`` builds every matrix in full and runs the buffers
@@ -35,10 +40,12 @@ X_FILTER_BW = 14
 X_OFMAP_BW = 15
 X_STRIDE_W = 16  # columns
 X_FOLD_BASE = 17  # where this item's fold start cycles go in `fold_start`
-X_NCOL = 18
+X_ESTIMATE = 18  # 1: SCALE-Sim's CALC mode (estimate read buffers)
+X_NCOL = 19
 
 # outputs
-Y_STATUS = 0  # 0 ok; 1 a demanded address is not in the operand's prefetch order
+Y_STATUS = 0  # 0 ok; 1 a demanded address is not in the operand's prefetch order; 2 an
+# estimate-mode prefetch does not fit the cycles it was given (SCALE-Sim fails there)
 Y_TOTAL = 1  # SCALE-Sim "Total Cycles": last ofmap row served
 Y_STALLS = 2
 Y_STALL_IFMAP = 3  # stall cycles by the operand that set the row's stall
@@ -55,7 +62,10 @@ Y_OFMAP_START = 13
 Y_OFMAP_STOP = 14
 Y_ROWS = 15  # demand rows (compute cycles + 1)
 Y_OFMAP_LINES = 16  # ofmap buffer lines written (rows of `fill` in use)
-Y_NCOL = 17
+Y_PEAK_IFMAP = 17  # highest DRAM words/cycle of the operand's requests
+Y_PEAK_FILTER = 18
+Y_PEAK_OFMAP = 19
+Y_NCOL = 20
 
 DF_WS = 0
 DF_IS = 1
@@ -105,6 +115,7 @@ WB_LAST = 10
 WB_NCOL = 11
 
 NULL = -1
+READ_LATENCY = 1  # SCALE-Sim's DRAM read port
 
 
 @inline
@@ -294,6 +305,133 @@ def _rb_read(st, starts, lines, addr, cycle, offset):
     return offset
 
 
+# estimate read-buffer state (CALC mode)
+EB_ITEMS = 0  # addresses per set: floor(words / 100)
+EB_ELEMS = 1  # addresses in the set being filled
+EB_SET = 2  # id of the set being filled
+EB_RB_START = 3  # active window of sets [start, end]
+EB_RB_END = 4
+EB_PF_START = 5  # sets the next prefetch brings in
+EB_PF_END = 6
+EB_LAST_START = 7  # cycles of the last prefetch
+EB_LAST_END = 8
+EB_FIRST_REQ = 9
+EB_FIRST_SEEN = 10
+EB_ACTIVE_DONE = 11
+EB_BW = 12  # default prefetch words/cycle
+EB_ACCESSES = 13
+EB_DRAM_FIRST = 14
+EB_DRAM_LAST = 15
+EB_PEAK = 16
+EB_ERROR = 17
+EB_NCOL = 18
+EB_SETS = 50  # sets per half of the SRAM (active fraction 0.5)
+
+
+@inline
+def _eb_init(st, words, bw):
+    for j in range(EB_NCOL):
+        st[j] = 0
+    st[EB_ITEMS] = words // 100
+    st[EB_RB_END] = EB_SETS - 1
+    st[EB_PF_START] = -1
+    st[EB_PF_END] = -1
+    st[EB_LAST_START] = -2
+    st[EB_LAST_END] = -1
+    st[EB_BW] = bw
+    st[EB_DRAM_FIRST] = -(1 << 62)
+
+
+@inline
+def _eb_prefetch(st, n_addr, bw):
+    """One prefetch of `n_addr` words over the cycles [last start, last end] at `bw` words/cycle."""
+    st[EB_ACCESSES] += n_addr
+    rows = st[EB_LAST_END] - st[EB_LAST_START] + 1
+    if n_addr > rows * bw or rows <= 0 and n_addr > 0:
+        st[EB_ERROR] = 1
+    if rows > 0:
+        if st[EB_DRAM_FIRST] == -(1 << 62):
+            st[EB_DRAM_FIRST] = st[EB_LAST_START] + READ_LATENCY
+        st[EB_DRAM_LAST] = st[EB_LAST_END] + READ_LATENCY
+        if bw > st[EB_PEAK]:
+            st[EB_PEAK] = bw
+
+
+@inline
+def _eb_read(st, last_set, addr, cycle):
+    """Track one request: a new distinct address joins the current set; closing the set at the end
+    of the active window schedules the next prefetch (SCALE-Sim's ReadBufferEstimateBw)."""
+    if st[EB_FIRST_SEEN] == 0:
+        st[EB_FIRST_SEEN] = 1
+        st[EB_FIRST_REQ] = cycle
+    seen = last_set[addr]
+    if seen >= st[EB_RB_START] and seen < min(st[EB_SET], st[EB_RB_END] + 1):
+        return  # hit
+    if seen == st[EB_SET]:
+        return  # already in the set being filled
+    last_set[addr] = st[EB_SET]
+    st[EB_ELEMS] += 1
+    if st[EB_ELEMS] != st[EB_ITEMS]:
+        return
+    st[EB_ELEMS] = 0
+    st[EB_SET] += 1
+    if st[EB_SET] != st[EB_RB_END] + 1:
+        return
+    items = st[EB_ITEMS]
+    if st[EB_ACTIVE_DONE] == 0:
+        st[EB_LAST_END] = st[EB_FIRST_REQ] - 1 - READ_LATENCY
+        st[EB_LAST_START] = st[EB_LAST_END] - _cdiv(EB_SETS * items, st[EB_BW]) + 1
+        _eb_prefetch(st, EB_SETS * items, st[EB_BW])
+        st[EB_PF_START] = st[EB_RB_END] + 1
+        st[EB_PF_END] = st[EB_PF_START] + EB_SETS - 1
+        st[EB_ACTIVE_DONE] = 1
+    else:
+        cycles = st[EB_LAST_END] - st[EB_LAST_START] + 1
+        if cycles <= 0:
+            st[EB_ERROR] = 1
+            cycles = 1
+        _eb_prefetch(st, EB_SETS * items, _cdiv(EB_SETS * items, cycles))
+        st[EB_PF_START] += EB_SETS
+        st[EB_PF_END] += EB_SETS
+    st[EB_RB_START] += EB_SETS
+    st[EB_RB_END] += EB_SETS
+    st[EB_LAST_START] = st[EB_LAST_END] + 1
+    st[EB_LAST_END] = cycle
+
+
+@inline
+def _eb_finish(st):
+    """Prefetch what remains after the last request (complete_all_prefetches)."""
+    items = st[EB_ITEMS]
+    partial = 0
+    if st[EB_ELEMS] > 0:
+        partial = items - st[EB_ELEMS]  # the last set holds fewer than `items`
+    else:
+        st[EB_SET] -= 1
+    if st[EB_ACTIVE_DONE] == 0:
+        n_sets = st[EB_SET] + 1
+        st[EB_LAST_END] = -1 - READ_LATENCY
+        st[EB_LAST_START] = st[EB_LAST_END] - _cdiv(n_sets * items, st[EB_BW]) + 1
+        _eb_prefetch(st, n_sets * items - partial, st[EB_BW])
+        st[EB_ACTIVE_DONE] = 1
+    else:
+        n_sets = st[EB_SET] - st[EB_PF_START] + 1
+        cycles = st[EB_LAST_END] - st[EB_LAST_START] + 1
+        if cycles <= 0:
+            st[EB_ERROR] = 1
+            cycles = 1
+        n_addr = n_sets * items - partial if n_sets > 0 else 0
+        _eb_prefetch(st, n_addr, _cdiv(n_sets * items, cycles))
+
+
+@inline
+def _read(estimate, rb_st, eb_st, starts, lines, last_set, addr, cycle, offset):
+    if estimate:
+        _eb_read(eb_st, last_set, addr, cycle)
+        return offset
+    return _rb_read(rb_st, starts, lines, addr, cycle, offset)
+
+
 @inline
 def _wb_init(st, words, bw):
     st[WB_BW] = bw
@@ -373,7 +511,7 @@ def _geometry(x, g):
 
 @kernel
 def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, fi_count, fi_lines, fill,
-                 trace, fold_start, pix, win):
+                 trace, fold_start, pix, win, eb):
     """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]; the rest is scratch sized for the largest item
     (g[G_NCOL], rb[2, RB_NCOL], wb[WB_NCOL]; CSR starts/count: address space + 1; lines: prefetch
     elements; fill: int64[ofmap requests + 1, 2], per ofmap buffer line its words and the cycle it
@@ -381,7 +519,9 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
     is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise.
     fold_start: int64[sum over items of folds + 1] receives the cycle each fold starts (stalls
     included) and, last, the cycle the item ends: the occupancy timeline with stalls.
-    pix: int64[ofmap pixels, 3] and win: int64[window, 3] are scratch for ifmap address tables."""
+    pix: int64[ofmap pixels, 3] and win: int64[window, 3] are scratch for ifmap address tables;
+    eb: int64[2, EB_NCOL] estimate read-buffer state (in that mode if_count/fi_count hold, per
+    address, the set it last joined)."""
     for item in range(inp.shape[0]):
         x = inp[item]
         _geometry(x, g)
@@ -393,10 +533,24 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         if_space = x[X_IFMAP_H] * x[X_IFMAP_W] * x[X_CHANNELS]
         if_per_line = _cdiv(x[X_IFMAP_WORDS], 100)
         fi_per_line = _cdiv(x[X_FILTER_WORDS], 100)
-        if_n, if_elems = _build_lines(g, pix, win, df, 0, r, c, if_per_line, if_starts, if_count, if_lines, if_space)
-        fi_n, fi_elems = _build_lines(g, pix, win, df, 1, r, c, fi_per_line, fi_starts, fi_count, fi_lines, k * n)
-        _rb_init(rb[0], x[X_IFMAP_WORDS], x[X_IFMAP_BW], if_per_line, if_n, if_elems)
-        _rb_init(rb[1], x[X_FILTER_WORDS], x[X_FILTER_BW], fi_per_line, fi_n, fi_elems)
+        estimate = x[X_ESTIMATE] == 1
+        if estimate:
+            for a in range(if_space):
+                if_count[a] = -1
+            for a in range(k * n):
+                fi_count[a] = -1
+            _eb_init(eb[0], x[X_IFMAP_WORDS], x[X_IFMAP_BW])
+            _eb_init(eb[1], x[X_FILTER_WORDS], x[X_FILTER_BW])
+            for j in range(RB_NCOL):
+                rb[0, j] = 0
+                rb[1, j] = 0
+        else:
+            if_n, if_elems = _build_lines(g, pix, win, df, 0, r, c, if_per_line, if_starts, if_count, if_lines,
+                                          if_space)
+            fi_n, fi_elems = _build_lines(g, pix, win, df, 1, r, c, fi_per_line, fi_starts, fi_count, fi_lines,
+                                          k * n)
+            _rb_init(rb[0], x[X_IFMAP_WORDS], x[X_IFMAP_BW], if_per_line, if_n, if_elems)
+            _rb_init(rb[1], x[X_FILTER_WORDS], x[X_FILTER_BW], fi_per_line, fi_n, fi_elems)
         _wb_init(wb, x[X_OFMAP_WORDS], x[X_OFMAP_BW])
         if df == DF_OS:
             nc, nr, t = _cdiv(n, c), _cdiv(m, r), k
@@ -414,8 +568,8 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         status = 0
         base = x[X_FOLD_BASE]
         # an operand whose lines all fit the active window never misses: skip its requests
-        if_resident = rb[0, RB_N_ACTIVE] == rb[0, RB_LINES]
-        fi_resident = rb[1, RB_N_ACTIVE] == rb[1, RB_LINES]
+        if_resident = not estimate and rb[0, RB_N_ACTIVE] == rb[0, RB_LINES]
+        fi_resident = not estimate and rb[1, RB_N_ACTIVE] == rb[1, RB_LINES]
         for fc in range(nc):
             for fr in range(nr):
                 fold_start[base + fc * nr + fr] = row + stalls
@@ -432,14 +586,14 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                             if s < m:
                                 a = ifmap_addr(g, pix, win, s, q - col)
                                 if a != NULL:
-                                    off = _rb_read(rb[0], if_starts, if_lines, a, cycle, off)
+                                    off = _read(estimate, rb[0], eb[0], if_starts, if_lines, if_count, a, cycle, off)
                     elif df == DF_WS:  # after R idle rows, skewed: IF[q - col - R, fr*R + col]
                         for col in range(max(0, q - r - t + 1), min(r - 1, q - r) + 1):
                             s = fr * r + col
                             if s < k:
                                 a = ifmap_addr(g, pix, win, q - col - r, s)
                                 if a != NULL:
-                                    off = _rb_read(rb[0], if_starts, if_lines, a, cycle, off)
+                                    off = _read(estimate, rb[0], eb[0], if_starts, if_lines, if_count, a, cycle, off)
                     elif q < r:  # is: stationary block, rows flipped: IF[fc*C + col, fr*R + R-1-q]
                         s = fr * r + r - 1 - q
                         if s < k:
@@ -448,7 +602,7 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                                 if p < m:
                                     a = ifmap_addr(g, pix, win, p, s)
                                     if a != NULL:
-                                        off = _rb_read(rb[0], if_starts, if_lines, a, cycle, off)
+                                        off = _read(estimate, rb[0], eb[0], if_starts, if_lines, if_count, a, cycle, off)
                     s_if = off - 1
                     # ---- filter reads
                     off = 1
@@ -458,7 +612,7 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                         for col in range(max(0, q - t + 1), min(c - 1, q) + 1):
                             s = fc * c + col
                             if s < n:
-                                off = _rb_read(rb[1], fi_starts, fi_lines, filter_addr(g, q - col, s), cycle, off)
+                                off = _read(estimate, rb[1], eb[1], fi_starts, fi_lines, fi_count, filter_addr(g, q - col, s), cycle, off)
                     elif df == DF_WS:  # stationary block, rows flipped: FI[fr*R + R-1-q, fc*C + col]
                         if q < r:
                             s = fr * r + r - 1 - q
@@ -466,14 +620,14 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                                 for col in range(c):
                                     p = fc * c + col
                                     if p < n:
-                                        off = _rb_read(rb[1], fi_starts, fi_lines, filter_addr(g, s, p), cycle, off)
+                                        off = _read(estimate, rb[1], eb[1], fi_starts, fi_lines, fi_count, filter_addr(g, s, p), cycle, off)
                     else:  # is: after R idle rows, skewed over R columns: FI[fr*R + col, q - col - R]
                         for col in range(max(0, q - r - t + 1), min(r - 1, q - r) + 1):
                             s = fr * r + col
                             if s < k:
-                                off = _rb_read(rb[1], fi_starts, fi_lines, filter_addr(g, s, q - col - r), cycle, off)
+                                off = _read(estimate, rb[1], eb[1], fi_starts, fi_lines, fi_count, filter_addr(g, s, q - col - r), cycle, off)
                     s_fi = off - 1
-                    if rb[0, RB_MISSING] or rb[1, RB_MISSING]:
+                    if rb[0, RB_MISSING] or rb[1, RB_MISSING]:  # (always 0 in estimate mode)
                         status = 1
                         break
                     # ---- ofmap writes
@@ -518,6 +672,21 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         while wb[WB_DRAIN_LINE] < wb[WB_LINES]:
             wb[WB_DRAIN_END] = _wb_drain(wb, fill, cyc)
             cyc = wb[WB_DRAIN_END] + 1
+        if estimate:
+            _eb_finish(eb[0])
+            _eb_finish(eb[1])
+            if eb[0, EB_ERROR] or eb[1, EB_ERROR]:
+                status = 2
+            for op in range(2):
+                rb[op, RB_ACCESSES] = eb[op, EB_ACCESSES]
+                rb[op, RB_FIRST] = eb[op, EB_DRAM_FIRST]
+                rb[op, RB_LAST] = eb[op, EB_DRAM_LAST]
+            out[item, Y_PEAK_IFMAP] = eb[0, EB_PEAK]
+            out[item, Y_PEAK_FILTER] = eb[1, EB_PEAK]
+        else:  # each prefetch or drain moves one line per cycle
+            out[item, Y_PEAK_IFMAP] = x[X_IFMAP_BW] if rb[0, RB_ACCESSES] > 0 else 0
+            out[item, Y_PEAK_FILTER] = x[X_FILTER_BW] if rb[1, RB_ACCESSES] > 0 else 0
+        out[item, Y_PEAK_OFMAP] = x[X_OFMAP_BW] if wb[WB_ACCESSES] > 0 else 0
         out[item, Y_STATUS] = status
         out[item, Y_TOTAL] = total
         out[item, Y_STALLS] = stalls

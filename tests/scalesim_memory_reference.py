@@ -186,6 +186,89 @@ class ReadBuffer:
         return cycle + offset
 
 
+class EstimateReadBuffer:
+    """CALC mode: every request hits; distinct addresses, in sets of floor(words/100) in demand
+    order, schedule prefetches sized to what the traffic needs (SCALE-Sim's ReadBufferEstimateBw)."""
+
+    SETS = 50
+
+    def __init__(self, size_words, bw=10):
+        self.items = size_words // 100
+        self.bw = bw
+        self.sets = []  # closed sets (None once evicted)
+        self.current = set()
+        self.start, self.end = 0, self.SETS - 1
+        self.pf_start = self.pf_end = -1
+        self.last_start, self.last_end = -2, -1
+        self.first_request = None
+        self.active_done = False
+        self.accesses = 0
+        self.dram_first = self.dram_last = None
+        self.peak = 0
+
+    def _hit(self, addr):
+        return any(addr in self.sets[i] for i in range(self.start, min(len(self.sets), self.end + 1)))
+
+    def _prefetch(self, first_set, last_set, bw):
+        n = sum(len(self.sets[i]) for i in range(first_set, last_set + 1))
+        self.accesses += n
+        rows = self.last_end - self.last_start + 1
+        assert n <= rows * bw, "SCALE-Sim's reshape fails here"
+        if rows > 0:
+            if self.dram_first is None:
+                self.dram_first = self.last_start + READ_PORT_LATENCY
+            self.dram_last = self.last_end + READ_PORT_LATENCY
+            self.peak = max(self.peak, bw)
+
+    def service(self, line, cycle):
+        if self.first_request is None and (line != NULL).any():
+            self.first_request = cycle
+        for addr in line:
+            if addr == NULL or self._hit(int(addr)) or int(addr) in self.current:
+                continue
+            self.current.add(int(addr))
+            if len(self.current) < self.items:
+                continue
+            self.sets.append(self.current)
+            self.current = set()
+            if len(self.sets) != self.end + 1:
+                continue
+            if not self.active_done:
+                self.last_end = self.first_request - 1 - READ_PORT_LATENCY
+                self.last_start = self.last_end - math.ceil(self.SETS * self.items / self.bw) + 1
+                self._prefetch(0, self.SETS - 1, self.bw)
+                self.pf_start, self.pf_end = self.end + 1, self.end + self.SETS
+                self.active_done = True
+            else:
+                bw = math.ceil(self.SETS * self.items / (self.last_end - self.last_start + 1))
+                self._prefetch(self.pf_start, self.pf_end, bw)
+                self.pf_start += self.SETS
+                self.pf_end += self.SETS
+            for i in range(self.start, self.start + self.SETS):
+                self.sets[i] = None
+            self.start += self.SETS
+            self.end += self.SETS
+            self.last_start, self.last_end = self.last_end + 1, cycle
+        return cycle + HIT_LATENCY
+
+    def finish(self):
+        if self.current:
+            self.sets.append(self.current)
+        last = len(self.sets) - 1
+        if not self.active_done:
+            self.last_end = -1 - READ_PORT_LATENCY
+            self.last_start = self.last_end - math.ceil((last + 1) * self.items / self.bw) + 1
+            self._prefetch(0, last, self.bw)
+        else:
+            n_sets = last - self.pf_start + 1
+            bw = math.ceil(n_sets * self.items / (self.last_end - self.last_start + 1))
+            self._prefetch(self.pf_start, last, bw)
+
+    @property
+    def last_prefetch(self):
+        return self.dram_last
+
+
 class WriteBuffer:
     """Ofmap SRAM: requests fill lines of `bw` words; when the active half is full, the drain half
     (whole lines, a partial last line counted as what it holds) is written out one line per cycle."""
@@ -248,13 +331,18 @@ class WriteBuffer:
 
 
 def simulate(layer: dict, rows: int, cols: int, dataflow: str, ifmap_words: int, filter_words: int,
-             ofmap_words: int, ifmap_bw: int, filter_bw: int, ofmap_bw: int) -> dict:
-    """One layer (conv geometry as keyword arguments of operand_matrices) in SCALE-Sim's USER mode."""
+             ofmap_words: int, ifmap_bw: int | None, filter_bw: int | None, ofmap_bw: int | None) -> dict:
+    """One layer (conv geometry as keyword arguments of operand_matrices) in SCALE-Sim's USER mode,
+    or in its CALC mode when the bandwidths are None."""
     ifmap, filt, ofmap = operand_matrices(**layer)
     pre_if, pre_fi, d_if, d_fi, d_of = matrices(ifmap, filt, ofmap, rows, cols, dataflow)
-    rb_if = ReadBuffer(ifmap_words, ifmap_bw, pre_if)
-    rb_fi = ReadBuffer(filter_words, filter_bw, pre_fi)
-    wb = WriteBuffer(ofmap_words, ofmap_bw)
+    if ofmap_bw is None:
+        rb_if, rb_fi = EstimateReadBuffer(ifmap_words), EstimateReadBuffer(filter_words)
+        wb = WriteBuffer(ofmap_words, cols)
+    else:
+        rb_if = ReadBuffer(ifmap_words, ifmap_bw, pre_if)
+        rb_fi = ReadBuffer(filter_words, filter_bw, pre_fi)
+        wb = WriteBuffer(ofmap_words, ofmap_bw)
     stalls, out_cycles = 0, []
     for i in range(d_of.shape[0]):
         cycle = i + stalls
@@ -263,6 +351,9 @@ def simulate(layer: dict, rows: int, cols: int, dataflow: str, ifmap_words: int,
         done = wb.service(d_of[i], cycle)
         out_cycles.append(done)
         stalls += max(s_if, s_fi, done - cycle)
+    if ofmap_bw is None:
+        rb_if.finish()
+        rb_fi.finish()
     wb.empty(out_cycles[-1])
     total = max(out_cycles)
     return {"total_cycles": total, "stall_cycles": stalls,
@@ -270,4 +361,6 @@ def simulate(layer: dict, rows: int, cols: int, dataflow: str, ifmap_words: int,
             "dram_ofmap_writes": wb.accesses,
             "dram_ifmap_start": rb_if.dram_first, "dram_ifmap_stop": rb_if.last_prefetch,
             "dram_filter_start": rb_fi.dram_first, "dram_filter_stop": rb_fi.last_prefetch,
-            "dram_ofmap_start": wb.dram_first, "dram_ofmap_stop": wb.dram_last}
+            "dram_ofmap_start": wb.dram_first, "dram_ofmap_stop": wb.dram_last,
+            "peak_ifmap": rb_if.peak if ofmap_bw is None else (ifmap_bw if rb_if.accesses else 0),
+            "peak_filter": rb_fi.peak if ofmap_bw is None else (filter_bw if rb_fi.accesses else 0)}

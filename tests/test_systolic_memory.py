@@ -28,14 +28,19 @@ def layers(draw):
                       draw(st.integers(1, 3)), draw(st.integers(1, 3)))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(layers(), st.integers(1, 9), st.integers(1, 9), st.sampled_from(["ws", "is", "os"]),
        st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 12), st.integers(1, 12),
-       st.integers(1, 12), st.sampled_from([1, 4, 16, 64]))
-def test_memory_kernel__equals_the_request_reference(layer, r, c, df, ikb, fkb, okb, ibw, fbw, obw, word_bytes):
-    # word_bytes shrinks the SRAMs to 1024/word_bytes words per kB, so small buffers overflow often
-    cfg = MeshConfig(r, c, df, ikb, fkb, okb, obw, ibw, fbw, word_bytes=word_bytes)
-    got = memory_metrics([layer], [cfg])
+       st.integers(1, 12), st.sampled_from([1, 4, 16, 64]), st.booleans())
+def test_memory_kernel__equals_the_request_reference(layer, r, c, df, ikb, fkb, okb, ibw, fbw, obw, word_bytes,
+                                                     limited):
+    # word_bytes shrinks the SRAMs to 1024/word_bytes words per kB, so small buffers overflow often;
+    # unlimited (CALC) runs SCALE-Sim's estimate buffers, which need at least 100 words
+    if not limited:
+        word_bytes = min(word_bytes, 4)
+        ibw = fbw = obw = None
+    cfg = MeshConfig(r, c, df, ikb, fkb, okb, obw, ibw or 10, fbw or 10, word_bytes=word_bytes)
+    got = memory_metrics([layer], [cfg], dram_detail=True)
     words = 1024 // word_bytes
     geometry = dict(zip(["ifmap_h", "ifmap_w", "filter_h", "filter_w", "channels", "num_filters", "stride",
                          "stride_w"], layer.geometry))
@@ -44,7 +49,9 @@ def test_memory_kernel__equals_the_request_reference(layer, r, c, df, ikb, fkb, 
                          ("dram_ifmap_reads", "dram_ifmap_reads"), ("dram_filter_reads", "dram_filter_reads"),
                          ("dram_ofmap_writes", "dram_ofmap_writes"),
                          ("dram_ifmap_start_cycle", "dram_ifmap_start"), ("dram_ifmap_stop_cycle", "dram_ifmap_stop"),
-                         ("dram_filter_start_cycle", "dram_filter_start"), ("dram_filter_stop_cycle", "dram_filter_stop")]:
+                         ("dram_filter_start_cycle", "dram_filter_start"), ("dram_filter_stop_cycle", "dram_filter_stop"),
+                         ("peak_dram_ifmap_words_per_cycle", "peak_ifmap"),
+                         ("peak_dram_filter_words_per_cycle", "peak_filter")]:
         assert int(got[key][0, 0]) == want[ref_key], key
     if want["dram_ofmap_start"] is not None:
         assert int(got["dram_ofmap_start_cycle"][0, 0]) == want["dram_ofmap_start"]
@@ -91,6 +98,32 @@ def test_memory_model__equals_scalesim_v3_on_every_bandwidth_limited_golden_run(
             assert int(p[ours]) == float(a[theirs]), (where, ours)
         stalled += int(c["Stall Cycles"]) > 0
     assert len(runs) == 540 and stalled >= 300  # the second set is sized so that most runs stall
+
+
+def test_estimate_buffers__equal_scalesim_v3_on_every_unlimited_golden_run():
+    """CALC mode with dram_detail: SCALE-Sim's estimate buffers and ofmap drains, request by request."""
+    golden = json.loads((ROOT / "tests" / "golden" / "scalesim_v3.json").read_text())["results"]
+    runs = [r for r in golden if r["mode"] == "CALC"]
+    keys = sorted({(r["rows"], r["cols"], r["dataflow"]) for r in runs})
+    layers = golden_layers()
+    ds = simulate_mesh(layers, [MeshConfig(*key) for key in keys], dram_detail=True)
+    index = {layer.name: i for i, layer in enumerate(layers)}
+    for run in runs:
+        p = ds.isel(layer=index[run["layer"]], config=keys.index((run["rows"], run["cols"], run["dataflow"])))
+        c, a = run["compute"], run["access"]
+        where = (run["layer"], run["rows"], run["cols"], run["dataflow"])
+        assert int(p.total_cycles) == int(c["Total Cycles"]) and int(p.stall_cycles) == 0, where
+        assert int(p.total_cycles_incl_prefetch) == int(c["Total Cycles (incl. prefetch)"]), where
+        for op, theirs in [("ifmap", "IFMAP"), ("filter", "Filter")]:
+            assert int(p[f"dram_{op}_reads"]) == int(a[f"DRAM {theirs} Reads"]), where
+        assert int(p.dram_ofmap_writes) == int(a["DRAM OFMAP Writes"]), where  # exact here, not within 0.1 %
+        for op, theirs in [("ifmap", "IFMAP"), ("filter", "Filter"), ("ofmap", "OFMAP")]:
+            start, stop = float(a[f"DRAM {theirs} Start Cycle"]), float(a[f"DRAM {theirs} Stop Cycle"])
+            assert (int(p[f"dram_{op}_start_cycle"]), int(p[f"dram_{op}_stop_cycle"])) == (start, stop), where
+            moved = int(p[f"dram_{op}_{'writes' if op == 'ofmap' else 'reads'}"])
+            assert float(p[f"avg_dram_{op}_words_per_cycle"]) == pytest.approx(moved / (stop - start + 1)), where
+        assert float(p.peak_dram_ofmap_words_per_cycle) == run["cols"]
+        assert float(p.peak_dram_ifmap_words_per_cycle) >= float(p.avg_dram_ifmap_words_per_cycle) * 0.99
 
 
 def test_memory_model__names_the_operand_that_stalls():

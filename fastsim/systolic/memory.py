@@ -1,5 +1,7 @@
-"""SCALE-Sim's bandwidth-limited (USER mode) memory model over layers x mesh configs: stall cycles,
-total cycles, DRAM traffic and access windows, exactly as SCALE-Sim v3 reports them.
+"""SCALE-Sim's memory models over layers x mesh configs: stall cycles, total cycles, DRAM traffic,
+access windows and peak rates, exactly as SCALE-Sim v3 reports them. Configs with a bandwidth limit
+run its USER-mode buffers; without one (CALC mode) the estimate buffers run only when asked
+(``dram_detail``), since closed forms already give every cycle count there.
 
 The kernel (``fastsim.kernels.systolic_memory``) works request by request, so its cost grows with
 the layer (about (R + 2C) requests per compute cycle); scratch is sized here for the largest item
@@ -28,6 +30,11 @@ OUTPUTS = {
     "dram_filter_stop_cycle": (KM.Y_FILTER_STOP, "cycles", "last filter DRAM response"),
     "dram_ofmap_start_cycle": (KM.Y_OFMAP_START, "cycles", "first ofmap DRAM write"),
     "dram_ofmap_stop_cycle": (KM.Y_OFMAP_STOP, "cycles", "last ofmap DRAM write"),
+    "peak_dram_ifmap_words_per_cycle": (KM.Y_PEAK_IFMAP, "words/cycle", "highest ifmap DRAM rate of any "
+                                        "cycle (limited: the interface; unlimited: the largest prefetch rate needed)"),
+    "peak_dram_filter_words_per_cycle": (KM.Y_PEAK_FILTER, "words/cycle", "highest filter DRAM rate (as ifmap)"),
+    "peak_dram_ofmap_words_per_cycle": (KM.Y_PEAK_OFMAP, "words/cycle", "highest ofmap DRAM rate (a line per "
+                                        "cycle while draining)"),
 }
 STALL_OPERANDS = ["ifmap", "filter", "ofmap"]
 
@@ -42,9 +49,14 @@ def _item(layer: Layer, cfg: MeshConfig) -> np.ndarray:
     x[KM.X_IFMAP_WORDS] = cfg.ifmap_sram_kb * words
     x[KM.X_FILTER_WORDS] = cfg.filter_sram_kb * words
     x[KM.X_OFMAP_WORDS] = cfg.ofmap_sram_kb * words
-    x[KM.X_IFMAP_BW] = cfg.ifmap_read_words_per_cycle
-    x[KM.X_FILTER_BW] = cfg.filter_read_words_per_cycle
-    x[KM.X_OFMAP_BW] = cfg.bandwidth_words_per_cycle
+    if cfg.bandwidth_limited:
+        x[KM.X_IFMAP_BW] = cfg.ifmap_read_words_per_cycle
+        x[KM.X_FILTER_BW] = cfg.filter_read_words_per_cycle
+        x[KM.X_OFMAP_BW] = cfg.bandwidth_words_per_cycle
+    else:  # SCALE-Sim's CALC mode: estimate buffers start at 10 words/cycle, the ofmap drains a row
+        x[KM.X_ESTIMATE] = 1
+        x[KM.X_IFMAP_BW] = x[KM.X_FILTER_BW] = 10
+        x[KM.X_OFMAP_BW] = cfg.cols
     return x
 
 
@@ -92,7 +104,8 @@ def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill
                     np.zeros(KM.WB_NCOL, np.int64),
                     np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
                     np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
-                    fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64))
+                    fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64),
+                    np.zeros((2, KM.EB_NCOL), np.int64))
     return out
 
 
@@ -111,11 +124,13 @@ def trace_run(layer: Layer, cfg: MeshConfig, demand_rows: int) -> dict:
     return {**result, "served": trace, "ofmap_lines": fill[:out[KM.Y_OFMAP_LINES]]}
 
 
-def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64) -> dict:
-    """Every output of the memory model as an int64 array (layers, configs); configs without a
-    bandwidth limit get zeros. ``stall_cycles_by_operand`` adds a trailing axis (ifmap, filter,
-    ofmap), ``occupancy`` one of time bins (NaN without a limit)."""
-    pairs = [(i, j) for j, cfg in enumerate(configs) if cfg.bandwidth_limited for i in range(len(layers))]
+def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
+                   dram_detail: bool = False) -> dict:
+    """Every output of the memory models as an int64 array (layers, configs); configs without a
+    bandwidth limit get zeros unless ``dram_detail``. ``stall_cycles_by_operand`` adds a trailing
+    axis (ifmap, filter, ofmap), ``occupancy`` one of time bins (NaN where the model did not run)."""
+    pairs = [(i, j) for j, cfg in enumerate(configs) if cfg.bandwidth_limited or dram_detail
+             for i in range(len(layers))]
     shape = (len(layers), len(configs))
     result = {name: np.zeros(shape, np.int64) for name in OUTPUTS}
     result["stall_cycles_by_operand"] = np.zeros(shape + (3,), np.int64)
@@ -131,11 +146,12 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bin
     sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs]).max(axis=0)
     fold_start = np.zeros(folds.sum(), np.int64)
     out = _run(inp, sizes, np.zeros((0, 3), np.int64), fold_start)
-    failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}"
-              for (i, j), row in zip(pairs, out) if row[KM.Y_STATUS]]
+    reasons = {1: "a demanded address is missing from its prefetch order (SCALE-Sim would loop forever)",
+               2: "an estimate-mode prefetch does not fit its cycles (SCALE-Sim fails there; SRAM < 100 words?)"}
+    failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}: "
+              f"{reasons[int(row[KM.Y_STATUS])]}" for (i, j), row in zip(pairs, out) if row[KM.Y_STATUS]]
     if failed:
-        raise SimulationError("systolic memory model: a demanded address is missing from its prefetch order "
-                              "(SCALE-Sim would loop forever): " + ", ".join(failed))
+        raise SimulationError("systolic memory model: " + "; ".join(failed))
     rows, cols = np.array(pairs).T
     for name, (col, _, _) in OUTPUTS.items():
         result[name][rows, cols] = out[:, col]

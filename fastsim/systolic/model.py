@@ -40,6 +40,13 @@ DERIVED = {
                                "cycle the last ofmap row is written"),
     "stall_operand": ("", "operand whose buffer set most of the stall cycles ('' without stalls)"),
     "avg_dram_words_per_cycle": ("words/cycle", "DRAM traffic / total cycles"),
+    **{f"avg_dram_{op}_words_per_cycle": ("words/cycle", f"{op} DRAM words over its DRAM access window "
+                                          "(SCALE-Sim's bandwidth report) where a buffer model ran, else "
+                                          "over the total cycles") for op in ("ifmap", "filter", "ofmap")},
+    **{f"peak_dram_{op}_words_per_cycle": ("words/cycle", f"highest {op} DRAM rate of any cycle: the "
+                                           "interface when limited, the largest prefetch rate SCALE-Sim's "
+                                           "estimate buffers need when unlimited (NaN unless a buffer "
+                                           "model ran)") for op in ("ifmap", "filter", "ofmap")},
     "avg_sram_words_per_cycle": ("words/cycle", "SRAM traffic / total cycles"),
     "weight_reuse": ("MAC/word", "MACs per filter word read from DRAM"),
     "activation_reuse": ("MAC/word", "MACs per ifmap word read from DRAM"),
@@ -48,8 +55,11 @@ DERIVED = {
 MISMATCH = ["full", "rows_short", "cols_short", "both_short"]
 
 
-def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64) -> dict:
-    """Every metric as a numpy array of shape (layers, configs[, extra])."""
+def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
+                 dram_detail: bool = False) -> dict:
+    """Every metric as a numpy array of shape (layers, configs[, extra]). ``dram_detail`` also runs
+    SCALE-Sim's request-level estimate buffers on configs without a bandwidth limit: exact DRAM
+    writes, access windows and peak rates there too, at request-level cost."""
     configs = [c.validate() for c in configs]
     n_l, n_c = len(layers), len(configs)
     inp = np.zeros((n_l * n_c, K.I_NCOL), np.int64)
@@ -68,25 +78,32 @@ def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins:
     m.update({name: fout[:, col].reshape(shape) for name, (col, _, _) in FLOAT_OUTPUTS.items()})
     m["tile_mismatch"] = out[:, K.O_FOLDS_FULL:K.O_FOLDS_BOTH_SHORT + 1].reshape(shape + (4,))
     m["occupancy"] = occ.reshape(shape + (occupancy_bins,))
-    m.update(_memory(m, layers, configs))
+    m.update(_memory(m, layers, configs, dram_detail))
     return m
 
 
-def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig]) -> dict:
-    """Stalls and DRAM traffic: none and each element once with unlimited bandwidth (SCALE-Sim's
-    CALC mode); SCALE-Sim's request-level buffer model where a config sets a bandwidth (USER)."""
-    limited = np.array([c.bandwidth_limited for c in configs])
-    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1])
-    m["occupancy"] = np.where(limited[:, None], mem["occupancy"], m["occupancy"])
-    out = {name: np.where(limited, mem[name], 0) for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
-    out["stall_cycles"] = np.where(limited, mem["stall_cycles"], 0)
+def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail: bool) -> dict:
+    """Stalls and DRAM traffic: closed forms with unlimited bandwidth (no stalls, each element
+    read once), SCALE-Sim's request-level buffer models where a config sets a bandwidth (USER) or
+    ``dram_detail`` asks for them (CALC's estimate buffers)."""
+    modelled = np.array([c.bandwidth_limited or dram_detail for c in configs])
+    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1], dram_detail)
+    m["occupancy"] = np.where(modelled[:, None], mem["occupancy"], m["occupancy"])
+    out = {name: np.where(modelled, mem[name], 0) for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
+    out["stall_cycles"] = np.where(modelled, mem["stall_cycles"], 0)
     out["stall_cycles_by_operand"] = mem["stall_cycles_by_operand"]
-    out["total_cycles"] = np.where(limited, mem["total_cycles"], m["compute_cycles"])
+    out["total_cycles"] = np.where(modelled, mem["total_cycles"], m["compute_cycles"])
     first_read = np.minimum(mem["dram_ifmap_start_cycle"], mem["dram_filter_start_cycle"])
-    out["total_cycles_incl_prefetch"] = np.where(limited, mem["dram_ofmap_stop_cycle"] - first_read, 0)
+    out["total_cycles_incl_prefetch"] = np.where(modelled, mem["dram_ofmap_stop_cycle"] - first_read, 0)
     for name in ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes"):
-        m[name] = np.where(limited, mem[name], m[name])
+        m[name] = np.where(modelled, mem[name], m[name])
     cycles = np.maximum(out["total_cycles"], 1).astype(float)
+    for op, words in (("ifmap", "reads"), ("filter", "reads"), ("ofmap", "writes")):
+        # SCALE-Sim's BANDWIDTH_REPORT: words over the operand's DRAM access window; else over the run
+        window = out[f"dram_{op}_stop_cycle"] - out[f"dram_{op}_start_cycle"] + 1
+        moved = m[f"dram_{op}_{words}"]
+        out[f"avg_dram_{op}_words_per_cycle"] = np.where(modelled, moved / np.maximum(window, 1), moved / cycles)
+        out[f"peak_dram_{op}_words_per_cycle"] = np.where(modelled, mem[f"peak_dram_{op}_words_per_cycle"], np.nan)
     m["overall_utilization"] = 100.0 * m["macs"] / (cycles * np.array([c.rows * c.cols for c in configs]))
     dram = m["dram_ifmap_reads"] + m["dram_filter_reads"] + m["dram_ofmap_writes"]
     sram = m["sram_ifmap_reads"] + m["sram_filter_reads"] + m["sram_ofmap_writes"]
@@ -103,12 +120,13 @@ def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig]) -> dict:
     return out
 
 
-def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64):
+def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
+                  dram_detail: bool = False):
     """Every layer on every mesh config: an xarray Dataset with dims (layer, config)."""
     import xarray as xr
 
     configs = [c.validate() for c in configs]
-    m = mesh_metrics(layers, configs, occupancy_bins)
+    m = mesh_metrics(layers, configs, occupancy_bins, dram_detail)
     dims = ("layer", "config")
     data = {}
     for name, (_, units, desc) in {**INT_OUTPUTS, **FLOAT_OUTPUTS}.items():
@@ -117,10 +135,10 @@ def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins
         data[name] = (dims, m[name], {"units": units, "description": desc})
     for name, (_, units, desc) in MEMORY_OUTPUTS.items():
         if name.endswith("_cycle"):
-            data[name] = (dims, m[name], {"units": units, "description": desc + " (bandwidth-limited configs)"})
+            data[name] = (dims, m[name], {"units": units, "description": desc + " (where a buffer model ran)"})
     data["total_cycles_incl_prefetch"] = (dims, m["total_cycles_incl_prefetch"], {
         "units": "cycles", "description": "SCALE-Sim 'Total Cycles (incl. prefetch)': first DRAM read to last "
-                                          "DRAM write (bandwidth-limited configs)"})
+                                          "DRAM write (where a buffer model ran)"})
     data["stall_cycles_by_operand"] = (dims + ("operand",), m["stall_cycles_by_operand"],
                                        {"units": "cycles", "description": "stall cycles by the operand "
                                         "whose buffer set each stalled cycle"})
@@ -134,4 +152,5 @@ def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins
         "rows": ("config", [c.rows for c in configs]), "cols": ("config", [c.cols for c in configs]),
         "dataflow": ("config", [c.dataflow for c in configs]),
         "bandwidth_words_per_cycle": ("config", [c.bandwidth_words_per_cycle or 0 for c in configs]),
-    }, attrs={"stall_model": "SCALE-Sim v3 USER mode, request by request (bandwidth 0 = unlimited, CALC)"})
+    }, attrs={"memory_model": "SCALE-Sim v3 buffers request by request: USER mode where bandwidth > 0; "
+                              "CALC (bandwidth 0): closed forms" + (" and its estimate buffers" if dram_detail else "")})
