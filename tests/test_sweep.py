@@ -213,3 +213,53 @@ def test_sweep__runs_on_an_external_scheduler(tmp_path):
 def test_sweep__api_without_a_store_returns_a_loaded_dataset():
     ds = fastsim.sweep(gemm_spec(8))
     assert dict(ds.sizes) == {"m": 2, "k": 4, "n": 2} and (ds.status.values == 0).all()
+
+
+SYSTOLIC_SPEC = """
+[study]
+kind = "systolic"
+[study.base]
+topology = "TOPO"
+ifmap_sram_kb = 1
+filter_sram_kb = 1
+ofmap_sram_kb = 1
+ifmap_read_bandwidth = 4
+filter_read_bandwidth = 4
+[axes]
+rows = [4, 8]
+cols = [8, 16]
+dataflow = ["ws", "is", "os"]
+bandwidth = [0, 2]
+[run]
+chunk_points = 5
+"""
+
+
+def test_sweep__systolic_points_equal_the_mesh_model(tmp_path):
+    from fastsim.systolic import MeshConfig, mesh_metrics, read_topology
+
+    topo = tmp_path / "topo.csv"
+    topo.write_text("Layer, M, N, K,\na, 40, 24, 30,\nb, 9, 50, 17,\n")
+    spec_path = tmp_path / "mesh.toml"
+    spec_path.write_text(SYSTOLIC_SPEC.replace("TOPO", "topo.csv"))  # relative to the spec file
+    ds = sweep(load_spec(spec_path), tmp_path / "s.zarr", workers=0, progress=False)
+    assert dict(ds.sizes)["rows"] == 2 and (ds.status.values == 0).all()
+    assert ds.stall_cycles.attrs["units"] == "cycles" and list(ds.operand.values) == ["ifmap", "filter", "ofmap"]
+    layers = read_topology(topo)
+    for rows in (4, 8):
+        for df in ("ws", "is", "os"):
+            for bw in (0, 2):
+                cfg = MeshConfig(rows, 16, df, 1, 1, 1, bw or None, 4, 4)
+                m = mesh_metrics(layers, [cfg])
+                point = ds.sel(rows=rows, cols=16, dataflow=df, bandwidth=bw)
+                assert int(point.total_cycles) == int(m["total_cycles"].sum())
+                assert int(point.stall_cycles) == int(m["stall_cycles"].sum())
+                assert (bw == 0) == (int(point.stall_cycles) == 0)
+
+
+def test_spec__systolic_spec_errors_name_the_field(tmp_path):
+    bad = SYSTOLIC_SPEC.replace("TOPO", "missing.csv").replace("rows = [4, 8]", "warp = [1]")
+    with pytest.raises(fastsim.ConfigError) as e:
+        parse_spec(bad, str(tmp_path / "bad.toml"))
+    text = str(e.value)
+    assert "missing.csv" in text and "axes.warp" in text and "study.base.rows" in text

@@ -3,14 +3,15 @@ return the registered outputs. A point that is invalid (say, a mapping that does
 status 1 and empty outputs instead of stopping the sweep."""
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from .. import arch as arch_mod
 from ..errors import ConfigError, SimulationError
-from .spec import ARCH_FIELDS, SweepSpec
-from .variables import BOUND_RESOURCES, REGISTRY
+from .spec import ARCH_FIELDS, SweepSpec, spec_dir
+from .variables import BOUND_RESOURCES, OPERANDS, REGISTRY
 
 
 def split_params(params: dict) -> tuple[dict, dict]:
@@ -62,8 +63,11 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
     registry = REGISTRY[spec.kind]
     study_params, arch_overrides = split_params(params)
     try:
-        arch = build_arch(spec, arch_overrides)
-        values = _llm(study_params, arch) if spec.kind == "llm" else _gemm(study_params, arch)
+        if spec.kind == "systolic":
+            values = _systolic(params, spec)
+        else:
+            arch = build_arch(spec, arch_overrides)
+            values = _llm(study_params, arch) if spec.kind == "llm" else _gemm(study_params, arch)
         values["status"] = 0
     except ConfigError:
         values = {"status": 1}
@@ -103,3 +107,35 @@ def _gemm(params: dict, arch) -> dict:
     s = summarize(ds, 0, arch, g.ops, g.dtype)
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
     return s
+
+
+@functools.lru_cache(maxsize=16)
+def _topology(path: str):
+    from ..systolic import read_topology
+
+    return read_topology(path)
+
+
+def _systolic(params: dict, spec: SweepSpec) -> dict:
+    from ..systolic import MeshConfig, mesh_metrics
+
+    p = dict(params)
+    layers = _topology(str(spec_dir(spec.source) / str(p.pop("topology"))))
+    bandwidth = p.pop("bandwidth", 0)
+    names = {"ifmap_read_bandwidth": "ifmap_read_words_per_cycle", "filter_read_bandwidth": "filter_read_words_per_cycle"}
+    cfg = MeshConfig(p.pop("rows"), p.pop("cols"), p.pop("dataflow", "os"), bandwidth_words_per_cycle=bandwidth or None,
+                     **{names.get(k, k): v for k, v in p.items()})
+    m = mesh_metrics(layers, [cfg])
+    dram = {"ifmap": m["dram_ifmap_reads"].sum(), "filter": m["dram_filter_reads"].sum(),
+            "ofmap": m["dram_ofmap_writes"].sum()}
+    total = int(m["total_cycles"].sum())
+    return {
+        "total_cycles": total, "compute_cycles": int(m["compute_cycles"].sum()),
+        "stall_cycles": int(m["stall_cycles"].sum()),
+        "stall_cycles_by_operand": dict(zip(OPERANDS, m["stall_cycles_by_operand"].sum(axis=(0, 1)).tolist())),
+        "overall_utilization": 100.0 * m["macs"].sum() / (max(total, 1) * cfg.rows * cfg.cols),
+        "macs": float(m["macs"].sum()),
+        "sram_words": float((m["sram_ifmap_reads"] + m["sram_filter_reads"] + m["sram_ofmap_writes"]).sum()),
+        "dram_words": float(sum(dram.values())),
+        "dram_words_by_operand": {k: float(v) for k, v in dram.items()},
+    }

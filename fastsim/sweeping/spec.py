@@ -1,7 +1,7 @@
 """Sweep specs: TOML data (never executed), validated with every error listed.
 
     [study]
-    kind = "llm"                      # or "gemm"
+    kind = "llm"                      # or "gemm", "systolic"
     [study.base]                      # fixed parameters of every point
     model = "llama-3.2-1b"
     [arch]                            # optional: base preset and field overrides
@@ -17,6 +17,9 @@
 Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``). Axis and base
 names are study parameters or arch fields (bare, or as ``arch.NAME``); ``dataflow.CLASS`` and
 ``columns.CLASS`` set one op class. For prefill points, ``context`` is the prior cached context.
+A ``systolic`` study runs every layer of a SCALE-Sim topology CSV (``topology``, relative to the
+spec file) on a mesh per point (``rows``, ``cols``, ``dataflow``, SRAM kB, and ``bandwidth`` in
+words/cycle, 0 = unlimited); it has no arch.
 """
 from __future__ import annotations
 
@@ -39,7 +42,9 @@ LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch"
               "causal_halving", "lm_head_last_only"}
 GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
                "kernel_overhead_cycles", "out_dtype"}
-STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS}
+SYSTOLIC_PARAMS = {"topology", "rows", "cols", "dataflow", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb",
+                   "bandwidth", "ifmap_read_bandwidth", "filter_read_bandwidth", "word_bytes"}
+STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS}
 ARCH_FIELDS = {f.name for f in dataclasses.fields(Arch)} - {"name", "notes", "shim", "mem", "compute"}
 
 
@@ -107,6 +112,9 @@ def _axis_values(name, raw, p: Problems) -> list:
 
 def _check_name(kind: str, name: str, where: str, p: Problems) -> None:
     bare = name[5:] if name.startswith("arch.") else name
+    if kind == "systolic":
+        p.check(name in SYSTOLIC_PARAMS, where, name, f"not a systolic parameter ({sorted(SYSTOLIC_PARAMS)})")
+        return
     if name.startswith(("dataflow.", "columns.")) and kind == "llm":
         return
     if name.startswith("arch."):
@@ -151,6 +159,8 @@ def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
             axes[name] = _axis_values(name, values, p)
             if name in base:
                 p.add(f"axes.{name}", name, "is also in study.base; give it in one place")
+    if kind == "systolic":
+        _check_topologies(base, axes, points, source, p)
     run = raw.get("run", {})
     chunk_points = run.get("chunk_points", 8)
     p.check(isinstance(chunk_points, int) and chunk_points >= 1, "run.chunk_points", chunk_points, "integer >= 1")
@@ -162,6 +172,24 @@ def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
     if "status" not in outputs:
         outputs = ("status",) + outputs
     return SweepSpec(kind, base, arch, axes, points, chunk_points, outputs, source)
+
+
+def spec_dir(source: str) -> Path:
+    """Directory that relative paths in a spec are resolved against (its file's, else the cwd)."""
+    path = Path(source)
+    return path.parent if path.suffix == ".toml" else Path.cwd()
+
+
+def _check_topologies(base: dict, axes: dict, points, source: str, p: Problems) -> None:
+    for name in ("topology", "rows", "cols"):
+        given = name in base or name in axes or (points is not None and all(name in pt for pt in points))
+        p.check(given, f"study.base.{name}", "missing", "a systolic study needs topology, rows and cols "
+                "(in study.base, an axis or every point)")
+    values = [base["topology"]] if "topology" in base else list(axes.get("topology", []))
+    values += [pt["topology"] for pt in points or [] if "topology" in pt]
+    for value in values:
+        p.check((spec_dir(source) / str(value)).is_file(), "topology", value,
+                f"no such file (paths are relative to {spec_dir(source)})")
 
 
 def load_spec(path: str | Path) -> SweepSpec:

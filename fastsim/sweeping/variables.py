@@ -57,4 +57,20 @@ GEMM = {
     "peak_fraction": _v("peak_fraction", "1", "achieved over peak operations per second"),
 }
 
-REGISTRY = {"llm": LLM, "gemm": GEMM}
+OPERANDS = ("ifmap", "filter", "ofmap")
+SYSTOLIC = {  # every layer of the topology on the point's mesh, summed
+    "status": COMMON["status"],
+    "total_cycles": _v("total_cycles", "cycles", "SCALE-Sim total cycles, summed over layers", "int64"),
+    "compute_cycles": _v("compute_cycles", "cycles", "cycles with unlimited bandwidth, summed over layers", "int64"),
+    "stall_cycles": _v("stall_cycles", "cycles", "memory stall cycles, summed over layers", "int64"),
+    "stall_cycles_by_operand": _v("stall_cycles_by_operand", "cycles", "stall cycles by the operand whose buffer "
+                                  "set them", extra_dim=("operand", OPERANDS)),
+    "overall_utilization": _v("overall_utilization", "%", "MACs / (total cycles x PEs) over all layers"),
+    "macs": _v("macs", "MAC", "multiply-accumulates of all layers"),
+    "sram_words": _v("sram_words", "words", "SRAM reads and writes of all layers"),
+    "dram_words": _v("dram_words", "words", "DRAM reads and writes of all layers"),
+    "dram_words_by_operand": _v("dram_words_by_operand", "words", "DRAM words by operand (ifmap, filter reads; "
+                                "ofmap writes)", extra_dim=("operand", OPERANDS)),
+}
+
+REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC}
