@@ -14,6 +14,8 @@ import math
 import numpy as np
 
 from fastsim.errors import SimulationError
+from fastsim.kernels import scalesim_addresses as KA
+from fastsim.kernels import scalesim_buffers as KB
 from fastsim.kernels import systolic_memory as KM
 
 from .inputs import DATAFLOWS, Layer, MeshConfig
@@ -100,12 +102,12 @@ def occupancy(layer: Layer, cfg: MeshConfig, fold_start: np.ndarray, bins: int) 
 def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill: np.ndarray | None = None):
     out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
     fill = np.zeros((sizes[4] + 1, 2), np.int64) if fill is None else fill
-    KM.memory_batch(inp, out, np.zeros(KM.G_NCOL, np.int64), np.zeros((2, KM.RB_NCOL), np.int64),
-                    np.zeros(KM.WB_NCOL, np.int64),
+    KM.memory_batch(inp, out, np.zeros(KA.G_NCOL, np.int64), np.zeros((2, KB.RB_NCOL), np.int64),
+                    np.zeros(KB.WB_NCOL, np.int64),
                     np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
                     np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
                     fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64),
-                    np.zeros((2, KM.EB_NCOL), np.int64))
+                    np.zeros((2, KB.EB_NCOL), np.int64))
     return out
 
 

@@ -1,0 +1,172 @@
+"""SCALE-Sim's operand addresses, generated from the layer geometry instead of materialised:
+the ifmap/filter/ofmap address of an operand-matrix element, the order each read buffer prefetches
+its operand in (column blocks of the operand, diagonally rolled out for some dataflows), and a CSR
+table saying which hashed buffer lines hold each address. ``fastsim/systolic/demand.py`` builds the
+same matrices in full with numpy; tests compare them.
+"""
+from ._jit import inline, kernel
+
+DF_WS = 0
+DF_IS = 1
+DF_OS = 2
+
+# geometry vector
+G_M = 0
+G_K = 1
+G_N = 2
+G_OFMAP_W = 3
+G_IFMAP_H = 4
+G_IFMAP_W = 5
+G_FILTER_W = 6
+G_CHANNELS = 7
+G_STRIDE = 8
+G_STRIDE_W = 9
+G_NCOL = 10
+
+NULL = -1
+
+
+@inline
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+@kernel
+def fill_ifmap_tables(g, pix, win):
+    """Per ofmap pixel its window origin (row, col, base address) and per window position its
+    offset (row, col, address): ifmap addresses then need no divisions in the request loops."""
+    for i in range(g[G_M]):
+        o_row = i // g[G_OFMAP_W]
+        o_col = i - o_row * g[G_OFMAP_W]
+        pix[i, 0] = o_row * g[G_STRIDE]
+        pix[i, 1] = o_col * g[G_STRIDE_W]
+        pix[i, 2] = (pix[i, 0] * g[G_IFMAP_W] + pix[i, 1]) * g[G_CHANNELS]
+    span = g[G_FILTER_W] * g[G_CHANNELS]
+    for j in range(g[G_K]):
+        c_row = j // span
+        rest = j - c_row * span
+        c_col = rest // g[G_CHANNELS]
+        win[j, 0] = c_row
+        win[j, 1] = c_col
+        win[j, 2] = (c_row * g[G_IFMAP_W] + c_col) * g[G_CHANNELS] + rest - c_col * g[G_CHANNELS]
+
+
+@inline
+def ifmap_addr(g, pix, win, i, j):
+    """Ifmap element (ofmap pixel i, window position j), relative to the ifmap offset; -1 where
+    the window runs off the ifmap."""
+    if pix[i, 0] + win[j, 0] < g[G_IFMAP_H] and pix[i, 1] + win[j, 1] < g[G_IFMAP_W]:
+        return pix[i, 2] + win[j, 2]
+    return NULL
+
+
+@inline
+def filter_addr(g, i, j):
+    """Filter element (window position i, filter j)."""
+    return j * g[G_K] + i
+
+
+@inline
+def ofmap_addr(g, i, j):
+    return g[G_N] * i + j
+
+
+@inline
+def prefetch_shape(g, df, operand, r, c):
+    """(blocks, rows per block, width, diagonal rollout) of an operand's prefetch matrix."""
+    m, k, n = g[G_M], g[G_K], g[G_N]
+    if df == DF_OS:
+        if operand == 0:
+            return cdiv(m, r), k, r, True
+        return cdiv(n, c), k, c, True
+    if df == DF_WS:
+        if operand == 0:
+            return cdiv(k, r), m, r, True
+        return cdiv(n, c), k, c, False
+    if operand == 0:
+        return cdiv(m, c), k, c, False
+    return cdiv(k, r), n, r, True
+
+
+@inline
+def prefetch_elem(g, pix, win, df, operand, width, row, brows, col):
+    """Element (row, col) of the prefetch matrix: blocks of operand columns padded to `width`."""
+    b = row // brows
+    t = row - b * brows
+    s = b * width + col
+    m, k, n = g[G_M], g[G_K], g[G_N]
+    if df == DF_OS:
+        if operand == 0:
+            return ifmap_addr(g, pix, win, s, t) if s < m else NULL
+        return filter_addr(g, t, s) if s < n else NULL
+    if df == DF_WS:
+        if operand == 0:
+            return ifmap_addr(g, pix, win, t, s) if s < k else NULL
+        return filter_addr(g, t, s) if s < n else NULL
+    if operand == 0:
+        return ifmap_addr(g, pix, win, s, t) if s < m else NULL
+    return filter_addr(g, s, t) if s < k else NULL
+
+
+@inline
+def _hash_one(addr, pass_no, count, starts, lines, line):
+    """Pass 0 counts the address; pass 1 appends the current line id to its CSR list."""
+    if pass_no == 0:
+        starts[addr + 1] += 1
+    else:
+        lines[starts[addr] + count[addr]] = line
+        count[addr] += 1
+
+
+@kernel
+def build_lines(g, pix, win, df, operand, r, c, per_line, starts, count, lines, addr_space):
+    """CSR table addr -> ids of the hashed lines holding it (sorted), in two passes over the
+    prefetch order. Returns (number of lines, prefetch elements incl. nulls)."""
+    blocks, brows, width, rollout = prefetch_shape(g, df, operand, r, c)
+    rows = blocks * brows
+    for a in range(addr_space + 1):
+        starts[a] = 0
+        count[a] = 0
+    n_lines = 0
+    for pass_no in range(2):
+        valid = 0
+        if rollout:
+            for d in range(rows + width):
+                top = min(d, rows - 1)
+                bottom = max(0, d - width + 1)
+                for row in range(top, bottom - 1, -1):
+                    addr = prefetch_elem(g, pix, win, df, operand, width, row, brows, d - row)
+                    if addr != NULL:
+                        _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
+                        valid += 1
+        else:
+            for row in range(rows):
+                for col in range(width):
+                    addr = prefetch_elem(g, pix, win, df, operand, width, row, brows, col)
+                    if addr != NULL:
+                        _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
+                        valid += 1
+        if pass_no == 0:
+            for a in range(addr_space):
+                starts[a + 1] += starts[a]
+        n_lines = valid // per_line + 1
+    return n_lines, rows * width
+
+
+@inline
+def in_window(addr, starts, lines, win_start, win_end):
+    """Does a line of the circular window [win_start, win_end) hold `addr`? (start == end: all.)"""
+    lo = starts[addr]
+    hi = starts[addr + 1]
+    if lo == hi:
+        return False
+    if win_start < win_end:
+        a, b = lo, hi  # first line id >= win_start
+        while a < b:
+            mid = (a + b) // 2
+            if lines[mid] < win_start:
+                a = mid + 1
+            else:
+                b = mid
+        return a < hi and lines[a] < win_end
+    return lines[hi - 1] >= win_start or lines[lo] < win_end
