@@ -139,3 +139,15 @@ def test_systolic__cli_answers_the_same_interpreted_and_jitted(tmp_path):
                             "--dataflow", "ws,is,os", "--json"], env=env, capture_output=True, text=True, check=True)
         outputs.append(json.loads(r.stdout))
     assert outputs[0] == outputs[1] and len(outputs[0]["layers"]) == 12
+
+
+def test_systolic__refuses_scalesim_features_it_does_not_model(tmp_path):
+    import fastsim
+
+    cfg = tmp_path / "scale.cfg"
+    cfg.write_text("[general]\nrun_name = t\n[architecture_presets]\nArrayHeight: 8\nArrayWidth: 8\nDataflow : os\n"
+                   "[sparsity]\nSparsitySupport : true\n[run_presets]\nInterfaceBandwidth: CALC\n"
+                   "UseRamulatorTrace: True\n")
+    with pytest.raises(fastsim.ConfigError) as e:
+        read_config(cfg)
+    assert "sparsity.SparsitySupport" in str(e.value) and "run_presets.UseRamulatorTrace" in str(e.value)

@@ -199,3 +199,17 @@ def test_memory_model__occupancy_timeline_includes_the_stalls():
     assert float(s.occupancy.mean()) < 0.5 * float(f.occupancy.mean())
     # without stalls the timeline is the closed form's
     assert np.allclose(f.occupancy, unlimited.occupancy)
+
+
+def test_traces__use_the_configs_address_offsets(tmp_path):
+    import numpy as np
+
+    from fastsim.systolic.traces import write_traces
+
+    cfg = MeshConfig(4, 4, "os", 1, 1, 1, 2, 2, 2, address_offsets=(100, 5000, 90000))
+    (layer_dir,) = write_traces([Layer.gemm("g", 6, 5, 7)], cfg, tmp_path)
+    for name, lo, hi in [("IFMAP", 100, 100 + 6 * 7), ("FILTER", 5000, 5000 + 7 * 5), ("OFMAP", 90000, 90000 + 6 * 5)]:
+        for kind in ("SRAM", "DRAM"):
+            addrs = np.loadtxt(layer_dir / f"{name}_{kind}_TRACE.csv", delimiter=",", ndmin=2)[:, 1:]
+            real = addrs[addrs != -1]
+            assert real.min() == lo and real.max() == hi - 1, (name, kind)

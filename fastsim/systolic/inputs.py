@@ -56,6 +56,8 @@ class MeshConfig:
     filter_read_words_per_cycle: int = 10
     word_bytes: int = 1
     name: str = "mesh"
+    # SCALE-Sim's IfmapOffset / FilterOffset / OfmapOffset: only trace addresses depend on them
+    address_offsets: tuple[int, int, int] = (0, 10_000_000, 20_000_000)
 
     @property
     def bandwidth_limited(self) -> bool:
@@ -100,12 +102,19 @@ def read_config(path: str | Path) -> MeshConfig:
             p.add(key, section.get(key), "an integer")
             return default
 
+    # SCALE-Sim features that change its numbers and are not modelled: refuse rather than differ
+    for section, key in (("sparsity", "SparsitySupport"), ("run_presets", "UseRamulatorTrace"),
+                         ("layout", "IfmapCustomLayout"), ("layout", "FilterCustomLayout")):
+        value = cp.get(section, key, fallback="false").strip().lower()
+        p.check(value in ("false", "0", "no", ""), f"{section}.{key}", value, "not supported by fastsim; set False")
     bw = integer(arch, "Bandwidth", 10) if user_bw else None
+    offsets = (integer(arch, "IfmapOffset", 0), integer(arch, "FilterOffset", 10_000_000),
+               integer(arch, "OfmapOffset", 20_000_000))
     config = MeshConfig(integer(arch, "ArrayHeight", 0), integer(arch, "ArrayWidth", 0), arch["Dataflow"].strip(),
                         integer(arch, "IfmapSramSzkB", 64), integer(arch, "FilterSramSzkB", 64),
                         integer(arch, "OfmapSramSzkB", 64), bw,
                         integer(layout, "IfmapSRAMBankBandwidth", 10), integer(layout, "FilterSRAMBankBandwidth", 10),
-                        name=cp.get("general", "run_name", fallback=path.stem))
+                        name=cp.get("general", "run_name", fallback=path.stem), address_offsets=offsets)
     p.raise_if_any()
     return config.validate()
 

@@ -77,14 +77,14 @@ def write_traces(layers: list[Layer], cfg: MeshConfig, directory: str | Path) ->
     words = 1024 // cfg.word_bytes
     written = []
     for i, layer in enumerate(layers):
-        demands = demand_matrices(layer, cfg.rows, cfg.cols, cfg.dataflow)
+        demands = demand_matrices(layer, cfg.rows, cfg.cols, cfg.dataflow, cfg.address_offsets)
         rows = demands[0].shape[0]
         layer_dir = Path(directory) / cfg.name / f"layer{i}"
         layer_dir.mkdir(parents=True, exist_ok=True)
         if cfg.bandwidth_limited:
             run = trace_run(layer, cfg, rows)
             cycles = run["served"]
-            orders = prefetch_orders(layer, cfg.rows, cfg.cols, cfg.dataflow)
+            orders = prefetch_orders(layer, cfg.rows, cfg.cols, cfg.dataflow, cfg.address_offsets)
             dram = [read_dram_trace(orders[0], cfg.ifmap_sram_kb * words, cfg.ifmap_read_words_per_cycle,
                                     run["dram_ifmap_reads"]),
                     read_dram_trace(orders[1], cfg.filter_sram_kb * words, cfg.filter_read_words_per_cycle,
