@@ -109,6 +109,13 @@ def prefetch_elem(g, pix, win, df, operand, width, row, brows, col):
 
 
 @inline
+def prefetch_elems(g, df, operand, r, c):
+    """Length of the operand's prefetch order, padding nulls included."""
+    blocks, brows, width, _ = prefetch_shape(g, df, operand, r, c)
+    return blocks * brows * width
+
+
+@inline
 def _hash_one(addr, pass_no, count, starts, lines, line):
     """Pass 0 counts the address; pass 1 appends the current line id to its CSR list."""
     if pass_no == 0:
@@ -119,16 +126,34 @@ def _hash_one(addr, pass_no, count, starts, lines, line):
 
 
 @kernel
-def build_lines(g, pix, win, df, operand, r, c, per_line, starts, count, lines, addr_space):
-    """CSR table addr -> ids of the hashed lines holding it (sorted), in two passes over the
-    prefetch order. Returns (number of lines, prefetch elements incl. nulls)."""
+def count_valid(g, pix, win, operand):
+    """Non-null elements of the operand's prefetch order: each operand element appears once."""
+    if operand == 1:
+        return g[G_K] * g[G_N]
+    valid = 0
+    for i in range(g[G_M]):
+        for j in range(g[G_K]):
+            if ifmap_addr(g, pix, win, i, j) != NULL:
+                valid += 1
+    return valid
+
+
+@kernel
+def build_lines(g, pix, win, df, operand, r, c, per_line, unique, starts, count, lines, addr_space):
+    """Which hashed lines hold each address, in the prefetch order. Operands whose addresses are
+    all distinct (filters; ifmaps whose conv windows do not overlap) need one pass: lines[addr] is
+    the line. Otherwise a CSR table addr -> sorted line ids (two passes). Returns the number of
+    prefetch elements, nulls included."""
     blocks, brows, width, rollout = prefetch_shape(g, df, operand, r, c)
     rows = blocks * brows
-    for a in range(addr_space + 1):
-        starts[a] = 0
-        count[a] = 0
-    n_lines = 0
-    for pass_no in range(2):
+    if unique:
+        for a in range(addr_space):
+            lines[a] = -1
+    else:
+        for a in range(addr_space + 1):
+            starts[a] = 0
+            count[a] = 0
+    for pass_no in range(1 if unique else 2):
         valid = 0
         if rollout:
             for d in range(rows + width):
@@ -137,25 +162,47 @@ def build_lines(g, pix, win, df, operand, r, c, per_line, starts, count, lines, 
                 for row in range(top, bottom - 1, -1):
                     addr = prefetch_elem(g, pix, win, df, operand, width, row, brows, d - row)
                     if addr != NULL:
-                        _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
+                        if unique:
+                            lines[addr] = valid // per_line
+                        else:
+                            _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
                         valid += 1
         else:
             for row in range(rows):
                 for col in range(width):
                     addr = prefetch_elem(g, pix, win, df, operand, width, row, brows, col)
                     if addr != NULL:
-                        _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
+                        if unique:
+                            lines[addr] = valid // per_line
+                        else:
+                            _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
                         valid += 1
-        if pass_no == 0:
+        if pass_no == 0 and not unique:
             for a in range(addr_space):
                 starts[a + 1] += starts[a]
-        n_lines = valid // per_line + 1
-    return n_lines, rows * width
+    return rows * width
 
 
 @inline
-def in_window(addr, starts, lines, win_start, win_end):
+def _circular(line, win_start, win_end):
+    if win_start < win_end:
+        return win_start <= line < win_end
+    return line >= win_start or line < win_end
+
+
+@inline
+def holds(addr, unique, starts, lines):
+    """Is `addr` in the prefetch order at all?"""
+    if unique:
+        return lines[addr] >= 0
+    return starts[addr] < starts[addr + 1]
+
+
+@inline
+def in_window(addr, unique, starts, lines, win_start, win_end):
     """Does a line of the circular window [win_start, win_end) hold `addr`? (start == end: all.)"""
+    if unique:
+        return lines[addr] >= 0 and _circular(lines[addr], win_start, win_end)
     lo = starts[addr]
     hi = starts[addr + 1]
     if lo == hi:

@@ -11,7 +11,7 @@
   is the last of a drain, as in SCALE-Sim).
 """
 from ._jit import inline
-from .scalesim_addresses import cdiv, in_window
+from .scalesim_addresses import cdiv, holds, in_window
 
 # read-buffer state
 RB_BW = 0
@@ -27,7 +27,8 @@ RB_ACCESSES = 9
 RB_FETCH_ROWS = 10
 RB_FIRST = 11
 RB_MISSING = 12  # set when a demanded address is not in the prefetch order
-RB_NCOL = 13
+RB_UNIQUE = 13  # 1: every address appears once in the prefetch order (lines[addr] is its line)
+RB_NCOL = 14
 
 # write-buffer state
 WB_BW = 0
@@ -47,7 +48,11 @@ READ_LATENCY = 1  # SCALE-Sim's DRAM read port
 
 
 @inline
-def rb_init(st, words, bw, per_line, n_lines, prefetch_elems):
+def rb_init(st, words, bw, per_line, valid, prefetch_elems, unique):
+    """State after the first demand row's prefetch; `valid` non-null elements in the prefetch order
+    make valid // per_line + 1 hashed lines (the last possibly empty, as in SCALE-Sim)."""
+    n_lines = valid // per_line + 1
+    st[RB_UNIQUE] = unique
     st[RB_BW] = bw
     st[RB_ACTIVE] = cdiv(words, 2)  # SCALE-Sim: ceil(words * 0.5)
     st[RB_PREFETCH] = words - st[RB_ACTIVE]
@@ -70,8 +75,9 @@ def rb_read(st, starts, lines, addr, cycle, offset):
     """Serve one request; returns the row's new offset (SCALE-Sim would loop forever on an address
     missing from the prefetch order: flag it instead)."""
     slides = 0
-    while not in_window(addr, starts, lines, st[RB_WIN_START], st[RB_WIN_END]):
-        if slides > st[RB_LINES] or starts[addr] == starts[addr + 1]:
+    unique = st[RB_UNIQUE] == 1
+    while not in_window(addr, unique, starts, lines, st[RB_WIN_START], st[RB_WIN_END]):
+        if slides > st[RB_LINES] or not holds(addr, unique, starts, lines):
             st[RB_MISSING] = 1
             return offset
         slides += 1

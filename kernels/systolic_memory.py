@@ -13,8 +13,8 @@ sets; property tests demand equality with this kernel, golden tests with SCALE-S
 """
 from ._jit import inline, kernel
 from .scalesim_addresses import (DF_OS, DF_WS, G_CHANNELS, G_FILTER_W, G_IFMAP_H, G_IFMAP_W, G_K, G_M, G_N,
-                                 G_OFMAP_W, G_STRIDE, G_STRIDE_W, NULL, build_lines, cdiv, filter_addr,
-                                 fill_ifmap_tables, ifmap_addr)
+                                 G_OFMAP_W, G_STRIDE, G_STRIDE_W, NULL, build_lines, cdiv, count_valid,
+                                 filter_addr, fill_ifmap_tables, ifmap_addr, prefetch_elems)
 from .scalesim_buffers import (EB_ACCESSES, EB_DRAM_FIRST, EB_DRAM_LAST, EB_ERROR, EB_PEAK, RB_ACCESSES, RB_FIRST,
                                RB_LAST, RB_LINES, RB_MISSING, RB_N_ACTIVE, RB_NCOL, WB_ACCESSES, WB_DRAIN_END,
                                WB_DRAIN_LINE, WB_FIRST, WB_LAST, WB_LINES, eb_finish, eb_init, rb_init, serve_read,
@@ -118,12 +118,26 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
                 rb[0, j] = 0
                 rb[1, j] = 0
         else:
-            if_n, if_elems = build_lines(g, pix, win, df, 0, r, c, if_per_line, if_starts, if_count, if_lines,
-                                          if_space)
-            fi_n, fi_elems = build_lines(g, pix, win, df, 1, r, c, fi_per_line, fi_starts, fi_count, fi_lines,
-                                          k * n)
-            rb_init(rb[0], x[X_IFMAP_WORDS], x[X_IFMAP_BW], if_per_line, if_n, if_elems)
-            rb_init(rb[1], x[X_FILTER_WORDS], x[X_FILTER_BW], fi_per_line, fi_n, fi_elems)
+            # line tables are built only for operands that do not fit the active window (the
+            # others never miss); filters and non-overlapping conv windows have distinct addresses
+            ofmap_h = m // g[G_OFMAP_W]
+            if_unique = ((x[X_STRIDE] >= x[X_FILTER_H] or ofmap_h == 1)
+                         and (x[X_STRIDE_W] >= x[X_FILTER_W] or g[G_OFMAP_W] == 1))
+            for op in range(2):
+                words = x[X_IFMAP_WORDS] if op == 0 else x[X_FILTER_WORDS]
+                per_line = if_per_line if op == 0 else fi_per_line
+                valid = count_valid(g, pix, win, op)
+                unique = op == 1 or if_unique
+                if valid // per_line + 1 <= cdiv(cdiv(words, 2), per_line):  # all lines active: resident
+                    elems = prefetch_elems(g, df, op, r, c)
+                elif op == 0:
+                    elems = build_lines(g, pix, win, df, 0, r, c, per_line, unique, if_starts, if_count, if_lines,
+                                        if_space)
+                else:
+                    elems = build_lines(g, pix, win, df, 1, r, c, per_line, unique, fi_starts, fi_count, fi_lines,
+                                        k * n)
+                rb_init(rb[op], words, x[X_IFMAP_BW] if op == 0 else x[X_FILTER_BW], per_line, valid, elems,
+                        1 if unique else 0)
         wb_init(wb, x[X_OFMAP_WORDS], x[X_OFMAP_BW])
         if df == DF_OS:
             nc, nr, t = cdiv(n, c), cdiv(m, r), k

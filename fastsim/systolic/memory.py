@@ -104,8 +104,10 @@ def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill
     fill = np.zeros((sizes[4] + 1, 2), np.int64) if fill is None else fill
     KM.memory_batch(inp, out, np.zeros(KA.G_NCOL, np.int64), np.zeros((2, KB.RB_NCOL), np.int64),
                     np.zeros(KB.WB_NCOL, np.int64),
-                    np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[2], np.int64),
-                    np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[3], np.int64),
+                    np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64),
+                    np.zeros(max(sizes[2], sizes[0]), np.int64),  # CSR lines, or a line per address
+                    np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64),
+                    np.zeros(max(sizes[3], sizes[1]), np.int64),
                     fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64),
                     np.zeros((2, KB.EB_NCOL), np.int64))
     return out
