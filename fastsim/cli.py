@@ -217,9 +217,11 @@ def _interpret_small_closed_form_runs(cfg, runs: int, most: int = 2000) -> None:
 @click.option("--dram-detail", is_flag=True,
               help="without a bandwidth limit also run SCALE-Sim's estimate buffers (exact DRAM writes, "
                    "access windows, peak rates; request-level cost)")
+@click.option("--threads", default=None, type=click.IntRange(min=1),
+              help="threads for the request-level buffer models (default: one per core)")
 @click.option("--traces", "traces_dir", default=None, type=click.Path(file_okay=False),
               help="also write SCALE-Sim-format traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
-def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, traces_dir):
+def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, threads, traces_dir):
     """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
     with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
     import dataclasses
@@ -234,7 +236,8 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, tra
             _interpret_small_closed_form_runs(cfg, len(layers) * len(flows))
         from .systolic.model import MISMATCH, mesh_metrics
 
-        m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows], dram_detail=dram_detail)
+        m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows], dram_detail=dram_detail,
+                         threads=threads or os.cpu_count() or 1)
         if traces_dir:
             from .systolic.traces import write_traces
 

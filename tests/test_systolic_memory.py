@@ -213,3 +213,14 @@ def test_traces__use_the_configs_address_offsets(tmp_path):
             addrs = np.loadtxt(layer_dir / f"{name}_{kind}_TRACE.csv", delimiter=",", ndmin=2)[:, 1:]
             real = addrs[addrs != -1]
             assert real.min() == lo and real.max() == hi - 1, (name, kind)
+
+
+def test_memory_model__threads_give_identical_results():
+    import numpy as np
+
+    layers = golden_layers()
+    configs = [MeshConfig(8, 8, df, 1, 1, 1, 4, 4, 4) for df in ("ws", "is", "os")] + [MeshConfig(16, 8, "os")]
+    one = memory_metrics(layers, configs, dram_detail=True, threads=1)
+    three = memory_metrics(layers, configs, dram_detail=True, threads=3)
+    for name in one:
+        assert np.array_equal(one[name], three[name], equal_nan=True), name

@@ -128,11 +128,45 @@ def trace_run(layer: Layer, cfg: MeshConfig, demand_rows: int) -> dict:
     return {**result, "served": trace, "ofmap_lines": fill[:out[KM.Y_OFMAP_LINES]]}
 
 
+def _cost(layer: Layer, cfg: MeshConfig) -> int:
+    """Requests an item walks (demand rows x mesh ports): to balance items over threads."""
+    nr, nc, _, _, t, _ = _folds(layer, cfg)
+    fold_len = t + cfg.rows + cfg.cols if cfg.dataflow == "os" else 2 * cfg.rows + cfg.cols + t
+    return nr * nc * fold_len * (cfg.rows + 2 * cfg.cols)
+
+
+def _run_threaded(inp: np.ndarray, sizes_by_item: np.ndarray, costs: list[int], fold_start: np.ndarray,
+                  threads: int) -> np.ndarray:
+    """Items split over threads, longest first to the least loaded (the kernel releases the GIL);
+    each thread has its own scratch, and writes disjoint rows of ``fold_start``."""
+    threads = max(1, min(threads, len(inp)))
+    groups, loads = [[] for _ in range(threads)], [0] * threads
+    for item in sorted(range(len(inp)), key=lambda i: -costs[i]):
+        t = loads.index(min(loads))
+        groups[t].append(item)
+        loads[t] += costs[item]
+    groups = [sorted(g) for g in groups if g]
+    out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
+
+    def work(group):
+        out[group] = _run(inp[group], sizes_by_item[group].max(axis=0), np.zeros((0, 3), np.int64), fold_start)
+
+    if len(groups) == 1:
+        work(groups[0])
+    else:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(groups)) as pool:
+            list(pool.map(work, groups))
+    return out
+
+
 def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
-                   dram_detail: bool = False) -> dict:
+                   dram_detail: bool = False, threads: int = 1) -> dict:
     """Every output of the memory models as an int64 array (layers, configs); configs without a
     bandwidth limit get zeros unless ``dram_detail``. ``stall_cycles_by_operand`` adds a trailing
-    axis (ifmap, filter, ofmap), ``occupancy`` one of time bins (NaN where the model did not run)."""
+    axis (ifmap, filter, ofmap), ``occupancy`` one of time bins (NaN where the model did not run).
+    ``threads`` > 1 runs items on that many threads (sweep workers keep 1: they are the parallelism)."""
     pairs = [(i, j) for j, cfg in enumerate(configs) if cfg.bandwidth_limited or dram_detail
              for i in range(len(layers))]
     shape = (len(layers), len(configs))
@@ -147,9 +181,9 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bin
     inp = np.stack([_item(layers[i], configs[j]) for i, j in pairs])
     folds = np.array([np.prod(_folds(layers[i], configs[j])[:2]) + 1 for i, j in pairs])
     inp[:, KM.X_FOLD_BASE] = np.concatenate([[0], np.cumsum(folds)[:-1]])
-    sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs]).max(axis=0)
+    sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs])
     fold_start = np.zeros(folds.sum(), np.int64)
-    out = _run(inp, sizes, np.zeros((0, 3), np.int64), fold_start)
+    out = _run_threaded(inp, sizes, [_cost(layers[i], configs[j]) for i, j in pairs], fold_start, threads)
     reasons = {1: "a demanded address is missing from its prefetch order (SCALE-Sim would loop forever)",
                2: "an estimate-mode prefetch does not fit its cycles (SCALE-Sim fails there; SRAM < 100 words?)"}
     failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}: "

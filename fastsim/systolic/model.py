@@ -56,10 +56,11 @@ MISMATCH = ["full", "rows_short", "cols_short", "both_short"]
 
 
 def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
-                 dram_detail: bool = False) -> dict:
+                 dram_detail: bool = False, threads: int = 1) -> dict:
     """Every metric as a numpy array of shape (layers, configs[, extra]). ``dram_detail`` also runs
     SCALE-Sim's request-level estimate buffers on configs without a bandwidth limit: exact DRAM
-    writes, access windows and peak rates there too, at request-level cost."""
+    writes, access windows and peak rates there too, at request-level cost. ``threads`` spreads the
+    request-level models over threads."""
     configs = [c.validate() for c in configs]
     n_l, n_c = len(layers), len(configs)
     inp = np.zeros((n_l * n_c, K.I_NCOL), np.int64)
@@ -78,16 +79,16 @@ def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins:
     m.update({name: fout[:, col].reshape(shape) for name, (col, _, _) in FLOAT_OUTPUTS.items()})
     m["tile_mismatch"] = out[:, K.O_FOLDS_FULL:K.O_FOLDS_BOTH_SHORT + 1].reshape(shape + (4,))
     m["occupancy"] = occ.reshape(shape + (occupancy_bins,))
-    m.update(_memory(m, layers, configs, dram_detail))
+    m.update(_memory(m, layers, configs, dram_detail, threads))
     return m
 
 
-def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail: bool) -> dict:
+def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail: bool, threads: int) -> dict:
     """Stalls and DRAM traffic: closed forms with unlimited bandwidth (no stalls, each element
     read once), SCALE-Sim's request-level buffer models where a config sets a bandwidth (USER) or
     ``dram_detail`` asks for them (CALC's estimate buffers)."""
     modelled = np.array([c.bandwidth_limited or dram_detail for c in configs])
-    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1], dram_detail)
+    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1], dram_detail, threads)
     m["occupancy"] = np.where(modelled[:, None], mem["occupancy"], m["occupancy"])
     out = {name: np.where(modelled, mem[name], 0) for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
     out["stall_cycles"] = np.where(modelled, mem["stall_cycles"], 0)
@@ -121,12 +122,12 @@ def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail
 
 
 def simulate_mesh(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
-                  dram_detail: bool = False):
+                  dram_detail: bool = False, threads: int = 1):
     """Every layer on every mesh config: an xarray Dataset with dims (layer, config)."""
     import xarray as xr
 
     configs = [c.validate() for c in configs]
-    m = mesh_metrics(layers, configs, occupancy_bins, dram_detail)
+    m = mesh_metrics(layers, configs, occupancy_bins, dram_detail, threads)
     dims = ("layer", "config")
     data = {}
     for name, (_, units, desc) in {**INT_OUTPUTS, **FLOAT_OUTPUTS}.items():
