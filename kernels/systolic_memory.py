@@ -85,16 +85,16 @@ def _geometry(x, g):
 @kernel
 def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, fi_count, fi_lines, fill,
                  trace, fold_start, pix, win, eb):
-    """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]; the rest is scratch sized for the largest item
-    (g[scalesim_addresses.G_NCOL], rb[2, scalesim_buffers.RB_NCOL], wb[scalesim_buffers.WB_NCOL]; CSR starts/count: address space + 1; lines: prefetch
-    elements; fill: int64[ofmap requests + 1, 2], per ofmap buffer line its words and the cycle it
-    was written to DRAM). trace: int64[rows, 3] receives the cycle each demand row
-    is served (ifmap, filter, ofmap) for SRAM traces of a one-item batch; pass shape (0, 3) otherwise.
-    fold_start: int64[sum over items of folds + 1] receives the cycle each fold starts (stalls
-    included) and, last, the cycle the item ends: the occupancy timeline with stalls.
-    pix: int64[ofmap pixels, 3] and win: int64[window, 3] are scratch for ifmap address tables;
-    eb: int64[2, scalesim_buffers.EB_NCOL] estimate read-buffer state (in that mode if_count/fi_count hold, per
-    address, the set it last joined)."""
+    """inp: int64[n, X_NCOL]; out: int64[n, Y_NCOL]. Scratch, sized for the largest item: g
+    (geometry, G_NCOL), rb / wb / eb (read, write, estimate buffer state rows); per operand CSR
+    starts and count (address space + 1) and lines (max(prefetch elements, address space)); fill
+    int64[ofmap requests + 1, 2] (per ofmap buffer line: words, cycle written to DRAM); pix
+    int64[ofmap pixels, 3] and win int64[window, 3] (ifmap address tables). In estimate mode the
+    count arrays hold, per address, the set it last joined.
+    Outputs beyond ``out``: trace int64[rows, 3] gets the cycle each demand row is served (ifmap,
+    filter, ofmap) for SRAM traces of a one-item batch (shape (0, 3) otherwise); fold_start
+    int64[sum of folds + 1 per item] gets the cycle each fold starts, stalls included, and last the
+    cycle the item ends (the occupancy timeline)."""
     for item in range(inp.shape[0]):
         x = inp[item]
         _geometry(x, g)
