@@ -89,10 +89,9 @@ def prefetch_shape(g, df, operand, r, c):
 
 
 @inline
-def prefetch_elem(g, pix, win, df, operand, width, row, brows, col):
-    """Element (row, col) of the prefetch matrix: blocks of operand columns padded to `width`."""
-    b = row // brows
-    t = row - b * brows
+def prefetch_elem(g, pix, win, df, operand, width, b, t, col):
+    """Element (row b * rows per block + t, col) of the prefetch matrix: blocks of operand columns
+    padded to `width`."""
     s = b * width + col
     m, k, n = g[G_M], g[G_K], g[G_N]
     if df == DF_OS:
@@ -116,10 +115,10 @@ def prefetch_elems(g, df, operand, r, c):
 
 
 @inline
-def _hash_one(addr, pass_no, count, starts, lines, line):
-    """Pass 0 counts the address; pass 1 appends the current line id to its CSR list."""
-    if pass_no == 0:
-        starts[addr + 1] += 1
+def _place(addr, unique, starts, count, lines, line):
+    """Record that `line` holds `addr`: directly, or appended to its CSR list."""
+    if unique:
+        lines[addr] = line
     else:
         lines[starts[addr] + count[addr]] = line
         count[addr] += 1
@@ -142,8 +141,10 @@ def count_valid(g, pix, win, operand):
 def build_lines(g, pix, win, df, operand, r, c, per_line, unique, starts, count, lines, addr_space):
     """Which hashed lines hold each address, in the prefetch order. Operands whose addresses are
     all distinct (filters; ifmaps whose conv windows do not overlap) need one pass: lines[addr] is
-    the line. Otherwise a CSR table addr -> sorted line ids (two passes). Returns the number of
-    prefetch elements, nulls included."""
+    the line. Otherwise (overlapping conv windows: ifmap only) a CSR table addr -> sorted line ids:
+    addresses are counted in operand order (each element appears once in the prefetch order, and
+    operand order is cache-friendly), then lines are appended in prefetch order. Returns the number
+    of prefetch elements, nulls included."""
     blocks, brows, width, rollout = prefetch_shape(g, df, operand, r, c)
     rows = blocks * brows
     if unique:
@@ -153,33 +154,44 @@ def build_lines(g, pix, win, df, operand, r, c, per_line, unique, starts, count,
         for a in range(addr_space + 1):
             starts[a] = 0
             count[a] = 0
-    for pass_no in range(1 if unique else 2):
-        valid = 0
-        if rollout:
-            for d in range(rows + width):
-                top = min(d, rows - 1)
-                bottom = max(0, d - width + 1)
-                for row in range(top, bottom - 1, -1):
-                    addr = prefetch_elem(g, pix, win, df, operand, width, row, brows, d - row)
-                    if addr != NULL:
-                        if unique:
-                            lines[addr] = valid // per_line
-                        else:
-                            _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
-                        valid += 1
-        else:
-            for row in range(rows):
+        for i in range(g[G_M]):
+            for j in range(g[G_K]):
+                a = ifmap_addr(g, pix, win, i, j)
+                if a != NULL:
+                    starts[a + 1] += 1
+        for a in range(addr_space):
+            starts[a + 1] += starts[a]
+    line = 0  # hashed line being filled, and how many addresses it holds
+    in_line = 0
+    if rollout:  # anti-diagonals from the top-left corner, each read bottom-up
+        for d in range(rows + width):
+            top = min(d, rows - 1)
+            bottom = max(0, d - width + 1)
+            b = top // brows
+            t = top - b * brows
+            for row in range(top, bottom - 1, -1):
+                addr = prefetch_elem(g, pix, win, df, operand, width, b, t, d - row)
+                if addr != NULL:
+                    _place(addr, unique, starts, count, lines, line)
+                    in_line += 1
+                    if in_line == per_line:
+                        line += 1
+                        in_line = 0
+                t -= 1
+                if t < 0:
+                    b -= 1
+                    t = brows - 1
+    else:
+        for b in range(blocks):
+            for t in range(brows):
                 for col in range(width):
-                    addr = prefetch_elem(g, pix, win, df, operand, width, row, brows, col)
+                    addr = prefetch_elem(g, pix, win, df, operand, width, b, t, col)
                     if addr != NULL:
-                        if unique:
-                            lines[addr] = valid // per_line
-                        else:
-                            _hash_one(addr, pass_no, count, starts, lines, valid // per_line)
-                        valid += 1
-        if pass_no == 0 and not unique:
-            for a in range(addr_space):
-                starts[a + 1] += starts[a]
+                        _place(addr, unique, starts, count, lines, line)
+                        in_line += 1
+                        if in_line == per_line:
+                            line += 1
+                            in_line = 0
     return rows * width
 
 
