@@ -4,8 +4,8 @@ run its USER-mode buffers; without one (CALC mode) the estimate buffers run only
 (``dram_detail``), since closed forms already give every cycle count there.
 
 The kernel (``fastsim.kernels.systolic_memory``) works request by request, so its cost grows with
-the layer (about (R + 2C) requests per compute cycle); scratch is sized here for the largest item
-and reused across the batch.
+the layer (about (R + 2C) requests per compute cycle). Items can run on threads (the kernel
+releases the GIL); each thread's scratch is sized for the largest item it runs and reused.
 """
 from __future__ import annotations
 
