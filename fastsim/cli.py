@@ -200,12 +200,21 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
 
 
 
-def _interpret_small_closed_form_runs(cfg, runs: int, most: int = 2000) -> None:
-    """Unlimited bandwidth needs only closed forms; for up to `most` layer runs they finish faster
-    as plain Python than numba starts (docs/systolic.md), unless FASTSIM_JIT is set explicitly."""
-    if not cfg.bandwidth_limited and runs <= most and "FASTSIM_JIT" not in os.environ \
-            and "fastsim.kernels._jit" not in sys.modules:
+def _load_mesh_model(cfg, runs: int, most: int = 2000):
+    """The mesh model's module. Unlimited bandwidth needs only closed forms; for up to `most` layer
+    runs they finish faster as plain Python than numba starts (docs/systolic.md), so the kernels
+    load uncompiled, unless FASTSIM_JIT is set or they are loaded already (then nothing changes).
+    The variable is read at import only and removed again, so no child process inherits it."""
+    interpret = (not cfg.bandwidth_limited and runs <= most and "FASTSIM_JIT" not in os.environ
+                 and "fastsim.kernels._jit" not in sys.modules)
+    if interpret:
         os.environ["FASTSIM_JIT"] = "0"
+    try:
+        from .systolic import model
+    finally:
+        if interpret:
+            del os.environ["FASTSIM_JIT"]
+    return model
 
 
 @main.command("systolic")
@@ -232,11 +241,10 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
         cfg = read_config(config_path)
         layers = read_topology(topology_path)
         flows = [f.strip() for f in dataflow.split(",")] if dataflow else [cfg.dataflow]
-        if not traces_dir and not dram_detail:
-            _interpret_small_closed_form_runs(cfg, len(layers) * len(flows))
-        from .systolic.model import MISMATCH, mesh_metrics
-
-        m = mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows], dram_detail=dram_detail,
+        plain_closed_forms = not traces_dir and not dram_detail
+        model = _load_mesh_model(cfg, len(layers) * len(flows) if plain_closed_forms else 10**9)
+        fold_kinds = model.MISMATCH
+        m = model.mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows], dram_detail=dram_detail,
                          threads=threads or os.cpu_count() or 1)
         if traces_dir:
             from .systolic.traces import write_traces
@@ -261,7 +269,7 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
         for i, layer in enumerate(layers):
             row = {"layer": layer.name, "dataflow": flow, "rows": cfg.rows, "cols": cfg.cols}
             row.update({k: m[k][i, j].item() for k in keys})
-            row["tile_mismatch"] = dict(zip(MISMATCH, m["tile_mismatch"][i, j].tolist()))
+            row["tile_mismatch"] = dict(zip(fold_kinds, m["tile_mismatch"][i, j].tolist()))
             row["stall_operand"] = str(m["stall_operand"][i, j])
             row["stall_cycles_by_operand"] = dict(zip(("ifmap", "filter", "ofmap"),
                                                       m["stall_cycles_by_operand"][i, j].tolist()))
