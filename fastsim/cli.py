@@ -200,12 +200,13 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
 
 
 
-def _load_mesh_model(cfg, runs: int, most: int = 2000):
-    """The mesh model's module. Unlimited bandwidth needs only closed forms; for up to `most` layer
-    runs they finish faster as plain Python than numba starts (docs/systolic.md), so the kernels
-    load uncompiled, unless FASTSIM_JIT is set or they are loaded already (then nothing changes).
-    The variable is read at import only and removed again, so no child process inherits it."""
-    interpret = (not cfg.bandwidth_limited and runs <= most and "FASTSIM_JIT" not in os.environ
+def _load_mesh_model(closed_forms_only: bool, runs: int, most: int = 2000):
+    """The mesh model's module. Runs that need only closed forms (unlimited bandwidth, no DRAM
+    detail, no traces) finish faster as plain Python than numba starts when there are at most
+    `most` of them (docs/systolic.md), so the kernels load uncompiled, unless FASTSIM_JIT is set or
+    they are loaded already (then nothing changes). The variable is read at import only and
+    removed again, so no child process inherits it."""
+    interpret = (closed_forms_only and runs <= most and "FASTSIM_JIT" not in os.environ
                  and "fastsim.kernels._jit" not in sys.modules)
     if interpret:
         os.environ["FASTSIM_JIT"] = "0"
@@ -241,8 +242,8 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
         cfg = read_config(config_path)
         layers = read_topology(topology_path)
         flows = [f.strip() for f in dataflow.split(",")] if dataflow else [cfg.dataflow]
-        plain_closed_forms = not traces_dir and not dram_detail
-        model = _load_mesh_model(cfg, len(layers) * len(flows) if plain_closed_forms else 10**9)
+        closed_forms_only = not (cfg.bandwidth_limited or dram_detail or traces_dir)
+        model = _load_mesh_model(closed_forms_only, len(layers) * len(flows))
         fold_kinds = model.MISMATCH
         m = model.mesh_metrics(layers, [dataclasses.replace(cfg, dataflow=f) for f in flows], dram_detail=dram_detail,
                          threads=threads or os.cpu_count() or 1)

@@ -208,8 +208,7 @@ def s2mm(tile: Tile, index: int = 0) -> Channel:
 
 
 def object_fifo(design: Design, producer: Channel, consumers: list[Channel], depth: int,
-                size_bytes: int, name: str = "of", *, producer_buffer: Buffer | None = None,
-                consumer_lock_tiles=None):
+                size_bytes: int, name: str = "of"):
     """Expand an ObjectFifo the way mlir-aie lowers it: ``depth`` buffers on each side, a producer
     lock initialised to ``depth`` and a consumer lock initialised to 0 per endpoint, and cyclic BD
     chains (ping-pong for depth 2) on the producer's MM2S and every consumer's S2MM.

@@ -5,10 +5,7 @@ table saying which hashed buffer lines hold each address. ``fastsim/systolic/dem
 same matrices in full with numpy; tests compare them.
 """
 from ._jit import inline, kernel
-
-DF_WS = 0
-DF_IS = 1
-DF_OS = 2
+from .systolic import DF_OS, DF_WS
 
 # geometry vector
 G_M = 0
@@ -21,7 +18,9 @@ G_FILTER_W = 6
 G_CHANNELS = 7
 G_STRIDE = 8
 G_STRIDE_W = 9
-G_NCOL = 10
+G_FILTER_H = 10
+G_OFMAP_H = 11
+G_NCOL = 12
 
 NULL = -1
 
@@ -64,11 +63,6 @@ def ifmap_addr(g, pix, win, i, j):
 def filter_addr(g, i, j):
     """Filter element (window position i, filter j)."""
     return j * g[G_K] + i
-
-
-@inline
-def ofmap_addr(g, i, j):
-    return g[G_N] * i + j
 
 
 @inline
@@ -115,26 +109,33 @@ def prefetch_elems(g, df, operand, r, c):
 
 
 @inline
-def _place(addr, unique, starts, count, lines, line):
-    """Record that `line` holds `addr`: directly, or appended to its CSR list."""
+def _place(addr, unique, starts, count, lines, line, in_line, per_line):
+    """Record that `line` holds `addr` (directly, or appended to its CSR list); returns the line
+    and fill of the next address (SCALE-Sim's lines hold `per_line` addresses)."""
     if unique:
         lines[addr] = line
     else:
         lines[starts[addr] + count[addr]] = line
         count[addr] += 1
+    if in_line + 1 == per_line:
+        return line + 1, 0
+    return line, in_line + 1
 
 
 @kernel
-def count_valid(g, pix, win, operand):
-    """Non-null elements of the operand's prefetch order: each operand element appears once."""
+def count_valid(g, operand):
+    """Non-null elements of the operand's prefetch order: each operand element appears once. An
+    ifmap window position is on the map when its row and its column are, independently, so the
+    count is channels x (on-map rows summed over window rows) x (on-map columns over columns)."""
     if operand == 1:
         return g[G_K] * g[G_N]
-    valid = 0
-    for i in range(g[G_M]):
-        for j in range(g[G_K]):
-            if ifmap_addr(g, pix, win, i, j) != NULL:
-                valid += 1
-    return valid
+    rows = 0
+    for o_row in range(g[G_OFMAP_H]):
+        rows += max(0, min(g[G_FILTER_H], g[G_IFMAP_H] - o_row * g[G_STRIDE]))
+    cols = 0
+    for o_col in range(g[G_OFMAP_W]):
+        cols += max(0, min(g[G_FILTER_W], g[G_IFMAP_W] - o_col * g[G_STRIDE_W]))
+    return g[G_CHANNELS] * rows * cols
 
 
 @kernel
@@ -172,11 +173,7 @@ def build_lines(g, pix, win, df, operand, r, c, per_line, unique, starts, count,
             for row in range(top, bottom - 1, -1):
                 addr = prefetch_elem(g, pix, win, df, operand, width, b, t, d - row)
                 if addr != NULL:
-                    _place(addr, unique, starts, count, lines, line)
-                    in_line += 1
-                    if in_line == per_line:
-                        line += 1
-                        in_line = 0
+                    line, in_line = _place(addr, unique, starts, count, lines, line, in_line, per_line)
                 t -= 1
                 if t < 0:
                     b -= 1
@@ -187,11 +184,7 @@ def build_lines(g, pix, win, df, operand, r, c, per_line, unique, starts, count,
                 for col in range(width):
                     addr = prefetch_elem(g, pix, win, df, operand, width, b, t, col)
                     if addr != NULL:
-                        _place(addr, unique, starts, count, lines, line)
-                        in_line += 1
-                        if in_line == per_line:
-                            line += 1
-                            in_line = 0
+                        line, in_line = _place(addr, unique, starts, count, lines, line, in_line, per_line)
     return rows * width
 
 

@@ -11,7 +11,7 @@ Total cycles with unlimited bandwidth = folds x fold length - 1 (SCALE-Sim's con
 reference in tests/systolic_reference.py builds SCALE-Sim's demand matrices element by element;
 property tests demand equality.
 """
-from ._jit import kernel
+from ._jit import inline, kernel
 
 DF_WS = 0
 DF_IS = 1
@@ -116,24 +116,56 @@ def systolic_batch(inp, out, fout, occupancy):
         fout[i, F_COMPUTE_UTIL] = 100.0 * sr * sc * t / (folds * mesh * util_cycles)
         fout[i, F_OVERALL_UTIL] = 100.0 * m * n * k / (max(cycles, 1) * mesh)  # 1x1x1 on 1x1: 0 cycles
         # occupancy timeline: folds run column tile outer, row tile inner (SCALE-Sim's order)
-        bins = occupancy.shape[1]
-        for b in range(bins):
-            occupancy[i, b] = 0.0
+        clear_bins(occupancy[i])
         for fc in range(nc):
             used_c = c if fc < nc - 1 else last_c
             for fr in range(nr):
                 used_r = r if fr < nr - 1 else last_r
-                busy = used_r * used_c * t / (mesh * fold_cycles)
                 start = (fc * nr + fr) * fold_cycles
-                stop = start + fold_cycles
-                b0 = start * bins // (cycles + 1)
-                b1 = min(bins - 1, (stop - 1) * bins // (cycles + 1))
-                for b in range(b0, b1 + 1):
-                    lo = max(start, b * (cycles + 1) // bins)
-                    hi = min(stop, (b + 1) * (cycles + 1) // bins)
-                    if hi > lo:
-                        occupancy[i, b] += busy * (hi - lo)
-        for b in range(bins):
-            width = (b + 1) * (cycles + 1) // bins - b * (cycles + 1) // bins
-            if width > 0:
-                occupancy[i, b] /= width
+                spread_fold(occupancy[i], used_r * used_c * t / mesh, start, start + fold_cycles, cycles + 1)
+        normalise_bins(occupancy[i], cycles + 1)
+
+
+@inline
+def clear_bins(occ):
+    for b in range(occ.shape[0]):
+        occ[b] = 0.0
+
+
+@inline
+def spread_fold(occ, busy_pe_cycles, start, stop, span):
+    """Add a fold's busy PE-cycles, spread evenly over cycles [start, stop), into the bins of
+    the timeline [0, span) (bins with integer edges b * span // bins)."""
+    bins = occ.shape[0]
+    if stop <= start or span <= 0:
+        return
+    rate = busy_pe_cycles / (stop - start)
+    b0 = start * bins // span
+    b1 = min(bins - 1, (stop - 1) * bins // span)
+    for b in range(b0, b1 + 1):
+        lo = max(start, b * span // bins)
+        hi = min(stop, (b + 1) * span // bins)
+        if hi > lo:
+            occ[b] += rate * (hi - lo)
+
+
+@inline
+def normalise_bins(occ, span):
+    """Busy PE-cycles per bin -> mean fraction of busy PEs (empty bins stay 0)."""
+    bins = occ.shape[0]
+    for b in range(bins):
+        width = (b + 1) * span // bins - b * span // bins
+        if width > 0:
+            occ[b] /= width
+
+
+@kernel
+def fold_occupancy(fold_start, busy, occ):
+    """Occupancy timeline from fold boundaries: fold f runs [fold_start[f], fold_start[f + 1]) and
+    keeps `busy[f]` of the mesh busy on average (fractions of all PEs x fold cycles); the timeline
+    is [0, fold_start[-1]). Used where stalls stretch folds unevenly."""
+    span = fold_start[fold_start.shape[0] - 1]
+    clear_bins(occ)
+    for f in range(busy.shape[0]):
+        spread_fold(occ, busy[f], fold_start[f], fold_start[f + 1], span)
+    normalise_bins(occ, span)

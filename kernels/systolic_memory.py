@@ -12,13 +12,14 @@ without building them.
 sets; property tests demand equality with this kernel, golden tests with SCALE-Sim itself.
 """
 from ._jit import inline, kernel
-from .scalesim_addresses import (DF_OS, DF_WS, G_CHANNELS, G_FILTER_W, G_IFMAP_H, G_IFMAP_W, G_K, G_M, G_N,
-                                 G_OFMAP_W, G_STRIDE, G_STRIDE_W, NULL, build_lines, cdiv, count_valid,
+from .scalesim_addresses import (G_CHANNELS, G_FILTER_H, G_FILTER_W, G_IFMAP_H, G_IFMAP_W, G_K, G_M, G_N,
+                                 G_OFMAP_H, G_OFMAP_W, G_STRIDE, G_STRIDE_W, NULL, build_lines, cdiv, count_valid,
                                  filter_addr, fill_ifmap_tables, ifmap_addr, prefetch_elems)
 from .scalesim_buffers import (EB_ACCESSES, EB_DRAM_FIRST, EB_DRAM_LAST, EB_ERROR, EB_PEAK, RB_ACCESSES, RB_FIRST,
                                RB_LAST, RB_LINES, RB_MISSING, RB_N_ACTIVE, RB_NCOL, WB_ACCESSES, WB_DRAIN_END,
                                WB_DRAIN_LINE, WB_FIRST, WB_LAST, WB_LINES, eb_finish, eb_init, rb_init, serve_read,
                                wb_drain, wb_flush, wb_init, wb_write)
+from .systolic import DF_OS, DF_WS
 
 # per-item input columns
 X_IFMAP_H = 0
@@ -80,6 +81,8 @@ def _geometry(x, g):
     g[G_CHANNELS] = x[X_CHANNELS]
     g[G_STRIDE] = x[X_STRIDE]
     g[G_STRIDE_W] = x[X_STRIDE_W]
+    g[G_FILTER_H] = x[X_FILTER_H]
+    g[G_OFMAP_H] = ofmap_h
 
 
 @kernel
@@ -120,13 +123,12 @@ def memory_batch(inp, out, g, rb, wb, if_starts, if_count, if_lines, fi_starts, 
         else:
             # line tables are built only for operands that do not fit the active window (the
             # others never miss); filters and non-overlapping conv windows have distinct addresses
-            ofmap_h = m // g[G_OFMAP_W]
-            if_unique = ((x[X_STRIDE] >= x[X_FILTER_H] or ofmap_h == 1)
+            if_unique = ((x[X_STRIDE] >= x[X_FILTER_H] or g[G_OFMAP_H] == 1)
                          and (x[X_STRIDE_W] >= x[X_FILTER_W] or g[G_OFMAP_W] == 1))
             for op in range(2):
                 words = x[X_IFMAP_WORDS] if op == 0 else x[X_FILTER_WORDS]
                 per_line = if_per_line if op == 0 else fi_per_line
-                valid = count_valid(g, pix, win, op)
+                valid = count_valid(g, op)
                 unique = op == 1 or if_unique
                 if valid // per_line + 1 <= cdiv(cdiv(words, 2), per_line):  # all lines active: resident
                     elems = prefetch_elems(g, df, op, r, c)

@@ -1,27 +1,12 @@
-"""Slow reference for the systolic closed forms: builds SCALE-Sim-style demand matrices fold by
-fold (null requests for fill, drain and unused PEs, skewed for the systolic wavefront) and counts
-their rows and real requests. Written from SCALE-Sim v3's description, independent of the kernel."""
+"""Slow reference for the systolic closed forms: counts the rows and real requests of SCALE-Sim's
+demand matrices for a GEMM, built element by element by the request-level reference
+(``scalesim_memory_reference.matrices``), and averages per-fold efficiencies the way SCALE-Sim
+does. Independent of the kernel."""
 from __future__ import annotations
 
 import numpy as np
 
-NULL = -1
-
-
-def skew(mat: np.ndarray) -> np.ndarray:
-    """Delay column c by c cycles (the systolic wavefront)."""
-    rows, cols = mat.shape
-    out = np.full((rows + cols - 1, cols), NULL)
-    for c in range(cols):
-        out[c:c + rows, c] = mat[:, c]
-    return out
-
-
-def block(rows: int, cols: int, used_rows: int, used_cols: int) -> np.ndarray:
-    """A demand block with real requests (1) in the used corner and nulls elsewhere."""
-    mat = np.full((rows, cols), NULL)
-    mat[:used_rows, :used_cols] = 1
-    return mat
+from scalesim_memory_reference import NULL, matrices, operand_matrices
 
 
 def tiles(extent: int, size: int) -> list[int]:
@@ -29,44 +14,16 @@ def tiles(extent: int, size: int) -> list[int]:
 
 
 def reference(m: int, n: int, k: int, r: int, c: int, df: str) -> dict:
-    if df == "os":
-        sr, sc, t = m, n, k
-    elif df == "ws":
-        sr, sc, t = k, n, m
-    else:
-        sr, sc, t = k, m, n
-    rows_total = 0
-    reads = {"ifmap": 0, "filter": 0, "ofmap": 0}
-    map_eff, comp_util = [], []
-    for used_c in tiles(sc, c):
-        for used_r in tiles(sr, r):
-            if df == "os":
-                ifmap = skew(np.vstack([block(t, r, t, used_r), np.full((c - 1, r), NULL)]))
-                filt = skew(np.vstack([block(t, c, t, used_c), np.full((r - 1, c), NULL)]))
-                reads["ifmap"] += int((ifmap != NULL).sum())
-                reads["filter"] += int((filt != NULL).sum())
-                reads["ofmap"] += used_r * used_c + r + c
-                util_cycles = (t - 1 + r) + c - 1
-            else:
-                ifmap_cols = r
-                gap = np.full((r, ifmap_cols), NULL)
-                if df == "ws":
-                    ifmap = skew(np.vstack([gap, block(t, r, t, used_r), np.full((c - 1, r), NULL)]))
-                    reads["ifmap"] += int((ifmap != NULL).sum())
-                    reads["filter"] += used_r * used_c
-                else:
-                    ifmap = np.vstack([block(r, c, used_r, used_c), np.full((r + c + t - 2, c), NULL)])
-                    reads["ifmap"] += int((ifmap != NULL).sum())
-                    reads["filter"] += t * used_r
-                reads["ofmap"] += t * used_c
-                util_cycles = (2 * r + c + t - 2) + c - 1
-            fold_rows = ifmap.shape[0]
-            rows_total += fold_rows
-            map_eff.append(used_r * used_c / (r * c))
-            comp_util.append(used_r * used_c * t / (r * c * util_cycles))
-    cycles = rows_total - 1
-    return {"compute_cycles": cycles, "folds": len(map_eff), "sram_ifmap_reads": reads["ifmap"],
-            "sram_filter_reads": reads["filter"], "sram_ofmap_writes": reads["ofmap"],
-            "mapping_efficiency": 100 * float(np.mean(map_eff)),
-            "compute_utilization": 100 * float(np.mean(comp_util)),
+    sr, sc, t = {"os": (m, n, k), "ws": (k, n, m), "is": (k, m, n)}[df]
+    gemm = dict(ifmap_h=m, ifmap_w=k, filter_h=1, filter_w=k, channels=1, num_filters=n, stride=1)
+    _, _, d_if, d_fi, d_of = matrices(*operand_matrices(**gemm), r, c, df)
+    folds = [(used_r, used_c) for used_c in tiles(sc, c) for used_r in tiles(sr, r)]
+    # SCALE-Sim counts r + c extra ofmap writes per output-stationary fold
+    ofmap = sum(ur * uc + r + c for ur, uc in folds) if df == "os" else int((d_of != NULL).sum())
+    util_cycles = t + r + c - 2 if df == "os" else 2 * r + 2 * c + t - 3
+    cycles = d_if.shape[0] - 1
+    return {"compute_cycles": cycles, "folds": len(folds), "sram_ifmap_reads": int((d_if != NULL).sum()),
+            "sram_filter_reads": int((d_fi != NULL).sum()), "sram_ofmap_writes": ofmap,
+            "mapping_efficiency": 100 * float(np.mean([ur * uc / (r * c) for ur, uc in folds])),
+            "compute_utilization": 100 * float(np.mean([ur * uc * t / (r * c * util_cycles) for ur, uc in folds])),
             "overall_utilization": 100 * m * n * k / (max(cycles, 1) * r * c)}

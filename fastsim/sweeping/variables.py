@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..llm.graph import OP_CLASSES
+from ..systolic.inputs import OPERANDS
 
 BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
 STATUS = ("ok", "config_error", "simulation_error")
@@ -57,7 +58,6 @@ GEMM = {
     "peak_fraction": _v("peak_fraction", "1", "achieved over peak operations per second"),
 }
 
-OPERANDS = ("ifmap", "filter", "ofmap")
 SYSTOLIC = {  # every layer of the topology on the point's mesh, summed
     "status": COMMON["status"],
     "total_cycles": _v("total_cycles", "cycles", "SCALE-Sim total cycles, summed over layers", "int64"),

@@ -9,7 +9,6 @@ cycle and one column per mesh edge port, -1 where a port is idle.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -22,7 +21,7 @@ OFFSETS = (0, 10_000_000, 20_000_000)
 def operand_matrices(layer: Layer, offsets=OFFSETS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ifmap M x K, filter K x N, ofmap M x N) address matrices."""
     ih, iw, fh, fw, ch, nf, sh, sw = layer.geometry
-    ow = math.ceil((iw - fw + sw) / sw)
+    ow = layer.ofmap_w
     i = np.arange(layer.m)[:, None]
     j = np.arange(layer.k)[None, :]
     i_row, i_col = (i // ow) * sh, (i % ow) * sw

@@ -12,33 +12,62 @@ from ..errors import ConfigError, Problems
 DATAFLOWS = ("ws", "is", "os")
 
 
+OPERANDS = ("ifmap", "filter", "ofmap")
+
+
 @dataclass(frozen=True)
 class Layer:
-    """A layer as a GEMM: ofmap pixels M, filters N, window K (conv lowered the way SCALE-Sim does).
-
-    ``geometry`` keeps the convolution (ifmap h, w, filter h, w, channels, filters, stride h, w):
-    the bandwidth-limited memory model needs the addresses, which repeat across conv windows. A
-    GEMM is SCALE-Sim's M x K ifmap with one K-wide filter window."""
+    """A convolution the way SCALE-Sim reads it; a GEMM is its M x K ifmap with one K-wide filter
+    window. The mesh sees the GEMM it lowers to: ofmap pixels M, filters N, window K. The memory
+    model needs the convolution itself: its addresses repeat across overlapping windows."""
 
     name: str
-    m: int
-    n: int
-    k: int
-    ifmap_unique: int  # distinct ifmap elements (conv: H*W*C, GEMM: M*K)
-    geometry: tuple[int, int, int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0, 1, 1)
+    ifmap_h: int
+    ifmap_w: int
+    filter_h: int
+    filter_w: int
+    channels: int
+    num_filters: int
+    stride_h: int = 1
+    stride_w: int = 1
 
     @classmethod
     def gemm(cls, name, m, n, k):
-        return cls(name, m, n, k, m * k, (m, k, 1, k, 1, n, 1, 1))
+        return cls(name, m, k, 1, k, 1, n)
 
     @classmethod
     def conv(cls, name, ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w=None):
-        stride_w = stride_w or stride_h
-        ofmap_h = math.ceil((ifmap_h - filter_h + stride_h) / stride_h)
-        ofmap_w = math.ceil((ifmap_w - filter_w + stride_w) / stride_w)
-        return cls(name, ofmap_h * ofmap_w, num_filters, filter_h * filter_w * channels,
-                   ifmap_h * ifmap_w * channels,
-                   (ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w))
+        return cls(name, ifmap_h, ifmap_w, filter_h, filter_w, channels, num_filters, stride_h, stride_w or stride_h)
+
+    @property
+    def ofmap_h(self) -> int:
+        return math.ceil((self.ifmap_h - self.filter_h + self.stride_h) / self.stride_h)
+
+    @property
+    def ofmap_w(self) -> int:
+        return math.ceil((self.ifmap_w - self.filter_w + self.stride_w) / self.stride_w)
+
+    @property
+    def m(self) -> int:
+        return self.ofmap_h * self.ofmap_w
+
+    @property
+    def n(self) -> int:
+        return self.num_filters
+
+    @property
+    def k(self) -> int:
+        return self.filter_h * self.filter_w * self.channels
+
+    @property
+    def ifmap_unique(self) -> int:
+        """Distinct ifmap elements (conv: H*W*C, GEMM: M*K)."""
+        return self.ifmap_h * self.ifmap_w * self.channels
+
+    @property
+    def geometry(self) -> tuple[int, int, int, int, int, int, int, int]:
+        return (self.ifmap_h, self.ifmap_w, self.filter_h, self.filter_w, self.channels, self.num_filters,
+                self.stride_h, self.stride_w)
 
 
 @dataclass(frozen=True)
@@ -62,6 +91,12 @@ class MeshConfig:
     @property
     def bandwidth_limited(self) -> bool:
         return self.bandwidth_words_per_cycle is not None
+
+    @property
+    def sram_words(self) -> tuple[int, int, int]:
+        """(ifmap, filter, ofmap) SRAM sizes in words."""
+        per_kb = 1024 // self.word_bytes
+        return self.ifmap_sram_kb * per_kb, self.filter_sram_kb * per_kb, self.ofmap_sram_kb * per_kb
 
     def validate(self) -> "MeshConfig":
         p = Problems("systolic config")

@@ -16,9 +16,10 @@ import numpy as np
 from fastsim.errors import SimulationError
 from fastsim.kernels import scalesim_addresses as KA
 from fastsim.kernels import scalesim_buffers as KB
+from fastsim.kernels import systolic as KS
 from fastsim.kernels import systolic_memory as KM
 
-from .inputs import DATAFLOWS, Layer, MeshConfig
+from .inputs import DATAFLOWS, OPERANDS, Layer, MeshConfig
 
 OUTPUTS = {
     "total_cycles": (KM.Y_TOTAL, "cycles", "SCALE-Sim 'Total Cycles': cycle the last ofmap row is written"),
@@ -38,7 +39,7 @@ OUTPUTS = {
     "peak_dram_ofmap_words_per_cycle": (KM.Y_PEAK_OFMAP, "words/cycle", "highest ofmap DRAM rate (a line per "
                                         "cycle while draining)"),
 }
-STALL_OPERANDS = ["ifmap", "filter", "ofmap"]
+STALL_OPERANDS = list(OPERANDS)
 
 
 def _item(layer: Layer, cfg: MeshConfig) -> np.ndarray:
@@ -47,10 +48,7 @@ def _item(layer: Layer, cfg: MeshConfig) -> np.ndarray:
     x[[KM.X_IFMAP_H, KM.X_IFMAP_W, KM.X_FILTER_H, KM.X_FILTER_W, KM.X_CHANNELS, KM.X_FILTERS]] = ih, iw, fh, fw, ch, nf
     x[KM.X_STRIDE], x[KM.X_STRIDE_W] = sh, sw
     x[KM.X_ROWS], x[KM.X_COLS], x[KM.X_DF] = cfg.rows, cfg.cols, DATAFLOWS.index(cfg.dataflow)
-    words = 1024 // cfg.word_bytes
-    x[KM.X_IFMAP_WORDS] = cfg.ifmap_sram_kb * words
-    x[KM.X_FILTER_WORDS] = cfg.filter_sram_kb * words
-    x[KM.X_OFMAP_WORDS] = cfg.ofmap_sram_kb * words
+    x[KM.X_IFMAP_WORDS], x[KM.X_FILTER_WORDS], x[KM.X_OFMAP_WORDS] = cfg.sram_words
     if cfg.bandwidth_limited:
         x[KM.X_IFMAP_BW] = cfg.ifmap_read_words_per_cycle
         x[KM.X_FILTER_BW] = cfg.filter_read_words_per_cycle
@@ -87,16 +85,15 @@ def _folds(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int, int]
 
 def occupancy(layer: Layer, cfg: MeshConfig, fold_start: np.ndarray, bins: int) -> np.ndarray:
     """Mean busy-PE fraction in `bins` equal time bins of the stalled timeline: each fold's busy
-    PE-cycles spread evenly over the cycles from its start to the next fold's (stalls included)."""
+    PE-cycles spread evenly over the cycles from its start to the next fold's (stalls included);
+    the closed form bins folds the same way (``kernels/systolic.py``)."""
     nr, nc, last_r, last_c, t, pes = _folds(layer, cfg)
     used_r = np.where(np.arange(nr) < nr - 1, cfg.rows, last_r)
     used_c = np.where(np.arange(nc) < nc - 1, cfg.cols, last_c)
-    busy = (used_c[:, None] * used_r[None, :] * t).ravel()  # column tiles outer, as the kernel runs them
-    cumulative = np.concatenate([[0], np.cumsum(busy)]).astype(float)
-    edges = np.arange(bins + 1) * fold_start[-1] // bins  # integer bins, as the closed form's
-    integral = np.interp(edges, fold_start.astype(float), cumulative)
-    width = np.diff(edges).astype(float)
-    return np.divide(np.diff(integral), width * pes, out=np.zeros(bins), where=width > 0)
+    busy = (used_c[:, None] * used_r[None, :] * t / pes).ravel()  # column tiles outer, as the kernel runs them
+    occ = np.zeros(bins)
+    KS.fold_occupancy(fold_start, busy, occ)
+    return occ
 
 
 def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill: np.ndarray | None = None):
@@ -175,9 +172,6 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bin
     result["occupancy"] = np.full(shape + (occupancy_bins,), np.nan)
     if not pairs:
         return result
-    for layer in layers:
-        if layer.geometry[0] == 0:
-            raise ValueError(f"layer {layer.name}: no geometry; build it with Layer.gemm or Layer.conv")
     inp = np.stack([_item(layers[i], configs[j]) for i, j in pairs])
     folds = np.array([np.prod(_folds(layers[i], configs[j])[:2]) + 1 for i, j in pairs])
     inp[:, KM.X_FOLD_BASE] = np.concatenate([[0], np.cumsum(folds)[:-1]])

@@ -90,12 +90,13 @@ def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail
     modelled = np.array([c.bandwidth_limited or dram_detail for c in configs])
     mem = memory_metrics(layers, configs, m["occupancy"].shape[-1], dram_detail, threads)
     m["occupancy"] = np.where(modelled[:, None], mem["occupancy"], m["occupancy"])
-    out = {name: np.where(modelled, mem[name], 0) for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
-    out["stall_cycles"] = np.where(modelled, mem["stall_cycles"], 0)
+    # memory_metrics leaves zeros where no buffer model ran
+    out = {name: mem[name] for name in MEMORY_OUTPUTS if name.endswith("_cycle")}
+    out["stall_cycles"] = mem["stall_cycles"]
     out["stall_cycles_by_operand"] = mem["stall_cycles_by_operand"]
     out["total_cycles"] = np.where(modelled, mem["total_cycles"], m["compute_cycles"])
     first_read = np.minimum(mem["dram_ifmap_start_cycle"], mem["dram_filter_start_cycle"])
-    out["total_cycles_incl_prefetch"] = np.where(modelled, mem["dram_ofmap_stop_cycle"] - first_read, 0)
+    out["total_cycles_incl_prefetch"] = mem["dram_ofmap_stop_cycle"] - first_read
     for name in ("dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes"):
         m[name] = np.where(modelled, mem[name], m[name])
     cycles = np.maximum(out["total_cycles"], 1).astype(float)

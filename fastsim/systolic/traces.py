@@ -74,7 +74,7 @@ def ofmap_dram_trace(ofmap_demand: np.ndarray, lines: np.ndarray, bw: int) -> np
 def write_traces(layers: list[Layer], cfg: MeshConfig, directory: str | Path) -> list[Path]:
     """Write every layer's traces; returns the layer directories."""
     cfg = cfg.validate()
-    words = 1024 // cfg.word_bytes
+    ifmap_words, filter_words, _ = cfg.sram_words
     written = []
     for i, layer in enumerate(layers):
         demands = demand_matrices(layer, cfg.rows, cfg.cols, cfg.dataflow, cfg.address_offsets)
@@ -85,9 +85,9 @@ def write_traces(layers: list[Layer], cfg: MeshConfig, directory: str | Path) ->
             run = trace_run(layer, cfg, rows)
             cycles = run["served"]
             orders = prefetch_orders(layer, cfg.rows, cfg.cols, cfg.dataflow, cfg.address_offsets)
-            dram = [read_dram_trace(orders[0], cfg.ifmap_sram_kb * words, cfg.ifmap_read_words_per_cycle,
+            dram = [read_dram_trace(orders[0], ifmap_words, cfg.ifmap_read_words_per_cycle,
                                     run["dram_ifmap_reads"]),
-                    read_dram_trace(orders[1], cfg.filter_sram_kb * words, cfg.filter_read_words_per_cycle,
+                    read_dram_trace(orders[1], filter_words, cfg.filter_read_words_per_cycle,
                                     run["dram_filter_reads"]),
                     ofmap_dram_trace(demands[2], run["ofmap_lines"], cfg.bandwidth_words_per_cycle)]
             for name, trace in zip(DRAM_FILES, dram):
