@@ -15,6 +15,16 @@ def simulate(designs, **kwargs):
     return run(designs, **kwargs)
 
 
+def map(m: int, k: int, n: int, dtype: str = "bf16", arch="npu2", **kwargs):
+    """Search the mapping of an m x k x n matmul; returns an xarray Dataset over ``candidate``
+    (see ``fastsim.mapping.results.map_dataset``). ``arch`` is an Arch, a preset name or a TOML
+    file; ``pins=fastsim.mapping.Pins(...)`` constrains the search."""
+    from .arch import load
+    from .mapping import map_matmul
+
+    return map_matmul(m, k, n, dtype, load(arch) if isinstance(arch, str) else arch, **kwargs)
+
+
 def sweep(spec, out=None, **kwargs):
     """Run or resume a sweep spec; returns an xarray Dataset (see ``fastsim.sweeping.sweep``).
     Imported on first use: dask and zarr are not needed to simulate."""

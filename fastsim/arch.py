@@ -52,12 +52,35 @@ class Arch:
     shim_write_bytes_per_cycle: tuple[float, ...]
     ddr_bytes_per_s: float
     macs_per_cycle: dict[str, int]
+    # dtype -> (datapath whose MAC rate applies, core cycles per converted input element). A dtype
+    # without an entry runs on its own datapath. XDNA2 computes bf16 matmuls on its bfp16 datapath by
+    # default and converts both operands on the core first (ARCH_FACTS: IRON
+    # AIE_API_EMULATE_BFLOAT16_MMUL_WITH_BFP16); the mapper may also pick the native rate instead.
+    datapaths: dict[str, tuple[str, float]] = field(default_factory=dict)
+    # Elements of a partial-sum tile one core adds per cycle when K is split over cores
+    # (assumption: one 512-bit vector of 16 fp32/int32 lanes per cycle, AIE-ML vector unit).
+    accumulate_elems_per_cycle: int = 16
+    # Core load/store width: a microkernel call reads its A and B tiles (overlapped with the MACs)
+    # and reads and writes its C tile (not overlapped). AIE-ML: 2 x 256-bit loads + 1 x 256-bit
+    # store per cycle (ARCH_FACTS); AIE-ML v2 128 B / 64 B (AM027).
+    core_load_bytes_per_cycle: int = 64
+    core_store_bytes_per_cycle: int = 32
+    # Native matmul intrinsic shape (r, s, t) per datapath: a microkernel pads its tile up to
+    # multiples of it (mlir-aie matrix_multiplication microkernel_mac_dim_map). Missing: no padding.
+    mmul_shapes: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    # BD iteration wrap: how often one BD may re-send its buffer (aie-rt: 6-bit iteration wrap
+    # field storing wrap - 1, so at most 64). Mem tiles re-send resident L2 blocks this way.
+    bd_iterations_max: int = 64
     lock_max_value: int = 63
     task_queue_depth: int = 4
     max_task_repeat: int = 256
     stream_bytes_per_cycle: float = 4.0
     switch_hop_latency_cycles: int = 4
     switch_buffer_bytes: int = 32
+    # Streams a column's switches carry between the mem row and the compute rows (mlir-aie port
+    # counts, ARCH_FACTS): a mapping may not route more mem-tile MM2S broadcasts down one column.
+    stream_ports_down: int = 4
+    stream_ports_up: int = 6
     bd_setup_cycles: int = 4
     bd_chain_cycles: int = 2
     lock_acquire_cycles: int = 1
@@ -107,8 +130,18 @@ class Arch:
     def ddr_bytes_per_cycle(self) -> float:
         return self.ddr_bytes_per_s / self.clock_hz
 
+    def datapath_options(self, dtype: str) -> list[tuple[str, float]]:
+        """The datapaths a ``dtype`` matmul can run on: (MAC-rate key, conversion cycles per input
+        element); the dtype's own rate (when the arch has one) comes first."""
+        out = [(dtype, 0.0)] if dtype in self.macs_per_cycle else []
+        if dtype in self.datapaths:
+            out.append(tuple(self.datapaths[dtype]))
+        return out
+
     def peak_macs_per_s(self, dtype: str) -> float:
-        return self.macs_per_cycle[dtype] * self.compute_tiles * self.clock_hz
+        """Peak over the dtype's datapaths (conversion not counted)."""
+        rate = max(self.macs_per_cycle[d] for d, _ in self.datapath_options(dtype))
+        return rate * self.compute_tiles * self.clock_hz
 
     def replace(self, **changes) -> "Arch":
         """A copy with some fields changed (per-column bandwidths may be given as one number)."""
@@ -154,6 +187,7 @@ NPU1 = Arch(
     shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 4,
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # assumption: no npu1 figure; the (likely XDNA2) memcpy
     macs_per_cycle={"int8": 256, "int8xint4": 512, "int16": 64, "bf16": 128},  # AM020 / UG1079
+    mmul_shapes={"bf16": (4, 8, 4), "int8": (4, 8, 8), "int16": (4, 4, 4)},  # mlir-aie "npu" map
     dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
@@ -169,12 +203,18 @@ NPU2 = Arch(
     shim_read_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
     shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # mlir-aie memcpy, 66.6 GB/s both directions
-    # XDNA2 int8 512 (UG1079/mlir-aie); plain bf16 assumed at the AIE-ML rate, 128 (user reports
-    # say XDNA2 bf16 is slower than its int8-class block-FP16 path).
-    macs_per_cycle={"int8": 512, "bf16": 128},
+    # Ryzen AI 1.7.1 cost-model device.yaml for AIE2P (ARCH_FACTS): int8 512, bfp16 512, native
+    # bf16 only 64 (Xilinx/llvm-aie #710: no high-throughput bf16 instruction on XDNA2).
+    macs_per_cycle={"int8": 512, "bf16": 64, "bfp16": 512},
+    # bf16 matmuls run on the bfp16 datapath after a core-side conversion (IRON default). The cost,
+    # 1/32 cycle per element (one 512-bit vector of bf16 per cycle), is an assumption.
+    datapaths={"bf16": ("bfp16", 1 / 32)},
+    # mlir-aie "npu2" map: bf16 emulated on bfp16 8x8x8, native 4x8x8; int8 8x8x8 (inferred)
+    mmul_shapes={"bfp16": (8, 8, 8), "bf16": (4, 8, 8), "int8": (8, 8, 8)},
+    core_load_bytes_per_cycle=128, core_store_bytes_per_cycle=64,  # AM027 (AIE-ML v2)
     dispatch_overhead_s=52e-6,  # xrt empty-kernel dispatch, Strix Halo/Linux
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
-    notes={"macs_per_cycle.bf16": "assumption (AIE-ML rate)"},
+    notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption"},
 )
 
 PRESETS = {"npu1": NPU1, "npu2": NPU2}  # SYSTOLIC16 is added below, once from_dict exists
@@ -224,6 +264,19 @@ def validate(arch: Arch) -> Arch:
             "ws, is or os")
     p.check(len(arch.macs_per_cycle) >= 1, "macs_per_cycle", arch.macs_per_cycle,
             "needs at least one dtype")
+    for d, path in arch.datapaths.items():
+        ok = (isinstance(path, tuple) and len(path) == 2 and path[0] in arch.macs_per_cycle
+              and path[1] >= 0)
+        p.check(ok, f"datapaths.{d}", path,
+                f"(datapath in {sorted(arch.macs_per_cycle)}, conversion cycles per element >= 0)")
+    for d, shape in arch.mmul_shapes.items():
+        p.check(len(shape) == 3 and all(x >= 1 for x in shape), f"mmul_shapes.{d}", shape, "(r, s, t) >= 1")
+    for f in ("core_load_bytes_per_cycle", "core_store_bytes_per_cycle"):
+        p.check(getattr(arch, f) >= 1, f, getattr(arch, f), "must be >= 1 byte/cycle")
+    p.check(arch.accumulate_elems_per_cycle >= 1, "accumulate_elems_per_cycle",
+            arch.accumulate_elems_per_cycle, "must be >= 1")
+    p.check(arch.bd_iterations_max >= 1, "bd_iterations_max", arch.bd_iterations_max,
+            "must be >= 1 (64 on AIE-ML)")
     for d, m in arch.macs_per_cycle.items():
         p.check(m >= 1, f"macs_per_cycle.{d}", m, "must be >= 1")
     p.raise_if_any()
@@ -261,6 +314,10 @@ def from_dict(values: dict) -> Arch:
         else:
             v[name] = tuple(float(y) for y in x)
     v["macs_per_cycle"] = dict(v["macs_per_cycle"])
+    if "mmul_shapes" in v:
+        v["mmul_shapes"] = {k: tuple(x) for k, x in dict(v["mmul_shapes"]).items()}
+    if "datapaths" in v:
+        v["datapaths"] = {k: tuple(x) for k, x in dict(v["datapaths"]).items()}
     for name in ("pj_per_mac", "pj_per_byte"):
         if name in v:
             v[name] = dict(v[name])
@@ -299,6 +356,6 @@ def load(name_or_path: str | Path) -> Arch:
 # A generic spatial accelerator: the npu2 array whose cores are 16x16 output-stationary systolic
 # meshes (assumption for design studies; 256 MACs/cycle per core at full occupancy).
 SYSTOLIC16 = NPU2.replace(name="systolic16", core_mesh_rows=16, core_mesh_cols=16,
-                          macs_per_cycle={"int8": 256, "bf16": 256})
+                          macs_per_cycle={"int8": 256, "bf16": 256}, datapaths={}, mmul_shapes={})
 
 PRESETS["systolic16"] = SYSTOLIC16

@@ -39,47 +39,141 @@ def run(ctx, arch_name, as_json, trace_path, no_skip):
         ctx.invoke(gemm)
 
 
+def _parse_tile(text):
+    if not text:
+        return None
+    try:
+        tile = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        tile = ()
+    if len(tile) != 3 or min(tile) < 1:
+        raise click.BadParameter(f"{text!r}: expected three sizes m,k,n >= 1, e.g. 64,64,64", param_hint="--tile")
+    return tile
+
+
+def _gemm_options(fn):
+    """Options shared by ``run gemm`` and ``map gemm``: the op and the pins of its search."""
+    for option in reversed([
+        click.option("--m", "m_total", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--k", "k_total", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--n", "n_total", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--dtype", default="bf16", show_default=True),
+        click.option("--tile", default=None, help="pin the L1 tile m,k,n (default: searched)"),
+        click.option("--l2", type=click.Choice(["none", "a", "b", "ab"]), default=None,
+                     help="pin which operands mem tiles hold and re-send (default: searched)"),
+        click.option("--cols", default=None, type=click.IntRange(min=1), help="pin the columns used"),
+        click.option("--dataflow", "gemm_dataflow", type=click.Choice(["os", "ws", "is"]), default=None,
+                     help="pin the dataflow"),
+        click.option("--efficiency", default=1.0, show_default=True, type=float,
+                     help="matmul kernel efficiency, fraction of the MAC array's peak"),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency):
+    from .workloads.gemm import Gemm
+
+    t = _parse_tile(tile) or (None, None, None)
+    return Gemm(m_total, k_total, n_total, dtype, *t, cols=cols, kernel_efficiency=efficiency,
+                dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2))
+
+
 @run.command()
-@click.option("--m", "m_total", default=2048, show_default=True, type=int)
-@click.option("--k", "k_total", default=2048, show_default=True, type=int)
-@click.option("--n", "n_total", default=2048, show_default=True, type=int)
-@click.option("--dtype", default="bf16", show_default=True)
-@click.option("--tile-m", default=64, show_default=True, type=int)
-@click.option("--tile-k", default=64, show_default=True, type=int)
-@click.option("--tile-n", default=64, show_default=True, type=int)
-@click.option("--cols", default=None, type=int, help="columns used (default: all)")
-@click.option("--efficiency", default=1.0, show_default=True, type=float,
-              help="matmul kernel efficiency, fraction of the MAC array's peak")
+@_gemm_options
 @click.pass_context
-def gemm(ctx, m_total, k_total, n_total, dtype, tile_m, tile_k, tile_n, cols, efficiency):
-    """C = A @ B on a whole-array output-stationary design (mlir-aie whole_array style)."""
+def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency):
+    """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
+
+    Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
     from .report import format_summary, summarize
     from .simulation import simulate
     from .trace import write_trace
-    from .workloads.gemm import Gemm, gemm_design
+    from .workloads.gemm import gemm_design, gemm_mapping
 
     opts = ctx.obj
     arch = opts["arch"]
-    g = Gemm(m_total, k_total, n_total, dtype, tile_m, tile_k, tile_n, cols,
-             kernel_efficiency=efficiency)
     try:
-        design = gemm_design(g, arch)
+        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency)
+        found = gemm_mapping(g, arch)
+        design = gemm_design(g, arch, found.best)
         ds = simulate(design, skip=opts["skip"], trace=bool(opts["trace"]))
     except (ConfigError, SimulationError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     summary = summarize(ds, 0, arch, g.ops, dtype)
+    mp = found.best
     summary["workload"] = {"kind": "gemm", "m": m_total, "k": k_total, "n": n_total, "dtype": dtype,
-                           "tile": [tile_m, tile_k, tile_n], "cols": cols or arch.columns,
                            "kernel_efficiency": efficiency}
+    summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
+                          "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
+                          "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
+                          "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
     if opts["trace"]:
         summary["trace_events"] = write_trace(ds, opts["trace"])
     if opts["json"]:
         click.echo(json.dumps(summary))
     else:
         click.echo(format_summary(f"GEMM {m_total}x{k_total}x{n_total} {dtype} on {arch.name}", summary))
+        click.echo(f"  mapping         {mp.label()} (padding {100 * summary['mapping']['padding_waste']:.1f} %)")
         if opts["trace"]:
             click.echo(f"  trace           {opts['trace']} ({summary['trace_events']} slices)")
+
+
+@main.group("map")
+def map_group():
+    """Search mappings of an op and list the ranked and rejected candidates."""
+
+
+@map_group.command("gemm")
+@_gemm_options
+@click.option("--arch", "arch_name", default="npu2", show_default=True, help="preset or TOML file")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="candidates listed")
+@click.option("--simulate", "simulate_top", default=6, show_default=True, type=click.IntRange(min=1),
+              help="best-bounded candidates simulated cycle-exactly")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
+def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, arch_name, top,
+             simulate_top, as_json):
+    """Rank mappings of C = A @ B: tiles, L2 residency, columns, dataflow, K split; each with its
+    lower bound, simulated cycles, bytes per level and energy; rejected ones with their reason.
+
+    Example: fastsim map gemm --m 2048 --k 2048 --n 2048 --dtype bf16 --top 5"""
+    from .workloads.gemm import gemm_mapping
+
+    arch = _load_arch(arch_name)
+    try:
+        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency)
+        found = gemm_mapping(g, arch, top=simulate_top)
+    except (ConfigError, SimulationError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    ranked = sorted(found.ranked, key=lambda r: (r["simulated_cycles"] < 0, r["simulated_cycles"],
+                                                 r["lower_bound_cycles"]))[:top]
+    if as_json:
+        def plain(r):
+            return {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()}
+        click.echo(json.dumps({"op": {"m": m_total, "k": k_total, "n": n_total, "dtype": dtype}, "arch": arch.name,
+                               "best": found.best.label(), "best_cycles": found.best_cycles,
+                               "enumerated": found.enumerated, "legal": found.legal,
+                               "rejected_by_reason": found.rejected_by_reason,
+                               "ranked": [plain(r) for r in ranked],
+                               "rejected": [plain(r) for r in found.rejected[:top]]}))
+        return
+    click.echo(f"GEMM {m_total}x{k_total}x{n_total} {dtype} on {arch.name}: {found.enumerated:,} candidates, "
+               f"{found.legal:,} legal")
+    click.echo(f"  {'mapping':<44}{'bound':>12}{'simulated':>12}  {'bound by':<12}{'DDR MB':>8}"
+               f"{'L1 kB':>7}{'L2 kB':>7}{'uJ':>8}")
+    for r in ranked:
+        sim = f"{r['simulated_cycles']:,}" if r["simulated_cycles"] >= 0 else "-"
+        mark = "*" if r["chosen"] else " "
+        click.echo(f"{mark} {r['label']:<44}{r['lower_bound_cycles']:>12,.0f}{sim:>12}  "
+                   f"{r['simulated_bound_by'] or r['bound_resource']:<12}"
+                   f"{(r['ddr_read_bytes'] + r['ddr_write_bytes']) / 1e6:>8.2f}{r['l1_bytes'] / 1024:>7.1f}"
+                   f"{r['l2_bytes'] / 1024:>7.1f}{r['energy_pj'] / 1e6:>8.1f}")
+    click.echo("  rejected (best bounds), and why:")
+    for r in found.rejected[:min(top, 5)]:
+        click.echo(f"    {r['label']:<44}{r['lower_bound_cycles']:>12,.0f}  {r['reason']}")
+    click.echo("  rejections by reason: " + ", ".join(f"{k} {v:,}" for k, v in sorted(found.rejected_by_reason.items())))
 
 
 @main.command("arch")

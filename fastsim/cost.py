@@ -31,8 +31,11 @@ def kernel_cycles(macs: int, dtype: str, arch: Arch, efficiency: float = 1.0,
 def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: float = 1.0,
                   overhead_cycles: int = 0, macs_scale: float = 1.0) -> int:
     """Cycles of one m x k x n tile matmul on a core: the systolic mesh model when the arch's cores
-    are meshes (``core_mesh_rows``), else MACs / (MACs per cycle x efficiency)."""
+    are meshes (``core_mesh_rows``), else MACs / (MACs per cycle x efficiency), the tile padded to
+    the datapath's native intrinsic shape (``Arch.mmul_shapes``). ``dtype`` is the datapath key."""
     if not arch.core_mesh_rows:
+        r, s, t = arch.mmul_shapes.get(dtype, (1, 1, 1))
+        m, k, n = -(-m // r) * r, -(-k // s) * s, -(-n // t) * t
         return kernel_cycles(math.ceil(m * k * n * macs_scale), dtype, arch, efficiency, overhead_cycles)
     from .systolic import Layer, MeshConfig, mesh_metrics
 

@@ -59,6 +59,8 @@ class BD:
     ``dims`` lists (size, stride) pairs in 32-bit words, innermost first, as the hardware's
     multi-dimensional addressing; without dims the transfer is contiguous. ``compression_ratio``
     shrinks the bytes on the stream (the DMA compresses; it never converts dtypes).
+    ``iterations`` re-sends (or re-fills) the same addresses that many times (the BD's iteration
+    wrap with step 0): how a mem tile re-sends a resident block without going back to DDR.
     """
 
     id: int
@@ -72,6 +74,12 @@ class BD:
     next: "BD | None" = None
     compression_ratio: float = 1.0
     name: str = ""
+    iterations: int = 1
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes the BD moves over all its iterations (before compression)."""
+        return self.length_bytes * self.iterations
 
     def __str__(self) -> str:
         return f"bd{self.id}" + (f"({self.name})" if self.name else "") + f" on {self.channel}"
@@ -164,11 +172,12 @@ class Design:
 
     def bd(self, channel: Channel, buffer: Buffer, length_bytes: int | None = None, *,
            offset_bytes: int = 0, dims=(), acquire=None, release=None, next: BD | None = None,
-           compression_ratio: float = 1.0, name: str = "") -> BD:
+           compression_ratio: float = 1.0, name: str = "", iterations: int = 1) -> BD:
         if length_bytes is None:
             length_bytes = buffer.size_bytes - offset_bytes
         b = BD(len(self.bds), channel, buffer, int(length_bytes), int(offset_bytes),
-               tuple(tuple(d) for d in dims), acquire, release, next, float(compression_ratio), name)
+               tuple(tuple(d) for d in dims), acquire, release, next, float(compression_ratio), name,
+               int(iterations))
         self.bds.append(b)
         return b
 

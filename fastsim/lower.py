@@ -56,7 +56,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
 
     bds = np.zeros((len(design.bds), L.BD_NCOL), np.int64)
     for i, b in enumerate(design.bds):
-        wire_bytes = math.ceil(b.length_bytes / b.compression_ratio)
+        wire_bytes = math.ceil(b.total_bytes / b.compression_ratio)
         bds[i, L.BD_LEN] = wire_bytes * L.UNITS_PER_BYTE
         bds[i, L.BD_ACQ_LOCK] = lock_index[b.acquire[0].id] if b.acquire else -1
         bds[i, L.BD_ACQ_VAL] = b.acquire[1] if b.acquire else 0

@@ -19,24 +19,30 @@ def utilizations(ds: xr.Dataset, i: int, arch: Arch, dispatch_s: float) -> dict[
     seconds = kernel_s + dispatch_s
     core_busy = row.core_cycles.sel(core_state="busy").values
     moving = row.channel_cycles.sel(channel_state=["busy", "ddr_limited"]).sum("channel_state").values
-    names = row.channel_name.values
+    col, tile_row = row.channel_col.values, row.channel_row.values
+    direction, moved_bytes = row.channel_direction.values, row.channel_bytes.values
     ddr_bytes = float(row.level_bytes.sel(level=["ddr_read", "ddr_write"]).sum())
     col_use = 0.0
-    for col in range(arch.columns):
-        for direction, rates in (("mm2s", arch.shim_read_bytes_per_cycle),
-                                 ("s2mm", arch.shim_write_bytes_per_cycle)):
-            prefix = f"tile({col},0).{direction}"
-            moved = sum(float(b) for n, b in zip(names, row.channel_bytes.values) if str(n).startswith(prefix))
-            col_use = max(col_use, moved / (rates[col] * cycles) if cycles else 0.0)
-    tile_dma = [m for n, m in zip(names, moving) if n and not str(n).split(".")[0].endswith(",0)")]
+    shim = tile_row == 0
+    for c in range(arch.columns):
+        for way, rates in (("mm2s", arch.shim_read_bytes_per_cycle), ("s2mm", arch.shim_write_bytes_per_cycle)):
+            moved = float(moved_bytes[shim & (col == c) & (direction == way)].sum())
+            col_use = max(col_use, moved / (rates[c] * cycles) if cycles else 0.0)
+    tile_dma = moving[tile_row > 0]
     frac = (kernel_s / seconds) if seconds else 0.0
     return {
         "compute": frac * (float(core_busy.max()) / cycles if cycles and core_busy.size else 0.0),
         "ddr": frac * (ddr_bytes / (arch.ddr_bytes_per_cycle * cycles) if cycles else 0.0),
         "shim_column": frac * col_use,
-        "dma_stream": frac * (float(max(tile_dma)) / cycles if cycles and tile_dma else 0.0),
+        "dma_stream": frac * (float(tile_dma.max()) / cycles if cycles and tile_dma.size else 0.0),
         "dispatch": dispatch_s / seconds if seconds else 0.0,
     }
+
+
+def binding_resource(ds: xr.Dataset, i: int, arch: Arch) -> str:
+    """The most utilized resource of design ``i`` (no dispatch overhead)."""
+    util = utilizations(ds, i, arch, 0.0)
+    return max(util, key=util.get)
 
 
 def summarize(ds: xr.Dataset, i: int, arch: Arch, ops: float, dtype: str,

@@ -33,6 +33,10 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
     n_ch = out["ch_bytes"].shape[1]
     n_k = out["core_stats"].shape[1]
     names = np.full((n, n_ch), "", dtype=object)
+    ch_col = np.full((n, n_ch), -1, np.int64)
+    ch_row = np.full((n, n_ch), -1, np.int64)
+    ch_index = np.full((n, n_ch), -1, np.int64)
+    ch_dir = np.full((n, n_ch), "", dtype=object)
     core_names = np.full((n, n_k), "", dtype=object)
     level_bytes = np.zeros((n, len(LEVELS)))
     clock = np.array([lw.design.arch.clock_hz for lw in batch.designs])
@@ -41,6 +45,8 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
         arch = lw.design.arch
         for c, chan in enumerate(lw.channels):
             names[d, c] = str(chan)
+            ch_col[d, c], ch_row[d, c], ch_index[d, c] = chan.tile.col, chan.tile.row, chan.index
+            ch_dir[d, c] = chan.direction
             if chan.tile.row == 0:
                 level_bytes[d, LEVELS.index("ddr_read" if chan.direction == "mm2s" else "ddr_write")] += ch_bytes[d, c]
             producer = lw.ch[c, L.CH_PRODUCER]
@@ -59,6 +65,11 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
             "status": (("design",), np.array([STATUS_NAMES[int(s)] for s in res[:, L.R_STATUS]], dtype=object),
                        {"description": "ok, deadlock, livelock, cycle_limit or lock_overflow"}),
             "channel_name": (("design", "channel"), names, {"description": "tile and DMA channel"}),
+            "channel_col": (("design", "channel"), ch_col, {"description": "column of the channel's tile (-1: padding)"}),
+            "channel_row": (("design", "channel"), ch_row,
+                            {"description": "row of the channel's tile (0 = shim; -1: padding)"}),
+            "channel_direction": (("design", "channel"), ch_dir, {"description": "mm2s or s2mm ('' = padding)"}),
+            "channel_index": (("design", "channel"), ch_index, {"description": "channel number on its tile"}),
             "channel_cycles": (("design", "channel", "channel_state"), out["ch_stats"].copy(),
                                {"units": "cycles", "description": "cycles each DMA channel spent in each state; "
                                 "states add up to total_cycles"}),

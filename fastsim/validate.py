@@ -85,6 +85,8 @@ def validate_design(design: Design) -> None:
         bd_per_tile[b.channel.tile] += 1
         p.check(b.length_bytes > 0, f"{f}.length_bytes", b.length_bytes, "must be > 0")
         p.check(b.offset_bytes >= 0, f"{f}.offset_bytes", b.offset_bytes, "must be >= 0")
+        p.check(1 <= b.iterations <= arch.bd_iterations_max, f"{f}.iterations", b.iterations,
+                f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
         words = -(-b.length_bytes // 4)
         p.check(words < 2**kind.bd_length_bits, f"{f}.length_bytes", b.length_bytes,
                 f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")

@@ -9,36 +9,40 @@ import fastsim
 from fastsim import NPU1, NPU2
 from fastsim.cli import main
 from fastsim.report import summarize
+from fastsim.mapping import Mapping, check_mapping
 from fastsim.workloads.gemm import Gemm, gemm_design
 
 
-@pytest.mark.parametrize("arch,g", [
-    (NPU2, Gemm(512, 256, 1024)),
-    (NPU2, Gemm(256, 128, 256, "int8", 32, 64, 32, cols=4)),
-    (NPU1, Gemm(512, 512, 512, tile_m=32, tile_k=32, tile_n=64)),
+@pytest.mark.parametrize("arch,g,tile,cols", [
+    (NPU2, Gemm(512, 256, 1024), (64, 64, 64), 8),
+    (NPU2, Gemm(256, 128, 256, "int8"), (32, 64, 32), 4),
+    (NPU1, Gemm(512, 512, 512), (32, 32, 64), 4),
 ])
-def test_gemm__moves_exactly_the_expected_bytes(arch, g):
-    ds = fastsim.simulate(gemm_design(g, arch))
-    rows, cols = arch.compute_rows, g.cols or arch.columns
+def test_gemm__whole_array_os_moves_exactly_the_expected_bytes(arch, g, tile, cols):
+    """mlir-aie whole_array (os, 2d, no L2 residency): A re-read per C tile column, B per row."""
+    mp = Mapping("os", "2d", tile, cols, arch.compute_rows)
+    ds = fastsim.simulate(gemm_design(g, arch, mp))
+    rows = arch.compute_rows
     bi, bo = {"bf16": (2, 2), "int8": (1, 4)}[g.dtype]
-    block_rows, tiles_per_row = g.m_total // (rows * g.tile_m), g.n_total // (cols * g.tile_n)
+    block_rows, tiles_per_row = g.m_total // (rows * tile[0]), g.n_total // (cols * tile[2])
     a_bytes = g.m_total * g.k_total * bi * tiles_per_row  # each A row block re-sent per C tile
     b_bytes = g.k_total * g.n_total * bi * block_rows  # each B column panel re-sent per block row
     lv = ds.level_bytes.isel(design=0)
     assert float(lv.sel(level="ddr_read")) == a_bytes + b_bytes
     assert float(lv.sel(level="ddr_write")) == g.m_total * g.n_total * bo
-    # every core does its share of MACs at the dtype's rate (efficiency 1)
+    # every core spends the planned kernel cycles
+    _, plan = check_mapping(g.matmul(), mp, arch)
     busy = ds.core_cycles.isel(design=0).sel(core_state="busy").values
-    assert busy.sum() == g.macs // arch.macs_per_cycle[g.dtype]
+    assert (busy == plan["core_cycles"]).all()
     assert len(busy) == rows * cols
 
 
 def test_gemm__tiles_that_do_not_fit_are_reported():
     with pytest.raises(fastsim.ConfigError) as e:
-        gemm_design(Gemm(2048, 2048, 2048, tile_m=128, tile_k=128, tile_n=128), NPU2)
-    assert "bytes of core memory" in str(e.value) and "65536 available" in str(e.value)
+        gemm_design(Gemm(2048, 2048, 2048, tile_m=256, tile_k=256, tile_n=256), NPU2)
+    assert "core memory: needs" in str(e.value) and "65536 available" in str(e.value)
     with pytest.raises(fastsim.ConfigError, match="cols"):
-        gemm_design(Gemm(512, 512, 512, cols=2), NPU2)
+        gemm_design(Gemm(512, 512, 512, cols=9), NPU2)
 
 
 def test_gemm__efficiency_slows_compute_bound_designs():
@@ -84,7 +88,9 @@ def test_cli__default_run_and_bad_input():
     runner = CliRunner()
     r = runner.invoke(main, ["run"])
     assert r.exit_code == 0 and "GEMM 2048x2048x2048 bf16 on npu2" in r.output and "bound by" in r.output
-    r = runner.invoke(main, ["run", "gemm", "--m", "100"])
-    assert r.exit_code == 2 and "m_total = 100" in r.output
+    r = runner.invoke(main, ["run", "gemm", "--m", "0"])
+    assert r.exit_code == 2 and "--m" in r.output
+    r = runner.invoke(main, ["run", "gemm", "--tile", "64,64"])
+    assert r.exit_code == 2 and "m,k,n" in r.output
     r = runner.invoke(main, ["run", "--arch", "npu9"])
     assert r.exit_code == 2 and "not a preset" in r.output

@@ -216,11 +216,12 @@ def _design_result(sim: xr.Dataset, i: int, design, flow: str, arch: Arch) -> di
 def _shim_bytes(sim: xr.Dataset, i: int) -> dict[str, float]:
     """DDR bytes of design i by shim channel role: MM2S0 carries W (stream ops: X), MM2S1 carries
     X, S2MM0 carries Y (see the design builders)."""
-    out = {"mm2s0": 0.0, "mm2s1": 0.0, "s2mm0": 0.0}
-    for name, b in zip(sim.channel_name.values[i], sim.channel_bytes.values[i]):
-        name = str(name)
-        if ",0)." in name and name.rsplit(".", 1)[1] in out:
-            out[name.rsplit(".", 1)[1]] += float(b)
+    row = sim.isel(design=i)
+    shim = row.channel_row.values == 0
+    out = {}
+    for role, (way, index) in {"mm2s0": ("mm2s", 0), "mm2s1": ("mm2s", 1), "s2mm0": ("s2mm", 0)}.items():
+        pick = shim & (row.channel_direction.values == way) & (row.channel_index.values == index)
+        out[role] = float(row.channel_bytes.values[pick].sum())
     return out
 
 

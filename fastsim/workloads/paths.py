@@ -29,17 +29,19 @@ def broadcast_via_mem(d: Design, shim_out, mem_in, mem_out, dsts: list, size: in
     return ends
 
 
-def join_outputs(d: Design, col: int, rows: int, unit: int, drain_channel: int,
+def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_channel: int,
                  name: str) -> list[tuple[Lock, Lock]]:
-    """Each core of column ``col`` sends its output tile (``unit`` bytes, double-buffered) over
-    MM2S0 to mem-tile S2MM(2 + row); the mem tile joins the column's tiles and drains them through
+    """Each core of column ``col`` (compute rows ``rows``: a count or a list) sends its output tile
+    (``unit`` bytes, double-buffered) over MM2S0 to mem-tile S2MM(2 + i) for the i-th of those
+    cores; the mem tile joins the column's tiles and drains them through
     MM2S ``drain_channel`` to shim S2MM0 (ObjectFifo join). Returns each core's (producer lock,
     consumer lock): the core acquires the producer lock before writing a tile and releases the
     consumer lock when it is ready to send."""
     memt = d.mem(col)
-    joined = [d.buffer(memt, rows * unit, f"{name}{col}_join{i}") for i in range(2)]
+    core_rows = list(range(rows)) if isinstance(rows, int) else list(rows)
+    joined = [d.buffer(memt, len(core_rows) * unit, f"{name}{col}_join{i}") for i in range(2)]
     parts, core_locks = [], []
-    for r in range(rows):
+    for r, core_row in enumerate(core_rows):
         ch = s2mm(memt, 2 + r)
         prod = d.lock(memt, 2, f"{name}{col}_{r}_prod")
         cons = d.lock(memt, 0, f"{name}{col}_{r}_cons")
@@ -47,7 +49,7 @@ def join_outputs(d: Design, col: int, rows: int, unit: int, drain_channel: int,
                     name=f"{name}{col}_{r}_in{i}") for i in range(2)]
         d.start_chain(ch, d.chain(*bds, cyclic=True))
         parts.append((prod, cons))
-        core = d.compute(col, r)
+        core = d.compute(col, core_row)
         core_prod = d.lock(core, 2, f"{name}{col}_{r}_core_prod")
         core_cons = d.lock(core, 0, f"{name}{col}_{r}_core_cons")
         bufs = [d.buffer(core, unit, f"{name}{col}_{r}_{i}") for i in range(2)]

@@ -1,0 +1,232 @@
+"""Lower one mapped matmul to a Design: the buffers, BDs, locks, routes, core programs and host
+runtime sequence that ``plan.evaluate`` counted.
+
+Data paths (per used column ``h``, mlir-aie ObjectFifo patterns):
+
+- each operand part (an A[M-part, K-part] or B[K-part, N-part] slice) is hosted by one mem tile.
+  The hosting column's shim streams its parts (A on MM2S1, B on MM2S0) into one mem-tile S2MM that
+  deals them round-robin into per-part buffers (distribute); one mem-tile MM2S per part broadcasts
+  it to every core that needs it (along a core row, down a column, or to all cores);
+- a part resident in L2 is received once and re-sent ``reps`` times by BD iterations; otherwise
+  the mem tile forwards L1-sized units and the shim re-reads the part from DDR every repetition;
+- the last core of each K-split group sends C tiles to its column's mem tile, which joins them and
+  drains them to the shim (ObjectFifo join). Cores of a group hand partial sums to the next core
+  through shared memory (neighbour lock hand-off, no DMA), which adds them.
+"""
+from __future__ import annotations
+
+from ..arch import Arch
+from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
+from ..workloads.paths import join_outputs
+from .plan import ACC_BYTES, check
+from .space import Matmul, Mapping
+
+B_CH, A_CH = 0, 1  # shim MM2S and mem-tile S2MM channel per operand (C drains to shim S2MM0)
+
+
+def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> Design:
+    """The design of ``op`` under mapping ``mp``; ``noop`` keeps every byte moving but replaces
+    each kernel by a 1-cycle pass (ablation)."""
+    s, ev = check(op, mp, arch)
+    d = Design(arch, f"{op.name} {op.m}x{op.k}x{op.n} {mp.label()}")
+    col0, cols, groups, pk = mp.col0, s.cols, s.groups, s.pk
+    flow = mp.dataflow
+
+    def part_ids(ci: int, g: int, j: int) -> tuple[int, int]:
+        pm = {"2d": g, "n": 0, "m": ci * groups + g}[mp.split]
+        pn = {"2d": ci, "n": ci * groups + g, "m": 0}[mp.split]
+        return pm * pk + j, j * s.pn + pn
+
+    consumers = {"A": {}, "B": {}}  # part -> [core tiles]
+    for ci in range(cols):
+        for g in range(groups):
+            for j in range(pk):
+                a, b = part_ids(ci, g, j)
+                tile = d.compute(col0 + ci, g * pk + j)
+                consumers["A"].setdefault(a, []).append(tile)
+                if not op.static_b:
+                    consumers["B"].setdefault(b, []).append(tile)
+    hosted = {key: {h: [] for h in range(cols)} for key in consumers}
+    for key, local in (("A", mp.split == "m"), ("B", mp.split in ("2d", "n"))):
+        for p, tiles in sorted(consumers[key].items()):
+            h = (tiles[0].col - col0) if local else p % cols
+            hosted[key][h].append(p)
+
+    # operand paths: shim -> mem tile (distribute) -> per-part broadcast to cores
+    ends = {"A": {}, "B": {}}
+    for ci in range(cols):
+        h = col0 + ci
+        memt = d.mem(h)
+        out_index = 0
+        for key, ch in (("B", B_CH), ("A", A_CH)):
+            parts = hosted[key][ci]
+            if not parts:
+                continue
+            x = key.lower()
+            resident = x in mp.l2
+            unit, depth, reps = ev[f"mem_unit_{x}"], ev[f"mem_depth_{x}"], ev[f"reps_{x}"]
+            bufs, locks = {}, {}
+            for p in parts:
+                locks[p] = (d.lock(memt, depth, f"{key}{p}_l2_prod"), d.lock(memt, 0, f"{key}{p}_l2_cons"))
+                bufs[p] = [d.buffer(memt, unit, f"{key}{p}_l2_{i}") for i in range(depth)]
+            fill = [d.bd(s2mm(memt, ch), bufs[p][i], unit, acquire=(locks[p][0], 1), release=(locks[p][1], 1),
+                         name=f"{key}{p}_in{i}") for i in range(depth) for p in parts]
+            d.start_chain(s2mm(memt, ch), d.chain(*fill, cyclic=True))
+            d.route(mm2s(d.shim(h), ch), s2mm(memt, ch))
+            for p in parts:
+                out = mm2s(memt, out_index)
+                out_index += 1
+                sends = []
+                for i in range(depth):
+                    chunks = _chunks(reps if resident else 1, arch.bd_iterations_max)
+                    for c, its in enumerate(chunks):
+                        sends.append(d.bd(out, bufs[p][i], unit, iterations=its,
+                                          acquire=(locks[p][1], 1) if c == 0 else None,
+                                          release=(locks[p][0], 1) if c == len(chunks) - 1 else None,
+                                          name=f"{key}{p}_send{i}.{c}"))
+                d.start_chain(out, d.chain(*sends, cyclic=True))
+                core_ch = 0 if key == "A" else 1
+                dsts = [s2mm(t, core_ch) for t in consumers[key][p]]
+                d.route(out, *dsts)
+                size, core_depth = ev[f"l1_{x}"], ev[f"depth_{x}"]
+                for t, dst in zip(consumers[key][p], dsts):
+                    ends[key][t] = fifo_endpoint(d, dst, core_depth, size, f"{key}{p}_{t.col}_{t.row}")
+
+    # cores: microkernel loops, partial-sum hand-off, C joined per column
+    mm = 1 if noop else ev["matmul_cycles"]
+    extra = [] if noop else [Compute(ev[f"{kind}_cycles"], kind) for kind in ("conversion", "cast")
+                             if ev[f"{kind}_cycles"]]
+    add = 1 if noop else max(1, ev["add_cycles"])
+    drains = []
+    for ci in range(cols):
+        c = col0 + ci
+        producers = [g * pk + pk - 1 for g in range(groups)]
+        drain_ch = len(hosted["A"][ci]) + len(hosted["B"][ci])
+        drains.append(c)
+        y_locks = join_outputs(d, c, producers, ev["c_tile"], drain_ch, "C")
+        for g in range(groups):
+            psum = []
+            for j in range(pk):
+                tile = d.compute(c, g * pk + j)
+                if j < pk - 1:
+                    free, full = d.lock(tile, 2, f"psum{c}_{g}_{j}_free"), d.lock(tile, 0, f"psum{c}_{g}_{j}_full")
+                    for i in range(2):
+                        d.buffer(tile, _psum_bytes(mp), f"psum{c}_{g}_{j}_{i}")
+                    out_locks = (free, full)
+                else:
+                    out_locks = y_locks[g]
+                if op.static_b:
+                    d.buffer(tile, ev["l1_b"], f"B_static_{c}_{tile.row}")
+                reduce = (Acquire(psum[-1][1]), Compute(add, "reduce"), Release(psum[-1][0])) if j else ()
+                d.core_program(tile, *_program(flow, ev, ends["A"][tile], ends["B"].get(tile), out_locks,
+                                               reduce, mm, extra))
+                psum.append(out_locks)
+    _host_sequence(d, mp, ev, hosted, groups, drains)
+    return d
+
+
+def _psum_bytes(mp: Mapping) -> int:
+    m, _, n = mp.tile
+    return max(4, m * n * ACC_BYTES)
+
+
+def _chunks(reps: int, most: int) -> list[int]:
+    """Split ``reps`` re-sends into BD iteration counts of at most ``most``."""
+    out = [most] * (reps // most)
+    if reps % most:
+        out.append(reps % most)
+    return out
+
+
+def _program(flow, ev, a, b, out_locks, reduce, mm, extra) -> list:
+    """One core's loop nest; ``out_locks`` = (acquire before accumulating, release when done)."""
+    take, give = out_locks
+    stream_a = flow != "is"
+    stream_b = flow != "ws" and b is not None
+
+    def k_loop():
+        acq = ([Acquire(a["cons_lock"])] if stream_a else []) + ([Acquire(b["cons_lock"])] if stream_b else [])
+        rel = ([Release(a["prod_lock"])] if stream_a else []) + ([Release(b["prod_lock"])] if stream_b else [])
+        return Loop(ev["kt"], (*acq, *extra, Compute(mm, "matmul"), *rel))
+
+    def tile(count):
+        return Loop(count, (Acquire(take), k_loop(), *reduce, Release(give)))
+
+    if flow == "os":
+        return [tile(ev["mt"] * ev["nt"])]
+    if flow == "ws":
+        hold = (Acquire(b["cons_lock"]),) if b is not None else ()
+        free = (Release(b["prod_lock"]),) if b is not None else ()
+        return [Loop(ev["nt"], (*hold, tile(ev["mt"]), *free))]
+    return [Loop(ev["mt"], (Acquire(a["cons_lock"]), tile(ev["nt"]), Release(a["prod_lock"])))]
+
+
+def _steps(mp: Mapping, ev: dict) -> list[tuple[int, int]]:
+    """The host's steps as (m tile, n tile) in the order cores consume them (-1: every one)."""
+    mt, nt = ev["mt"], ev["nt"]
+    if mp.dataflow == "ws":
+        return [(-1, j) for j in range(nt)]
+    if mp.dataflow == "is":
+        return [(i, -1) for i in range(mt)]
+    if mp.order == "m":
+        return [(i, j) for i in range(mt) for j in range(nt)]
+    return [(i, j) for j in range(nt) for i in range(mt)]
+
+
+def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, drains: list[int]) -> None:
+    """Push each step's transfers on every shim channel, steps in consumption order; a resident
+    operand's block is read once, when first needed. Identical consecutive steps are merged and
+    every step's chunks are interleaved over channels (no queue fills while another starves)."""
+    arch = d.arch
+    flow = mp.dataflow
+    c_per_step = {"os": 1, "ws": ev["mt"], "is": ev["nt"]}[flow]
+    piece = {"a": ev["part_a"] if flow == "ws" else ev["kt"] * ev["a_tile"],
+             "b": ev["part_b"] if flow == "is" else ev["kt"] * ev["b_tile"]}
+    bds: dict[tuple, object] = {}
+
+    def bd_for(col: int, ch, key: str, length: int):
+        if (col, key, length) not in bds:
+            buf = d.ddr_buffer(length, f"{key}{col}")
+            bds[(col, key, length)] = d.bd(ch, buf, length, name=f"{key}{col}_ddr")
+        return bds[(col, key, length)]
+
+    seen = {"a": set(), "b": set()}
+    rounds = []
+    for i, j in _steps(mp, ev):
+        entries = []
+        for x, ch in (("b", B_CH), ("a", A_CH)):
+            if x == "a":
+                unit_id = i if (flow == "os" and mp.order == "m") else 0
+            else:
+                unit_id = j if (flow == "os" and mp.order == "n") else 0
+            if x in mp.l2:
+                if unit_id in seen[x]:
+                    continue
+                seen[x].add(unit_id)
+                nbytes = ev[f"unit_{x}"]
+            else:
+                nbytes = piece[x]
+            for ci, parts in hosted[x.upper()].items():
+                if parts:
+                    col = mp.col0 + ci
+                    entries.append((bd_for(col, mm2s(d.shim(col), ch), x.upper(), len(parts) * nbytes), 1))
+        for col in drains:
+            entries.append((bd_for(col, s2mm(d.shim(col), 0), "C", groups * ev["c_tile"]), c_per_step))
+        rounds.append(entries)
+    merged = []
+    for entries in rounds:
+        if merged and [bd for bd, _ in merged[-1][0]] == [bd for bd, _ in entries] and \
+                [n for _, n in merged[-1][0]] == [n for _, n in entries]:
+            merged[-1][1] += 1
+        else:
+            merged.append([entries, 1])
+    for entries, times in merged:
+        left = [[bd, count * times] for bd, count in entries]
+        while left:
+            for entry in left:
+                step = min(entry[1], arch.max_task_repeat)
+                d.push(entry[0].channel, entry[0], repeat=step)
+                entry[1] -= step
+            left = [e for e in left if e[1] > 0]
+    for col in drains:
+        d.wait(s2mm(d.shim(col), 0))

@@ -1,0 +1,282 @@
+"""Search the mapping space of a matmul: enumerate, check, bound, simulate the best few exactly.
+
+1. Enumerate structures (dataflow, split, rows and K split, columns, loop order, L2 residency,
+   datapath) and, per structure, a grid of power-of-two L1 tiles capped by the op's extent.
+2. Evaluate the whole tile grid of a structure at once in closed form (``plan.evaluate``): capacity
+   and resource checks (illegal candidates keep their reason) and lower bounds on cycles from
+   compute, DDR, shim columns and DMA streams.
+3. Rank legal candidates by lower bound, then closed-form energy, then label (deterministic), and
+   simulate the best ``top`` of them, plus the baseline mapping, cycle-exactly in one batched
+   engine call. The answer is the fastest simulated candidate, ties broken by energy.
+
+Results are cached on everything the search reads (op, pins, arch, top).
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from ..arch import Arch
+from ..errors import ConfigError
+from .plan import RESOURCES, evaluate, problems, reason_text, structure
+from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
+
+TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
+
+
+@dataclass(frozen=True)
+class Pins:
+    """Constraints on the search: each set field fixes (or, for ``dataflow``, restricts) a choice."""
+
+    dataflow: tuple[str, ...] = ()
+    split: str | None = None
+    tile: tuple[int, int, int] | None = None
+    cols: int | None = None
+    rows: int | None = None
+    col0: int | None = None
+    k_split: int | None = None
+    order: str | None = None
+    l2: str | None = None
+    datapath: str | None = None
+
+    def validate(self, arch: Arch) -> "Pins":
+        from ..errors import Problems
+
+        p = Problems("mapping pins")
+        for f in self.dataflow:
+            p.check(f in DATAFLOWS, "dataflow", f, f"one of {DATAFLOWS}")
+        p.check(self.split in (None, *SPLITS), "split", self.split, f"one of {SPLITS}")
+        if self.tile is not None:
+            p.check(len(self.tile) == 3 and all(isinstance(x, int) and x >= 1 for x in self.tile),
+                    "tile", self.tile, "three sizes m,k,n >= 1")
+        p.check(self.cols is None or 1 <= self.cols <= arch.columns, "cols", self.cols, f"in 1..{arch.columns}")
+        p.check(self.rows is None or 1 <= self.rows <= arch.compute_rows, "rows", self.rows,
+                f"in 1..{arch.compute_rows}")
+        p.check(self.col0 is None or 0 <= self.col0 < arch.columns, "col0", self.col0, f"in 0..{arch.columns - 1}")
+        p.check(self.k_split is None or self.k_split >= 1, "k_split", self.k_split, ">= 1")
+        p.check(self.order in (None, "m", "n"), "order", self.order, "m or n")
+        p.check(self.l2 is None or self.l2 in L2_CHOICES, "l2", self.l2, "'', a, b or ab")
+        p.raise_if_any()
+        return self
+
+
+@dataclass
+class SearchResult:
+    """The chosen mapping, its simulated cycles, and every ranked and rejected candidate."""
+
+    op: Matmul
+    best: Mapping
+    best_cycles: int
+    ranked: list[dict]  # legal candidates by lower bound (simulated ones carry their cycles)
+    rejected: list[dict]  # the best-bounded illegal candidates with their reasons
+    enumerated: int
+    legal: int
+    rejected_by_reason: dict[str, int]
+
+
+def _pow2_up_to(x: int) -> list[int]:
+    top = 1 << max(0, int(x - 1).bit_length())
+    return [t for t in TILE_SIZES if t <= top]
+
+
+def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
+    """Tile-independent mappings worth evaluating (splits that would leave whole parts padding
+    are skipped)."""
+    rows_opts = [pins.rows] if pins.rows else sorted({arch.compute_rows, max(1, arch.compute_rows // 2), 1},
+                                                      reverse=True)
+    cols_opts = [pins.cols] if pins.cols else sorted({c for c in (1, 2, 4, 8, 16, 32) if c <= arch.columns}
+                                                     | {arch.columns}, reverse=True)
+    asymmetric = len(set(arch.shim_read_bytes_per_cycle)) > 1 or len(set(arch.shim_write_bytes_per_cycle)) > 1
+    paths = [pins.datapath] if pins.datapath else [d for d, _ in arch.datapath_options(op.dtype)] or [op.dtype]
+    out = []
+    for flow in pins.dataflow or DATAFLOWS:
+        orders = [pins.order or "m"] if flow != "os" else ([pins.order] if pins.order else ["m", "n"])
+        l2s = [pins.l2] if pins.l2 is not None else {"os": L2_CHOICES, "ws": ("", "a"), "is": ("", "b")}[flow]
+        for split in [pins.split] if pins.split else SPLITS:
+            for rows in rows_opts:
+                for ks in [pins.k_split] if pins.k_split else [x for x in (1, 2, 4, 8) if rows % x == 0]:
+                    if rows % ks or ks > max(1, op.k):
+                        continue
+                    groups = rows // ks
+                    for cols in cols_opts:
+                        pm, pn = {"2d": (groups, cols), "n": (1, cols * groups), "m": (cols * groups, 1)}[split]
+                        if (pm > op.m or pn > op.n) and not pins.split:
+                            continue
+                        starts = ([pins.col0] if pins.col0 is not None else
+                                  range(arch.columns - cols + 1) if asymmetric else [0])
+                        for col0 in starts:
+                            for order in orders:
+                                for l2 in l2s:
+                                    for dp in paths:
+                                        out.append(Mapping(flow, split, (0, 0, 0), cols, rows, col0, ks, order,
+                                                           l2, dp))
+    return out
+
+
+def _grid(op: Matmul, s, pins: Pins):
+    if pins.tile:
+        return tuple(np.array([x]) for x in pins.tile)
+    ms = _pow2_up_to(-(-op.m // s.pm))
+    ks = _pow2_up_to(-(-op.k // s.pk))
+    ns = _pow2_up_to(-(-op.n // s.pn))
+    m, k, n = np.meshgrid(ms, ks, ns, indexing="ij")
+    return m.ravel(), k.ravel(), n.ravel()
+
+
+_CACHE: "OrderedDict[tuple, SearchResult]" = OrderedDict()
+_CACHE_SIZE = 512
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50) -> SearchResult:
+    """Find the fastest legal mapping of ``op`` (see the module docstring)."""
+    pins.validate(arch)
+    key = (op, pins, repr(arch), top, keep)
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    result = _search(op, arch, pins, top, keep)
+    _CACHE[key] = result
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return result
+
+
+def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchResult:
+    bases, cols = [], {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": []}
+    checks_of = []
+    for base in structures(op, arch, pins):
+        s = structure(op, base, arch)
+        if isinstance(s, str):
+            continue
+        m, k, n = _grid(op, s, pins)
+        ev = evaluate(op, s, arch, m, k, n)
+        useful = np.broadcast_to(ev["useful"], m.shape)
+        reason = np.full(m.shape, -1)
+        checks = problems(s, ev, arch)
+        for r, (mask, _) in enumerate(checks):
+            reason = np.where((reason < 0) & np.broadcast_to(mask, m.shape), r, reason)
+        keep_i = np.flatnonzero(useful)
+        bases.append(base)
+        checks_of.append([why for _, why in checks])
+        for name, v in (("m", m), ("k", k), ("n", n), ("bound", ev["lower_bound_cycles"]),
+                        ("energy", ev["energy_pj"]), ("reason", reason)):
+            cols[name].append(np.broadcast_to(v, m.shape)[keep_i])
+        cols["base"].append(np.full(len(keep_i), len(bases) - 1))
+    if not bases:
+        raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
+    a = {name: np.concatenate(v) for name, v in cols.items()}
+    order = np.lexsort((np.arange(len(a["bound"])), a["energy"], a["bound"]))  # deterministic
+    legal_i = order[a["reason"][order] < 0]
+    illegal_i = order[a["reason"][order] >= 0]
+    by_reason = {}
+    for b, r in zip(a["base"][illegal_i], a["reason"][illegal_i]):
+        short = checks_of[b][r].split(":")[0]
+        by_reason[short] = by_reason.get(short, 0) + 1
+
+    def row(i) -> dict:
+        mp = replace(bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
+        s = structure(op, mp, arch)
+        ev = evaluate(op, s, arch, *mp.tile)
+        out = {"mapping": mp, "lower_bound_cycles": float(a["bound"][i]), "energy_pj": float(a["energy"][i]),
+               "ev": ev, "i": 0}
+        if a["reason"][i] >= 0:
+            out["template"] = checks_of[a["base"][i]][a["reason"][i]]
+        return out
+
+    if not len(legal_i):
+        closest = [row(i) for i in illegal_i[:5]]
+        raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
+                           f"({len(order)} candidates); closest: " + "; ".join(
+                               f"{r['mapping'].label()}: {reason_text(r['template'], r['ev'], 0)}"
+                               for r in closest)], "mapping search")
+    legal = [row(i) for i in legal_i[:max(keep, 8 * top)]]
+    chosen = _distinct(legal, top)
+    baseline = baseline_mapping(arch)
+    if not pins.dataflow or "os" in pins.dataflow:
+        try:
+            from .plan import check
+
+            check(op, baseline, arch)
+            base_row = next((r for r in legal if _same(r["mapping"], baseline, op, arch)), None)
+            if base_row is None:
+                mp = replace(baseline, datapath=structure(op, baseline, arch).macs_key)
+                ev = evaluate(op, structure(op, mp, arch), arch, *mp.tile)
+                base_row = {"mapping": mp, "lower_bound_cycles": float(ev["lower_bound_cycles"]),
+                            "energy_pj": float(ev["energy_pj"]), "ev": ev, "i": 0}
+            if all(r is not base_row for r in chosen):
+                chosen.append(base_row)
+        except ConfigError:
+            pass
+    _simulate(op, arch, chosen)
+    ok = [r for r in chosen if r["status"] == "ok"]
+    if not ok:
+        raise ConfigError([f"{op.name}: every simulated candidate failed: "
+                           + "; ".join(f"{r['mapping'].label()}: {r['status']}" for r in chosen)], "mapping search")
+    best = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
+    ranked = [_public(r, best) for r in legal[:keep]]
+    ranked += [_public(r, best) for r in chosen if all(r is not x for x in legal[:keep])]
+    rejected = [dict(_public(r, None), reason=reason_text(r["template"], r["ev"], 0))
+                for r in (row(i) for i in illegal_i[:keep])]
+    return SearchResult(op, best["mapping"], best["cycles"], ranked, rejected, len(order), len(legal_i), by_reason)
+
+
+def _same(a: Mapping, b: Mapping, op: Matmul, arch: Arch) -> bool:
+    sa, sb = structure(op, a, arch), structure(op, b, arch)
+    return (not isinstance(sa, str) and not isinstance(sb, str) and a.tile == b.tile
+            and replace(a, datapath="", cols=sa.cols, rows=sa.rows) == replace(b, datapath="", cols=sb.cols, rows=sb.rows)
+            and sa.macs_key == sb.macs_key)
+
+
+def _distinct(rows: list[dict], top: int) -> list[dict]:
+    """The best ``top`` candidates, at most two per (dataflow, split) family so that one family's
+    near-identical variants do not crowd out the others the bounds cannot separate."""
+    out, per_family = [], {}
+    for r in rows:
+        fam = (r["mapping"].dataflow, r["mapping"].split)
+        if per_family.get(fam, 0) >= 2:
+            continue
+        per_family[fam] = per_family.get(fam, 0) + 1
+        out.append(r)
+        if len(out) == top:
+            break
+    return out
+
+
+def _simulate(op: Matmul, arch: Arch, rows: list[dict]) -> None:
+    from ..report import binding_resource
+    from ..simulation import simulate
+    from .design import matmul_design
+
+    designs = [matmul_design(op, r["mapping"], arch) for r in rows]
+    ds = simulate(designs, on_error="record")
+    for i, r in enumerate(rows):
+        r["status"] = str(ds.status.values[i])
+        r["cycles"] = int(ds.total_cycles.values[i])
+        r["bound_by"] = binding_resource(ds, i, arch) if r["status"] == "ok" else r["status"]
+
+
+def _public(r: dict, best: dict | None) -> dict:
+    ev, i = r["ev"], r["i"]
+
+    def at(key):
+        v = ev[key]
+        return float(np.ravel(v)[i]) if np.ndim(v) else float(v)
+
+    mp = r["mapping"]
+    bounds = np.asarray(ev["bounds"])
+    b = bounds.reshape(len(RESOURCES), -1)[:, i] if bounds.ndim > 1 else bounds
+    out = {f.name: getattr(mp, f.name) for f in fields(Mapping)}
+    out.update(label=mp.label(), lower_bound_cycles=r["lower_bound_cycles"],
+               bound_resource=RESOURCES[int(np.argmax(b))], energy_pj=r["energy_pj"],
+               simulated_cycles=r.get("cycles", -1), status=r.get("status", ""),
+               simulated_bound_by=r.get("bound_by", ""), chosen=best is not None and r is best)
+    for key in ("ddr_read_bytes", "ddr_write_bytes", "shim_mem_bytes", "mem_compute_bytes", "psum_bytes",
+                "l1_bytes", "l2_bytes", "padding_waste", "core_cycles"):
+        out[key] = at(key)
+    return out

@@ -1,0 +1,107 @@
+"""The mapping space of a matmul-like op: what the op is, and one way to put it on the array.
+
+A ``Matmul`` is C[M,N] = A[M,K] @ B[K,N] (A: activations, B: weights or the KV cache, C: the
+output). A ``Mapping`` says how it runs:
+
+- **spatial split**: ``rows`` x ``cols`` cores (columns ``col0 ..``); K is split over ``k_split``
+  vertically adjacent cores of a column (they add their partial sums through shared memory), which
+  leaves ``groups = rows / k_split`` output producers per column. ``split`` assigns M and N to them:
+  ``2d`` (groups split M, columns split N: A along core rows, B down columns, as mlir-aie's
+  whole_array), ``n`` (every producer owns a slice of N, A broadcast to all) or ``m`` (every producer
+  owns a slice of M, B broadcast to all).
+- **temporal dataflow** per core: ``os`` (C tile resident, A and B tiles stream along K), ``ws`` (a
+  K x n block of B resident in core memory while every A row streams past, one round per n tile),
+  ``is`` (an m x K block of A resident while B streams past, one round per m tile). ``order`` picks
+  the outer loop of ``os`` (``m``: A panels outer, ``n``: B panels outer).
+- **L1 tile** ``(m, k, n)``: the microkernel's shape, double-buffered in core memory.
+- **L2 residency** ``l2``: operands whose repeated block a mem tile holds and re-sends (BD iterations)
+  instead of reading it from DDR again: ``""``, ``"a"``, ``"b"`` or ``"ab"``.
+- **datapath**: the MAC-rate key (``bf16`` natively, or ``bfp16`` after an on-core conversion).
+
+Any M, K, N >= 1 maps: every loop count is rounded up and the padded work is reported.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..cost import DTYPE_BYTES
+
+OUT_DTYPE = {"bf16": "bf16", "int8": "int32", "int16": "int32"}
+DATAFLOWS = ("os", "ws", "is")
+SPLITS = ("2d", "n", "m")
+L2_CHOICES = ("", "a", "b", "ab")
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """One matmul-like op. Element sizes default to the dtype's; B may be narrower (int4 weights
+    with scales: 0.5625 bytes) and is then dequantized on the core (``cast_cycles_per_weight``)."""
+
+    m: int
+    k: int
+    n: int
+    dtype: str = "bf16"
+    a_bytes: float | None = None
+    b_bytes: float | None = None
+    c_bytes: float | None = None
+    kernel_efficiency: float = 1.0
+    kernel_overhead_cycles: int = 0
+    cast_cycles_per_weight: float = 0.0
+    macs_scale: float = 1.0  # e.g. 0.5 for causal attention
+    static_b: bool = False  # B preloaded for the dispatch (weight-stationary only)
+    name: str = "matmul"
+
+    @property
+    def a_elem_bytes(self) -> float:
+        return self.a_bytes if self.a_bytes is not None else DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def b_elem_bytes(self) -> float:
+        return self.b_bytes if self.b_bytes is not None else DTYPE_BYTES.get(self.dtype, 2)
+
+    @property
+    def c_elem_bytes(self) -> float:
+        if self.c_bytes is not None:
+            return self.c_bytes
+        return DTYPE_BYTES.get(OUT_DTYPE.get(self.dtype, self.dtype), 4)
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.k * self.n
+
+
+@dataclass(frozen=True, order=True)
+class Mapping:
+    """One point of the mapping space (see the module docstring). ``cols``/``rows`` 0: all."""
+
+    dataflow: str = "os"
+    split: str = "2d"
+    tile: tuple[int, int, int] = (64, 64, 64)
+    cols: int = 0
+    rows: int = 0
+    col0: int = 0
+    k_split: int = 1
+    order: str = "m"
+    l2: str = ""
+    datapath: str = ""
+
+    def label(self) -> str:
+        m, k, n = self.tile
+        parts = [f"{self.dataflow}/{self.split}", f"{m}x{k}x{n}", f"{self.cols}c{self.rows}r"]
+        if self.col0:
+            parts.append(f"@{self.col0}")
+        if self.k_split > 1:
+            parts.append(f"ks{self.k_split}")
+        if self.dataflow == "os":
+            parts.append(f"{self.order}-outer")
+        if self.l2:
+            parts.append(f"L2:{self.l2}")
+        if self.datapath:
+            parts.append(self.datapath)
+        return " ".join(parts)
+
+
+def baseline_mapping(arch) -> Mapping:
+    """The mapping fastsim used before it searched: whole-array output-stationary 64^3 tiles, no
+    L2 residency (mlir-aie whole_array). Searches always simulate it when it is legal."""
+    return Mapping("os", "2d", (64, 64, 64), arch.columns, arch.compute_rows)
