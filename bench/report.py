@@ -25,6 +25,7 @@ from fastsim.kernels import layout as L  # noqa: E402
 from fastsim.lower import lower  # noqa: E402
 from fastsim.report import summarize  # noqa: E402
 from fastsim.simulation import run_batch  # noqa: E402
+from fastsim.mapping import baseline_mapping  # noqa: E402
 from fastsim.workloads.gemm import Gemm  # noqa: E402
 
 REPEATS = 5
@@ -76,12 +77,38 @@ def main():
     startup("1")
     print(f"Start-up to first result: cold compile {startup('0'):.1f} s, cached {startup('1'):.2f} s")
 
-    g = Gemm(2048, 2048, 2048, "bf16", 64, 64, 64, cols=8)
-    ds = fastsim.simulate(fastsim.workloads.gemm.gemm_design(g, fastsim.NPU2))
+    g = Gemm(2048, 2048, 2048, "bf16")
+    ds = fastsim.simulate(fastsim.workloads.gemm.gemm_design(g, fastsim.NPU2, baseline_mapping(fastsim.NPU2)))
     s = summarize(ds, 0, fastsim.NPU2, g.ops, "bf16")
     print(f"\nIRON GEMM 2048^3 bf16, 64^3 tiles, 8 columns: predicted {s['seconds'] * 1e6:,.0f} us "
           f"(kernel efficiency 1.0, bound by {s['bound_by']}); measured 24,679 us (amd/IRON #55); "
           f"measured/predicted = {24679e-6 / s['seconds']:.2f}")
+
+
+def mapping(repeats: int = 3):
+    """Searched vs fixed (whole_array 64^3) GEMM mappings on npu2, and the search's wall time."""
+    from fastsim.mapping import Matmul, clear_cache, search
+
+    search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
+    times = []
+    for _ in range(repeats):
+        clear_cache()
+        t = time.perf_counter()
+        search(Matmul(2048, 2048, 2048), fastsim.NPU2)
+        times.append(time.perf_counter() - t)
+    print(f"Search of the 2048^3 bf16 GEMM mapping: {statistics.median(times):.2f} s (median of {repeats})\n")
+    print("| GEMM | dtype | fixed 64^3 cycles | fixed % peak | searched cycles | searched % peak | searched mapping |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    arch = fastsim.NPU2
+    for dtype in ("bf16", "int8"):
+        for size in (512, 1024, 2048, 4096):
+            g = Gemm(size, size, size, dtype)
+            found = search(g.matmul(), arch)
+            fixed = int(fastsim.simulate(fastsim.workloads.gemm.gemm_design(g, arch, baseline_mapping(arch)))
+                        .total_cycles[0])
+            peak = arch.peak_macs_per_s(dtype) / arch.clock_hz
+            print(f"| {size}^3 | {dtype} | {fixed:,} | {100 * g.macs / peak / fixed:.1f} | {found.best_cycles:,} | "
+                  f"{100 * g.macs / peak / found.best_cycles:.1f} | {found.best.label()} |")
 
 
 def sweeps(repeats: int = 3):
@@ -157,4 +184,4 @@ def systolic(repeats: int = 5):
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "engine"
-    {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic}[what]()
+    {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic, "mapping": mapping}[what]()

@@ -1,6 +1,7 @@
 """End-to-end workloads: the default GEMM, a Llama-3.2-1B decode step at 4k context and a 2k-token
 prefill (wall time of the whole simulate call after warm-up, lowering included)."""
 from fastsim.llm import LlmStudy, simulate_llm
+from fastsim.mapping import Matmul, clear_cache as clear_search_cache, search
 from fastsim.llm.run import clear_cache
 
 from .common import QUICK, gemm
@@ -34,10 +35,37 @@ class Llama1B:
         simulate_llm(LlmStudy(regime="decode", context=128))  # JIT warm-up
 
     def time_simulate(self, regime):
-        clear_cache()  # the op-result cache would otherwise answer repeats without simulating
+        clear_cache()  # the op-result and search caches would otherwise answer repeats
+        clear_search_cache()
         simulate_llm(self.study)
 
     def track_simulated_tokens_per_s(self, regime):
         clear_cache()
+        clear_search_cache()
         return float(simulate_llm(self.study).tokens_per_s)
     track_simulated_tokens_per_s.unit = "tokens/s (simulated NPU)"
+
+
+class MapperSearch:
+    """Searching the mapping of the default 2048^3 bf16 GEMM on npu2: enumeration, closed-form
+    bounds and the batched simulation of the best candidates (target: under 5 s after JIT)."""
+    timeout = 300
+    number = 1
+    repeat = 3
+
+    def setup(self):
+        size = 256 if QUICK else 2048
+        self.op = Matmul(size, size, size)
+        search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
+
+    def time_search_gemm_2048(self):
+        clear_search_cache()
+        search(self.op, fastsim.NPU2)
+
+    def track_searched_over_fixed_cycles(self):
+        clear_search_cache()
+        found = search(self.op, fastsim.NPU2)
+        fixed = next(r for r in found.ranked if r["simulated_cycles"] > 0 and r["tile"] == (64, 64, 64)
+                     and r["dataflow"] == "os" and r["l2"] == "" and r["split"] == "2d")
+        return found.best_cycles / fixed["simulated_cycles"]
+    track_searched_over_fixed_cycles.unit = "searched / fixed-mapping cycles"
