@@ -161,3 +161,17 @@ def test_map__python_api_returns_a_dataset_over_candidates():
     best = ds.sel(candidate=ds.attrs["best"])
     assert int(best.simulated_cycles) == ds.attrs["best_cycles"] and bool(best.chosen)
     assert ds.rejected_reason.size > 0
+
+
+def test_llm__bf16_weights_run_in_both_regimes_and_ws_pins_every_gemm():
+    runner = CliRunner()
+    for args in (["--regime", "decode", "--context", "64"], ["--regime", "prefill", "--prompt", "16"],
+                 ["--regime", "decode", "--context", "64", "--dataflow", "gemm=ws"]):
+        r = runner.invoke(main, ["run", "--json", "llm", "--weights", "bf16", *args])
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.output)["seconds"] > 0
+    from fastsim.llm import LlmStudy, Precision, simulate_llm
+
+    ds = simulate_llm(LlmStudy(regime="decode", context=64, precision=Precision(weights="bf16"),
+                               dataflow={"gemm": "ws"}))
+    assert set(ds.dataflow.values[ds.op_class.values == "gemm"]) == {"ws"}
