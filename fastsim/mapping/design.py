@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..arch import Arch
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
-from ..workloads.paths import join_outputs
+from ..workloads.paths import join_outputs, push_round
 from .plan import ACC_BYTES, check
 from .space import Matmul, Mapping
 
@@ -177,7 +177,6 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
     """Push each step's transfers on every shim channel, steps in consumption order; a resident
     operand's block is read once, when first needed. Identical consecutive steps are merged and
     every step's chunks are interleaved over channels (no queue fills while another starves)."""
-    arch = d.arch
     flow = mp.dataflow
     c_per_step = {"os": 1, "ws": ev["mt"], "is": ev["nt"]}[flow]
     piece = {"a": ev["part_a"] if flow == "ws" else ev["kt"] * ev["a_tile"],
@@ -221,12 +220,6 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
         else:
             merged.append([entries, 1])
     for entries, times in merged:
-        left = [[bd, count * times] for bd, count in entries]
-        while left:
-            for entry in left:
-                step = min(entry[1], arch.max_task_repeat)
-                d.push(entry[0].channel, entry[0], repeat=step)
-                entry[1] -= step
-            left = [e for e in left if e[1] > 0]
+        push_round(d, [(bd, count * times) for bd, count in entries])
     for col in drains:
         d.wait(s2mm(d.shim(col), 0))

@@ -30,6 +30,7 @@ from ..arch import Arch
 from ..cost import matmul_cycles
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
+from . import paths
 from .paths import forward, join_outputs, whole_words
 
 
@@ -248,15 +249,7 @@ def _host_sequence(d, op, pl, w_needed, w_unit, x_unit, y_unit):
              for c in range(cols)]
 
     def push_round(entries):
-        """Push one round, interleaving every entry's chunks (at most max_task_repeat each) so
-        that no channel's queue fills while another channel of the round still has nothing."""
-        left = [[bd, count] for bd, count in entries if bd is not None and count > 0]
-        while left:
-            for entry in left:
-                step = min(entry[1], arch.max_task_repeat)
-                d.push(entry[0].channel, entry[0], repeat=step)
-                entry[1] -= step
-            left = [e for e in left if e[1] > 0]
+        paths.push_round(d, entries)
 
     def per_column(w_count, y_count):
         out = []
