@@ -6,7 +6,7 @@ import random
 
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fastsim
@@ -32,7 +32,8 @@ def _random_sizes(seed: int, n: int) -> list[tuple[int, int, int]]:
 @pytest.mark.parametrize("arch", [NPU1, NPU2], ids=lambda a: a.name)
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
 def test_map__any_size_runs_and_matches_its_plan(arch, dtype):
-    for m, k, n in [(1, 1, 1)] + _random_sizes(hash((arch.name, dtype)) % 1000, 4):
+    seed = {"npu1": 1, "npu2": 2}[arch.name] * 10 + {"bf16": 1, "int8": 2}[dtype]  # str hash is salted
+    for m, k, n in [(1, 1, 1)] + _random_sizes(seed, 4):
         op = Matmul(m, k, n, dtype)
         found = search(op, arch, top=2)
         ds = fastsim.simulate(matmul_design(op, found.best, arch))
@@ -131,8 +132,7 @@ def small_mapped_designs(draw):
 @given(small_mapped_designs())
 def test_engine__matches_reference_on_mapped_designs(design):
     """L2-resident blocks (BD iterations), distribute chains, K-split partial-sum hand-offs."""
-    if design is None:
-        return
+    assume(design is not None)  # illegal draws are discarded (too many fails the health check)
     lowered = lower(design, **{**LIMITS, "max_cycles": 200_000})
     ref = ReferenceSim(lowered).run()
     assert_same(run_kernel([lowered]), 0, ref, lowered)

@@ -7,7 +7,6 @@ Ops with identical shapes (every layer repeats the same ones) share one simulati
 """
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
@@ -21,11 +20,11 @@ from ..report import utilizations
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from ..simulation import simulate
 from ..mapping import Matmul, Pins, matmul_design, search
-from ..workloads.nslice import NSliceOp, nslice_design
+from ..mapping.space import DATAFLOWS
+from ..workloads.vector import VectorOp, vector_design
 from .graph import OP_CLASSES, Op, VectorCosts, build_graph, kv_bytes_per_token
 from .model import ModelConfig, Precision, get_model
 
-DATAFLOWS = ("ws", "is", "os")
 TENSOR_KINDS = ("weights", "activations", "kv", "psum")
 
 
@@ -96,10 +95,9 @@ def op_design(op: Op, arch: Arch, study: LlmStudy, precision: Precision):
     computes, so NOOP ablation keeps the mapping and removes only the compute."""
     noop = op.op_class in study.noop
     if op.kind == "vector":
-        spec = NSliceOp("stream", op.m, op.k, op.n, x_bytes=op.x_bytes, w_bytes=op.w_bytes, y_bytes=op.y_bytes,
-                        compute_dtype=precision.compute_dtype, vector_cycles_per_elem=op.vector_cycles_per_elem,
-                        x_inputs=op.x_inputs, noop=noop, cols=_columns(study, op, arch), name=op.name)
-        return nslice_design(spec, arch), "stream"
+        spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
+                        _columns(study, op, arch), op.name)
+        return vector_design(spec, arch), "stream"
     real = _matmul(op, study, precision, op.cast_cycles_per_weight)
     chosen = _pinned(study, study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())

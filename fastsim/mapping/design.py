@@ -18,7 +18,7 @@ from __future__ import annotations
 from ..arch import Arch
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..workloads.paths import join_outputs, push_round
-from .plan import ACC_BYTES, check
+from .plan import check
 from .space import Matmul, Mapping
 
 B_CH, A_CH = 0, 1  # shim MM2S and mem-tile S2MM channel per operand (C drains to shim S2MM0)
@@ -111,7 +111,7 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
                 if j < pk - 1:
                     free, full = d.lock(tile, 2, f"psum{c}_{g}_{j}_free"), d.lock(tile, 0, f"psum{c}_{g}_{j}_full")
                     for i in range(2):
-                        d.buffer(tile, _psum_bytes(mp), f"psum{c}_{g}_{j}_{i}")
+                        d.buffer(tile, ev["psum_tile"], f"psum{c}_{g}_{j}_{i}")
                     out_locks = (free, full)
                 else:
                     out_locks = y_locks[g]
@@ -123,11 +123,6 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
                 psum.append(out_locks)
     _host_sequence(d, mp, ev, hosted, groups, drains)
     return d
-
-
-def _psum_bytes(mp: Mapping) -> int:
-    m, _, n = mp.tile
-    return max(4, m * n * ACC_BYTES)
 
 
 def _chunks(reps: int, most: int) -> list[int]:

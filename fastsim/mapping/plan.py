@@ -8,7 +8,6 @@ counted here, so the legality checks and the simulated design cannot disagree.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,13 +124,13 @@ def evaluate(op: Matmul, s: Structure, arch: Arch, m, k, n) -> dict:
     # what one core receives: tiles, or resident blocks (is: A block, ws: B block)
     l1_a = kt * a_tile if flow == "is" else a_tile
     l1_b = kt * b_tile if flow == "ws" else b_tile
-    steps = {"os": mt * nt, "ws": nt, "is": mt}[flow]
     core_a = mt * kt * a_tile * (1 if flow == "is" else nt)
     core_b = 0 * nt if op.static_b else nt * kt * b_tile * (1 if flow == "ws" else mt)
     core_c = mt * nt * c_tile
     # core memory: streamed tiles double-buffered; a resident block double-buffered if it fits
     # the last core of a K-split group holds C tiles, the others partial-sum buffers
-    fixed = np.maximum(2 * c_tile, 2 * m * n * ACC_BYTES) if s.pk > 1 else 2 * c_tile
+    psum_tile = m * n * ACC_BYTES
+    fixed = np.maximum(2 * c_tile, 2 * psum_tile) if s.pk > 1 else 2 * c_tile
     depth_a = 2 * np.ones_like(m)
     depth_b = (1 if op.static_b else 2) * np.ones_like(m)
     l1 = fixed + depth_a * l1_a + depth_b * l1_b
@@ -143,8 +142,8 @@ def evaluate(op: Matmul, s: Structure, arch: Arch, m, k, n) -> dict:
     l1 = fixed + depth_a * l1_a + depth_b * l1_b
     # mem tiles: resident units (double-buffered when several and they fit) or forwarded L1 units
     ha, hb = max(s.hosted_a), max(s.hosted_b)
-    mdepth_a = np.where(res_a & (units_a > 1), 2, 1) if res_a else 2 * np.ones_like(m)
-    mdepth_b = np.where(res_b & (units_b > 1), 2, 1) if res_b else 2 * np.ones_like(m)
+    mdepth_a = np.where(units_a > 1, 2, 1) if res_a else 2 * np.ones_like(m)
+    mdepth_b = np.where(units_b > 1, 2, 1) if res_b else 2 * np.ones_like(m)
     mem_unit_a = unit_a if res_a else l1_a
     mem_unit_b = unit_b if res_b else l1_b
     join = 2 * s.groups * c_tile
@@ -202,14 +201,14 @@ def evaluate(op: Matmul, s: Structure, arch: Arch, m, k, n) -> dict:
     bounds = np.stack(np.broadcast_arrays(core_cycles, ddr, shim_col, dma)).astype(np.float64)
     cores = s.cols * s.rows
     padded_macs = (s.pm * m * mt) * (s.pk * k * kt) * (s.pn * n * nt)
-    psum_bytes = (s.pk - 1) * s.producers * mt * nt * m * n * ACC_BYTES
+    psum_bytes = (s.pk - 1) * s.producers * mt * nt * psum_tile
     mem_compute = cores * (core_a + core_b) + ddr_write
     e = arch.pj_per_byte
     energy = (padded_macs * op.macs_scale * arch.pj_per_mac.get(op.dtype, 0.0)
               + (ddr_read + ddr_write) * e.get("ddr", 0.0) + (ddr_read + ddr_write) * e.get("shim_mem", 0.0)
               + mem_compute * e.get("mem_compute", 0.0) + psum_bytes * e.get("compute_compute", 0.0))
     return dict(
-        mt=mt, nt=nt, kt=kt, steps=steps, a_tile=a_tile, b_tile=b_tile, c_tile=c_tile,
+        mt=mt, nt=nt, kt=kt, a_tile=a_tile, psum_tile=psum_tile, b_tile=b_tile, c_tile=c_tile,
         l1_a=l1_a, l1_b=l1_b, depth_a=depth_a, depth_b=depth_b, l1_bytes=l1,
         unit_a=unit_a, unit_b=unit_b, units_a=units_a, units_b=units_b, reps_a=reps_a, reps_b=reps_b,
         mem_unit_a=mem_unit_a, mem_unit_b=mem_unit_b, mem_depth_a=mdepth_a, mem_depth_b=mdepth_b,
@@ -270,13 +269,21 @@ def problems(s: Structure, ev: dict, arch: Arch) -> list[tuple[np.ndarray, str]]
     return out
 
 
-def reason_text(template: str, ev: dict, i) -> str:
-    """Fill a problem template with candidate ``i``'s numbers."""
-    values = {}
-    for key in ("l1_bytes", "l2_bytes", "mem_bds", "nt"):
-        if "{" + key + "}" in template:
-            values[key] = f"{float(np.ravel(ev[key])[i] if np.ndim(ev[key]) else ev[key]):.0f}"
-    return template.format(**values)
+def reason_text(template: str, plan: dict) -> str:
+    """Fill a problem template with one candidate's numbers."""
+    keys = ("l1_bytes", "l2_bytes", "mem_bds", "nt")
+    return template.format(**{k: f"{plan[k]:.0f}" for k in keys if "{" + k + "}" in template})
+
+
+def plan_one(op: Matmul, s: Structure, arch: Arch, tile: tuple[int, int, int]) -> dict:
+    """``evaluate`` for one tile, as plain Python numbers (``bounds`` stays an array)."""
+    out = {}
+    for key, v in evaluate(op, s, arch, *tile).items():
+        if np.ndim(v) == 0:
+            v = np.asarray(v).item()
+            v = int(v) if isinstance(v, float) and v.is_integer() else v
+        out[key] = v
+    return out
 
 
 def check(op: Matmul, mp: Mapping, arch: Arch) -> tuple[Structure, dict]:
@@ -286,20 +293,10 @@ def check(op: Matmul, mp: Mapping, arch: Arch) -> tuple[Structure, dict]:
     s = structure(op, mp, arch)
     if isinstance(s, str):
         raise ConfigError([s], f"mapping {mp.label()}")
-    p_errors = []
-    m, k, n = mp.tile
-    if min(m, k, n) < 1:
+    if min(mp.tile) < 1:
         raise ConfigError([f"tile = {mp.tile}: every size must be >= 1"], f"mapping {mp.label()}")
-    ev = {key: (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v)
-          for key, v in evaluate(op, s, arch, m, k, n).items()}
-    for bad, why in problems(s, ev, arch):
-        if bool(np.asarray(bad)):
-            p_errors.append(reason_text(why, ev, 0))
-    if p_errors:
-        raise ConfigError(p_errors, f"mapping {mp.label()}")
-    return s, {k2: (int(v) if isinstance(v, (np.integer, float)) and float(v).is_integer() else v)
-               for k2, v in ev.items()}
-
-
-def ceil_int(x) -> int:
-    return int(math.ceil(float(x)))
+    plan = plan_one(op, s, arch, mp.tile)
+    broken = [reason_text(why, plan) for bad, why in problems(s, plan, arch) if bool(np.asarray(bad))]
+    if broken:
+        raise ConfigError(broken, f"mapping {mp.label()}")
+    return s, plan

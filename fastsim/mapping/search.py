@@ -20,7 +20,7 @@ import numpy as np
 
 from ..arch import Arch
 from ..errors import ConfigError
-from .plan import RESOURCES, evaluate, problems, reason_text, structure
+from .plan import RESOURCES, check, evaluate, plan_one, problems, reason_text, structure
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
@@ -185,38 +185,20 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
 
     def row(i) -> dict:
         mp = replace(bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
-        s = structure(op, mp, arch)
-        ev = evaluate(op, s, arch, *mp.tile)
-        out = {"mapping": mp, "lower_bound_cycles": float(a["bound"][i]), "energy_pj": float(a["energy"][i]),
-               "ev": ev, "i": 0}
+        out = _row(op, mp, arch)
         if a["reason"][i] >= 0:
-            out["template"] = checks_of[a["base"][i]][a["reason"][i]]
+            out["reason"] = reason_text(checks_of[a["base"][i]][a["reason"][i]], out["plan"])
         return out
 
     if not len(legal_i):
         closest = [row(i) for i in illegal_i[:5]]
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
                            f"({len(order)} candidates); closest: " + "; ".join(
-                               f"{r['mapping'].label()}: {reason_text(r['template'], r['ev'], 0)}"
-                               for r in closest)], "mapping search")
+                               f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
     legal = [row(i) for i in legal_i[:max(keep, 8 * top)]]
     chosen = _distinct(legal, top)
-    baseline = baseline_mapping(arch)
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
-        try:
-            from .plan import check
-
-            check(op, baseline, arch)
-            base_row = next((r for r in legal if _same(r["mapping"], baseline, op, arch)), None)
-            if base_row is None:
-                mp = replace(baseline, datapath=structure(op, baseline, arch).macs_key)
-                ev = evaluate(op, structure(op, mp, arch), arch, *mp.tile)
-                base_row = {"mapping": mp, "lower_bound_cycles": float(ev["lower_bound_cycles"]),
-                            "energy_pj": float(ev["energy_pj"]), "ev": ev, "i": 0}
-            if all(r is not base_row for r in chosen):
-                chosen.append(base_row)
-        except ConfigError:
-            pass
+        _add_baseline(op, arch, legal, chosen)
     _simulate(op, arch, chosen)
     ok = [r for r in chosen if r["status"] == "ok"]
     if not ok:
@@ -225,16 +207,30 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     best = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
     ranked = [_public(r, best) for r in legal[:keep]]
     ranked += [_public(r, best) for r in chosen if all(r is not x for x in legal[:keep])]
-    rejected = [dict(_public(r, None), reason=reason_text(r["template"], r["ev"], 0))
-                for r in (row(i) for i in illegal_i[:keep])]
+    rejected = [dict(_public(r, None), reason=r["reason"]) for r in (row(i) for i in illegal_i[:keep])]
     return SearchResult(op, best["mapping"], best["cycles"], ranked, rejected, len(order), len(legal_i), by_reason)
 
 
-def _same(a: Mapping, b: Mapping, op: Matmul, arch: Arch) -> bool:
-    sa, sb = structure(op, a, arch), structure(op, b, arch)
-    return (not isinstance(sa, str) and not isinstance(sb, str) and a.tile == b.tile
-            and replace(a, datapath="", cols=sa.cols, rows=sa.rows) == replace(b, datapath="", cols=sb.cols, rows=sb.rows)
-            and sa.macs_key == sb.macs_key)
+def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:
+    plan = plan_one(op, structure(op, mp, arch), arch, mp.tile)
+    return {"mapping": mp, "lower_bound_cycles": float(plan["lower_bound_cycles"]),
+            "energy_pj": float(plan["energy_pj"]), "plan": plan}
+
+
+def _add_baseline(op: Matmul, arch: Arch, legal: list[dict], chosen: list[dict]) -> None:
+    """Simulate the fixed whole_array mapping too (when legal), so the answer is never slower."""
+    baseline = baseline_mapping(arch)
+    s = structure(op, baseline, arch)
+    if isinstance(s, str):
+        return
+    baseline = replace(baseline, datapath=s.macs_key)
+    if any(r["mapping"] == baseline for r in chosen):
+        return
+    try:
+        check(op, baseline, arch)
+    except ConfigError:
+        return
+    chosen.append(next((r for r in legal if r["mapping"] == baseline), None) or _row(op, baseline, arch))
 
 
 def _distinct(rows: list[dict], top: int) -> list[dict]:
@@ -268,21 +264,13 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict]) -> None:
 
 
 def _public(r: dict, best: dict | None) -> dict:
-    ev, i = r["ev"], r["i"]
-
-    def at(key):
-        v = ev[key]
-        return float(np.ravel(v)[i]) if np.ndim(v) else float(v)
-
-    mp = r["mapping"]
-    bounds = np.asarray(ev["bounds"])
-    b = bounds.reshape(len(RESOURCES), -1)[:, i] if bounds.ndim > 1 else bounds
+    mp, plan = r["mapping"], r["plan"]
     out = {f.name: getattr(mp, f.name) for f in fields(Mapping)}
     out.update(label=mp.label(), lower_bound_cycles=r["lower_bound_cycles"],
-               bound_resource=RESOURCES[int(np.argmax(b))], energy_pj=r["energy_pj"],
+               bound_resource=RESOURCES[int(np.argmax(plan["bounds"]))], energy_pj=r["energy_pj"],
                simulated_cycles=r.get("cycles", -1), status=r.get("status", ""),
                simulated_bound_by=r.get("bound_by", ""), chosen=best is not None and r is best)
     for key in ("ddr_read_bytes", "ddr_write_bytes", "shim_mem_bytes", "mem_compute_bytes", "psum_bytes",
                 "l1_bytes", "l2_bytes", "padding_waste", "core_cycles"):
-        out[key] = at(key)
+        out[key] = float(plan[key])
     return out

@@ -9,26 +9,6 @@ def whole_words(nbytes: float) -> int:
     return max(4, -(-int(-(-nbytes // 1)) // 4) * 4)
 
 
-def forward(d: Design, out, stage: dict, size: int, name: str) -> None:
-    """Mem-tile link: an MM2S chain that sends each buffer its S2MM filled (ObjectFifo link)."""
-    bds = [d.bd(out, b, size, acquire=(stage["cons_lock"], 1), release=(stage["prod_lock"], 1),
-                name=f"{name}{i}") for i, b in enumerate(stage["buffers"])]
-    d.start_chain(out, d.chain(*bds, cyclic=True))
-
-
-def broadcast_via_mem(d: Design, shim_out, mem_in, mem_out, dsts: list, size: int, name: str) -> list[dict]:
-    """shim MM2S -> mem-tile S2MM (double-buffered) -> mem-tile MM2S broadcast to ``dsts``
-    (ObjectFifo link with several consumers). Returns each consumer's fifo endpoint, in order."""
-    from ..design import fifo_endpoint
-
-    stage = fifo_endpoint(d, mem_in, 2, size, f"{name}_mem")
-    d.route(shim_out, mem_in)
-    forward(d, mem_out, stage, size, f"{name}_fwd")
-    ends = [fifo_endpoint(d, dst, 2, size, f"{name}_{i}") for i, dst in enumerate(dsts)]
-    d.route(mem_out, *dsts)
-    return ends
-
-
 def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_channel: int,
                  name: str) -> list[tuple[Lock, Lock]]:
     """Each core of column ``col`` (compute rows ``rows``: a count or a list) sends its output tile

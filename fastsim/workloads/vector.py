@@ -1,0 +1,88 @@
+"""Element-wise vector ops (norms, rope, softmax, residual adds, KV append) streamed through every
+core: each core owns a slice of a row's elements.
+
+Per used column c: X tiles come from shim(c) MM2S0 into mem(c) S2MM0, which deals them round-robin to
+its rows' buffers (mlir-aie ObjectFifo distribute); mem(c) MM2S r feeds core (c, r); outputs are
+joined in the mem tile and drained through mem(c) MM2S5 to shim(c) S2MM0. A core spends
+``vector_cycles_per_elem`` per output element on each tile.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..arch import Arch
+from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
+from ..errors import Problems
+from .paths import join_outputs, push_round, whole_words
+
+ROWS_PER_TILE = 32  # rows of a tile (fewer when the op has fewer)
+ELEMS_PER_TILE = 64  # most elements of a row a core processes per tile
+
+
+@dataclass(frozen=True)
+class VectorOp:
+    """``m`` rows of ``n`` elements; ``x_inputs`` input tensors per output element."""
+
+    m: int
+    n: int
+    x_bytes: float = 2.0
+    y_bytes: float = 2.0
+    vector_cycles_per_elem: float = 0.0
+    x_inputs: int = 1  # e.g. 2 for silu(gate) * up
+    noop: bool = False  # replace compute by a 1-cycle pass: data still moves
+    cols: int | None = None
+    name: str = "op"
+
+
+def vector_design(op: VectorOp, arch: Arch) -> Design:
+    p = Problems(f"op {op.name}")
+    for f in ("m", "n", "x_inputs"):
+        p.check(getattr(op, f) >= 1, f, getattr(op, f), "must be >= 1")
+    cols = op.cols or arch.columns
+    p.check(1 <= cols <= arch.columns, "cols", cols, f"must be in 1..{arch.columns}")
+    p.raise_if_any()
+    rows = arch.compute_rows
+    per_core = math.ceil(op.n / (cols * rows))
+    n_tiles = math.ceil(per_core / ELEMS_PER_TILE)  # fewest tiles, padded least
+    tile_n = -(-math.ceil(per_core / n_tiles) // 4) * 4
+    m_tile = max(1, min(op.m, ROWS_PER_TILE))
+    tiles = math.ceil(op.m / m_tile) * n_tiles
+    x_tile = whole_words(math.ceil(m_tile * tile_n * op.x_bytes * op.x_inputs))
+    y_tile = whole_words(math.ceil(m_tile * tile_n * op.y_bytes))
+    cycles = 1 if op.noop else max(1, math.ceil(m_tile * tile_n * op.vector_cycles_per_elem))
+
+    d = Design(arch, op.name)
+    x_in = {}
+    for c in range(cols):
+        memt = d.mem(c)
+        parts = []
+        for r in range(rows):
+            locks = (d.lock(memt, 2, f"X{c}_{r}_prod"), d.lock(memt, 0, f"X{c}_{r}_cons"))
+            parts.append((*locks, [d.buffer(memt, x_tile, f"X{c}_{r}_{i}") for i in range(2)]))
+        ins = [d.bd(s2mm(memt, 0), parts[r][2][i], x_tile, acquire=(parts[r][0], 1), release=(parts[r][1], 1),
+                    name=f"X{c}_in{i}_{r}") for i in range(2) for r in range(rows)]
+        d.start_chain(s2mm(memt, 0), d.chain(*ins, cyclic=True))
+        d.route(mm2s(d.shim(c), 0), s2mm(memt, 0))
+        for r, (prod, cons, bufs) in enumerate(parts):
+            out = mm2s(memt, r)
+            d.start_chain(out, d.chain(*[d.bd(out, b, x_tile, acquire=(cons, 1), release=(prod, 1),
+                                              name=f"X{c}_{r}_fwd{i}") for i, b in enumerate(bufs)], cyclic=True))
+            x_in[(c, r)] = fifo_endpoint(d, s2mm(d.compute(c, r), 1), 2, x_tile, f"X{c}_{r}")
+            d.route(out, s2mm(d.compute(c, r), 1))
+    for c in range(cols):
+        for r, (y_prod, y_cons) in enumerate(join_outputs(d, c, rows, y_tile, 5, "Y")):
+            x = x_in[(c, r)]
+            d.core_program(d.compute(c, r), Loop(tiles, (
+                Acquire(x["cons_lock"]), Acquire(y_prod), Compute(cycles, "vector"),
+                Release(x["prod_lock"]), Release(y_cons))))
+    # host: one round per tile, every column's input and output in step
+    x_bds = [d.bd(mm2s(d.shim(c), 0), d.ddr_buffer(x_tile * rows, f"X{c}"), x_tile * rows, name=f"X{c}_ddr")
+             for c in range(cols)]
+    y_bds = [d.bd(s2mm(d.shim(c), 0), d.ddr_buffer(y_tile * rows, f"Y{c}"), y_tile * rows, name=f"Y{c}_ddr")
+             for c in range(cols)]
+    for _ in range(tiles):
+        push_round(d, [entry for c in range(cols) for entry in ((x_bds[c], 1), (y_bds[c], 1))])
+    for c in range(cols):
+        d.wait(s2mm(d.shim(c), 0))
+    return d
