@@ -218,10 +218,11 @@ def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:
 
 
 def _add_baseline(op: Matmul, arch: Arch, legal: list[dict], chosen: list[dict]) -> None:
-    """Simulate the fixed whole_array mapping too (when legal), so the answer is never slower."""
+    """Simulate the fixed whole_array mapping too (when legal, and unless it would leave whole rows
+    or columns of cores computing padding, as ``structures`` skips), so the answer is never slower."""
     baseline = baseline_mapping(arch)
     s = structure(op, baseline, arch)
-    if isinstance(s, str):
+    if isinstance(s, str) or s.pm > op.m or s.pn > op.n:  # whole M or N parts of padding: skipped
         return
     baseline = replace(baseline, datapath=s.macs_key)
     if any(r["mapping"] == baseline for r in chosen):
