@@ -175,3 +175,18 @@ def test_llm__bf16_weights_run_in_both_regimes_and_ws_pins_every_gemm():
     ds = simulate_llm(LlmStudy(regime="decode", context=64, precision=Precision(weights="bf16"),
                                dataflow={"gemm": "ws"}))
     assert set(ds.dataflow.values[ds.op_class.values == "gemm"]) == {"ws"}
+
+
+@settings(max_examples=100)
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 300), st.sampled_from(["bf16", "bfp16", "int8"]),
+       st.sampled_from([1.0, 0.5]), st.floats(0.1, 1.0))
+def test_plan__vectorised_kernel_cost_equals_the_scalar_cost_model(m, k, n, key, scale, efficiency):
+    """plan.matmul_cycles is the numpy form of fastsim.cost.matmul_cycles; they must agree."""
+    import numpy as np
+
+    from fastsim.cost import matmul_cycles
+    from fastsim.mapping.plan import matmul_cycles as vectorised
+
+    op = Matmul(m, k, n, "bf16", kernel_efficiency=efficiency, macs_scale=scale)
+    got = vectorised(op, key, NPU2, np.array([m]), np.array([k]), np.array([n]))[0]
+    assert got == matmul_cycles(m, k, n, key, NPU2, efficiency, 0, scale)
