@@ -3,6 +3,7 @@ deterministic and explains rejections, and mapped designs (L2 residency, K split
 as the reference model does."""
 import json
 import random
+from dataclasses import replace
 
 import pytest
 from click.testing import CliRunner
@@ -62,7 +63,8 @@ def test_search__deterministic_and_cached():
     b = search(op, NPU2, top=3)
     assert a.best == b.best and a.best_cycles == b.best_cycles
     assert [r["label"] for r in a.ranked] == [r["label"] for r in b.ranked]
-    assert search(op, NPU2, top=3) is b  # identical ops share one search
+    assert search(op, NPU2, top=3) is b  # identical ops share one search,
+    assert search(replace(op, name="ffn_up"), NPU2, top=3) is b  # whatever they are called
 
 
 def test_search__pins_constrain_and_impossible_pins_explain_why():

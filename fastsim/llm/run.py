@@ -90,20 +90,23 @@ def _matmul(op: Op, study: LlmStudy, precision: Precision, cast: float) -> Matmu
 
 
 def op_design(op: Op, arch: Arch, study: LlmStudy, precision: Precision):
-    """The design of one op and its dataflow. Matmul-like ops take the mapper's searched mapping
+    """The design of one op, its dataflow, and its engine result when the mapping search already
+    simulated exactly this design (else None). Matmul-like ops take the mapper's searched mapping
     (``--dataflow`` and ``--columns`` pin the search); the search always sees the op as it really
     computes, so NOOP ablation keeps the mapping and removes only the compute."""
     noop = op.op_class in study.noop
     if op.kind == "vector":
         spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
                         _columns(study, op, arch), op.name)
-        return vector_design(spec, arch), "stream"
+        return vector_design(spec, arch), "stream", None
     real = _matmul(op, study, precision, op.cast_cycles_per_weight)
     chosen = _pinned(study, study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
     found = search(real, arch, Pins(dataflow=flows, cols=_columns(study, op, arch)), top=_LLM_TOP)
+    if not noop and "cast" not in study.noop:
+        return found.best_design, found.best.dataflow, found.best_simulation
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in study.noop else real
-    return matmul_design(run, found.best, arch, noop=noop), found.best.dataflow
+    return matmul_design(run, found.best, arch, noop=noop), found.best.dataflow, None
 
 
 _LLM_TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
@@ -137,9 +140,14 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
             problems += [f"{op.name}: {x}" for x in e.problems]
     if problems:
         raise ConfigError(sorted(set(problems)), "llm mapping")
+    for key, (design, flow, known) in list(todo.items()):
+        if known is not None:  # the mapping search simulated this very design
+            results[key] = _design_result(known, 0, design, flow, arch)
+            _CACHE[(mapping, key)] = results[key]
+            del todo[key]
     if todo:
-        sim = simulate([d for d, _ in todo.values()])
-        for i, (key, (design, flow)) in enumerate(todo.items()):
+        sim = simulate([d for d, _, _ in todo.values()])
+        for i, (key, (design, flow, _)) in enumerate(todo.items()):
             results[key] = _design_result(sim, i, design, flow, arch)
             _CACHE[(mapping, key)] = results[key]
         while len(_CACHE) > _CACHE_SIZE:

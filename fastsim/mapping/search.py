@@ -74,11 +74,16 @@ class SearchResult:
     enumerated: int
     legal: int
     rejected_by_reason: dict[str, int]
+    best_design: object = None  # the Design of ``best``
+    best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
 
 
 def _pow2_up_to(x: int) -> list[int]:
+    """Tile sizes for an extent of ``x``: powers of two up to the first that covers it, from 4 on
+    (below the smallest intrinsic dimension, 4, a tile only pays more calls and transfers) unless
+    the extent itself is smaller."""
     top = 1 << max(0, int(x - 1).bit_length())
-    return [t for t in TILE_SIZES if t <= top]
+    return [t for t in TILE_SIZES if min(4, top) <= t <= top]
 
 
 def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
@@ -136,7 +141,7 @@ def clear_cache() -> None:
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring)."""
     pins.validate(arch)
-    key = (op, pins, repr(arch), top, keep)
+    key = (replace(op, name=""), pins, repr(arch), top, keep)  # ops differing only in name share it
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
@@ -208,7 +213,8 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     ranked = [_public(r, best) for r in legal[:keep]]
     ranked += [_public(r, best) for r in chosen if all(r is not x for x in legal[:keep])]
     rejected = [dict(_public(r, None), reason=r["reason"]) for r in (row(i) for i in illegal_i[:keep])]
-    return SearchResult(op, best["mapping"], best["cycles"], ranked, rejected, len(order), len(legal_i), by_reason)
+    return SearchResult(op, best["mapping"], best["cycles"], ranked, rejected, len(order), len(legal_i), by_reason,
+                        best["design"], best["simulation"])
 
 
 def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:
@@ -259,6 +265,7 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict]) -> None:
     designs = [matmul_design(op, r["mapping"], arch) for r in rows]
     ds = simulate(designs, on_error="record")
     for i, r in enumerate(rows):
+        r["design"], r["simulation"] = designs[i], ds.isel(design=[i])
         r["status"] = str(ds.status.values[i])
         r["cycles"] = int(ds.total_cycles.values[i])
         r["bound_by"] = binding_resource(ds, i, arch) if r["status"] == "ok" else r["status"]
