@@ -46,7 +46,7 @@ def gemm(size: int, columns: int = 8) -> fastsim.Design:
 DESIGNS = {
     "passthrough": lambda: passthrough_design(),
     "gemm_512": lambda: gemm(512),
-    "gemm_2048": lambda: gemm(2048),  # the default example of `fastsim run`
+    "gemm_2048": lambda: gemm(2048),  # the default example's shape, on the fixed whole_array mapping
     "gemm_2048_32col": lambda: gemm(2048, columns=32),  # a large custom array: 128 cores
 }
 
