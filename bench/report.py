@@ -154,7 +154,7 @@ def llm(repeats: int = 3):
     simulate_llm(LlmStudy(regime="decode", context=128))
 
     def fresh(study, searches: bool):
-        clear_cache()  # measure simulation, not the op-result cache
+        clear_cache()  # not the op-result cache
         if searches:
             clear_searches()
         simulate_llm(study)
@@ -164,7 +164,7 @@ def llm(repeats: int = 3):
         searched = median_time(lambda: fresh(study, True), repeats)
         known = median_time(lambda: fresh(study, False), repeats)
         print(f"Llama-3.2-1B {name}: {searched:.2f} s with every op's mapping searched, {known:.2f} s with "
-              f"the mappings known (medians of {repeats})")
+              f"the searches cached (their simulations reused; medians of {repeats})")
 
 
 def systolic(repeats: int = 5):

@@ -1,10 +1,11 @@
 """Closed-form arithmetic of a mapping: loop counts, bytes per buffer and level, capacity and
 resource checks, and lower bounds on cycles.
 
-Every function takes the tile sizes ``m, k, n`` as numpy arrays (the search evaluates a whole grid of
-tiles per structure at once) or as plain integers (the design builder plans one candidate); the
-rest of the mapping is scalar. The design builder lays out exactly the buffers, BDs and streams
-counted here, so the legality checks and the simulated design cannot disagree.
+``evaluate`` takes a ``StructureBatch`` (structures sharing dataflow, loop order and L2 residency,
+as (S, 1) columns) and tile sizes ``m, k, n`` broadcastable against it (the search evaluates every
+structure and tile of a group in one call; ``plan_one`` evaluates one candidate for the design
+builder). The design builder lays out exactly the buffers, BDs and streams counted here, so the
+legality checks and the simulated design cannot disagree.
 """
 from __future__ import annotations
 
@@ -87,121 +88,177 @@ def _hosting(parts: int, cols: int, local: bool) -> tuple[int, ...]:
     return tuple(len(range(c, parts, cols)) for c in range(cols))
 
 
-def matmul_cycles(op: Matmul, key: str, arch: Arch, m, k, n):
-    """Cycles of one m x k x n microkernel call (same arithmetic as ``fastsim.cost``)."""
+@dataclass(frozen=True)
+class StructureBatch:
+    """Structures that share dataflow, loop order, L2 residency and static weights, their numbers
+    as (S, 1) columns (per-column numbers as (S, columns), padded with no parts and infinite
+    bandwidth) so that one ``evaluate`` call covers all of them."""
+
+    structures: tuple[Structure, ...]
+    cols: np.ndarray
+    groups: np.ndarray
+    pm: np.ndarray
+    pn: np.ndarray
+    pk: np.ndarray
+    hosted_a: np.ndarray
+    hosted_b: np.ndarray
+    read_rate: np.ndarray
+    write_rate: np.ndarray
+    conv_cycles_per_elem: np.ndarray
+    keys: tuple[str, ...]
+
+    @property
+    def mapping(self) -> Mapping:
+        return self.structures[0].mapping
+
+    @property
+    def static_b(self) -> bool:
+        return self.structures[0].static_b
+
+
+def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
+    """One batch of structures that agree on dataflow, order, l2 and static weights."""
+    first = structures[0].mapping
+    assert all((x.mapping.dataflow, x.mapping.order, x.mapping.l2) == (first.dataflow, first.order, first.l2)
+               for x in structures), "a batch shares dataflow, order and l2"
+    width = max(x.cols for x in structures)
+
+    def column(name):
+        return np.array([[getattr(x, name)] for x in structures])
+
+    def per_col(values, fill):
+        out = np.full((len(structures), width), fill, dtype=np.float64 if fill else np.int64)
+        for i, v in enumerate(values):
+            out[i, :len(v)] = v
+        return out
+
+    rates = [(arch.shim_read_bytes_per_cycle[x.mapping.col0:x.mapping.col0 + x.cols],
+              arch.shim_write_bytes_per_cycle[x.mapping.col0:x.mapping.col0 + x.cols]) for x in structures]
+    return StructureBatch(tuple(structures), column("cols"), column("groups"), column("pm"), column("pn"),
+                          column("pk"), per_col([x.hosted_a for x in structures], 0),
+                          per_col([x.hosted_b for x in structures], 0), per_col([r for r, _ in rates], np.inf),
+                          per_col([w for _, w in rates], np.inf),
+                          column("conv_cycles_per_elem").astype(np.float64),
+                          tuple(x.macs_key for x in structures))
+
+
+def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
+    """Cycles of one m x k x n microkernel call (same arithmetic as ``fastsim.cost``); ``keys`` is
+    one datapath key, or one per row of a batch."""
+    keys = (keys,) if isinstance(keys, str) else tuple(keys)
     if arch.core_mesh_rows:
         from ..cost import matmul_cycles as one
 
-        f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), key, arch, op.kernel_efficiency,
+        assert len(set(keys)) == 1, "mesh cores have one datapath"
+        f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), keys[0], arch, op.kernel_efficiency,
                                              op.kernel_overhead_cycles, op.macs_scale))
         return f(m, k, n).astype(np.float64)
-    r, s_, t = arch.mmul_shapes.get(key, (1, 1, 1))
+    shapes = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in keys])  # (S, 3)
+    r, s_, t = (shapes[:, i:i + 1] for i in range(3))
+    rate = np.array([[arch.macs_per_cycle[key]] for key in keys]) * op.kernel_efficiency
     m, k, n = cdiv(m, r) * r, cdiv(k, s_) * s_, cdiv(n, t) * t
     macs = np.ceil(np.asarray(m * k * n, dtype=np.float64) * op.macs_scale)
-    rate = arch.macs_per_cycle[key] * op.kernel_efficiency
     return np.maximum(1, np.ceil(macs / rate) + op.kernel_overhead_cycles)
 
 
-def evaluate(op: Matmul, s: Structure, arch: Arch, m, k, n) -> dict:
-    """Everything the search and the design need for tiles ``(m, k, n)`` under structure ``s``."""
-    mp = s.mapping
+def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
+    """Everything the search and the design need for tiles ``(m, k, n)`` under the structures of
+    ``b``; every value broadcasts to (structures, tiles)."""
+    mp = b.mapping
+    flow, static = mp.dataflow, b.static_b
     m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
-    mt, nt, kt = cdiv(op.m, s.pm * m), cdiv(op.n, s.pn * n), cdiv(op.k, s.pk * k)
+    one = np.ones(np.broadcast_shapes(b.pm.shape, m.shape, k.shape, n.shape), np.int64)
+    mt, nt, kt = cdiv(op.m, b.pm * m) * one, cdiv(op.n, b.pn * n) * one, cdiv(op.k, b.pk * k) * one
     a_tile, b_tile = words(m * k * op.a_elem_bytes), words(k * n * op.b_elem_bytes)
     c_tile = words(m * n * op.c_elem_bytes)
-    flow = mp.dataflow
     # per part: the whole operand slice, how often it is streamed, and its repeated block (unit)
     part_a, part_b = mt * kt * a_tile, nt * kt * b_tile
-    reps_a = nt if flow in ("os", "ws") else np.ones_like(mt)
-    reps_b = mt if flow in ("os", "is") else np.ones_like(nt)
+    reps_a = nt if flow in ("os", "ws") else one
+    reps_b = mt if flow in ("os", "is") else one
     if flow == "os" and mp.order == "m":
-        unit_a, units_a, unit_b, units_b = kt * a_tile, mt, part_b, np.ones_like(nt)
+        unit_a, units_a, unit_b, units_b = kt * a_tile, mt, part_b, one
     elif flow == "os":
-        unit_a, units_a, unit_b, units_b = part_a, np.ones_like(mt), kt * b_tile, nt
+        unit_a, units_a, unit_b, units_b = part_a, one, kt * b_tile, nt
     else:
-        unit_a, units_a, unit_b, units_b = part_a, np.ones_like(mt), part_b, np.ones_like(nt)
+        unit_a, units_a, unit_b, units_b = part_a, one, part_b, one
     res_a, res_b = "a" in mp.l2, "b" in mp.l2
     # what one core receives: tiles, or resident blocks (is: A block, ws: B block)
-    l1_a = kt * a_tile if flow == "is" else a_tile
-    l1_b = kt * b_tile if flow == "ws" else b_tile
+    l1_a = kt * a_tile if flow == "is" else a_tile * one
+    l1_b = kt * b_tile if flow == "ws" else b_tile * one
     core_a = mt * kt * a_tile * (1 if flow == "is" else nt)
-    core_b = 0 * nt if op.static_b else nt * kt * b_tile * (1 if flow == "ws" else mt)
+    core_b = 0 * nt if static else nt * kt * b_tile * (1 if flow == "ws" else mt)
     core_c = mt * nt * c_tile
-    # core memory: streamed tiles double-buffered; a resident block double-buffered if it fits
+    # core memory: streamed tiles double-buffered; a resident block double-buffered if it fits;
     # the last core of a K-split group holds C tiles, the others partial-sum buffers
-    psum_tile = m * n * ACC_BYTES
-    fixed = np.maximum(2 * c_tile, 2 * psum_tile) if s.pk > 1 else 2 * c_tile
-    depth_a = 2 * np.ones_like(m)
-    depth_b = (1 if op.static_b else 2) * np.ones_like(m)
-    l1 = fixed + depth_a * l1_a + depth_b * l1_b
-    over = l1 > arch.compute.memory_bytes
+    psum_tile = m * n * ACC_BYTES * one
+    fixed = np.where(b.pk > 1, np.maximum(2 * c_tile, 2 * psum_tile), 2 * c_tile)
+    depth_a = 2 * one
+    depth_b = (1 if static else 2) * one
+    over = fixed + depth_a * l1_a + depth_b * l1_b > arch.compute.memory_bytes
     if flow == "is":
         depth_a = np.where(over, 1, depth_a)
-    if flow == "ws" and not op.static_b:
+    if flow == "ws" and not static:
         depth_b = np.where(over, 1, depth_b)
     l1 = fixed + depth_a * l1_a + depth_b * l1_b
     # mem tiles: resident units (double-buffered when several and they fit) or forwarded L1 units
-    ha, hb = max(s.hosted_a), max(s.hosted_b)
-    mdepth_a = np.where(units_a > 1, 2, 1) if res_a else 2 * np.ones_like(m)
-    mdepth_b = np.where(units_b > 1, 2, 1) if res_b else 2 * np.ones_like(m)
+    ha, hb = b.hosted_a.max(axis=1, keepdims=True), b.hosted_b.max(axis=1, keepdims=True)
+    mdepth_a = np.where(units_a > 1, 2, 1) if res_a else 2 * one
+    mdepth_b = np.where(units_b > 1, 2, 1) if res_b else 2 * one
     mem_unit_a = unit_a if res_a else l1_a
     mem_unit_b = unit_b if res_b else l1_b
-    join = 2 * s.groups * c_tile
+    join = 2 * b.groups * c_tile
 
     def mem_bytes(da, db):
         return ha * da * mem_unit_a + hb * db * mem_unit_b + join
 
-    l2 = mem_bytes(mdepth_a, mdepth_b)
-    shrink = l2 > arch.mem.memory_bytes
+    shrink = mem_bytes(mdepth_a, mdepth_b) > arch.mem.memory_bytes
     if res_a:
         mdepth_a = np.where(shrink, 1, mdepth_a)
     if res_b:
         mdepth_b = np.where(shrink, 1, mdepth_b)
     l2 = mem_bytes(mdepth_a, mdepth_b)
     itmax = arch.bd_iterations_max
-    send_bds_a = cdiv(reps_a, itmax) if res_a else np.ones_like(m)
-    send_bds_b = cdiv(reps_b, itmax) if res_b else np.ones_like(m)
-    mem_bds = (ha * mdepth_a * (1 + send_bds_a) + hb * mdepth_b * (1 + send_bds_b)
-               + 4 * s.groups)
+    send_bds_a = cdiv(reps_a, itmax) if res_a else one
+    send_bds_b = cdiv(reps_b, itmax) if res_b else one
+    mem_bds = ha * mdepth_a * (1 + send_bds_a) + hb * mdepth_b * (1 + send_bds_b) + 4 * b.groups
     # DDR traffic: each part once if resident in L2, else once per repetition
-    ddr_a_part = part_a * np.where(res_a, 1, reps_a)
-    ddr_b_part = 0 * nt if op.static_b else part_b * np.where(res_b, 1, reps_b)
-    ddr_read = sum(s.hosted_a) * ddr_a_part + sum(s.hosted_b) * ddr_b_part
-    ddr_write = s.producers * core_c
-    # compute: microkernel + datapath conversion + dequantization per call, partial-sum adds
+    ddr_a_part = part_a * (1 if res_a else reps_a)
+    ddr_b_part = 0 * nt if static else part_b * (1 if res_b else reps_b)
+    ddr_read = b.hosted_a.sum(axis=1, keepdims=True) * ddr_a_part + b.hosted_b.sum(axis=1, keepdims=True) * ddr_b_part
+    producers = b.cols * b.groups
+    ddr_write = producers * core_c
+    # compute: microkernel + datapath conversion + dequantization per call, partial-sum adds;
     # a call reads A and B while it computes and reads and writes its C tile around it
     load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
-    mm = (np.maximum(matmul_cycles(op, s.macs_key, arch, m, k, n), np.ceil((a_tile + b_tile) / load))
+    mm = (np.maximum(matmul_cycles(op, b.keys, arch, m, k, n), np.ceil((a_tile + b_tile) / load))
           + np.ceil(c_tile / load) + np.ceil(c_tile / store))
-    conv = np.ceil((m * k + k * n) * s.conv_cycles_per_elem)
+    conv = np.ceil((m * k + k * n) * b.conv_cycles_per_elem)
     cast = np.ceil(k * n * op.cast_cycles_per_weight)
-    add = np.ceil(m * n / arch.accumulate_elems_per_cycle) if s.pk > 1 else 0 * m
+    add = np.where(b.pk > 1, np.ceil(m * n / arch.accumulate_elems_per_cycle), 0)
     core_cycles = mt * nt * (kt * (mm + conv + cast) + add)
     # lower bounds (cycles) per resource
     stream = arch.stream_bytes_per_cycle
-    col_rates_r = np.array(arch.shim_read_bytes_per_cycle[mp.col0:mp.col0 + s.cols])
-    col_rates_w = np.array(arch.shim_write_bytes_per_cycle[mp.col0:mp.col0 + s.cols])
-    shim_col = np.zeros(np.broadcast(m, k, n).shape)
-    for c in range(s.cols):
-        read = s.hosted_a[c] * ddr_a_part + s.hosted_b[c] * ddr_b_part
-        shim_col = np.maximum(shim_col, read / col_rates_r[c])
-        shim_col = np.maximum(shim_col, s.groups * core_c / min(col_rates_w[c], stream))
+    shim_col = np.zeros(one.shape)
+    for c in range(b.hosted_a.shape[1]):  # padded columns host nothing at infinite bandwidth
+        read = b.hosted_a[:, c:c + 1] * ddr_a_part + b.hosted_b[:, c:c + 1] * ddr_b_part
+        shim_col = np.maximum(shim_col, read / b.read_rate[:, c:c + 1])
+        shim_col = np.maximum(shim_col, b.groups * core_c / np.minimum(b.write_rate[:, c:c + 1], stream)
+                              * np.isfinite(b.write_rate[:, c:c + 1]))
     # every DMA channel moves its bytes at the stream rate and also spends BD chaining and lock
     # cycles on every transfer: (bytes, transfers) per busiest channel of each kind
     per_bd = arch.bd_chain_cycles + arch.lock_acquire_cycles + arch.lock_release_cycles
     mem_out_a = units_a * send_bds_a if res_a else core_a / l1_a
     mem_out_b = units_b * send_bds_b if res_b else core_b / l1_b
     channels = [(core_a, core_a / l1_a), (core_c, mt * nt), (core_a, mem_out_a),
-                (s.groups * core_c, s.groups * mt * nt),
-                (ha * ddr_a_part, ha * ddr_a_part / mem_unit_a)]
-    if not op.static_b:
+                (b.groups * core_c, b.groups * mt * nt), (ha * ddr_a_part, ha * ddr_a_part / mem_unit_a)]
+    if not static:
         channels += [(core_b, core_b / l1_b), (core_b, mem_out_b), (hb * ddr_b_part, hb * ddr_b_part / mem_unit_b)]
     dma = np.maximum.reduce([nbytes / stream + per_bd * count for nbytes, count in channels])
     ddr = (ddr_read + ddr_write) / arch.ddr_bytes_per_cycle
     bounds = np.stack(np.broadcast_arrays(core_cycles, ddr, shim_col, dma)).astype(np.float64)
-    cores = s.cols * s.rows
-    padded_macs = (s.pm * m * mt) * (s.pk * k * kt) * (s.pn * n * nt)
-    psum_bytes = (s.pk - 1) * s.producers * mt * nt * psum_tile
+    cores = b.cols * (b.groups * b.pk)
+    padded_macs = (b.pm * m * mt) * (b.pk * k * kt) * (b.pn * n * nt)
+    psum_bytes = (b.pk - 1) * producers * mt * nt * psum_tile
     mem_compute = cores * (core_a + core_b) + ddr_write
     e = arch.pj_per_byte
     energy = (padded_macs * op.macs_scale * arch.pj_per_mac.get(op.dtype, 0.0)
@@ -213,9 +270,10 @@ def evaluate(op: Matmul, s: Structure, arch: Arch, m, k, n) -> dict:
         unit_a=unit_a, unit_b=unit_b, units_a=units_a, units_b=units_b, reps_a=reps_a, reps_b=reps_b,
         mem_unit_a=mem_unit_a, mem_unit_b=mem_unit_b, mem_depth_a=mdepth_a, mem_depth_b=mdepth_b,
         l2_bytes=l2, mem_bds=mem_bds, send_bds_a=send_bds_a, send_bds_b=send_bds_b,
+        mem_mm2s=ha + hb + 1, mem_s2mm=(ha > 0) * 1 + (hb > 0) * 1 + b.groups, ports_down=ha + hb,
+        ports_up=b.groups * 1, mem_locks=2 * ha + 2 * hb + 2 * b.groups,
         part_a=part_a, part_b=part_b, ddr_a_part=ddr_a_part, ddr_b_part=ddr_b_part,
-        ddr_read_bytes=ddr_read, ddr_write_bytes=ddr_write,
-        shim_mem_bytes=ddr_read + ddr_write,
+        ddr_read_bytes=ddr_read, ddr_write_bytes=ddr_write, shim_mem_bytes=ddr_read + ddr_write,
         mem_compute_bytes=mem_compute, psum_bytes=psum_bytes, energy_pj=energy,
         transfers=core_a / l1_a + core_b / l1_b + mt * nt,
         matmul_cycles=mm, conversion_cycles=conv, cast_cycles=cast, add_cycles=add,
@@ -235,54 +293,46 @@ def _useful(mp: Mapping, reps_a, reps_b):
     return ok
 
 
-def problems(s: Structure, ev: dict, arch: Arch) -> list[tuple[np.ndarray, str]]:
-    """(violated mask, reason) for every capacity and resource limit a candidate must meet."""
-    ha, hb = max(s.hosted_a), max(s.hosted_b)
-    out = [
-        (ev["l1_bytes"] > arch.compute.memory_bytes,
-         f"core memory: needs {{l1_bytes}} bytes; {arch.compute.memory_bytes} available"),
-        (ev["l2_bytes"] > arch.mem.memory_bytes,
-         f"mem tile: needs {{l2_bytes}} bytes; {arch.mem.memory_bytes} available"),
-        (ev["mem_bds"] > arch.mem.bd_count, f"mem tile: needs {{mem_bds}} BDs; {arch.mem.bd_count} available"),
-        (np.maximum(ev["mem_unit_a"], ev["mem_unit_b"]) / 4 >= 2 ** arch.mem.bd_length_bits,
-         f"mem tile BD length field holds < 2**{arch.mem.bd_length_bits} words"),
-        (np.maximum(ev["l1_a"], ev["l1_b"]) / 4 >= 2 ** arch.compute.bd_length_bits,
-         f"compute tile BD length field holds < 2**{arch.compute.bd_length_bits} words"),
+def problems(ev: dict, arch: Arch, static_b: bool) -> list[tuple[np.ndarray, str]]:
+    """(violated mask, reason template) for every capacity and resource limit of a candidate;
+    ``reason_text`` fills a template with one candidate's numbers."""
+    mem, core = arch.mem, arch.compute
+    return [
+        (ev["l1_bytes"] > core.memory_bytes, f"core memory: needs {{l1_bytes}} bytes; {core.memory_bytes} available"),
+        (ev["l2_bytes"] > mem.memory_bytes, f"mem tile: needs {{l2_bytes}} bytes; {mem.memory_bytes} available"),
+        (ev["mem_bds"] > mem.bd_count, f"mem tile: needs {{mem_bds}} BDs; {mem.bd_count} available"),
+        (np.maximum(ev["mem_unit_a"], ev["mem_unit_b"]) / 4 >= 2 ** mem.bd_length_bits,
+         f"mem tile BD length field holds < 2**{mem.bd_length_bits} words"),
+        (np.maximum(ev["l1_a"], ev["l1_b"]) / 4 >= 2 ** core.bd_length_bits,
+         f"compute tile BD length field holds < 2**{core.bd_length_bits} words"),
+        (ev["mem_mm2s"] > mem.mm2s_channels, f"mem tile: needs {{mem_mm2s}} MM2S channels; {mem.mm2s_channels} available"),
+        (ev["mem_s2mm"] > mem.s2mm_channels, f"mem tile: needs {{mem_s2mm}} S2MM channels; {mem.s2mm_channels} available"),
+        (ev["ports_down"] > arch.stream_ports_down,
+         f"stream ports: {{ports_down}} streams down one column; {arch.stream_ports_down} available"),
+        (ev["ports_up"] > arch.stream_ports_up,
+         f"stream ports: {{ports_up}} streams up one column; {arch.stream_ports_up} available"),
+        (ev["mem_locks"] > mem.lock_count, f"mem tile: needs {{mem_locks}} locks; {mem.lock_count} available"),
+        ((np.asarray(ev["nt"]) > 1) & static_b,
+         "static weights: the B slice of a core must be resident for the whole op ({nt} rounds needed)"),
     ]
-    limits = [
-        (ha + hb + 1 > arch.mem.mm2s_channels,
-         f"mem tile: needs {ha + hb + 1} MM2S channels; {arch.mem.mm2s_channels} available"),
-        ((ha > 0) + (hb > 0) + s.groups > arch.mem.s2mm_channels,
-         f"mem tile: needs {(ha > 0) + (hb > 0) + s.groups} S2MM channels; {arch.mem.s2mm_channels} available"),
-        (ha + hb > arch.stream_ports_down,
-         f"stream ports: {ha + hb} streams down one column; {arch.stream_ports_down} available"),
-        (s.groups > arch.stream_ports_up,
-         f"stream ports: {s.groups} streams up one column; {arch.stream_ports_up} available"),
-        (2 * ha + 2 * hb + 2 * s.groups > arch.mem.lock_count,
-         f"mem tile: needs {2 * ha + 2 * hb + 2 * s.groups} locks; {arch.mem.lock_count} available"),
-    ]
-    shape = np.shape(ev["l1_bytes"])
-    out += [(np.full(shape, bad), why) for bad, why in limits]
-    static = (np.asarray(ev["nt"]) > 1) if s.static_b else np.full(shape, False)
-    out.append((static, "static weights: the B slice of a core must be resident for the whole op "
-                        "({nt} rounds needed)"))
-    return out
 
 
 def reason_text(template: str, plan: dict) -> str:
     """Fill a problem template with one candidate's numbers."""
-    keys = ("l1_bytes", "l2_bytes", "mem_bds", "nt")
+    keys = ("l1_bytes", "l2_bytes", "mem_bds", "nt", "mem_mm2s", "mem_s2mm", "ports_down", "ports_up", "mem_locks")
     return template.format(**{k: f"{plan[k]:.0f}" for k in keys if "{" + k + "}" in template})
 
 
 def plan_one(op: Matmul, s: Structure, arch: Arch, tile: tuple[int, int, int]) -> dict:
     """``evaluate`` for one tile, as plain Python numbers (``bounds`` stays an array)."""
     out = {}
-    for key, v in evaluate(op, s, arch, *tile).items():
-        if np.ndim(v) == 0:
-            v = np.asarray(v).item()
-            v = int(v) if isinstance(v, float) and v.is_integer() else v
-        out[key] = v
+    for key, v in evaluate(op, stack([s], arch), arch, *tile).items():
+        v = np.asarray(v)
+        if key == "bounds":
+            out[key] = v.reshape(len(RESOURCES))
+            continue
+        v = v.item()
+        out[key] = int(v) if isinstance(v, float) and v.is_integer() else v
     return out
 
 
@@ -296,7 +346,7 @@ def check(op: Matmul, mp: Mapping, arch: Arch) -> tuple[Structure, dict]:
     if min(mp.tile) < 1:
         raise ConfigError([f"tile = {mp.tile}: every size must be >= 1"], f"mapping {mp.label()}")
     plan = plan_one(op, s, arch, mp.tile)
-    broken = [reason_text(why, plan) for bad, why in problems(s, plan, arch) if bool(np.asarray(bad))]
+    broken = [reason_text(why, plan) for bad, why in problems(plan, arch, s.static_b) if bool(np.asarray(bad))]
     if broken:
         raise ConfigError(broken, f"mapping {mp.label()}")
     return s, plan

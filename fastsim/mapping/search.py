@@ -20,7 +20,7 @@ import numpy as np
 
 from ..arch import Arch
 from ..errors import ConfigError
-from .plan import RESOURCES, check, evaluate, plan_one, problems, reason_text, structure
+from .plan import RESOURCES, StructureBatch, check, evaluate, plan_one, problems, reason_text, stack, structure
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
@@ -120,14 +120,32 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
     return out
 
 
-def _grid(op: Matmul, s, pins: Pins):
+def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
+    """Tiles of a batch as (1, T) rows, and which of them each structure considers (S, T): sizes up
+    to its own extents (``_pow2_up_to``), or just the pinned tile."""
     if pins.tile:
-        return tuple(np.array([x]) for x in pins.tile)
-    ms = _pow2_up_to(-(-op.m // s.pm))
-    ks = _pow2_up_to(-(-op.k // s.pk))
-    ns = _pow2_up_to(-(-op.n // s.pn))
-    m, k, n = np.meshgrid(ms, ks, ns, indexing="ij")
-    return m.ravel(), k.ravel(), n.ravel()
+        m, k, n = (np.array([[x]]) for x in pins.tile)
+        return m, k, n, np.ones((len(batch.structures), 1), bool)
+    extents = [(-(-op.m // s.pm), -(-op.k // s.pk), -(-op.n // s.pn)) for s in batch.structures]
+    sizes = [sorted({t for e in extents for t in _pow2_up_to(e[axis])}) for axis in range(3)]
+    m, k, n = (g.ravel()[None, :] for g in np.meshgrid(*sizes, indexing="ij"))
+    keep = np.ones((len(extents), m.shape[1]), bool)
+    for i, e in enumerate(extents):
+        for axis, t in enumerate((m, k, n)):
+            allowed = _pow2_up_to(e[axis])
+            keep[i] &= (t[0] >= allowed[0]) & (t[0] <= allowed[-1])
+    return m, k, n, keep
+
+
+def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
+    """Resolved structures grouped by what changes the plan's branches (dataflow, order, L2), in
+    enumeration order, in batches of at most 256."""
+    groups: dict[tuple, list] = {}
+    for base in structures(op, arch, pins):
+        st = structure(op, base, arch)
+        if not isinstance(st, str):
+            groups.setdefault((base.dataflow, base.order, base.l2), []).append(st)
+    return [stack(g[i:i + 256], arch) for g in groups.values() for i in range(0, len(g), 256)]
 
 
 _CACHE: "OrderedDict[tuple, SearchResult]" = OrderedDict()
@@ -153,27 +171,26 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
 
 
 def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchResult:
-    bases, cols = [], {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
-                       "transfers": []}
+    bases, cols = [], {"base": [], "batch": [], "m": [], "k": [], "n": [], "bound": [], "energy": [],
+                       "reason": [], "transfers": []}
     checks_of = []
-    for base in structures(op, arch, pins):
-        s = structure(op, base, arch)
-        if isinstance(s, str):
-            continue
-        m, k, n = _grid(op, s, pins)
-        ev = evaluate(op, s, arch, m, k, n)
-        useful = np.broadcast_to(ev["useful"], m.shape)
-        reason = np.full(m.shape, -1)
-        checks = problems(s, ev, arch)
+    for batch in _batches(op, arch, pins):
+        m, k, n, considered = _grid(op, batch, pins)
+        ev = evaluate(op, batch, arch, m, k, n)
+        shape = ev["lower_bound_cycles"].shape
+        considered = considered & np.broadcast_to(ev["useful"], shape)
+        reason = np.full(shape, -1)
+        checks = problems(ev, arch, batch.static_b)
         for r, (mask, _) in enumerate(checks):
-            reason = np.where((reason < 0) & np.broadcast_to(mask, m.shape), r, reason)
-        keep_i = np.flatnonzero(useful)
-        bases.append(base)
+            reason = np.where((reason < 0) & np.broadcast_to(mask, shape), r, reason)
         checks_of.append([why for _, why in checks])
+        rows_i, tiles_i = np.nonzero(considered)
         for name, v in (("m", m), ("k", k), ("n", n), ("bound", ev["lower_bound_cycles"]),
                         ("energy", ev["energy_pj"]), ("reason", reason), ("transfers", ev["transfers"])):
-            cols[name].append(np.broadcast_to(v, m.shape)[keep_i])
-        cols["base"].append(np.full(len(keep_i), len(bases) - 1))
+            cols[name].append(np.broadcast_to(v, shape)[rows_i, tiles_i])
+        cols["base"].append(len(bases) + rows_i)
+        cols["batch"].append(np.full(len(rows_i), len(checks_of) - 1))
+        bases += [st.mapping for st in batch.structures]
     if not bases:
         raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
     a = {name: np.concatenate(v) for name, v in cols.items()}
@@ -184,7 +201,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     legal_i = order[a["reason"][order] < 0]
     illegal_i = order[a["reason"][order] >= 0]
     by_reason = {}
-    for b, r in zip(a["base"][illegal_i], a["reason"][illegal_i]):
+    for b, r in zip(a["batch"][illegal_i], a["reason"][illegal_i]):
         short = checks_of[b][r].split(":")[0]
         by_reason[short] = by_reason.get(short, 0) + 1
 
@@ -192,7 +209,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
         mp = replace(bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
         out = _row(op, mp, arch)
         if a["reason"][i] >= 0:
-            out["reason"] = reason_text(checks_of[a["base"][i]][a["reason"][i]], out["plan"])
+            out["reason"] = reason_text(checks_of[a["batch"][i]][a["reason"][i]], out["plan"])
         return out
 
     if not len(legal_i):
