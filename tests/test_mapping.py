@@ -118,7 +118,8 @@ def small_mapped_designs(draw):
                         bd_setup_cycles=draw(st.integers(0, 4)), lock_acquire_cycles=draw(st.integers(0, 2)),
                         task_queue_depth=draw(st.integers(1, 4)))
     op = Matmul(draw(st.integers(1, 24)), draw(st.integers(1, 24)), draw(st.integers(1, 24)),
-                draw(st.sampled_from(["bf16", "int8"])))
+                draw(st.sampled_from(["bf16", "int8"])), a_on_chip=draw(st.booleans()),
+                c_on_chip=draw(st.booleans()), onchip_window_bytes=draw(st.sampled_from([0, 64])))
     flow = draw(st.sampled_from(DATAFLOWS))
     mp = Mapping(flow, draw(st.sampled_from(SPLITS)),
                  tuple(draw(st.sampled_from([1, 2, 4, 8])) for _ in range(3)),
@@ -133,7 +134,8 @@ def small_mapped_designs(draw):
 @settings(max_examples=40)
 @given(small_mapped_designs())
 def test_engine__matches_reference_on_mapped_designs(design):
-    """L2-resident blocks (BD iterations), distribute chains, K-split partial-sum hand-offs."""
+    """L2-resident blocks (BD iterations), distribute chains, K-split partial-sum hand-offs, and
+    operands kept on chip by fusion (mem-tile channels driven by the runtime sequence)."""
     assume(design is not None)  # illegal draws are discarded (too many fails the health check)
     lowered = lower(design, **{**LIMITS, "max_cycles": 200_000})
     ref = ReferenceSim(lowered).run()

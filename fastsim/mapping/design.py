@@ -52,8 +52,10 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
             h = (tiles[0].col - col0) if local else p % cols
             hosted[key][h].append(p)
 
-    # operand paths: shim -> mem tile (distribute) -> per-part broadcast to cores
+    # operand paths: shim -> mem tile (distribute) -> per-part broadcast to cores; an on-chip A
+    # part is already in its mem tile: the host pushes its sends, no shim transfer
     ends = {"A": {}, "B": {}}
+    chip_sends = {}
     for ci in range(cols):
         h = col0 + ci
         memt = d.mem(h)
@@ -63,6 +65,17 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
             if not parts:
                 continue
             x = key.lower()
+            if key == "A" and op.a_on_chip:
+                for p in parts:
+                    out = mm2s(memt, out_index)
+                    out_index += 1
+                    held = d.buffer(memt, ev["chip_a"], f"A{p}_onchip")
+                    chip_sends[p] = d.bd(out, held, ev["l1_a"], name=f"A{p}_send")
+                    dsts = [s2mm(t, 0) for t in consumers[key][p]]
+                    d.route(out, *dsts)
+                    for t, dst in zip(consumers[key][p], dsts):
+                        ends[key][t] = fifo_endpoint(d, dst, ev["depth_a"], ev["l1_a"], f"A{p}_{t.col}_{t.row}")
+                continue
             resident = x in mp.l2
             unit, depth, reps = ev[f"mem_unit_{x}"], ev[f"mem_depth_{x}"], ev[f"reps_{x}"]
             bufs, locks = {}, {}
@@ -97,13 +110,14 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
     extra = [] if noop else [Compute(ev[f"{kind}_cycles"], kind) for kind in ("conversion", "cast")
                              if ev[f"{kind}_cycles"]]
     add = 1 if noop else max(1, ev["add_cycles"])
-    drains = []
+    drains, keeps = [], {}
     for ci in range(cols):
         c = col0 + ci
         producers = [g * pk + pk - 1 for g in range(groups)]
         drain_ch = len(hosted["A"][ci]) + len(hosted["B"][ci])
         drains.append(c)
-        y_locks = join_outputs(d, c, producers, ev["c_tile"], drain_ch, "C")
+        y_locks, keeps[c] = join_outputs(d, c, producers, ev["c_tile"], drain_ch, "C",
+                                         keep_bytes=ev["chip_c"] if op.c_on_chip else 0)
         for g in range(groups):
             psum = []
             for j in range(pk):
@@ -121,7 +135,7 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
                 d.core_program(tile, *_program(flow, ev, ends["A"][tile], ends["B"].get(tile), out_locks,
                                                reduce, mm, extra))
                 psum.append(out_locks)
-    _host_sequence(d, mp, ev, hosted, groups, drains)
+    _host_sequence(d, mp, ev, hosted, groups, drains, chip_sends, keeps)
     return d
 
 
@@ -168,10 +182,13 @@ def _steps(mp: Mapping, ev: dict) -> list[tuple[int, int]]:
     return [(i, j) for j in range(nt) for i in range(mt)]
 
 
-def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, drains: list[int]) -> None:
+def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, drains: list[int],
+                   chip_sends: dict, keeps: dict) -> None:
     """Push each step's transfers on every shim channel, steps in consumption order; a resident
-    operand's block is read once, when first needed. Identical consecutive steps are merged and
-    every step's chunks are interleaved over channels (no queue fills while another starves)."""
+    operand's block is read once, when first needed. On-chip operands are sent (A) or received (C)
+    by their mem tiles' channels instead, on tasks pushed the same way. Identical consecutive steps
+    are merged and every step's chunks are interleaved over channels (no queue fills while another
+    starves)."""
     flow = mp.dataflow
     c_per_step = {"os": 1, "ws": ev["mt"], "is": ev["nt"]}[flow]
     piece = {"a": ev["part_a"] if flow == "ws" else ev["kt"] * ev["a_tile"],
@@ -193,6 +210,10 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
                 unit_id = i if (flow == "os" and mp.order == "m") else 0
             else:
                 unit_id = j if (flow == "os" and mp.order == "n") else 0
+            if x == "a" and chip_sends:
+                entries += [(chip_sends[p], piece["a"] // ev["l1_a"]) for parts in hosted["A"].values()
+                            for p in parts]
+                continue
             if x in mp.l2:
                 if unit_id in seen[x]:
                     continue
@@ -205,7 +226,10 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
                     col = mp.col0 + ci
                     entries.append((bd_for(col, mm2s(d.shim(col), ch), x.upper(), len(parts) * nbytes), 1))
         for col in drains:
-            entries.append((bd_for(col, s2mm(d.shim(col), 0), "C", groups * ev["c_tile"]), c_per_step))
+            if keeps[col]:
+                entries += [(bd, c_per_step) for bd in keeps[col]]
+            else:
+                entries.append((bd_for(col, s2mm(d.shim(col), 0), "C", groups * ev["c_tile"]), c_per_step))
         rounds.append(entries)
     merged = []
     for entries in rounds:
@@ -217,4 +241,5 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
     for entries, times in merged:
         push_round(d, [(bd, count * times) for bd, count in entries])
     for col in drains:
-        d.wait(s2mm(d.shim(col), 0))
+        for bd in keeps[col] or [None]:
+            d.wait(bd.channel if bd is not None else s2mm(d.shim(col), 0))

@@ -181,7 +181,7 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         unit_a, units_a, unit_b, units_b = part_a, one, kt * b_tile, nt
     else:
         unit_a, units_a, unit_b, units_b = part_a, one, part_b, one
-    res_a, res_b = "a" in mp.l2, "b" in mp.l2
+    res_a, res_b = "a" in mp.l2 and not op.a_on_chip, "b" in mp.l2
     # what one core receives: tiles, or resident blocks (is: A block, ws: B block)
     l1_a = kt * a_tile if flow == "is" else a_tile * one
     l1_b = kt * b_tile if flow == "ws" else b_tile * one
@@ -206,10 +206,15 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     mdepth_b = np.where(units_b > 1, 2, 1) if res_b else 2 * one
     mem_unit_a = unit_a if res_a else l1_a
     mem_unit_b = unit_b if res_b else l1_b
-    join = 2 * b.groups * c_tile
+    # on-chip operands (fused groups): one buffer per part or producer, the whole of it or a window
+    a_chip, c_chip = op.a_on_chip, op.c_on_chip
+    chip_a = np.maximum(_window(part_a, op.onchip_window_bytes), l1_a)
+    chip_c = np.maximum(_window(mt * nt * c_tile, op.onchip_window_bytes), c_tile)
+    join = b.groups * chip_c if c_chip else 2 * b.groups * c_tile
 
     def mem_bytes(da, db):
-        return ha * da * mem_unit_a + hb * db * mem_unit_b + join
+        held_a = chip_a if a_chip else da * mem_unit_a
+        return ha * held_a + hb * db * mem_unit_b + join
 
     shrink = mem_bytes(mdepth_a, mdepth_b) > arch.mem.memory_bytes
     if res_a:
@@ -220,13 +225,14 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     itmax = arch.bd_iterations_max
     send_bds_a = cdiv(reps_a, itmax) if res_a else one
     send_bds_b = cdiv(reps_b, itmax) if res_b else one
-    mem_bds = ha * mdepth_a * (1 + send_bds_a) + hb * mdepth_b * (1 + send_bds_b) + 4 * b.groups
-    # DDR traffic: each part once if resident in L2, else once per repetition
-    ddr_a_part = part_a * (1 if res_a else reps_a)
+    bds_a = ha if a_chip else ha * mdepth_a * (1 + send_bds_a)
+    mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 4) * b.groups
+    # DDR traffic: each part once if resident in L2, else once per repetition; none on chip
+    ddr_a_part = 0 * mt if a_chip else part_a * (1 if res_a else reps_a)
     ddr_b_part = 0 * nt if static else part_b * (1 if res_b else reps_b)
     ddr_read = b.hosted_a.sum(axis=1, keepdims=True) * ddr_a_part + b.hosted_b.sum(axis=1, keepdims=True) * ddr_b_part
     producers = b.cols * b.groups
-    ddr_write = producers * core_c
+    ddr_write = 0 * core_c if c_chip else producers * core_c
     # compute: microkernel + datapath conversion + dequantization per call, partial-sum adds;
     # a call reads A and B while it computes and reads and writes its C tile around it
     load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
@@ -243,14 +249,16 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         read = b.hosted_a[:, c:c + 1] * ddr_a_part + b.hosted_b[:, c:c + 1] * ddr_b_part
         shim_col = np.maximum(shim_col, read / b.read_rate[:, c:c + 1])
         shim_col = np.maximum(shim_col, b.groups * core_c / np.minimum(b.write_rate[:, c:c + 1], stream)
-                              * np.isfinite(b.write_rate[:, c:c + 1]))
+                              * np.isfinite(b.write_rate[:, c:c + 1]) * (not c_chip))
     # every DMA channel moves its bytes at the stream rate and also spends BD chaining and lock
     # cycles on every transfer: (bytes, transfers) per busiest channel of each kind
     per_bd = arch.bd_chain_cycles + arch.lock_acquire_cycles + arch.lock_release_cycles
     mem_out_a = units_a * send_bds_a if res_a else core_a / l1_a
     mem_out_b = units_b * send_bds_b if res_b else core_b / l1_b
+    drain = 0 if c_chip else 1
     channels = [(core_a, core_a / l1_a), (core_c, mt * nt), (core_a, mem_out_a),
-                (b.groups * core_c, b.groups * mt * nt), (ha * ddr_a_part, ha * ddr_a_part / mem_unit_a)]
+                (drain * b.groups * core_c, drain * b.groups * mt * nt),
+                (ha * ddr_a_part, ha * ddr_a_part / mem_unit_a)]
     if not static:
         channels += [(core_b, core_b / l1_b), (core_b, mem_out_b), (hb * ddr_b_part, hb * ddr_b_part / mem_unit_b)]
     dma = np.maximum.reduce([nbytes / stream + per_bd * count for nbytes, count in channels])
@@ -270,8 +278,10 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         unit_a=unit_a, unit_b=unit_b, units_a=units_a, units_b=units_b, reps_a=reps_a, reps_b=reps_b,
         mem_unit_a=mem_unit_a, mem_unit_b=mem_unit_b, mem_depth_a=mdepth_a, mem_depth_b=mdepth_b,
         l2_bytes=l2, mem_bds=mem_bds, send_bds_a=send_bds_a, send_bds_b=send_bds_b,
-        mem_mm2s=ha + hb + 1, mem_s2mm=(ha > 0) * 1 + (hb > 0) * 1 + b.groups, ports_down=ha + hb,
-        ports_up=b.groups * 1, mem_locks=2 * ha + 2 * hb + 2 * b.groups,
+        mem_mm2s=ha + hb + (0 if c_chip else 1), mem_s2mm=(ha > 0) * (not a_chip) + (hb > 0) * 1 + b.groups,
+        ports_down=ha + hb, ports_up=b.groups * 1,
+        mem_locks=2 * ha * (not a_chip) + 2 * hb + 2 * b.groups * (not c_chip),
+        chip_a=chip_a, chip_c=chip_c,
         part_a=part_a, part_b=part_b, ddr_a_part=ddr_a_part, ddr_b_part=ddr_b_part,
         ddr_read_bytes=ddr_read, ddr_write_bytes=ddr_write, shim_mem_bytes=ddr_read + ddr_write,
         mem_compute_bytes=mem_compute, psum_bytes=psum_bytes, energy_pj=energy,
@@ -279,15 +289,21 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         matmul_cycles=mm, conversion_cycles=conv, cast_cycles=cast, add_cycles=add,
         core_cycles=core_cycles, bounds=bounds, lower_bound_cycles=bounds.max(axis=0),
         padded_macs=padded_macs, padding_waste=padded_macs / max(1, op.macs) - 1,
-        useful=_useful(mp, reps_a, reps_b),
+        useful=_useful(op, mp, reps_a, reps_b),
     )
 
 
-def _useful(mp: Mapping, reps_a, reps_b):
-    """False where an L2 choice re-sends nothing (the same candidate without it is enumerated)."""
+def _window(nbytes, window: int):
+    """Bytes an on-chip buffer holds: the whole operand, or at most a window of it."""
+    return np.minimum(nbytes, words(window)) if window else nbytes
+
+
+def _useful(op: Matmul, mp: Mapping, reps_a, reps_b):
+    """False where an L2 choice re-sends nothing (the same candidate without it is enumerated), or
+    where A is on chip already."""
     ok = np.ones(np.shape(reps_a), bool)
     if "a" in mp.l2:
-        ok &= np.asarray(reps_a) > 1
+        ok &= (np.asarray(reps_a) > 1) & (not op.a_on_chip)
     if "b" in mp.l2:
         ok &= np.asarray(reps_b) > 1
     return ok

@@ -16,6 +16,9 @@ output). A ``Mapping`` says how it runs:
 - **L1 tile** ``(m, k, n)``: the microkernel's shape, double-buffered in core memory.
 - **L2 residency** ``l2``: operands whose repeated block a mem tile holds and re-sends (BD iterations)
   instead of reading it from DDR again: ``""``, ``"a"``, ``"b"`` or ``"ab"``.
+- **on-chip operands** (``Matmul.a_on_chip``/``c_on_chip``, set by fusion): A is read from, or C
+  written to, a mem-tile buffer instead of DDR; the hosting mem tile's DMA sends or receives it on
+  tasks the runtime sequence pushes (no shim transfer).
 - **datapath**: the MAC-rate key (``bf16`` natively, or ``bfp16`` after an on-core conversion).
 
 Any M, K, N >= 1 maps: every loop count is rounded up and the padded work is reported.
@@ -50,6 +53,12 @@ class Matmul:
     macs_scale: float = 1.0  # e.g. 0.5 for causal attention
     static_b: bool = False  # B preloaded for the dispatch (weight-stationary only)
     name: str = "matmul"
+    # fused groups: A already sits in the mem tiles (written by the previous op of the group) and/or
+    # C stays there for the next op; an on-chip buffer holds at most ``onchip_window_bytes`` (0: the
+    # whole part; a streamed hand-off such as flash attention's needs only a block)
+    a_on_chip: bool = False
+    c_on_chip: bool = False
+    onchip_window_bytes: int = 0
 
     @property
     def a_elem_bytes(self) -> float:

@@ -1,7 +1,7 @@
 """Data paths shared by the whole-array designs (mlir-aie ObjectFifo link/join patterns)."""
 from __future__ import annotations
 
-from ..design import Design, Lock, mm2s, s2mm
+from ..design import BD, Design, Lock, mm2s, s2mm
 
 
 def whole_words(nbytes: float) -> int:
@@ -10,25 +10,33 @@ def whole_words(nbytes: float) -> int:
 
 
 def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_channel: int,
-                 name: str) -> list[tuple[Lock, Lock]]:
+                 name: str, keep_bytes: int = 0) -> tuple[list[tuple[Lock, Lock]], list[BD]]:
     """Each core of column ``col`` (compute rows ``rows``: a count or a list) sends its output tile
     (``unit`` bytes, double-buffered) over MM2S0 to mem-tile S2MM(2 + i) for the i-th of those
     cores; the mem tile joins the column's tiles and drains them through
-    MM2S ``drain_channel`` to shim S2MM0 (ObjectFifo join). Returns each core's (producer lock,
-    consumer lock): the core acquires the producer lock before writing a tile and releases the
-    consumer lock when it is ready to send."""
+    MM2S ``drain_channel`` to shim S2MM0 (ObjectFifo join).
+
+    ``keep_bytes`` > 0 keeps the output on chip instead (a fused group's intermediate): each core's
+    tiles land in a mem-tile buffer of that many bytes (a ring when smaller than the output) and
+    nothing drains; the host pushes the returned receive BDs (one per core) as the tiles come.
+    Returns each core's (producer lock, consumer lock) (the core acquires the producer lock before
+    writing a tile and releases the consumer lock when it is ready to send) and the receive BDs."""
     memt = d.mem(col)
     core_rows = list(range(rows)) if isinstance(rows, int) else list(rows)
-    joined = [d.buffer(memt, len(core_rows) * unit, f"{name}{col}_join{i}") for i in range(2)]
-    parts, core_locks = [], []
+    joined = [] if keep_bytes else [d.buffer(memt, len(core_rows) * unit, f"{name}{col}_join{i}") for i in range(2)]
+    parts, core_locks, keep = [], [], []
     for r, core_row in enumerate(core_rows):
         ch = s2mm(memt, 2 + r)
-        prod = d.lock(memt, 2, f"{name}{col}_{r}_prod")
-        cons = d.lock(memt, 0, f"{name}{col}_{r}_cons")
-        bds = [d.bd(ch, joined[i], unit, offset_bytes=r * unit, acquire=(prod, 1), release=(cons, 1),
-                    name=f"{name}{col}_{r}_in{i}") for i in range(2)]
-        d.start_chain(ch, d.chain(*bds, cyclic=True))
-        parts.append((prod, cons))
+        if keep_bytes:
+            kept = d.buffer(memt, keep_bytes, f"{name}{col}_{r}_onchip")
+            keep.append(d.bd(ch, kept, unit, name=f"{name}{col}_{r}_keep"))
+        else:
+            prod = d.lock(memt, 2, f"{name}{col}_{r}_prod")
+            cons = d.lock(memt, 0, f"{name}{col}_{r}_cons")
+            bds = [d.bd(ch, joined[i], unit, offset_bytes=r * unit, acquire=(prod, 1), release=(cons, 1),
+                        name=f"{name}{col}_{r}_in{i}") for i in range(2)]
+            d.start_chain(ch, d.chain(*bds, cyclic=True))
+            parts.append((prod, cons))
         core = d.compute(col, core_row)
         core_prod = d.lock(core, 2, f"{name}{col}_{r}_core_prod")
         core_cons = d.lock(core, 0, f"{name}{col}_{r}_core_cons")
@@ -39,12 +47,14 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
                                    cyclic=True))
         d.route(out, ch)
         core_locks.append((core_prod, core_cons))
+    if keep_bytes:
+        return core_locks, keep
     drain = mm2s(memt, drain_channel)
     bds = [d.bd(drain, joined[i], unit, offset_bytes=r * unit, acquire=(cons, 1), release=(prod, 1),
                 name=f"{name}{col}_out{i}_{r}") for i in range(2) for r, (prod, cons) in enumerate(parts)]
     d.start_chain(drain, d.chain(*bds, cyclic=True))
     d.route(drain, s2mm(d.shim(col), 0))
-    return core_locks
+    return core_locks, keep
 
 
 def push_round(d: Design, entries) -> None:

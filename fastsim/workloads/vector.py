@@ -33,6 +33,10 @@ class VectorOp:
     noop: bool = False  # replace compute by a 1-cycle pass: data still moves
     cols: int | None = None
     name: str = "op"
+    # fused groups: inputs already in the mem tiles / outputs kept there (see fastsim.mapping.Matmul)
+    x_on_chip: bool = False
+    y_on_chip: bool = False
+    onchip_window_bytes: int = 0
 
 
 def vector_design(op: VectorOp, arch: Arch) -> Design:
@@ -53,9 +57,21 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
     cycles = 1 if op.noop else max(1, math.ceil(m_tile * tile_n * op.vector_cycles_per_elem))
 
     d = Design(arch, op.name)
-    x_in = {}
+    x_in, x_sends = {}, {}
+
+    def held(nbytes, unit):  # an on-chip buffer: the whole per-core stream, or a window of it
+        return max(unit, min(nbytes, whole_words(op.onchip_window_bytes))) if op.onchip_window_bytes else nbytes
+
     for c in range(cols):
         memt = d.mem(c)
+        if op.x_on_chip:
+            for r in range(rows):
+                out = mm2s(memt, r)
+                x_sends[(c, r)] = d.bd(out, d.buffer(memt, held(tiles * x_tile, x_tile), f"X{c}_{r}_onchip"), x_tile,
+                                       name=f"X{c}_{r}_send")
+                x_in[(c, r)] = fifo_endpoint(d, s2mm(d.compute(c, r), 1), 2, x_tile, f"X{c}_{r}")
+                d.route(out, s2mm(d.compute(c, r), 1))
+            continue
         parts = []
         for r in range(rows):
             locks = (d.lock(memt, 2, f"X{c}_{r}_prod"), d.lock(memt, 0, f"X{c}_{r}_cons"))
@@ -70,8 +86,10 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
                                               name=f"X{c}_{r}_fwd{i}") for i, b in enumerate(bufs)], cyclic=True))
             x_in[(c, r)] = fifo_endpoint(d, s2mm(d.compute(c, r), 1), 2, x_tile, f"X{c}_{r}")
             d.route(out, s2mm(d.compute(c, r), 1))
+    keeps = {}
     for c in range(cols):
-        for r, (y_prod, y_cons) in enumerate(join_outputs(d, c, rows, y_tile, 5, "Y")):
+        y_locks, keeps[c] = join_outputs(d, c, rows, y_tile, 5, "Y", held(tiles * y_tile, y_tile) if op.y_on_chip else 0)
+        for r, (y_prod, y_cons) in enumerate(y_locks):
             x = x_in[(c, r)]
             d.core_program(d.compute(c, r), Loop(tiles, (
                 Acquire(x["cons_lock"]), Acquire(y_prod), Compute(cycles, "vector"),
@@ -81,8 +99,11 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
              for c in range(cols)]
     y_bds = [d.bd(s2mm(d.shim(c), 0), d.ddr_buffer(y_tile * rows, f"Y{c}"), y_tile * rows, name=f"Y{c}_ddr")
              for c in range(cols)]
+    ins = [(x_sends[(c, r)], 1) for c in range(cols) for r in range(rows)] if op.x_on_chip else \
+        [(x_bds[c], 1) for c in range(cols)]
+    outs = [(bd, 1) for c in range(cols) for bd in keeps[c]] if op.y_on_chip else [(y_bds[c], 1) for c in range(cols)]
     for _ in range(tiles):
-        push_round(d, [entry for c in range(cols) for entry in ((x_bds[c], 1), (y_bds[c], 1))])
-    for c in range(cols):
-        d.wait(s2mm(d.shim(c), 0))
+        push_round(d, ins + outs)
+    for bd, _ in outs:
+        d.wait(bd.channel)
     return d

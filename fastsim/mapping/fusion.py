@@ -1,0 +1,129 @@
+"""Fusion: which ops of a model share one design and hand their activations over on chip.
+
+A fusion group is a run of consecutive ops whose intermediate activations stay in the mem tiles
+(written there by the producer's join, read from there by the consumer's mem-tile channels)
+instead of going out to DDR and back. An op reads its activation input on chip when every
+producer of that input is in its group, and keeps its output on chip when every consumer is.
+The ops of a group run back to back on the same columns (each stage is its own engine design with
+on-chip operands, see ``Matmul.a_on_chip``); DDR traffic drops by exactly the intermediates.
+
+Groups of a transformer layer (``GROUPS``): ``norm_qkv`` (attn_norm -> q/k/v), ``flash_attention``
+(scores -> softmax -> x V with an online softmax: the scores live in a ring of KV blocks, never a
+whole row; the rescale of the running output costs core cycles) and ``ffn`` (ffn_norm -> gate/up ->
+SiLU x mul -> down). ``chain`` fuses a whole dispatch: every activation stays on chip between ops
+and layers (only weights, the KV cache and the dispatch's inputs and outputs touch DDR), possible
+when every activation tensor fits (decode). Prefill groups other than flash attention run in token
+blocks small enough for their intermediates to fit, which re-streams their weights once per block:
+the search weighs that against the DDR round trip it saves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUPS = {
+    "norm_qkv": ("attn_norm", "q_proj", "k_proj", "v_proj"),
+    "flash_attention": ("attn_scores", "softmax", "attn_v"),
+    "ffn": ("ffn_norm", "ffn_gate", "ffn_up", "silu_mul", "ffn_down"),
+}
+MODES = ("auto", "none", "groups", "chain")  # auto: the search picks per group (and chain when it fits)
+
+# producers of each op's activation input: (op name, layer offset); "prev" = the previous layer's
+# output (the first layer reads the embedding instead); attention reads K and V from DDR (the KV
+# cache), which is never a fused edge
+PRODUCERS = {
+    "embedding": (),
+    "attn_norm": ("prev",),
+    "q_proj": ("attn_norm",), "k_proj": ("attn_norm",), "v_proj": ("attn_norm",),
+    "rope": ("q_proj", "k_proj"),
+    "kv_append": ("rope", "v_proj"),
+    "attn_scores": ("rope",),
+    "softmax": ("attn_scores",),
+    "attn_v": ("softmax",),
+    "o_proj": ("attn_v",),
+    "attn_residual": ("o_proj", "prev"),
+    "ffn_norm": ("attn_residual",),
+    "ffn_gate": ("ffn_norm",), "ffn_up": ("ffn_norm",),
+    "silu_mul": ("ffn_gate", "ffn_up"),
+    "ffn_down": ("silu_mul",),
+    "ffn_residual": ("ffn_down", "attn_residual"),
+    "final_norm": ("prev",),
+    "lm_head": ("final_norm",),
+}
+
+FLASH_KV_BLOCK = 64  # keys per online-softmax block (one microkernel's n; assumption)
+FLASH_WINDOW_BYTES = 16384  # ring of score/probability blocks per on-chip buffer (assumption)
+BLOCK_L2_SHARE = 0.25  # a token block's largest intermediate may fill this share of all mem tiles
+
+
+@dataclass(frozen=True)
+class OnChip:
+    """How one op instance moves its activations: input and/or output on chip, and the most bytes
+    an on-chip buffer holds (0: whole)."""
+
+    x: bool = False
+    y: bool = False
+    window_bytes: int = 0
+    group: str = ""
+
+    @property
+    def any(self) -> bool:
+        return self.x or self.y
+
+
+def group_ids(names: list[str], layers: list[int], dispatch: list[int], fused: set[str], chain: bool) -> list[str]:
+    """A group label per op ("" = alone): each fused group of a layer, or one chain per dispatch."""
+    out = []
+    for name, layer, disp in zip(names, layers, dispatch):
+        if chain:
+            out.append(f"chain{disp}")
+            continue
+        kind = next((g for g, members in GROUPS.items() if name in members and g in fused), "")
+        out.append(f"{kind}@{layer}" if kind else "")
+    return out
+
+
+def on_chip_flags(names: list[str], layers: list[int], groups: list[str], kinds: list[str]) -> list[OnChip]:
+    """Per op: whether its activation input comes from, and its output stays in, its group.
+    ``kinds`` says what each op's output is ("activations" only can stay on chip)."""
+    index = {}
+    for i, (name, layer) in enumerate(zip(names, layers)):
+        index[(name, layer)] = i
+    n_layers = 1 + max((x for x in layers), default=-1)
+    producers = []
+    for i, (name, layer) in enumerate(zip(names, layers)):
+        found = []
+        for p in PRODUCERS.get(name, ()):
+            if p == "prev":
+                # previous layer's last op, or the embedding; the head reads the last layer
+                prev = layer - 1 if layer >= 0 else n_layers - 1
+                j = index.get(("ffn_residual", prev)) if prev >= 0 else index.get(("embedding", -1))
+            else:
+                j = index.get((p, layer))
+            if j is not None:
+                found.append(j)
+        producers.append(found)
+    consumers = [[] for _ in names]
+    for i, ps in enumerate(producers):
+        for j in ps:
+            consumers[j].append(i)
+    flags = []
+    for i, name in enumerate(names):
+        g = groups[i]
+        x = bool(g) and bool(producers[i]) and all(groups[j] == g for j in producers[i])
+        y = (bool(g) and kinds[i] == "activations" and bool(consumers[i])
+             and all(groups[j] == g for j in consumers[i]))
+        window = FLASH_WINDOW_BYTES if g.startswith("flash_attention") and name in GROUPS["flash_attention"] else 0
+        flags.append(OnChip(x, y, window, g))
+    return flags
+
+
+def block_tokens(tokens: int, width_bytes: float, l2_bytes: int) -> int:
+    """The largest power-of-two token block (at most ``tokens``) whose widest intermediate
+    (``width_bytes`` per token) fits in ``BLOCK_L2_SHARE`` of the array's mem tiles; 0 if none."""
+    budget = BLOCK_L2_SHARE * l2_bytes
+    block = 1
+    while block * 2 <= tokens and block * 2 * width_bytes <= budget:
+        block *= 2
+    if block >= tokens and tokens * width_bytes <= budget:
+        return tokens
+    return block if block * width_bytes <= budget else 0
