@@ -217,14 +217,17 @@ def _parse_cuts(text):
 @click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
 @click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
 @click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
-@click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12")
+@click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12 "
+              "(default: the greedy feasible cut)")
+@click.option("--fusion", type=click.Choice(["auto", "none", "groups", "chain"]), default="auto", show_default=True,
+              help="auto: search per group (norm_qkv, flash_attention, ffn) and chain; none: every op via DDR")
 @click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
 @click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
 @click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
 @click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
 @click.pass_context
-def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, dataflows,
-        columns, residency, efficiency):
+def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, fusion,
+        dataflows, columns, residency, efficiency):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
@@ -236,7 +239,7 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
                          precision=Precision(weights=weights, activations=activations, kv=kv),
                          dataflow=_parse_dataflow(dataflows), residency=residency,
                          columns={k: int(v) for k, v in _parse_dataflow(columns).items()},
-                         cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency)
+                         cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency, fusion=fusion)
         if regime == "generate":
             from .llm.run import simulate_generation
             g = simulate_generation(study, new_tokens, opts["arch"])
@@ -266,7 +269,13 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
     click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
                f"KV {s['kv_bytes'] / 1e6:,.1f}, activations {s['activation_bytes'] / 1e6:,.1f})")
     click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
-    click.echo(f"  dispatch        {s['dispatch_seconds'] * 1e6:,.0f} us ({100 * s['dispatch_share']:.1f} %)")
+    click.echo(f"  dispatch        {s['dispatches']} x {1e6 * s['dispatch_seconds'] / s['dispatches']:,.0f} us "
+               f"({100 * s['dispatch_share']:.1f} %), cuts after layers [{ds.attrs['cuts']}]")
+    if s["program_reload_seconds"]:
+        click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
+    click.echo(f"  fusion          {s['fusion']}  (searched: {ds.attrs['fusion_alternatives']})")
+    click.echo(f"  compute         {s['compute_s'] * 1e3:,.3f} ms, exposed {s['exposed_compute_s'] * 1e3:,.3f} ms "
+               f"(what NOOP of every class would save, about)")
     click.echo(f"  bound by        {s['bound_by']}")
     click.echo("  class           ms        share")
     for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):

@@ -258,6 +258,18 @@ def fifo_endpoint(design: Design, channel: Channel, depth: int, size_bytes: int,
     return {"channel": channel, "buffers": bufs, "prod_lock": prod, "cons_lock": cons}
 
 
+def buffer_peaks(design: Design) -> tuple[int, int]:
+    """Bytes of buffers on the fullest compute tile and on the fullest mem tile (buffer pressure)."""
+    first = design.arch.first_compute_row
+    per_tile: dict[Tile, int] = {}
+    for b in design.buffers:
+        if b.tile is not None:
+            per_tile[b.tile] = per_tile.get(b.tile, 0) + b.size_bytes
+    l1 = max((v for t, v in per_tile.items() if t.row >= first), default=0)
+    l2 = max((v for t, v in per_tile.items() if 0 < t.row < first), default=0)
+    return l1, l2
+
+
 def compute_cycles_by_kernel(ops, multiplier: int = 1, out: dict | None = None) -> dict[str, int]:
     """Total Compute cycles of a core program per kernel name (loops multiplied out)."""
     out = {} if out is None else out

@@ -112,9 +112,14 @@ def on_chip_flags(names: list[str], layers: list[int], groups: list[str], kinds:
         x = bool(g) and bool(producers[i]) and all(groups[j] == g for j in producers[i])
         y = (bool(g) and kinds[i] == "activations" and bool(consumers[i])
              and all(groups[j] == g for j in consumers[i]))
-        window = FLASH_WINDOW_BYTES if g.startswith("flash_attention") and name in GROUPS["flash_attention"] else 0
+        window = FLASH_WINDOW_BYTES if is_flash(g, name) else 0
         flags.append(OnChip(x, y, window, g))
     return flags
+
+
+def is_flash(group: str, name: str) -> bool:
+    """Whether an op runs flash-style (its scores in a ring of KV blocks, online softmax)."""
+    return bool(group) and name in GROUPS["flash_attention"] and group.startswith(("flash_attention", "chain"))
 
 
 def block_tokens(tokens: int, width_bytes: float, l2_bytes: int) -> int:

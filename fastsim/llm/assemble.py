@@ -1,0 +1,202 @@
+"""Result assembly of an LLM run: per-op time, traffic, accounting (compute vs data movement, the
+exposed part of each, buffer pressure), dispatch totals, and the summaries users print."""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..arch import Arch
+from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
+from .graph import kv_bytes_per_token
+
+TENSOR_KINDS = ("weights", "activations", "kv", "psum")
+
+
+def _ddr_by_kind(shim: dict[str, float], op) -> dict[str, float]:
+    out = dict.fromkeys(TENSOR_KINDS, 0.0)
+    out[op.x_kind if op.kind == "vector" else op.w_kind] += shim["mm2s0"]
+    out[op.x_kind] += shim["mm2s1"]
+    out[op.y_kind] += shim["s2mm0"]
+    return out
+
+
+def assemble(study, model, precision, arch: Arch, placed, results, dispatch, limits, fusion: dict) -> xr.Dataset:
+    """The per-op Dataset of one forward pass. ``placed``: the op instances as run; ``results``:
+    their engine results by key; ``dispatch``: the DispatchPlan; ``fusion``: what the search chose."""
+    n = len(placed)
+    ops = [p.op for p in placed]
+    f = {k: np.zeros(n) for k in ("seconds", "compute", "movement", "exp_compute", "exp_movement",
+                                  "l1", "l2", "energy", "cast")}
+    cycles = np.zeros(n, np.int64)
+    macs = np.array([op.macs for op in ops], np.int64)
+    kind_bytes = np.zeros((n, len(TENSOR_KINDS)))
+    level_bytes = np.zeros((n, len(LEVELS)))
+    ch_state = np.zeros((n, len(CHANNEL_STATES)))
+    core_state = np.zeros((n, len(CORE_STATES)))
+    bound = np.empty(n, dtype=object)
+    flow_of = np.empty(n, dtype=object)
+    clock = arch.clock_hz
+    for j, (p, op) in enumerate(zip(placed, ops)):
+        r = results[p.key]
+        rep = op.repeat
+        cycles[j] = r["cycles"] * rep
+        f["seconds"][j] = cycles[j] / clock
+        f["compute"][j] = r["compute"] * rep / clock
+        f["movement"][j] = r["movement"] * rep / clock
+        f["exp_compute"][j] = max(0, r["cycles"] - r["movement"]) * rep / clock
+        f["exp_movement"][j] = max(0, r["cycles"] - r["compute"]) * rep / clock
+        f["l1"][j], f["l2"][j] = r["l1_peak"], r["l2_peak"]
+        by_kind = _ddr_by_kind(r["shim"], op)
+        kind_bytes[j] = [by_kind[k] * rep for k in TENSOR_KINDS]
+        level_bytes[j] = r["levels"] * rep
+        ch_state[j] = r["ch"] * rep
+        core_state[j] = r["core"] * rep
+        bound[j] = r["bound"]
+        flow_of[j] = r["flow"]
+        f["cast"][j] = r["cast"]
+        ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
+        f["energy"][j] = (op.macs * arch.pj_per_mac.get(precision.compute_dtype, 0.0)
+                          + ddr * arch.pj_per_byte["ddr"]
+                          + sum(level_bytes[j][LEVELS.index(lv)] * arch.pj_per_byte.get(lv, 0.0)
+                                for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))
+    layer_of = np.array([op.layer for op in ops])
+    n_dispatch = dispatch.count
+    static = np.array(dispatch.static_weight_bytes)
+    # static weights: one dispatch keeps them resident across decode steps (loaded once, reported
+    # apart); several dispatches overwrite each other's, so every pass reloads every dispatch's
+    resident = study.residency == "static" and n_dispatch == 1 and study.regime == "decode"
+    preload_s = 0.0 if resident else static.sum() / arch.ddr_bytes_per_s
+    dispatch_s = n_dispatch * arch.dispatch_overhead_s
+    n_layers = model.num_layers
+    reload_s = sum(limits.program_reload_s * sum(1 for x in set(layer_of[np.array(dispatch.of_op) == d]) if x >= 0)
+                   for d in range(n_dispatch) if dispatch.reload_programs[d])
+    total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s
+    tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
+
+    op_dim = ("op",)
+    groups = np.array([p.chip.group for p in placed], dtype=object)
+    ds = xr.Dataset(
+        {
+            "op_seconds": (op_dim, f["seconds"], {"units": "s", "description": "time of the op (all repeats)"}),
+            "op_cycles": (op_dim, cycles, {"units": "cycles"}),
+            "compute_seconds": (op_dim, f["compute"], {"units": "s", "description":
+                                "kernel time of the busiest core (all repeats)"}),
+            "movement_seconds": (op_dim, f["movement"], {"units": "s", "description":
+                                 "time of the op with every kernel a 1-cycle pass (data moves, no compute)"}),
+            "exposed_compute_seconds": (op_dim, f["exp_compute"], {"units": "s", "description":
+                                        "op time not covered by data movement (what a NOOP of the op saves)"}),
+            "exposed_movement_seconds": (op_dim, f["exp_movement"], {"units": "s", "description":
+                                         "op time not covered by compute"}),
+            "l1_peak_bytes": (op_dim, f["l1"], {"units": "bytes", "description": "most core memory any core of the op uses"}),
+            "l2_peak_bytes": (op_dim, f["l2"], {"units": "bytes", "description": "most mem-tile memory any mem tile of the op uses"}),
+            "macs": (op_dim, macs, {"units": "MAC", "description": "multiply-accumulates (causal halving applied)"}),
+            "ddr_bytes": (("op", "tensor_kind"), kind_bytes,
+                          {"units": "bytes", "description": "DDR traffic by tensor kind"}),
+            "level_bytes": (("op", "level"), level_bytes, {"units": "bytes", "description": "bytes per memory level"}),
+            "weight_reuse": (op_dim, _ratio(macs, kind_bytes[:, 0] + kind_bytes[:, 2]),
+                             {"units": "MAC/byte", "description": "MACs per byte of weights (or KV) fetched from DDR"}),
+            "activation_reuse": (op_dim, _ratio(macs, kind_bytes[:, 1]),
+                                 {"units": "MAC/byte", "description": "MACs per byte of activations fetched from DDR"}),
+            "bound_by": (op_dim, bound, {"description": "resource with the highest utilization in the op"}),
+            "dataflow": (op_dim, flow_of, {"description": "ws, is, os, or stream (vector ops)"}),
+            "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
+            "input_on_chip": (op_dim, np.array([p.chip.x for p in placed]), {"description":
+                              "activation input read from mem tiles (fused), not DDR"}),
+            "output_on_chip": (op_dim, np.array([p.chip.y for p in placed]), {"description":
+                               "output kept in mem tiles for the next op of the group"}),
+            "cast_share": (op_dim, f["cast"], {"units": "1", "description":
+                                               "share of core compute cycles spent dequantizing weights"}),
+            "channel_state_cycles": (("op", "channel_state"), ch_state,
+                                     {"units": "channel-cycles", "description": "stall attribution over all DMA channels"}),
+            "core_state_cycles": (("op", "core_state"), core_state,
+                                  {"units": "core-cycles", "description": "stall attribution over all cores"}),
+            "energy_pj": (op_dim, f["energy"], {"units": "pJ", "description": "MACs and bytes moved times the arch energy table"}),
+            "dispatch": (op_dim, np.array(dispatch.of_op, np.int64), {"description": "dispatch the op runs in"}),
+            "total_seconds": ((), total_s, {"units": "s", "description":
+                                            "ops + dispatch overheads + static weight loads + program reloads"}),
+            "dispatch_seconds": ((), dispatch_s, {"units": "s", "description": "host round trip per dispatch"}),
+            "preload_seconds": ((), preload_s, {"units": "s", "description":
+                                                "static weights loaded per pass (0 when one dispatch keeps them resident)"}),
+            "program_reload_seconds": ((), reload_s, {"units": "s", "description":
+                                                      "core program reloads where a dispatch's kernels exceed program memory"}),
+            "sequence_words": (("dispatch_index",), np.array(dispatch.sequence_words, np.int64),
+                               {"units": "words", "description": "runtime sequence size per dispatch"}),
+            "program_bytes": (("dispatch_index",), np.array(dispatch.program_bytes, np.int64),
+                              {"units": "bytes", "description": "core program memory per dispatch (distinct kernels)"}),
+            "static_weight_bytes": (("dispatch_index",), static, {"units": "bytes"}),
+            "tokens_per_s": ((), tokens / total_s, {"units": "tokens/s"}),
+            "kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
+        },
+        coords={
+            "op_name": (op_dim, np.array([op.name for op in ops], dtype=object)),
+            "op_class": (op_dim, np.array([op.op_class for op in ops], dtype=object)),
+            "layer": (op_dim, layer_of),
+            "tensor_kind": list(TENSOR_KINDS), "level": LEVELS,
+            "channel_state": CHANNEL_STATES, "core_state": CORE_STATES,
+            "dispatch_index": np.arange(n_dispatch),
+        },
+        attrs={"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
+               "prefill_context": study.prefill_context, "layers": n_layers,
+               "batch": study.batch, "weights": precision.weights, "kv": precision.kv, "arch": arch.name,
+               "dispatches": n_dispatch, "cuts": ",".join(str(c) for c in dispatch.cuts),
+               "residency": study.residency, "noop": ",".join(study.noop),
+               "fusion": fusion["chosen"], "fusion_alternatives": fusion["alternatives"]},
+    )
+    return ds
+
+
+def _ratio(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)
+
+
+def by_class(ds: xr.Dataset) -> dict[str, float]:
+    """Seconds per op class. Dequantization runs fused inside gemm ops, so its time stays in
+    "gemm" (``cast_share`` reports its share of core cycles; ``noop=("cast",)`` measures what
+    removing it saves)."""
+    out = {}
+    for cls, sec in zip(ds.op_class.values, ds.op_seconds.values):
+        out[str(cls)] = out.get(str(cls), 0.0) + float(sec)
+    return out
+
+
+def by_layer(ds: xr.Dataset) -> dict[str, float]:
+    """Seconds per transformer layer ("head" = embedding, final norm and LM head)."""
+    out = {}
+    for layer, sec in zip(ds.layer.values, ds.op_seconds.values):
+        key = "head" if layer < 0 else str(int(layer))
+        out[key] = out.get(key, 0.0) + float(sec)
+    return out
+
+
+def llm_summary(ds: xr.Dataset) -> dict:
+    kinds = ds.ddr_bytes.sum("op")
+    bound_time = {}
+    for b, s in zip(ds.bound_by.values, ds.op_seconds.values):
+        bound_time[b] = bound_time.get(b, 0.0) + s
+    bound_time["dispatch"] = float(ds.dispatch_seconds)
+    seconds = float(ds.total_seconds)
+    return {
+        "model": ds.attrs["model"], "regime": ds.attrs["regime"], "context": ds.attrs["context"],
+        "prompt": ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
+        "seconds": seconds, "tokens_per_s": float(ds.tokens_per_s),
+        "by_class": by_class(ds),
+        "by_layer": by_layer(ds),
+        "ddr_bytes": float(kinds.sum()),
+        "weight_bytes": float(kinds.sel(tensor_kind="weights")),
+        "kv_bytes": float(kinds.sel(tensor_kind="kv")),
+        "activation_bytes": float(kinds.sel(tensor_kind="activations")),
+        "macs": int(ds.macs.sum()),
+        "energy_j": float(ds.energy_pj.sum()) * 1e-12,
+        "dispatch_seconds": float(ds.dispatch_seconds),
+        "dispatch_share": float(ds.dispatch_seconds) / seconds,
+        "dispatches": int(ds.attrs["dispatches"]),
+        "program_reload_seconds": float(ds.program_reload_seconds),
+        "preload_seconds": float(ds.preload_seconds),
+        "fusion": ds.attrs["fusion"],
+        "compute_s": float(ds.compute_seconds.sum()),
+        "exposed_compute_s": float(ds.exposed_compute_seconds.sum()),
+        "movement_s": float(ds.movement_seconds.sum()),
+        "bound_by": max(bound_time, key=bound_time.get),
+        "time_by_bound": bound_time,
+    }

@@ -1,0 +1,158 @@
+"""Dispatches: what one host dispatch can hold, the greedy default cut, and what a cut costs.
+
+A dispatch is one run of a runtime sequence on one configuration of the array. It holds only what
+fits (``DispatchLimits``):
+
+- the runtime sequence: its instructions (BD writes, task pushes, syncs) must fit the instruction
+  buffer;
+- core program memory: every distinct kernel a core runs in the dispatch is linked into its
+  program; when they do not fit, the cores' programs are reloaded (an ELF load) at every layer;
+- static weights: with ``residency="static"`` a dispatch's weights must fit in the array's memories.
+
+BD and lock counts per tile are checked op by op (each op's design is validated; a dispatch
+re-writes BDs between ops through its runtime sequence).
+
+A cut costs the host round trip (``Arch.dispatch_overhead_s``), the activations that stayed on chip
+across it now written out and read back (the ops on each side are simulated with DDR operands), and,
+with static weights, reloading every dispatch's weights on every pass (one dispatch keeps them
+resident across decode steps).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ConfigError
+
+
+@dataclass(frozen=True)
+class DispatchLimits:
+    """Capacities of one dispatch. Program memory: 16 KiB per compute tile (AM020, ARCH_FACTS.md).
+    Code sizes, instruction sizes and the instruction buffer are assumptions (no public figure):
+    a BD write is about 8 register words, a task push or a sync 2 words."""
+
+    program_memory_bytes: int = 16384
+    matmul_kernel_bytes: int = 2048  # per distinct (tile shape, datapath) microkernel: assumption
+    vector_kernel_bytes: int = 512  # per vector op class: assumption
+    core_loop_bytes: int = 1024  # the core's main loop, locks and calls: assumption
+    instruction_buffer_words: int = 262144  # 1 MiB runtime sequence: assumption
+    words_per_bd: int = 8
+    words_per_push: int = 2
+    words_per_wait: int = 2
+    program_reload_s: float = 75e-6  # Phoenix: 40-110 us to load a core's program (jdominick05)
+
+    def validate(self) -> "DispatchLimits":
+        from ..errors import Problems
+
+        p = Problems("dispatch limits")
+        for name, value in self.__dict__.items():
+            p.check(isinstance(value, (int, float)) and value >= 0, name, value, "a number >= 0")
+        p.raise_if_any()
+        return self
+
+
+@dataclass
+class OpFootprint:
+    """What one op (all its repeats) adds to a dispatch."""
+
+    sequence_words: int
+    kernels: frozenset
+    static_weight_bytes: float = 0.0
+
+
+def host_counts(design) -> tuple[int, int]:
+    """(distinct BDs pushed, syncs) of one design's runtime sequence."""
+    from ..design import Push
+
+    pushes = [op for op in design.host if isinstance(op, Push)]
+    return len({id(op.bd) for op in pushes}), len(design.host) - len(pushes)
+
+
+def sequence_words(counts: tuple[int, int], limits: DispatchLimits) -> int:
+    """Runtime-sequence words. The engine's host pushes step by step; a compiled sequence covers
+    each BD's whole access pattern with one multi-dimensional task (4D addressing and repeat
+    counts), so each distinct BD costs one BD write and one push, plus every sync."""
+    bds, waits = counts
+    return (limits.words_per_bd + limits.words_per_push) * bds + limits.words_per_wait * waits
+
+
+def program_bytes(kernels: set, limits: DispatchLimits) -> int:
+    """Program memory of a core that runs ``kernels`` (("matmul", ...) or ("vector", class))."""
+    size = limits.core_loop_bytes
+    for k in kernels:
+        size += limits.matmul_kernel_bytes if k[0] == "matmul" else limits.vector_kernel_bytes
+    return size
+
+
+@dataclass
+class DispatchPlan:
+    """Dispatch index per op, and per dispatch what it holds."""
+
+    of_op: list[int]
+    cuts: tuple[int, ...]
+    sequence_words: list[int] = field(default_factory=list)
+    program_bytes: list[int] = field(default_factory=list)
+    static_weight_bytes: list[float] = field(default_factory=list)
+    reload_programs: list[bool] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.cuts) + 1
+
+
+def assign(layers: list[int], cuts: tuple[int, ...]) -> list[int]:
+    """Dispatch of each op: the head's embedding runs in the first, final norm and LM head in the last."""
+    n_layers = 1 + max(layers)
+    out = []
+    for i, layer in enumerate(layers):
+        eff = layer if layer >= 0 else (-1 if i == 0 else n_layers)
+        out.append(sum(eff > c for c in sorted(cuts)))
+    return out
+
+
+def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...] | None,
+         limits: DispatchLimits, capacity_bytes: int) -> DispatchPlan:
+    """Check ``cuts`` (or, when None, find the greedy cut: fill each dispatch with whole layers while
+    everything fits) against the limits; raise ConfigError naming what does not fit."""
+    n_layers = 1 + max(layers)
+    if cuts is None:
+        cuts = _greedy(layers, footprints, limits, capacity_bytes, n_layers)
+    of_op = assign(layers, cuts)
+    p = DispatchPlan(of_op, tuple(sorted(cuts)))
+    problems = []
+    for d in range(p.count):
+        mine = [f for f, x in zip(footprints, of_op) if x == d]
+        words = sum(f.sequence_words for f in mine)
+        kernels = set().union(*(f.kernels for f in mine)) if mine else set()
+        static = sum(f.static_weight_bytes for f in mine)
+        p.sequence_words.append(words)
+        p.program_bytes.append(program_bytes(kernels, limits))
+        p.static_weight_bytes.append(static)
+        p.reload_programs.append(p.program_bytes[-1] > limits.program_memory_bytes)
+        if words > limits.instruction_buffer_words:
+            problems.append(f"dispatch {d}: runtime sequence = {words} words; the instruction buffer holds "
+                            f"{limits.instruction_buffer_words}: add cuts")
+        if static > capacity_bytes:
+            problems.append(f"dispatch {d}: static weights = {static:.0f} bytes; the array holds "
+                            f"{capacity_bytes} bytes on chip: add cuts or stream weights")
+    if problems:
+        raise ConfigError(problems, "dispatch")
+    return p
+
+
+def _greedy(layers, footprints, limits, capacity_bytes, n_layers) -> tuple[int, ...]:
+    per_layer = [[0, 0.0] for _ in range(n_layers)]  # the head's ops count with the first/last layer
+    for i, (layer, f) in enumerate(zip(layers, footprints)):
+        key = layer if layer >= 0 else (0 if i == 0 else n_layers - 1)
+        per_layer[key][0] += f.sequence_words
+        per_layer[key][1] += f.static_weight_bytes
+    cuts, words, static = [], 0, 0.0
+    for layer, (w, s) in enumerate(per_layer):
+        if w > limits.instruction_buffer_words or s > capacity_bytes:
+            what = "runtime sequence" if w > limits.instruction_buffer_words else "static weights"
+            raise ConfigError([f"layer {layer}: its {what} alone does not fit one dispatch "
+                               f"({w} words, {s:.0f} bytes of static weights)"], "dispatch")
+        if layer and (words + w > limits.instruction_buffer_words or static + s > capacity_bytes):
+            cuts.append(layer - 1)
+            words, static = 0, 0.0
+        words, static = words + w, static + s
+    return tuple(cuts)
