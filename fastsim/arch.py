@@ -86,7 +86,8 @@ class Arch:
     lock_acquire_cycles: int = 1
     lock_release_cycles: int = 1
     dispatch_overhead_s: float = 50e-6
-    reconfiguration_s: float = 106e-6
+    reconfiguration_s: float = 106e-6  # overlay switch that rewrites routes and BDs only
+    elf_reload_s: float = 2.67e-3  # overlay switch that also loads new core programs
     # Energy (assumptions: AMD publishes no per-operation energy for AIE-ML; orders of magnitude
     # from published accelerator surveys: LPDDR5 about 4-5 pJ/bit, on-chip SRAM+stream moves well
     # under 1 pJ/byte, bf16 MACs a few times an int8 MAC). Override per study.
@@ -214,6 +215,7 @@ NPU2 = Arch(
     core_load_bytes_per_cycle=128, core_store_bytes_per_cycle=64,  # AM027 (AIE-ML v2)
     dispatch_overhead_s=52e-6,  # xrt empty-kernel dispatch, Strix Halo/Linux
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
+    elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
     notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption"},
 )
 
@@ -256,7 +258,7 @@ def validate(arch: Arch) -> Arch:
             arch.switch_buffer_bytes, f"must be >= stream_bytes_per_cycle ({arch.stream_bytes_per_cycle})")
     for f in ("bd_setup_cycles", "bd_chain_cycles", "lock_acquire_cycles", "lock_release_cycles"):
         p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 cycles")
-    for f in ("dispatch_overhead_s", "reconfiguration_s"):
+    for f in ("dispatch_overhead_s", "reconfiguration_s", "elf_reload_s"):
         p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 seconds")
     p.check(arch.core_mesh_rows >= 0 and arch.core_mesh_cols >= 0, "core_mesh_rows/cols",
             (arch.core_mesh_rows, arch.core_mesh_cols), "must be >= 0 (0: no mesh model)")

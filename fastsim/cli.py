@@ -224,10 +224,14 @@ def _parse_cuts(text):
 @click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
 @click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
 @click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), default=None,
+              help="TOML with a [prefill] and/or [decode] table: fusion, columns, dataflow per regime")
+@click.option("--save-overlay", "save_overlay", type=click.Path(dir_okay=False), default=None,
+              help="write the layout this run used as an overlay TOML")
 @click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
 @click.pass_context
 def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, fusion,
-        dataflows, columns, residency, efficiency):
+        dataflows, columns, residency, overlay_path, save_overlay, efficiency):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
@@ -240,11 +244,18 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
                          dataflow=_parse_dataflow(dataflows), residency=residency,
                          columns={k: int(v) for k, v in _parse_dataflow(columns).items()},
                          cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency, fusion=fusion)
+        from .mapping import overlay as overlay_io
+
+        overlays = overlay_io.load(overlay_path) if overlay_path else {}
         if regime == "generate":
             from .llm.run import simulate_generation
-            g = simulate_generation(study, new_tokens, opts["arch"])
+            g = simulate_generation(study, new_tokens, opts["arch"], overlays=overlays)
         else:
-            ds = simulate_llm(study, opts["arch"])
+            from .llm.run import apply_overlay
+            ds = simulate_llm(apply_overlay(study, overlays.get(regime)), opts["arch"])
+            if save_overlay:
+                from .llm.assemble import overlay_of
+                overlay_io.save({regime: overlay_of(ds)}, save_overlay)
     except (ConfigError, SimulationError, ValueError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
@@ -254,7 +265,8 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
         else:
             click.echo(f"{g['model']}: prompt {prompt} + {new_tokens} new tokens on {g['arch']}")
             click.echo(f"  time to first token  {g['ttft_s'] * 1e3:,.2f} ms (prefill)")
-            click.echo(f"  overlay switch       {g['overlay_s'] * 1e6:,.0f} us")
+            click.echo(f"  overlay switch       {g['overlay_s'] * 1e6:,.0f} us ({g['overlay_change']}; "
+                       f"prefill {g['prefill_fusion']}, decode {g['decode_fusion']})")
             click.echo(f"  decode               {g['decode_s'] * 1e3:,.2f} ms ({g['tpot_s'] * 1e3:,.3f} ms/token mean)")
             click.echo(f"  total                {g['seconds'] * 1e3:,.2f} ms ({g['tokens_per_s']:,.1f} new tokens/s)")
         return

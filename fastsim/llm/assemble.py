@@ -100,6 +100,8 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
             "bound_by": (op_dim, bound, {"description": "resource with the highest utilization in the op"}),
             "dataflow": (op_dim, flow_of, {"description": "ws, is, os, or stream (vector ops)"}),
             "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
+            "op_columns": (op_dim, np.array([results[p.key]["cols"] for p in placed], np.int64),
+                           {"units": "columns", "description": "columns the op's cores occupy"}),
             "input_on_chip": (op_dim, np.array([p.chip.x for p in placed]), {"description":
                               "activation input read from mem tiles (fused), not DDR"}),
             "output_on_chip": (op_dim, np.array([p.chip.y for p in placed]), {"description":
@@ -140,9 +142,23 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
                "batch": study.batch, "weights": precision.weights, "kv": precision.kv, "arch": arch.name,
                "dispatches": n_dispatch, "cuts": ",".join(str(c) for c in dispatch.cuts),
                "residency": study.residency, "noop": ",".join(study.noop),
-               "fusion": fusion["chosen"], "fusion_alternatives": fusion["alternatives"]},
+               "fusion": fusion["chosen"], "fusion_alternatives": fusion["alternatives"],
+               "kernels": ";".join(sorted({repr(k) for p in placed for k in results[p.key]["kernels"]}))},
     )
     return ds
+
+
+def overlay_of(ds: xr.Dataset):
+    """The overlay a run used: its fusion choice, columns per op and dataflow per matmul op
+    (identical layers agree, so one entry per op name)."""
+    from ..mapping.overlay import Overlay
+
+    cols, flows = {}, {}
+    for name, c, flow in zip(ds.op_name.values, ds.op_columns.values, ds.dataflow.values):
+        cols[str(name)] = int(c)
+        if flow in ("ws", "is", "os"):
+            flows[str(name)] = str(flow)
+    return Overlay(ds.attrs["regime"], ds.attrs["fusion"], cols, flows)
 
 
 def _ratio(a, b):

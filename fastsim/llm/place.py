@@ -77,7 +77,8 @@ def place(ops: list[Op], model: ModelConfig, precision: Precision, study: LlmStu
 
 
 def _pinned(table: dict, op: Op):
-    return table.get(op.name) or table.get(op.op_class)
+    """A pin by op name, else by fusion group kind (overlays place groups), else by op class."""
+    return table.get(op.name) or table.get(kind_of(op.name)) or table.get(op.op_class)
 
 
 def _columns(study: LlmStudy, op: Op, arch: Arch) -> int | None:

@@ -20,7 +20,7 @@ from ..design import compute_cycles_by_kernel
 from ..errors import ConfigError
 from ..design import buffer_peaks
 from ..mapping.dispatch import DispatchLimits, OpFootprint, assign, host_counts, plan as plan_dispatches, sequence_words
-from ..mapping.fusion import GROUPS
+from ..mapping.fusion import GROUPS, fusion_kinds
 from ..report import utilizations
 from ..simulation import simulate
 from .assemble import TENSOR_KINDS, assemble, by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
@@ -53,10 +53,11 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
     unfused = place(ops, model, precision, study, arch, set(), False, one)
     results = _results(unfused, mapping, arch, study, precision, strict=True)
     chosen, alternatives = unfused, {"none": _op_total(unfused, results, arch)}
-    if study.fusion in ("auto", "groups"):
-        grouped = place(ops, model, precision, study, arch, set(GROUPS), False, one)
+    kinds = fusion_kinds(study.fusion)
+    if kinds:
+        grouped = place(ops, model, precision, study, arch, kinds, False, one)
         results.update(_results(grouped, mapping, arch, study, precision, strict=False))
-        chosen, picked = _best_per_kind(unfused, grouped, results, arch, study.fusion == "groups")
+        chosen, picked = _best_per_kind(unfused, grouped, results, arch, study.fusion != "auto")
         alternatives["groups:" + "+".join(picked)] = _op_total(chosen, results, arch)
     capacity = arch.compute_tiles * arch.compute.memory_bytes + arch.columns * arch.mem_rows * arch.mem.memory_bytes
     dispatch = plan_dispatches(layers, _footprints(chosen, results, study, limits), cuts, limits, capacity)
@@ -185,7 +186,7 @@ def _design_result(sim: xr.Dataset, i: int, design, flow: str, kernels, arch: Ar
                 cast=per_core[0].get("cast", 0) / busy if busy else 0.0, shim=_shim_bytes(sim, i),
                 compute=max((sum(c.values()) for c in per_core), default=0),
                 movement=int(row.total_cycles),  # a NOOP design's own time (replaced by its twin's otherwise)
-                l1_peak=l1, l2_peak=l2, host=host_counts(design),
+                l1_peak=l1, l2_peak=l2, host=host_counts(design), cols=len({t.col for t in design.cores}),
                 kernels=frozenset(kernels))
 
 
@@ -201,29 +202,48 @@ def _shim_bytes(sim: xr.Dataset, i: int) -> dict[str, float]:
     return out
 
 
-def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4) -> dict:
-    """A request end to end: prefill of ``study.prompt`` tokens, one overlay switch (prefill and
-    decode use different placements, so the array is reconfigured: ``arch.reconfiguration_s``), then
+def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
+    """The study laid out as ``overlay`` says (its pins added to, and winning over, the study's)."""
+    if overlay is None:
+        return study
+    return replace(study, fusion=overlay.fusion, columns={**study.columns, **overlay.columns},
+                   dataflow={**study.dataflow, **overlay.dataflow})
+
+
+def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,
+                        overlays: dict | None = None) -> dict:
+    """A request end to end: prefill of ``study.prompt`` tokens, one overlay switch, then
     ``new_tokens`` decode steps whose context grows from the prompt length.
 
-    Decode steps are simulated at ``samples`` contexts spread over the range and interpolated
-    linearly in between (decode time is piecewise linear in context: KV reads grow linearly).
+    Each regime runs on its own overlay (``overlays`` by regime; else each regime's searched
+    layout). The switch costs ``Arch.reconfiguration_s`` when the cores keep their programs (the
+    two layouts link the same kernels: only routes and BDs change) and ``Arch.elf_reload_s`` when
+    they do not. Decode steps are simulated at ``samples`` contexts spread over the range and
+    interpolated linearly in between (decode time is piecewise linear in context: KV reads grow
+    linearly).
     """
+    from ..mapping.overlay import switch_seconds
+
     if new_tokens < 1:
         raise ConfigError([f"new_tokens = {new_tokens}: must be >= 1"], "generation")
-    prefill = simulate_llm(replace(study, regime="prefill"), arch)
+    overlays = overlays or {}
+    prefill = simulate_llm(apply_overlay(replace(study, regime="prefill"), overlays.get("prefill")), arch)
     first, last = study.prompt, study.prompt + new_tokens - 1
     contexts = sorted({int(round(x)) for x in np.linspace(first, last, max(2, samples))})
-    steps = [simulate_llm(replace(study, regime="decode", context=c), arch) for c in contexts]
+    decode = apply_overlay(replace(study, regime="decode"), overlays.get("decode"))
+    steps = [simulate_llm(replace(decode, context=c), arch) for c in contexts]
     per_step = np.interp(np.arange(first, last + 1), contexts, [float(s.total_seconds) for s in steps])
     ttft = float(prefill.total_seconds)
-    overlay = arch.reconfiguration_s
-    total = ttft + overlay + float(per_step.sum())
+    switch, changes = switch_seconds(set(prefill.attrs["kernels"].split(";")),
+                                     set(steps[-1].attrs["kernels"].split(";")), arch)
+    total = ttft + switch + float(per_step.sum())
     return {
         "model": prefill.attrs["model"], "prompt": study.prompt, "new_tokens": new_tokens, "arch": arch.name,
-        "seconds": total, "ttft_s": ttft, "overlay_s": overlay, "decode_s": float(per_step.sum()),
+        "seconds": total, "ttft_s": ttft, "overlay_s": switch, "overlay_change": changes,
+        "decode_s": float(per_step.sum()),
         "tpot_s": float(per_step.mean()), "tokens_per_s": (study.batch * new_tokens) / total,
         "decode_contexts_simulated": contexts,
+        "prefill_fusion": prefill.attrs["fusion"], "decode_fusion": steps[-1].attrs["fusion"],
         "prefill_by_class": by_class(prefill),
         "decode_by_class_at_last_context": by_class(steps[-1]),
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import Problems
-from ..mapping.fusion import MODES as FUSION_MODES
+from ..mapping.fusion import GROUPS, MODES as FUSION_MODES, valid_fusion
 from ..mapping.space import DATAFLOWS
 from .graph import OP_CLASSES, VectorCosts
 from .model import ModelConfig, Precision, get_model
@@ -53,5 +53,6 @@ class LlmStudy:
         for c in self.cuts:
             p.check(0 <= c < model.num_layers - 1, "cuts", c, f"layer indices in 0..{model.num_layers - 2}")
         p.check(0 < self.kernel_efficiency <= 1, "kernel_efficiency", self.kernel_efficiency, "in (0, 1]")
-        p.check(self.fusion in FUSION_MODES, "fusion", self.fusion, f"one of {FUSION_MODES}")
+        p.check(valid_fusion(self.fusion), "fusion", self.fusion,
+                f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUPS)})")
         p.raise_if_any()

@@ -25,7 +25,8 @@ GROUPS = {
     "flash_attention": ("attn_scores", "softmax", "attn_v"),
     "ffn": ("ffn_norm", "ffn_gate", "ffn_up", "silu_mul", "ffn_down"),
 }
-MODES = ("auto", "none", "groups", "chain")  # auto: the search picks per group (and chain when it fits)
+MODES = ("auto", "none", "groups", "chain")  # auto: the search picks per group (and chain when it fits);
+# a fusion value may also name group kinds joined by "+" (e.g. "ffn+flash_attention"): exactly those
 
 # producers of each op's activation input: (op name, layer offset); "prev" = the previous layer's
 # output (the first layer reads the embedding instead); attention reads K and V from DDR (the KV
@@ -53,6 +54,19 @@ PRODUCERS = {
 FLASH_KV_BLOCK = 64  # keys per online-softmax block (one microkernel's n; assumption)
 FLASH_WINDOW_BYTES = 16384  # ring of score/probability blocks per on-chip buffer (assumption)
 BLOCK_L2_SHARE = 0.25  # a token block's largest intermediate may fill this share of all mem tiles
+
+
+def fusion_kinds(fusion: str) -> set[str]:
+    """The group kinds a fusion value tries: all for auto/groups, the named ones, none otherwise."""
+    if fusion in ("auto", "groups"):
+        return set(GROUPS)
+    if fusion in ("none", "chain"):
+        return set()
+    return set(fusion.split("+"))
+
+
+def valid_fusion(fusion) -> bool:
+    return isinstance(fusion, str) and (fusion in MODES or all(k in GROUPS for k in fusion.split("+")))
 
 
 @dataclass(frozen=True)
