@@ -16,9 +16,8 @@ import numpy as np
 import xarray as xr
 
 from ..arch import Arch, NPU2
-from ..design import compute_cycles_by_kernel
+from ..design import buffer_peaks, compute_cycles_by_kernel
 from ..errors import ConfigError
-from ..design import buffer_peaks
 from ..mapping.dispatch import DispatchLimits, OpFootprint, assign, host_counts, plan as plan_dispatches, sequence_words
 from ..mapping.fusion import GROUPS, fusion_kinds
 from ..report import utilizations
