@@ -123,6 +123,9 @@ def test_cuts__more_cuts_mean_more_ddr_bytes_and_more_time():
 
 
 def test_noop__gemm_saves_its_exposed_compute_and_accounting_adds_up():
+    """Each op's movement time is its NOOP twin's time, so the equality holds when the class-level
+    NOOP run builds exactly the twins (same mappings, no cross-op effects): this guards that the
+    two paths stay the same design."""
     study = LlmStudy(regime="prefill", prompt=256, fusion="none")
     base = simulate_llm(study)
     noop = simulate_llm(replace(study, noop=("gemm",)))

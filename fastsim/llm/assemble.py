@@ -68,8 +68,13 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
     preload_s = 0.0 if resident else static.sum() / arch.ddr_bytes_per_s
     dispatch_s = n_dispatch * arch.dispatch_overhead_s
     n_layers = model.num_layers
-    reload_s = sum(limits.program_reload_s * sum(1 for x in set(layer_of[np.array(dispatch.of_op) == d]) if x >= 0)
-                   for d in range(n_dispatch) if dispatch.reload_programs[d])
+    # a dispatch whose kernels exceed program memory reloads the cores' programs once per layer
+    of_op = np.array(dispatch.of_op)
+    reload_s = 0.0
+    for d in range(n_dispatch):
+        if dispatch.program_bytes[d] > limits.program_memory_bytes:
+            layers_in_d = {x for x in layer_of[of_op == d] if x >= 0}
+            reload_s += limits.program_reload_s * len(layers_in_d)
     total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s
     tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
 

@@ -45,7 +45,7 @@ def place(ops: list[Op], model: ModelConfig, precision: Precision, study: LlmStu
     a = precision.activation_bytes
     l2 = arch.columns * arch.mem_rows * arch.mem.memory_bytes
     h, f = model.hidden_size, model.ffn_size
-    widths = {"norm_qkv": h * a, "ffn": 2 * f * a, "flash_attention": 0.0}
+    widths = {"norm_qkv": h * a, "ffn": 2 * f * a}  # flash attention needs no token blocks (a ring)
     blocks = {}
     if chain:
         # live at once between ops: the residual stream, a normed copy and the FFN's two halves

@@ -67,9 +67,8 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
                                "(use groups or auto)"], "llm fusion")
         if chained is not None:
             results.update(_results(chained, mapping, arch, study, precision, strict=study.fusion == "chain"))
-            ok = all(p.key in results for p in chained)
-            if ok:
-                total = _op_total(chained, results, arch)
+            total = _op_total(chained, results, arch)
+            if total < float("inf"):
                 alternatives["chain"] = total
                 if study.fusion == "chain" or total < _op_total(chosen, results, arch):
                     chosen = chained

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problems
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,6 @@ class DispatchLimits:
     program_reload_s: float = 75e-6  # Phoenix: 40-110 us to load a core's program (jdominick05)
 
     def validate(self) -> "DispatchLimits":
-        from ..errors import Problems
-
         p = Problems("dispatch limits")
         for name, value in self.__dict__.items():
             p.check(isinstance(value, (int, float)) and value >= 0, name, value, "a number >= 0")
@@ -92,7 +90,6 @@ class DispatchPlan:
     sequence_words: list[int] = field(default_factory=list)
     program_bytes: list[int] = field(default_factory=list)
     static_weight_bytes: list[float] = field(default_factory=list)
-    reload_programs: list[bool] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -127,7 +124,6 @@ def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...]
         p.sequence_words.append(words)
         p.program_bytes.append(program_bytes(kernels, limits))
         p.static_weight_bytes.append(static)
-        p.reload_programs.append(p.program_bytes[-1] > limits.program_memory_bytes)
         if words > limits.instruction_buffer_words:
             problems.append(f"dispatch {d}: runtime sequence = {words} words; the instruction buffer holds "
                             f"{limits.instruction_buffer_words}: add cuts")

@@ -137,12 +137,12 @@ def is_flash(group: str, name: str) -> bool:
 
 
 def block_tokens(tokens: int, width_bytes: float, l2_bytes: int) -> int:
-    """The largest power-of-two token block (at most ``tokens``) whose widest intermediate
-    (``width_bytes`` per token) fits in ``BLOCK_L2_SHARE`` of the array's mem tiles; 0 if none."""
+    """All ``tokens`` if their widest intermediate (``width_bytes`` per token) fits in
+    ``BLOCK_L2_SHARE`` of the array's mem tiles, else the largest power-of-two block that does; 0 if
+    not even one token fits."""
     budget = BLOCK_L2_SHARE * l2_bytes
-    block = 1
-    while block * 2 <= tokens and block * 2 * width_bytes <= budget:
-        block *= 2
-    if block >= tokens and tokens * width_bytes <= budget:
+    if tokens * width_bytes <= budget:
         return tokens
-    return block if block * width_bytes <= budget else 0
+    if width_bytes > budget:
+        return 0
+    return 1 << int(budget // width_bytes).bit_length() - 1

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arch import Arch
+from ..workloads.paths import onchip_bytes
 from .space import Matmul, Mapping
 
 ACC_BYTES = 4  # partial sums are fp32 / int32 accumulators
@@ -208,8 +209,8 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     mem_unit_b = unit_b if res_b else l1_b
     # on-chip operands (fused groups): one buffer per part or producer, the whole of it or a window
     a_chip, c_chip = op.a_on_chip, op.c_on_chip
-    chip_a = np.maximum(_window(part_a, op.onchip_window_bytes), l1_a)
-    chip_c = np.maximum(_window(mt * nt * c_tile, op.onchip_window_bytes), c_tile)
+    chip_a = onchip_bytes(part_a, op.onchip_window_bytes, l1_a)
+    chip_c = onchip_bytes(mt * nt * c_tile, op.onchip_window_bytes, c_tile)
     join = b.groups * chip_c if c_chip else 2 * b.groups * c_tile
 
     def mem_bytes(da, db):
@@ -291,11 +292,6 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         padded_macs=padded_macs, padding_waste=padded_macs / max(1, op.macs) - 1,
         useful=_useful(op, mp, reps_a, reps_b),
     )
-
-
-def _window(nbytes, window: int):
-    """Bytes an on-chip buffer holds: the whole operand, or at most a window of it."""
-    return np.minimum(nbytes, words(window)) if window else nbytes
 
 
 def _useful(op: Matmul, mp: Mapping, reps_a, reps_b):

@@ -1,12 +1,22 @@
 """Data paths shared by the whole-array designs (mlir-aie ObjectFifo link/join patterns)."""
 from __future__ import annotations
 
+import numpy as np
+
 from ..design import BD, Design, Lock, mm2s, s2mm
 
 
 def whole_words(nbytes: float) -> int:
     """Bytes rounded up to whole 32-bit words (DMAs move words), at least one word."""
     return max(4, -(-int(-(-nbytes // 1)) // 4) * 4)
+
+
+def onchip_bytes(nbytes, window: int, unit):
+    """Bytes of an on-chip hand-off buffer: the whole operand, or a ring of ``window`` bytes, never
+    less than one transfer ``unit`` (works on numpy arrays and plain numbers)."""
+    if not window:
+        return nbytes
+    return np.maximum(np.minimum(nbytes, whole_words(window)), unit)
 
 
 def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_channel: int,

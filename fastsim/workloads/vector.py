@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
-from .paths import join_outputs, push_round, whole_words
+from .paths import join_outputs, onchip_bytes, push_round, whole_words
 
 ROWS_PER_TILE = 32  # rows of a tile (fewer when the op has fewer)
 ELEMS_PER_TILE = 64  # most elements of a row a core processes per tile
@@ -59,8 +59,8 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
     d = Design(arch, op.name)
     x_in, x_sends = {}, {}
 
-    def held(nbytes, unit):  # an on-chip buffer: the whole per-core stream, or a window of it
-        return max(unit, min(nbytes, whole_words(op.onchip_window_bytes))) if op.onchip_window_bytes else nbytes
+    def held(nbytes, unit):  # an on-chip buffer: the whole per-core stream, or a ring of it
+        return int(onchip_bytes(nbytes, op.onchip_window_bytes, unit))
 
     for c in range(cols):
         memt = d.mem(c)
