@@ -219,8 +219,10 @@ def _parse_cuts(text):
 @click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
 @click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12 "
               "(default: the greedy feasible cut)")
-@click.option("--fusion", type=click.Choice(["auto", "none", "groups", "chain"]), default="auto", show_default=True,
-              help="auto: search per group (norm_qkv, flash_attention, ffn) and chain; none: every op via DDR")
+@click.option("--fusion", default="auto", show_default=True,
+              help="auto: search per group (norm_qkv, flash_attention, ffn), pipelines (prefill) and chain; "
+                   "none: every op via DDR; groups; chain; or kinds joined by +, KIND:pipeline for a "
+                   "spatial pipeline, e.g. ffn:pipeline+flash_attention")
 @click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
 @click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
 @click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)

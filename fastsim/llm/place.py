@@ -24,11 +24,12 @@ class Placed:
 
     op: Op
     chip: OnChip = OnChip()
+    pipelined: tuple = ()  # (group kind, columns, first column, blocks) when its group is a pipeline
 
     @property
     def key(self) -> tuple:
         """Instances with equal keys have identical designs (simulated once)."""
-        return self.op.shape_key + (self.op.name, self.chip.x, self.chip.y, self.chip.window_bytes)
+        return self.op.shape_key + (self.op.name, self.chip.x, self.chip.y, self.chip.window_bytes, self.pipelined)
 
 
 def kind_of(name: str) -> str:

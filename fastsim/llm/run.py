@@ -19,11 +19,12 @@ from ..arch import Arch, NPU2
 from ..design import buffer_peaks, compute_cycles_by_kernel
 from ..errors import ConfigError
 from ..mapping.dispatch import DispatchLimits, OpFootprint, assign, host_counts, plan as plan_dispatches, sequence_words
-from ..mapping.fusion import GROUPS, fusion_kinds
+from ..mapping.fusion import GROUPS, PIPELINE, PIPELINE_STAGES, fusion_kinds, pipelined_kinds
 from ..report import utilizations
 from ..simulation import simulate
 from .assemble import TENSOR_KINDS, assemble, by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
 from .graph import build_graph
+from .pipelined import pipelined_group, share_results
 from .place import Placed, kind_of, op_design, place
 from .study import LlmStudy  # noqa: F401 (re-exported)
 
@@ -58,6 +59,8 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         results.update(_results(grouped, mapping, arch, study, precision, strict=False))
         chosen, picked = _best_per_kind(unfused, grouped, results, arch, study.fusion != "auto")
         alternatives["groups:" + "+".join(picked)] = _op_total(chosen, results, arch)
+        if study.regime == "prefill":
+            chosen = _pipelines(unfused, grouped, chosen, results, mapping, study, precision, arch, alternatives)
     capacity = arch.compute_tiles * arch.compute.memory_bytes + arch.columns * arch.mem_rows * arch.mem.memory_bytes
     dispatch = plan_dispatches(layers, _footprints(chosen, results, study, limits), cuts, limits, capacity)
     if study.fusion in ("auto", "chain"):
@@ -75,12 +78,15 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
                     dispatch = plan_dispatches(layers, _footprints(chosen, results, study, limits), dispatch.cuts,
                                                limits, capacity)
     label = _label(chosen)
-    fusion = {"chosen": label, "alternatives": "; ".join(f"{k} {v * 1e3:.4g} ms" for k, v in alternatives.items())}
+    fusion = {"chosen": label, "alternatives": "; ".join(
+        f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}" for k, v in alternatives.items())}
     return assemble(study, model, precision, arch, chosen, results, dispatch, limits, fusion)
 
 
 def _label(placed: list[Placed]) -> str:
-    groups = {p.chip.group.split("@")[0].rstrip("0123456789") for p in placed if p.chip.group}
+    """The fusion value that reproduces ``placed`` (what overlays store)."""
+    groups = {p.chip.group.split("@")[0].rstrip("0123456789") + (f":{PIPELINE}" if p.pipelined else "")
+              for p in placed if p.chip.group}
     return "+".join(sorted(groups)) or "none"
 
 
@@ -110,6 +116,56 @@ def _best_per_kind(unfused, grouped, results, arch, forced: bool):
                 out[i] = grouped[i]
             picked.append(kind)
     return out, picked
+
+
+def _pipelines(unfused, grouped, chosen, results, mapping, study, precision, arch, alternatives):
+    """Each fused group kind that can run as a spatial pipeline (``PIPELINE_STAGES``), tried on
+    top of ``chosen``: kept when faster under ``auto``, always when the fusion value asks for it
+    ("KIND:pipeline"). Alternatives that cannot be built say why in ``alternatives``."""
+    asked = pipelined_kinds(study.fusion)
+    tokens = study.batch * study.prompt
+    for kind in PIPELINE_STAGES:
+        if study.fusion != "auto" and kind not in asked:
+            continue
+        idx = [i for i, p in enumerate(unfused) if kind_of(p.op.name) == kind]
+        if not idx or not all(grouped[i].chip.group for i in idx):
+            continue
+        first = [i for i in idx if unfused[i].op.layer == unfused[idx[0]].op.layer]
+        try:
+            placed = _pipelined(first, unfused, grouped, results, mapping, tokens, study, precision, arch, kind)
+        except ConfigError as e:
+            if kind in asked:
+                raise
+            alternatives[f"{kind}:{PIPELINE}"] = "cannot: " + e.problems[0].split(";")[0]
+            continue
+        by_name = {p.op.name: p for p in placed}
+        candidate = list(chosen)
+        for i in idx:
+            like = by_name[unfused[i].op.name]
+            candidate[i] = Placed(replace(unfused[i].op, m=like.op.m, repeat=like.op.repeat),
+                                  replace(grouped[i].chip, window_bytes=0), like.pipelined)
+        total = _op_total(candidate, results, arch)
+        alternatives[f"{kind}:{PIPELINE}"] = total
+        if kind in asked or total < _op_total(chosen, results, arch):
+            chosen = candidate
+    return chosen
+
+
+def _pipelined(first, unfused, grouped, results, mapping, tokens, study, precision, arch, kind) -> list[Placed]:
+    """One layer of group ``kind`` as a pipeline: its ops as placed, their results added to
+    ``results`` (cached like any op's)."""
+    built = pipelined_group([unfused[i] for i in first], [grouped[i] for i in first],
+                            [results[grouped[i].key] for i in first], tokens, study, precision, arch, kind)
+    placed, designs, whole, twin, blocks, how, _ = built
+    if all((mapping, p.key) in _CACHE for p in placed):
+        results.update({p.key: _CACHE[(mapping, p.key)] for p in placed})
+        return placed
+    sim = simulate([*designs, whole, twin])
+    own = [_design_result(sim, j, d, flow, kernels, arch) for j, (d, (flow, kernels)) in enumerate(zip(designs, how))]
+    shared = share_results(placed, own, sim, (len(designs), len(designs) + 1), blocks)
+    for key, r in shared.items():
+        results[key] = _CACHE[(mapping, key)] = r
+    return placed
 
 
 def _footprints(placed, results, study, limits: DispatchLimits) -> list[OpFootprint]:

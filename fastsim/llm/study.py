@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import Problems
-from ..mapping.fusion import GROUPS, MODES as FUSION_MODES, valid_fusion
+from ..mapping.fusion import GROUPS, MODES as FUSION_MODES, PIPELINE_STAGES, valid_fusion
 from ..mapping.space import DATAFLOWS
 from .graph import OP_CLASSES, VectorCosts
 from .model import ModelConfig, Precision, get_model
@@ -54,5 +54,6 @@ class LlmStudy:
             p.check(0 <= c < model.num_layers - 1, "cuts", c, f"layer indices in 0..{model.num_layers - 2}")
         p.check(0 < self.kernel_efficiency <= 1, "kernel_efficiency", self.kernel_efficiency, "in (0, 1]")
         p.check(valid_fusion(self.fusion), "fusion", self.fusion,
-                f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUPS)})")
+                f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUPS)}), "
+                f"KIND:pipeline for {', '.join(PIPELINE_STAGES)}")
         p.raise_if_any()

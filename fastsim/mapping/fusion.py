@@ -26,7 +26,14 @@ GROUPS = {
     "ffn": ("ffn_norm", "ffn_gate", "ffn_up", "silu_mul", "ffn_down"),
 }
 MODES = ("auto", "none", "groups", "chain")  # auto: the search picks per group (and chain when it fits);
-# a fusion value may also name group kinds joined by "+" (e.g. "ffn+flash_attention"): exactly those
+# a fusion value may also name group kinds joined by "+" (e.g. "ffn+flash_attention"): exactly those;
+# "KIND:pipeline" runs that group as a spatial pipeline in prefill (see fastsim.llm.pipelined)
+PIPELINE = "pipeline"
+# a pipelined group's stages in order (ops of one stage run side by side on their own columns)
+PIPELINE_STAGES = {
+    "norm_qkv": (("attn_norm",), ("q_proj", "k_proj", "v_proj")),
+    "ffn": (("ffn_norm",), ("ffn_gate", "ffn_up"), ("silu_mul",), ("ffn_down",)),
+}
 
 # producers of each op's activation input: (op name, layer offset); "prev" = the previous layer's
 # output (the first layer reads the embedding instead); attention reads K and V from DDR (the KV
@@ -62,11 +69,22 @@ def fusion_kinds(fusion: str) -> set[str]:
         return set(GROUPS)
     if fusion in ("none", "chain"):
         return set()
-    return set(fusion.split("+"))
+    return {k.split(":")[0] for k in fusion.split("+")}
+
+
+def pipelined_kinds(fusion: str) -> set[str]:
+    """The group kinds a fusion value asks to run as pipelines ("KIND:pipeline")."""
+    if fusion in MODES:
+        return set()
+    return {k.split(":")[0] for k in fusion.split("+") if k.endswith(":" + PIPELINE)}
 
 
 def valid_fusion(fusion) -> bool:
-    return isinstance(fusion, str) and (fusion in MODES or all(k in GROUPS for k in fusion.split("+")))
+    def token(k):
+        kind, _, how = k.partition(":")
+        return kind in GROUPS and (not how or (how == PIPELINE and kind in PIPELINE_STAGES))
+
+    return isinstance(fusion, str) and (fusion in MODES or all(token(k) for k in fusion.split("+")))
 
 
 @dataclass(frozen=True)

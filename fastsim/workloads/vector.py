@@ -37,6 +37,7 @@ class VectorOp:
     x_on_chip: bool = False
     y_on_chip: bool = False
     onchip_window_bytes: int = 0
+    col0: int = 0  # first column (a concurrent group runs on its own columns)
 
 
 def vector_design(op: VectorOp, arch: Arch) -> Design:
@@ -45,6 +46,7 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
         p.check(getattr(op, f) >= 1, f, getattr(op, f), "must be >= 1")
     cols = op.cols or arch.columns
     p.check(1 <= cols <= arch.columns, "cols", cols, f"must be in 1..{arch.columns}")
+    p.check(0 <= op.col0 <= arch.columns - cols, "col0", op.col0, f"must be in 0..{arch.columns - cols} (cols = {cols})")
     p.raise_if_any()
     rows = arch.compute_rows
     per_core = math.ceil(op.n / (cols * rows))
@@ -58,11 +60,12 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
 
     d = Design(arch, op.name)
     x_in, x_sends = {}, {}
+    used = range(op.col0, op.col0 + cols)
 
     def held(nbytes, unit):  # an on-chip buffer: the whole per-core stream, or a ring of it
         return int(onchip_bytes(nbytes, op.onchip_window_bytes, unit))
 
-    for c in range(cols):
+    for c in used:
         memt = d.mem(c)
         if op.x_on_chip:
             for r in range(rows):
@@ -87,7 +90,7 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
             x_in[(c, r)] = fifo_endpoint(d, s2mm(d.compute(c, r), 1), 2, x_tile, f"X{c}_{r}")
             d.route(out, s2mm(d.compute(c, r), 1))
     keeps = {}
-    for c in range(cols):
+    for c in used:
         y_locks, keeps[c] = join_outputs(d, c, rows, y_tile, 5, "Y", held(tiles * y_tile, y_tile) if op.y_on_chip else 0)
         for r, (y_prod, y_cons) in enumerate(y_locks):
             x = x_in[(c, r)]
@@ -96,12 +99,11 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
                 Release(x["prod_lock"]), Release(y_cons))))
     # host: one round per tile, every column's input and output in step
     x_bds = [d.bd(mm2s(d.shim(c), 0), d.ddr_buffer(x_tile * rows, f"X{c}"), x_tile * rows, name=f"X{c}_ddr")
-             for c in range(cols)]
+             for c in used]
     y_bds = [d.bd(s2mm(d.shim(c), 0), d.ddr_buffer(y_tile * rows, f"Y{c}"), y_tile * rows, name=f"Y{c}_ddr")
-             for c in range(cols)]
-    ins = [(x_sends[(c, r)], 1) for c in range(cols) for r in range(rows)] if op.x_on_chip else \
-        [(x_bds[c], 1) for c in range(cols)]
-    outs = [(bd, 1) for c in range(cols) for bd in keeps[c]] if op.y_on_chip else [(y_bds[c], 1) for c in range(cols)]
+             for c in used]
+    ins = [(x_sends[(c, r)], 1) for c in used for r in range(rows)] if op.x_on_chip else [(bd, 1) for bd in x_bds]
+    outs = [(bd, 1) for c in used for bd in keeps[c]] if op.y_on_chip else [(bd, 1) for bd in y_bds]
     for _ in range(tiles):
         push_round(d, ins + outs)
     for bd, _ in outs:

@@ -1,0 +1,130 @@
+"""A fused group as a spatial pipeline (prefill): each op of the group on its own columns, the
+stages running concurrently over token blocks and handing activations over through mem tiles
+(``fastsim.mapping.pipeline``).
+
+Columns go to the ops in proportion to their time on the whole array (``stage_columns``), so the
+slowest stage, which sets the pace, is as fast as the split allows. The prompt runs in at least
+``PIPELINE_BLOCKS`` blocks (fewer blocks leave nothing to overlap; each block re-streams the
+group's weights). Per-op rows of a pipelined group carry shares of what the whole pipeline
+measured (time, data-movement time, traffic), in proportion to each op's time alone on its
+columns; the group's totals are exactly the pipeline's.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from ..arch import Arch
+from ..errors import ConfigError
+from ..mapping import Pins, matmul_design, search
+from ..mapping.fusion import PIPELINE_STAGES
+from ..mapping.pipeline import pipeline, stage_columns
+from ..validate import validate_design
+from ..workloads.vector import VectorOp, vector_design
+from .place import Placed, _matmul, _pinned
+
+PIPELINE_BLOCKS = 4  # token blocks a pipelined prefill group runs in, at least (assumption)
+MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
+
+
+def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int):
+    """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
+    token block."""
+    op = p.op
+    if op.kind == "vector":
+        spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, False,
+                        cols, op.name, p.chip.x, p.chip.y, 0, col0)
+        return (vector_design(spec, arch), vector_design(replace(spec, noop=True), arch), "stream",
+                frozenset({("vector", op.op_class)}))
+    real = _matmul(p, study, precision)
+    chosen = _pinned(study.dataflow, op)
+    flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
+    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0), top=1)
+    best = found.best
+    kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
+    if real.cast_cycles_per_weight:
+        kernels.add(("vector", "cast"))
+    return found.best_design, matmul_design(real, best, arch, noop=True), best.dataflow, frozenset(kernels)
+
+
+def pipelined_group(unfused: list[Placed], grouped: list[Placed], alone: list[dict], tokens: int, study,
+                    precision, arch: Arch, kind: str):
+    """One layer's ops of group ``kind`` as a pipeline. ``unfused``/``grouped``: the ops alone and
+    fused (on-chip flags, token block); ``alone``: each one's fused engine result on the whole
+    array, which sets the column split. Returns (placed ops, their stage designs, the pipeline,
+    its NOOP twin, blocks, (dataflow, kernels) per op); raises ConfigError saying why the group
+    cannot be pipelined. Blocks double (from ``PIPELINE_BLOCKS``) until every stage's buffers fit."""
+    index = {p.op.name: i for i, p in enumerate(unfused)}
+    stages = [[index[n] for n in stage if n in index] for stage in PIPELINE_STAGES[kind]]
+    stages = [s for s in stages if s]
+    order = [i for s in stages for i in s]
+    if any(unfused[i].op.repeat != 1 for i in order):
+        raise ConfigError([f"{kind}: ops that repeat (per head) cannot be pipelined"], "pipeline")
+    cols = _columns(stages, order, [alone[i]["cycles"] * grouped[i].op.repeat for i in order], unfused, study, arch)
+    blocks = max(PIPELINE_BLOCKS, max(math.ceil(tokens / grouped[i].op.m) for i in order))
+    while True:
+        try:
+            return _build(stages, order, cols, blocks, tokens, unfused, grouped, study, precision, arch, kind)
+        except ConfigError as e:
+            if blocks * 2 > min(tokens, MAX_BLOCKS) or not any("must fit" in x for x in e.problems):
+                raise
+            blocks *= 2
+
+
+def _columns(stages, order, weights, unfused, study, arch: Arch) -> list[int]:
+    """Columns per op, the most balanced split in which each consumer has a free mem-tile S2MM for
+    every producer column of the stage before (see ``_free_receives``)."""
+    pos = {i: j for j, i in enumerate(order)}
+
+    def feasible(split):
+        for before, stage in zip(stages, stages[1:]):
+            sources = sum(split[pos[i]] for i in before)
+            if any(split[pos[i]] * _free_receives(unfused[i].op, study, arch) < sources for i in stage):
+                return False
+        return True
+
+    return stage_columns(weights, arch.columns, feasible)
+
+
+def _free_receives(op, study, arch: Arch) -> int:
+    """Mem-tile S2MM channels per column a stage with its input on chip leaves free: the join takes
+    one per compute row; a matmul's streamed weights take one more (see the design builders)."""
+    weights = op.kind == "matmul" and not (study.residency == "static" and op.w_kind == "weights")
+    return max(1, arch.mem.s2mm_channels - arch.compute_rows - (1 if weights else 0))
+
+
+def _build(stages, order, cols, blocks, tokens, unfused, grouped, study, precision, arch, kind):
+    block = math.ceil(tokens / blocks)
+    placed, designs, twins, how, start = {}, {}, {}, {}, 0
+    for i, c in zip(order, cols):
+        chip = replace(grouped[i].chip, window_bytes=0)
+        one = Placed(replace(unfused[i].op, m=block), chip)
+        designs[i], twins[i], *how[i] = _stage_design(one, study, precision, arch, c, start)
+        placed[i] = Placed(replace(one.op, repeat=blocks), chip, pipelined=(kind, c, start, blocks))
+        start += c
+    whole = pipeline([[designs[i] for i in s] for s in stages], blocks, f"{kind} pipeline x{blocks}")
+    validate_design(whole)
+    twin = pipeline([[twins[i] for i in s] for s in stages], blocks, f"{kind} pipeline x{blocks} (noop)")
+    return ([placed[i] for i in order], [designs[i] for i in order], whole, twin, blocks,
+            [how[i] for i in order], order)
+
+
+def share_results(placed: list[Placed], stage_results: list[dict], sim, where: tuple[int, int],
+                  blocks: int) -> dict:
+    """Per-op results of a pipelined group: each op's own stage results (bytes, buffers, kernels)
+    with the pipeline's time, data-movement time and extra (hand-off) traffic shared out per
+    block in proportion to the op's time alone on its columns."""
+    whole, twin = where
+    cycles = int(sim.total_cycles.values[whole])
+    movement = int(sim.total_cycles.values[twin])
+    levels = sim.level_bytes.values[whole] / blocks
+    alone = np.array([r["cycles"] for r in stage_results], float)
+    share = alone / alone.sum()
+    extra = levels - sum(r["levels"] for r in stage_results)
+    out = {}
+    for p, r, s in zip(placed, stage_results, share):
+        out[p.key] = {**r, "cycles": int(round(cycles * s / blocks)), "movement": int(round(movement * s / blocks)),
+                      "levels": r["levels"] + s * extra}
+    return out
