@@ -20,8 +20,15 @@ def _load_arch(name: str):
 
 @click.group()
 @click.version_option(package_name="fastsim")
-def main():
+@click.option("--threads", default=None, type=click.IntRange(min=1),
+              help="threads a batch of designs is simulated on (default: $FASTSIM_THREADS or every core; "
+                   "results do not depend on it), e.g. fastsim --threads 1 run llm")
+def main(threads):
     """fastsim: cycle-level simulator of AI-Engine-style spatial NPUs."""
+    if threads is not None:
+        from .threads import ENV
+
+        os.environ[ENV] = str(threads)
 
 
 @main.group(invoke_without_command=True)

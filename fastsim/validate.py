@@ -27,13 +27,16 @@ def validate_design(design: Design) -> None:
     arch = design.arch
     p = Problems(f"design {design.name!r}")
 
+    # messages are formatted only for problems: a large design has tens of thousands of checks
     def tile_ok(tile: Tile, field: str) -> bool:
-        return p.check(0 <= tile.col < arch.columns and 0 <= tile.row < arch.rows, field, str(tile),
-                       f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
+        if 0 <= tile.col < arch.columns and 0 <= tile.row < arch.rows:
+            return True
+        p.add(field, str(tile), f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
+        return False
 
     checked: dict[Channel, bool] = {}
 
-    def channel_ok(ch: Channel, field: str) -> bool:
+    def channel_ok(ch: Channel, field) -> bool:
         """Checked once per channel (a runtime sequence pushes to the same few channels often)."""
         if ch not in checked:
             checked[ch] = _channel_ok(ch, field)
@@ -83,18 +86,21 @@ def validate_design(design: Design) -> None:
         kind_name = arch.tile_kind_name(b.channel.tile.row)
         kind = arch.tile_kind(b.channel.tile.row)
         bd_per_tile[b.channel.tile] += 1
-        p.check(b.length_bytes > 0, f"{f}.length_bytes", b.length_bytes, "must be > 0")
-        p.check(b.offset_bytes >= 0, f"{f}.offset_bytes", b.offset_bytes, "must be >= 0")
-        p.check(1 <= b.iterations <= arch.bd_iterations_max, f"{f}.iterations", b.iterations,
-                f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
+        if b.length_bytes <= 0:
+            p.add(f"{f}.length_bytes", b.length_bytes, "must be > 0")
+        if b.offset_bytes < 0:
+            p.add(f"{f}.offset_bytes", b.offset_bytes, "must be >= 0")
+        if not 1 <= b.iterations <= arch.bd_iterations_max:
+            p.add(f"{f}.iterations", b.iterations, f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
         words = -(-b.length_bytes // 4)
-        p.check(words < 2**kind.bd_length_bits, f"{f}.length_bytes", b.length_bytes,
-                f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")
+        if words >= 2**kind.bd_length_bits:
+            p.add(f"{f}.length_bytes", b.length_bytes,
+                  f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")
         if kind_name == "shim":
-            p.check(b.buffer.tile is None, f"{f}.buffer", b.buffer.name, "shim BDs address DDR buffers")
-        else:
-            p.check(b.buffer.tile == b.channel.tile, f"{f}.buffer", b.buffer.name,
-                    f"must be in {b.channel.tile}'s memory")
+            if b.buffer.tile is not None:
+                p.add(f"{f}.buffer", b.buffer.name, "shim BDs address DDR buffers")
+        elif b.buffer.tile != b.channel.tile:
+            p.add(f"{f}.buffer", b.buffer.name, f"must be in {b.channel.tile}'s memory")
         extent = b.length_bytes
         if b.dims:
             if p.check(len(b.dims) <= kind.bd_dims, f"{f}.dims", b.dims,
@@ -111,9 +117,9 @@ def validate_design(design: Design) -> None:
                 p.check(size_words * 4 == b.length_bytes, f"{f}.dims", b.dims,
                         f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
                 extent = (last_word + 1) * 4
-        p.check(b.offset_bytes + extent <= b.buffer.size_bytes, f"{f}.offset_bytes+extent",
-                b.offset_bytes + extent, f"addresses outside buffer {b.buffer.name} "
-                f"({b.buffer.size_bytes} bytes)")
+        if b.offset_bytes + extent > b.buffer.size_bytes:
+            p.add(f"{f}.offset_bytes+extent", b.offset_bytes + extent,
+                  f"addresses outside buffer {b.buffer.name} ({b.buffer.size_bytes} bytes)")
         if b.compression_ratio != 1.0:
             p.check(kind.compression, f"{f}.compression_ratio", b.compression_ratio,
                     f"{kind_name} DMAs cannot compress (must be 1.0)")
@@ -123,15 +129,14 @@ def validate_design(design: Design) -> None:
             if spec is None:
                 continue
             lk, value = spec
-            p.check(0 <= value <= arch.lock_max_value, f"{f}.{role}.value", value,
-                    f"must be in 0..{arch.lock_max_value}")
+            if not 0 <= value <= arch.lock_max_value:
+                p.add(f"{f}.{role}.value", value, f"must be in 0..{arch.lock_max_value}")
             reach = abs(lk.tile.col - b.channel.tile.col) <= (1 if kind_name == "mem" else 0)
-            p.check(lk.tile.row == b.channel.tile.row and reach, f"{f}.{role}.lock", lk.name,
-                    f"a {kind_name} DMA can only use locks of its own tile"
-                    + (" or a neighbouring mem tile" if kind_name == "mem" else ""))
-        if b.next is not None:
-            p.check(b.next.channel == b.channel, f"{f}.next", b.next.id,
-                    f"must be a BD of the same channel ({b.channel})")
+            if not (lk.tile.row == b.channel.tile.row and reach):
+                p.add(f"{f}.{role}.lock", lk.name, f"a {kind_name} DMA can only use locks of its own tile"
+                      + (" or a neighbouring mem tile" if kind_name == "mem" else ""))
+        if b.next is not None and b.next.channel != b.channel:
+            p.add(f"{f}.next", b.next.id, f"must be a BD of the same channel ({b.channel})")
     for tile, n in sorted(bd_per_tile.items()):
         cap = arch.tile_kind(tile.row).bd_count
         p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type")
@@ -142,15 +147,19 @@ def validate_design(design: Design) -> None:
     for r in design.routes:
         if not channel_ok(r.src, f"route {r.src}.src"):
             continue
-        p.check(r.src.direction == MM2S, f"route {r.src}.src", str(r.src), "must be an mm2s channel")
-        p.check(r.src not in routed, f"route {r.src}.src", str(r.src), "has more than one route")
-        p.check(len(r.dsts) >= 1, f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
+        if r.src.direction != MM2S:
+            p.add(f"route {r.src}.src", str(r.src), "must be an mm2s channel")
+        if r.src in routed:
+            p.add(f"route {r.src}.src", str(r.src), "has more than one route")
+        if not r.dsts:
+            p.add(f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
         routed.add(r.src)
         for d in r.dsts:
             if channel_ok(d, f"route {r.src}.dst"):
-                p.check(d.direction == S2MM, f"route {r.src}.dst", str(d), "must be an s2mm channel")
-                p.check(d not in producer_of, f"route {r.src}.dst", str(d),
-                        f"already fed by {producer_of.get(d)}")
+                if d.direction != S2MM:
+                    p.add(f"route {r.src}.dst", str(d), "must be an s2mm channel")
+                if d in producer_of:
+                    p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}")
                 producer_of[d] = r.src
 
     # channel programs: static chains and host pushes
@@ -160,7 +169,8 @@ def validate_design(design: Design) -> None:
         if not channel_ok(ch, f"static chain on {ch}"):
             continue
         used_channels.add(ch)
-        p.check(bd.channel == ch, f"static chain on {ch}", str(bd), "must start with a BD of that channel")
+        if bd.channel != ch:
+            p.add(f"static chain on {ch}", str(bd), "must start with a BD of that channel")
         if chain_of(bd)[1]:
             cyclic_static.add(ch)
     pushed = Counter()
@@ -172,20 +182,20 @@ def validate_design(design: Design) -> None:
                 continue
             used_channels.add(op.channel)
             pushed[op.channel] += 1
-            p.check(op.bd.channel == op.channel, f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
-            p.check(1 <= op.repeat <= arch.max_task_repeat, f"{f}.repeat", op.repeat,
-                    f"must be in 1..{arch.max_task_repeat}")
+            if op.bd.channel != op.channel:
+                p.add(f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
+            if not 1 <= op.repeat <= arch.max_task_repeat:
+                p.add(f"{f}.repeat", op.repeat, f"must be in 1..{arch.max_task_repeat}")
             if op.bd.id not in loops_forever:
                 loops_forever[op.bd.id] = chain_of(op.bd)[1]
-            p.check(not loops_forever[op.bd.id], f"{f}.bd", str(op.bd),
-                    "a pushed task's BD chain loops forever, so it can never complete")
-            p.check(op.channel not in cyclic_static, f"{f}.channel", str(op.channel),
-                    "runs a cyclic static chain and never takes queued tasks")
+            if loops_forever[op.bd.id]:
+                p.add(f"{f}.bd", str(op.bd), "a pushed task's BD chain loops forever, so it can never complete")
+            if op.channel in cyclic_static:
+                p.add(f"{f}.channel", str(op.channel), "runs a cyclic static chain and never takes queued tasks")
         elif isinstance(op, Wait):
-            f = f"host[{i}] wait"
-            if channel_ok(op.channel, f"{f}.channel"):
-                p.check(pushed[op.channel] > 0, f"{f}.channel", str(op.channel),
-                        "waits on a channel that no earlier step pushed a task to")
+            if channel_ok(op.channel, f"host[{i}] wait.channel") and pushed[op.channel] <= 0:
+                p.add(f"host[{i}] wait.channel", str(op.channel),
+                      "waits on a channel that no earlier step pushed a task to")
         else:
             p.add(f"host[{i}]", type(op).__name__, "must be Push or Wait")
     for ch in sorted(used_channels):
@@ -211,14 +221,16 @@ def _check_ops(p: Problems, arch, tile: Tile, ops, where: str, depth: int) -> No
         if isinstance(op, (Acquire, Release)):
             lk = op.lock
             near = abs(lk.tile.col - tile.col) + abs(lk.tile.row - tile.row) <= 1
-            p.check(near and arch.tile_kind_name(lk.tile.row) == "compute", f"{f}.lock", lk.name,
-                    "a core reaches locks of its own tile and its neighbouring compute tiles")
-            p.check(0 <= op.value <= arch.lock_max_value, f"{f}.value", op.value,
-                    f"must be in 0..{arch.lock_max_value}")
+            if not (near and arch.tile_kind_name(lk.tile.row) == "compute"):
+                p.add(f"{f}.lock", lk.name, "a core reaches locks of its own tile and its neighbouring compute tiles")
+            if not 0 <= op.value <= arch.lock_max_value:
+                p.add(f"{f}.value", op.value, f"must be in 0..{arch.lock_max_value}")
         elif isinstance(op, Compute):
-            p.check(op.cycles >= 1, f"{f}.cycles", op.cycles, "must be >= 1")
+            if op.cycles < 1:
+                p.add(f"{f}.cycles", op.cycles, "must be >= 1")
         elif isinstance(op, Loop):
-            p.check(op.count >= 1, f"{f}.count", op.count, "must be >= 1")
+            if op.count < 1:
+                p.add(f"{f}.count", op.count, "must be >= 1")
             if p.check(depth + 1 <= MAX_LOOP_DEPTH, f"{f}", "loop", f"loops nest at most {MAX_LOOP_DEPTH} deep"):
                 _check_ops(p, arch, tile, op.body, f"{f}.body", depth + 1)
         else:

@@ -88,3 +88,17 @@ def test_engine__a_prefix_reproduces_the_first_cycles(design, fraction):
     # channel cycle counts of the prefix add up to t
     n_ch = len(prefix.channels)
     assert (pout["ch_stats"][0, :n_ch].sum(axis=1) == t).all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(any_design, min_size=2, max_size=6))
+def test_engine__threads_give_identical_results(designs):
+    """A batch spread over threads equals the batch run on one thread, array for array."""
+    from fastsim.simulation import run_batch
+
+    lowered = [lower(x, **LIMITS) for x in designs]
+    one, two = run_batch(lowered, threads=1), run_batch(lowered, threads=2)
+    for key in one.outputs:
+        assert (one.outputs[key] == two.outputs[key]).all()
+    for a, b in zip(one.state, two.state):
+        assert (a == b).all()

@@ -152,3 +152,16 @@ def test_lock_overflow__is_reported():
     d.core_program(ct, Loop(2, (Compute(1), Release(lk, 2))))
     with pytest.raises(fastsim.SimulationError, match="overflowed past 63"):
         fastsim.simulate(d)
+
+
+def test_threads__bad_counts_are_config_errors(monkeypatch):
+    from fastsim.threads import resolve_threads
+
+    assert resolve_threads(3) == 3
+    monkeypatch.setenv("FASTSIM_THREADS", "2")
+    assert resolve_threads() == 2
+    monkeypatch.setenv("FASTSIM_THREADS", "two")
+    with pytest.raises(fastsim.ConfigError, match=r"\$FASTSIM_THREADS = 'two'"):
+        resolve_threads()
+    with pytest.raises(fastsim.ConfigError, match="threads = 0"):
+        resolve_threads(0)

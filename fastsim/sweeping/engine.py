@@ -37,8 +37,10 @@ def _client(workers: int | None, scheduler: str | None):
         if Path(scheduler).exists():
             return Client(scheduler_file=scheduler), None
         return Client(scheduler), None
-    # one single-threaded worker process per core; numba must not start its own threads there
+    # one single-threaded worker process per core; neither numba nor the engine's batch threads
+    # start threads there (the workers are the parallelism)
     os.environ["NUMBA_NUM_THREADS"] = "1"
+    os.environ["FASTSIM_THREADS"] = "1"
     cluster = LocalCluster(n_workers=workers or os.cpu_count(), threads_per_worker=1, processes=True,
                            dashboard_address=None)
     return Client(cluster), cluster
