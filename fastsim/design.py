@@ -32,6 +32,15 @@ class Channel:
     direction: str
     index: int
 
+    def __hash__(self) -> int:
+        """Computed once (channels key every per-channel table) from ints only, so the cached
+        value stays right in another process (str hashes are salted per process)."""
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.tile.col, self.tile.row, self.direction == MM2S, self.index))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     def __str__(self) -> str:
         return f"{self.tile}.{self.direction}{self.index}"
 

@@ -177,8 +177,9 @@ def validate_design(design: Design) -> None:
     loops_forever: dict[int, bool] = {}
     for i, op in enumerate(design.host):
         if isinstance(op, Push):
-            f = f"host[{i}] push"
-            if not channel_ok(op.channel, f"{f}.channel"):
+            f = f"host[{i}] push"  # (a runtime sequence has up to ~10^5 pushes: keep this loop lean)
+            ok = checked.get(op.channel)
+            if not (ok or channel_ok(op.channel, f"{f}.channel")):
                 continue
             used_channels.add(op.channel)
             pushed[op.channel] += 1

@@ -201,9 +201,11 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     legal_i = order[a["reason"][order] < 0]
     illegal_i = order[a["reason"][order] >= 0]
     by_reason = {}
-    for b, r in zip(a["batch"][illegal_i], a["reason"][illegal_i]):
-        short = checks_of[b][r].split(":")[0]
-        by_reason[short] = by_reason.get(short, 0) + 1
+    width = 1 + max((len(c) for c in checks_of), default=0)
+    counts = np.bincount(a["batch"][illegal_i] * width + a["reason"][illegal_i])  # per (batch, reason)
+    for key in np.nonzero(counts)[0]:
+        short = checks_of[key // width][key % width].split(":")[0]
+        by_reason[short] = by_reason.get(short, 0) + int(counts[key])
 
     def row(i) -> dict:
         mp = replace(bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
