@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fastsim  # noqa: E402
 import fastsim.workloads.gemm  # noqa: E402
 from benchmarks.bench_engine import _STARTUP  # noqa: E402
-from benchmarks.common import DESIGNS, kernel_run, passthrough_design, reference_rate  # noqa: E402
+from benchmarks.common import DESIGNS, gemm_candidates, kernel_run, passthrough_design, reference_rate  # noqa: E402
 from fastsim.kernels import layout as L  # noqa: E402
 from fastsim.lower import lower  # noqa: E402
 from fastsim.report import summarize  # noqa: E402
@@ -69,6 +69,11 @@ def main():
     t64 = median_time(lambda: run_batch([one] * 64))
     print(f"\nBatch: 1 design {t1 * 1e3:.2f} ms, 64 designs {t64 * 1e3:.1f} ms "
           f"({t64 / t1:.1f}x one design; {64 / t64:,.0f} designs/s)")
+
+    candidates = gemm_candidates()
+    per_thread = {n: median_time(lambda: run_batch(candidates, threads=n)) for n in (1, 2)}
+    print(f"Batch of {len(candidates)} different 512^3 GEMM mapping candidates: 1 thread {per_thread[1]:.3f} s, "
+          f"2 threads {per_thread[2]:.3f} s ({per_thread[1] / per_thread[2]:.2f}x)")
 
     def startup(cache):
         env = {**os.environ, "FASTSIM_NUMBA_CACHE": cache}

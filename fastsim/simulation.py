@@ -30,13 +30,16 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None) -> Batch
         simulate_batch(*arrays)
         return batch
 
-    def one(d: int) -> None:
-        simulate_batch(*[a[d:d + 1] for a in arrays])
+    def run(chunk: tuple[int, int]) -> None:
+        lo, hi = chunk
+        simulate_batch(*[a[lo:hi] for a in arrays])
 
-    # biggest designs first (the runtime sequence and BD count stand in for their length)
-    order = sorted(range(len(lowered)), key=lambda d: -(len(lowered[d].host) + len(lowered[d].bds)))
+    # contiguous chunks (views: the kernel writes straight into the batch's arrays), about four
+    # per thread so that one long design does not leave the other threads idle
+    size = -(-len(lowered) // (4 * threads))
+    chunks = [(lo, min(lo + size, len(lowered))) for lo in range(0, len(lowered), size)]
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(one, order))
+        list(pool.map(run, chunks))
     return batch
 
 

@@ -8,7 +8,7 @@ from fastsim.kernels import layout as L
 from fastsim.lower import lower
 from fastsim.simulation import run_batch
 
-from .common import DESIGNS, QUICK, kernel_run, passthrough_design, reference_rate
+from .common import DESIGNS, QUICK, gemm_candidates, kernel_run, passthrough_design, reference_rate
 
 
 class EngineThroughput:
@@ -37,6 +37,20 @@ class EngineThroughput:
         n_ch = len(self.lowered.channels)
         return n_ch * float(batch.outputs["res"][0, L.R_CYCLES]) / (time.perf_counter() - t)
     track_channel_cycles_per_s.unit = "channel-cycles/s"
+
+
+class BatchThreads:
+    """64 different GEMM mapping candidates in one batch on 1 and 2 threads (results identical)."""
+    params = [1, 2]
+    param_names = ["threads"]
+    timeout = 300
+
+    def setup(self, threads):
+        self.lowered = gemm_candidates()
+        run_batch(self.lowered[:1], threads=1)
+
+    def time_batch(self, threads):
+        run_batch(self.lowered, threads=threads)
 
 
 class BatchScaling:

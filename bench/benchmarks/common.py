@@ -70,3 +70,23 @@ def reference_rate(design, max_cycles: int) -> float:
     t = time.perf_counter()
     sim = Ref(lowered).run()
     return sim.cycle / (time.perf_counter() - t)
+
+
+def gemm_candidates(n: int = 64) -> list:
+    """``n`` different lowered mappings of a 512^3 bf16 GEMM on npu2 (dataflow x tile x columns x
+    rows), the kind of batch a mapping search simulates: for thread scaling."""
+    import itertools
+
+    from fastsim.mapping import Mapping, Matmul, matmul_design
+
+    out = []
+    tiles = [(32, 64, 32), (64, 64, 64), (32, 32, 32), (64, 32, 64), (16, 64, 32)]
+    for flow, tile, cols, rows in itertools.product(["os", "ws", "is"], tiles, [8, 4, 2, 1], [4, 2]):
+        try:
+            out.append(lower(matmul_design(Matmul(512, 512, 512, "bf16"), Mapping(flow, "2d", tile, cols, rows),
+                                           fastsim.NPU2)))
+        except fastsim.ConfigError:
+            continue
+        if len(out) == (4 if QUICK else n):
+            break
+    return out

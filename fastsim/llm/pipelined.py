@@ -41,7 +41,7 @@ def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int)
     real = _matmul(p, study, precision)
     chosen = _pinned(study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0), top=1)
+    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0), top=1, keep=0)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
     if real.cast_cycles_per_weight:

@@ -118,7 +118,7 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision)
     real = _matmul(p, study, precision)
     chosen = _pinned(study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    found = search(real, arch, Pins(dataflow=flows, cols=_columns(study, op, arch)), top=_LLM_TOP)
+    found = search(real, arch, Pins(dataflow=flows, cols=_columns(study, op, arch)), top=_LLM_TOP, keep=0)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
     if real.cast_cycles_per_weight:

@@ -128,8 +128,8 @@ def _pipelines(unfused, grouped, chosen, results, mapping, study, precision, arc
         if study.fusion != "auto" and kind not in asked:
             continue
         idx = [i for i, p in enumerate(unfused) if kind_of(p.op.name) == kind]
-        if not idx or not all(grouped[i].chip.group for i in idx):
-            continue
+        if not idx or not all(grouped[i].chip.group and grouped[i].key in results for i in idx):
+            continue  # not fused (no token block fits) or some fused op has no legal design
         first = [i for i in idx if unfused[i].op.layer == unfused[idx[0]].op.layer]
         try:
             placed = _pipelined(first, unfused, grouped, results, mapping, tokens, study, precision, arch, kind)

@@ -14,6 +14,7 @@ Results are cached on everything the search reads (op, pins, arch, top).
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -78,12 +79,13 @@ class SearchResult:
     best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
 
 
-def _pow2_up_to(x: int) -> list[int]:
+@lru_cache(maxsize=4096)
+def _pow2_up_to(x: int) -> tuple[int, ...]:
     """Tile sizes for an extent of ``x``: powers of two up to the first that covers it, from 4 on
     (below the smallest intrinsic dimension, 4, a tile only pays more calls and transfers) unless
     the extent itself is smaller."""
     top = 1 << max(0, int(x - 1).bit_length())
-    return [t for t in TILE_SIZES if min(4, top) <= t <= top]
+    return tuple(t for t in TILE_SIZES if min(4, top) <= t <= top)
 
 
 def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
