@@ -203,7 +203,10 @@ def _parse_dataflow(values):
 
 
 def _parse_cuts(text):
+    """"" -> None (the greedy default cut), "none" -> () (one dispatch), "4,8" -> (4, 8)."""
     if not text:
+        return None
+    if text.strip().lower() == "none":
         return ()
     try:
         return tuple(int(x) for x in text.split(","))
@@ -224,8 +227,8 @@ def _parse_cuts(text):
 @click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
 @click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
 @click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
-@click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12 "
-              "(default: the greedy feasible cut)")
+@click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12; none: one "
+              "dispatch (default: the greedy feasible cut)")
 @click.option("--fusion", default="auto", show_default=True,
               help="auto: search per group (norm_qkv, flash_attention, ffn), pipelines (prefill) and chain; "
                    "none: every op via DDR; groups; chain; or kinds joined by +, KIND:pipeline for a "
@@ -413,6 +416,14 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
                    f"{row['stall_operand'] or '-':>11}{row['folds']:>8,}{row['mapping_efficiency']:>11.1f}"
                    f"{row['overall_utilization']:>9.1f}")
 
+
+def _register_studies() -> None:
+    from .cli_study import study_group
+
+    main.add_command(study_group)
+
+
+_register_studies()
 
 if __name__ == "__main__":
     main()

@@ -68,13 +68,18 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
     preload_s = 0.0 if resident else static.sum() / arch.ddr_bytes_per_s
     dispatch_s = n_dispatch * arch.dispatch_overhead_s
     n_layers = model.num_layers
-    # a dispatch whose kernels exceed program memory reloads the cores' programs once per layer
+    # per dispatch: its ops, its host round trip, its static weights' load and, where its kernels
+    # exceed program memory, the cores' program reloads (once per layer); they add up to the total
     of_op = np.array(dispatch.of_op)
-    reload_s = 0.0
+    per_reload, per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(4))
     for d in range(n_dispatch):
+        mine = of_op == d
         if dispatch.program_bytes[d] > limits.program_memory_bytes:
-            layers_in_d = {x for x in layer_of[of_op == d] if x >= 0}
-            reload_s += limits.program_reload_s * len(layers_in_d)
+            per_reload[d] = limits.program_reload_s * len({x for x in layer_of[mine] if x >= 0})
+        per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
+        per_total[d] = f["seconds"][mine].sum() + arch.dispatch_overhead_s + per_preload[d] + per_reload[d]
+        per_energy[d] = f["energy"][mine].sum()
+    reload_s = per_reload.sum()
     total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s
     tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
 
@@ -131,6 +136,17 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
             "program_bytes": (("dispatch_index",), np.array(dispatch.program_bytes, np.int64),
                               {"units": "bytes", "description": "core program memory per dispatch (distinct kernels)"}),
             "static_weight_bytes": (("dispatch_index",), static, {"units": "bytes"}),
+            "dispatch_total_seconds": (("dispatch_index",), per_total, {"units": "s", "description":
+                                       "the dispatch's ops, host round trip, static weight load and program "
+                                       "reloads (they add up to total_seconds)"}),
+            "dispatch_reload_seconds": (("dispatch_index",), per_reload, {"units": "s", "description":
+                                        "core program reloads in the dispatch"}),
+            "dispatch_preload_seconds": (("dispatch_index",), per_preload, {"units": "s", "description":
+                                         "static weights the dispatch loads per pass"}),
+            "dispatch_energy_pj": (("dispatch_index",), per_energy, {"units": "pJ", "description":
+                                   "energy of the dispatch's ops"}),
+            "dispatch_fits": (("dispatch_index",), np.array(dispatch.fits, bool), {"description":
+                              "the dispatch's runtime sequence and static weights fit (see attr dispatch_problems)"}),
             "tokens_per_s": ((), tokens / total_s, {"units": "tokens/s"}),
             "kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
         },
@@ -147,6 +163,7 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
                "batch": study.batch, "weights": precision.weights, "kv": precision.kv, "arch": arch.name,
                "dispatches": n_dispatch, "cuts": ",".join(str(c) for c in dispatch.cuts),
                "residency": study.residency, "noop": ",".join(study.noop),
+               "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
                "fusion": fusion["chosen"], "fusion_alternatives": fusion["alternatives"],
                "kernels": ";".join(sorted({repr(k) for p in placed for k in results[p.key]["kernels"]}))},
     )

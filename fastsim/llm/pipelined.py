@@ -31,13 +31,14 @@ MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
 
 def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int):
     """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
-    token block."""
+    token block; an op class under ablation (``study.noop``) runs as its twin."""
     op = p.op
+    noop = op.op_class in study.noop
     if op.kind == "vector":
         spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, False,
                         cols, op.name, p.chip.x, p.chip.y, 0, col0)
-        return (vector_design(spec, arch), vector_design(replace(spec, noop=True), arch), "stream",
-                frozenset({("vector", op.op_class)}))
+        twin = vector_design(replace(spec, noop=True), arch)
+        return (twin if noop else vector_design(spec, arch)), twin, "stream", frozenset({("vector", op.op_class)})
     real = _matmul(p, study, precision)
     chosen = _pinned(study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
@@ -46,7 +47,8 @@ def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int)
     kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
     if real.cast_cycles_per_weight:
         kernels.add(("vector", "cast"))
-    return found.best_design, matmul_design(real, best, arch, noop=True), best.dataflow, frozenset(kernels)
+    twin = matmul_design(real, best, arch, noop=True)
+    return (twin if noop else found.best_design), twin, best.dataflow, frozenset(kernels)
 
 
 def pipelined_group(unfused: list[Placed], grouped: list[Placed], alone: list[dict], tokens: int, study,

@@ -37,8 +37,11 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits()) -> xr.Dataset:
-    """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals."""
+def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
+                 strict: bool = True) -> xr.Dataset:
+    """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals.
+    ``strict=False`` runs explicit cuts that do not fit a dispatch anyway and records what does not
+    fit (``dispatch_fits``, attr ``dispatch_problems``) instead of raising: a cut search's input."""
     model = study.model_config().validate()
     study.validate(model)
     precision = study.precision.validate()
@@ -47,7 +50,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
                       prompt=study.prompt, costs=study.costs, causal_halving=study.causal_halving,
                       lm_head_last_only=study.lm_head_last_only, prefill_context=study.prefill_context)
     layers = [op.layer for op in ops]
-    cuts = tuple(sorted(study.cuts)) or None
+    cuts = None if study.cuts is None else tuple(sorted(study.cuts))
     one = assign(layers, cuts or ())
     mapping = _mapping_key(study, precision, arch)
     unfused = place(ops, model, precision, study, arch, set(), False, one)
@@ -62,7 +65,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         if study.regime == "prefill":
             chosen = _pipelines(unfused, grouped, chosen, results, mapping, study, precision, arch, alternatives)
     capacity = arch.compute_tiles * arch.compute.memory_bytes + arch.columns * arch.mem_rows * arch.mem.memory_bytes
-    dispatch = plan_dispatches(layers, _footprints(chosen, results, study, limits), cuts, limits, capacity)
+    dispatch = plan_dispatches(layers, _footprints(chosen, results, study, limits), cuts, limits, capacity, strict)
     if study.fusion in ("auto", "chain"):
         chained = place(ops, model, precision, study, arch, set(), True, dispatch.of_op)
         if chained is None and study.fusion == "chain":
@@ -74,13 +77,34 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
             if total < float("inf"):
                 alternatives["chain"] = total
                 if study.fusion == "chain" or total < _op_total(chosen, results, arch):
-                    chosen = chained
-                    dispatch = plan_dispatches(layers, _footprints(chosen, results, study, limits), dispatch.cuts,
-                                               limits, capacity)
+                    try:
+                        chosen, dispatch = _chain_dispatches(chained, ops, layers, cuts, dispatch, results, mapping,
+                                                             model, precision, study, arch, limits, capacity, strict)
+                    except ConfigError as e:
+                        if study.fusion == "chain":
+                            raise
+                        alternatives["chain"] = "cannot: " + e.problems[0]
     label = _label(chosen)
     fusion = {"chosen": label, "alternatives": "; ".join(
         f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}" for k, v in alternatives.items())}
     return assemble(study, model, precision, arch, chosen, results, dispatch, limits, fusion)
+
+
+def _chain_dispatches(chained, ops, layers, cuts, dispatch, results, mapping, model, precision, study, arch,
+                      limits, capacity, strict):
+    """A chain's dispatches. Explicit cuts are checked as given. Otherwise the greedy cut is found
+    again on the chained ops (on-chip hand-offs push more mem-tile tasks: a chained dispatch may
+    hold fewer layers); when it moves, the chain is re-placed on the new dispatches (the ops at a
+    dispatch edge read and write DDR). Raises ConfigError when the chain fits no dispatch."""
+    footprints = _footprints(chained, results, study, limits)
+    if cuts is not None:
+        return chained, plan_dispatches(layers, footprints, cuts, limits, capacity, strict)
+    greedy = plan_dispatches(layers, footprints, None, limits, capacity)
+    if greedy.cuts != dispatch.cuts:
+        chained = place(ops, model, precision, study, arch, set(), True, greedy.of_op)
+        results.update(_results(chained, mapping, arch, study, precision, strict=True))
+        footprints = _footprints(chained, results, study, limits)
+    return chained, plan_dispatches(layers, footprints, greedy.cuts, limits, capacity)
 
 
 def _label(placed: list[Placed]) -> str:
@@ -157,14 +181,15 @@ def _pipelined(first, unfused, grouped, results, mapping, tokens, study, precisi
     built = pipelined_group([unfused[i] for i in first], [grouped[i] for i in first],
                             [results[grouped[i].key] for i in first], tokens, study, precision, arch, kind)
     placed, designs, whole, twin, blocks, how, _ = built
-    if all((mapping, p.key) in _CACHE for p in placed):
-        results.update({p.key: _CACHE[(mapping, p.key)] for p in placed})
+    ablated = tuple(sorted(study.noop))  # any member's ablation changes the whole pipeline
+    if all((mapping, p.key, ablated) in _CACHE for p in placed):
+        results.update({p.key: _CACHE[(mapping, p.key, ablated)] for p in placed})
         return placed
     sim = simulate([*designs, whole, twin])
     own = [_design_result(sim, j, d, flow, kernels, arch) for j, (d, (flow, kernels)) in enumerate(zip(designs, how))]
     shared = share_results(placed, own, sim, (len(designs), len(designs) + 1), blocks)
     for key, r in shared.items():
-        results[key] = _CACHE[(mapping, key)] = r
+        results[key] = _CACHE[(mapping, key, ablated)] = r
     return placed
 
 
@@ -181,14 +206,16 @@ def _footprints(placed, results, study, limits: DispatchLimits) -> list[OpFootpr
 def _results(placed, mapping, arch, study, precision, strict: bool) -> dict:
     """Engine results of every distinct instance (cached across calls). ``strict``: an instance with
     no legal design is an error (listing every one); otherwise it is left out (fusion falls back)."""
-    results, todo, problems = {}, {}, []
+    results, todo, problems, by_key = {}, {}, [], {}
     for p in placed:
         key = p.key
+        by_key[key] = p
         if key in results or key in todo:
             continue
-        cached = _CACHE.get((mapping, key))
+        cache_key = (mapping, key, _ablated(p, study))
+        cached = _CACHE.get(cache_key)
         if cached is not None:
-            _CACHE.move_to_end((mapping, key))
+            _CACHE.move_to_end(cache_key)
             results[key] = cached
             continue
         try:
@@ -214,16 +241,23 @@ def _results(placed, mapping, arch, study, precision, strict: bool) -> dict:
         results[key] = _design_result(src, i, design, flow, kernels, arch)
         if twin is not None:
             results[key]["movement"] = int(sim.total_cycles.values[where[(key, "twin")]])
-        _CACHE[(mapping, key)] = results[key]
+        _CACHE[(mapping, key, _ablated(by_key[key], study))] = results[key]
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
     return results
 
 
+def _ablated(p: Placed, study) -> bool:
+    """Whether the ablation (``study.noop``) changes this op's design (the cache key's part that
+    depends on it: other ops' results are reused across ablation runs)."""
+    return p.op.op_class in study.noop or ("cast" in study.noop and bool(p.op.cast_cycles_per_weight))
+
+
 def _mapping_key(study: LlmStudy, precision, arch: Arch) -> tuple:
-    """Everything besides the op instance itself that op_design reads."""
+    """Everything besides the op instance itself (and its own ablation, ``_ablated``) that
+    op_design reads."""
     return (repr(arch), tuple(sorted(study.dataflow.items())), tuple(sorted(study.columns.items())),
-            tuple(study.noop), study.residency, study.kernel_efficiency, precision.compute_dtype,
+            study.residency, study.kernel_efficiency, precision.compute_dtype,
             precision.activations, study.costs)
 
 

@@ -25,7 +25,8 @@ class LlmStudy:
     dataflow: dict = field(default_factory=dict)  # op class or op name -> "ws" | "is" | "os"
     columns: dict = field(default_factory=dict)  # op class or op name -> columns it runs on
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
-    cuts: tuple[int, ...] = ()  # cut into dispatches after these layers (empty: the greedy feasible cut)
+    cuts: tuple[int, ...] | None = None  # cut into dispatches after these layers; () one dispatch;
+    # None: the greedy feasible cut
     fusion: str = "auto"  # auto (searched), none, groups (norm_qkv, flash_attention, ffn) or chain
     noop: tuple[str, ...] = ()  # op classes replaced by a data-only pass
     kernel_efficiency: float = 1.0
@@ -50,7 +51,7 @@ class LlmStudy:
             p.check(isinstance(value, int) and 1 <= value, f"columns[{key}]", value, "must be >= 1")
         for c in self.noop:
             p.check(c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
-        for c in self.cuts:
+        for c in self.cuts or ():
             p.check(0 <= c < model.num_layers - 1, "cuts", c, f"layer indices in 0..{model.num_layers - 2}")
         p.check(0 < self.kernel_efficiency <= 1, "kernel_efficiency", self.kernel_efficiency, "in (0, 1]")
         p.check(valid_fusion(self.fusion), "fusion", self.fusion,

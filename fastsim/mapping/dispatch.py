@@ -90,6 +90,11 @@ class DispatchPlan:
     sequence_words: list[int] = field(default_factory=list)
     program_bytes: list[int] = field(default_factory=list)
     static_weight_bytes: list[float] = field(default_factory=list)
+    problems: list[list[str]] = field(default_factory=list)  # per dispatch: what does not fit
+
+    @property
+    def fits(self) -> list[bool]:
+        return [not x for x in self.problems]
 
     @property
     def count(self) -> int:
@@ -107,15 +112,15 @@ def assign(layers: list[int], cuts: tuple[int, ...]) -> list[int]:
 
 
 def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...] | None,
-         limits: DispatchLimits, capacity_bytes: int) -> DispatchPlan:
+         limits: DispatchLimits, capacity_bytes: int, strict: bool = True) -> DispatchPlan:
     """Check ``cuts`` (or, when None, find the greedy cut: fill each dispatch with whole layers while
-    everything fits) against the limits; raise ConfigError naming what does not fit."""
+    everything fits) against the limits; raise ConfigError naming what does not fit (``strict``),
+    or record it per dispatch (``DispatchPlan.problems``: a cut search weighs infeasible ones)."""
     n_layers = 1 + max(layers)
     if cuts is None:
         cuts = _greedy(layers, footprints, limits, capacity_bytes, n_layers)
     of_op = assign(layers, cuts)
     p = DispatchPlan(of_op, tuple(sorted(cuts)))
-    problems = []
     for d in range(p.count):
         mine = [f for f, x in zip(footprints, of_op) if x == d]
         words = sum(f.sequence_words for f in mine)
@@ -124,14 +129,17 @@ def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...]
         p.sequence_words.append(words)
         p.program_bytes.append(program_bytes(kernels, limits))
         p.static_weight_bytes.append(static)
+        problems = []
         if words > limits.instruction_buffer_words:
             problems.append(f"dispatch {d}: runtime sequence = {words} words; the instruction buffer holds "
                             f"{limits.instruction_buffer_words}: add cuts")
         if static > capacity_bytes:
             problems.append(f"dispatch {d}: static weights = {static:.0f} bytes; the array holds "
                             f"{capacity_bytes} bytes on chip: add cuts or stream weights")
-    if problems:
-        raise ConfigError(problems, "dispatch")
+        p.problems.append(problems)
+    everything = [x for d in p.problems for x in d]
+    if everything and strict:
+        raise ConfigError(everything, "dispatch")
     return p
 
 

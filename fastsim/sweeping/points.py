@@ -53,8 +53,8 @@ def llm_study(params: dict):
         p["prefill_context"] = p.pop("context")  # for prefill, context means prior cached tokens
     if "noop" in p:
         p["noop"] = _tuple(p["noop"])
-    if "cuts" in p:
-        p["cuts"] = tuple(int(x) for x in _tuple(p["cuts"]))
+    if "cuts" in p:  # "" (or absent): the greedy default; "none": one dispatch
+        p["cuts"] = None if p["cuts"] == "" else tuple(int(x) for x in _tuple(p["cuts"]))
     return LlmStudy(precision=precision, dataflow=dataflow, columns=columns, **p)
 
 
@@ -67,7 +67,7 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
             values = _systolic(params, spec)
         else:
             arch = build_arch(spec, arch_overrides)
-            values = _llm(study_params, arch) if spec.kind == "llm" else _gemm(study_params, arch)
+            values = {"llm": _llm, "gemm": _gemm, "ablate": _ablate, "cuts": _cuts}[spec.kind](study_params, arch)
         values["status"] = 0
     except ConfigError:
         values = {"status": 1}
@@ -94,6 +94,32 @@ def _llm(params: dict, arch) -> dict:
     s = llm_summary(simulate_llm(llm_study(params), arch))
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
     return s
+
+
+def _ablate(params: dict, arch) -> dict:
+    from ..llm.graph import OP_CLASSES
+    from ..studies import Regime, ablate
+
+    study = llm_study(params)
+    tokens = study.context if study.regime == "decode" else study.prompt
+    ds = ablate(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    classes = [str(c) for c in ds.op_class.values]
+    return {"seconds": float(ds.baseline_seconds), "data_movement_seconds": float(ds.data_movement_seconds),
+            "delta_seconds": dict(zip(classes, ds.delta_seconds.values.tolist())),
+            "share": dict(zip(classes, ds.share.values.tolist())),
+            "top_class": OP_CLASSES.index(str(ds.top_class.values))}
+
+
+def _cuts(params: dict, arch) -> dict:
+    from ..studies import Regime, cuts
+
+    study = llm_study(params)
+    tokens = study.context if study.regime == "decode" else study.prompt
+    r = cuts(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    best = str(r.best_cuts.values)
+    n = 1 + (len(best.split(",")) if best else 0)
+    return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
+            "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}
 
 
 def _gemm(params: dict, arch) -> dict:

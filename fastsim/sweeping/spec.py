@@ -1,7 +1,7 @@
 """Sweep specs: TOML data (never executed), validated with every error listed.
 
     [study]
-    kind = "llm"                      # or "gemm", "systolic"
+    kind = "llm"                      # or "gemm", "systolic", "ablate", "cuts"
     [study.base]                      # fixed parameters of every point
     model = "llama-3.2-1b"
     [arch]                            # optional: base preset and field overrides
@@ -44,7 +44,9 @@ GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "ke
                "kernel_overhead_cycles", "out_dtype"}
 SYSTOLIC_PARAMS = {"topology", "rows", "cols", "dataflow", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb",
                    "bandwidth", "ifmap_read_bandwidth", "filter_read_bandwidth", "word_bytes"}
-STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS}
+STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
+                "ablate": LLM_PARAMS - {"noop"},  # one regime's ranking per point
+                "cuts": LLM_PARAMS - {"noop", "cuts"}}  # one regime's cut search per point
 ARCH_FIELDS = {f.name for f in dataclasses.fields(Arch)} - {"name", "notes", "shim", "mem", "compute"}
 
 

@@ -18,13 +18,12 @@ class Variable:
     description: str
     dtype: str = "float64"
     extra_dim: tuple[str, tuple[str, ...]] | None = None  # (dim name, labels) beyond the axes
+    flags: tuple[str, ...] = ()  # an integer code's meanings (CF flag_values / flag_meanings)
 
     def attrs(self) -> dict:
         out = {"units": self.units, "description": self.description}
-        if self.name == "bound_by":
-            out.update(flag_values=list(range(len(BOUND_RESOURCES))), flag_meanings=" ".join(BOUND_RESOURCES))
-        if self.name == "status":
-            out.update(flag_values=list(range(len(STATUS))), flag_meanings=" ".join(STATUS))
+        if self.flags:
+            out.update(flag_values=list(range(len(self.flags))), flag_meanings=" ".join(self.flags))
         return out
 
 
@@ -33,10 +32,11 @@ def _v(*args, **kw):
 
 
 COMMON = {
-    "status": _v("status", "1", "0 ok, 1 invalid configuration at this point, 2 simulation error", "int8"),
+    "status": _v("status", "1", "0 ok, 1 invalid configuration at this point, 2 simulation error", "int8",
+                 flags=STATUS),
     "seconds": _v("seconds", "s", "end-to-end time of the point (dispatch overheads included)"),
     "ddr_bytes": _v("ddr_bytes", "bytes", "DDR traffic, reads and writes"),
-    "bound_by": _v("bound_by", "1", "binding resource (see flag_meanings)", "int8"),
+    "bound_by": _v("bound_by", "1", "binding resource (see flag_meanings)", "int8", flags=BOUND_RESOURCES),
 }
 
 LLM = {
@@ -73,4 +73,22 @@ SYSTOLIC = {  # every layer of the topology on the point's mesh, summed
                                 "ofmap writes)", extra_dim=("operand", OPERANDS)),
 }
 
-REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC}
+ABLATE = {  # fastsim.studies.ablate for the point's regime (its decode context or prefill prompt)
+    "status": COMMON["status"],
+    "seconds": _v("seconds", "s", "end-to-end time of the regime, nothing removed"),
+    "data_movement_seconds": _v("data_movement_seconds", "s", "end-to-end time with every class's compute removed"),
+    "delta_seconds": _v("delta_seconds", "s", "time saved when the class computes nothing (its data still moves)",
+                        extra_dim=("op_class", OP_CLASSES)),
+    "share": _v("share", "1", "delta_seconds over seconds", extra_dim=("op_class", OP_CLASSES)),
+    "top_class": _v("top_class", "1", "the class to optimize first (see flag_meanings)", "int8", flags=OP_CLASSES),
+}
+
+CUTS = {  # fastsim.studies.cuts for the point's regime
+    "status": COMMON["status"],
+    "seconds": _v("seconds", "s", "end-to-end time with the best cut set"),
+    "dispatches": _v("dispatches", "1", "dispatches of the best cut set", "int64"),
+    "default_seconds": _v("default_seconds", "s", "end-to-end time with the default greedy cut"),
+    "energy_j": _v("energy_j", "J", "energy of the best cut set's ops"),
+}
+
+REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS}

@@ -1,0 +1,99 @@
+"""``fastsim study NAME``: the optimization method's studies from the command line."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .errors import ConfigError, SimulationError
+
+
+def _model_options(fn):
+    """What every LLM study takes: the model, its precision, the arch and the regimes."""
+    for option in reversed([
+        click.option("--model", default="llama-3.2-1b", show_default=True,
+                     help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json"),
+        click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True),
+        click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
+        click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
+        click.option("--arch", "arch_name", default="npu2", show_default=True,
+                     help="preset (npu1, npu2) or a TOML file with an [arch] table"),
+        click.option("--regime", "regimes", multiple=True,
+                     help="decode:CONTEXT, prefill:PROMPT, optionally :BATCH (repeatable; default "
+                          "decode:4096 and prefill:1024)"),
+        click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)"),
+        click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+                     help="write <study>.md and <study>.png into this directory"),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _base(model, weights, kv, activations):
+    from .llm import LlmStudy, Precision
+
+    return LlmStudy(model=model, precision=Precision(weights=weights, kv=kv, activations=activations))
+
+
+def _finish(ds, as_json: bool, report_dir: str | None, text) -> None:
+    if report_dir:
+        from .studies.report import write_report
+
+        click.echo(f"report: {write_report(ds, report_dir)}", err=as_json)
+    if as_json:
+        click.echo(json.dumps(ds.to_dict(data="list"), default=str))
+    else:
+        click.echo(text(ds))
+
+
+@click.group("study")
+def study_group():
+    """Studies of the optimization method (../shared/METHOD.md): each answers one question with
+    evidence, as a Dataset (--json) and a Markdown report with figures (--report DIR)."""
+
+
+@study_group.command("ablate")
+@_model_options
+def ablate_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir):
+    """Which op class is worth optimizing? Each class in turn computes nothing while its data still
+    moves; classes are ranked per regime by the end-to-end time that saves (whole-run differences,
+    layout pinned). One more pass removes all compute: the pure data-movement time.
+
+    Example: fastsim study ablate --regime decode:4096 --regime prefill:1024 --report out/
+    """
+    from .cli import _load_arch
+    from .studies import ablate
+    from .studies.report import ablate_markdown
+
+    try:
+        ds = ablate(_base(model, weights, kv, activations), regimes, _load_arch(arch_name))
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    _finish(ds, as_json, report_dir, ablate_markdown)
+
+
+@study_group.command("cuts")
+@_model_options
+@click.option("--max-dispatches", type=click.IntRange(min=1), default=None,
+              help="most dispatches considered (default: one per layer)")
+def cuts_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir, max_dispatches):
+    """Where should the model be cut into dispatches? Dynamic programming over layer boundaries
+    finds the fastest feasible cut set for every dispatch count (energy breaks ties), gives the
+    Pareto front of dispatch count vs time, and prices each boundary of the best set: activations
+    written out and read back, host round trip, weight and program reloads, against what it relieves.
+
+    Example: fastsim study cuts --model llama-3.2-3b --regime prefill:1024 --report out/
+    """
+    from .cli import _load_arch
+    from .studies import cuts
+    from .studies.report import cuts_markdown
+
+    try:
+        ds = cuts(_base(model, weights, kv, activations), regimes, _load_arch(arch_name),
+                  max_dispatches=max_dispatches)
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    _finish(ds, as_json, report_dir, cuts_markdown)

@@ -1,0 +1,7 @@
+"""Studies that carry out the optimization method (``../shared/METHOD.md``): each returns an
+xarray Dataset with units on every variable and can write a Markdown report with figures."""
+from .ablate import ablate
+from .cuts import cuts
+from .regimes import Regime, parse_regime, parse_regimes
+
+__all__ = ["ablate", "cuts", "Regime", "parse_regime", "parse_regimes"]

@@ -1,0 +1,137 @@
+"""Ablation ranking (METHOD.md step 1): which op class is worth optimizing, per regime.
+
+Each op class in turn is replaced by a pass that still moves all of its data but computes nothing
+(``LlmStudy.noop``), the whole forward pass is simulated again, and the classes are ranked by the
+end-to-end time that removal saves. One more pass removes every class's compute at once: what is
+left is the pure data-movement time. Deltas are differences of whole runs, never sums of isolated
+kernel costs.
+
+Every ablated run keeps the baseline's layout: its fusion choice and its dispatch cuts are pinned,
+and each op's mapping is searched on the op as it really computes, so removing a class's compute
+changes nothing else.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import xarray as xr
+
+from ..arch import NPU2, Arch
+from ..llm import LlmStudy, simulate_llm
+from .regimes import parse_regimes
+
+
+def _pinned(study: LlmStudy, baseline: xr.Dataset) -> LlmStudy:
+    """The study with the baseline's fusion and cuts fixed (its layout, not just its inputs; no
+    cuts pins one dispatch)."""
+    cuts = tuple(int(c) for c in baseline.attrs["cuts"].split(",") if c)
+    return replace(study, fusion=baseline.attrs["fusion"], cuts=cuts)
+
+
+def _classes(baseline: xr.Dataset) -> list[str]:
+    """Op classes present in the run, in graph order; "cast" when dequantization costs cycles."""
+    seen = []
+    for c in baseline.op_class.values:
+        if str(c) not in seen:
+            seen.append(str(c))
+    if float(baseline.cast_share.max()) > 0:
+        seen.append("cast")
+    return seen
+
+
+def _binding(ds: xr.Dataset, pick: np.ndarray) -> str:
+    """The resource that binds the most of the picked ops' time."""
+    time = {}
+    for bound, s in zip(ds.bound_by.values[pick], ds.op_seconds.values[pick]):
+        time[str(bound)] = time.get(str(bound), 0.0) + float(s)
+    return max(time, key=time.get) if time else ""
+
+
+def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.Dataset:
+    """Rank op classes by the end-to-end time their compute costs, per regime.
+
+    Parameters
+    ----------
+    base : LlmStudy
+        Model, precision and mapping pins; its regime and shape are replaced by each regime's.
+    regimes : list of str or Regime
+        e.g. ``["decode:4096", "prefill:1024", "decode:4096:8"]`` (default: decode at 4k, prefill 1k).
+    arch : Arch
+
+    Returns
+    -------
+    xarray.Dataset over (regime, op_class): ``delta_seconds`` (time saved by removing the class's
+    compute), ``share`` of the baseline, the class's ``op_seconds``, ``compute_seconds`` and
+    ``movement_seconds`` in the baseline, its ``bound_by`` resource and ``rank``; per regime the
+    ``baseline_seconds``, ``data_movement_seconds`` (every class's compute removed) and ``top_class``.
+    """
+    regimes = parse_regimes(regimes)
+    rows = []
+    for regime in regimes:
+        study = regime.study(base)
+        baseline = simulate_llm(study, arch)
+        pinned = _pinned(study, baseline)
+        classes = _classes(baseline)
+        ablated = {c: float(simulate_llm(replace(pinned, noop=(c,)), arch).total_seconds) for c in classes}
+        movement = float(simulate_llm(replace(pinned, noop=tuple(classes)), arch).total_seconds)
+        rows.append((regime, baseline, classes, ablated, movement))
+    return _dataset(rows, base, arch)
+
+
+def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
+    classes = []
+    for _, _, cs, _, _ in rows:
+        classes += [c for c in cs if c not in classes]
+    shape = (len(rows), len(classes))
+    v = {k: np.full(shape, np.nan) for k in ("delta", "share", "op", "compute", "movement")}
+    bound = np.full(shape, "", dtype=object)
+    rank = np.full(shape, -1, np.int64)
+    total, moving, top, fusion = [], [], [], []
+    for i, (regime, ds, cs, ablated, movement) in enumerate(rows):
+        t0 = float(ds.total_seconds)
+        total.append(t0)
+        moving.append(movement)
+        fusion.append(ds.attrs["fusion"])
+        for c in cs:
+            j = classes.index(c)
+            pick = ds.op_class.values == c if c != "cast" else ds.cast_share.values > 0
+            v["delta"][i, j] = t0 - ablated[c]
+            v["share"][i, j] = (t0 - ablated[c]) / t0
+            v["op"][i, j] = float(ds.op_seconds.values[pick].sum())
+            v["compute"][i, j] = float(ds.compute_seconds.values[pick].sum())
+            v["movement"][i, j] = float(ds.movement_seconds.values[pick].sum())
+            bound[i, j] = _binding(ds, pick)
+        order = sorted(cs, key=lambda c: (-v["delta"][i, classes.index(c)], classes.index(c)))
+        for r, c in enumerate(order):
+            rank[i, classes.index(c)] = r + 1
+        top.append(order[0] if order else "")
+    dims = ("regime", "op_class")
+    out = xr.Dataset(
+        {
+            "delta_seconds": (dims, v["delta"], {"units": "s", "description":
+                              "end-to-end time saved when the class computes nothing (its data still moves)"}),
+            "share": (dims, v["share"], {"units": "1", "description": "delta_seconds over baseline_seconds"}),
+            "op_seconds": (dims, v["op"], {"units": "s", "description": "the class's op time in the baseline"}),
+            "compute_seconds": (dims, v["compute"], {"units": "s", "description":
+                                "the class's kernel time in the baseline (busiest core per op)"}),
+            "movement_seconds": (dims, v["movement"], {"units": "s", "description":
+                                 "the class's data-movement time in the baseline (its ops with 1-cycle kernels)"}),
+            "bound_by": (dims, bound.astype(str), {"units": "1", "description":
+                         "resource binding most of the class's time in the baseline"}),
+            "rank": (dims, rank, {"units": "1", "description": "1 = largest delta_seconds in the regime; -1 absent"}),
+            "baseline_seconds": ("regime", np.array(total), {"units": "s", "description":
+                                 "end-to-end time of the regime, nothing removed"}),
+            "data_movement_seconds": ("regime", np.array(moving), {"units": "s", "description":
+                                      "end-to-end time with every class's compute removed at once"}),
+            "top_class": ("regime", np.array(top, dtype=str), {"units": "1", "description":
+                          "the class to optimize first (rank 1)"}),
+            "fusion": ("regime", np.array(fusion, dtype=str), {"units": "1", "description":
+                       "the layout every run of the regime kept (the baseline's searched fusion)"}),
+        },
+        coords={"regime": [r[0].label for r in rows], "op_class": classes},
+        attrs={"study": "ablate", "model": rows[0][1].attrs["model"] if rows else "", "arch": arch.name,
+               "weights": base.precision.weights, "kv": base.precision.kv,
+               "activations": base.precision.activations},
+    )
+    return out

@@ -1,0 +1,250 @@
+"""Dispatch-cut search (METHOD.md step 2): where to cut a model into dispatches, per regime.
+
+A dispatch covers whole layers ``[a, b)`` (the embedding runs in the first, the final norm and LM
+head in the last). Its cost depends only on which layers it holds: its ops (with the layout's
+fusion, a chained dispatch keeps activations on chip inside it and sends them through DDR at its
+edges), its host round trip, its static weights' load and its program reloads. The total is the sum
+over dispatches (``dispatch_total_seconds``), so the best cut set is a shortest path over layer
+boundaries: dynamic programming over (boundary, dispatches so far), with infeasible dispatches
+(runtime sequence or static weights that do not fit) excluded. The layers of a model are identical,
+so a dispatch's cost depends only on its length and whether it holds the first or the last layer:
+about 2 x layers simulations (every op result cached) cover every segment.
+
+Each boundary of the chosen cut set is explained against the merged dispatch it replaces: the
+activations written out before it and read back after it (the ops' extra time), the host round
+trip, weights and programs reloaded, and what the cut relieves (the merged dispatch does not fit,
+or reloads programs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import combinations
+
+import numpy as np
+import xarray as xr
+
+from ..arch import NPU2, Arch
+from ..llm import LlmStudy, simulate_llm
+from ..mapping.dispatch import DispatchLimits
+from .regimes import parse_regimes
+
+
+@dataclass
+class Segment:
+    """One dispatch holding layers [a, b) of the model (its costs, from the engine)."""
+
+    seconds: float
+    energy_pj: float
+    fits: bool
+    problems: str
+    reload_s: float
+    preload_s: float
+    ops_s: dict  # op time by layer offset from a; "head" (embedding) and "tail" (final norm, LM head)
+
+
+def _segments_of(ds: xr.Dataset, starts: list[int], n_layers: int) -> dict:
+    """Every dispatch of one run as (first, last, length) -> Segment."""
+    out = {}
+    disp, layer, secs = ds.dispatch.values, ds.layer.values, ds.op_seconds.values
+    problems = ds.attrs["dispatch_problems"]
+    for d, a in enumerate(starts):
+        b = starts[d + 1] if d + 1 < len(starts) else n_layers
+        ops = {}
+        for i in np.nonzero(disp == d)[0]:
+            key = ("head" if i == 0 else "tail") if layer[i] < 0 else int(layer[i] - a)
+            ops[key] = ops.get(key, 0.0) + float(secs[i])
+        mine = "; ".join(x for x in problems.split("; ") if x.startswith(f"dispatch {d}:"))
+        out[(a == 0, b == n_layers, b - a)] = Segment(
+            float(ds.dispatch_total_seconds.values[d]), float(ds.dispatch_energy_pj.values[d]),
+            bool(ds.dispatch_fits.values[d]), mine, float(ds.dispatch_reload_seconds.values[d]),
+            float(ds.dispatch_preload_seconds.values[d]), ops)
+    return out
+
+
+def segment_costs(study: LlmStudy, arch: Arch, limits: DispatchLimits, n_layers: int) -> dict:
+    """Every segment kind's costs: runs cut after layer len-1 (a first and a last segment) and after
+    layers 0 and len (a one-layer first segment, a middle one of length len, a last one)."""
+    segments = {}
+
+    def run(cuts):
+        ds = simulate_llm(replace(study, cuts=tuple(cuts)), arch, limits, strict=False)
+        starts = [0] + [c + 1 for c in cuts]
+        segments.update(_segments_of(ds, starts, n_layers))
+
+    run(())
+    for length in range(1, n_layers):
+        run((length - 1,))
+    for length in range(1, n_layers - 1):
+        run((0, length))
+    return segments
+
+
+def _kind(a: int, b: int, n: int) -> tuple:
+    return (a == 0, b == n, b - a)
+
+
+def best_cuts(segments: dict, n_layers: int, max_dispatches: int | None = None):
+    """Shortest path over layer boundaries. Returns, for each dispatch count k, the fastest cut set
+    (ties: less energy) as (seconds, energy_pj, cuts) or None when no feasible one exists."""
+    kmax = min(max_dispatches or n_layers, n_layers)
+    inf = (float("inf"), float("inf"), ())
+    best = [[inf] * (n_layers + 1) for _ in range(kmax + 1)]
+    best[0][0] = (0.0, 0.0, ())
+    for k in range(1, kmax + 1):
+        for b in range(1, n_layers + 1):
+            for a in range(k - 1, b):
+                prev = best[k - 1][a]
+                seg = segments.get(_kind(a, b, n_layers))
+                if prev[0] == float("inf") or seg is None or not seg.fits:
+                    continue
+                cand = (prev[0] + seg.seconds, prev[1] + seg.energy_pj, prev[2] + ((a - 1,) if a else ()))
+                if cand[:2] < best[k][b][:2]:
+                    best[k][b] = cand
+    return {k: (best[k][n_layers] if best[k][n_layers][0] < float("inf") else None) for k in range(1, kmax + 1)}
+
+
+def total_of(segments: dict, cuts: tuple, n_layers: int):
+    """(seconds, energy_pj, fits) of one cut set from the segment costs (for brute force)."""
+    bounds = [0] + [c + 1 for c in sorted(cuts)] + [n_layers]
+    parts = [segments[_kind(a, b, n_layers)] for a, b in zip(bounds, bounds[1:])]
+    return sum(p.seconds for p in parts), sum(p.energy_pj for p in parts), all(p.fits for p in parts)
+
+
+def brute_force(segments: dict, n_layers: int):
+    """Every cut set (2^(layers-1) of them): the fastest feasible per dispatch count."""
+    out = {}
+    for k in range(1, n_layers + 1):
+        found = None
+        for cuts in combinations(range(n_layers - 1), k - 1):
+            s, e, fits = total_of(segments, cuts, n_layers)
+            if fits and (found is None or (s, e) < found[:2]):
+                found = (s, e, cuts)
+        out[k] = found
+    return out
+
+
+def explain_boundary(segments: dict, cuts: tuple, cut: int, n_layers: int, arch: Arch) -> dict:
+    """What the boundary after layer ``cut`` costs against the merged dispatch it replaces."""
+    bounds = [0] + [c + 1 for c in sorted(cuts)] + [n_layers]
+    j = bounds.index(cut + 1)
+    a, m, b = bounds[j - 1], bounds[j], bounds[j + 1]
+    left, right = segments[_kind(a, m, n_layers)], segments[_kind(m, b, n_layers)]
+    merged = segments.get(_kind(a, b, n_layers))
+    out = {"after_layer": cut, "host_round_trip_s": arch.dispatch_overhead_s}
+    if merged is None:
+        return {**out, "relieves": "no merged dispatch simulated"}
+
+    def ops(seg, lo, hi, offset):
+        return sum(v for k, v in seg.ops_s.items() if isinstance(k, int) and lo <= k + offset < hi)
+
+    out["write_out_s"] = ops(left, a, m, a) - ops(merged, a, m, a)
+    out["read_back_s"] = ops(right, m, b, m) - ops(merged, m, b, a)
+    out["weight_reload_s"] = left.preload_s + right.preload_s - merged.preload_s
+    out["program_reload_s"] = left.reload_s + right.reload_s - merged.reload_s
+    out["net_s"] = left.seconds + right.seconds - merged.seconds
+    if not merged.fits:
+        out["relieves"] = f"without it: {merged.problems or 'the merged dispatch does not fit'}"
+    elif out["program_reload_s"] < 0:
+        out["relieves"] = f"program reloads: {-out['program_reload_s'] * 1e3:.3g} ms fewer"
+    else:
+        out["relieves"] = "nothing: the merged dispatch fits and reloads nothing more"
+    return out
+
+
+def cuts(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
+         max_dispatches: int | None = None) -> xr.Dataset:
+    """Search the dispatch cuts of each regime (latency first, energy second).
+
+    The layout (fusion) is the regime's searched one with the default cut, then pinned while cuts
+    vary. Returns a Dataset over (regime, dispatches): the fastest time, energy and cut set for each
+    dispatch count (NaN where none fits), whether that count is on the Pareto front (no fewer
+    dispatches are as fast), and per regime the best cut set and the default (greedy) cut's time;
+    over (regime, boundary) the best cut set's boundaries, each split into write-out, read-back,
+    host round trip, weight and program reloads, and what it relieves.
+    """
+    regimes = parse_regimes(regimes)
+    rows = []
+    for regime in regimes:
+        study = regime.study(base)
+        baseline = simulate_llm(study, arch, limits)
+        n_layers = int(baseline.attrs["layers"])
+        pinned = replace(study, fusion=baseline.attrs["fusion"])
+        segments = segment_costs(pinned, arch, limits, n_layers)
+        front = best_cuts(segments, n_layers, max_dispatches)
+        rows.append((regime, baseline, segments, front, n_layers))
+    return _dataset(rows, base, arch)
+
+
+def _dataset(rows, base, arch: Arch) -> xr.Dataset:
+    kmax = max(max(r[3]) for r in rows)
+    shape = (len(rows), kmax)
+    seconds, energy = np.full(shape, np.nan), np.full(shape, np.nan)
+    cut_text = np.full(shape, "", dtype=object)
+    pareto = np.zeros(shape, bool)
+    best_s, best_cut, default_s, default_cut, explained, fusion = [], [], [], [], [], []
+    for i, (regime, baseline, segments, front, n_layers) in enumerate(rows):
+        fastest = float("inf")
+        for k, found in front.items():
+            if found is None:
+                continue
+            seconds[i, k - 1], energy[i, k - 1] = found[0], found[1]
+            cut_text[i, k - 1] = ",".join(str(c) for c in found[2])
+            if found[0] < fastest:
+                pareto[i, k - 1] = True
+                fastest = found[0]
+        k_best = min((k for k in front if front[k] is not None), key=lambda k: front[k][:2])
+        chosen = front[k_best]
+        best_s.append(chosen[0])
+        best_cut.append(",".join(str(c) for c in chosen[2]))
+        default_s.append(float(baseline.total_seconds))
+        default_cut.append(baseline.attrs["cuts"])
+        fusion.append(baseline.attrs["fusion"])
+        explained.append([explain_boundary(segments, chosen[2], c, n_layers, arch) for c in chosen[2]])
+    dims = ("regime", "dispatches")
+    ds = xr.Dataset(
+        {
+            "seconds": (dims, seconds, {"units": "s", "description":
+                        "fastest end-to-end time with this many dispatches (NaN: none fits)"}),
+            "energy_pj": (dims, energy, {"units": "pJ", "description": "energy of that cut set's ops"}),
+            "cuts": (dims, cut_text.astype(str), {"units": "1", "description":
+                     "that cut set: layers after which a dispatch ends"}),
+            "pareto": (dims, pareto, {"units": "1", "description":
+                       "no cut set with fewer dispatches is as fast"}),
+            "best_seconds": ("regime", np.array(best_s), {"units": "s", "description": "the best cut set's time"}),
+            "best_cuts": ("regime", np.array(best_cut, dtype=str), {"units": "1", "description":
+                          "the best cut set (latency, then energy)"}),
+            "default_seconds": ("regime", np.array(default_s), {"units": "s", "description":
+                                "time with the default greedy cut"}),
+            "default_cuts": ("regime", np.array(default_cut, dtype=str), {"units": "1", "description":
+                             "the default greedy cut (whole layers while everything fits)"}),
+            "fusion": ("regime", np.array(fusion, dtype=str), {"units": "1", "description":
+                       "the layout kept while cuts vary (the regime's searched fusion)"}),
+        },
+        coords={"regime": [r[0].label for r in rows], "dispatches": np.arange(1, kmax + 1)},
+        attrs={"study": "cuts", "model": rows[0][1].attrs["model"], "arch": arch.name,
+               "weights": base.precision.weights, "dispatch_overhead_s": arch.dispatch_overhead_s},
+    )
+    # the best cut set's boundaries, each against the merged dispatch it replaces
+    nb = max(1, max(len(e) for e in explained))
+    fields = {"after_layer": ("layer", "the boundary: a dispatch ends after this layer (-1: none)"),
+              "write_out_s": ("s", "extra time of the ops before it (activations written to DDR)"),
+              "read_back_s": ("s", "extra time of the ops after it (activations read back from DDR)"),
+              "host_round_trip_s": ("s", "one more dispatch's host round trip"),
+              "weight_reload_s": ("s", "static weights loaded again (no longer resident)"),
+              "program_reload_s": ("s", "program reloads added (negative: saved)"),
+              "net_s": ("s", "what the boundary costs in all (negative: it pays for itself)")}
+    for name, (units, text) in fields.items():
+        fill = -1 if name == "after_layer" else np.nan
+        arr = np.full((len(rows), nb), fill, np.int64 if name == "after_layer" else float)
+        for i, e in enumerate(explained):
+            for j, x in enumerate(e):
+                arr[i, j] = x.get(name, fill)
+        ds[f"boundary_{name.removesuffix('_s') + ('_seconds' if units == 's' else '')}"] = (
+            ("regime", "boundary"), arr, {"units": units, "description": text})
+    relieves = np.full((len(rows), nb), "", dtype=object)
+    for i, e in enumerate(explained):
+        for j, x in enumerate(e):
+            relieves[i, j] = x["relieves"]
+    ds["boundary_relieves"] = (("regime", "boundary"), relieves.astype(str), {"units": "1", "description":
+                               "the resource pressure the boundary relieves"})
+    return ds

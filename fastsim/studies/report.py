@@ -1,0 +1,150 @@
+"""Study reports: Markdown with the evidence tables and PNG figures (matplotlib, headless)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on clusters and CI
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.4g}"
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    out = [f"# Ablation ranking: {ds.attrs['model']} on {ds.attrs['arch']} ({ds.attrs['weights']} weights)",
+           "",
+           "Each op class in turn computes nothing while all of its data still moves; the whole forward "
+           "pass is simulated again with the baseline's fusion and cuts. Deltas are differences of whole "
+           "runs. Optimize the top of each ranking first. `cast` is the weight dequantization inside the "
+           "gemm ops: its row is a part of gemm's, not an addition to it.", ""]
+    for regime in ds.regime.values:
+        r = ds.sel(regime=regime)
+        present = [c for c in ds.op_class.values if int(r["rank"].sel(op_class=c)) > 0]
+        present.sort(key=lambda c: int(r["rank"].sel(op_class=c)))
+        top = str(r.top_class.values)
+        out += [f"## {regime}", "",
+                f"Baseline {ms(float(r.baseline_seconds))} ms; with every class's compute removed "
+                f"{ms(float(r.data_movement_seconds))} ms (pure data movement). Layout: fusion "
+                f"`{r.fusion.values}`.", ""]
+        if top:
+            t = r.sel(op_class=top)
+            out += [f"**Optimize first: {top}** ({ms(float(t.delta_seconds))} ms, "
+                    f"{100 * float(t.share):.1f} % of the regime), bound by {t.bound_by.values}.", ""]
+        rows = []
+        for c in present:
+            x = r.sel(op_class=c)
+            rows.append([int(x["rank"]), c, ms(float(x.delta_seconds)), f"{100 * float(x.share):.2f} %",
+                         ms(float(x.op_seconds)), ms(float(x.compute_seconds)), ms(float(x.movement_seconds)),
+                         str(x.bound_by.values)])
+        out += [table(["rank", "class", "delta ms", "share", "class ms", "compute ms", "movement ms", "bound by"],
+                      rows), ""]
+    if figure:
+        out += [f"![time saved per op class]({figure})", ""]
+    return "\n".join(out)
+
+
+def ablate_figure(ds: xr.Dataset, path: Path) -> None:
+    plt = _pyplot()
+    n = len(ds.regime)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), squeeze=False)
+    for ax, regime in zip(axes[0], ds.regime.values):
+        r = ds.sel(regime=regime)
+        present = [c for c in ds.op_class.values if int(r["rank"].sel(op_class=c)) > 0]
+        present.sort(key=lambda c: -int(r["rank"].sel(op_class=c)))
+        delta = np.array([float(r.delta_seconds.sel(op_class=c)) * 1e3 for c in present])
+        ax.barh(present, delta, color=["tab:red" if c == str(r.top_class.values) else "tab:gray" for c in present])
+        ax.set_title(f"{regime} (baseline {ms(float(r.baseline_seconds))} ms)", fontsize=9)
+        ax.set_xlabel("time saved without its compute (ms)")
+    fig.suptitle(f"Ablation: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    out = [f"# Dispatch cuts: {ds.attrs['model']} on {ds.attrs['arch']} ({ds.attrs['weights']} weights)", "",
+           "The fastest cut set for every dispatch count, found by dynamic programming over layer "
+           "boundaries (every dispatch's cost simulated; dispatches that do not fit excluded), with the "
+           "layout (fusion) pinned. Each boundary of the best set is priced against the merged dispatch it "
+           f"replaces. Host round trip per dispatch: {ds.attrs['dispatch_overhead_s'] * 1e6:.0f} us.", ""]
+    for regime in ds.regime.values:
+        r = ds.sel(regime=regime)
+        best = str(r.best_cuts.values)
+        n_best = 1 + (len(best.split(",")) if best else 0)
+        out += [f"## {regime}", "",
+                f"**Best: {n_best} dispatch(es), cuts after layers [{best}]: {ms(float(r.best_seconds))} ms** "
+                f"(default greedy cut [{r.default_cuts.values}]: {ms(float(r.default_seconds))} ms). "
+                f"Layout: fusion `{r.fusion.values}`.", ""]
+        rows = []
+        for k in ds.dispatches.values:
+            x = r.sel(dispatches=k)
+            if np.isnan(float(x.seconds)):
+                rows.append([int(k), "does not fit", "", "", ""])
+                continue
+            rows.append([int(k), ms(float(x.seconds)), f"{float(x.energy_pj) * 1e-9:.4g}", f"[{x.cuts.values}]",
+                         "yes" if bool(x.pareto) else ""])
+        out += [table(["dispatches", "fastest ms", "energy mJ", "cuts after layers", "Pareto"], rows), ""]
+        layers = [int(v) for v in r.boundary_after_layer.values if int(v) >= 0]
+        if layers:
+            rows = []
+            for j, layer in enumerate(layers):
+                b = r.isel(boundary=j)
+                rows.append([layer] + [ms(float(b[f"boundary_{k}_seconds"])) for k in
+                                       ("write_out", "read_back", "host_round_trip", "weight_reload",
+                                        "program_reload", "net")] + [str(b.boundary_relieves.values)])
+            out += ["Boundaries of the best cut set, against the merged dispatch each replaces (ms):", "",
+                    table(["after layer", "write-out", "read-back", "host", "weight reload", "program reload",
+                           "net", "relieves"], rows), ""]
+    if figure:
+        out += [f"![dispatch count vs time]({figure})", ""]
+    return "\n".join(out)
+
+
+def cuts_figure(ds: xr.Dataset, path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for regime in ds.regime.values:
+        r = ds.sel(regime=regime)
+        k, t = ds.dispatches.values, r.seconds.values * 1e3
+        line = ax.plot(k, t / np.nanmin(t), marker="o", label=f"{regime} ({ms(float(np.nanmin(t)) / 1e3)} ms best)")
+        front = r.pareto.values
+        ax.plot(k[front], (t / np.nanmin(t))[front], "s", color=line[0].get_color(), markersize=9, fillstyle="none")
+    ax.set_xlabel("dispatches")
+    ax.set_ylabel("time / best time")
+    ax.set_title(f"Dispatch cuts: {ds.attrs['model']} on {ds.attrs['arch']} (squares: Pareto)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+WRITERS = {"ablate": (ablate_markdown, ablate_figure), "cuts": (cuts_markdown, cuts_figure)}
+
+
+def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
+    """``<study>.md`` and ``<study>.png`` in ``out_dir`` (created); returns the Markdown path."""
+    study = ds.attrs["study"]
+    markdown, figure = WRITERS[study]
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    png = out / f"{study}.png"
+    figure(ds, png)
+    md = out / f"{study}.md"
+    md.write_text(markdown(ds, png.name))
+    return md

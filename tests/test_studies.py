@@ -1,0 +1,174 @@
+"""Studies of the optimization method: ablation ranking (and its sweep kind, report and CLI)."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import fastsim
+from fastsim.cli import main
+from fastsim.llm import LlmStudy, simulate_llm
+from fastsim.llm.model import ModelConfig
+from fastsim.studies import ablate, parse_regime, parse_regimes
+from fastsim.studies.report import write_report
+from fastsim.sweeping import parse_spec, sweep
+
+SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
+
+
+@pytest.fixture(scope="module")
+def ranking():
+    return ablate(LlmStudy(model=SMALL), ["decode:512", "prefill:128"])
+
+
+def test_ablate__all_compute_pass_equals_the_pure_data_movement_time(ranking):
+    """Removing every class's compute leaves exactly each op's data-movement time (its NOOP twin)
+    plus the same dispatch overheads: the ablation and the per-op accounting agree."""
+    for regime in ("decode@512", "prefill@128"):
+        r = ranking.sel(regime=regime)
+        study = parse_regime(regime.replace("@", ":")).study(LlmStudy(model=SMALL))
+        base = simulate_llm(study)
+        expected = float(base.total_seconds) - float(base.op_seconds.sum()) + float(base.movement_seconds.sum())
+        assert float(r.data_movement_seconds) == pytest.approx(expected, rel=1e-12)
+        assert float(r.data_movement_seconds) < float(r.baseline_seconds)
+
+
+def test_ablate__ranks_by_measured_delta_and_names_the_top(ranking):
+    for regime in ranking.regime.values:
+        r = ranking.sel(regime=regime)
+        ranked = r["rank"].values
+        present = ranked > 0
+        order = np.argsort(ranked[present])
+        deltas = r.delta_seconds.values[present][order]
+        assert (np.diff(deltas) <= 0).all()  # rank 1 saves the most
+        assert str(r.top_class.values) == str(r.op_class.values[present][order][0])
+        assert (r.delta_seconds.values[present] >= 0).all()
+        assert np.allclose(r.share.values[present], r.delta_seconds.values[present] / float(r.baseline_seconds))
+        # a class cannot save more than its own compute, nor more than its own time
+        assert (r.delta_seconds.values[present] <= r.op_seconds.values[present] + 1e-12).all()
+    assert ranking.delta_seconds.attrs["units"] == "s" and ranking.share.attrs["units"] == "1"
+
+
+def test_ablate__report_has_a_table_per_regime_and_a_figure(ranking, tmp_path):
+    md = write_report(ranking, tmp_path)
+    text = md.read_text()
+    assert text.count("| rank | class |") == 2 and "Optimize first" in text
+    assert (tmp_path / "ablate.png").stat().st_size > 5000
+
+
+def test_regimes__parse_and_say_what_is_allowed():
+    assert parse_regime("decode:4096:8").label == "decode@4096x8"
+    assert [r.label for r in parse_regimes([])] == ["decode@4096", "prefill@1024"]
+    for bad in ("decode", "train:5", "prefill:0", "decode:4k"):
+        with pytest.raises(fastsim.ConfigError, match="expected REGIME:TOKENS"):
+            parse_regime(bad)
+
+
+def test_cli__study_ablate_prints_json_and_writes_a_report(tmp_path):
+    res = CliRunner().invoke(main, ["study", "ablate", "--regime", "decode:256", "--json",
+                                    "--report", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout.splitlines()[-1])
+    assert data["attrs"]["study"] == "ablate" and data["coords"]["regime"]["data"] == ["decode@256"]
+    assert (tmp_path / "ablate.md").exists()
+    bad = CliRunner().invoke(main, ["study", "ablate", "--regime", "decode"])
+    assert bad.exit_code == 2 and "expected REGIME:TOKENS" in bad.output
+
+
+def test_sweep__ablate_kind_stores_a_ranking_per_point(tmp_path):
+    spec = parse_spec("""
+[study]
+kind = "ablate"
+[study.base]
+model = "llama-3.2-1b"
+[axes]
+context = [256, 512]
+[run]
+chunk_points = 1
+outputs = ["seconds", "delta_seconds", "top_class"]
+""", "ablate-test")
+    ds = sweep(spec, tmp_path / "a.zarr", workers=0, progress=False)
+    assert (ds.status.values == 0).all()
+    assert ds.delta_seconds.dims == ("context", "op_class") and ds.top_class.attrs["flag_meanings"].startswith("embedding")
+    direct = ablate(LlmStudy(), ["decode:512"]).isel(regime=0)
+    assert float(ds.seconds.sel(context=512)) == float(direct.baseline_seconds)
+    assert float(ds.delta_seconds.sel(context=512, op_class="gemm")) == float(direct.delta_seconds.sel(op_class="gemm"))
+
+
+SMALL4 = ModelConfig("small4", 512, 4, 8, 2, 64, 1024, 1000)
+
+
+@pytest.fixture(scope="module")
+def tight_segments():
+    """A 4-layer model whose whole runtime sequence does not fit one dispatch."""
+    from fastsim.mapping.dispatch import DispatchLimits
+    from fastsim.studies.cuts import segment_costs
+
+    study = LlmStudy(model=SMALL4, regime="decode", context=512, fusion="chain")
+    whole = simulate_llm(study)
+    limits = DispatchLimits(instruction_buffer_words=int(whole.sequence_words.sum() * 0.6))
+    return study, limits, segment_costs(study, fastsim.NPU2, limits, 4)
+
+
+def test_cuts__dynamic_programming_equals_brute_force(tight_segments):
+    from fastsim.studies.cuts import best_cuts, brute_force
+
+    _, _, segments = tight_segments
+    dp, brute = best_cuts(segments, 4), brute_force(segments, 4)
+    assert dp[1] is None and brute[1] is None  # one dispatch does not fit
+    for k in range(2, 5):
+        assert dp[k] is not None and dp[k][:2] == pytest.approx(brute[k][:2], rel=1e-12)
+        assert dp[k][2] == brute[k][2]
+
+
+@pytest.mark.parametrize("cuts", [(1,), (0, 2), (0, 1, 2)])
+def test_cuts__segment_costs_add_up_to_the_simulated_total(tight_segments, cuts):
+    """The search's premise: a cut set's time is the sum of its dispatches' simulated costs."""
+    from dataclasses import replace
+
+    from fastsim.studies.cuts import total_of
+
+    study, limits, segments = tight_segments
+    seconds, energy, fits = total_of(segments, cuts, 4)
+    ds = simulate_llm(replace(study, cuts=cuts), limits=limits)
+    assert fits and seconds == pytest.approx(float(ds.total_seconds), rel=1e-12)
+    assert energy == pytest.approx(float(ds.energy_pj.sum()), rel=1e-12)
+
+
+def test_cuts__study_finds_the_front_and_prices_its_boundaries(tmp_path):
+    from fastsim.mapping.dispatch import DispatchLimits
+    from fastsim.studies import cuts
+
+    whole = simulate_llm(LlmStudy(model=SMALL4, regime="decode", context=512))
+    limits = DispatchLimits(instruction_buffer_words=int(whole.sequence_words.sum() * 0.6))
+    ds = cuts(LlmStudy(model=SMALL4), ["decode:512"], limits=limits)
+    r = ds.isel(regime=0)
+    assert np.isnan(float(r.seconds.sel(dispatches=1)))  # does not fit
+    assert float(r.best_seconds) == float(np.nanmin(r.seconds.values))
+    assert bool(r.pareto.sel(dispatches=2)) and float(r.best_seconds) <= float(r.default_seconds) + 1e-15
+    layers = [int(x) for x in r.boundary_after_layer.values if x >= 0]
+    assert layers == [int(c) for c in str(r.best_cuts.values).split(",")]
+    b = r.isel(boundary=0)
+    assert float(b.boundary_host_round_trip_seconds) == fastsim.NPU2.dispatch_overhead_s
+    assert float(b.boundary_write_out_seconds) >= 0 and float(b.boundary_read_back_seconds) >= 0
+    assert "runtime sequence" in str(b.boundary_relieves.values)  # without it nothing fits
+    md = write_report(ds, tmp_path)
+    assert "Boundaries of the best cut set" in md.read_text() and (tmp_path / "cuts.png").exists()
+
+
+def test_sweep__cuts_kind_stores_the_best_cut_per_point(tmp_path):
+    spec = parse_spec("""
+[study]
+kind = "cuts"
+[study.base]
+model = "llama-3.2-1b"
+regime = "decode"
+[axes]
+context = [256]
+[run]
+chunk_points = 1
+outputs = ["seconds", "dispatches", "default_seconds"]
+""", "cuts-test")
+    ds = sweep(spec, tmp_path / "c.zarr", workers=0, progress=False)
+    assert (ds.status.values == 0).all() and int(ds.dispatches.values[0]) >= 1
+    assert float(ds.seconds.values[0]) <= float(ds.default_seconds.values[0])
