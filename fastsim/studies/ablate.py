@@ -63,7 +63,8 @@ def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.D
     -------
     xarray.Dataset over (regime, op_class): ``delta_seconds`` (time saved by removing the class's
     compute), ``share`` of the baseline, the class's ``op_seconds``, ``compute_seconds`` and
-    ``movement_seconds`` in the baseline, its ``bound_by`` resource and ``rank``; per regime the
+    ``movement_seconds`` in the baseline, ``exposed_share`` (delta over compute), its ``bound_by``
+    resource and ``rank``; per regime the
     ``baseline_seconds``, ``data_movement_seconds`` (every class's compute removed) and ``top_class``.
     """
     regimes = parse_regimes(regimes)
@@ -118,7 +119,11 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
             "movement_seconds": (dims, v["movement"], {"units": "s", "description":
                                  "the class's data-movement time in the baseline (its ops with 1-cycle kernels)"}),
             "bound_by": (dims, bound.astype(str), {"units": "1", "description":
-                         "resource binding most of the class's time in the baseline"}),
+                         "resource with the highest utilization over most of the class's time in the baseline"}),
+            "exposed_share": (dims, np.divide(v["delta"], v["compute"], out=np.full(shape, np.nan),
+                                              where=v["compute"] > 0),
+                              {"units": "1", "description": "delta_seconds over compute_seconds: the share of the "
+                               "class's kernel time on the critical path (0: hidden under data movement)"}),
             "rank": (dims, rank, {"units": "1", "description": "1 = largest delta_seconds in the regime; -1 absent"}),
             "baseline_seconds": ("regime", np.array(total), {"units": "s", "description":
                                  "end-to-end time of the regime, nothing removed"}),

@@ -45,15 +45,17 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
         if top:
             t = r.sel(op_class=top)
             out += [f"**Optimize first: {top}** ({ms(float(t.delta_seconds))} ms, "
-                    f"{100 * float(t.share):.1f} % of the regime), bound by {t.bound_by.values}.", ""]
+                    f"{100 * float(t.share):.1f} % of the regime; {100 * float(t.exposed_share):.1f} % of its "
+                    f"kernel time is exposed, the rest hides under data movement).", ""]
         rows = []
         for c in present:
             x = r.sel(op_class=c)
+            exposed = float(x.exposed_share)
             rows.append([int(x["rank"]), c, ms(float(x.delta_seconds)), f"{100 * float(x.share):.2f} %",
                          ms(float(x.op_seconds)), ms(float(x.compute_seconds)), ms(float(x.movement_seconds)),
-                         str(x.bound_by.values)])
-        out += [table(["rank", "class", "delta ms", "share", "class ms", "compute ms", "movement ms", "bound by"],
-                      rows), ""]
+                         "" if np.isnan(exposed) else f"{100 * exposed:.1f} %", str(x.bound_by.values)])
+        out += [table(["rank", "class", "delta ms", "share", "class ms", "compute ms", "movement ms",
+                       "compute exposed", "highest utilization"], rows), ""]
     if figure:
         out += [f"![time saved per op class]({figure})", ""]
     return "\n".join(out)
