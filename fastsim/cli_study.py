@@ -97,3 +97,29 @@ def cuts_cmd(model, weights, kv, activations, arch_name, regimes, as_json, repor
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     _finish(ds, as_json, report_dir, cuts_markdown)
+
+
+@study_group.command("overlays")
+@_model_options
+@click.option("--mix", "mix", multiple=True,
+              help="a request kind PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]] (repeatable; default 1024:128); its "
+                   "regimes are prefill:PROMPT and decode at the mean context")
+def overlays_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix):
+    """One placement per regime, or one for all? Finds each regime's best overlay (fusion, columns,
+    dataflow, static or streamed weights), runs every overlay in every regime, and compares
+    per-regime overlays (switch costs included) with the best single overlay on a request mix.
+    Lists the op classes bound by different resources in different regimes. (--regime is not used:
+    the mix sets the regimes.)
+
+    Example: fastsim study overlays --mix 1024:128 --mix 4096:512:1:0.25 --report out/
+    """
+    from .cli import _load_arch
+    from .studies import overlays
+    from .studies.report import overlays_markdown
+
+    try:
+        ds = overlays(_base(model, weights, kv, activations), list(mix) or None, _load_arch(arch_name))
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    _finish(ds, as_json, report_dir, overlays_markdown)

@@ -172,3 +172,47 @@ outputs = ["seconds", "dispatches", "default_seconds"]
     ds = sweep(spec, tmp_path / "c.zarr", workers=0, progress=False)
     assert (ds.status.values == 0).all() and int(ds.dispatches.values[0]) >= 1
     assert float(ds.seconds.values[0]) <= float(ds.default_seconds.values[0])
+
+
+@pytest.fixture(scope="module")
+def placement():
+    from fastsim.studies import overlays
+
+    return overlays(LlmStudy(model=SMALL), ["256:64", "128:32:1:0.5"])
+
+
+def test_overlays__gain_is_net_of_the_switch_cost(placement):
+    ds = placement
+    s = ds.seconds
+    switch = ds.attrs["switch_seconds"] * ds.attrs["switches_per_request"]
+    own = {g: float(s.sel(regime=g, overlay=g)) for g in ds.regime.values}
+    expected = (own["prefill@256"] + 64 * own["decode@288"] + switch
+                + 0.5 * (own["prefill@128"] + 32 * own["decode@144"] + switch))
+    assert float(ds.mix_seconds.sel(plan="per_regime")) == pytest.approx(expected, rel=1e-12)
+    singles = ds.mix_seconds.values[1:]
+    assert ds.attrs["gain_seconds"] == pytest.approx(np.nanmin(singles) - float(ds.mix_seconds.sel(plan="per_regime")))
+    assert ds.attrs["switch_seconds"] in (fastsim.NPU2.reconfiguration_s, fastsim.NPU2.elf_reload_s)
+    # each regime is fastest on its own overlay; a decode chain cannot hold a prefill's activations
+    for g in ds.regime.values:
+        row = s.sel(regime=g).values
+        assert float(s.sel(regime=g, overlay=g)) <= np.nanmin(row) + 1e-15
+    assert np.isnan(float(s.sel(regime="prefill@256", overlay="decode@288")))
+    assert "static weights" in str(ds.residency_reason.values[0])
+
+
+def test_overlays__report_lists_plans_and_classes_whose_binding_differs(placement, tmp_path):
+    text = write_report(placement, tmp_path).read_text()
+    assert "## The mix" in text and "[decode]" in text and (tmp_path / "overlays.png").exists()
+    for c, differs in zip(placement.op_class.values, placement.binding_differs.values):
+        assert (f"- {c}: " in text) == bool(differs)
+
+
+def test_requests__parse_and_say_what_is_allowed():
+    from fastsim.studies import parse_request
+
+    r = parse_request("512:64:4:0.5")
+    assert (r.prompt, r.new_tokens, r.batch, r.weight) == (512, 64, 4, 0.5)
+    assert r.decode.label == "decode@544x4"
+    for bad in ("512", "512:0", "a:b", "1:2:3:-1"):
+        with pytest.raises(fastsim.ConfigError, match="PROMPT:NEW_TOKENS"):
+            parse_request(bad)

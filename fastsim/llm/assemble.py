@@ -180,7 +180,7 @@ def overlay_of(ds: xr.Dataset):
         cols[str(name)] = int(c)
         if flow in ("ws", "is", "os"):
             flows[str(name)] = str(flow)
-    return Overlay(ds.attrs["regime"], ds.attrs["fusion"], cols, flows)
+    return Overlay(ds.attrs["regime"], ds.attrs["fusion"], cols, flows, ds.attrs["residency"])
 
 
 def _ratio(a, b):

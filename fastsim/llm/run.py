@@ -295,7 +295,7 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
     if overlay is None:
         return study
     return replace(study, fusion=overlay.fusion, columns={**study.columns, **overlay.columns},
-                   dataflow={**study.dataflow, **overlay.dataflow})
+                   dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency)
 
 
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,

@@ -12,6 +12,7 @@ reads a file with one table per regime::
     [decode]
     fusion = "chain"
     columns = { gemm = 8 }
+    residency = "streamed"   # or "static": weights loaded once into on-chip memory
 
 Switching overlays between regimes (``--regime generate``) costs ``Arch.reconfiguration_s`` when
 every core keeps its programs (only routes and BDs change) and ``Arch.elf_reload_s`` when some core
@@ -37,6 +38,7 @@ class Overlay:
     fusion: str = "auto"
     columns: dict = field(default_factory=dict)  # group kind, op class or op name -> columns
     dataflow: dict = field(default_factory=dict)  # op class or op name -> ws | is | os
+    residency: str = "streamed"  # weights streamed from DDR or "static" in on-chip memory
 
     def validate(self) -> "Overlay":
         p = Problems(f"overlay [{self.regime}]")
@@ -46,11 +48,13 @@ class Overlay:
             p.check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, f"columns.{k}", v, "an integer >= 1")
         for k, v in self.dataflow.items():
             p.check(v in ("ws", "is", "os"), f"dataflow.{k}", v, "ws, is or os")
+        p.check(self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
         p.raise_if_any()
         return self
 
     def table(self) -> dict:
-        return {"fusion": self.fusion, "columns": dict(self.columns), "dataflow": dict(self.dataflow)}
+        return {"fusion": self.fusion, "columns": dict(self.columns), "dataflow": dict(self.dataflow),
+                "residency": self.residency}
 
     def __str__(self) -> str:
         return dumps({self.regime: self})
@@ -81,14 +85,16 @@ def load(path: str | Path) -> dict[str, Overlay]:
     for regime, table in data.items():
         if not isinstance(table, dict):
             raise ConfigError([f"[{regime}]: must be a table"], f"overlay file {path}")
-        unknown = set(table) - {"fusion", "columns", "dataflow"}
+        unknown = set(table) - {"fusion", "columns", "dataflow", "residency"}
         if unknown:
-            raise ConfigError([f"[{regime}].{k}: unknown key (fusion, columns, dataflow)" for k in sorted(unknown)],
+            raise ConfigError([f"[{regime}].{k}: unknown key (fusion, columns, dataflow, residency)"
+                               for k in sorted(unknown)],
                               f"overlay file {path}")
         cols, flows = table.get("columns", {}), table.get("dataflow", {})
         if not isinstance(cols, dict) or not isinstance(flows, dict):
             raise ConfigError([f"[{regime}]: columns and dataflow must be tables"], f"overlay file {path}")
-        out[regime] = Overlay(regime, table.get("fusion", "auto"), dict(cols), dict(flows)).validate()
+        out[regime] = Overlay(regime, table.get("fusion", "auto"), dict(cols), dict(flows),
+                              table.get("residency", "streamed")).validate()
     return out
 
 

@@ -94,7 +94,8 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
                 f"(default greedy cut [{r.default_cuts.values}]: {ms(float(r.default_seconds))} ms). "
                 f"Layout: fusion `{r.fusion.values}`.", ""]
         rows = []
-        for k in ds.dispatches.values:
+        shown = [k for k in ds.dispatches.values if k <= n_best + 3 or bool(r.pareto.sel(dispatches=k))]
+        for k in shown:
             x = r.sel(dispatches=k)
             if np.isnan(float(x.seconds)):
                 rows.append([int(k), "does not fit", "", "", ""])
@@ -102,6 +103,9 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
             rows.append([int(k), ms(float(x.seconds)), f"{float(x.energy_pj) * 1e-9:.4g}", f"[{x.cuts.values}]",
                          "yes" if bool(x.pareto) else ""])
         out += [table(["dispatches", "fastest ms", "energy mJ", "cuts after layers", "Pareto"], rows), ""]
+        if len(shown) < len(ds.dispatches):
+            out += [f"(More dispatches, up to {int(ds.dispatches.values[-1])}, are slower and off the front: "
+                    "in the Dataset.)", ""]
         layers = [int(v) for v in r.boundary_after_layer.values if int(v) >= 0]
         if layers:
             rows = []
@@ -136,7 +140,60 @@ def cuts_figure(ds: xr.Dataset, path: Path) -> None:
     plt.close(fig)
 
 
-WRITERS = {"ablate": (ablate_markdown, ablate_figure), "cuts": (cuts_markdown, cuts_figure)}
+def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    a = ds.attrs
+    out = [f"# Overlays: {a['model']} on {a['arch']} ({a['weights']} weights)", "",
+           f"Request mix (prompt:new tokens:batch:weight): {a['mix']}. Each regime's own overlay is its "
+           "searched layout; every overlay is also run in every other regime. Per-regime overlays pay "
+           f"{a['switches_per_request']} switches per request at {ms(a['switch_seconds'])} ms "
+           f"({a['switch_change']}).", ""]
+    rows = [[g, str(ds.fusion.sel(regime=g).values), str(ds.residency_reason.sel(regime=g).values),
+             ms(float(ds.seconds.sel(regime=g, overlay=g)))] for g in ds.regime.values]
+    out += ["## Each regime's own overlay", "", table(["regime", "fusion", "weights", "ms"], rows), ""]
+    rows = [[g] + [("cannot run" if np.isnan(float(v)) else ms(float(v))) for v in ds.seconds.sel(regime=g).values]
+            for g in ds.regime.values]
+    out += ["## Every overlay in every regime (ms; columns: whose overlay)", "",
+            table(["regime"] + [str(o) for o in ds.overlay.values], rows), ""]
+    rows = [[p, "cannot run every regime" if np.isnan(float(v)) else ms(float(v))]
+            for p, v in zip(ds.plan.values, ds.mix_seconds.values)]
+    gain = a["gain_seconds"]
+    verdict = (f"**Per-regime overlays save {ms(gain)} ms over the best single overlay ({a['best_single']}), net of "
+               "the switches.**" if gain > 0 else
+               f"**One overlay ({a['best_single']}) serves the mix best: per-regime overlays would lose "
+               f"{ms(-gain)} ms to the switches.**")
+    out += ["## The mix", "", table(["plan", "mix ms"], rows), "", verdict, ""]
+    differs = [c for c, d in zip(ds.op_class.values, ds.binding_differs.values) if d]
+    if differs:
+        out += ["Op classes bound by different resources in different regimes (one placement cannot serve both):", ""]
+        out += [f"- {c}: " + ", ".join(f"{g} {ds.bound_by.sel(regime=g, op_class=c).values}" for g in ds.regime.values)
+                for c in differs]
+        out += [""]
+    out += ["## The overlays (`fastsim run llm --overlay FILE` takes one table per regime)", "", "```toml",
+            a["overlays_toml"], "```", ""]
+    if figure:
+        out += [f"![request mix per plan]({figure})", ""]
+    return "\n".join(out)
+
+
+def overlays_figure(ds: xr.Dataset, path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.0))
+    plans = [str(p) for p in ds.plan.values]
+    values = np.nan_to_num(ds.mix_seconds.values * 1e3, nan=0.0)
+    colors = ["tab:blue"] + ["tab:gray"] * (len(plans) - 1)
+    ax.barh(plans, values, color=colors)
+    for i, v in enumerate(ds.mix_seconds.values):
+        if np.isnan(v):
+            ax.text(0, i, " cannot run every regime", va="center", fontsize=7)
+    ax.set_xlabel("request mix time (ms)")
+    ax.set_title(f"Overlays: {ds.attrs['model']} on {ds.attrs['arch']} (mix {ds.attrs['mix']})", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+WRITERS = {"ablate": (ablate_markdown, ablate_figure), "cuts": (cuts_markdown, cuts_figure),
+           "overlays": (overlays_markdown, overlays_figure)}
 
 
 def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:

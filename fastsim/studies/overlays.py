@@ -1,0 +1,196 @@
+"""One placement per regime (METHOD.md step 3): the best overlay for each regime, the best single
+overlay for a request mix, and the gain of switching net of the switch cost.
+
+Each regime's own overlay is its searched layout (``overlay_of`` a run with fusion, mappings and
+residency searched). Every overlay is then run in every regime (``apply_overlay``: its fusion,
+columns, dataflow and residency pinned); a layout that cannot run a regime (a decode chain does not
+fit a prefill's activations) is marked infeasible there. A request of the mix is a prefill of its
+prompt and ``new_tokens`` decode steps at the mean context (prompt + new_tokens / 2); with
+per-regime overlays it pays two switches (into decode and back for the next request) at
+``switch_seconds``. Weights are static (loaded once into on-chip memory) where they fit the
+array, streamed otherwise: the study tries both per regime and says which and why.
+
+The signal that one placement cannot serve every regime is an op class bound by a different
+resource in different regimes (``binding_differs``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import xarray as xr
+
+from ..arch import NPU2, Arch
+from ..errors import ConfigError
+from ..llm import LlmStudy, simulate_llm
+from ..llm.assemble import overlay_of
+from ..llm.graph import OP_CLASSES
+from ..llm.run import apply_overlay
+from ..mapping.overlay import switch_seconds
+from .regimes import Regime
+
+SWITCHES_PER_REQUEST = 2  # into the decode overlay and back to the prefill one for the next request
+
+
+@dataclass(frozen=True)
+class Request:
+    """One kind of request in the mix: a prompt, tokens to generate, a batch, and its weight."""
+
+    prompt: int = 1024
+    new_tokens: int = 128
+    batch: int = 1
+    weight: float = 1.0
+
+    @property
+    def prefill(self) -> Regime:
+        return Regime("prefill", self.prompt, self.batch)
+
+    @property
+    def decode(self) -> Regime:
+        return Regime("decode", self.prompt + self.new_tokens // 2, self.batch)
+
+
+def parse_request(text) -> Request:
+    """``PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]]``, e.g. ``1024:128`` or ``512:64:4:0.5``."""
+    if isinstance(text, Request):
+        return text
+    parts = str(text).split(":")
+    try:
+        if not 2 <= len(parts) <= 4:
+            raise ValueError
+        r = Request(int(parts[0]), int(parts[1]), int(parts[2]) if len(parts) > 2 else 1,
+                    float(parts[3]) if len(parts) > 3 else 1.0)
+        if min(r.prompt, r.new_tokens, r.batch) < 1 or not r.weight > 0:
+            raise ValueError
+    except ValueError:
+        raise ConfigError([f"request = {text!r}: expected PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]] with positive "
+                           "numbers, e.g. 1024:128"], "request mix") from None
+    return r
+
+
+def _own(study: LlmStudy, arch: Arch):
+    """A regime's searched layout, residency chosen too: (Dataset, why that residency)."""
+    streamed = simulate_llm(study, arch)
+    try:
+        static = simulate_llm(replace(study, residency="static"), arch)
+    except ConfigError as e:
+        return streamed, "streamed: static weights do not fit on chip (" + e.problems[0].split(":", 1)[-1].strip() + ")"
+    if float(static.total_seconds) < float(streamed.total_seconds):
+        return static, f"static: faster ({float(static.total_seconds) * 1e3:.4g} ms vs streamed " \
+                       f"{float(streamed.total_seconds) * 1e3:.4g} ms)"
+    return streamed, f"streamed: static weights fit but are not faster ({float(static.total_seconds) * 1e3:.4g} ms)"
+
+
+def _binding(ds: xr.Dataset) -> dict:
+    """Per op class, the resource with the highest utilization over most of its time."""
+    out = {}
+    for c in OP_CLASSES:
+        pick = ds.op_class.values == c
+        if not pick.any():
+            continue
+        time = {}
+        for b, s in zip(ds.bound_by.values[pick], ds.op_seconds.values[pick]):
+            time[str(b)] = time.get(str(b), 0.0) + float(s)
+        out[c] = max(time, key=time.get)
+    return out
+
+
+def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dataset:
+    """Best overlay per regime, best single overlay for the mix, and the net gain of switching.
+
+    Parameters
+    ----------
+    base : LlmStudy
+        Model, precision and pins.
+    mix : list of Request or "PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]]" strings (default: 1024:128).
+    arch : Arch
+
+    Returns
+    -------
+    xarray.Dataset: ``seconds`` over (regime, overlay) (each regime's own overlay run in every
+    regime; NaN where it cannot run), per regime the own overlay's ``fusion``/``residency`` and
+    why, ``bound_by`` over (regime, op_class) and ``binding_differs`` per class; over ``plan``
+    (per_regime and each single overlay) the mix's ``mix_seconds``, and ``gain_seconds`` of
+    per-regime overlays over the best single one, net of ``switch_seconds`` (attrs).
+    """
+    requests = [parse_request(r) for r in (mix or ["1024:128"])]
+    regimes = []
+    for r in requests:
+        for g in (r.prefill, r.decode):
+            if g not in regimes:
+                regimes.append(g)
+    own, why, layouts = {}, {}, {}
+    for g in regimes:
+        own[g], why[g] = _own(g.study(base), arch)
+        layouts[g] = overlay_of(own[g])
+    seconds = np.full((len(regimes), len(regimes)), np.nan)
+    for i, g in enumerate(regimes):
+        for j, h in enumerate(regimes):
+            if i == j:
+                seconds[i, j] = float(own[g].total_seconds)
+                continue
+            try:
+                seconds[i, j] = float(simulate_llm(apply_overlay(g.study(base), layouts[h]), arch).total_seconds)
+            except ConfigError:
+                pass  # this layout cannot run that regime
+    return _dataset(base, arch, requests, regimes, own, why, layouts, seconds)
+
+
+def _mix_seconds(requests, regimes, seconds, column_of, switch: float) -> float:
+    """The mix's time with each regime run on the overlay ``column_of(regime index)``."""
+    total = 0.0
+    for r in requests:
+        p, d = regimes.index(r.prefill), regimes.index(r.decode)
+        cp, cd = column_of(p), column_of(d)
+        total += r.weight * (seconds[p, cp] + r.new_tokens * seconds[d, cd] + (SWITCHES_PER_REQUEST * switch
+                                                                                  if cp != cd else 0.0))
+    return total
+
+
+def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Dataset:
+    labels = [g.label for g in regimes]
+    prefill = [g for g in regimes if g.regime == "prefill"]
+    decode = [g for g in regimes if g.regime == "decode"]
+    kernels = {g: set(own[g].attrs["kernels"].split(";")) for g in regimes}
+    switch, change = switch_seconds(kernels[prefill[0]], kernels[decode[0]], arch) if prefill and decode else (0.0, "")
+    plans = ["per_regime"] + [f"single:{label}" for label in labels]
+    mix = [_mix_seconds(requests, regimes, seconds, lambda i: i, switch)]
+    for j in range(len(regimes)):
+        mix.append(_mix_seconds(requests, regimes, seconds, lambda i, j=j: j, switch))
+    mix = np.array(mix)
+    singles = mix[1:]
+    best_single = int(np.nanargmin(singles)) if np.isfinite(singles).any() else -1
+    bindings = {g: _binding(own[g]) for g in regimes}
+    classes = [c for c in OP_CLASSES if any(c in b for b in bindings.values())]
+    bound = np.array([[bindings[g].get(c, "") for c in classes] for g in regimes], dtype=str)
+    differs = np.array([len({b for b in bound[:, k] if b}) > 1 for k in range(len(classes))])
+    gain = float(singles[best_single] - mix[0]) if best_single >= 0 else float("nan")
+    return xr.Dataset(
+        {
+            "seconds": (("regime", "overlay"), seconds, {"units": "s", "description":
+                        "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); "
+                        "NaN: that layout cannot run the regime"}),
+            "fusion": ("regime", np.array([layouts[g].fusion for g in regimes], dtype=str),
+                       {"units": "1", "description": "the regime's own (searched) overlay: fusion"}),
+            "residency": ("regime", np.array([layouts[g].residency for g in regimes], dtype=str),
+                          {"units": "1", "description": "the regime's own overlay: static or streamed weights"}),
+            "residency_reason": ("regime", np.array([why[g] for g in regimes], dtype=str),
+                                 {"units": "1", "description": "why that residency (on-chip capacity, time)"}),
+            "bound_by": (("regime", "op_class"), bound, {"units": "1", "description":
+                         "per class, the resource with the highest utilization over most of its time"}),
+            "binding_differs": ("op_class", differs, {"units": "1", "description":
+                                "the class is bound by different resources in different regimes: one "
+                                "placement cannot serve them all"}),
+            "mix_seconds": ("plan", mix, {"units": "s", "description":
+                            "the request mix's time: per_regime overlays (switches included) or one single "
+                            "overlay for every regime (NaN: it cannot run some regime)"}),
+        },
+        coords={"regime": labels, "overlay": labels, "op_class": classes, "plan": plans},
+        attrs={"study": "overlays", "model": own[regimes[0]].attrs["model"], "arch": arch.name,
+               "weights": base.precision.weights,
+               "mix": "; ".join(f"{r.prompt}:{r.new_tokens}:{r.batch}:{r.weight:g}" for r in requests),
+               "switch_seconds": switch, "switch_change": change, "switches_per_request": SWITCHES_PER_REQUEST,
+               "best_single": plans[1 + best_single] if best_single >= 0 else "",
+               "gain_seconds": gain,
+               "overlays_toml": "\n".join(str(layouts[g]) for g in regimes)},
+    )
