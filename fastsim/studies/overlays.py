@@ -4,7 +4,9 @@ overlay for a request mix, and the gain of switching net of the switch cost.
 Each regime's own overlay is its searched layout (``overlay_of`` a run with fusion, mappings and
 residency searched). Every overlay is then run in every regime (``apply_overlay``: its fusion,
 columns, dataflow and residency pinned); a layout that cannot run a regime (a decode chain does not
-fit a prefill's activations) is marked infeasible there. A request of the mix is a prefill of its
+fit a prefill's activations) is marked infeasible there. A regime's best overlay is the fastest of
+them all: usually its own, but the per-op search does not see every whole-run effect (program
+reloads when a dispatch links many kernel shapes), so another regime's can win. A request of the mix is a prefill of its
 prompt and ``new_tokens`` decode steps at the mean context (prompt + new_tokens / 2); with
 per-regime overlays it pays two switches (into decode and back for the next request) at
 ``switch_seconds``. Weights are static (loaded once into on-chip memory) where they fit the
@@ -108,8 +110,8 @@ def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dat
     Returns
     -------
     xarray.Dataset: ``seconds`` over (regime, overlay) (each regime's own overlay run in every
-    regime; NaN where it cannot run), per regime the own overlay's ``fusion``/``residency`` and
-    why, ``bound_by`` over (regime, op_class) and ``binding_differs`` per class; over ``plan``
+    regime; NaN where it cannot run), per regime its ``best_overlay`` and its own overlay's
+    ``fusion``/``residency`` and why, ``bound_by`` over (regime, op_class) and ``binding_differs`` per class; over ``plan``
     (per_regime and each single overlay) the mix's ``mix_seconds``, and ``gain_seconds`` of
     per-regime overlays over the best single one, net of ``switch_seconds`` (attrs).
     """
@@ -154,7 +156,10 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Da
     kernels = {g: set(own[g].attrs["kernels"].split(";")) for g in regimes}
     switch, change = switch_seconds(kernels[prefill[0]], kernels[decode[0]], arch) if prefill and decode else (0.0, "")
     plans = ["per_regime"] + [f"single:{label}" for label in labels]
-    mix = [_mix_seconds(requests, regimes, seconds, lambda i: i, switch)]
+    # each regime's best overlay among all of them (its own searched one, or another regime's when
+    # that runs it faster: the per-op search does not see every whole-run effect)
+    best_col = [int(np.nanargmin(seconds[i])) for i in range(len(regimes))]
+    mix = [_mix_seconds(requests, regimes, seconds, lambda i: best_col[i], switch)]
     for j in range(len(regimes)):
         mix.append(_mix_seconds(requests, regimes, seconds, lambda i, j=j: j, switch))
     mix = np.array(mix)
@@ -170,6 +175,9 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Da
             "seconds": (("regime", "overlay"), seconds, {"units": "s", "description":
                         "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); "
                         "NaN: that layout cannot run the regime"}),
+            "best_overlay": ("regime", np.array([labels[j] for j in best_col], dtype=str),
+                             {"units": "1", "description": "the overlay (named by the regime it was searched for) "
+                              "that runs the regime fastest"}),
             "fusion": ("regime", np.array([layouts[g].fusion for g in regimes], dtype=str),
                        {"units": "1", "description": "the regime's own (searched) overlay: fusion"}),
             "residency": ("regime", np.array([layouts[g].residency for g in regimes], dtype=str),
@@ -182,8 +190,9 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Da
                                 "the class is bound by different resources in different regimes: one "
                                 "placement cannot serve them all"}),
             "mix_seconds": ("plan", mix, {"units": "s", "description":
-                            "the request mix's time: per_regime overlays (switches included) or one single "
-                            "overlay for every regime (NaN: it cannot run some regime)"}),
+                            "the request mix's time: per_regime (each regime on its best overlay, switches "
+                            "included where they differ) or one single overlay for every regime (NaN: it "
+                            "cannot run some regime)"}),
         },
         coords={"regime": labels, "overlay": labels, "op_class": classes, "plan": plans},
         attrs={"study": "overlays", "model": own[regimes[0]].attrs["model"], "arch": arch.name,

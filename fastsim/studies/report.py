@@ -148,8 +148,10 @@ def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
            f"{a['switches_per_request']} switches per request at {ms(a['switch_seconds'])} ms "
            f"({a['switch_change']}).", ""]
     rows = [[g, str(ds.fusion.sel(regime=g).values), str(ds.residency_reason.sel(regime=g).values),
-             ms(float(ds.seconds.sel(regime=g, overlay=g)))] for g in ds.regime.values]
-    out += ["## Each regime's own overlay", "", table(["regime", "fusion", "weights", "ms"], rows), ""]
+             ms(float(ds.seconds.sel(regime=g, overlay=g))), str(ds.best_overlay.sel(regime=g).values),
+             ms(float(ds.seconds.sel(regime=g).min()))] for g in ds.regime.values]
+    out += ["## Each regime's own (searched) overlay and its best one", "",
+            table(["regime", "own fusion", "weights", "own ms", "best overlay", "best ms"], rows), ""]
     rows = [[g] + [("cannot run" if np.isnan(float(v)) else ms(float(v))) for v in ds.seconds.sel(regime=g).values]
             for g in ds.regime.values]
     out += ["## Every overlay in every regime (ms; columns: whose overlay)", "",

@@ -67,7 +67,8 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
             values = _systolic(params, spec)
         else:
             arch = build_arch(spec, arch_overrides)
-            values = {"llm": _llm, "gemm": _gemm, "ablate": _ablate, "cuts": _cuts}[spec.kind](study_params, arch)
+            run = {"llm": _llm, "gemm": _gemm, "ablate": _ablate, "cuts": _cuts, "overlays": _overlays}[spec.kind]
+            values = run(study_params, arch)
         values["status"] = 0
     except ConfigError:
         values = {"status": 1}
@@ -120,6 +121,18 @@ def _cuts(params: dict, arch) -> dict:
     n = 1 + (len(best.split(",")) if best else 0)
     return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
             "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}
+
+
+def _overlays(params: dict, arch) -> dict:
+    from ..studies import Request, overlays
+
+    p = dict(params)
+    new_tokens = int(p.pop("new_tokens", 128))
+    study = llm_study(p)
+    ds = overlays(study, [Request(study.prompt, new_tokens, study.batch)], arch)
+    single = float(np.nanmin(ds.mix_seconds.values[1:]))
+    return {"per_regime_seconds": float(ds.mix_seconds.sel(plan="per_regime")), "single_seconds": single,
+            "gain_seconds": float(ds.attrs["gain_seconds"]), "switch_seconds": float(ds.attrs["switch_seconds"])}
 
 
 def _gemm(params: dict, arch) -> dict:

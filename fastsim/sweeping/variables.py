@@ -91,4 +91,14 @@ CUTS = {  # fastsim.studies.cuts for the point's regime
     "energy_j": _v("energy_j", "J", "energy of the best cut set's ops"),
 }
 
-REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS}
+OVERLAYS = {  # fastsim.studies.overlays for one request kind (prompt, new_tokens, batch) per point
+    "status": COMMON["status"],
+    "per_regime_seconds": _v("per_regime_seconds", "s", "request time with each regime on its own overlay, "
+                             "switches included"),
+    "single_seconds": _v("single_seconds", "s", "request time with the best single overlay for both regimes"),
+    "gain_seconds": _v("gain_seconds", "s", "single_seconds - per_regime_seconds: the gain of per-regime "
+                       "overlays net of the switch cost"),
+    "switch_seconds": _v("switch_seconds", "s", "one overlay switch"),
+}
+
+REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS, "overlays": OVERLAYS}
