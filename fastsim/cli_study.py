@@ -123,3 +123,26 @@ def overlays_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     _finish(ds, as_json, report_dir, overlays_markdown)
+
+
+@study_group.command("dataflow")
+@_model_options
+def dataflow_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir):
+    """Weight-, input- or output-stationary per op, or one style for all? Runs all-WS, all-IS,
+    all-OS and a hybrid per-op choice (searched on measured whole runs) and judges them on latency
+    and joules per inference (Pareto front, chosen point stated). Writes a playbook: per op the
+    style, reuse factors, DDR traffic by tensor kind, buffer pressure, gain over the best single
+    style, rejected styles with their numbers, and rules for how the choice moves with M.
+
+    Example: fastsim study dataflow --regime decode:4096 --regime prefill:256 --regime prefill:2048 --report out/
+    """
+    from .cli import _load_arch
+    from .studies import dataflow
+    from .studies.report import dataflow_markdown
+
+    try:
+        ds = dataflow(_base(model, weights, kv, activations), regimes, _load_arch(arch_name))
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    _finish(ds, as_json, report_dir, dataflow_markdown)

@@ -234,3 +234,47 @@ outputs = ["per_regime_seconds", "single_seconds", "gain_seconds", "switch_secon
     assert (ds.status.values == 0).all()
     assert np.allclose(ds.gain_seconds.values, ds.single_seconds.values - ds.per_regime_seconds.values)
     assert (ds.per_regime_seconds.values > 0).all() and (ds.switch_seconds.values > 0).all()
+
+
+@pytest.fixture(scope="module")
+def styles():
+    from fastsim.studies import dataflow
+
+    return dataflow(LlmStudy(model=SMALL), ["decode:256", "prefill:256"])
+
+
+def test_dataflow__hybrid_never_slower_than_the_best_single_style_else_a_stated_trade_off(styles):
+    for g in styles.regime.values:
+        r = styles.sel(regime=g)
+        single = [p for p in ("ws", "is", "os") if np.isfinite(float(r.seconds.sel(point=p)))]
+        best = min(single, key=lambda p: float(r.seconds.sel(point=p)))
+        assert str(r.baseline.values) == best
+        h_s, h_e = float(r.seconds.sel(point="hybrid_latency")), float(r.energy_j.sel(point="hybrid_latency"))
+        assert h_s <= float(r.seconds.sel(point=best)) + 1e-15
+        if h_e > float(r.energy_j.sel(point=best)):  # a trade-off: both are on the front
+            assert bool(r.pareto.sel(point="hybrid_latency")) and bool(r.pareto.sel(point=best))
+        # the chosen point is on the front and nothing on it is faster
+        chosen = str(r.chosen.values)
+        assert bool(r.pareto.sel(point=chosen))
+        front = r.seconds.values[r.pareto.values]
+        assert float(r.seconds.sel(point=chosen)) == front.min()
+
+
+def test_dataflow__playbook_numbers_are_the_datasets(styles, tmp_path):
+    from fastsim.studies import playbook
+
+    book = playbook(styles)
+    for g in styles.regime.values:
+        r = styles.sel(regime=g)
+        for p, v in book["regimes"][g]["points"].items():
+            assert v["seconds"] == float(r.seconds.sel(point=p)) or np.isnan(v["seconds"])
+        for op, v in book["regimes"][g]["ops"].items():
+            assert v["style"] == str(r.choice.sel(op=op).values)
+            assert v["seconds"] == float(r.op_seconds.sel(op=op, style=v["style"]))
+            assert v["gain_seconds"] == float(r.gain_seconds.sel(op=op)) or np.isnan(v["gain_seconds"])
+            assert set(v["rejected"]) == {"ws", "is", "os"} - {v["style"]}
+    md = write_report(styles, tmp_path).read_text()
+    assert "Transition rules" in md and json.loads((tmp_path / "dataflow.json").read_text()) == json.loads(
+        json.dumps(book))
+    for rule in book["rules"]:
+        assert rule in md

@@ -2,7 +2,8 @@
 xarray Dataset with units on every variable and can write a Markdown report with figures."""
 from .ablate import ablate
 from .cuts import cuts
+from .dataflow import dataflow, playbook
 from .overlays import Request, overlays, parse_request
 from .regimes import Regime, parse_regime, parse_regimes
 
-__all__ = ["ablate", "cuts", "overlays", "Request", "parse_request", "Regime", "parse_regime", "parse_regimes"]
+__all__ = ["ablate", "cuts", "dataflow", "playbook", "overlays", "Request", "parse_request", "Regime", "parse_regime", "parse_regimes"]

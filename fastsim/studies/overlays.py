@@ -73,10 +73,15 @@ def parse_request(text) -> Request:
 def _own(study: LlmStudy, arch: Arch):
     """A regime's searched layout, residency chosen too: (Dataset, why that residency)."""
     streamed = simulate_llm(study, arch)
+    model = study.model_config()
+    weights = model.params * study.precision.weight_bytes
+    on_chip = arch.compute_tiles * arch.compute.memory_bytes + arch.columns * arch.mem_rows * arch.mem.memory_bytes
+    if weights > on_chip:
+        return streamed, f"streamed: {weights / 1e6:,.1f} MB of weights, {on_chip / 1e6:.1f} MB on chip"
     try:
         static = simulate_llm(replace(study, residency="static"), arch)
     except ConfigError as e:
-        return streamed, "streamed: static weights do not fit on chip (" + e.problems[0].split(":", 1)[-1].strip() + ")"
+        return streamed, "streamed: static weights leave no legal mapping (" + e.problems[0][:120] + ")"
     if float(static.total_seconds) < float(streamed.total_seconds):
         return static, f"static: faster ({float(static.total_seconds) * 1e3:.4g} ms vs streamed " \
                        f"{float(streamed.total_seconds) * 1e3:.4g} ms)"

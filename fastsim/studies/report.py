@@ -159,10 +159,14 @@ def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     rows = [[p, "cannot run every regime" if np.isnan(float(v)) else ms(float(v))]
             for p, v in zip(ds.plan.values, ds.mix_seconds.values)]
     gain = a["gain_seconds"]
-    verdict = (f"**Per-regime overlays save {ms(gain)} ms over the best single overlay ({a['best_single']}), net of "
-               "the switches.**" if gain > 0 else
-               f"**One overlay ({a['best_single']}) serves the mix best: per-regime overlays would lose "
-               f"{ms(-gain)} ms to the switches.**")
+    if gain > 0:
+        verdict = (f"**Per-regime overlays save {ms(gain)} ms over the best single overlay ({a['best_single']}), "
+                   "net of the switches.**")
+    elif gain == 0:
+        verdict = f"**One overlay ({a['best_single']}) is the best for every regime: nothing to switch.**"
+    else:
+        verdict = (f"**One overlay ({a['best_single']}) serves the mix best: per-regime overlays would lose "
+                   f"{ms(-gain)} ms to the switches.**")
     out += ["## The mix", "", table(["plan", "mix ms"], rows), "", verdict, ""]
     differs = [c for c, d in zip(ds.op_class.values, ds.binding_differs.values) if d]
     if differs:
@@ -194,12 +198,69 @@ def overlays_figure(ds: xr.Dataset, path: Path) -> None:
     plt.close(fig)
 
 
+def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    from .dataflow import STYLES, playbook
+
+    book = playbook(ds)
+    a = ds.attrs
+    out = [f"# Dataflow playbook: {a['model']} on {a['arch']} ({a['weights']} weights, fastsim {a['version']})", "",
+           "Every matmul-like op weight-, input- or output-stationary, against the best single style (the "
+           "baseline), judged on whole-run latency and joules per inference; each point is a measured run "
+           f"with the layout pinned. Transitions: {a['transition_cost']}.", ""]
+    for g, r in book["regimes"].items():
+        out += [f"## {g} (M = {r['m_rows']} rows; fusion `{r['fusion']}`)", ""]
+        rows = [[p, ms(v["seconds"]), f"{v['energy_j'] * 1e3:.4g}", "yes" if v["pareto"] else ""]
+                for p, v in r["points"].items()]
+        out += [table(["run", "ms", "mJ", "Pareto"], rows), "",
+                f"Baseline (best single style): **{r['baseline']}**. Chosen (fastest on the front): "
+                f"**{r['chosen']}**.", ""]
+        rows = []
+        for op, v in r["ops"].items():
+            rows.append([op, v["style"].upper(), f"{v['weight_reuse_mac_per_byte']:.3g}",
+                         f"{v['activation_reuse_mac_per_byte']:.3g}",
+                         " / ".join(f"{v['ddr_bytes'][k] / 1e6:.3g}" for k in ("activations", "weights", "psum")),
+                         f"{v['l1_peak_bytes'] / 1024:.0f} / {v['l2_peak_bytes'] / 1024:.0f}",
+                         ms(v["gain_seconds"]), f"{v['gain_j'] * 1e3:.3g}",
+                         "; ".join(f"{s.upper()} {why}" for s, why in v["rejected"].items())])
+        out += [table(["op", "style", "weight reuse MAC/B", "act. reuse MAC/B", "DDR MB act/wgt/psum",
+                       "L1/L2 peak KiB", "gain ms", "gain mJ", "rejected"], rows), ""]
+    out += ["## Transition rules (how the choice moves with M)", ""]
+    out += [f"- {rule}" for rule in book["rules"]] or ["- none: every op keeps its style across these regimes"]
+    out += ["", f"Styles compared: {', '.join(s.upper() for s in STYLES)}; the numbers are the Dataset's "
+            "(`dataflow.json` beside this file holds them all).", ""]
+    if figure:
+        out += [f"![latency vs energy]({figure})", ""]
+    return "\n".join(out)
+
+
+def dataflow_figure(ds: xr.Dataset, path: Path) -> None:
+    plt = _pyplot()
+    n = len(ds.regime)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.3), squeeze=False)
+    for ax, g in zip(axes[0], ds.regime.values):
+        r = ds.sel(regime=g)
+        for p in ds.point.values:
+            x, y = float(r.seconds.sel(point=p)) * 1e3, float(r.energy_j.sel(point=p)) * 1e3
+            if np.isnan(x):
+                continue
+            ax.plot(x, y, "o" if bool(r.pareto.sel(point=p)) else "x")
+            ax.annotate(str(p), (x, y), fontsize=7)
+        ax.set_xlabel("latency (ms)")
+        ax.set_ylabel("energy (mJ)")
+        ax.set_title(str(g), fontsize=9)
+    fig.suptitle(f"Dataflow: {ds.attrs['model']} on {ds.attrs['arch']} (o: Pareto)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 WRITERS = {"ablate": (ablate_markdown, ablate_figure), "cuts": (cuts_markdown, cuts_figure),
-           "overlays": (overlays_markdown, overlays_figure)}
+           "overlays": (overlays_markdown, overlays_figure), "dataflow": (dataflow_markdown, dataflow_figure)}
 
 
 def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
-    """``<study>.md`` and ``<study>.png`` in ``out_dir`` (created); returns the Markdown path."""
+    """``<study>.md`` and ``<study>.png`` in ``out_dir`` (created; the dataflow playbook also as
+    ``dataflow.json``); returns the Markdown path."""
     study = ds.attrs["study"]
     markdown, figure = WRITERS[study]
     out = Path(out_dir)
@@ -208,4 +269,10 @@ def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
     figure(ds, png)
     md = out / f"{study}.md"
     md.write_text(markdown(ds, png.name))
+    if study == "dataflow":
+        import json
+
+        from .dataflow import playbook
+
+        (out / "dataflow.json").write_text(json.dumps(playbook(ds), indent=1))
     return md

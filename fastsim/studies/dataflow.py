@@ -1,0 +1,286 @@
+"""Hybrid per-op dataflow vs the best single style (METHOD.md step 6), with a playbook.
+
+For each regime the whole forward pass runs four times with the layout (fusion, cuts) pinned:
+every matmul-like op weight-stationary, every one input-stationary, every one output-stationary
+(``dataflow`` pins by class; an op a style cannot map leaves that style infeasible), and the
+searched baseline. An op's time and energy under a style do not depend on the other ops' styles
+(hand-offs follow the fusion, not the producer's loop order), so the hybrid takes, per op, the
+style with the least time (``hybrid_latency``) or the least energy (``hybrid_energy``); both are
+then simulated again as whole runs with per-op pins, and those measured runs are what is
+reported. The whole run can still differ from the sum: a dispatch links every distinct kernel, and
+a freer mix of styles can overflow program memory and reload programs. So ``hybrid_latency`` is
+searched on measured whole runs (``_hybrid``): never slower than the best single style.
+Layers are identical, so a choice per op name is a choice for every layer.
+
+A transition between ops of different styles costs what the data path between them costs (DDR or
+a mem-tile hand-off, as the fusion says); no extra re-layout is charged (an assumption, stated in
+the playbook). Shape sensitivity comes from the regimes: the same op at different M (tokens x
+batch) may change style, and the playbook turns such changes into rules.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import xarray as xr
+
+from ..arch import NPU2, Arch
+from ..errors import ConfigError
+from ..llm import LlmStudy, simulate_llm
+from .regimes import parse_regimes
+
+STYLES = ("ws", "is", "os")
+MATMUL_CLASSES = ("gemm", "attention")
+POINTS = STYLES + ("searched", "hybrid_latency", "hybrid_energy")
+MOVES = 12  # most single-op moves the hybrid search tries (each is a whole run)
+
+
+def _pinned(study: LlmStudy, baseline: xr.Dataset) -> LlmStudy:
+    cuts = tuple(int(c) for c in baseline.attrs["cuts"].split(",") if c)
+    return replace(study, fusion=baseline.attrs["fusion"], cuts=cuts)
+
+
+def _per_op(ds: xr.Dataset) -> dict:
+    """Per matmul op name: (seconds, energy_pj) summed over its layers, plus the Dataset rows."""
+    out = {}
+    for i, (name, flow) in enumerate(zip(ds.op_name.values, ds.dataflow.values)):
+        if flow not in STYLES:
+            continue
+        s, e, rows = out.get(str(name), (0.0, 0.0, []))
+        out[str(name)] = (s + float(ds.op_seconds.values[i]), e + float(ds.energy_pj.values[i]), rows + [i])
+    return out
+
+
+def _run(study: LlmStudy, arch: Arch, dataflow: dict):
+    try:
+        return simulate_llm(replace(study, dataflow={**study.dataflow, **dataflow}), arch)
+    except ConfigError:
+        return None
+
+
+def dataflow(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.Dataset:
+    """Per regime: all-WS, all-IS, all-OS, the searched mapping and the two hybrids, each a
+    measured whole run (seconds, joules); per op the recommended style and the evidence.
+
+    Returns
+    -------
+    xarray.Dataset over (regime, point) with ``seconds``, ``energy_j``, ``pareto``; over
+    (regime, op, style) ``op_seconds``/``op_energy_j`` of each op under each style; over
+    (regime, op) the ``choice`` (hybrid_latency's style) and its evidence (reuse, DDR traffic by
+    tensor kind, buffer peaks, gain over the best single style); per regime the ``baseline``
+    (best single style by latency) and the ``chosen`` point.
+    """
+    regimes = parse_regimes(regimes)
+    rows = []
+    for regime in regimes:
+        study = regime.study(base)
+        searched = simulate_llm(study, arch)
+        pinned = _pinned(study, searched)
+        runs = {s: _run(pinned, arch, {c: s for c in MATMUL_CLASSES}) for s in STYLES}
+        runs["searched"] = simulate_llm(pinned, arch)
+        per_style = {s: _per_op(ds) for s, ds in runs.items() if ds is not None and s in STYLES}
+        names = list(_per_op(runs["searched"]))
+        by_time, runs["hybrid_latency"] = _hybrid(pinned, arch, runs, per_style, names)
+        runs["hybrid_energy"] = _run(pinned, arch, _pick(per_style, names, STYLES, by_energy=True))
+        rows.append((regime, runs, per_style, names, by_time))
+    return _dataset(rows, base, arch)
+
+
+def _hybrid(pinned, arch, runs, per_style, names):
+    """The fastest measured mix: start from the better of the best single style and every op on its
+    own fastest style, then move ops one at a time (largest per-op gain first) to their fastest
+    style, keeping each move only if the whole run gets faster (a dispatch links every distinct
+    kernel: a freer mix can overflow program memory and reload programs)."""
+    def total(ds):
+        return (float(ds.total_seconds), float(ds.energy_pj.sum()))
+
+    singles = [(s, runs[s]) for s in STYLES if runs.get(s) is not None]
+    style, ds = min(singles, key=lambda t: total(t[1]))
+    best_pick, best = {n: style for n in names if n in per_style[style]}, ds
+    free = _pick(per_style, names, STYLES, by_energy=False)
+    trial = _run(pinned, arch, free)
+    if trial is not None and total(trial) < total(best):
+        best_pick, best = free, trial
+    gains = sorted((per_style[best_pick[n]][n][0] - per_style[free[n]][n][0], n) for n in free
+                   if free[n] != best_pick.get(n))
+    for gain, name in reversed(gains[-MOVES:]):
+        if gain <= 0:
+            continue
+        pick = {**best_pick, name: free[name]}
+        trial = _run(pinned, arch, pick)
+        if trial is not None and total(trial) < total(best):
+            best_pick, best = pick, trial
+    return best_pick, best
+
+
+def _pick(per_style: dict, names: list[str], allowed, by_energy: bool) -> dict:
+    """Per op, the allowed style with the least time (or energy); ties go to the other metric."""
+    out = {}
+    for name in names:
+        options = {s: per_style[s][name][:2] for s in allowed if s in per_style and name in per_style[s]}
+        if options:
+            key = (lambda s: (options[s][1], options[s][0], STYLES.index(s))) if by_energy else \
+                (lambda s: (options[s][0], options[s][1], STYLES.index(s)))
+            out[name] = min(options, key=key)
+    return out
+
+
+def _pareto(seconds: np.ndarray, energy: np.ndarray) -> np.ndarray:
+    ok = np.isfinite(seconds) & np.isfinite(energy)
+    out = np.zeros(len(seconds), bool)
+    for i in np.nonzero(ok)[0]:
+        dominated = ok & (seconds <= seconds[i]) & (energy <= energy[i]) & ((seconds < seconds[i]) | (energy < energy[i]))
+        out[i] = not dominated.any()
+    return out
+
+
+def _dataset(rows, base, arch: Arch) -> xr.Dataset:
+    ops = []
+    for _, _, _, names, _ in rows:
+        ops += [n for n in names if n not in ops]
+    nr, no, ns = len(rows), len(ops), len(STYLES)
+    seconds, energy = np.full((nr, len(POINTS)), np.nan), np.full((nr, len(POINTS)), np.nan)
+    reload = np.full((nr, len(POINTS)), np.nan)
+    op_s, op_e = np.full((nr, no, ns), np.nan), np.full((nr, no, ns), np.nan)
+    choice = np.full((nr, no), "", dtype=object)
+    keys = ("weight_reuse", "activation_reuse", "l1_peak_bytes", "l2_peak_bytes")
+    evidence = {k: np.full((nr, no), np.nan) for k in keys}
+    kinds = ("weights", "activations", "kv", "psum")
+    traffic = np.full((nr, no, len(kinds)), np.nan)
+    gain_s, gain_e = np.full((nr, no), np.nan), np.full((nr, no), np.nan)
+    pareto, baseline, chosen, fusion, m_rows = [], [], [], [], []
+    for i, (regime, runs, per_style, names, by_time) in enumerate(rows):
+        for j, p in enumerate(POINTS):
+            if runs.get(p) is not None:
+                seconds[i, j] = float(runs[p].total_seconds)
+                energy[i, j] = float(runs[p].energy_pj.sum()) * 1e-12
+                reload[i, j] = float(runs[p].program_reload_seconds)
+        singles = [j for j, p in enumerate(POINTS) if p in STYLES and np.isfinite(seconds[i, j])]
+        base_j = min(singles, key=lambda j: seconds[i, j])
+        baseline.append(POINTS[base_j])
+        front = _pareto(seconds[i], energy[i])
+        pareto.append(front)
+        on_front = [j for j in range(len(POINTS)) if front[j]]
+        chosen.append(POINTS[min(on_front, key=lambda j: (seconds[i, j], energy[i, j]))] if on_front else "")
+        fusion.append(runs["searched"].attrs["fusion"])
+        hybrid = runs["hybrid_latency"]
+        hybrid_ops = _per_op(hybrid) if hybrid is not None else {}
+        base_ops = per_style[POINTS[base_j]]
+        m_rows.append(int(runs["searched"].attrs["batch"]) * (1 if regime.regime == "decode" else regime.tokens))
+        for name in names:
+            k = ops.index(name)
+            for si, s in enumerate(STYLES):
+                if name in per_style.get(s, {}):
+                    op_s[i, k, si], op_e[i, k, si] = per_style[s][name][0], per_style[s][name][1] * 1e-12
+            choice[i, k] = by_time.get(name, "")
+            if name in hybrid_ops:
+                rows_i = hybrid_ops[name][2]
+                for key in keys:
+                    evidence[key][i, k] = float(hybrid[key].values[rows_i].max() if "peak" in key
+                                                else hybrid[key].values[rows_i].mean())
+                traffic[i, k] = hybrid.ddr_bytes.values[rows_i].sum(axis=0)
+                if name in base_ops:
+                    gain_s[i, k] = base_ops[name][0] - hybrid_ops[name][0]
+                    gain_e[i, k] = (base_ops[name][1] - hybrid_ops[name][1]) * 1e-12
+    dims = ("regime", "point")
+    ds = xr.Dataset(
+        {
+            "seconds": (dims, seconds, {"units": "s", "description": "end-to-end time of the whole run (NaN: a "
+                        "style cannot map some op)"}),
+            "energy_j": (dims, energy, {"units": "J", "description": "energy per inference (ops, arch energy table)"}),
+            "program_reload_seconds": (dims, reload, {"units": "s", "description":
+                                       "program reloads of the run (its distinct kernels exceed program memory)"}),
+            "pareto": (dims, np.array(pareto), {"units": "1", "description": "no other point is as fast and as frugal"}),
+            "baseline": ("regime", np.array(baseline, dtype=str), {"units": "1", "description":
+                         "the best single style by latency: the explicit baseline"}),
+            "chosen": ("regime", np.array(chosen, dtype=str), {"units": "1", "description":
+                       "the fastest point on the Pareto front"}),
+            "fusion": ("regime", np.array(fusion, dtype=str), {"units": "1", "description": "the pinned layout"}),
+            "m_rows": ("regime", np.array(m_rows), {"units": "rows", "description":
+                       "M of the token-parallel ops (tokens x batch) in the regime"}),
+            "op_seconds": (("regime", "op", "style"), op_s, {"units": "s", "description":
+                           "the op (all its layers) under each single style"}),
+            "op_energy_j": (("regime", "op", "style"), op_e, {"units": "J", "description":
+                            "the op's energy (all its layers) under each single style"}),
+            "choice": (("regime", "op"), choice.astype(str), {"units": "1", "description":
+                       "recommended style (least time; ties: less energy)"}),
+            "weight_reuse": (("regime", "op"), evidence["weight_reuse"], {"units": "MAC/byte", "description":
+                             "MACs per byte of weights (or KV) fetched from DDR, chosen style"}),
+            "activation_reuse": (("regime", "op"), evidence["activation_reuse"], {"units": "MAC/byte",
+                                 "description": "MACs per byte of activations fetched from DDR, chosen style"}),
+            "l1_peak_bytes": (("regime", "op"), evidence["l1_peak_bytes"], {"units": "bytes", "description":
+                              "buffer pressure: most core memory any core uses"}),
+            "l2_peak_bytes": (("regime", "op"), evidence["l2_peak_bytes"], {"units": "bytes", "description":
+                              "buffer pressure: most mem-tile memory any mem tile uses"}),
+            "ddr_bytes": (("regime", "op", "tensor_kind"), traffic, {"units": "bytes", "description":
+                          "DDR traffic of the op (all layers) by tensor kind, chosen style"}),
+            "gain_seconds": (("regime", "op"), gain_s, {"units": "s", "description":
+                             "time the op saves against the baseline style"}),
+            "gain_j": (("regime", "op"), gain_e, {"units": "J", "description":
+                       "energy the op saves against the baseline style"}),
+        },
+        coords={"regime": [r[0].label for r in rows], "point": list(POINTS), "op": ops, "style": list(STYLES),
+                "tensor_kind": list(kinds)},
+        attrs={"study": "dataflow", "model": rows[0][1]["searched"].attrs["model"], "arch": arch.name,
+               "weights": base.precision.weights, "kv": base.precision.kv,
+               "version": _version(),
+               "transition_cost": "hand-offs between ops cost their data path (DDR, or mem tiles when fused); "
+                                  "no extra re-layout is charged between ops of different styles (assumption)"},
+    )
+    return ds
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("fastsim")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def transition_rules(ds: xr.Dataset) -> list[str]:
+    """Where an op's recommended style changes with M (the regimes' tokens x batch), as rules."""
+    order = np.argsort(ds.m_rows.values, kind="stable")
+    rules = []
+    for op in ds.op.values:
+        seq = [(int(ds.m_rows.values[i]), str(ds.choice.sel(op=op).values[i])) for i in order
+               if str(ds.choice.sel(op=op).values[i])]
+        for (m_a, a), (m_b, b) in zip(seq, seq[1:]):
+            if a != b:
+                rules.append(f"{op}: {a.upper()} up to M = {m_a} rows, {b.upper()} from M = {m_b}")
+    return rules
+
+
+def playbook(ds: xr.Dataset) -> dict:
+    """The playbook as plain data (the JSON written beside the Markdown): the Dataset's numbers."""
+    out = {"inputs": {k: ds.attrs[k] for k in ("model", "arch", "weights", "kv", "version")},
+           "transition_cost": ds.attrs["transition_cost"], "rules": transition_rules(ds), "regimes": {}}
+    for g in ds.regime.values:
+        r = ds.sel(regime=g)
+        points = {str(p): {"seconds": float(r.seconds.sel(point=p)), "energy_j": float(r.energy_j.sel(point=p)),
+                           "pareto": bool(r.pareto.sel(point=p))} for p in ds.point.values}
+        ops = {}
+        for op in ds.op.values:
+            c = str(r.choice.sel(op=op).values)
+            if not c:
+                continue
+            x = r.sel(op=op)
+            rejected = {}
+            for s in STYLES:
+                if s == c:
+                    continue
+                t = float(x.op_seconds.sel(style=s))
+                rejected[s] = ("no legal mapping" if np.isnan(t) else
+                               f"slower by {(t - float(x.op_seconds.sel(style=c))) * 1e3:.4g} ms "
+                               f"(energy {(float(x.op_energy_j.sel(style=s)) - float(x.op_energy_j.sel(style=c))) * 1e3:+.4g} mJ)")
+            ops[str(op)] = {
+                "style": c, "seconds": float(x.op_seconds.sel(style=c)),
+                "weight_reuse_mac_per_byte": float(x.weight_reuse), "activation_reuse_mac_per_byte": float(x.activation_reuse),
+                "ddr_bytes": {str(k): float(v) for k, v in zip(ds.tensor_kind.values, x.ddr_bytes.values)},
+                "l1_peak_bytes": float(x.l1_peak_bytes), "l2_peak_bytes": float(x.l2_peak_bytes),
+                "gain_seconds": float(x.gain_seconds), "gain_j": float(x.gain_j), "rejected": rejected}
+        out["regimes"][str(g)] = {"baseline": str(r.baseline.values), "chosen": str(r.chosen.values),
+                                  "fusion": str(r.fusion.values), "m_rows": int(r.m_rows), "points": points,
+                                  "ops": ops}
+    return out
