@@ -241,14 +241,20 @@ def _parse_cuts(text):
 @click.option("--save-overlay", "save_overlay", type=click.Path(dir_okay=False), default=None,
               help="write the layout this run used as an overlay TOML")
 @click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="replay every regime of a fastsim optimize plan.json (other options ignored) and check "
+                   "the predicted numbers")
 @click.pass_context
 def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, fusion,
-        dataflows, columns, residency, overlay_path, save_overlay, efficiency):
+        dataflows, columns, residency, overlay_path, save_overlay, efficiency, plan_path):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
 
     opts = ctx.obj
+    if plan_path:
+        _replay(plan_path, opts)
+        return
     try:
         study = LlmStudy(model=model, regime="prefill" if regime == "generate" else regime,
                          context=context, prompt=prompt, batch=batch,
@@ -304,6 +310,36 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
     click.echo("  class           ms        share")
     for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
         click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")
+
+
+def _replay(plan_path: str, opts: dict) -> None:
+    """Run each regime of an optimize plan and compare with its predicted numbers (exit 1 if any differs)."""
+    from .llm import simulate_llm
+    from .llm.run import llm_summary
+    from .studies.optimize import study_from_json
+
+    try:
+        plan = json.loads(open(plan_path).read())
+        if plan["inputs"]["arch"] != opts["arch"].name:
+            raise ValueError(f"the plan was made for arch {plan['inputs']['arch']!r}: pass --arch "
+                             f"{plan['inputs']['arch']} (before the subcommand)")
+        out, same = {}, True
+        for label, r in plan["regimes"].items():
+            got = llm_summary(simulate_llm(study_from_json(r["study"]), opts["arch"]))
+            out[label] = {k: got[k] for k in r["predicted"]}
+            same &= out[label] == r["predicted"]
+    except (ConfigError, SimulationError, ValueError, KeyError, TypeError, OSError) as e:
+        click.echo(f"error: {plan_path}: {e}", err=True)
+        sys.exit(2)
+    if opts["json"]:
+        click.echo(json.dumps({"regimes": out, "matches_prediction": same}))
+    else:
+        for label, got in out.items():
+            click.echo(f"{label}: {got['seconds'] * 1e3:,.3f} ms, {got['tokens_per_s']:,.1f} tokens/s, "
+                       f"{got['dispatches']} dispatch(es), fusion {got['fusion']}")
+        click.echo("matches the plan's prediction" if same else "DIFFERS from the plan's prediction")
+    if not same:
+        sys.exit(1)
 
 
 @main.command("sweep")
@@ -418,9 +454,10 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
 
 
 def _register_studies() -> None:
-    from .cli_study import study_group
+    from .cli_study import optimize_cmd, study_group
 
     main.add_command(study_group)
+    main.add_command(optimize_cmd)
 
 
 _register_studies()

@@ -146,3 +146,39 @@ def dataflow_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
     _finish(ds, as_json, report_dir, dataflow_markdown)
+
+
+@click.command("optimize")
+@_model_options
+@click.option("--mix", "mix", multiple=True, help="request kinds for the overlays step, PROMPT:NEW_TOKENS[:BATCH"
+              "[:WEIGHT]] (repeatable; default 1024:128)")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="optimize", show_default=True,
+              help="directory for report.md, plan.json, the studies' reports, figures and zarr Datasets")
+def optimize_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix, out_dir):
+    """The whole checklist in order: ablate -> cuts -> overlays -> dataflow, then the combined plan
+    simulated as a whole. Writes OUT/report.md (each decision with its evidence), OUT/plan.json
+    (replay it: fastsim run llm --plan OUT/plan.json), the studies' reports and figures, and their
+    Datasets as zarr. (--report is ignored: everything goes to --out.)
+
+    Example: fastsim optimize --model llama-3.2-1b --regime decode:4096 --regime prefill:1024 --out opt/
+    """
+    from .cli import _load_arch
+    from .studies.optimize import optimize
+
+    def say(step, text):
+        click.echo(f"[{step}] {text}", err=True)
+
+    try:
+        plan = optimize(_base(model, weights, kv, activations), regimes, list(mix) or None, _load_arch(arch_name),
+                        out_dir, progress=say)
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    if as_json:
+        click.echo(json.dumps(plan))
+        return
+    for label, r in plan["regimes"].items():
+        b, p = r["baseline"], r["predicted"]
+        click.echo(f"{label}: baseline {b['seconds'] * 1e3:,.3f} ms -> plan {p['seconds'] * 1e3:,.3f} ms "
+                   f"({r['decisions']['dataflow_point']}, cuts [{r['decisions']['cuts']}], optimize first: "
+                   f"{r['decisions']['top_class']})")
