@@ -4,6 +4,7 @@
     python bench/report.py sweeps          # sweep points/s with 1 and 2 workers
     python bench/report.py llm             # Llama-3.2-1B decode and prefill simulation times
     python bench/report.py systolic        # mesh model: whole-process CLI and in-process times
+    python bench/report.py studies         # fastsim optimize on Llama-3.2-1B, one thread
 """
 from __future__ import annotations
 
@@ -172,6 +173,17 @@ def llm(repeats: int = 3):
               f"the searches cached (their simulations reused; medians of {repeats})")
 
 
+def studies():
+    """fastsim optimize on Llama-3.2-1B / npu2 on one thread, caches cleared (one run: minutes)."""
+    from benchmarks.bench_studies import Optimize1B
+
+    bench = Optimize1B()
+    bench.setup()
+    t = median_time(bench.time_optimize, 1)
+    bench.teardown()
+    print(f"fastsim optimize, Llama-3.2-1B (decode:4096, prefill:1024, mix 1024:128), one thread: {t:.0f} s")
+
+
 def systolic(repeats: int = 5):
     """Whole-process CLI time on full ResNet-50 (32x32 os mesh), unlimited and bandwidth-limited,
     and the in-process cost of the bandwidth-limited memory model."""
@@ -194,4 +206,5 @@ def systolic(repeats: int = 5):
 
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "engine"
-    {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic, "mapping": mapping}[what]()
+    {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic, "mapping": mapping,
+     "studies": studies}[what]()

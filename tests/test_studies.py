@@ -299,3 +299,22 @@ def test_optimize__writes_the_directory_and_the_plan_replays_exactly(tmp_path):
     for label, r in plan["regimes"].items():
         assert replay["regimes"][label] == r["predicted"]
         assert r["predicted"]["seconds"] <= r["baseline"]["seconds"]  # never a slower plan
+
+
+def test_sweep__dataflow_kind_never_stores_a_hybrid_slower_than_the_best_style(tmp_path):
+    spec = parse_spec("""
+[study]
+kind = "dataflow"
+[study.base]
+model = "llama-3.2-1b"
+regime = "decode"
+[axes]
+context = [128]
+[run]
+chunk_points = 1
+outputs = ["seconds", "baseline_seconds", "hybrid_seconds", "style_seconds"]
+""", "dataflow-test")
+    ds = sweep(spec, tmp_path / "d.zarr", workers=0, progress=False)
+    assert (ds.status.values == 0).all()
+    assert float(ds.baseline_seconds[0]) == float(np.nanmin(ds.style_seconds.values[0]))
+    assert float(ds.hybrid_seconds[0]) <= float(ds.baseline_seconds[0])

@@ -67,7 +67,8 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
             values = _systolic(params, spec)
         else:
             arch = build_arch(spec, arch_overrides)
-            run = {"llm": _llm, "gemm": _gemm, "ablate": _ablate, "cuts": _cuts, "overlays": _overlays}[spec.kind]
+            run = {"llm": _llm, "gemm": _gemm, "ablate": _ablate, "cuts": _cuts, "overlays": _overlays,
+                   "dataflow": _dataflow}[spec.kind]
             values = run(study_params, arch)
         values["status"] = 0
     except ConfigError:
@@ -133,6 +134,19 @@ def _overlays(params: dict, arch) -> dict:
     single = float(np.nanmin(ds.mix_seconds.values[1:]))
     return {"per_regime_seconds": float(ds.mix_seconds.sel(plan="per_regime")), "single_seconds": single,
             "gain_seconds": float(ds.attrs["gain_seconds"]), "switch_seconds": float(ds.attrs["switch_seconds"])}
+
+
+def _dataflow(params: dict, arch) -> dict:
+    from ..studies import Regime, dataflow
+
+    study = llm_study(params)
+    tokens = study.context if study.regime == "decode" else study.prompt
+    r = dataflow(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    chosen, baseline = str(r.chosen.values), str(r.baseline.values)
+    return {"seconds": float(r.seconds.sel(point=chosen)), "energy_j": float(r.energy_j.sel(point=chosen)),
+            "baseline_seconds": float(r.seconds.sel(point=baseline)),
+            "hybrid_seconds": float(r.seconds.sel(point="hybrid_latency")),
+            "style_seconds": {s: float(r.seconds.sel(point=s)) for s in ("ws", "is", "os")}}
 
 
 def _gemm(params: dict, arch) -> dict:

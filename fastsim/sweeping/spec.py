@@ -1,7 +1,7 @@
 """Sweep specs: TOML data (never executed), validated with every error listed.
 
     [study]
-    kind = "llm"                      # or "gemm", "systolic", "ablate", "cuts", "overlays"
+    kind = "llm"                      # or "gemm", "systolic", or a study: ablate, cuts, overlays, dataflow
     [study.base]                      # fixed parameters of every point
     model = "llama-3.2-1b"
     [arch]                            # optional: base preset and field overrides
@@ -47,7 +47,8 @@ SYSTOLIC_PARAMS = {"topology", "rows", "cols", "dataflow", "ifmap_sram_kb", "fil
 STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
                 "ablate": LLM_PARAMS - {"noop"},  # one regime's ranking per point
                 "cuts": LLM_PARAMS - {"noop", "cuts"},  # one regime's cut search per point
-                "overlays": (LLM_PARAMS - {"noop", "regime", "context", "prefill_context"}) | {"new_tokens"}}
+                "overlays": (LLM_PARAMS - {"noop", "regime", "context", "prefill_context"}) | {"new_tokens"},
+                "dataflow": LLM_PARAMS - {"noop"}}
 ARCH_FIELDS = {f.name for f in dataclasses.fields(Arch)} - {"name", "notes", "shim", "mem", "compute"}
 
 

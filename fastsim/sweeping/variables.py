@@ -101,4 +101,15 @@ OVERLAYS = {  # fastsim.studies.overlays for one request kind (prompt, new_token
     "switch_seconds": _v("switch_seconds", "s", "one overlay switch"),
 }
 
-REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS, "overlays": OVERLAYS}
+DATAFLOW = {  # fastsim.studies.dataflow for the point's regime
+    "status": COMMON["status"],
+    "seconds": _v("seconds", "s", "end-to-end time of the chosen point (fastest on the latency-energy front)"),
+    "energy_j": _v("energy_j", "J", "energy per inference of the chosen point"),
+    "baseline_seconds": _v("baseline_seconds", "s", "end-to-end time of the best single style"),
+    "hybrid_seconds": _v("hybrid_seconds", "s", "end-to-end time of the hybrid per-op choice"),
+    "style_seconds": _v("style_seconds", "s", "end-to-end time with every matmul-like op in one style",
+                        extra_dim=("style", ("ws", "is", "os"))),
+}
+
+REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS, "overlays": OVERLAYS,
+            "dataflow": DATAFLOW}
