@@ -318,3 +318,17 @@ outputs = ["seconds", "baseline_seconds", "hybrid_seconds", "style_seconds"]
     assert (ds.status.values == 0).all()
     assert float(ds.baseline_seconds[0]) == float(np.nanmin(ds.style_seconds.values[0]))
     assert float(ds.hybrid_seconds[0]) <= float(ds.baseline_seconds[0])
+
+
+def test_variables__every_study_output_is_declared_once_with_units(ranking, placement, styles):
+    from fastsim.studies.variables import VARIABLES, build
+    from fastsim.sweeping.variables import REGISTRY
+
+    for ds in (ranking, placement, styles):
+        declared = VARIABLES[ds.attrs["study"]]
+        for name, var in ds.data_vars.items():
+            assert var.attrs == {"units": declared[name].units, "description": declared[name].description}
+            assert var.dims == declared[name].dims
+    assert REGISTRY["ablate"]["delta_seconds"].description == VARIABLES["ablate"]["delta_seconds"].description
+    with pytest.raises(KeyError, match="not declared"):
+        build("ablate", {"speedup": np.zeros(1)}, {}, {})

@@ -19,6 +19,7 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
+from .variables import build
 from .regimes import parse_regimes
 
 
@@ -107,32 +108,20 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
         for r, c in enumerate(order):
             rank[i, classes.index(c)] = r + 1
         top.append(order[0] if order else "")
-    dims = ("regime", "op_class")
-    out = xr.Dataset(
+    out = build("ablate",
         {
-            "delta_seconds": (dims, v["delta"], {"units": "s", "description":
-                              "end-to-end time saved when the class computes nothing (its data still moves)"}),
-            "share": (dims, v["share"], {"units": "1", "description": "delta_seconds over baseline_seconds"}),
-            "op_seconds": (dims, v["op"], {"units": "s", "description": "the class's op time in the baseline"}),
-            "compute_seconds": (dims, v["compute"], {"units": "s", "description":
-                                "the class's kernel time in the baseline (busiest core per op)"}),
-            "movement_seconds": (dims, v["movement"], {"units": "s", "description":
-                                 "the class's data-movement time in the baseline (its ops with 1-cycle kernels)"}),
-            "bound_by": (dims, bound.astype(str), {"units": "1", "description":
-                         "resource with the highest utilization over most of the class's time in the baseline"}),
-            "exposed_share": (dims, np.divide(v["delta"], v["compute"], out=np.full(shape, np.nan),
-                                              where=v["compute"] > 0),
-                              {"units": "1", "description": "delta_seconds over compute_seconds: the share of the "
-                               "class's kernel time on the critical path (0: hidden under data movement)"}),
-            "rank": (dims, rank, {"units": "1", "description": "1 = largest delta_seconds in the regime; -1 absent"}),
-            "baseline_seconds": ("regime", np.array(total), {"units": "s", "description":
-                                 "end-to-end time of the regime, nothing removed"}),
-            "data_movement_seconds": ("regime", np.array(moving), {"units": "s", "description":
-                                      "end-to-end time with every class's compute removed at once"}),
-            "top_class": ("regime", np.array(top, dtype=str), {"units": "1", "description":
-                          "the class to optimize first (rank 1)"}),
-            "fusion": ("regime", np.array(fusion, dtype=str), {"units": "1", "description":
-                       "the layout every run of the regime kept (the baseline's searched fusion)"}),
+            "delta_seconds": v['delta'],
+            "share": v['share'],
+            "op_seconds": v['op'],
+            "compute_seconds": v['compute'],
+            "movement_seconds": v['movement'],
+            "bound_by": bound.astype(str),
+            "exposed_share": np.divide(v['delta'], v['compute'], out=np.full(shape, np.nan), where=v['compute'] > 0),
+            "rank": rank,
+            "baseline_seconds": np.array(total),
+            "data_movement_seconds": np.array(moving),
+            "top_class": np.array(top, dtype=str),
+            "fusion": np.array(fusion, dtype=str),
         },
         coords={"regime": [r[0].label for r in rows], "op_class": classes},
         attrs={"study": "ablate", "model": rows[0][1].attrs["model"] if rows else "", "arch": arch.name,

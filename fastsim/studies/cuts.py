@@ -26,6 +26,7 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..mapping.dispatch import DispatchLimits
+from .variables import build
 from .regimes import parse_regimes
 
 
@@ -200,51 +201,33 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
         default_cut.append(baseline.attrs["cuts"])
         fusion.append(baseline.attrs["fusion"])
         explained.append([explain_boundary(segments, chosen[2], c, n_layers, arch) for c in chosen[2]])
-    dims = ("regime", "dispatches")
-    ds = xr.Dataset(
+    # the best cut set's boundaries, each against the merged dispatch it replaces
+    nb = max(1, max(len(e) for e in explained))
+    boundary = {}
+    for key in ("after_layer", "write_out_s", "read_back_s", "host_round_trip_s", "weight_reload_s",
+                "program_reload_s", "net_s", "relieves"):
+        fill = {"after_layer": -1, "relieves": ""}.get(key, np.nan)
+        arr = np.full((len(rows), nb), fill, dtype={"after_layer": np.int64, "relieves": object}.get(key, float))
+        for i, e in enumerate(explained):
+            for j, x in enumerate(e):
+                arr[i, j] = x.get(key, fill)
+        name = "boundary_" + (key[:-2] + "_seconds" if key.endswith("_s") else key)
+        boundary[name] = arr.astype(str) if key == "relieves" else arr
+    ds = build("cuts",
         {
-            "seconds": (dims, seconds, {"units": "s", "description":
-                        "fastest end-to-end time with this many dispatches (NaN: none fits)"}),
-            "energy_pj": (dims, energy, {"units": "pJ", "description": "energy of that cut set's ops"}),
-            "cuts": (dims, cut_text.astype(str), {"units": "1", "description":
-                     "that cut set: layers after which a dispatch ends"}),
-            "pareto": (dims, pareto, {"units": "1", "description":
-                       "no cut set with fewer dispatches is as fast"}),
-            "best_seconds": ("regime", np.array(best_s), {"units": "s", "description": "the best cut set's time"}),
-            "best_cuts": ("regime", np.array(best_cut, dtype=str), {"units": "1", "description":
-                          "the best cut set (latency, then energy)"}),
-            "default_seconds": ("regime", np.array(default_s), {"units": "s", "description":
-                                "time with the default greedy cut"}),
-            "default_cuts": ("regime", np.array(default_cut, dtype=str), {"units": "1", "description":
-                             "the default greedy cut (whole layers while everything fits)"}),
-            "fusion": ("regime", np.array(fusion, dtype=str), {"units": "1", "description":
-                       "the layout kept while cuts vary (the regime's searched fusion)"}),
+            "seconds": seconds,
+            "energy_pj": energy,
+            "cuts": cut_text.astype(str),
+            "pareto": pareto,
+            "best_seconds": np.array(best_s),
+            "best_cuts": np.array(best_cut, dtype=str),
+            "default_seconds": np.array(default_s),
+            "default_cuts": np.array(default_cut, dtype=str),
+            "fusion": np.array(fusion, dtype=str),
+            **boundary,
         },
         coords={"regime": [r[0].label for r in rows], "dispatches": np.arange(1, kmax + 1)},
         attrs={"study": "cuts", "model": rows[0][1].attrs["model"], "arch": arch.name,
                "weights": base.precision.weights, "dispatch_overhead_s": arch.dispatch_overhead_s},
     )
-    # the best cut set's boundaries, each against the merged dispatch it replaces
-    nb = max(1, max(len(e) for e in explained))
-    fields = {"after_layer": ("layer", "the boundary: a dispatch ends after this layer (-1: none)"),
-              "write_out_s": ("s", "extra time of the ops before it (activations written to DDR)"),
-              "read_back_s": ("s", "extra time of the ops after it (activations read back from DDR)"),
-              "host_round_trip_s": ("s", "one more dispatch's host round trip"),
-              "weight_reload_s": ("s", "static weights loaded again (no longer resident)"),
-              "program_reload_s": ("s", "program reloads added (negative: saved)"),
-              "net_s": ("s", "what the boundary costs in all (negative: it pays for itself)")}
-    for name, (units, text) in fields.items():
-        fill = -1 if name == "after_layer" else np.nan
-        arr = np.full((len(rows), nb), fill, np.int64 if name == "after_layer" else float)
-        for i, e in enumerate(explained):
-            for j, x in enumerate(e):
-                arr[i, j] = x.get(name, fill)
-        ds[f"boundary_{name.removesuffix('_s') + ('_seconds' if units == 's' else '')}"] = (
-            ("regime", "boundary"), arr, {"units": units, "description": text})
-    relieves = np.full((len(rows), nb), "", dtype=object)
-    for i, e in enumerate(explained):
-        for j, x in enumerate(e):
-            relieves[i, j] = x["relieves"]
-    ds["boundary_relieves"] = (("regime", "boundary"), relieves.astype(str), {"units": "1", "description":
-                               "the resource pressure the boundary relieves"})
     return ds

@@ -27,6 +27,7 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..errors import ConfigError
 from ..llm import LlmStudy, simulate_llm
+from .variables import build
 from .regimes import parse_regimes
 
 STYLES = ("ws", "is", "os")
@@ -182,42 +183,26 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                 if name in base_ops:
                     gain_s[i, k] = base_ops[name][0] - hybrid_ops[name][0]
                     gain_e[i, k] = (base_ops[name][1] - hybrid_ops[name][1]) * 1e-12
-    dims = ("regime", "point")
-    ds = xr.Dataset(
+    ds = build("dataflow",
         {
-            "seconds": (dims, seconds, {"units": "s", "description": "end-to-end time of the whole run (NaN: a "
-                        "style cannot map some op)"}),
-            "energy_j": (dims, energy, {"units": "J", "description": "energy per inference (ops, arch energy table)"}),
-            "program_reload_seconds": (dims, reload, {"units": "s", "description":
-                                       "program reloads of the run (its distinct kernels exceed program memory)"}),
-            "pareto": (dims, np.array(pareto), {"units": "1", "description": "no other point is as fast and as frugal"}),
-            "baseline": ("regime", np.array(baseline, dtype=str), {"units": "1", "description":
-                         "the best single style by latency: the explicit baseline"}),
-            "chosen": ("regime", np.array(chosen, dtype=str), {"units": "1", "description":
-                       "the fastest point on the Pareto front"}),
-            "fusion": ("regime", np.array(fusion, dtype=str), {"units": "1", "description": "the pinned layout"}),
-            "m_rows": ("regime", np.array(m_rows), {"units": "rows", "description":
-                       "M of the token-parallel ops (tokens x batch) in the regime"}),
-            "op_seconds": (("regime", "op", "style"), op_s, {"units": "s", "description":
-                           "the op (all its layers) under each single style"}),
-            "op_energy_j": (("regime", "op", "style"), op_e, {"units": "J", "description":
-                            "the op's energy (all its layers) under each single style"}),
-            "choice": (("regime", "op"), choice.astype(str), {"units": "1", "description":
-                       "recommended style (least time; ties: less energy)"}),
-            "weight_reuse": (("regime", "op"), evidence["weight_reuse"], {"units": "MAC/byte", "description":
-                             "MACs per byte of weights (or KV) fetched from DDR, chosen style"}),
-            "activation_reuse": (("regime", "op"), evidence["activation_reuse"], {"units": "MAC/byte",
-                                 "description": "MACs per byte of activations fetched from DDR, chosen style"}),
-            "l1_peak_bytes": (("regime", "op"), evidence["l1_peak_bytes"], {"units": "bytes", "description":
-                              "buffer pressure: most core memory any core uses"}),
-            "l2_peak_bytes": (("regime", "op"), evidence["l2_peak_bytes"], {"units": "bytes", "description":
-                              "buffer pressure: most mem-tile memory any mem tile uses"}),
-            "ddr_bytes": (("regime", "op", "tensor_kind"), traffic, {"units": "bytes", "description":
-                          "DDR traffic of the op (all layers) by tensor kind, chosen style"}),
-            "gain_seconds": (("regime", "op"), gain_s, {"units": "s", "description":
-                             "time the op saves against the baseline style"}),
-            "gain_j": (("regime", "op"), gain_e, {"units": "J", "description":
-                       "energy the op saves against the baseline style"}),
+            "seconds": seconds,
+            "energy_j": energy,
+            "program_reload_seconds": reload,
+            "pareto": np.array(pareto),
+            "baseline": np.array(baseline, dtype=str),
+            "chosen": np.array(chosen, dtype=str),
+            "fusion": np.array(fusion, dtype=str),
+            "m_rows": np.array(m_rows),
+            "op_seconds": op_s,
+            "op_energy_j": op_e,
+            "choice": choice.astype(str),
+            "weight_reuse": evidence['weight_reuse'],
+            "activation_reuse": evidence['activation_reuse'],
+            "l1_peak_bytes": evidence['l1_peak_bytes'],
+            "l2_peak_bytes": evidence['l2_peak_bytes'],
+            "ddr_bytes": traffic,
+            "gain_seconds": gain_s,
+            "gain_j": gain_e,
         },
         coords={"regime": [r[0].label for r in rows], "point": list(POINTS), "op": ops, "style": list(STYLES),
                 "tensor_kind": list(kinds)},

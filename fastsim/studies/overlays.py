@@ -29,6 +29,7 @@ from ..llm.assemble import overlay_of
 from ..llm.graph import OP_CLASSES
 from ..llm.run import apply_overlay
 from ..mapping.overlay import switch_seconds
+from .variables import build
 from .regimes import Regime
 
 SWITCHES_PER_REQUEST = 2  # into the decode overlay and back to the prefill one for the next request
@@ -175,29 +176,16 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Da
     bound = np.array([[bindings[g].get(c, "") for c in classes] for g in regimes], dtype=str)
     differs = np.array([len({b for b in bound[:, k] if b}) > 1 for k in range(len(classes))])
     gain = float(singles[best_single] - mix[0]) if best_single >= 0 else float("nan")
-    return xr.Dataset(
+    return build("overlays",
         {
-            "seconds": (("regime", "overlay"), seconds, {"units": "s", "description":
-                        "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); "
-                        "NaN: that layout cannot run the regime"}),
-            "best_overlay": ("regime", np.array([labels[j] for j in best_col], dtype=str),
-                             {"units": "1", "description": "the overlay (named by the regime it was searched for) "
-                              "that runs the regime fastest"}),
-            "fusion": ("regime", np.array([layouts[g].fusion for g in regimes], dtype=str),
-                       {"units": "1", "description": "the regime's own (searched) overlay: fusion"}),
-            "residency": ("regime", np.array([layouts[g].residency for g in regimes], dtype=str),
-                          {"units": "1", "description": "the regime's own overlay: static or streamed weights"}),
-            "residency_reason": ("regime", np.array([why[g] for g in regimes], dtype=str),
-                                 {"units": "1", "description": "why that residency (on-chip capacity, time)"}),
-            "bound_by": (("regime", "op_class"), bound, {"units": "1", "description":
-                         "per class, the resource with the highest utilization over most of its time"}),
-            "binding_differs": ("op_class", differs, {"units": "1", "description":
-                                "the class is bound by different resources in different regimes: one "
-                                "placement cannot serve them all"}),
-            "mix_seconds": ("plan", mix, {"units": "s", "description":
-                            "the request mix's time: per_regime (each regime on its best overlay, switches "
-                            "included where they differ) or one single overlay for every regime (NaN: it "
-                            "cannot run some regime)"}),
+            "seconds": seconds,
+            "best_overlay": np.array([labels[j] for j in best_col], dtype=str),
+            "fusion": np.array([layouts[g].fusion for g in regimes], dtype=str),
+            "residency": np.array([layouts[g].residency for g in regimes], dtype=str),
+            "residency_reason": np.array([why[g] for g in regimes], dtype=str),
+            "bound_by": bound,
+            "binding_differs": differs,
+            "mix_seconds": mix,
         },
         coords={"regime": labels, "overlay": labels, "op_class": classes, "plan": plans},
         attrs={"study": "overlays", "model": own[regimes[0]].attrs["model"], "arch": arch.name,

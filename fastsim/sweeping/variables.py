@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..llm.graph import OP_CLASSES
+from ..studies.variables import VARIABLES as STUDY_VARIABLES
 from ..systolic.inputs import OPERANDS
 
 BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
@@ -29,6 +30,12 @@ class Variable:
 
 def _v(*args, **kw):
     return Variable(*args, **kw)
+
+
+def _study(kind: str, name: str, **kw) -> Variable:
+    """A study kind's output, with the units and words the study's own Dataset declares."""
+    v = STUDY_VARIABLES[kind][name]
+    return Variable(name, v.units, v.description, **kw)
 
 
 COMMON = {
@@ -76,18 +83,17 @@ SYSTOLIC = {  # every layer of the topology on the point's mesh, summed
 ABLATE = {  # fastsim.studies.ablate for the point's regime (its decode context or prefill prompt)
     "status": COMMON["status"],
     "seconds": _v("seconds", "s", "end-to-end time of the regime, nothing removed"),
-    "data_movement_seconds": _v("data_movement_seconds", "s", "end-to-end time with every class's compute removed"),
-    "delta_seconds": _v("delta_seconds", "s", "time saved when the class computes nothing (its data still moves)",
-                        extra_dim=("op_class", OP_CLASSES)),
-    "share": _v("share", "1", "delta_seconds over seconds", extra_dim=("op_class", OP_CLASSES)),
-    "top_class": _v("top_class", "1", "the class to optimize first (see flag_meanings)", "int8", flags=OP_CLASSES),
+    "data_movement_seconds": _study("ablate", "data_movement_seconds"),
+    "delta_seconds": _study("ablate", "delta_seconds", extra_dim=("op_class", OP_CLASSES)),
+    "share": _study("ablate", "share", extra_dim=("op_class", OP_CLASSES)),
+    "top_class": _study("ablate", "top_class", dtype="int8", flags=OP_CLASSES),
 }
 
 CUTS = {  # fastsim.studies.cuts for the point's regime
     "status": COMMON["status"],
     "seconds": _v("seconds", "s", "end-to-end time with the best cut set"),
     "dispatches": _v("dispatches", "1", "dispatches of the best cut set", "int64"),
-    "default_seconds": _v("default_seconds", "s", "end-to-end time with the default greedy cut"),
+    "default_seconds": _study("cuts", "default_seconds"),
     "energy_j": _v("energy_j", "J", "energy of the best cut set's ops"),
 }
 
@@ -105,7 +111,7 @@ DATAFLOW = {  # fastsim.studies.dataflow for the point's regime
     "status": COMMON["status"],
     "seconds": _v("seconds", "s", "end-to-end time of the chosen point (fastest on the latency-energy front)"),
     "energy_j": _v("energy_j", "J", "energy per inference of the chosen point"),
-    "baseline_seconds": _v("baseline_seconds", "s", "end-to-end time of the best single style"),
+    "baseline_seconds": _v("baseline_seconds", "s", "end-to-end time of the best single style (the baseline)"),
     "hybrid_seconds": _v("hybrid_seconds", "s", "end-to-end time of the hybrid per-op choice"),
     "style_seconds": _v("style_seconds", "s", "end-to-end time with every matmul-like op in one style",
                         extra_dim=("style", ("ws", "is", "os"))),

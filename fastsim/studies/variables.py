@@ -1,0 +1,124 @@
+"""Every study output variable, declared once: its dims, units and description. The studies build
+their Datasets from it (``build``), so the Datasets, their zarr stores, the JSON (``--json``) and the
+sweep kinds (``fastsim.sweeping.variables``) carry the same units and words."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import xarray as xr
+
+
+@dataclass(frozen=True)
+class StudyVariable:
+    dims: tuple[str, ...]
+    units: str
+    description: str
+
+
+_v = StudyVariable
+
+
+VARIABLES = {
+    "ablate": {
+        "delta_seconds": _v(("regime", "op_class"), "s",
+           "end-to-end time saved when the class computes nothing (its data still moves)"),
+        "share": _v(("regime", "op_class"), "1", "delta_seconds over baseline_seconds"),
+        "op_seconds": _v(("regime", "op_class"), "s", "the class's op time in the baseline"),
+        "compute_seconds": _v(("regime", "op_class"), "s",
+           "the class's kernel time in the baseline (busiest core per op)"),
+        "movement_seconds": _v(("regime", "op_class"), "s",
+           "the class's data-movement time in the baseline (its ops with 1-cycle kernels)"),
+        "bound_by": _v(("regime", "op_class"), "1",
+           "resource with the highest utilization over most of the class's time in the baseline"),
+        "exposed_share": _v(("regime", "op_class"), "1",
+           "delta_seconds over compute_seconds: the share of the class's kernel time on the critical "
+           "path (0: hidden under data movement)"),
+        "rank": _v(("regime", "op_class"), "1", "1 = largest delta_seconds in the regime; -1 absent"),
+        "baseline_seconds": _v(("regime",), "s", "end-to-end time of the regime, nothing removed"),
+        "data_movement_seconds": _v(("regime",), "s", "end-to-end time with every class's compute removed at once"),
+        "top_class": _v(("regime",), "1", "the class to optimize first (rank 1)"),
+        "fusion": _v(("regime",), "1", "the layout every run of the regime kept (the baseline's searched fusion)"),
+    },
+    "cuts": {
+        "seconds": _v(("regime", "dispatches"), "s",
+           "fastest end-to-end time with this many dispatches (NaN: none fits)"),
+        "energy_pj": _v(("regime", "dispatches"), "pJ", "energy of that cut set's ops"),
+        "cuts": _v(("regime", "dispatches"), "1", "that cut set: layers after which a dispatch ends"),
+        "pareto": _v(("regime", "dispatches"), "1", "no cut set with fewer dispatches is as fast"),
+        "best_seconds": _v(("regime",), "s", "the best cut set's time"),
+        "best_cuts": _v(("regime",), "1", "the best cut set (latency, then energy)"),
+        "default_seconds": _v(("regime",), "s", "time with the default greedy cut"),
+        "default_cuts": _v(("regime",), "1", "the default greedy cut (whole layers while everything fits)"),
+        "fusion": _v(("regime",), "1", "the layout kept while cuts vary (the regime's searched fusion)"),
+        "boundary_after_layer": _v(("regime", "boundary"), "layer",
+           "a boundary of the best cut set: a dispatch ends after this layer (-1: none)"),
+        "boundary_write_out_seconds": _v(("regime", "boundary"), "s",
+           "extra time of the ops before it (activations written to DDR), against the merged dispatch"),
+        "boundary_read_back_seconds": _v(("regime", "boundary"), "s",
+           "extra time of the ops after it (activations read back from DDR), against the merged dispatch"),
+        "boundary_host_round_trip_seconds": _v(("regime", "boundary"), "s", "one more dispatch's host round trip"),
+        "boundary_weight_reload_seconds": _v(("regime", "boundary"), "s",
+           "static weights loaded again (no longer resident)"),
+        "boundary_program_reload_seconds": _v(("regime", "boundary"), "s", "program reloads added (negative: saved)"),
+        "boundary_net_seconds": _v(("regime", "boundary"), "s",
+           "what the boundary costs in all (negative: it pays for itself)"),
+        "boundary_relieves": _v(("regime", "boundary"), "1", "the resource pressure the boundary relieves"),
+    },
+    "dataflow": {
+        "seconds": _v(("regime", "point"), "s",
+           "end-to-end time of the whole run (NaN: a style cannot map some op)"),
+        "energy_j": _v(("regime", "point"), "J", "energy per inference (ops, arch energy table)"),
+        "program_reload_seconds": _v(("regime", "point"), "s",
+           "program reloads of the run (its distinct kernels exceed program memory)"),
+        "pareto": _v(("regime", "point"), "1", "no other point is as fast and as frugal"),
+        "baseline": _v(("regime",), "1", "the best single style by latency: the explicit baseline"),
+        "chosen": _v(("regime",), "1", "the fastest point on the Pareto front"),
+        "fusion": _v(("regime",), "1", "the pinned layout"),
+        "m_rows": _v(("regime",), "rows", "M of the token-parallel ops (tokens x batch) in the regime"),
+        "op_seconds": _v(("regime", "op", "style"), "s", "the op (all its layers) under each single style"),
+        "op_energy_j": _v(("regime", "op", "style"), "J",
+           "the op's energy (all its layers) under each single style"),
+        "choice": _v(("regime", "op"), "1", "recommended style (least time; ties: less energy)"),
+        "weight_reuse": _v(("regime", "op"), "MAC/byte",
+           "MACs per byte of weights (or KV) fetched from DDR, chosen style"),
+        "activation_reuse": _v(("regime", "op"), "MAC/byte",
+           "MACs per byte of activations fetched from DDR, chosen style"),
+        "l1_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most core memory any core uses"),
+        "l2_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most mem-tile memory any mem tile uses"),
+        "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
+           "DDR traffic of the op (all layers) by tensor kind, chosen style"),
+        "gain_seconds": _v(("regime", "op"), "s", "time the op saves against the baseline style"),
+        "gain_j": _v(("regime", "op"), "J", "energy the op saves against the baseline style"),
+    },
+    "overlays": {
+        "seconds": _v(("regime", "overlay"), "s",
+           "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); NaN: "
+           "that layout cannot run the regime"),
+        "best_overlay": _v(("regime",), "1",
+           "the overlay (named by the regime it was searched for) that runs the regime fastest"),
+        "fusion": _v(("regime",), "1", "the regime's own (searched) overlay: fusion"),
+        "residency": _v(("regime",), "1", "the regime's own overlay: static or streamed weights"),
+        "residency_reason": _v(("regime",), "1", "why that residency (on-chip capacity, time)"),
+        "bound_by": _v(("regime", "op_class"), "1",
+           "per class, the resource with the highest utilization over most of its time"),
+        "binding_differs": _v(("op_class",), "1",
+           "the class is bound by different resources in different regimes: one placement cannot "
+           "serve them all"),
+        "mix_seconds": _v(("plan",), "s",
+           "the request mix's time: per_regime (each regime on its best overlay, switches included "
+           "where they differ) or one single overlay for every regime (NaN: it cannot run some "
+           "regime)"),
+    },
+}
+
+
+def build(study: str, data: dict, coords: dict, attrs: dict) -> xr.Dataset:
+    """The study's Dataset from plain arrays: dims, units and description of every variable from
+    ``VARIABLES`` (a variable that is not declared there is an error)."""
+    declared = VARIABLES[study]
+    unknown = sorted(set(data) - set(declared))
+    if unknown:
+        raise KeyError(f"{study}: variables not declared in fastsim.studies.variables: {unknown}")
+    return xr.Dataset({name: (declared[name].dims, value, {"units": declared[name].units,
+                                                          "description": declared[name].description})
+                       for name, value in data.items()}, coords=coords, attrs=attrs)
