@@ -148,6 +148,8 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
     evidence = {k: np.full((nr, no), np.nan) for k in keys}
     kinds = ("weights", "activations", "kv", "psum")
     traffic = np.full((nr, no, len(kinds)), np.nan)
+    from ..results import LEVELS
+    per_level = np.full((nr, no, len(LEVELS)), np.nan)
     gain_s, gain_e = np.full((nr, no), np.nan), np.full((nr, no), np.nan)
     pareto, baseline, chosen, fusion, m_rows = [], [], [], [], []
     for i, (regime, runs, per_style, names, by_time) in enumerate(rows):
@@ -180,6 +182,7 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                     evidence[key][i, k] = float(hybrid[key].values[rows_i].max() if "peak" in key
                                                 else hybrid[key].values[rows_i].mean())
                 traffic[i, k] = hybrid.ddr_bytes.values[rows_i].sum(axis=0)
+                per_level[i, k] = hybrid.level_bytes.values[rows_i].sum(axis=0)
                 if name in base_ops:
                     gain_s[i, k] = base_ops[name][0] - hybrid_ops[name][0]
                     gain_e[i, k] = (base_ops[name][1] - hybrid_ops[name][1]) * 1e-12
@@ -201,11 +204,12 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
             "l1_peak_bytes": evidence['l1_peak_bytes'],
             "l2_peak_bytes": evidence['l2_peak_bytes'],
             "ddr_bytes": traffic,
+            "level_bytes": per_level,
             "gain_seconds": gain_s,
             "gain_j": gain_e,
         },
         coords={"regime": [r[0].label for r in rows], "point": list(POINTS), "op": ops, "style": list(STYLES),
-                "tensor_kind": list(kinds)},
+                "tensor_kind": list(kinds), "level": list(LEVELS)},
         attrs={"study": "dataflow", "model": rows[0][1]["searched"].attrs["model"], "arch": arch.name,
                "weights": base.precision.weights, "kv": base.precision.kv,
                "version": _version(),
@@ -263,6 +267,7 @@ def playbook(ds: xr.Dataset) -> dict:
                 "style": c, "seconds": float(x.op_seconds.sel(style=c)),
                 "weight_reuse_mac_per_byte": float(x.weight_reuse), "activation_reuse_mac_per_byte": float(x.activation_reuse),
                 "ddr_bytes": {str(k): float(v) for k, v in zip(ds.tensor_kind.values, x.ddr_bytes.values)},
+                "level_bytes": {str(k): float(v) for k, v in zip(ds.level.values, x.level_bytes.values)},
                 "l1_peak_bytes": float(x.l1_peak_bytes), "l2_peak_bytes": float(x.l2_peak_bytes),
                 "gain_seconds": float(x.gain_seconds), "gain_j": float(x.gain_j), "rejected": rejected}
         out["regimes"][str(g)] = {"baseline": str(r.baseline.values), "chosen": str(r.chosen.values),

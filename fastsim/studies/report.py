@@ -219,11 +219,12 @@ def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
             rows.append([op, v["style"].upper(), f"{v['weight_reuse_mac_per_byte']:.3g}",
                          f"{v['activation_reuse_mac_per_byte']:.3g}",
                          " / ".join(f"{v['ddr_bytes'][k] / 1e6:.3g}" for k in ("activations", "weights", "psum")),
+                         f"{v['level_bytes']['mem_compute'] / 1e6:.3g}",
                          f"{v['l1_peak_bytes'] / 1024:.0f} / {v['l2_peak_bytes'] / 1024:.0f}",
                          ms(v["gain_seconds"]), f"{v['gain_j'] * 1e3:.3g}",
                          "; ".join(f"{s.upper()} {why}" for s, why in v["rejected"].items())])
         out += [table(["op", "style", "weight reuse MAC/B", "act. reuse MAC/B", "DDR MB act/wgt/psum",
-                       "L1/L2 peak KiB", "gain ms", "gain mJ", "rejected"], rows), ""]
+                       "mem→core MB", "L1/L2 peak KiB", "gain ms", "gain mJ", "rejected"], rows), ""]
     out += ["## Transition rules (how the choice moves with M)", ""]
     out += [f"- {rule}" for rule in book["rules"]] or ["- none: every op keeps its style across these regimes"]
     out += ["", f"Styles compared: {', '.join(s.upper() for s in STYLES)}; the numbers are the Dataset's "

@@ -87,6 +87,9 @@ VARIABLES = {
         "l2_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most mem-tile memory any mem tile uses"),
         "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
            "DDR traffic of the op (all layers) by tensor kind, chosen style"),
+        "level_bytes": _v(("regime", "op", "level"), "bytes",
+           "traffic of the op (all layers) per level of the hierarchy (DDR, shim-mem, mem-core, core-core, "
+           "mem-mem), chosen style"),
         "gain_seconds": _v(("regime", "op"), "s", "time the op saves against the baseline style"),
         "gain_j": _v(("regime", "op"), "J", "energy the op saves against the baseline style"),
     },
