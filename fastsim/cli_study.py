@@ -36,15 +36,22 @@ def _base(model, weights, kv, activations):
     return LlmStudy(model=model, precision=Precision(weights=weights, kv=kv, activations=activations))
 
 
-def _finish(ds, as_json: bool, report_dir: str | None, text) -> None:
-    if report_dir:
-        from .studies.report import write_report
+def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
+    """Run one study (``compute()`` returns its Dataset), then write its report and print it or
+    its JSON; bad input ends with a one-line error and exit status 2."""
+    from .studies.report import WRITERS, write_report
 
+    try:
+        ds = compute()
+    except (ConfigError, SimulationError, ValueError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    if report_dir:
         click.echo(f"report: {write_report(ds, report_dir)}", err=as_json)
     if as_json:
         click.echo(json.dumps(ds.to_dict(data="list"), default=str))
     else:
-        click.echo(text(ds))
+        click.echo(WRITERS[ds.attrs["study"]][0](ds))
 
 
 @click.group("study")
@@ -64,14 +71,9 @@ def ablate_cmd(model, weights, kv, activations, arch_name, regimes, as_json, rep
     """
     from .cli import _load_arch
     from .studies import ablate
-    from .studies.report import ablate_markdown
 
-    try:
-        ds = ablate(_base(model, weights, kv, activations), regimes, _load_arch(arch_name))
-    except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
-    _finish(ds, as_json, report_dir, ablate_markdown)
+    _run_study(lambda: ablate(_base(model, weights, kv, activations), regimes, _load_arch(arch_name)),
+               as_json, report_dir)
 
 
 @study_group.command("cuts")
@@ -88,15 +90,9 @@ def cuts_cmd(model, weights, kv, activations, arch_name, regimes, as_json, repor
     """
     from .cli import _load_arch
     from .studies import cuts
-    from .studies.report import cuts_markdown
 
-    try:
-        ds = cuts(_base(model, weights, kv, activations), regimes, _load_arch(arch_name),
-                  max_dispatches=max_dispatches)
-    except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
-    _finish(ds, as_json, report_dir, cuts_markdown)
+    _run_study(lambda: cuts(_base(model, weights, kv, activations), regimes, _load_arch(arch_name),
+                            max_dispatches=max_dispatches), as_json, report_dir)
 
 
 @study_group.command("overlays")
@@ -115,14 +111,9 @@ def overlays_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
     """
     from .cli import _load_arch
     from .studies import overlays
-    from .studies.report import overlays_markdown
 
-    try:
-        ds = overlays(_base(model, weights, kv, activations), list(mix) or None, _load_arch(arch_name))
-    except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
-    _finish(ds, as_json, report_dir, overlays_markdown)
+    _run_study(lambda: overlays(_base(model, weights, kv, activations), list(mix) or None, _load_arch(arch_name)),
+               as_json, report_dir)
 
 
 @study_group.command("dataflow")
@@ -138,14 +129,9 @@ def dataflow_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
     """
     from .cli import _load_arch
     from .studies import dataflow
-    from .studies.report import dataflow_markdown
 
-    try:
-        ds = dataflow(_base(model, weights, kv, activations), regimes, _load_arch(arch_name))
-    except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
-    _finish(ds, as_json, report_dir, dataflow_markdown)
+    _run_study(lambda: dataflow(_base(model, weights, kv, activations), regimes, _load_arch(arch_name)),
+               as_json, report_dir)
 
 
 @click.command("optimize")

@@ -6,4 +6,5 @@ from .dataflow import dataflow, playbook
 from .overlays import Request, overlays, parse_request
 from .regimes import Regime, parse_regime, parse_regimes
 
-__all__ = ["ablate", "cuts", "dataflow", "playbook", "overlays", "Request", "parse_request", "Regime", "parse_regime", "parse_regimes"]
+__all__ = ["ablate", "cuts", "dataflow", "playbook", "overlays", "Request", "parse_request", "Regime",
+           "parse_regime", "parse_regimes"]

@@ -19,15 +19,8 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
+from .regimes import binding, parse_regimes, pin_layout
 from .variables import build
-from .regimes import parse_regimes
-
-
-def _pinned(study: LlmStudy, baseline: xr.Dataset) -> LlmStudy:
-    """The study with the baseline's fusion and cuts fixed (its layout, not just its inputs; no
-    cuts pins one dispatch)."""
-    cuts = tuple(int(c) for c in baseline.attrs["cuts"].split(",") if c)
-    return replace(study, fusion=baseline.attrs["fusion"], cuts=cuts)
 
 
 def _classes(baseline: xr.Dataset) -> list[str]:
@@ -39,14 +32,6 @@ def _classes(baseline: xr.Dataset) -> list[str]:
     if float(baseline.cast_share.max()) > 0:
         seen.append("cast")
     return seen
-
-
-def _binding(ds: xr.Dataset, pick: np.ndarray) -> str:
-    """The resource that binds the most of the picked ops' time."""
-    time = {}
-    for bound, s in zip(ds.bound_by.values[pick], ds.op_seconds.values[pick]):
-        time[str(bound)] = time.get(str(bound), 0.0) + float(s)
-    return max(time, key=time.get) if time else ""
 
 
 def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.Dataset:
@@ -73,7 +58,7 @@ def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.D
     for regime in regimes:
         study = regime.study(base)
         baseline = simulate_llm(study, arch)
-        pinned = _pinned(study, baseline)
+        pinned = pin_layout(study, baseline)
         classes = _classes(baseline)
         ablated = {c: float(simulate_llm(replace(pinned, noop=(c,)), arch).total_seconds) for c in classes}
         movement = float(simulate_llm(replace(pinned, noop=tuple(classes)), arch).total_seconds)
@@ -103,20 +88,19 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
             v["op"][i, j] = float(ds.op_seconds.values[pick].sum())
             v["compute"][i, j] = float(ds.compute_seconds.values[pick].sum())
             v["movement"][i, j] = float(ds.movement_seconds.values[pick].sum())
-            bound[i, j] = _binding(ds, pick)
+            bound[i, j] = binding(ds, pick)
         order = sorted(cs, key=lambda c: (-v["delta"][i, classes.index(c)], classes.index(c)))
         for r, c in enumerate(order):
             rank[i, classes.index(c)] = r + 1
         top.append(order[0] if order else "")
-    out = build("ablate",
-        {
-            "delta_seconds": v['delta'],
-            "share": v['share'],
-            "op_seconds": v['op'],
-            "compute_seconds": v['compute'],
-            "movement_seconds": v['movement'],
+    out = build("ablate", {
+            "delta_seconds": v["delta"],
+            "share": v["share"],
+            "op_seconds": v["op"],
+            "compute_seconds": v["compute"],
+            "movement_seconds": v["movement"],
             "bound_by": bound.astype(str),
-            "exposed_share": np.divide(v['delta'], v['compute'], out=np.full(shape, np.nan), where=v['compute'] > 0),
+            "exposed_share": np.divide(v["delta"], v["compute"], out=np.full(shape, np.nan), where=v["compute"] > 0),
             "rank": rank,
             "baseline_seconds": np.array(total),
             "data_movement_seconds": np.array(moving),

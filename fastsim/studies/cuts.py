@@ -26,8 +26,8 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..mapping.dispatch import DispatchLimits
-from .variables import build
 from .regimes import parse_regimes
+from .variables import build
 
 
 @dataclass
@@ -213,8 +213,7 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                 arr[i, j] = x.get(key, fill)
         name = "boundary_" + (key[:-2] + "_seconds" if key.endswith("_s") else key)
         boundary[name] = arr.astype(str) if key == "relieves" else arr
-    ds = build("cuts",
-        {
+    ds = build("cuts", {
             "seconds": seconds,
             "energy_pj": energy,
             "cuts": cut_text.astype(str),

@@ -27,18 +27,13 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..errors import ConfigError
 from ..llm import LlmStudy, simulate_llm
+from .regimes import parse_regimes, pin_layout
 from .variables import build
-from .regimes import parse_regimes
 
 STYLES = ("ws", "is", "os")
 MATMUL_CLASSES = ("gemm", "attention")
 POINTS = STYLES + ("searched", "hybrid_latency", "hybrid_energy")
 MOVES = 12  # most single-op moves the hybrid search tries (each is a whole run)
-
-
-def _pinned(study: LlmStudy, baseline: xr.Dataset) -> LlmStudy:
-    cuts = tuple(int(c) for c in baseline.attrs["cuts"].split(",") if c)
-    return replace(study, fusion=baseline.attrs["fusion"], cuts=cuts)
 
 
 def _per_op(ds: xr.Dataset) -> dict:
@@ -76,7 +71,7 @@ def dataflow(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr
     for regime in regimes:
         study = regime.study(base)
         searched = simulate_llm(study, arch)
-        pinned = _pinned(study, searched)
+        pinned = pin_layout(study, searched)
         runs = {s: _run(pinned, arch, {c: s for c in MATMUL_CLASSES}) for s in STYLES}
         runs["searched"] = simulate_llm(pinned, arch)
         per_style = {s: _per_op(ds) for s, ds in runs.items() if ds is not None and s in STYLES}
@@ -130,7 +125,8 @@ def _pareto(seconds: np.ndarray, energy: np.ndarray) -> np.ndarray:
     ok = np.isfinite(seconds) & np.isfinite(energy)
     out = np.zeros(len(seconds), bool)
     for i in np.nonzero(ok)[0]:
-        dominated = ok & (seconds <= seconds[i]) & (energy <= energy[i]) & ((seconds < seconds[i]) | (energy < energy[i]))
+        better = (seconds < seconds[i]) | (energy < energy[i])
+        dominated = ok & (seconds <= seconds[i]) & (energy <= energy[i]) & better
         out[i] = not dominated.any()
     return out
 
@@ -186,8 +182,7 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                 if name in base_ops:
                     gain_s[i, k] = base_ops[name][0] - hybrid_ops[name][0]
                     gain_e[i, k] = (base_ops[name][1] - hybrid_ops[name][1]) * 1e-12
-    ds = build("dataflow",
-        {
+    ds = build("dataflow", {
             "seconds": seconds,
             "energy_j": energy,
             "program_reload_seconds": reload,
@@ -260,12 +255,14 @@ def playbook(ds: xr.Dataset) -> dict:
                 if s == c:
                     continue
                 t = float(x.op_seconds.sel(style=s))
+                extra_mj = (float(x.op_energy_j.sel(style=s)) - float(x.op_energy_j.sel(style=c))) * 1e3
                 rejected[s] = ("no legal mapping" if np.isnan(t) else
                                f"slower by {(t - float(x.op_seconds.sel(style=c))) * 1e3:.4g} ms "
-                               f"(energy {(float(x.op_energy_j.sel(style=s)) - float(x.op_energy_j.sel(style=c))) * 1e3:+.4g} mJ)")
+                               f"(energy {extra_mj:+.4g} mJ)")
             ops[str(op)] = {
                 "style": c, "seconds": float(x.op_seconds.sel(style=c)),
-                "weight_reuse_mac_per_byte": float(x.weight_reuse), "activation_reuse_mac_per_byte": float(x.activation_reuse),
+                "weight_reuse_mac_per_byte": float(x.weight_reuse),
+                "activation_reuse_mac_per_byte": float(x.activation_reuse),
                 "ddr_bytes": {str(k): float(v) for k, v in zip(ds.tensor_kind.values, x.ddr_bytes.values)},
                 "level_bytes": {str(k): float(v) for k, v in zip(ds.level.values, x.level_bytes.values)},
                 "l1_peak_bytes": float(x.l1_peak_bytes), "l2_peak_bytes": float(x.l2_peak_bytes),

@@ -29,8 +29,8 @@ from ..llm.assemble import overlay_of
 from ..llm.graph import OP_CLASSES
 from ..llm.run import apply_overlay
 from ..mapping.overlay import switch_seconds
+from .regimes import Regime, binding
 from .variables import build
-from .regimes import Regime
 
 SWITCHES_PER_REQUEST = 2  # into the decode overlay and back to the prefill one for the next request
 
@@ -90,17 +90,8 @@ def _own(study: LlmStudy, arch: Arch):
 
 
 def _binding(ds: xr.Dataset) -> dict:
-    """Per op class, the resource with the highest utilization over most of its time."""
-    out = {}
-    for c in OP_CLASSES:
-        pick = ds.op_class.values == c
-        if not pick.any():
-            continue
-        time = {}
-        for b, s in zip(ds.bound_by.values[pick], ds.op_seconds.values[pick]):
-            time[str(b)] = time.get(str(b), 0.0) + float(s)
-        out[c] = max(time, key=time.get)
-    return out
+    """Per op class present, its binding resource (``regimes.binding``)."""
+    return {c: binding(ds, ds.op_class.values == c) for c in OP_CLASSES if (ds.op_class.values == c).any()}
 
 
 def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dataset:
@@ -117,7 +108,8 @@ def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dat
     -------
     xarray.Dataset: ``seconds`` over (regime, overlay) (each regime's own overlay run in every
     regime; NaN where it cannot run), per regime its ``best_overlay`` and its own overlay's
-    ``fusion``/``residency`` and why, ``bound_by`` over (regime, op_class) and ``binding_differs`` per class; over ``plan``
+    ``fusion``/``residency`` and why, ``bound_by`` over (regime, op_class) and ``binding_differs``
+    per class; over ``plan``
     (per_regime and each single overlay) the mix's ``mix_seconds``, and ``gain_seconds`` of
     per-regime overlays over the best single one, net of ``switch_seconds`` (attrs).
     """
@@ -176,8 +168,7 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Da
     bound = np.array([[bindings[g].get(c, "") for c in classes] for g in regimes], dtype=str)
     differs = np.array([len({b for b in bound[:, k] if b}) > 1 for k in range(len(classes))])
     gain = float(singles[best_single] - mix[0]) if best_single >= 0 else float("nan")
-    return build("overlays",
-        {
+    return build("overlays", {
             "seconds": seconds,
             "best_overlay": np.array([labels[j] for j in best_col], dtype=str),
             "fusion": np.array([layouts[g].fusion for g in regimes], dtype=str),

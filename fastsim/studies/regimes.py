@@ -52,3 +52,18 @@ def parse_regimes(texts) -> list[Regime]:
         if r not in out:
             out.append(r)
     return out
+
+
+def pin_layout(study, run):
+    """``study`` with the layout of ``run`` (an LLM Dataset) fixed: its fusion and its cuts (no cuts
+    pins one dispatch), so that a study varies one thing and keeps the rest."""
+    cuts = tuple(int(c) for c in run.attrs["cuts"].split(",") if c)
+    return replace(study, fusion=run.attrs["fusion"], cuts=cuts)
+
+
+def binding(run, pick) -> str:
+    """The resource with the highest utilization over most of the picked ops' time in ``run``."""
+    time = {}
+    for bound, s in zip(run.bound_by.values[pick], run.op_seconds.values[pick]):
+        time[str(bound)] = time.get(str(bound), 0.0) + float(s)
+    return max(time, key=time.get) if time else ""
