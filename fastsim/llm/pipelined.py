@@ -18,12 +18,10 @@ import numpy as np
 
 from ..arch import Arch
 from ..errors import ConfigError
-from ..mapping import Pins, matmul_design, search
 from ..mapping.fusion import PIPELINE_STAGES
 from ..mapping.pipeline import pipeline, stage_columns
 from ..validate import validate_design
-from ..workloads.vector import VectorOp, vector_design
-from .place import Placed, _matmul, _pinned
+from .place import Placed, op_design
 
 PIPELINE_BLOCKS = 4  # token blocks a pipelined prefill group runs in, at least (assumption)
 MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
@@ -31,24 +29,9 @@ MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
 
 def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int):
     """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
-    token block; an op class under ablation (``study.noop``) runs as its twin."""
-    op = p.op
-    noop = op.op_class in study.noop
-    if op.kind == "vector":
-        spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, False,
-                        cols, op.name, p.chip.x, p.chip.y, 0, col0)
-        twin = vector_design(replace(spec, noop=True), arch)
-        return (twin if noop else vector_design(spec, arch)), twin, "stream", frozenset({("vector", op.op_class)})
-    real = _matmul(p, study, precision)
-    chosen = _pinned(study.dataflow, op)
-    flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0), top=1, keep=0)
-    best = found.best
-    kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
-    if real.cast_cycles_per_weight:
-        kernels.add(("vector", "cast"))
-    twin = matmul_design(real, best, arch, noop=True)
-    return (twin if noop else found.best_design), twin, best.dataflow, frozenset(kernels)
+    token block (``op_design`` placed there); an op class under ablation runs as its own twin."""
+    design, flow, _, kernels, twin = op_design(p, arch, study, precision, at=(cols, col0))
+    return design, twin if twin is not None else design, flow, kernels
 
 
 def pipelined_group(unfused: list[Placed], grouped: list[Placed], alone: list[dict], tokens: int, study,

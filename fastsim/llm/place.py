@@ -98,18 +98,21 @@ def _matmul(p: Placed, study: LlmStudy, precision: Precision) -> Matmul:
                   onchip_window_bytes=p.chip.window_bytes)
 
 
-def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision):
+def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
+              at: tuple[int, int] | None = None):
     """(design, dataflow, engine result when the search already simulated exactly this design or
     None, kernels it links, the same design with every kernel a 1-cycle pass or None when it is one
     already: its time is the op's data-movement time). Matmul-like ops take the mapper's searched mapping (``--dataflow`` and
     ``--columns`` pin the search); the search always sees the op as it really computes, so NOOP
-    ablation keeps the mapping and removes only the compute."""
+    ablation keeps the mapping and removes only the compute. ``at`` = (columns, first column) places
+    the op on its own columns (a pipeline stage) instead of where the search or pins put it."""
     p = p if isinstance(p, Placed) else Placed(p)
     op = p.op
     noop = op.op_class in study.noop
+    cols, col0 = at if at else (_columns(study, op, arch), None)
     if op.kind == "vector":
         spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
-                        _columns(study, op, arch), op.name, p.chip.x, p.chip.y, p.chip.window_bytes)
+                        cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0)
         design = vector_design(spec, arch)
         if p.chip.any:  # on-chip buffers must fit next to the stream buffers: say so before simulating
             validate_design(design)
@@ -118,7 +121,7 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision)
     real = _matmul(p, study, precision)
     chosen = _pinned(study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    found = search(real, arch, Pins(dataflow=flows, cols=_columns(study, op, arch)), top=_LLM_TOP, keep=0)
+    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0), top=1 if at else _LLM_TOP, keep=0)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
     if real.cast_cycles_per_weight:
