@@ -134,6 +134,36 @@ def dataflow_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
                as_json, report_dir)
 
 
+@study_group.command("bandwidth")
+@click.option("--arch", "arch_name", default="npu2", show_default=True,
+              help="preset (npu1, npu2) or a TOML file with an [arch] table (asymmetric columns, DDR cap)")
+@click.option("--sizes", default="256,1024,4096,16384,65536", show_default=True,
+              help="transfer sizes in bytes, comma-separated")
+@click.option("--total-bytes", default=1 << 18, show_default=True, type=click.IntRange(min=4),
+              help="bytes each channel moves per measurement")
+@click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+              help="write bandwidth.md and bandwidth.png into this directory")
+def bandwidth_cmd(arch_name, sizes, total_bytes, as_json, report_dir):
+    """What does each column and channel really deliver? Memcpy designs measure effective bandwidth
+    per column and for all columns at once, reading, writing or both, over transfer sizes; then one
+    tensor split equally over the columns is compared with a split in proportion to the measured
+    bandwidths.
+
+    Example: fastsim study bandwidth --arch my_asymmetric.toml --report out/
+    """
+    from .cli import _load_arch
+    from .studies import bandwidth
+
+    try:
+        parsed = tuple(int(x) for x in sizes.split(","))
+        if min(parsed) < 4:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"{sizes!r}: expected sizes >= 4 bytes like 256,4096", param_hint="--sizes")
+    _run_study(lambda: bandwidth(_load_arch(arch_name), parsed, total_bytes), as_json, report_dir)
+
+
 @click.command("optimize")
 @_model_options
 @click.option("--mix", "mix", multiple=True, help="request kinds for the overlays step, PROMPT:NEW_TOKENS[:BATCH"

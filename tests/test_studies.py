@@ -332,3 +332,25 @@ def test_variables__every_study_output_is_declared_once_with_units(ranking, plac
     assert REGISTRY["ablate"]["delta_seconds"].description == VARIABLES["ablate"]["delta_seconds"].description
     with pytest.raises(KeyError, match="not declared"):
         build("ablate", {"speedup": np.zeros(1)}, {}, {})
+
+
+def test_bandwidth__measures_asymmetric_columns_and_proportional_split_beats_equal(tmp_path):
+    from fastsim.studies import bandwidth
+
+    arch = fastsim.NPU2.replace(name="asym", columns=4, shim_read_bytes_per_cycle=(1.0, 1.0, 2.0, 4.0),
+                                shim_write_bytes_per_cycle=(4.0,) * 4, ddr_bytes_per_s=20e9)
+    ds = bandwidth(arch, sizes=(256, 4096), total_bytes=1 << 15, channels=(1, 2))
+    read = ds.bytes_per_s.sel(direction="read", channels=1, size_bytes=4096)
+    clock = arch.clock_hz
+    per_col = [float(read.sel(column=str(c))) for c in range(4)]
+    # each column alone delivers at most its shim rate (and per channel at most one stream)
+    for c, rate in enumerate((1.0, 1.0, 2.0, 4.0)):
+        assert per_col[c] <= min(rate, arch.stream_bytes_per_cycle) * clock * 1.0001
+    assert per_col[0] < per_col[2] < per_col[3] * 1.0001
+    assert float(ds.bytes_per_s.sel(column="all").max()) <= arch.ddr_bytes_per_s * 1.0001  # the DDR cap
+    eq, prop = (float(ds.split_bytes_per_s.sel(split=k)) for k in ("equal", "proportional"))
+    assert prop > 1.2 * eq  # equal shares wait for the slowest column
+    assert eq == pytest.approx(4 * min(per_col), rel=0.05)
+    assert float(ds.split_share_bytes.sel(split="proportional").sum()) == float(ds.split_share_bytes.sel(
+        split="equal").sum())
+    assert "One tensor over every column" in write_report(ds, tmp_path).read_text()

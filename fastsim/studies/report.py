@@ -255,7 +255,48 @@ def dataflow_figure(ds: xr.Dataset, path: Path) -> None:
     plt.close(fig)
 
 
-WRITERS = {"ablate": (ablate_markdown, ablate_figure), "cuts": (cuts_markdown, cuts_figure),
+def bandwidth_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    gb = 1e9
+    sizes = [int(x) for x in ds.size_bytes.values]
+    out = [f"# Bandwidth harness: {ds.attrs['arch']}", "",
+           f"Memcpy transfers between DDR and the mem tiles, {ds.attrs['total_bytes']:,} bytes per channel; "
+           f"effective GB/s (bytes over simulated time). DDR cap {ds.attrs['ddr_bytes_per_s'] / gb:.4g} GB/s.", ""]
+    for n in ds.channels.values:
+        rows = []
+        for col in ds.column.values:
+            for d in ds.direction.values:
+                v = ds.bytes_per_s.sel(column=col, direction=d, channels=n).values / gb
+                rows.append([col, d] + [f"{x:.4g}" for x in v])
+        out += [f"## {int(n)} channel(s) per column", "",
+                table(["column", "direction"] + [f"{s:,} B" for s in sizes], rows), ""]
+    eq, pr = (float(ds.split_bytes_per_s.sel(split=k)) / gb for k in ("equal", "proportional"))
+    out += ["## One tensor over every column", "",
+            f"Equal shares: **{eq:.4g} GB/s**; shares in proportion to each column's measured read bandwidth: "
+            f"**{pr:.4g} GB/s** (sum of the columns alone: "
+            f"{float(ds.column_read_bytes_per_s.sum()) / gb:.4g} GB/s).", ""]
+    if figure:
+        out += [f"![bandwidth vs transfer size]({figure})", ""]
+    return "\n".join(out)
+
+
+def bandwidth_figure(ds: xr.Dataset, path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    for col in ("0", "all"):
+        for d in ds.direction.values:
+            v = ds.bytes_per_s.sel(column=col, direction=d, channels=ds.channels.values[0]).values / 1e9
+            ax.plot(ds.size_bytes.values, v, marker="o", label=f"column {col}, {d}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("transfer size (bytes)")
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"Bandwidth harness: {ds.attrs['arch']} ({int(ds.channels.values[0])} channel)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+WRITERS = {"ablate": (ablate_markdown, ablate_figure), "bandwidth": (bandwidth_markdown, bandwidth_figure), "cuts": (cuts_markdown, cuts_figure),
            "overlays": (overlays_markdown, overlays_figure), "dataflow": (dataflow_markdown, dataflow_figure)}
 
 

@@ -19,6 +19,18 @@ _v = StudyVariable
 
 
 VARIABLES = {
+    "bandwidth": {
+        "bytes_per_s": _v(("column", "direction", "channels", "size_bytes"), "bytes/s",
+           "effective bandwidth of memcpy transfers (bytes over simulated time; column all: every column at "
+           "once, summed)"),
+        "split_bytes_per_s": _v(("split",), "bytes/s",
+           "one tensor read over every column, its bytes split equally or in proportion to each column's "
+           "measured bandwidth"),
+        "split_share_bytes": _v(("split", "split_column"), "bytes", "bytes each column reads under each split"),
+        "column_read_bytes_per_s": _v(("split_column",), "bytes/s",
+           "each column's measured read bandwidth alone (one channel, largest transfer): the proportional "
+           "split's weights"),
+    },
     "ablate": {
         "delta_seconds": _v(("regime", "op_class"), "s",
            "end-to-end time saved when the class computes nothing (its data still moves)"),
