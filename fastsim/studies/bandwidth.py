@@ -42,22 +42,20 @@ def memcpy_design(arch: Arch, shares: dict[int, int], direction: str, channels: 
         for ch in range(channels):
             unit = whole_words(min(size, nbytes))
             reps = math.ceil(nbytes / unit)
-            if direction in ("read", "both"):
-                src, dst = mm2s(shim, ch), s2mm(memt, ch)
-                ring = d.buffer(memt, RING_BYTES, f"ring_in{col}_{ch}")
-                sink = d.bd(dst, ring, RING_BYTES, name=f"sink{col}_{ch}")
-                d.start_chain(dst, d.chain(sink, cyclic=True))
+            for way in ("read", "write"):
+                if direction not in (way, "both"):
+                    continue
+                # read: shim MM2S -> mem S2MM ring (a sink); write: mem MM2S ring (a source) -> shim S2MM
+                src, dst = (mm2s(shim, ch), s2mm(memt, ch)) if way == "read" else (mm2s(memt, ch), s2mm(shim, ch))
+                ring_ch = dst if way == "read" else src
+                ring = d.buffer(memt, RING_BYTES, f"ring_{way}{col}_{ch}")
+                d.start_chain(ring_ch, d.chain(d.bd(ring_ch, ring, RING_BYTES, name=f"ring_{way}{col}_{ch}"),
+                                               cyclic=True))
                 d.route(src, dst)
-                entries.append((d.bd(src, d.ddr_buffer(unit, f"src{col}_{ch}"), unit, name=f"read{col}_{ch}"), reps))
-                waits.append(src)
-            if direction in ("write", "both"):
-                src, dst = mm2s(memt, ch), s2mm(shim, ch)
-                ring = d.buffer(memt, RING_BYTES, f"ring_out{col}_{ch}")
-                source = d.bd(src, ring, RING_BYTES, name=f"source{col}_{ch}")
-                d.start_chain(src, d.chain(source, cyclic=True))
-                d.route(src, dst)
-                entries.append((d.bd(dst, d.ddr_buffer(unit, f"dst{col}_{ch}"), unit, name=f"write{col}_{ch}"), reps))
-                waits.append(dst)
+                host_ch = src if way == "read" else dst
+                entries.append((d.bd(host_ch, d.ddr_buffer(unit, f"{way}{col}_{ch}"), unit, name=f"{way}{col}_{ch}"),
+                                reps))
+                waits.append(host_ch)
     push_round(d, entries)
     for ch in waits:
         d.wait(ch)

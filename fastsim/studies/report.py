@@ -16,6 +16,12 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1e3:.4g}"
 
@@ -74,9 +80,7 @@ def ablate_figure(ds: xr.Dataset, path: Path) -> None:
         ax.set_title(f"{regime} (baseline {ms(float(r.baseline_seconds))} ms)", fontsize=9)
         ax.set_xlabel("time saved without its compute (ms)")
     fig.suptitle(f"Ablation: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -135,9 +139,7 @@ def cuts_figure(ds: xr.Dataset, path: Path) -> None:
     ax.set_ylabel("time / best time")
     ax.set_title(f"Dispatch cuts: {ds.attrs['model']} on {ds.attrs['arch']} (squares: Pareto)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -193,9 +195,7 @@ def overlays_figure(ds: xr.Dataset, path: Path) -> None:
             ax.text(0, i, " cannot run every regime", va="center", fontsize=7)
     ax.set_xlabel("request mix time (ms)")
     ax.set_title(f"Overlays: {ds.attrs['model']} on {ds.attrs['arch']} (mix {ds.attrs['mix']})", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -250,9 +250,7 @@ def dataflow_figure(ds: xr.Dataset, path: Path) -> None:
         ax.set_ylabel("energy (mJ)")
         ax.set_title(str(g), fontsize=9)
     fig.suptitle(f"Dataflow: {ds.attrs['model']} on {ds.attrs['arch']} (o: Pareto)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def bandwidth_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -291,13 +289,12 @@ def bandwidth_figure(ds: xr.Dataset, path: Path) -> None:
     ax.set_ylabel("GB/s")
     ax.set_title(f"Bandwidth harness: {ds.attrs['arch']} ({int(ds.channels.values[0])} channel)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
-WRITERS = {"ablate": (ablate_markdown, ablate_figure), "bandwidth": (bandwidth_markdown, bandwidth_figure), "cuts": (cuts_markdown, cuts_figure),
-           "overlays": (overlays_markdown, overlays_figure), "dataflow": (dataflow_markdown, dataflow_figure)}
+WRITERS = {"ablate": (ablate_markdown, ablate_figure), "bandwidth": (bandwidth_markdown, bandwidth_figure),
+           "cuts": (cuts_markdown, cuts_figure), "overlays": (overlays_markdown, overlays_figure),
+           "dataflow": (dataflow_markdown, dataflow_figure)}
 
 
 def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
