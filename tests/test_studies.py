@@ -16,6 +16,17 @@ from fastsim.sweeping import parse_spec, sweep
 SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
 
 
+def _study_sweep(tmp_path, kind: str, base: dict, axis: str, values: list, outputs: list):
+    """A one-axis sweep of a study kind on Llama-3.2-1B, run in process; every point must succeed."""
+    lines = [f'{k} = {json.dumps(v)}' for k, v in {"model": "llama-3.2-1b", **base}.items()]
+    spec = parse_spec("\n".join(["[study]", f'kind = "{kind}"', "[study.base]", *lines, "[axes]",
+                                  f"{axis} = {json.dumps(values)}", "[run]", "chunk_points = 1",
+                                  f"outputs = {json.dumps(outputs)}"]), f"{kind}-test")
+    ds = sweep(spec, tmp_path / f"{kind}.zarr", workers=0, progress=False)
+    assert (ds.status.values == 0).all()
+    return ds
+
+
 @pytest.fixture(scope="module")
 def ranking():
     return ablate(LlmStudy(model=SMALL), ["decode:512", "prefill:128"])
@@ -76,20 +87,10 @@ def test_cli__study_ablate_prints_json_and_writes_a_report(tmp_path):
 
 
 def test_sweep__ablate_kind_stores_a_ranking_per_point(tmp_path):
-    spec = parse_spec("""
-[study]
-kind = "ablate"
-[study.base]
-model = "llama-3.2-1b"
-[axes]
-context = [256, 512]
-[run]
-chunk_points = 1
-outputs = ["seconds", "delta_seconds", "top_class"]
-""", "ablate-test")
-    ds = sweep(spec, tmp_path / "a.zarr", workers=0, progress=False)
-    assert (ds.status.values == 0).all()
-    assert ds.delta_seconds.dims == ("context", "op_class") and ds.top_class.attrs["flag_meanings"].startswith("embedding")
+    ds = _study_sweep(tmp_path, "ablate", {}, "context", [256, 512],
+                      ["seconds", "delta_seconds", "top_class"])
+    assert ds.delta_seconds.dims == ("context", "op_class")
+    assert ds.top_class.attrs["flag_meanings"].startswith("embedding")
     direct = ablate(LlmStudy(), ["decode:512"]).isel(regime=0)
     assert float(ds.seconds.sel(context=512)) == float(direct.baseline_seconds)
     assert float(ds.delta_seconds.sel(context=512, op_class="gemm")) == float(direct.delta_seconds.sel(op_class="gemm"))
@@ -157,20 +158,9 @@ def test_cuts__study_finds_the_front_and_prices_its_boundaries(tmp_path):
 
 
 def test_sweep__cuts_kind_stores_the_best_cut_per_point(tmp_path):
-    spec = parse_spec("""
-[study]
-kind = "cuts"
-[study.base]
-model = "llama-3.2-1b"
-regime = "decode"
-[axes]
-context = [256]
-[run]
-chunk_points = 1
-outputs = ["seconds", "dispatches", "default_seconds"]
-""", "cuts-test")
-    ds = sweep(spec, tmp_path / "c.zarr", workers=0, progress=False)
-    assert (ds.status.values == 0).all() and int(ds.dispatches.values[0]) >= 1
+    ds = _study_sweep(tmp_path, "cuts", {"regime": "decode"}, "context", [256],
+                      ["seconds", "dispatches", "default_seconds"])
+    assert int(ds.dispatches.values[0]) >= 1
     assert float(ds.seconds.values[0]) <= float(ds.default_seconds.values[0])
 
 
@@ -218,20 +208,8 @@ def test_requests__parse_and_say_what_is_allowed():
 
 
 def test_sweep__overlays_kind_stores_the_net_gain_per_request(tmp_path):
-    spec = parse_spec("""
-[study]
-kind = "overlays"
-[study.base]
-model = "llama-3.2-1b"
-prompt = 128
-[axes]
-new_tokens = [1, 64]
-[run]
-chunk_points = 1
-outputs = ["per_regime_seconds", "single_seconds", "gain_seconds", "switch_seconds"]
-""", "overlays-test")
-    ds = sweep(spec, tmp_path / "o.zarr", workers=0, progress=False)
-    assert (ds.status.values == 0).all()
+    ds = _study_sweep(tmp_path, "overlays", {"prompt": 128}, "new_tokens", [1, 64],
+                      ["per_regime_seconds", "single_seconds", "gain_seconds", "switch_seconds"])
     assert np.allclose(ds.gain_seconds.values, ds.single_seconds.values - ds.per_regime_seconds.values)
     assert (ds.per_regime_seconds.values > 0).all() and (ds.switch_seconds.values > 0).all()
 
@@ -302,20 +280,8 @@ def test_optimize__writes_the_directory_and_the_plan_replays_exactly(tmp_path):
 
 
 def test_sweep__dataflow_kind_never_stores_a_hybrid_slower_than_the_best_style(tmp_path):
-    spec = parse_spec("""
-[study]
-kind = "dataflow"
-[study.base]
-model = "llama-3.2-1b"
-regime = "decode"
-[axes]
-context = [128]
-[run]
-chunk_points = 1
-outputs = ["seconds", "baseline_seconds", "hybrid_seconds", "style_seconds"]
-""", "dataflow-test")
-    ds = sweep(spec, tmp_path / "d.zarr", workers=0, progress=False)
-    assert (ds.status.values == 0).all()
+    ds = _study_sweep(tmp_path, "dataflow", {"regime": "decode"}, "context", [128],
+                      ["seconds", "baseline_seconds", "hybrid_seconds", "style_seconds"])
     assert float(ds.baseline_seconds[0]) == float(np.nanmin(ds.style_seconds.values[0]))
     assert float(ds.hybrid_seconds[0]) <= float(ds.baseline_seconds[0])
 

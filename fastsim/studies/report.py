@@ -67,11 +67,17 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def ablate_figure(ds: xr.Dataset, path: Path) -> None:
+def _regime_panels(ds: xr.Dataset, height: float):
+    """(pyplot, figure, [(axes, regime label)]): one panel per regime, side by side."""
     plt = _pyplot()
     n = len(ds.regime)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.2), squeeze=False)
-    for ax, regime in zip(axes[0], ds.regime.values):
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, height), squeeze=False)
+    return plt, fig, list(zip(axes[0], ds.regime.values))
+
+
+def ablate_figure(ds: xr.Dataset, path: Path) -> None:
+    plt, fig, panels = _regime_panels(ds, 3.2)
+    for ax, regime in panels:
         r = ds.sel(regime=regime)
         present = [c for c in ds.op_class.values if int(r["rank"].sel(op_class=c)) > 0]
         present.sort(key=lambda c: -int(r["rank"].sel(op_class=c)))
@@ -235,10 +241,8 @@ def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 
 def dataflow_figure(ds: xr.Dataset, path: Path) -> None:
-    plt = _pyplot()
-    n = len(ds.regime)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.3), squeeze=False)
-    for ax, g in zip(axes[0], ds.regime.values):
+    plt, fig, panels = _regime_panels(ds, 3.3)
+    for ax, g in panels:
         r = ds.sel(regime=g)
         for p in ds.point.values:
             x, y = float(r.seconds.sel(point=p)) * 1e3, float(r.energy_j.sel(point=p)) * 1e3
