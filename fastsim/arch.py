@@ -57,6 +57,10 @@ class Arch:
     # default and converts both operands on the core first (ARCH_FACTS: IRON
     # AIE_API_EMULATE_BFLOAT16_MMUL_WITH_BFP16); the mapper may also pick the native rate instead.
     datapaths: dict[str, tuple[str, float]] = field(default_factory=dict)
+    # Matmul microkernel efficiency per datapath: the fraction of the MAC rate one hand-tuned kernel
+    # sustains on one core with its operands in core memory (a micro-benchmark; whole-array
+    # figures never set it). A datapath without an entry runs at 1.0.
+    kernel_efficiency: dict[str, float] = field(default_factory=dict)
     # Elements of a partial-sum tile one core adds per cycle when K is split over cores
     # (assumption: one 512-bit vector of 16 fp32/int32 lanes per cycle, AIE-ML vector unit).
     accumulate_elems_per_cycle: int = 16
@@ -139,13 +143,21 @@ class Arch:
             out.append(tuple(self.datapaths[dtype]))
         return out
 
+    def efficiency(self, datapath: str) -> float:
+        """The matmul kernel efficiency of a datapath (1.0 where none was measured)."""
+        return self.kernel_efficiency.get(datapath, 1.0)
+
     def peak_macs_per_s(self, dtype: str) -> float:
         """Peak over the dtype's datapaths (conversion not counted)."""
         rate = max(self.macs_per_cycle[d] for d, _ in self.datapath_options(dtype))
         return rate * self.compute_tiles * self.clock_hz
 
     def replace(self, **changes) -> "Arch":
-        """A copy with some fields changed (per-column bandwidths may be given as one number)."""
+        """A copy with some fields changed (per-column bandwidths may be given as one number). New MAC
+        rates without new efficiencies keep only the efficiencies of datapaths that still exist."""
+        if "macs_per_cycle" in changes and "kernel_efficiency" not in changes:
+            changes["kernel_efficiency"] = {k: v for k, v in self.kernel_efficiency.items()
+                                            if k in changes["macs_per_cycle"]}
         return from_dict({**_as_plain_dict(self), **changes})
 
 
@@ -189,10 +201,14 @@ NPU1 = Arch(
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # assumption: no npu1 figure; the (likely XDNA2) memcpy
     macs_per_cycle={"int8": 256, "int8xint4": 512, "int16": 64, "bf16": 128},  # AM020 / UG1079
     mmul_shapes={"bf16": (4, 8, 4), "int8": (4, 8, 8), "int16": (4, 4, 4)},  # mlir-aie "npu" map
+    # one-tile kernels: bf16 398 GFLOPS = 86 % of peak (Uni Jena "Hello XDNA", scalable-analyses/xdna);
+    # int8 107.3 of 256 MACs/cycle issued (jdominick05 docs/SILICON.md)
+    kernel_efficiency={"bf16": 0.86, "int8": 0.42},
     dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
-           "reconfiguration_s": "assumption (Strix figure)"},
+           "reconfiguration_s": "assumption (Strix figure)",
+           "kernel_efficiency.int16": "none measured: 1.0"},
 )
 
 NPU2 = Arch(
@@ -210,13 +226,18 @@ NPU2 = Arch(
     # bf16 matmuls run on the bfp16 datapath after a core-side conversion (IRON default). The cost,
     # 1/32 cycle per element (one 512-bit vector of bf16 per cycle), is an assumption.
     datapaths={"bf16": ("bfp16", 1 / 32)},
+    # one-tile bfp16 kernel 1,760 GFLOPS = 95 % of peak (Uni Jena "Hello XDNA"); int8 shares the
+    # datapath and native bf16 has no published kernel: both assumed at the bfp16 figure
+    kernel_efficiency={"bfp16": 0.95, "int8": 0.95, "bf16": 0.95},
     # mlir-aie "npu2" map: bf16 emulated on bfp16 8x8x8, native 4x8x8; int8 8x8x8 (inferred)
     mmul_shapes={"bfp16": (8, 8, 8), "bf16": (4, 8, 8), "int8": (8, 8, 8)},
     core_load_bytes_per_cycle=128, core_store_bytes_per_cycle=64,  # AM027 (AIE-ML v2)
     dispatch_overhead_s=52e-6,  # xrt empty-kernel dispatch, Strix Halo/Linux
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
     elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
-    notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption"},
+    notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
+           "kernel_efficiency.int8": "assumption: the bfp16 kernel's measured 0.95",
+           "kernel_efficiency.bf16": "assumption: the bfp16 kernel's measured 0.95"},
 )
 
 PRESETS = {"npu1": NPU1, "npu2": NPU2}  # SYSTOLIC16 is added below, once from_dict exists
@@ -281,6 +302,10 @@ def validate(arch: Arch) -> Arch:
             "must be >= 1 (64 on AIE-ML)")
     for d, m in arch.macs_per_cycle.items():
         p.check(m >= 1, f"macs_per_cycle.{d}", m, "must be >= 1")
+    for d, e in arch.kernel_efficiency.items():
+        p.check(d in arch.macs_per_cycle, f"kernel_efficiency.{d}", e,
+                f"a datapath with a MAC rate: {sorted(arch.macs_per_cycle)}")
+        p.check(0 < e <= 1, f"kernel_efficiency.{d}", e, "must be in (0, 1]")
     p.raise_if_any()
     return arch
 
@@ -320,7 +345,7 @@ def from_dict(values: dict) -> Arch:
         v["mmul_shapes"] = {k: tuple(x) for k, x in dict(v["mmul_shapes"]).items()}
     if "datapaths" in v:
         v["datapaths"] = {k: tuple(x) for k, x in dict(v["datapaths"]).items()}
-    for name in ("pj_per_mac", "pj_per_byte"):
+    for name in ("pj_per_mac", "pj_per_byte", "kernel_efficiency"):
         if name in v:
             v[name] = dict(v[name])
     return validate(Arch(**v))
@@ -358,6 +383,7 @@ def load(name_or_path: str | Path) -> Arch:
 # A generic spatial accelerator: the npu2 array whose cores are 16x16 output-stationary systolic
 # meshes (assumption for design studies; 256 MACs/cycle per core at full occupancy).
 SYSTOLIC16 = NPU2.replace(name="systolic16", core_mesh_rows=16, core_mesh_cols=16,
-                          macs_per_cycle={"int8": 256, "bf16": 256}, datapaths={}, mmul_shapes={})
+                          macs_per_cycle={"int8": 256, "bf16": 256}, datapaths={}, mmul_shapes={},
+                          kernel_efficiency={})
 
 PRESETS["systolic16"] = SYSTOLIC16

@@ -71,25 +71,29 @@ def _gemm_options(fn):
         click.option("--cols", default=None, type=click.IntRange(min=1), help="pin the columns used"),
         click.option("--dataflow", "gemm_dataflow", type=click.Choice(["os", "ws", "is"]), default=None,
                      help="pin the dataflow"),
-        click.option("--efficiency", default=1.0, show_default=True, type=float,
-                     help="matmul kernel efficiency, fraction of the MAC array's peak"),
+        click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
+                     help="matmul kernel efficiency, fraction of the MAC array's peak (default: the arch's "
+                          "measured one-core figure per datapath)"),
+        click.option("--stream-split", type=click.Choice(["equal", "proportional"]), default=None,
+                     help="pin how shared operands are streamed over columns (default: searched)"),
     ]):
         fn = option(fn)
     return fn
 
 
-def _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency):
+def _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
     from .workloads.gemm import Gemm
 
     t = _parse_tile(tile) or (None, None, None)
     return Gemm(m_total, k_total, n_total, dtype, *t, cols=cols, kernel_efficiency=efficiency,
-                dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2))
+                dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
+                stream_split=stream_split)
 
 
 @run.command()
 @_gemm_options
 @click.pass_context
-def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency):
+def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
@@ -101,20 +105,24 @@ def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, e
     opts = ctx.obj
     arch = opts["arch"]
     try:
-        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency)
+        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
         found = gemm_mapping(g, arch)
         design = gemm_design(g, arch, found.best)
         ds = simulate(design, skip=opts["skip"], trace=bool(opts["trace"]))
     except (ConfigError, SimulationError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
+    from .mapping.plan import structure
+
     summary = summarize(ds, 0, arch, g.ops, dtype)
     mp = found.best
+    datapath = structure(g.matmul(), mp, arch).macs_key
     summary["workload"] = {"kind": "gemm", "m": m_total, "k": k_total, "n": n_total, "dtype": dtype,
-                           "kernel_efficiency": efficiency}
+                           "kernel_efficiency": efficiency or arch.efficiency(datapath)}
     summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
                           "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
                           "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
+                          "stream_split": mp.stream_split,
                           "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
     if opts["trace"]:
         summary["trace_events"] = write_trace(ds, opts["trace"])
@@ -139,7 +147,7 @@ def map_group():
 @click.option("--simulate", "simulate_top", default=6, show_default=True, type=click.IntRange(min=1),
               help="best-bounded candidates simulated cycle-exactly")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, arch_name, top,
+def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, arch_name, top,
              simulate_top, as_json):
     """Rank mappings of C = A @ B: tiles, L2 residency, columns, dataflow, K split; each with its
     lower bound, simulated cycles, bytes per level and energy; rejected ones with their reason.
@@ -149,7 +157,7 @@ def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, ef
 
     arch = _load_arch(arch_name)
     try:
-        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency)
+        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
         found = gemm_mapping(g, arch, top=simulate_top)
     except (ConfigError, SimulationError) as e:
         click.echo(f"error: {e}", err=True)
@@ -240,13 +248,27 @@ def _parse_cuts(text):
               help="TOML with a [prefill] and/or [decode] table: fusion, columns, dataflow per regime")
 @click.option("--save-overlay", "save_overlay", type=click.Path(dir_okay=False), default=None,
               help="write the layout this run used as an overlay TOML")
-@click.option("--efficiency", default=1.0, show_default=True, type=float, help="matmul kernel efficiency")
+@click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
+              help="matmul kernel efficiency (default: the arch's measured one-core figure per datapath)")
+@click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
+              show_default=True, help="how streamed tensors are shared among columns (auto: proportional "
+              "for element-wise ops, searched for matmuls)")
+@click.option("--compression", "compression_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="measured.json from fastsim study compression: compress weight and KV streams by the "
+                   "measured ratios of their dtypes")
+@click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="sample per-token latency and time to first token N times under the seeded variance model "
+                   "(DDR contention, dispatch jitter, bursty arrivals; docs/latency.md) and report p50/p95/p99")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="seed of --samples")
+@click.option("--load", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="with --samples: request arrival rate as a share of what the NPU serves")
 @click.option("--plan", "plan_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="replay every regime of a fastsim optimize plan.json (other options ignored) and check "
                    "the predicted numbers")
 @click.pass_context
 def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, fusion,
-        dataflows, columns, residency, overlay_path, save_overlay, efficiency, plan_path):
+        dataflows, columns, residency, overlay_path, save_overlay, efficiency, stream_split, compression_path,
+        samples, seed, load, plan_path):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
@@ -256,12 +278,21 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
         _replay(plan_path, opts)
         return
     try:
+        ratios = {"weight_compression": {}, "kv_compression": {}}
+        if compression_path:
+            from .studies.compression import load_run_ratios
+
+            ratios = load_run_ratios(compression_path)
         study = LlmStudy(model=model, regime="prefill" if regime == "generate" else regime,
                          context=context, prompt=prompt, batch=batch,
-                         precision=Precision(weights=weights, activations=activations, kv=kv),
+                         precision=Precision(weights=weights, activations=activations, kv=kv,
+                                             weight_compression=ratios["weight_compression"].get(weights, 1.0),
+                                             kv_compression=ratios["kv_compression"].get(kv, 1.0)),
                          dataflow=_parse_dataflow(dataflows), residency=residency,
                          columns={k: int(v) for k, v in _parse_dataflow(columns).items()},
-                         cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency, fusion=fusion)
+                         cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency, fusion=fusion,
+                         stream_split=stream_split)
+        from .llm.run import apply_overlay
         from .mapping import overlay as overlay_io
 
         overlays = overlay_io.load(overlay_path) if overlay_path else {}
@@ -269,15 +300,26 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
             from .llm.run import simulate_generation
             g = simulate_generation(study, new_tokens, opts["arch"], overlays=overlays)
         else:
-            from .llm.run import apply_overlay
             ds = simulate_llm(apply_overlay(study, overlays.get(regime)), opts["arch"])
             if save_overlay:
                 from .llm.assemble import overlay_of
                 overlay_io.save({regime: overlay_of(ds)}, save_overlay)
+        tails = None
+        if samples:
+            from .llm.latency import VarianceModel, latency_distribution
+
+            tails = latency_distribution(apply_overlay(study, overlays.get(regime)), opts["arch"], samples, seed,
+                                         VarianceModel(load=load))
     except (ConfigError, SimulationError, ValueError) as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(2)
+    latency = None if tails is None else {
+        "samples": samples, "seed": seed, "quantiles": [float(q) for q in tails["quantile"].values],
+        "token_latency_s": [float(x) for x in tails.token_latency_quantile_s.values],
+        "ttft_s": [float(x) for x in tails.ttft_quantile_s.values]}
     if regime == "generate":
+        if latency:
+            g["latency"] = latency
         if opts["json"]:
             click.echo(json.dumps(g))
         else:
@@ -287,13 +329,19 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
                        f"prefill {g['prefill_fusion']}, decode {g['decode_fusion']})")
             click.echo(f"  decode               {g['decode_s'] * 1e3:,.2f} ms ({g['tpot_s'] * 1e3:,.3f} ms/token mean)")
             click.echo(f"  total                {g['seconds'] * 1e3:,.2f} ms ({g['tokens_per_s']:,.1f} new tokens/s)")
+            _echo_latency(latency)
         return
     s = llm_summary(ds)
+    if latency:
+        s["latency"] = latency
     if opts["json"]:
         click.echo(json.dumps(s))
         return
     what = f"decode step at context {context}" if regime == "decode" else f"prefill of {prompt} tokens"
-    click.echo(f"{s['model']} {what}, batch {batch}, weights {weights}, kv {kv} on {s['arch']}")
+    pr = study.precision
+    packed = f" ({pr.weight_compression:.3g}x compressed)" if pr.weight_compression != 1.0 else ""
+    packed_kv = f" ({pr.kv_compression:.3g}x compressed)" if pr.kv_compression != 1.0 else ""
+    click.echo(f"{s['model']} {what}, batch {batch}, weights {weights}{packed}, kv {kv}{packed_kv} on {s['arch']}")
     unit = "ms/token" if regime == "decode" else "ms"
     click.echo(f"  time            {s['seconds'] * 1e3:,.3f} {unit}  ({s['tokens_per_s']:,.1f} tokens/s)")
     click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
@@ -310,6 +358,17 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
     click.echo("  class           ms        share")
     for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
         click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")
+    _echo_latency(latency)
+
+
+def _echo_latency(latency: dict | None) -> None:
+    if not latency:
+        return
+    names = "/".join(f"p{round(100 * q):d}" for q in latency["quantiles"])
+    click.echo(f"  latency {names} over {latency['samples']:,} samples (seed {latency['seed']}; variance model: "
+               "assumptions, docs/latency.md)")
+    click.echo("    per token     " + " / ".join(f"{x * 1e3:,.3f}" for x in latency["token_latency_s"]) + " ms")
+    click.echo("    first token   " + " / ".join(f"{x * 1e3:,.1f}" for x in latency["ttft_s"]) + " ms")
 
 
 def _replay(plan_path: str, opts: dict) -> None:
@@ -454,10 +513,11 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
 
 
 def _register_studies() -> None:
-    from .cli_study import optimize_cmd, study_group
+    from .cli_study import calibrate_cmd, optimize_cmd, study_group
 
     main.add_command(study_group)
     main.add_command(optimize_cmd)
+    main.add_command(calibrate_cmd)
 
 
 _register_studies()

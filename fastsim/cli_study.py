@@ -164,6 +164,48 @@ def bandwidth_cmd(arch_name, sizes, total_bytes, as_json, report_dir):
     _run_study(lambda: bandwidth(_load_arch(arch_name), parsed, total_bytes), as_json, report_dir)
 
 
+@study_group.command("compression")
+@click.argument("weights", type=click.Path(dir_okay=False))
+@click.option("--kv", "kv_path", type=click.Path(dir_okay=False), default=None,
+              help="a .safetensors/.npz/.npy file of dumped K/V tensors")
+@click.option("--group-size", default=128, show_default=True, type=click.IntRange(min=1),
+              help="values per int8/int4 scale")
+@click.option("--prune", default=None, help="N:M structured sparsity after magnitude pruning, e.g. 2:4")
+@click.option("--include", default=r"^(?!.*embed).*", show_default=True,
+              help="regular expression the weight tensors' names must match")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="write the ratios a run applies (fastsim run llm --compression FILE)")
+@click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+              help="write compression.md and compression.png into this directory")
+def compression_cmd(weights, kv_path, group_size, prune, include, out_path, as_json, report_dir):
+    """How much do weights and K/V really compress? Reads real tensors (.safetensors, .npz, .npy)
+    and measures, per tensor and in total, the DMA's zero-value compression, N:M pruning and
+    int8/int4 group quantization against their nominal ratios.
+
+    Example: fastsim study compression model.safetensors --prune 2:4 --out measured.json
+    """
+    from .studies.compression import compression, run_ratios
+
+    try:
+        nm = None if prune is None else tuple(int(x) for x in prune.split(":"))
+        if nm is not None and len(nm) != 2:
+            raise ValueError
+    except ValueError:
+        raise click.BadParameter(f"{prune!r}: expected N:M like 2:4", param_hint="--prune")
+
+    def compute():
+        ds = compression(weights, kv_path, group_size, nm, include)
+        if out_path:
+            from pathlib import Path
+
+            Path(out_path).write_text(json.dumps(run_ratios(ds), indent=1))
+            click.echo(f"ratios for runs: {out_path}", err=True)
+        return ds
+
+    _run_study(compute, as_json, report_dir)
+
+
 @click.command("optimize")
 @_model_options
 @click.option("--mix", "mix", multiple=True, help="request kinds for the overlays step, PROMPT:NEW_TOKENS[:BATCH"
@@ -198,3 +240,43 @@ def optimize_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
         click.echo(f"{label}: baseline {b['seconds'] * 1e3:,.3f} ms -> plan {p['seconds'] * 1e3:,.3f} ms "
                    f"({r['decisions']['dataflow_point']}, cuts [{r['decisions']['cuts']}], optimize first: "
                    f"{r['decisions']['top_class']})")
+
+
+@click.command("calibrate")
+@click.argument("measurements", type=click.Path(dir_okay=False, exists=True))
+@click.option("--arch", "arch_name", default="npu2", show_default=True,
+              help="the starting arch: a preset or a TOML file with an [arch] table")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default="calibrated.toml", show_default=True,
+              help="the fitted arch TOML (use it anywhere with --arch)")
+@click.option("--fit", "fit", multiple=True,
+              help="fit only these parameters (repeatable; default: every one a measurement depends on)")
+@click.option("--no-loo", is_flag=True, help="skip the leave-one-out refits")
+@click.option("--json", "as_json", is_flag=True, help="print the fit as JSON")
+def calibrate_cmd(measurements, arch_name, out_path, fit, no_loo, as_json):
+    """Fit kernel efficiency per datapath, dispatch overhead, design-switch times, sustained DDR
+    bandwidth, BD setup and lock costs to your own measurements (CSV: name,workload,seconds; see
+    docs/calibration.md) by bounded least squares; prints each value with a 95 % interval and each
+    measurement's residual and leave-one-out error, and writes an arch TOML.
+
+    Example: fastsim calibrate measured.csv --arch npu2 --out calibrated.toml
+    """
+    from .calibration import calibrate, read_measurements, report, write_toml
+    from .cli import _load_arch
+
+    try:
+        arch = _load_arch(arch_name)
+        cal = calibrate(read_measurements(measurements), arch, list(fit) or None, leave_one_out=not no_loo)
+    except (ConfigError, SimulationError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    path = write_toml(cal, out_path)
+    if as_json:
+        click.echo(json.dumps({"arch": str(path), "parameters": {
+            n: {"start": float(s), "fitted": float(v), "low95": float(lo), "high95": float(hi)}
+            for n, s, v, lo, hi in zip(cal.names, cal.start, cal.values, cal.low95, cal.high95)},
+            "measurements": [{"name": m.name, "measured_s": m.seconds, "predicted_s": float(p),
+                              "residual": float(r), "loo_error": float(e)}
+                             for m, p, r, e in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors)]}))
+    else:
+        click.echo(report(cal))
+        click.echo(f"\narch TOML: {path}")

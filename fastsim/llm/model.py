@@ -96,6 +96,12 @@ class Precision:
     kv: str = "bf16"
     group_size: int = 128
     scale_dtype: str = "bf16"
+    # zero-value compression of weight and KV streams, stored / compressed bytes (measure it on real
+    # tensors: fastsim study compression). Compressed data stays compressed in DDR, on the streams
+    # and in core memory, and is expanded at the core's load (AM020 Sparsity); the expansion is
+    # assumed free (compressed-load intrinsics).
+    weight_compression: float = 1.0
+    kv_compression: float = 1.0
 
     def validate(self) -> "Precision":
         p = Problems("precision")
@@ -103,6 +109,10 @@ class Precision:
         p.check(self.activations in ("bf16", "int8"), "activations", self.activations, "bf16 or int8")
         p.check(self.kv in ("bf16", "int8"), "kv", self.kv, "bf16 or int8")
         p.check(self.group_size >= 1, "group_size", self.group_size, "must be >= 1")
+        for f in ("weight_compression", "kv_compression"):
+            v = getattr(self, f)
+            p.check(isinstance(v, (int, float)) and 1.0 <= v <= 64.0, f, v,
+                    "must be in 1..64 (stored bytes / compressed bytes)")
         p.raise_if_any()
         return self
 
@@ -112,7 +122,7 @@ class Precision:
         b = DTYPE_BYTES[self.weights]
         if self.weights == "int4":
             b += DTYPE_BYTES[self.scale_dtype] / self.group_size
-        return b
+        return b / self.weight_compression
 
     @property
     def activation_bytes(self) -> float:
@@ -120,7 +130,7 @@ class Precision:
 
     @property
     def kv_bytes(self) -> float:
-        return DTYPE_BYTES[self.kv]
+        return DTYPE_BYTES[self.kv] / self.kv_compression
 
     @property
     def compute_dtype(self) -> str:

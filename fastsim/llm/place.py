@@ -112,7 +112,8 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
     cols, col0 = at if at else (_columns(study, op, arch), None)
     if op.kind == "vector":
         spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
-                        cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0)
+                        cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0,
+                        "proportional" if study.stream_split == "auto" else study.stream_split)
         design = vector_design(spec, arch)
         if p.chip.any:  # on-chip buffers must fit next to the stream buffers: say so before simulating
             validate_design(design)
@@ -121,7 +122,8 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
     real = _matmul(p, study, precision)
     chosen = _pinned(study.dataflow, op)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0), top=1 if at else _LLM_TOP, keep=0)
+    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0,
+                                  stream_split=None if study.stream_split == "auto" else study.stream_split), top=1 if at else _LLM_TOP, keep=0)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
     if real.cast_cycles_per_weight:

@@ -257,7 +257,7 @@ def _mapping_key(study: LlmStudy, precision, arch: Arch) -> tuple:
     """Everything besides the op instance itself (and its own ablation, ``_ablated``) that
     op_design reads."""
     return (repr(arch), tuple(sorted(study.dataflow.items())), tuple(sorted(study.columns.items())),
-            study.residency, study.kernel_efficiency, precision.compute_dtype,
+            study.residency, study.kernel_efficiency, study.stream_split, precision.compute_dtype,
             precision.activations, study.costs)
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import Problems
 from ..mapping.fusion import GROUPS, MODES as FUSION_MODES, PIPELINE_STAGES, valid_fusion
 from ..mapping.space import DATAFLOWS
+from ..workloads.paths import STREAM_SPLITS
 from .graph import OP_CLASSES, VectorCosts
 from .model import ModelConfig, Precision, get_model
 
@@ -29,7 +30,10 @@ class LlmStudy:
     # None: the greedy feasible cut
     fusion: str = "auto"  # auto (searched), none, groups (norm_qkv, flash_attention, ffn) or chain
     noop: tuple[str, ...] = ()  # op classes replaced by a data-only pass
-    kernel_efficiency: float = 1.0
+    kernel_efficiency: float | None = None  # None: the arch's measured figure per datapath
+    # how streamed tensors are shared among columns: auto = proportional for element-wise ops and
+    # searched (equal or proportional) for matmuls; or pin equal / proportional everywhere
+    stream_split: str = "auto"
     costs: VectorCosts = VectorCosts()
     causal_halving: bool = True
     lm_head_last_only: bool = True
@@ -53,7 +57,10 @@ class LlmStudy:
             p.check(c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
         for c in self.cuts or ():
             p.check(0 <= c < model.num_layers - 1, "cuts", c, f"layer indices in 0..{model.num_layers - 2}")
-        p.check(0 < self.kernel_efficiency <= 1, "kernel_efficiency", self.kernel_efficiency, "in (0, 1]")
+        p.check(self.kernel_efficiency is None or 0 < self.kernel_efficiency <= 1, "kernel_efficiency",
+                self.kernel_efficiency, "in (0, 1], or unset for the arch's figure")
+        p.check(self.stream_split in ("auto", *STREAM_SPLITS), "stream_split", self.stream_split,
+                f"auto or one of {STREAM_SPLITS}")
         p.check(valid_fusion(self.fusion), "fusion", self.fusion,
                 f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUPS)}), "
                 f"KIND:pipeline for {', '.join(PIPELINE_STAGES)}")

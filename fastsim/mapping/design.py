@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from ..arch import Arch
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
-from ..workloads.paths import join_outputs, push_round
-from .plan import check
+from ..workloads.paths import join_outputs, push_round, stream_rates
+from .plan import check, host_columns
 from .space import Matmul, Mapping
 
 B_CH, A_CH = 0, 1  # shim MM2S and mem-tile S2MM channel per operand (C drains to shim S2MM0)
@@ -47,9 +47,11 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
                 if not op.static_b:
                     consumers["B"].setdefault(b, []).append(tile)
     hosted = {key: {h: [] for h in range(cols)} for key in consumers}
+    rates = stream_rates(arch, col0, cols)
     for key, local in (("A", mp.split == "m"), ("B", mp.split in ("2d", "n"))):
-        for p, tiles in sorted(consumers[key].items()):
-            h = (tiles[0].col - col0) if local else p % cols
+        shared = host_columns(len(consumers[key]), rates, mp.stream_split)
+        for i, (p, tiles) in enumerate(sorted(consumers[key].items())):
+            h = (tiles[0].col - col0) if local else shared[i]
             hosted[key][h].append(p)
 
     # operand paths: shim -> mem tile (distribute) -> per-part broadcast to cores; an on-chip A

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arch import Arch
-from ..workloads.paths import onchip_bytes
+from ..workloads.paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
 
 ACC_BYTES = 4  # partial sums are fp32 / int32 accumulators
@@ -78,15 +78,34 @@ def structure(op: Matmul, mp: Mapping, arch: Arch) -> Structure | str:
     # are hosted round-robin (one mem tile broadcasts each along the core rows)
     a_parts, b_parts = pm * pk, pk * pn
     a_local, b_local = mp.split == "m", mp.split in ("2d", "n")
-    hosted_a = _hosting(a_parts, cols, a_local)
-    hosted_b = _hosting(0 if op.static_b else b_parts, cols, b_local)
+    if mp.stream_split not in STREAM_SPLITS:
+        return f"stream_split = {mp.stream_split!r}: one of {STREAM_SPLITS}"
+    rates = stream_rates(arch, mp.col0, cols)
+    hosted_a = _hosting(a_parts, cols, a_local, rates, mp.stream_split)
+    hosted_b = _hosting(0 if op.static_b else b_parts, cols, b_local, rates, mp.stream_split)
     return Structure(mp, cols, rows, groups, pm, pn, pk, hosted_a, hosted_b, options[key], key, op.static_b)
 
 
-def _hosting(parts: int, cols: int, local: bool) -> tuple[int, ...]:
+def _hosting(parts: int, cols: int, local: bool, rates, how: str) -> tuple[int, ...]:
     if local:  # parts split evenly: column c hosts its own
         return tuple(parts // cols for _ in range(cols))
-    return tuple(len(range(c, parts, cols)) for c in range(cols))
+    return tuple(np.bincount(host_columns(parts, rates, how), minlength=cols).tolist())
+
+
+def same_as_equal_split(st: Structure, arch: Arch) -> bool:
+    """A proportional stream split that hosts every shared part where the equal split does (a
+    symmetric stretch of columns, or too few shared parts to matter): the same design."""
+    if st.mapping.stream_split == "equal":
+        return False
+    rates = stream_rates(arch, st.mapping.col0, st.cols)
+    counts = [n for n, local in ((st.pm * st.pk, st.mapping.split == "m"),
+                                 (0 if st.static_b else st.pk * st.pn, st.mapping.split in ("2d", "n"))) if not local]
+    return all(host_columns(n, rates, st.mapping.stream_split) == host_columns(n, rates, "equal") for n in counts)
+
+
+def host_columns(parts: int, rates, how: str) -> list[int]:
+    """The column (from the mapping's first) whose shim streams each part every column needs."""
+    return deal(parts, rates, how)
 
 
 @dataclass(frozen=True)
@@ -151,12 +170,13 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
         from ..cost import matmul_cycles as one
 
         assert len(set(keys)) == 1, "mesh cores have one datapath"
-        f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), keys[0], arch, op.kernel_efficiency,
+        f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), keys[0], arch,
+                                             op.kernel_efficiency or arch.efficiency(keys[0]),
                                              op.kernel_overhead_cycles, op.macs_scale))
         return f(m, k, n).astype(np.float64)
     shapes = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in keys])  # (S, 3)
     r, s_, t = (shapes[:, i:i + 1] for i in range(3))
-    rate = np.array([[arch.macs_per_cycle[key]] for key in keys]) * op.kernel_efficiency
+    rate = np.array([[arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key))] for key in keys])
     m, k, n = cdiv(m, r) * r, cdiv(k, s_) * s_, cdiv(n, t) * t
     macs = np.ceil(np.asarray(m * k * n, dtype=np.float64) * op.macs_scale)
     return np.maximum(1, np.ceil(macs / rate) + op.kernel_overhead_cycles)

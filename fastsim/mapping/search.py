@@ -21,7 +21,8 @@ import numpy as np
 
 from ..arch import Arch
 from ..errors import ConfigError
-from .plan import RESOURCES, StructureBatch, check, evaluate, plan_one, problems, reason_text, stack, structure
+from .plan import RESOURCES, StructureBatch, check, same_as_equal_split, evaluate, plan_one, problems, reason_text, stack, structure
+from ..workloads.paths import STREAM_SPLITS, stream_rates
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
@@ -41,6 +42,7 @@ class Pins:
     order: str | None = None
     l2: str | None = None
     datapath: str | None = None
+    stream_split: str | None = None
 
     def validate(self, arch: Arch) -> "Pins":
         from ..errors import Problems
@@ -59,6 +61,8 @@ class Pins:
         p.check(self.k_split is None or self.k_split >= 1, "k_split", self.k_split, ">= 1")
         p.check(self.order in (None, "m", "n"), "order", self.order, "m or n")
         p.check(self.l2 is None or self.l2 in L2_CHOICES, "l2", self.l2, "'', a, b or ab")
+        p.check(self.stream_split in (None, *STREAM_SPLITS), "stream_split", self.stream_split,
+                f"one of {STREAM_SPLITS}")
         p.raise_if_any()
         return self
 
@@ -96,6 +100,8 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
     cols_opts = [pins.cols] if pins.cols else sorted({c for c in (1, 2, 4, 8, 16, 32) if c <= arch.columns}
                                                      | {arch.columns}, reverse=True)
     asymmetric = len(set(arch.shim_read_bytes_per_cycle)) > 1 or len(set(arch.shim_write_bytes_per_cycle)) > 1
+    stream_splits = ([pins.stream_split] if pins.stream_split else
+                     list(STREAM_SPLITS) if len(set(stream_rates(arch, 0, arch.columns))) > 1 else ["equal"])
     paths = [pins.datapath] if pins.datapath else [d for d, _ in arch.datapath_options(op.dtype)] or [op.dtype]
     out = []
     for flow in pins.dataflow or DATAFLOWS:
@@ -117,8 +123,9 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
                             for order in orders:
                                 for l2 in l2s:
                                     for dp in paths:
-                                        out.append(Mapping(flow, split, (0, 0, 0), cols, rows, col0, ks, order,
-                                                           l2, dp))
+                                        for how in stream_splits:
+                                            out.append(Mapping(flow, split, (0, 0, 0), cols, rows, col0, ks,
+                                                               order, l2, dp, how))
     return out
 
 
@@ -145,7 +152,7 @@ def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     groups: dict[tuple, list] = {}
     for base in structures(op, arch, pins):
         st = structure(op, base, arch)
-        if not isinstance(st, str):
+        if not isinstance(st, str) and not same_as_equal_split(st, arch):
             groups.setdefault((base.dataflow, base.order, base.l2), []).append(st)
     return [stack(g[i:i + 256], arch) for g in groups.values() for i in range(0, len(g), 256)]
 

@@ -19,6 +19,10 @@ output). A ``Mapping`` says how it runs:
 - **on-chip operands** (``Matmul.a_on_chip``/``c_on_chip``, set by fusion): A is read from, or C
   written to, a mem-tile buffer instead of DDR; the hosting mem tile's DMA sends or receives it on
   tasks the runtime sequence pushes (no shim transfer).
+- **stream split** ``stream_split``: which columns' shims stream the parts every column needs (a
+  broadcast operand): ``equal`` deals them round-robin, ``proportional`` in proportion to each
+  column's shim read bandwidth (one stream's width at most) (asymmetric arrays; the same on symmetric ones). Parts one column
+  needs always come through its own shim: they follow the compute split.
 - **datapath**: the MAC-rate key (``bf16`` natively, or ``bfp16`` after an on-core conversion).
 
 Any M, K, N >= 1 maps: every loop count is rounded up and the padded work is reported.
@@ -47,7 +51,7 @@ class Matmul:
     a_bytes: float | None = None
     b_bytes: float | None = None
     c_bytes: float | None = None
-    kernel_efficiency: float = 1.0
+    kernel_efficiency: float | None = None  # None: the arch's measured figure for the datapath
     kernel_overhead_cycles: int = 0
     cast_cycles_per_weight: float = 0.0
     macs_scale: float = 1.0  # e.g. 0.5 for causal attention
@@ -93,6 +97,7 @@ class Mapping:
     order: str = "m"
     l2: str = ""
     datapath: str = ""
+    stream_split: str = "equal"
 
     def label(self) -> str:
         m, k, n = self.tile
@@ -107,6 +112,8 @@ class Mapping:
             parts.append(f"L2:{self.l2}")
         if self.datapath:
             parts.append(self.datapath)
+        if self.stream_split != "equal":
+            parts.append(f"split:{self.stream_split}")
         return " ".join(parts)
 
 

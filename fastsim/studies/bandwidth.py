@@ -23,7 +23,7 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..design import Design, mm2s, s2mm
 from ..simulation import simulate
-from ..workloads.paths import push_round, whole_words
+from ..workloads.paths import push_round, shares as split_units, whole_words
 from .variables import build
 
 DIRECTIONS = ("read", "write", "both")
@@ -99,9 +99,7 @@ def bandwidth(arch: Arch = NPU2, sizes=(256, 1024, 4096, 16384, 65536), total_by
     alone = bw[:len(cols), DIRECTIONS.index("read"), 0, -1]
     tensor = total_bytes * len(cols)
     equal = {c: tensor // len(cols) for c in cols}
-    weights = alone / alone.sum()
-    prop = {c: int(round(tensor * w / 4)) * 4 for c, w in zip(cols, weights)}
-    prop[cols[-1]] += tensor - sum(prop.values())
+    prop = {c: 4 * words for c, words in zip(cols, split_units(tensor // 4, list(alone), "proportional"))}
     split = simulate([memcpy_design(arch, shares, "read", 1, sizes[-1]) for shares in (equal, prop)])
     split_bw = np.array([_moved(sh, sizes[-1], 1, "read") for sh in (equal, prop)]) / (
         split.total_cycles.values / arch.clock_hz)

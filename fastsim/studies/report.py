@@ -296,7 +296,40 @@ def bandwidth_figure(ds: xr.Dataset, path: Path) -> None:
     _save(plt, fig, path)
 
 
+def compression_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    out = [f"# Compression measured on {ds.attrs['weights_file']}", "",
+           f"{ds.sizes['tensor']} tensors; int8/int4 with one bf16 scale per {ds.attrs['group_size']} values; "
+           f"zero-value compression with a 32-bit mask per {ds.attrs['block_bytes']}-byte block. Ratio = baseline "
+           "bytes / scheme bytes (measured), against the scheme's nominal ratio.", ""]
+    for kind in ("weights", "kv"):
+        total = ds[f"total_ratio_{kind}"]
+        if not np.isfinite(total.values).any():
+            continue
+        nominal = ds[f"total_nominal_ratio_{kind}"]
+        rows = [[str(s), str(ds.baseline.sel(scheme=s).values), f"{float(total.sel(scheme=s)):.3f}",
+                 f"{float(nominal.sel(scheme=s)):.3f}"] for s in ds.scheme.values]
+        out += [f"## All {kind} tensors", "", table(["scheme", "baseline", "measured", "nominal"], rows), ""]
+    if figure:
+        out += [f"![measured vs nominal ratio]({figure})", ""]
+    return "\n".join(out)
+
+
+def compression_figure(ds: xr.Dataset, path: Path) -> None:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    x = np.arange(ds.sizes["scheme"])
+    ax.bar(x - 0.2, ds.total_ratio_weights.values, 0.4, label="measured (weights)")
+    ax.bar(x + 0.2, ds.total_nominal_ratio_weights.values, 0.4, label="nominal (weights)")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(x, [str(s) for s in ds.scheme.values], rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("compression ratio (baseline / stored bytes)")
+    ax.set_title("Compression on real weights", fontsize=9)
+    ax.legend(fontsize=7)
+    _save(plt, fig, path)
+
+
 WRITERS = {"ablate": (ablate_markdown, ablate_figure), "bandwidth": (bandwidth_markdown, bandwidth_figure),
+           "compression": (compression_markdown, compression_figure),
            "cuts": (cuts_markdown, cuts_figure), "overlays": (overlays_markdown, overlays_figure),
            "dataflow": (dataflow_markdown, dataflow_figure)}
 

@@ -19,6 +19,19 @@ _v = StudyVariable
 
 
 VARIABLES = {
+    "compression": {
+        "baseline_bytes": _v(("tensor", "scheme"), "bytes", "the dense tensor in the scheme's baseline representation"),
+        "bytes": _v(("tensor", "scheme"), "bytes", "bytes the scheme stores and streams"),
+        "ratio": _v(("tensor", "scheme"), "1", "measured ratio: baseline bytes / scheme bytes"),
+        "nominal_ratio": _v(("tensor", "scheme"), "1",
+           "the scheme's nominal ratio (N:M: M/N; int8/int4: 2/4 against bf16; zero-value: skipping every zero "
+           "byte without masks)"),
+        "elements": _v(("tensor",), "1", "values in the tensor"),
+        "total_ratio_weights": _v(("scheme",), "1", "measured ratio over all weight tensors"),
+        "total_nominal_ratio_weights": _v(("scheme",), "1", "nominal ratio over all weight tensors"),
+        "total_ratio_kv": _v(("scheme",), "1", "measured ratio over all K/V tensors (NaN: none given)"),
+        "total_nominal_ratio_kv": _v(("scheme",), "1", "nominal ratio over all K/V tensors"),
+    },
     "bandwidth": {
         "bytes_per_s": _v(("column", "direction", "channels", "size_bytes"), "bytes/s",
            "effective bandwidth of memcpy transfers (bytes over simulated time; column all: every column at "

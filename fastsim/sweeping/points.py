@@ -46,7 +46,8 @@ def llm_study(params: dict):
     from ..llm import LlmStudy, Precision
 
     p = dict(params)
-    precision = Precision(**{k: p.pop(k) for k in ("weights", "kv", "activations", "group_size") if k in p})
+    precision = Precision(**{k: p.pop(k) for k in ("weights", "kv", "activations", "group_size",
+                                                 "weight_compression", "kv_compression") if k in p})
     dataflow = {k.split(".", 1)[1]: p.pop(k) for k in list(p) if k.startswith("dataflow.")}
     columns = {k.split(".", 1)[1]: int(p.pop(k)) for k in list(p) if k.startswith("columns.")}
     if p.get("regime") == "prefill" and "context" in p and "prefill_context" not in p:
@@ -93,8 +94,17 @@ def _llm(params: dict, arch) -> dict:
     from ..llm import simulate_llm
     from ..llm.run import llm_summary
 
-    s = llm_summary(simulate_llm(llm_study(params), arch))
+    p = dict(params)
+    samples, seed, load = int(p.pop("samples", 0)), int(p.pop("seed", 0)), float(p.pop("load", 0.5))
+    study = llm_study(p)
+    s = llm_summary(simulate_llm(study, arch))
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
+    if samples:
+        from ..llm.latency import VarianceModel, latency_distribution
+
+        tails = latency_distribution(study, arch, samples, seed, VarianceModel(load=load))
+        for name in ("token_latency_quantile_s", "ttft_quantile_s"):
+            s[name] = dict(zip(tails["quantile"].values.tolist(), tails[name].values.tolist()))
     return s
 
 

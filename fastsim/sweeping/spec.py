@@ -38,13 +38,14 @@ from ..errors import ConfigError, Problems
 from .variables import REGISTRY
 
 LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch", "weights", "kv",
-              "activations", "group_size", "noop", "cuts", "residency", "kernel_efficiency",
-              "causal_halving", "lm_head_last_only"}
+              "activations", "group_size", "weight_compression", "kv_compression", "noop", "cuts", "residency", "kernel_efficiency",
+              "stream_split", "causal_halving", "lm_head_last_only"}
 GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
-               "kernel_overhead_cycles", "out_dtype"}
+               "kernel_overhead_cycles", "out_dtype", "stream_split"}
 SYSTOLIC_PARAMS = {"topology", "rows", "cols", "dataflow", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb",
                    "bandwidth", "ifmap_read_bandwidth", "filter_read_bandwidth", "word_bytes"}
-STUDY_PARAMS = {"llm": LLM_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
+LATENCY_PARAMS = {"samples", "seed", "load"}  # llm points: latency quantiles (fastsim.llm.latency)
+STUDY_PARAMS = {"llm": LLM_PARAMS | LATENCY_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
                 "ablate": LLM_PARAMS - {"noop"},  # one regime's ranking per point
                 "cuts": LLM_PARAMS - {"noop", "cuts"},  # one regime's cut search per point
                 "overlays": (LLM_PARAMS - {"noop", "regime", "context", "prefill_context"}) | {"new_tokens"},

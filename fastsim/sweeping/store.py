@@ -89,7 +89,8 @@ def create(spec: SweepSpec, path: str | Path) -> None:
             coords[name] = ("point", _coord([pt.get(name, spec.base.get(name, "")) for pt in spec.points]))
     for name, var in registry.items():
         if var.extra_dim and name in spec.outputs:
-            coords[var.extra_dim[0]] = (var.extra_dim[0], np.array(var.extra_dim[1], dtype=str))
+            labels = np.array(var.extra_dim[1])  # numbers stay numbers (quantiles); names are strings
+            coords[var.extra_dim[0]] = (var.extra_dim[0], labels if labels.dtype.kind == "f" else labels.astype(str))
     attrs = {"spec_digest": spec.digest(), "spec_source": spec.source, "study": spec.kind,
              "base": str(spec.base), "arch": str(spec.arch or {"base": "npu2"}), "fastsim_version": __version__}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)

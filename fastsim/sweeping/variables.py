@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..llm.graph import OP_CLASSES
+from ..llm.latency import QUANTILES
 from ..studies.variables import VARIABLES as STUDY_VARIABLES
 from ..systolic.inputs import OPERANDS
 
@@ -56,6 +57,11 @@ LLM = {
     "energy_j": _v("energy_j", "J", "energy from the arch energy table (assumptions)"),
     "dispatch_seconds": _v("dispatch_seconds", "s", "host dispatch overheads"),
     "by_class": _v("by_class", "s", "time per op class", extra_dim=("op_class", OP_CLASSES)),
+    # with a samples > 0 parameter (fastsim.llm.latency; NaN without)
+    "token_latency_quantile_s": _v("token_latency_quantile_s", "s", "quantiles of per-token latency under the "
+                                   "seeded variance model", extra_dim=("quantile", QUANTILES)),
+    "ttft_quantile_s": _v("ttft_quantile_s", "s", "quantiles of time to first token under the seeded variance "
+                          "model", extra_dim=("quantile", QUANTILES)),
 }
 
 GEMM = {

@@ -29,7 +29,7 @@ class Gemm:
     tile_n: int | None = None
     cols: int | None = None
     out_dtype: str | None = None  # default: bf16 -> bf16, int8 -> int32
-    kernel_efficiency: float = 1.0
+    kernel_efficiency: float | None = None  # None: the arch's measured figure for the datapath
     kernel_overhead_cycles: int = 0
     weight_dtype: str | None = None  # B's storage dtype (default: dtype); narrower B is dequantized
     weight_bytes: float | None = None  # bytes per B element if not the dtype's (e.g. int4 + scales)
@@ -40,6 +40,7 @@ class Gemm:
     l2: str | None = None  # pin: "", "a", "b" or "ab"
     k_split: int | None = None
     datapath: str | None = None
+    stream_split: str | None = None  # pin: equal or proportional (searched on asymmetric columns)
 
     @property
     def macs(self) -> int:
@@ -58,7 +59,8 @@ class Gemm:
         p.check(out in DTYPE_BYTES, "out_dtype", out, f"one of {sorted(DTYPE_BYTES)}")
         p.check((self.weight_dtype or self.dtype) in DTYPE_BYTES, "weight_dtype", self.weight_dtype,
                 f"one of {sorted(DTYPE_BYTES)}")
-        p.check(0 < self.kernel_efficiency <= 1, "kernel_efficiency", self.kernel_efficiency, "in (0, 1]")
+        p.check(self.kernel_efficiency is None or 0 < self.kernel_efficiency <= 1, "kernel_efficiency",
+                self.kernel_efficiency, "in (0, 1], or unset for the arch's figure")
         p.raise_if_any()
         b = self.weight_bytes or DTYPE_BYTES[self.weight_dtype or self.dtype]
         return Matmul(self.m_total, self.k_total, self.n_total, self.dtype, DTYPE_BYTES[self.dtype], b,
@@ -73,7 +75,7 @@ class Gemm:
         p.raise_if_any()
         return Pins(dataflow=(self.dataflow,) if self.dataflow else (),
                     tile=None if self.tile_m is None else tiles, cols=self.cols, l2=self.l2,
-                    k_split=self.k_split, datapath=self.datapath)
+                    k_split=self.k_split, datapath=self.datapath, stream_split=self.stream_split)
 
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):

@@ -5,6 +5,48 @@ import numpy as np
 
 from ..design import BD, Design, Lock, mm2s, s2mm
 
+# How a streamed tensor's units are shared among the columns that stream it: ``equal`` shares
+# (every column waits for the slowest one: N x the slowest bandwidth) or shares in proportion to
+# each column's bandwidth (approaching the sum on asymmetric columns; identical on symmetric ones).
+STREAM_SPLITS = ("equal", "proportional")
+
+
+def stream_rates(arch, first: int, cols: int, direction: str = "read") -> list[float]:
+    """Bytes per cycle one shim channel of each column moves: the column's shim bandwidth, at most
+    one stream's width."""
+    shim = arch.shim_read_bytes_per_cycle if direction == "read" else arch.shim_write_bytes_per_cycle
+    return [min(x, arch.stream_bytes_per_cycle) for x in shim[first:first + cols]]
+
+
+def deal(units: int, rates, how: str = "equal") -> list[int]:
+    """The column (index into ``rates``) each of ``units`` equal units goes to: round-robin for
+    ``equal``; for ``proportional`` each unit goes to the column that would finish its share first
+    at its rate (ties to the lower column, so equal rates give round-robin too)."""
+    cols = len(rates)
+    if how == "equal":
+        return [u % cols for u in range(units)]
+    load, out = [0] * cols, []
+    for _ in range(units):
+        c = min(range(cols), key=lambda i: ((load[i] + 1) / rates[i], i))
+        load[c] += 1
+        out.append(c)
+    return out
+
+
+def shares(units: int, rates, how: str = "equal") -> list[int]:
+    """How many of ``units`` equal units each column gets, without dealing every unit: for
+    ``proportional`` each column's share rounded down, the rest dealt one by one as ``deal`` does."""
+    cols = len(rates)
+    if how == "equal":
+        return [units // cols + (c < units % cols) for c in range(cols)]
+    total = float(sum(rates))
+    base = [int(units * r / total) for r in rates]
+    rest = units - sum(base)
+    for _ in range(rest):
+        c = min(range(cols), key=lambda i: ((base[i] + 1) / rates[i], i))
+        base[c] += 1
+    return base
+
 
 def whole_words(nbytes: float) -> int:
     """Bytes rounded up to whole 32-bit words (DMAs move words), at least one word."""

@@ -5,16 +5,22 @@ Per used column c: X tiles come from shim(c) MM2S0 into mem(c) S2MM0, which deal
 its rows' buffers (mlir-aie ObjectFifo distribute); mem(c) MM2S r feeds core (c, r); outputs are
 joined in the mem tile and drained through mem(c) MM2S5 to shim(c) S2MM0. A core spends
 ``vector_cycles_per_elem`` per output element on each tile.
+
+``stream_split`` shares the tiles among the columns: ``equal`` gives every column the same number,
+``proportional`` gives each column tiles in proportion to the rate its shim can read their inputs
+and write their outputs (asymmetric columns; the same on symmetric ones). A fused op whose input
+or output stays on chip keeps the equal split: its neighbour op's tiles are laid out that way.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from ..arch import Arch
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
-from .paths import join_outputs, onchip_bytes, push_round, whole_words
+from .paths import STREAM_SPLITS, join_outputs, onchip_bytes, push_round, shares, stream_rates, whole_words
 
 ROWS_PER_TILE = 32  # rows of a tile (fewer when the op has fewer)
 ELEMS_PER_TILE = 64  # most elements of a row a core processes per tile
@@ -38,6 +44,7 @@ class VectorOp:
     y_on_chip: bool = False
     onchip_window_bytes: int = 0
     col0: int = 0  # first column (a concurrent group runs on its own columns)
+    stream_split: str = "equal"  # or "proportional" (see the module docstring)
 
 
 def vector_design(op: VectorOp, arch: Arch) -> Design:
@@ -47,6 +54,7 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
     cols = op.cols or arch.columns
     p.check(1 <= cols <= arch.columns, "cols", cols, f"must be in 1..{arch.columns}")
     p.check(0 <= op.col0 <= arch.columns - cols, "col0", op.col0, f"must be in 0..{arch.columns - cols} (cols = {cols})")
+    p.check(op.stream_split in STREAM_SPLITS, "stream_split", op.stream_split, f"one of {STREAM_SPLITS}")
     p.raise_if_any()
     rows = arch.compute_rows
     per_core = math.ceil(op.n / (cols * rows))
@@ -60,7 +68,8 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
 
     d = Design(arch, op.name)
     x_in, x_sends = {}, {}
-    used = range(op.col0, op.col0 + cols)
+    col_tiles = _column_tiles(op, arch, cols, tiles, x_tile, y_tile)
+    used = [c for c in range(op.col0, op.col0 + cols) if col_tiles[c]]
 
     def held(nbytes, unit):  # an on-chip buffer: the whole per-core stream, or a ring of it
         return int(onchip_bytes(nbytes, op.onchip_window_bytes, unit))
@@ -70,7 +79,7 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
         if op.x_on_chip:
             for r in range(rows):
                 out = mm2s(memt, r)
-                x_sends[(c, r)] = d.bd(out, d.buffer(memt, held(tiles * x_tile, x_tile), f"X{c}_{r}_onchip"), x_tile,
+                x_sends[(c, r)] = d.bd(out, d.buffer(memt, held(col_tiles[c] * x_tile, x_tile), f"X{c}_{r}_onchip"), x_tile,
                                        name=f"X{c}_{r}_send")
                 x_in[(c, r)] = fifo_endpoint(d, s2mm(d.compute(c, r), 1), 2, x_tile, f"X{c}_{r}")
                 d.route(out, s2mm(d.compute(c, r), 1))
@@ -91,10 +100,11 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
             d.route(out, s2mm(d.compute(c, r), 1))
     keeps = {}
     for c in used:
-        y_locks, keeps[c] = join_outputs(d, c, rows, y_tile, 5, "Y", held(tiles * y_tile, y_tile) if op.y_on_chip else 0)
+        y_locks, keeps[c] = join_outputs(d, c, rows, y_tile, 5, "Y",
+                                         held(col_tiles[c] * y_tile, y_tile) if op.y_on_chip else 0)
         for r, (y_prod, y_cons) in enumerate(y_locks):
             x = x_in[(c, r)]
-            d.core_program(d.compute(c, r), Loop(tiles, (
+            d.core_program(d.compute(c, r), Loop(col_tiles[c], (
                 Acquire(x["cons_lock"]), Acquire(y_prod), Compute(cycles, "vector"),
                 Release(x["prod_lock"]), Release(y_cons))))
     # host: one round per tile, every column's input and output in step
@@ -102,10 +112,36 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
              for c in used]
     y_bds = [d.bd(s2mm(d.shim(c), 0), d.ddr_buffer(y_tile * rows, f"Y{c}"), y_tile * rows, name=f"Y{c}_ddr")
              for c in used]
-    ins = [(x_sends[(c, r)], 1) for c in used for r in range(rows)] if op.x_on_chip else [(bd, 1) for bd in x_bds]
-    outs = [(bd, 1) for c in used for bd in keeps[c]] if op.y_on_chip else [(bd, 1) for bd in y_bds]
-    for _ in range(tiles):
-        push_round(d, ins + outs)
-    for bd, _ in outs:
-        d.wait(bd.channel)
+    ins = ([[(x_sends[(c, r)], 1) for r in range(rows)] for c in used] if op.x_on_chip else
+           [[(bd, 1)] for bd in x_bds])
+    outs = [[(bd, 1) for bd in keeps[c]] for c in used] if op.y_on_chip else [[(bd, 1)] for bd in y_bds]
+    # one round per tile: column c's t-th tile is due at (t + 1) / its tile count, so columns with
+    # more tiles get pushed more often and no column's queue runs dry behind a slower one's
+    if len({col_tiles[c] for c in used}) == 1:
+        order = [list(range(len(used)))] * col_tiles[used[0]]
+    else:
+        due: dict[Fraction, list[int]] = {}
+        for i, c in enumerate(used):
+            for t in range(col_tiles[c]):
+                due.setdefault(Fraction(t + 1, col_tiles[c]), []).append(i)
+        order = [due[k] for k in sorted(due)]
+    for live in order:
+        push_round(d, [e for i in live for e in ins[i]] + [e for i in live for e in outs[i]])
+    for entries in outs:
+        for bd, _ in entries:
+            d.wait(bd.channel)
     return d
+
+
+def _column_tiles(op: VectorOp, arch: Arch, cols: int, tiles: int, x_tile: int, y_tile: int) -> dict[int, int]:
+    """Tiles (each a tile on every core of the column) per column: ``tiles`` each for an equal
+    split; for a proportional one the same total, shared by the rate at which each column's shim
+    reads a tile's inputs and writes its outputs."""
+    span = range(op.col0, op.col0 + cols)
+    how = "equal" if (op.x_on_chip or op.y_on_chip) else op.stream_split
+    if how == "equal":
+        return {c: tiles for c in span}
+    rows = arch.compute_rows
+    reads, writes = stream_rates(arch, op.col0, cols, "read"), stream_rates(arch, op.col0, cols, "write")
+    rates = [1.0 / max(x_tile * rows / r, y_tile * rows / w) for r, w in zip(reads, writes)]
+    return dict(zip(span, shares(tiles * cols, rates, how)))

@@ -1,0 +1,428 @@
+"""Calibration: fit the parameters that no datasheet gives to a user's own measurements.
+
+A user measures named workloads on their part (GEMMs, memcpys, an empty dispatch, a design switch,
+an LLM step) and lists them in a CSV. ``kernel`` is the one-core micro-benchmark that kernel
+efficiency comes from: ``calls`` microkernel calls on operands already in core memory (optionally
+``datapath=``), dispatch overhead included like every other kind::
+
+    name,workload,seconds
+    mm64,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.00161
+    gemm512,gemm m=512 k=512 n=512 dtype=bf16 tile=64x64x64,0.000321
+    memcpy,memcpy bytes=262144 size=1024 columns=8 direction=both,0.0000617
+    empty,dispatch,0.000052
+    switch,switch kind=elf,0.00267
+
+``calibrate`` predicts each measurement with fastsim under candidate parameters and fits them by
+bounded least squares on relative errors (``scipy.optimize.least_squares``): matmul kernel
+efficiency per datapath, dispatch overhead, design-switch times, sustained DDR bandwidth, BD setup
+and lock costs. Integer cycle costs are fitted on a grid around the continuous optimum (the engine
+counts whole cycles). It reports every value with a 95 % interval (linearized covariance), each
+measurement's residual and its leave-one-out prediction error (continuous parameters refitted
+without it, integers kept at the full fit's values), and writes an arch TOML that every command accepts (``--arch calibrated.toml``).
+
+Mappings are searched once, under the starting arch, and then held: a fit changes costs, not the
+design a compiler would have built (a mapping that changes with every trial would make the error
+surface jump).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .arch import PRESETS, Arch
+from .errors import ConfigError
+
+# parameter -> (lower, upper, integer); kernel_efficiency.<datapath> is added per datapath used
+BOUNDS = {
+    "dispatch_overhead_s": (0.0, 0.05, False),
+    "elf_reload_s": (0.0, 0.5, False),
+    "reconfiguration_s": (0.0, 0.05, False),
+    "ddr_bytes_per_s": (1e8, 1e12, False),
+    "bd_setup_cycles": (0, 256, True),
+    "lock_acquire_cycles": (0, 64, True),
+}
+EFFICIENCY_BOUNDS = (0.02, 1.0, False)
+STEP = 1e-2  # relative finite-difference step of continuous parameters
+KINDS = ("kernel", "gemm", "memcpy", "dispatch", "switch", "llm")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str
+    kind: str
+    args: dict
+    seconds: float
+
+
+def parse_workload(text: str) -> tuple[str, dict]:
+    """``"gemm m=512 k=512 n=512"`` -> ("gemm", {"m": 512, ...}); numbers become numbers."""
+    words = text.split()
+    if not words or words[0] not in KINDS:
+        raise ValueError(f"workload {text!r}: must start with one of {', '.join(KINDS)}")
+    args = {}
+    for w in words[1:]:
+        key, sep, value = w.partition("=")
+        if not sep or not key:
+            raise ValueError(f"workload {text!r}: {w!r} is not KEY=VALUE")
+        try:
+            args[key] = int(value)
+        except ValueError:
+            try:
+                args[key] = float(value)
+            except ValueError:
+                args[key] = value
+    return words[0], args
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """The CSV (columns name, workload, seconds), every row checked; all problems in one error."""
+    problems, out = [], []
+    try:
+        rows = list(csv.DictReader(Path(path).read_text().splitlines()))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise ConfigError([f"cannot read {path}: {e}"], "measurements")
+    if rows and not {"name", "workload", "seconds"} <= set(rows[0]):
+        raise ConfigError([f"columns {sorted(rows[0])}: needs name, workload, seconds"], f"measurements {path}")
+    for i, row in enumerate(rows, start=2):
+        try:
+            kind, args = parse_workload(row["workload"] or "")
+            seconds = float(row["seconds"])
+            if not (seconds > 0 and math.isfinite(seconds)):
+                raise ValueError(f"seconds = {row['seconds']!r}: must be a time > 0")
+            out.append(Measurement(row["name"] or f"row{i}", kind, args, seconds))
+        except (ValueError, TypeError) as e:
+            problems.append(f"line {i}: {e}")
+    if len(out) < 1 and not problems:
+        problems.append("no measurements")
+    if problems:
+        raise ConfigError(problems, f"measurements {path}")
+    return out
+
+
+# ---- predicting one measurement ---------------------------------------------------------------------
+
+class Predictor:
+    """Predicts measurements under trial parameters; designs that do not depend on a parameter
+    are not rebuilt for it (results cached on the values each measurement reads)."""
+
+    def __init__(self, arch: Arch, measurements: list[Measurement]):
+        self.arch = arch
+        self.measurements = measurements
+        self._cache: dict = {}
+        self._mappings: dict = {}
+        for m in measurements:  # every workload's design must build under the starting arch
+            self.reads(m)
+            if m.kind in ("kernel", "gemm", "memcpy", "llm"):
+                self._cycles_or_seconds(m, arch)
+
+    def reads(self, m: Measurement) -> set[str]:
+        """The parameters a measurement's prediction depends on."""
+        if m.kind == "dispatch":
+            return {"dispatch_overhead_s"}
+        if m.kind == "switch":
+            kind = m.args.get("kind", "elf")
+            if kind not in ("elf", "routes"):
+                raise ConfigError([f"{m.name}: switch kind = {kind!r}; elf (new core programs) or routes"],
+                                  "measurements")
+            return {"elf_reload_s" if kind == "elf" else "reconfiguration_s"}
+        if m.kind == "kernel":
+            return {"dispatch_overhead_s", f"kernel_efficiency.{self._kernel(m)[3]}"}
+        common = {"dispatch_overhead_s", "ddr_bytes_per_s", "bd_setup_cycles", "lock_acquire_cycles"}
+        if m.kind == "gemm":
+            return common | {f"kernel_efficiency.{self._gemm(m)[2]}"}
+        if m.kind == "llm":
+            from .llm.run import simulate_llm  # noqa: F401  (keeps import errors at set-up)
+
+            keys = {d for d in self.arch.macs_per_cycle}
+            return common | {f"kernel_efficiency.{k}" for k in keys} | {"elf_reload_s"}
+        return common
+
+    def _kernel(self, m: Measurement):
+        """(m, k, n, datapath, calls) of a kernel micro-benchmark."""
+        a = m.args
+        try:
+            mkn = tuple(int(a[x]) for x in "mkn")
+            dtype, calls = str(a.get("dtype", "bf16")), int(a.get("calls", 1))
+        except (KeyError, ValueError):
+            raise ConfigError([f"{m.name}: kernel needs m, k, n (and optionally dtype, datapath, calls)"], "measurements")
+        options = dict(self.arch.datapath_options(dtype))
+        path = str(a.get("datapath") or max(options, key=lambda x: self.arch.macs_per_cycle[x], default=dtype))
+        if path not in options or min(mkn) < 1 or calls < 1:
+            raise ConfigError([f"{m.name}: kernel {mkn} {dtype} on datapath {path!r}: sizes and calls must be >= 1, "
+                               f"datapath one of {sorted(options)}"], "measurements")
+        return (*mkn, path, calls)
+
+    def _gemm(self, m: Measurement):
+        if m.name not in self._mappings:
+            from .mapping.plan import structure
+            from .workloads.gemm import Gemm, gemm_mapping
+
+            a = dict(m.args)
+            tile = a.pop("tile", None)
+            if tile is not None:
+                try:
+                    a["tile_m"], a["tile_k"], a["tile_n"] = (int(x) for x in str(tile).split("x"))
+                except ValueError:
+                    raise ConfigError([f"{m.name}: tile = {tile!r}; expected MxKxN like 64x64x64"], "measurements")
+            names = {"m": "m_total", "k": "k_total", "n": "n_total"}
+            try:
+                g = Gemm(**{names.get(k, k): v for k, v in a.items()})
+            except TypeError as e:
+                raise ConfigError([f"{m.name}: {e}"], "measurements")
+            best = gemm_mapping(g, self.arch, top=1).best
+            self._mappings[m.name] = (g, best, structure(g.matmul(), best, self.arch).macs_key)
+        return self._mappings[m.name]
+
+    def _cycles_or_seconds(self, m: Measurement, arch: Arch) -> float:
+        """Simulated seconds of the work itself (no dispatch overhead)."""
+        from .simulation import simulate
+
+        if m.kind == "kernel":
+            from .cost import matmul_cycles
+
+            mm, kk, nn, path, calls = self._kernel(m)
+            return calls * matmul_cycles(mm, kk, nn, path, arch, arch.efficiency(path)) / arch.clock_hz
+        if m.kind == "gemm":
+            from .mapping import matmul_design
+
+            g, mp, _ = self._gemm(m)
+            return float(simulate(matmul_design(g.matmul(), mp, arch)).total_cycles[0]) / arch.clock_hz
+        if m.kind == "memcpy":
+            from .studies.bandwidth import memcpy_design
+
+            cols = int(m.args.get("columns", arch.columns))
+            total, size = int(m.args.get("bytes", 1 << 20)), int(m.args.get("size", 4096))
+            direction, channels = str(m.args.get("direction", "read")), int(m.args.get("channels", 1))
+            if not (1 <= cols <= arch.columns and total >= 4 and size >= 4 and 1 <= channels <= 2
+                    and direction in ("read", "write", "both")):
+                raise ConfigError([f"{m.name}: memcpy needs columns in 1..{arch.columns}, bytes and size >= 4, "
+                                   "channels 1 or 2, direction read/write/both"], "measurements")
+            per = -(-total // (cols * channels * 4)) * 4
+            design = memcpy_design(arch, {c: per for c in range(cols)}, direction, channels, size)
+            return float(simulate(design).total_cycles[0]) / arch.clock_hz
+        from .llm import LlmStudy, simulate_llm  # kind llm: the whole step, dispatches included
+
+        try:
+            study = LlmStudy(**m.args)
+        except TypeError as e:
+            raise ConfigError([f"{m.name}: {e}"], "measurements")
+        return float(simulate_llm(study, arch).total_seconds)
+
+    def predict(self, m: Measurement, arch: Arch) -> float:
+        if m.kind == "dispatch":
+            return arch.dispatch_overhead_s
+        if m.kind == "switch":
+            return arch.elf_reload_s if m.args.get("kind", "elf") == "elf" else arch.reconfiguration_s
+        key = (m.name, tuple(_get(arch, p) for p in sorted(self.reads(m) - {"dispatch_overhead_s"})))
+        if key not in self._cache:
+            self._cache[key] = self._cycles_or_seconds(m, arch)
+        return self._cache[key] + (0.0 if m.kind == "llm" else arch.dispatch_overhead_s)
+
+
+def _get(arch: Arch, name: str):
+    if name.startswith("kernel_efficiency."):
+        return arch.efficiency(name.split(".", 1)[1])
+    return getattr(arch, name)
+
+
+def with_params(arch: Arch, names: list[str], values) -> Arch:
+    """``arch`` with the named parameters set (integers rounded; efficiencies merged)."""
+    changes, eff = {}, dict(arch.kernel_efficiency)
+    for name, v in zip(names, values):
+        if name.startswith("kernel_efficiency."):
+            eff[name.split(".", 1)[1]] = float(min(1.0, v))
+        else:
+            changes[name] = int(round(v)) if BOUNDS[name][2] else float(v)
+    return arch.replace(**changes, kernel_efficiency=eff)
+
+
+# ---- the fit ----------------------------------------------------------------------------------------
+
+@dataclass
+class Calibration:
+    arch: Arch
+    names: list[str]
+    values: np.ndarray
+    low95: np.ndarray
+    high95: np.ndarray
+    start: np.ndarray
+    measurements: list[Measurement]
+    predicted: np.ndarray
+    loo_predicted: np.ndarray
+    unused: list[str]  # parameters no measurement depends on (left at their starting values)
+
+    @property
+    def residuals(self) -> np.ndarray:
+        measured = np.array([m.seconds for m in self.measurements])
+        return (self.predicted - measured) / measured
+
+    @property
+    def loo_errors(self) -> np.ndarray:
+        measured = np.array([m.seconds for m in self.measurements])
+        return (self.loo_predicted - measured) / measured
+
+
+def _bounds(name: str):
+    return EFFICIENCY_BOUNDS if name.startswith("kernel_efficiency.") else BOUNDS[name]
+
+
+def _fit(pred: Predictor, arch: Arch, names: list[str], rows: list[int], x0: np.ndarray, polish: bool = True):
+    """Bounded least squares on relative errors over measurements ``rows`` (scipy's trust region
+    with forward differences: 1 % steps for continuous parameters, coarse enough to cross the
+    engine's whole-cycle quantization; one whole cycle for integer ones, which are rounded wherever
+    the engine runs), then the integers polished: each one's neighbours tried with the continuous
+    parameters refitted. ``polish=False`` keeps the integers of ``x0`` (leave-one-out refits)."""
+    from scipy.optimize import least_squares
+
+    ms = [pred.measurements[i] for i in rows]
+    measured = np.array([m.seconds for m in ms])
+    is_int = np.array([_bounds(n)[2] for n in names])
+    lo = np.array([_bounds(n)[0] for n in names], float)
+    hi = np.array([_bounds(n)[1] for n in names], float)
+    scale = np.where(is_int, 1.0, np.maximum(np.abs(x0), 1e-12))
+
+    def residual(z, fixed=None):
+        x = z * scale
+        if fixed is not None:
+            x = np.where(is_int, fixed, x)
+        a = with_params(arch, names, x)
+        return (np.array([pred.predict(m, a) for m in ms]) - measured) / measured
+
+    def jacobian(z, fixed=None):
+        base = residual(z, fixed)
+        out = np.zeros((len(ms), len(z)))
+        for j in range(len(z)):
+            if fixed is not None and is_int[j]:
+                continue
+            h = 1.0 if is_int[j] else STEP * max(1.0, abs(z[j]))
+            step = h if z[j] + h <= hi[j] / scale[j] else -h
+            zp = z.copy()
+            zp[j] += step
+            out[:, j] = (residual(zp, fixed) - base) / step
+        return out
+
+    def solve(z, fixed=None):
+        free = ~is_int if fixed is not None else np.ones(len(z), bool)
+        if not free.any():
+            return z, float(np.sum(residual(z, fixed) ** 2))
+        zl, zh = lo / scale, hi / scale
+        r = least_squares(lambda f: residual(np.where(free, _put(z, free, f), z), fixed), np.clip(z, zl, zh)[free],
+                          jac=lambda f: jacobian(np.where(free, _put(z, free, f), z), fixed)[:, free],
+                          bounds=(zl[free], zh[free]), xtol=1e-10, ftol=1e-12, max_nfev=200)
+        z = _put(z, free, r.x)
+        return z, float(2 * r.cost)
+
+    if not polish:
+        return np.where(is_int, x0, solve(x0 / scale, x0)[0] * scale)
+    z, _ = solve(x0 / scale)
+    if not is_int.any():
+        return z * scale
+    ints = np.clip(np.round(z * scale), lo, hi)
+    z, cost = solve(z, ints)
+    for j in np.flatnonzero(is_int):  # whole-cycle neighbours of each integer
+        for step in (-1, 1):
+            trial = ints.copy()
+            trial[j] = min(hi[j], max(lo[j], trial[j] + step))
+            zt, c = solve(z, trial)
+            if c < cost - 1e-15:
+                ints, z, cost = trial, zt, c
+    return np.where(is_int, ints, z * scale)
+
+
+def _put(z, mask, values):
+    out = np.array(z, float)
+    out[mask] = values
+    return out
+
+
+def calibrate(measurements: list[Measurement], arch: Arch = PRESETS["npu2"], fit: list[str] | None = None,
+              leave_one_out: bool = True) -> Calibration:
+    """Fit the parameters ``fit`` (default: every parameter some measurement depends on) to the
+    measurements, starting from ``arch``."""
+    pred = Predictor(arch, measurements)
+    read = set().union(*(pred.reads(m) for m in measurements))
+    known = set(BOUNDS) | {f"kernel_efficiency.{d}" for d in arch.macs_per_cycle}
+    names = sorted(read) if fit is None else list(fit)
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ConfigError([f"fit: {n!r} is not a fitted parameter; known: {sorted(known)}" for n in bad], "calibrate")
+    unused = [n for n in names if n not in read]
+    names = [n for n in names if n in read]
+    x0 = np.array([float(_get(arch, n)) for n in names])
+    rows = list(range(len(measurements)))
+    x = _fit(pred, arch, names, rows, x0)
+    fitted = with_params(arch, names, x)
+    predicted = np.array([pred.predict(m, fitted) for m in measurements])
+    low, high = _intervals(pred, arch, names, x, measurements)
+    loo = np.full(len(measurements), np.nan)
+    if leave_one_out and len(measurements) > 1:
+        for i in rows:
+            # from the starting values, not the full fit (which has seen the left-out measurement)
+            start = np.where([_bounds(n)[2] for n in names], x, x0)
+            xi = _fit(pred, arch, names, [j for j in rows if j != i], start, polish=False)
+            loo[i] = pred.predict(measurements[i], with_params(arch, names, xi))
+    return Calibration(dataclasses.replace(fitted, name=f"{arch.name}-calibrated"), names, x, low, high, x0,
+                       measurements, predicted, loo, unused)
+
+
+def _intervals(pred: Predictor, arch: Arch, names, x, measurements):
+    """95 % intervals from the linearized covariance s^2 (J^T J)^-1 of the relative residuals
+    (NaN where the measurements do not determine a parameter or there are no spare measurements)."""
+    n, p = len(measurements), len(names)
+    nan = np.full(p, np.nan)
+    if n <= p:
+        return nan, nan
+    measured = np.array([m.seconds for m in measurements])
+    base = np.array([pred.predict(m, with_params(arch, names, x)) for m in measurements])
+    jac = np.zeros((n, p))
+    for j, name in enumerate(names):
+        h = 1.0 if _bounds(name)[2] else max(abs(x[j]) * STEP, 1e-15)
+        xp = x.copy()
+        xp[j] += h
+        jac[:, j] = (np.array([pred.predict(m, with_params(arch, names, xp)) for m in measurements]) - base) / (h * measured)
+    resid = (base - measured) / measured
+    s2 = float(resid @ resid) / (n - p)
+    try:
+        cov = np.linalg.inv(jac.T @ jac) * s2
+    except np.linalg.LinAlgError:
+        return nan, nan
+    half = 1.96 * np.sqrt(np.clip(np.diag(cov), 0, None))
+    return x - half, x + half
+
+
+def write_toml(cal: Calibration, path: str | Path) -> Path:
+    """The whole fitted arch as TOML (every field, so it needs no base; ``--arch PATH`` anywhere),
+    the fitted parameters listed in a comment."""
+    import tomli_w
+
+    table = {}
+    for f in dataclasses.fields(cal.arch):
+        if f.name == "notes":
+            continue
+        v = getattr(cal.arch, f.name)
+        table[f.name] = dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
+    fitted = ", ".join(f"{n} = {v:.6g}" for n, v in zip(cal.names, cal.values))
+    path = Path(path)
+    path.write_text(f"# fitted by fastsim calibrate: {fitted}\n" + tomli_w.dumps({"arch": table}))
+    return path
+
+
+def report(cal: Calibration) -> str:
+    """The fitted values with intervals, then each measurement's residual and leave-one-out error."""
+    lines = [f"Calibrated {cal.arch.name}: {len(cal.names)} parameters from {len(cal.measurements)} measurements", "",
+             f"{'parameter':<28}{'start':>14}{'fitted':>14}{'95 % interval':>30}"]
+    for i, name in enumerate(cal.names):
+        iv = ("-" if not np.isfinite(cal.low95[i]) else f"{cal.low95[i]:.5g} .. {cal.high95[i]:.5g}")
+        lines.append(f"{name:<28}{cal.start[i]:>14.5g}{cal.values[i]:>14.5g}{iv:>30}")
+    for name in cal.unused:
+        lines.append(f"{name:<28}  (no measurement depends on it: unchanged)")
+    lines += ["", f"{'measurement':<20}{'measured s':>14}{'predicted s':>14}{'residual':>10}{'leave-one-out':>15}"]
+    for m, p, r, lo in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors):
+        lo_text = "-" if not np.isfinite(lo) else f"{100 * lo:+.2f} %"
+        lines.append(f"{m.name:<20}{m.seconds:>14.6g}{p:>14.6g}{100 * r:>+9.2f}%{lo_text:>15}")
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""Latency distributions (issue 13): a seeded variance model over simulated steps."""
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from fastsim.arch import NPU2
+from fastsim.cli import main
+from fastsim.errors import ConfigError
+from fastsim.llm import LlmStudy
+from fastsim.llm.latency import VarianceModel, latency_distribution
+from fastsim.llm.model import ModelConfig
+
+SMALL = LlmStudy(model=ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000), context=256, prompt=32)
+
+
+@pytest.fixture(scope="module")
+def base():
+    return latency_distribution(SMALL, NPU2, samples=400, seed=11)
+
+
+def test_same_seed_is_bit_identical_and_another_seed_is_not(base):
+    again = latency_distribution(SMALL, NPU2, samples=400, seed=11)
+    other = latency_distribution(SMALL, NPU2, samples=400, seed=12)
+    for name in ("token_latency_s", "ttft_s", "token_latency_quantile_s", "ttft_quantile_s"):
+        assert np.array_equal(base[name].values, again[name].values)
+    assert not np.array_equal(base.token_latency_s.values, other.token_latency_s.values)
+
+
+def test_without_variance_every_sample_is_the_simulated_step():
+    quiet = VarianceModel(ddr_share_max=0.0, dispatch_jitter_cv=0.0)
+    ds = latency_distribution(SMALL, NPU2, samples=50, seed=0, model=quiet)
+    step = float(ds.decode_seconds_by_share[0])
+    assert np.all(ds.token_latency_s.values == step)
+    assert np.all(ds.ttft_s.values >= float(ds.prefill_seconds_by_share[0]) - 1e-15)
+
+
+def test_contention_and_load_move_the_tails_the_right_way(base):
+    assert np.all(np.diff(base.decode_seconds_by_share.values) >= 0)  # less DDR bandwidth: never faster
+    q = base.token_latency_quantile_s.values
+    assert q[0] <= q[1] <= q[2]
+    assert q[0] >= float(base.decode_seconds_by_share[0]) - NPU2.dispatch_overhead_s  # jitter is mean-zero
+    busy = latency_distribution(SMALL, NPU2, samples=400, seed=11, model=VarianceModel(load=0.9))
+    assert busy.ttft_quantile_s.values[1] > base.ttft_quantile_s.values[1]  # queueing grows with load
+    assert np.all(base.ttft_s.values >= base.prefill_seconds_by_share.min().values - NPU2.dispatch_overhead_s * 2)
+
+
+def test_bad_variance_inputs_are_config_errors():
+    with pytest.raises(ConfigError, match="load"):
+        latency_distribution(SMALL, NPU2, samples=10, model=VarianceModel(load=1.2))
+    with pytest.raises(ConfigError, match="samples"):
+        latency_distribution(SMALL, NPU2, samples=0)
+
+
+def test_cli_reports_p50_p95_p99(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
+                                  "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 1000}))
+    r = CliRunner().invoke(main, ["run", "--json", "llm", "--model", str(config), "--context", "256", "--prompt",
+                                  "32", "--samples", "100", "--seed", "5"])
+    assert r.exit_code == 0, r.output
+    lat = json.loads(r.output)["latency"]
+    assert lat["quantiles"] == [0.5, 0.95, 0.99] and len(lat["ttft_s"]) == 3
+    assert lat["token_latency_s"] == sorted(lat["token_latency_s"])
