@@ -15,10 +15,10 @@ efficiency comes from: ``calls`` microkernel calls on operands already in core m
 ``calibrate`` predicts each measurement with fastsim under candidate parameters and fits them by
 bounded least squares on relative errors (``scipy.optimize.least_squares``): matmul kernel
 efficiency per datapath, dispatch overhead, design-switch times, sustained DDR bandwidth, BD setup
-and lock costs. Integer cycle costs are fitted on a grid around the continuous optimum (the engine
-counts whole cycles). It reports every value with a 95 % interval (linearized covariance), each
+and lock costs. Integer cycle costs move in whole cycles (the engine counts whole cycles). It reports every value with a 95 % interval (linearized covariance), each
 measurement's residual and its leave-one-out prediction error (continuous parameters refitted
-without it, integers kept at the full fit's values), and writes an arch TOML that every command accepts (``--arch calibrated.toml``).
+without it, integers kept at the full fit's values), and writes an arch TOML that every command
+accepts (``--arch calibrated.toml``).
 
 Mappings are searched once, under the starting arch, and then held: a fit changes costs, not the
 design a compiler would have built (a mapping that changes with every trial would make the error
@@ -136,8 +136,6 @@ class Predictor:
         if m.kind == "gemm":
             return common | {f"kernel_efficiency.{self._gemm(m)[2]}"}
         if m.kind == "llm":
-            from .llm.run import simulate_llm  # noqa: F401  (keeps import errors at set-up)
-
             keys = {d for d in self.arch.macs_per_cycle}
             return common | {f"kernel_efficiency.{k}" for k in keys} | {"elf_reload_s"}
         return common

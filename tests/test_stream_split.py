@@ -81,6 +81,8 @@ def test_gemm_search_picks_the_split_and_a_pin_holds():
     pinned = gemm_mapping(Gemm(256, 2048, 2048, stream_split="equal"), ASYM)
     assert pinned.best.stream_split == "equal"
     assert found.best_cycles <= pinned.best_cycles
+    on_symmetric = gemm_mapping(Gemm(256, 512, 512, stream_split="proportional"), NPU2)  # a pin always maps
+    assert on_symmetric.best.stream_split == "proportional"
 
 
 def test_bad_stream_split_is_a_config_error():

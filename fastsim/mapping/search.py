@@ -152,7 +152,7 @@ def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     groups: dict[tuple, list] = {}
     for base in structures(op, arch, pins):
         st = structure(op, base, arch)
-        if not isinstance(st, str) and not same_as_equal_split(st, arch):
+        if not isinstance(st, str) and (pins.stream_split or not same_as_equal_split(st, arch)):
             groups.setdefault((base.dataflow, base.order, base.l2), []).append(st)
     return [stack(g[i:i + 256], arch) for g in groups.values() for i in range(0, len(g), 256)]
 
