@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import Problems
+from .errors import ConfigError, Problems, shown
 
 TILE_KINDS = ("shim", "mem", "compute")
 
@@ -245,67 +245,100 @@ PRESETS = {"npu1": NPU1, "npu2": NPU2}  # SYSTOLIC16 is added below, once from_d
 
 # ---- validation and loading -----------------------------------------------------------------------
 
+# Largest values a field may take: far above any real part, small enough that no table, loop or
+# 2**bits computed from them can overflow or exhaust memory.
+MOST = {"columns": 1024, "rows": 64, "bits": 48, "cycles": 10**6, "bytes": 2**40, "rate": 1e6, "hz": 1e11,
+        "seconds": 1e3, "count": 2**20}
+
+
+def _tile_problems(p: Problems, kind: str, t) -> None:
+    if not isinstance(t, TileKind):
+        p.add(kind, t, "must be a table of tile fields")
+        return
+    p.number(f"{kind}.memory_bytes", t.memory_bytes, integer=True, lo=0, hi=MOST["bytes"])
+    for f in ("s2mm_channels", "mm2s_channels"):
+        p.number(f"{kind}.{f}", getattr(t, f), integer=True, lo=1, hi=64)
+    for f in ("bd_count", "lock_count"):
+        p.number(f"{kind}.{f}", getattr(t, f), integer=True, lo=1, hi=MOST["count"])
+    p.number(f"{kind}.bd_dims", t.bd_dims, integer=True, lo=1, hi=4)
+    for f in ("bd_step_bits", "bd_wrap_bits", "bd_length_bits"):
+        p.number(f"{kind}.{f}", getattr(t, f), integer=True, lo=1, hi=MOST["bits"])
+    p.check(isinstance(t.compression, bool), f"{kind}.compression", t.compression, "true or false")
+
+
+def _table(p: Problems, name: str, table, key_ok, value_check) -> None:
+    """A dict field: a table whose keys pass ``key_ok`` and whose values ``value_check`` checks."""
+    if not isinstance(table, dict):
+        p.add(name, table, "must be a table")
+        return
+    for k, v in table.items():
+        if p.check(isinstance(k, str) and key_ok(k), f"{name} key", k, "a known name"):
+            value_check(f"{name}.{k}", v)
+
+
 def validate(arch: Arch) -> Arch:
-    """Raise one ConfigError that lists every out-of-range field of ``arch``."""
+    """Raise one ConfigError that lists every bad field of ``arch``: wrong types first (before any
+    comparison or arithmetic), then ranges."""
     p = Problems("architecture")
-    p.check(arch.columns >= 1, "columns", arch.columns, "must be >= 1")
-    p.check(arch.mem_rows >= 0, "mem_rows", arch.mem_rows, "must be >= 0")
-    p.check(arch.compute_rows >= 1, "compute_rows", arch.compute_rows, "must be >= 1")
-    p.check(arch.clock_hz > 0, "clock_hz", arch.clock_hz, "must be > 0")
+    p.check(isinstance(arch.name, str), "name", arch.name, "must be a string")
+    p.number("columns", arch.columns, integer=True, lo=1, hi=MOST["columns"])
+    p.number("mem_rows", arch.mem_rows, integer=True, lo=0, hi=16)
+    p.number("compute_rows", arch.compute_rows, integer=True, lo=1, hi=MOST["rows"])
+    p.number("clock_hz", arch.clock_hz, lo=0, lo_open=True, hi=MOST["hz"], unit="Hz")
     for kind in TILE_KINDS:
-        t = getattr(arch, kind)
-        for f in ("memory_bytes",):
-            p.check(getattr(t, f) >= 0, f"{kind}.{f}", getattr(t, f), "must be >= 0")
-        for f in ("s2mm_channels", "mm2s_channels", "bd_count", "lock_count", "bd_dims",
-                  "bd_step_bits", "bd_wrap_bits", "bd_length_bits"):
-            p.check(getattr(t, f) >= 1, f"{kind}.{f}", getattr(t, f), "must be >= 1")
-        p.check(t.bd_dims <= 4, f"{kind}.bd_dims", t.bd_dims, "must be in 1..4")
+        _tile_problems(p, kind, getattr(arch, kind))
     for name in ("shim_read_bytes_per_cycle", "shim_write_bytes_per_cycle"):
         v = getattr(arch, name)
-        if p.check(len(v) == arch.columns, name, v, f"needs one value per column ({arch.columns})"):
+        if not isinstance(v, tuple):
+            p.add(name, v, "must be a list of numbers, one per column")
+        elif isinstance(arch.columns, int) and p.check(len(v) == arch.columns, name, v,
+                                                        f"needs one value per column ({arch.columns})"):
             for c, x in enumerate(v):
-                p.check(x > 0, f"{name}[{c}]", x, "must be > 0 bytes/cycle")
-    p.check(arch.ddr_bytes_per_s > 0, "ddr_bytes_per_s", arch.ddr_bytes_per_s, "must be > 0")
-    p.check(1 <= arch.lock_max_value <= 2**31 - 1, "lock_max_value", arch.lock_max_value,
-            "must be in 1..2**31-1 (63 on AIE-ML: 6-bit semaphores)")
-    p.check(1 <= arch.task_queue_depth <= 64, "task_queue_depth", arch.task_queue_depth,
-            "must be in 1..64 (4 on AIE-ML)")
-    p.check(arch.max_task_repeat >= 1, "max_task_repeat", arch.max_task_repeat, "must be >= 1")
-    p.check(arch.stream_bytes_per_cycle > 0, "stream_bytes_per_cycle",
-            arch.stream_bytes_per_cycle, "must be > 0")
-    p.check(arch.switch_hop_latency_cycles >= 1, "switch_hop_latency_cycles",
-            arch.switch_hop_latency_cycles, "must be >= 1")
-    p.check(arch.switch_buffer_bytes >= arch.stream_bytes_per_cycle, "switch_buffer_bytes",
-            arch.switch_buffer_bytes, f"must be >= stream_bytes_per_cycle ({arch.stream_bytes_per_cycle})")
+                p.number(f"{name}[{c}]", x, lo=0, lo_open=True, hi=MOST["rate"], unit="bytes/cycle")
+    p.number("ddr_bytes_per_s", arch.ddr_bytes_per_s, lo=0, lo_open=True, hi=1e15, unit="bytes/s")
+    macs = arch.macs_per_cycle if isinstance(arch.macs_per_cycle, dict) else {}
+    _table(p, "macs_per_cycle", arch.macs_per_cycle, lambda k: True,
+           lambda f, v: p.number(f, v, integer=True, lo=1, hi=MOST["count"]))
+    p.check(len(macs) >= 1, "macs_per_cycle", arch.macs_per_cycle, "needs at least one dtype")
+
+    def datapath(f, path):
+        ok = isinstance(path, tuple) and len(path) == 2 and path[0] in macs
+        if p.check(ok, f, path, f"(datapath in {sorted(macs)}, conversion cycles per element >= 0)"):
+            p.number(f"{f}[1]", path[1], lo=0, hi=MOST["cycles"], unit="cycles per element")
+    _table(p, "datapaths", arch.datapaths, lambda k: True, datapath)
+
+    def shape(f, v):
+        if p.check(isinstance(v, tuple) and len(v) == 3, f, v, "(r, s, t)"):
+            for i, x in enumerate(v):
+                p.number(f"{f}[{i}]", x, integer=True, lo=1, hi=4096)
+    _table(p, "mmul_shapes", arch.mmul_shapes, lambda k: True, shape)
+    _table(p, "kernel_efficiency", arch.kernel_efficiency, lambda k: k in macs,
+           lambda f, v: p.number(f, v, lo=0, lo_open=True, hi=1))
+    for name in ("pj_per_mac", "pj_per_byte"):
+        _table(p, name, getattr(arch, name), lambda k: True, lambda f, v: p.number(f, v, lo=0, hi=1e9, unit="pJ"))
+    for f in ("core_load_bytes_per_cycle", "core_store_bytes_per_cycle", "accumulate_elems_per_cycle",
+              "bd_iterations_max", "switch_hop_latency_cycles"):
+        p.number(f, getattr(arch, f), integer=True, lo=1, hi=MOST["cycles"])
+    p.number("lock_max_value", arch.lock_max_value, integer=True, lo=1, hi=2**31 - 1)
+    p.number("task_queue_depth", arch.task_queue_depth, integer=True, lo=1, hi=64)
+    p.number("max_task_repeat", arch.max_task_repeat, integer=True, lo=1, hi=2**31 - 1)
+    if p.number("stream_bytes_per_cycle", arch.stream_bytes_per_cycle, lo=0, lo_open=True, hi=MOST["rate"]):
+        p.number("switch_buffer_bytes", arch.switch_buffer_bytes, integer=True, lo=arch.stream_bytes_per_cycle,
+                 hi=MOST["bytes"])
+    for f in ("stream_ports_down", "stream_ports_up"):
+        p.number(f, getattr(arch, f), integer=True, lo=1, hi=64)
     for f in ("bd_setup_cycles", "bd_chain_cycles", "lock_acquire_cycles", "lock_release_cycles"):
-        p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 cycles")
+        p.number(f, getattr(arch, f), integer=True, lo=0, hi=MOST["cycles"], unit="cycles")
     for f in ("dispatch_overhead_s", "reconfiguration_s", "elf_reload_s"):
-        p.check(getattr(arch, f) >= 0, f, getattr(arch, f), "must be >= 0 seconds")
-    p.check(arch.core_mesh_rows >= 0 and arch.core_mesh_cols >= 0, "core_mesh_rows/cols",
-            (arch.core_mesh_rows, arch.core_mesh_cols), "must be >= 0 (0: no mesh model)")
+        p.number(f, getattr(arch, f), lo=0, hi=MOST["seconds"], unit="seconds")
+    if all([p.number(f, getattr(arch, f), integer=True, lo=0, hi=4096) for f in ("core_mesh_rows", "core_mesh_cols")]):
+        mesh = arch.core_mesh_rows or arch.core_mesh_cols
+        p.check(not mesh or (arch.core_mesh_rows >= 1 and arch.core_mesh_cols >= 1), "core_mesh_rows/cols",
+                (arch.core_mesh_rows, arch.core_mesh_cols), "both >= 1 (mesh cores) or both 0 (no mesh model)")
+        p.check(not mesh or not arch.datapaths, "datapaths", arch.datapaths,
+                "must be empty with mesh cores (a mesh has one datapath per dtype)")
     p.check(arch.core_mesh_dataflow in ("ws", "is", "os"), "core_mesh_dataflow", arch.core_mesh_dataflow,
             "ws, is or os")
-    p.check(len(arch.macs_per_cycle) >= 1, "macs_per_cycle", arch.macs_per_cycle,
-            "needs at least one dtype")
-    for d, path in arch.datapaths.items():
-        ok = (isinstance(path, tuple) and len(path) == 2 and path[0] in arch.macs_per_cycle
-              and path[1] >= 0)
-        p.check(ok, f"datapaths.{d}", path,
-                f"(datapath in {sorted(arch.macs_per_cycle)}, conversion cycles per element >= 0)")
-    for d, shape in arch.mmul_shapes.items():
-        p.check(len(shape) == 3 and all(x >= 1 for x in shape), f"mmul_shapes.{d}", shape, "(r, s, t) >= 1")
-    for f in ("core_load_bytes_per_cycle", "core_store_bytes_per_cycle"):
-        p.check(getattr(arch, f) >= 1, f, getattr(arch, f), "must be >= 1 byte/cycle")
-    p.check(arch.accumulate_elems_per_cycle >= 1, "accumulate_elems_per_cycle",
-            arch.accumulate_elems_per_cycle, "must be >= 1")
-    p.check(arch.bd_iterations_max >= 1, "bd_iterations_max", arch.bd_iterations_max,
-            "must be >= 1 (64 on AIE-ML)")
-    for d, m in arch.macs_per_cycle.items():
-        p.check(m >= 1, f"macs_per_cycle.{d}", m, "must be >= 1")
-    for d, e in arch.kernel_efficiency.items():
-        p.check(d in arch.macs_per_cycle, f"kernel_efficiency.{d}", e,
-                f"a datapath with a MAC rate: {sorted(arch.macs_per_cycle)}")
-        p.check(0 < e <= 1, f"kernel_efficiency.{d}", e, "must be in (0, 1]")
     p.raise_if_any()
     return arch
 
@@ -315,39 +348,41 @@ def _as_plain_dict(arch: Arch) -> dict:
 
 
 def from_dict(values: dict) -> Arch:
-    """Build and validate an Arch from plain values (TOML tables, sweep overrides)."""
+    """Build and validate an Arch from plain values (TOML tables, sweep overrides); a value of the
+    wrong shape is reported with its field, like every other problem."""
     p = Problems("architecture")
+    if not isinstance(values, dict):
+        raise ConfigError([f"architecture = {shown(values)}: must be a table of fields"], "architecture")
     known = {f.name for f in dataclasses.fields(Arch)}
     for key in values:
-        p.check(key in known, key, values[key], f"unknown field; known: {sorted(known)}")
+        p.check(key in known, str(key), values[key], f"unknown field; known: {sorted(known)}")
+    missing = sorted(known - set(values) - {f.name for f in dataclasses.fields(Arch)
+                                             if f.default is not dataclasses.MISSING
+                                             or f.default_factory is not dataclasses.MISSING})
+    for key in missing:
+        p.add(key, None, "missing")
     p.raise_if_any()
     v = dict(values)
     for kind in TILE_KINDS:
         t = v.get(kind)
         if isinstance(t, dict):
             base = dataclasses.asdict(getattr(NPU2, kind))
-            tile_known = set(base)
             for key in t:
-                p.check(key in tile_known, f"{kind}.{key}", t[key], f"unknown field; known: {sorted(tile_known)}")
-            p.raise_if_any()
-            v[kind] = TileKind(**{**base, **t})
+                p.check(key in base, f"{kind}.{key}", t[key], f"unknown field; known: {sorted(base)}")
+            v[kind] = TileKind(**{**base, **{k: x for k, x in t.items() if k in base}})
     columns = v["columns"]
     for name in ("shim_read_bytes_per_cycle", "shim_write_bytes_per_cycle"):
         x = v[name]
-        if isinstance(x, (int, float)):
-            v[name] = (float(x),) * columns
-        elif len(x) != columns and len(set(x)) == 1:  # a uniform array follows a column change
-            v[name] = (float(x[0]),) * columns
-        else:
-            v[name] = tuple(float(y) for y in x)
-    v["macs_per_cycle"] = dict(v["macs_per_cycle"])
-    if "mmul_shapes" in v:
-        v["mmul_shapes"] = {k: tuple(x) for k, x in dict(v["mmul_shapes"]).items()}
-    if "datapaths" in v:
-        v["datapaths"] = {k: tuple(x) for k, x in dict(v["datapaths"]).items()}
-    for name in ("pj_per_mac", "pj_per_byte", "kernel_efficiency"):
-        if name in v:
-            v[name] = dict(v[name])
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            v[name] = (x,) * columns if isinstance(columns, int) and 1 <= columns <= MOST["columns"] else (x,)
+        elif isinstance(x, (list, tuple)):
+            if isinstance(columns, int) and len(x) != columns and len(set(map(repr, x))) == 1:
+                x = list(x[:1]) * columns if 1 <= columns <= MOST["columns"] else x  # a uniform array follows
+            v[name] = tuple(x)
+    for name in ("macs_per_cycle", "mmul_shapes", "datapaths", "pj_per_mac", "pj_per_byte", "kernel_efficiency"):
+        if name in v and isinstance(v[name], dict):
+            v[name] = {k: (tuple(x) if isinstance(x, list) else x) for k, x in v[name].items()}
+    p.raise_if_any()
     return validate(Arch(**v))
 
 
@@ -361,22 +396,26 @@ def load(name_or_path: str | Path) -> Arch:
     if key in PRESETS:
         return PRESETS[key]
     path = Path(key)
-    if not path.exists():
-        raise ValueError(f"arch {key!r}: not a preset ({', '.join(PRESETS)}) and no such file")
-    table = tomllib.loads(path.read_text()).get("arch")
+    if not path.is_file():
+        raise ConfigError([f"arch {key!r}: not a preset ({', '.join(PRESETS)}) and no such file"], "architecture")
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError([f"{path}: not readable TOML ({e})"], "architecture")
+    table = doc.get("arch")
     if not isinstance(table, dict):
-        raise ValueError(f"{path}: needs an [arch] table")
+        raise ConfigError([f"{path}: needs an [arch] table"], "architecture")
     table = dict(table)
     base_name = table.pop("base", "npu2")
-    if base_name not in PRESETS:
-        raise ValueError(f"{path}: base = {base_name!r}; allowed: {', '.join(PRESETS)}")
+    if not isinstance(base_name, str) or base_name not in PRESETS:
+        raise ConfigError([f"{path}: base = {shown(base_name)}; allowed: {', '.join(PRESETS)}"], "architecture")
     merged = _as_plain_dict(PRESETS[base_name])
     for key2, val in table.items():
         if key2 in TILE_KINDS and isinstance(val, dict):
             merged[key2] = {**dataclasses.asdict(merged[key2]), **val}
         else:
             merged[key2] = val
-    merged["name"] = table.get("name", path.stem)
+    merged["name"] = table.get("name", path.stem) if isinstance(table.get("name", ""), str) else path.stem
     return from_dict(merged)
 
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from . import arch as arch_mod
+from .cli_study import fail
 from .errors import ConfigError, SimulationError
 
 
@@ -18,12 +19,31 @@ def _load_arch(name: str):
         raise click.BadParameter(str(e), param_hint="--arch")
 
 
-@click.group()
+class _CleanErrors(click.Group):
+    """Bad input or a failed simulation ends with one message and exit status 2, never a Python
+    traceback (``--debug`` shows it)."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as e:
+            if ctx.params.get("debug"):
+                raise
+            known = isinstance(e, (ConfigError, SimulationError))
+            click.echo(f"error: {e}" if known else
+                       f"error: {type(e).__name__}: {e} (fastsim --debug ... shows the traceback)", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_CleanErrors)
 @click.version_option(package_name="fastsim")
 @click.option("--threads", default=None, type=click.IntRange(min=1),
               help="threads a batch of designs is simulated on (default: $FASTSIM_THREADS or every core; "
                    "results do not depend on it), e.g. fastsim --threads 1 run llm")
-def main(threads):
+@click.option("--debug", is_flag=True, help="show the Python traceback of an error, e.g. fastsim --debug run llm")
+def main(threads, debug):
     """fastsim: cycle-level simulator of AI-Engine-style spatial NPUs."""
     if threads is not None:
         from .threads import ENV
@@ -38,12 +58,23 @@ def main(threads):
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="write a Perfetto/Chrome trace JSON of every BD transfer and kernel call")
 @click.option("--no-skip", is_flag=True, help="step every cycle (same result, slower)")
+@click.option("--yes", is_flag=True, help="run sizes that take minutes or more to simulate without asking")
 @click.pass_context
-def run(ctx, arch_name, as_json, trace_path, no_skip):
+def run(ctx, arch_name, as_json, trace_path, no_skip, yes):
     """Simulate a workload (default: a 2048^3 bf16 GEMM on npu2)."""
-    ctx.obj = {"arch": _load_arch(arch_name), "json": as_json, "trace": trace_path, "skip": not no_skip}
+    ctx.obj = {"arch": _load_arch(arch_name), "json": as_json, "trace": trace_path, "skip": not no_skip, "yes": yes}
     if ctx.invoked_subcommand is None:
         ctx.invoke(gemm)
+
+
+# Sizes past which a run takes minutes or more here: the CLI asks for --yes (the API's hard limits
+# are in the workload validators).
+SOFT_LIMITS = {"gemm_macs": 1 << 36, "context": 1 << 17, "prompt": 1 << 14, "batch": 64}
+
+
+def _too_big(opts: dict, what: list[str]) -> None:
+    if what and not opts.get("yes"):
+        raise ConfigError([f"{w}; pass --yes (fastsim run --yes ...) to run it anyway" for w in what], "size guard")
 
 
 def _parse_tile(text):
@@ -106,12 +137,16 @@ def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, e
     arch = opts["arch"]
     try:
         g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
+        g.matmul()  # validated before the size guard reads it
+        if g.macs > SOFT_LIMITS["gemm_macs"]:
+            floor = g.macs / (arch.compute_tiles * max(arch.macs_per_cycle.values()))
+            _too_big(opts, [f"{g.macs:,} MACs (more than 4096^3): at least {floor:,.0f} cycles on {arch.name}, and "
+                            "the search simulates its best 6 candidates; expect minutes"])
         found = gemm_mapping(g, arch)
         design = gemm_design(g, arch, found.best)
         ds = simulate(design, skip=opts["skip"], trace=bool(opts["trace"]))
     except (ConfigError, SimulationError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     from .mapping.plan import structure
 
     summary = summarize(ds, 0, arch, g.ops, dtype)
@@ -160,8 +195,7 @@ def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, ef
         g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
         found = gemm_mapping(g, arch, top=simulate_top)
     except (ConfigError, SimulationError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     ranked = sorted(found.ranked, key=lambda r: (r["simulated_cycles"] < 0, r["simulated_cycles"],
                                                  r["lower_bound_cycles"]))[:top]
     if as_json:
@@ -292,6 +326,9 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
                          columns={k: int(v) for k, v in _parse_dataflow(columns).items()},
                          cuts=_parse_cuts(cuts), noop=tuple(noop), kernel_efficiency=efficiency, fusion=fusion,
                          stream_split=stream_split)
+        _too_big(opts, [f"{name} = {value:,} is beyond {SOFT_LIMITS[name]:,}: expect minutes or more"
+                        for name, value in (("context", context), ("prompt", prompt), ("batch", batch))
+                        if isinstance(value, int) and value > SOFT_LIMITS[name]])
         from .llm.run import apply_overlay
         from .mapping import overlay as overlay_io
 
@@ -311,8 +348,7 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
             tails = latency_distribution(apply_overlay(study, overlays.get(regime)), opts["arch"], samples, seed,
                                          VarianceModel(load=load))
     except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     latency = None if tails is None else {
         "samples": samples, "seed": seed, "quantiles": [float(q) for q in tails["quantile"].values],
         "token_latency_s": [float(x) for x in tails.token_latency_quantile_s.values],
@@ -416,8 +452,7 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
     try:
         sweep(spec_path, out, workers=workers, scheduler=scheduler, progress=not no_progress, report=report)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     click.echo(str(report[0]))
 
 
@@ -476,8 +511,7 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
                 name = cfg.name if len(flows) == 1 else f"{cfg.name}_{f}"
                 write_traces(layers, dataclasses.replace(cfg, dataflow=f, name=name), traces_dir)
     except ConfigError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     keys = ["compute_cycles", "stall_cycles", "total_cycles", "folds", "fill_drain_cycles_per_fold",
             "mapping_efficiency", "compute_utilization", "overall_utilization", "sram_ifmap_reads",
             "sram_filter_reads", "sram_ofmap_writes", "dram_ifmap_reads", "dram_filter_reads", "dram_ofmap_writes",

@@ -9,6 +9,15 @@ import click
 from .errors import ConfigError, SimulationError
 
 
+def fail(e: Exception) -> None:
+    """End a command on bad input or a failed simulation: the message and exit status 2, or, under
+    ``fastsim --debug``, the exception with its traceback."""
+    if click.get_current_context().find_root().params.get("debug"):
+        raise e
+    click.echo(f"error: {e}", err=True)
+    sys.exit(2)
+
+
 def _model_options(fn):
     """What every LLM study takes: the model, its precision, the arch and the regimes."""
     for option in reversed([
@@ -44,8 +53,7 @@ def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
     try:
         ds = compute()
     except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     if report_dir:
         click.echo(f"report: {write_report(ds, report_dir)}", err=as_json)
     if as_json:
@@ -230,8 +238,7 @@ def optimize_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
         plan = optimize(_base(model, weights, kv, activations), regimes, list(mix) or None, _load_arch(arch_name),
                         out_dir, progress=say)
     except (ConfigError, SimulationError, ValueError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     if as_json:
         click.echo(json.dumps(plan))
         return
@@ -267,8 +274,7 @@ def calibrate_cmd(measurements, arch_name, out_path, fit, no_loo, as_json):
         arch = _load_arch(arch_name)
         cal = calibrate(read_measurements(measurements), arch, list(fit) or None, leave_one_out=not no_loo)
     except (ConfigError, SimulationError) as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+        fail(e)
     path = write_toml(cal, out_path)
     if as_json:
         click.echo(json.dumps({"arch": str(path), "parameters": {

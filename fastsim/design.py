@@ -151,6 +151,9 @@ class Design:
     static_chains: dict[Channel, BD] = field(default_factory=dict)
     cores: dict[Tile, list] = field(default_factory=dict)
     host: list = field(default_factory=list)
+    # the design keeps its output in mem tiles on purpose (a fused group's intermediate): a run
+    # that writes nothing to DDR is then expected, not an output that never leaves the array
+    output_on_chip: bool = False
 
     # -- geometry helpers ---------------------------------------------------------------------
     def shim(self, col: int) -> Tile:

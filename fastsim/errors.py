@@ -5,6 +5,9 @@ the exceptions below with the context a user needs (which channel, which lock, w
 """
 from __future__ import annotations
 
+import math
+import numbers
+
 
 class ConfigError(ValueError):
     """An invalid architecture, design or workload; lists every problem found, not just the first."""
@@ -15,6 +18,16 @@ class ConfigError(ValueError):
         super().__init__(f"invalid {what} ({len(self.problems)} problem(s)):\n{lines}")
 
 
+def shown(value, most: int = 80) -> str:
+    """A value as an error message quotes it: its repr, cut to ``most`` characters (a huge integer
+    by its size: Python refuses to print more than 4,300 digits)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"<integer of {value.bit_length()} bits>"
+    return text if len(text) <= most else text[:most - 3] + "..."
+
+
 class Problems:
     """Collects validation problems so that one error can report all of them."""
 
@@ -23,9 +36,28 @@ class Problems:
         self.items: list[str] = []
 
     def add(self, field: str, value, allowed: str) -> None:
-        self.items.append(f"{field} = {value!r}: {allowed}")
+        self.items.append(f"{field} = {shown(value)}: {allowed}")
 
     def check(self, ok: bool, field: str, value, allowed: str) -> bool:
+        if not ok:
+            self.add(field, value, allowed)
+        return ok
+
+    def number(self, field: str, value, *, integer: bool = False, lo=None, hi=None, lo_open: bool = False,
+               unit: str = "") -> bool:
+        """Check that ``value`` is a finite number (an integer for ``integer``; never a bool) within
+        ``lo``..``hi`` before anything compares or computes with it; say what is allowed if not."""
+        span = ""
+        if lo is not None or hi is not None:
+            def text(x):
+                return f"{x:g}" if isinstance(x, float) else str(x)
+            span = f" in {'(' if lo_open else '['}{'-inf' if lo is None else text(lo)}, {'inf' if hi is None else text(hi)}]"
+        allowed = f"must be {'an integer' if integer else 'a number'}{span}{' ' + unit if unit else ''}"
+        kind = numbers.Integral if integer else numbers.Real
+        ok = isinstance(value, kind) and not isinstance(value, bool)
+        ok = ok and (isinstance(value, numbers.Integral) or math.isfinite(value))
+        ok = ok and not (lo is not None and (value <= lo if lo_open else value < lo))
+        ok = ok and not (hi is not None and value > hi)
         if not ok:
             self.add(field, value, allowed)
         return ok

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+import warnings
 from typing import Iterable
 
 import xarray as xr
@@ -9,8 +10,8 @@ import xarray as xr
 from fastsim.kernels import layout as L
 from fastsim.kernels.engine import simulate_batch
 
-from .design import Design
-from .errors import CycleLimitError, DeadlockError, LivelockError, SimulationError
+from .design import MM2S, Design, Loop, Release
+from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, SimulationError
 from .lower import Batch, LoweredDesign, lower, pack
 from .threads import resolve_threads
 from .results import to_dataset
@@ -45,7 +46,7 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None) -> Batch
 
 def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bool = False,
              max_events: int = 200_000, max_cycles: int = 2**40, livelock_cycles: int = 1 << 24,
-             on_error: str = "raise", threads: int | None = None) -> xr.Dataset:
+             on_error: str = "raise", threads: int | None = None, strict: bool = False) -> xr.Dataset:
     """Simulate one design or a batch of independent designs, cycle-exact.
 
     Parameters
@@ -64,6 +65,10 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     threads : int, optional
         Threads the batch's designs are spread over (default: ``$FASTSIM_THREADS`` or every core);
         results do not depend on it.
+    strict : bool
+        A design whose cores produce data for a DMA to send but which writes nothing to DDR (its
+        output never leaves the array, and it does not say it keeps it on chip: ``Design.output_on_chip``) raises
+        ConfigError instead of a warning (attr ``warnings`` and an ``UndrainedOutputWarning``).
 
     Returns
     -------
@@ -82,7 +87,43 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     if on_error == "raise":
         for i in range(len(lowered)):
             raise_on_failure(batch, i)
-    return to_dataset(batch, trace=trace)
+    ds = to_dataset(batch, trace=trace)
+    _check_outputs_leave(ds, designs, strict)
+    return ds
+
+
+class UndrainedOutputWarning(UserWarning):
+    """A design's cores produced output, but nothing reached DDR (see ``simulate(strict=...)``)."""
+
+
+def _cores_send(d: Design) -> bool:
+    """Whether some core produces data a DMA sends on: it releases a lock an MM2S BD acquires."""
+    released = set()
+
+    def walk(steps):
+        for step in steps:
+            if isinstance(step, Loop):
+                walk(step.body)
+            elif isinstance(step, Release):
+                released.add(step.lock.id)
+    for program in d.cores.values():
+        walk(program)
+    return any(b.channel.direction == MM2S and b.acquire and b.acquire[0].id in released for b in d.bds)
+
+
+def _check_outputs_leave(ds: xr.Dataset, designs: list[Design], strict: bool) -> None:
+    written = ds.level_bytes.sel(level="ddr_write").values
+    problems = [f"design {i} ({d.name}): its cores produced output but it wrote 0 bytes to DDR; its output never "
+                "leaves the array (no host task drains it); set Design.output_on_chip if that is intended"
+                for i, d in enumerate(designs)
+                if not d.output_on_chip and written[i] == 0 and ds.status.values[i] == "ok" and _cores_send(d)]
+    if not problems:
+        return
+    if strict:
+        raise ConfigError(problems, "design outputs")
+    ds.attrs["warnings"] = problems
+    for text in problems:
+        warnings.warn(text, UndrainedOutputWarning, stacklevel=3)
 
 
 def raise_on_failure(batch: Batch, i: int) -> None:

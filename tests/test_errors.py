@@ -165,3 +165,43 @@ def test_threads__bad_counts_are_config_errors(monkeypatch):
         resolve_threads()
     with pytest.raises(fastsim.ConfigError, match="threads = 0"):
         resolve_threads(0)
+
+
+def test_cli__bad_input_is_one_message_and_status_2_and_debug_shows_the_traceback():
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "-5"])
+    assert r.exit_code == 2 and "context = -5" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["--debug", "run", "llm", "--context", "-5"])
+    assert isinstance(r.exception, fastsim.ConfigError)  # --debug lets it through, traceback and all
+
+
+def test_cli__sizes_that_take_minutes_need_yes():
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "500000"])
+    assert r.exit_code == 2 and "--yes" in r.output and "500,000" in r.output
+    r = CliRunner().invoke(main, ["run", "gemm", "--m", "8192", "--k", "8192", "--n", "8192"])
+    assert r.exit_code == 2 and "--yes" in r.output and "cycles" in r.output
+
+
+def test_arch__wrong_types_and_huge_values_are_config_errors(tmp_path):
+    from fastsim.arch import load
+
+    bad = tmp_path / "a.toml"
+    bad.write_text('[arch]\nclock_hz = "fast"\ncolumns = 2.5\nmem_rows = 9223372036854775807\n'
+                   'lock_acquire_cycles = 1e30\n[arch.compute]\nbd_wrap_bits = {a = 1}\n')
+    with pytest.raises(fastsim.ConfigError) as e:
+        load(bad)
+    for field in ("clock_hz", "columns", "mem_rows", "lock_acquire_cycles", "compute.bd_wrap_bits"):
+        assert field in str(e.value)
+    bad.write_text("[arch\n")
+    with pytest.raises(fastsim.ConfigError, match="not readable TOML"):
+        load(bad)
+    bad.write_text('[arch]\nbase = "npu9"\n')
+    with pytest.raises(fastsim.ConfigError, match="base"):
+        load(bad)

@@ -218,3 +218,19 @@ def test_cache__cached_results_equal_fresh_ones():
     norms = fresh.op_seconds.where(fresh.op_name == "attn_norm", drop=True).values
     ffn = fresh.op_seconds.where(fresh.op_name == "ffn_norm", drop=True).values
     assert norms[0] > ffn[0]
+
+
+def test_static_residency_preload_counts_in_ddr_bytes_and_energy_too():
+    """The static weight load costs time, DDR bytes and DDR energy alike (issue 14)."""
+    from fastsim.llm.model import ModelConfig
+    from fastsim.llm.run import llm_summary
+
+    tiny = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 512)
+    ds = simulate_llm(LlmStudy(model=tiny, regime="prefill", prompt=16, residency="static"))
+    preload = float(ds.preload_bytes)
+    assert preload == float(ds.static_weight_bytes.sum()) > 0
+    assert float(ds.preload_seconds) == pytest.approx(preload / NPU2.ddr_bytes_per_s)
+    s = llm_summary(ds)
+    assert s["ddr_bytes"] == pytest.approx(float(ds.ddr_bytes.sum()) + preload)
+    assert s["energy_j"] == pytest.approx((float(ds.energy_pj.sum()) + preload * NPU2.pj_per_byte["ddr"]) * 1e-12)
+    assert float(ds.dispatch_energy_pj.sum()) * 1e-12 == pytest.approx(s["energy_j"])

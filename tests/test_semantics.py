@@ -109,3 +109,28 @@ def test_ddr__more_bandwidth_never_slows_a_design():
     t = [int(fastsim.simulate(passthrough(8, 4096, 100, arch=a)).total_cycles[0])
          for a in (slow, NPU2, fast)]
     assert t[0] >= t[1] >= t[2]
+
+
+def test_outputs_that_never_leave_the_array_are_reported():
+    """A GEMM whose host never drains C used to finish "ok" with 0 bytes written (issue 14)."""
+    import warnings
+
+    from fastsim.design import S2MM, Push, Wait
+    from fastsim.mapping import Mapping, Matmul, matmul_design
+    from fastsim.simulation import UndrainedOutputWarning
+
+    d = matmul_design(Matmul(32, 32, 32), Mapping("os", "2d", (32, 32, 32), 1, 1), NPU2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fastsim.simulate(d)  # drained: no warning
+    d.host = [h for h in d.host if not (isinstance(h, (Push, Wait)) and h.channel.tile.row == 0
+                                        and h.channel.direction == S2MM)]
+    with pytest.warns(UndrainedOutputWarning, match="never leaves the array"):
+        ds = fastsim.simulate(d)
+    assert "0 bytes" in ds.attrs["warnings"][0]
+    with pytest.raises(fastsim.ConfigError, match="never leaves the array"):
+        fastsim.simulate(d, strict=True)
+    d.output_on_chip = True  # kept on purpose (a fused group's intermediate): nothing to report
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fastsim.simulate(d, strict=True)

@@ -263,3 +263,82 @@ def test_spec__systolic_spec_errors_name_the_field(tmp_path):
         parse_spec(bad, str(tmp_path / "bad.toml"))
     text = str(e.value)
     assert "missing.csv" in text and "axes.warp" in text and "study.base.rows" in text
+
+
+# ---- one writer per store (issue 14) ----------------------------------------------------------------
+
+_GEMM_SPEC = """
+[study]
+kind = "gemm"
+[axes]
+m = [32, 64, 96, 128]
+[run]
+chunk_points = 1
+outputs = ["seconds"]
+"""
+
+
+def test_sweep__second_writer_is_refused_and_a_dead_writers_lock_is_taken_over(tmp_path):
+    import json as _json
+    import subprocess
+    import sys
+
+    from fastsim.errors import ConfigError
+    from fastsim.sweeping import sweep
+    from fastsim.sweeping.lock import StoreLock, lock_path
+    from fastsim.sweeping.spec import parse_spec
+
+    spec, out = parse_spec(_GEMM_SPEC), tmp_path / "s.zarr"
+    with StoreLock(out):
+        with pytest.raises(ConfigError, match="being written by pid"):
+            sweep(spec, out, workers=0, progress=False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    lock_path(out).write_text(_json.dumps({"host": __import__("socket").gethostname(),
+                                           "pid": int(dead.stdout), "token": "x", "since": "then"}))
+    ds = sweep(spec, out, workers=0, progress=False)  # the dead writer's lock is taken over
+    assert bool(ds.done.all()) and not lock_path(out).exists()
+    lock_path(out).write_text(_json.dumps({"host": "elsewhere", "pid": 1, "token": "y", "since": "now"}))
+    with pytest.raises(ConfigError, match="elsewhere"):  # fresh, from another host: refused
+        sweep(spec, out, workers=0, progress=False)
+    assert StoreLock(out, stale_after_s=0.0).acquire().took_over["host"] == "elsewhere"  # stale: taken over
+
+
+def test_sweep__two_writers_started_at_once_on_a_new_store(tmp_path):
+    import subprocess
+    import sys
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(_GEMM_SPEC)
+    out = tmp_path / "s.zarr"
+    cmd = [sys.executable, "-m", "fastsim.cli", "sweep", str(spec), "--out", str(out), "--workers", "0",
+           "--no-progress"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes in ([0, 0], [0, 2]), results  # the second either waited its turn or was refused
+    for code, err in results:
+        assert "Traceback" not in err
+        if code == 2:
+            assert "being written by pid" in err
+    from fastsim.sweeping.store import open_store
+    ds = open_store(out)
+    assert bool(ds.done.all()) and ds.attrs["spec_digest"]
+
+
+def test_sweep__a_bad_point_gets_its_status_and_message_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    from fastsim.sweeping import points, sweep
+    from fastsim.sweeping.spec import parse_spec
+
+    real = points._gemm
+
+    def flaky(params, arch):
+        if params["m"] == 64:
+            raise RuntimeError("boom at m=64")
+        return real(params, arch)
+
+    monkeypatch.setattr(points, "_gemm", flaky)
+    ds = sweep(parse_spec(_GEMM_SPEC.replace("[32, 64, 96, 128]", "[32, 64, 0]")), tmp_path / "s.zarr",
+               workers=0, progress=False)
+    assert list(ds.status.values) == [0, 3, 1]
+    assert "RuntimeError: boom at m=64" in str(ds.message.values[1]) and "m_total" in str(ds.message.values[2])
+    assert str(ds.message.values[0]) == "" and float(ds.seconds.values[0]) > 0

@@ -65,7 +65,9 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
     # static weights: one dispatch keeps them resident across decode steps (loaded once, reported
     # apart); several dispatches overwrite each other's, so every pass reloads every dispatch's
     resident = study.residency == "static" and n_dispatch == 1 and study.regime == "decode"
-    preload_s = 0.0 if resident else static.sum() / arch.ddr_bytes_per_s
+    preload_bytes = 0.0 if resident else float(static.sum())
+    preload_s = preload_bytes / arch.ddr_bytes_per_s
+    preload_pj = preload_bytes * arch.pj_per_byte["ddr"]
     dispatch_s = n_dispatch * arch.dispatch_overhead_s
     n_layers = model.num_layers
     # per dispatch: its ops, its host round trip, its static weights' load and, where its kernels
@@ -78,7 +80,7 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
             per_reload[d] = limits.program_reload_s * len({x for x in layer_of[mine] if x >= 0})
         per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
         per_total[d] = f["seconds"][mine].sum() + arch.dispatch_overhead_s + per_preload[d] + per_reload[d]
-        per_energy[d] = f["energy"][mine].sum()
+        per_energy[d] = f["energy"][mine].sum() + (0.0 if resident else static[d] * arch.pj_per_byte["ddr"])
     reload_s = per_reload.sum()
     total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s
     tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
@@ -129,6 +131,9 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
             "dispatch_seconds": ((), dispatch_s, {"units": "s", "description": "host round trip per dispatch"}),
             "preload_seconds": ((), preload_s, {"units": "s", "description":
                                                 "static weights loaded per pass (0 when one dispatch keeps them resident)"}),
+            "preload_bytes": ((), preload_bytes, {"units": "bytes", "description":
+                              "static weights read from DDR per pass (in no op's ddr_bytes; llm_summary adds them)"}),
+            "preload_energy_pj": ((), preload_pj, {"units": "pJ", "description": "DDR energy of the static weight load"}),
             "program_reload_seconds": ((), reload_s, {"units": "s", "description":
                                                       "core program reloads where a dispatch's kernels exceed program memory"}),
             "sequence_words": (("dispatch_index",), np.array(dispatch.sequence_words, np.int64),
@@ -144,7 +149,7 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
             "dispatch_preload_seconds": (("dispatch_index",), per_preload, {"units": "s", "description":
                                          "static weights the dispatch loads per pass"}),
             "dispatch_energy_pj": (("dispatch_index",), per_energy, {"units": "pJ", "description":
-                                   "energy of the dispatch's ops"}),
+                                   "energy of the dispatch's ops and its static weight load"}),
             "dispatch_fits": (("dispatch_index",), np.array(dispatch.fits, bool), {"description":
                               "the dispatch's runtime sequence and static weights fit (see attr dispatch_problems)"}),
             "tokens_per_s": ((), tokens / total_s, {"units": "tokens/s"}),
@@ -214,18 +219,19 @@ def llm_summary(ds: xr.Dataset) -> dict:
         bound_time[b] = bound_time.get(b, 0.0) + s
     bound_time["dispatch"] = float(ds.dispatch_seconds)
     seconds = float(ds.total_seconds)
+    preload = float(ds.get("preload_bytes", 0.0))  # static weights: in time, bytes and energy alike
     return {
         "model": ds.attrs["model"], "regime": ds.attrs["regime"], "context": ds.attrs["context"],
         "prompt": ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
         "seconds": seconds, "tokens_per_s": float(ds.tokens_per_s),
         "by_class": by_class(ds),
         "by_layer": by_layer(ds),
-        "ddr_bytes": float(kinds.sum()),
-        "weight_bytes": float(kinds.sel(tensor_kind="weights")),
+        "ddr_bytes": float(kinds.sum()) + preload,
+        "weight_bytes": float(kinds.sel(tensor_kind="weights")) + preload,
         "kv_bytes": float(kinds.sel(tensor_kind="kv")),
         "activation_bytes": float(kinds.sel(tensor_kind="activations")),
         "macs": int(ds.macs.sum()),
-        "energy_j": float(ds.energy_pj.sum()) * 1e-12,
+        "energy_j": (float(ds.energy_pj.sum()) + float(ds.get("preload_energy_pj", 0.0))) * 1e-12,
         "dispatch_seconds": float(ds.dispatch_seconds),
         "dispatch_share": float(ds.dispatch_seconds) / seconds,
         "dispatches": int(ds.attrs["dispatches"]),

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cost import DTYPE_BYTES
-from ..errors import Problems
+from ..errors import ConfigError, Problems, shown
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,10 @@ class ModelConfig:
 
     def validate(self) -> "ModelConfig":
         p = Problems(f"model {self.name}")
-        for f in ("hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim", "ffn_size", "vocab_size"):
-            p.check(getattr(self, f) >= 1, f, getattr(self, f), "must be >= 1")
-        if self.num_kv_heads >= 1:
+        limits = {"hidden_size": 2**20, "num_layers": 4096, "num_heads": 4096, "num_kv_heads": 4096,
+                  "head_dim": 2**14, "ffn_size": 2**22, "vocab_size": 2**24}
+        ok = all([p.number(f, getattr(self, f), integer=True, lo=1, hi=most) for f, most in limits.items()])
+        if ok:
             p.check(self.num_heads % self.num_kv_heads == 0, "num_heads", self.num_heads,
                     f"must be a multiple of num_kv_heads ({self.num_kv_heads})")
         p.raise_if_any()
@@ -60,14 +61,23 @@ MODELS = {
 def from_hf_config(path: str | Path) -> ModelConfig:
     """Read a Hugging Face ``config.json`` (Llama-style keys)."""
     path = Path(path)
-    cfg = json.loads(path.read_text())
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConfigError([f"{path}: not a readable JSON config ({e})"], "model config")
+    if not isinstance(cfg, dict):
+        raise ConfigError([f"{path}: must hold a JSON object"], "model config")
     p = Problems(f"{path}")
     for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"):
-        p.check(key in cfg, key, "missing", "required key of a Llama-style config.json")
+        if p.check(key in cfg, key, "missing", "required key of a Llama-style config.json"):
+            p.number(key, cfg[key], integer=True, lo=1)
+    for key in ("num_key_value_heads", "head_dim"):
+        if cfg.get(key) is not None:
+            p.number(key, cfg[key], integer=True, lo=1)
     p.raise_if_any()
     heads = cfg["num_attention_heads"]
     return ModelConfig(
-        name=cfg.get("_name_or_path") or path.parent.name or path.stem,
+        name=str(cfg.get("_name_or_path") or path.parent.name or path.stem),
         hidden_size=cfg["hidden_size"], num_layers=cfg["num_hidden_layers"], num_heads=heads,
         num_kv_heads=cfg.get("num_key_value_heads", heads),
         head_dim=cfg.get("head_dim") or cfg["hidden_size"] // heads,
@@ -77,6 +87,8 @@ def from_hf_config(path: str | Path) -> ModelConfig:
 
 
 def get_model(name_or_path: str) -> ModelConfig:
+    if not isinstance(name_or_path, (str, Path)):
+        raise ConfigError([f"model = {shown(name_or_path)}: a preset name or a config.json path"], "model")
     if name_or_path in MODELS:
         return MODELS[name_or_path]
     path = Path(name_or_path)
@@ -84,7 +96,8 @@ def get_model(name_or_path: str) -> ModelConfig:
         path = path / "config.json"
     if path.exists():
         return from_hf_config(path)
-    raise ValueError(f"model {name_or_path!r}: not a preset ({', '.join(MODELS)}) and no such config.json")
+    raise ConfigError([f"model {shown(name_or_path)}: not a preset ({', '.join(MODELS)}) and no such config.json"],
+                      "model")
 
 
 @dataclass(frozen=True)
@@ -108,7 +121,7 @@ class Precision:
         p.check(self.weights in ("int4", "int8", "bf16"), "weights", self.weights, "int4, int8 or bf16")
         p.check(self.activations in ("bf16", "int8"), "activations", self.activations, "bf16 or int8")
         p.check(self.kv in ("bf16", "int8"), "kv", self.kv, "bf16 or int8")
-        p.check(self.group_size >= 1, "group_size", self.group_size, "must be >= 1")
+        p.number("group_size", self.group_size, integer=True, lo=1, hi=2**20)
         for f in ("weight_compression", "kv_compression"):
             v = getattr(self, f)
             p.check(isinstance(v, (int, float)) and 1.0 <= v <= 64.0, f, v,

@@ -12,6 +12,11 @@ from .graph import OP_CLASSES, VectorCosts
 from .model import ModelConfig, Precision, get_model
 
 
+MAX_TOKENS = 1 << 20  # context and cached tokens
+MAX_PROMPT = 1 << 17
+MAX_BATCH = 256
+
+
 @dataclass(frozen=True)
 class LlmStudy:
     """Everything that defines one LLM simulation point."""
@@ -43,25 +48,38 @@ class LlmStudy:
 
     def validate(self, model: ModelConfig) -> None:
         p = Problems("llm study")
-        p.check(self.regime in ("decode", "prefill"), "regime", self.regime, "decode or prefill")
-        p.check(self.context >= 0, "context", self.context, "must be >= 0 tokens")
-        p.check(self.prompt >= 1, "prompt", self.prompt, "must be >= 1 token")
-        p.check(self.prefill_context >= 0, "prefill_context", self.prefill_context, "must be >= 0 tokens")
-        p.check(self.batch >= 1, "batch", self.batch, "must be >= 1")
-        p.check(self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
-        for key, value in self.dataflow.items():
-            p.check(value in DATAFLOWS, f"dataflow[{key}]", value, f"one of {DATAFLOWS}")
-        for key, value in self.columns.items():
-            p.check(isinstance(value, int) and 1 <= value, f"columns[{key}]", value, "must be >= 1")
-        for c in self.noop:
-            p.check(c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
-        for c in self.cuts or ():
-            p.check(0 <= c < model.num_layers - 1, "cuts", c, f"layer indices in 0..{model.num_layers - 2}")
-        p.check(self.kernel_efficiency is None or 0 < self.kernel_efficiency <= 1, "kernel_efficiency",
-                self.kernel_efficiency, "in (0, 1], or unset for the arch's figure")
-        p.check(self.stream_split in ("auto", *STREAM_SPLITS), "stream_split", self.stream_split,
-                f"auto or one of {STREAM_SPLITS}")
-        p.check(valid_fusion(self.fusion), "fusion", self.fusion,
+        p.check(isinstance(self.regime, str) and self.regime in ("decode", "prefill"), "regime", self.regime,
+                "decode or prefill")
+        # sizes beyond these take minutes to hours to simulate (a 10M-token context did not finish)
+        p.number("context", self.context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
+        p.number("prompt", self.prompt, integer=True, lo=1, hi=MAX_PROMPT, unit="tokens")
+        p.number("prefill_context", self.prefill_context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
+        p.number("batch", self.batch, integer=True, lo=1, hi=MAX_BATCH)
+        p.check(isinstance(self.residency, str) and self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
+        for name in ("dataflow", "columns"):
+            if not p.check(isinstance(getattr(self, name), dict), name, getattr(self, name),
+                           "a table: op class or op name -> value"):
+                continue
+            for key, value in getattr(self, name).items():
+                if name == "dataflow":
+                    p.check(isinstance(value, str) and value in DATAFLOWS, f"dataflow[{key}]", value,
+                            f"one of {DATAFLOWS}")
+                else:
+                    p.number(f"columns[{key}]", value, integer=True, lo=1, hi=1024)
+        if p.check(isinstance(self.noop, (tuple, list)), "noop", self.noop, "a list of op classes"):
+            for c in self.noop:
+                p.check(isinstance(c, str) and c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
+        if self.cuts is not None and p.check(isinstance(self.cuts, (tuple, list)), "cuts", self.cuts,
+                                             "a list of layer indices, () for one dispatch, None for the greedy cut"):
+            for c in self.cuts:
+                p.number("cuts", c, integer=True, lo=0, hi=model.num_layers - 2, unit="(layer indices)")
+        if self.kernel_efficiency is not None:
+            p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
+        p.check(isinstance(self.stream_split, str) and self.stream_split in ("auto", *STREAM_SPLITS), "stream_split",
+                self.stream_split, f"auto or one of {STREAM_SPLITS}")
+        p.check(isinstance(self.fusion, str) and valid_fusion(self.fusion), "fusion", self.fusion,
                 f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUPS)}), "
                 f"KIND:pipeline for {', '.join(PIPELINE_STAGES)}")
+        for name in ("causal_halving", "lm_head_last_only"):
+            p.check(isinstance(getattr(self, name), bool), name, getattr(self, name), "true or false")
         p.raise_if_any()

@@ -122,7 +122,7 @@ def merge(designs: list[Design], name: str = "concurrent") -> Design:
     if not designs:
         raise ConfigError(["merge needs at least one design"], "concurrent groups")
     _check_disjoint(designs, "design")
-    out = Design(designs[0].arch, name)
+    out = Design(designs[0].arch, name, output_on_chip=any(d.output_on_chip for d in designs))
     copier = _Copier(out)
     hosts = [copier.add(d)["host"] for d in designs]
     out.host = _interleave(hosts)
@@ -159,7 +159,7 @@ def pipeline(stages: list[list[Design]], blocks: int, name: str = "pipeline") ->
         raise ConfigError(["every pipeline stage needs at least one design"], "pipeline")
     flat = [d for s in stages for d in s]
     _check_disjoint(flat, "stage design")
-    out = Design(flat[0].arch, name)
+    out = Design(flat[0].arch, name, output_on_chip=any(d.output_on_chip for d in stages[-1]))
     copier = _Copier(out)
     stage_hosts, stage_tiles = [], []
     for s in stages:

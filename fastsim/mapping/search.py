@@ -52,13 +52,13 @@ class Pins:
             p.check(f in DATAFLOWS, "dataflow", f, f"one of {DATAFLOWS}")
         p.check(self.split in (None, *SPLITS), "split", self.split, f"one of {SPLITS}")
         if self.tile is not None:
-            p.check(len(self.tile) == 3 and all(isinstance(x, int) and x >= 1 for x in self.tile),
-                    "tile", self.tile, "three sizes m,k,n >= 1")
-        p.check(self.cols is None or 1 <= self.cols <= arch.columns, "cols", self.cols, f"in 1..{arch.columns}")
-        p.check(self.rows is None or 1 <= self.rows <= arch.compute_rows, "rows", self.rows,
-                f"in 1..{arch.compute_rows}")
-        p.check(self.col0 is None or 0 <= self.col0 < arch.columns, "col0", self.col0, f"in 0..{arch.columns - 1}")
-        p.check(self.k_split is None or self.k_split >= 1, "k_split", self.k_split, ">= 1")
+            p.check(isinstance(self.tile, (tuple, list)) and len(self.tile) == 3
+                    and all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in self.tile),
+                    "tile", self.tile, "three sizes m,k,n in 1..4096")
+        for name, lo, hi in (("cols", 1, arch.columns), ("rows", 1, arch.compute_rows), ("col0", 0, arch.columns - 1),
+                             ("k_split", 1, 64)):
+            if getattr(self, name) is not None:
+                p.number(name, getattr(self, name), integer=True, lo=lo, hi=hi)
         p.check(self.order in (None, "m", "n"), "order", self.order, "m or n")
         p.check(self.l2 is None or self.l2 in L2_CHOICES, "l2", self.l2, "'', a, b or ab")
         p.check(self.stream_split in (None, *STREAM_SPLITS), "stream_split", self.stream_split,

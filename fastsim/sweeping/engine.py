@@ -9,6 +9,7 @@ from pathlib import Path
 import xarray as xr
 
 from . import store as st
+from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec
 from .tasks import run_chunk
 
@@ -65,10 +66,15 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, worker
             return sweep(spec, Path(tmp) / "sweep.zarr", workers=0 if workers is None else workers,
                          scheduler=scheduler, progress=progress, report=report).load()
     out = str(out)
-    if Path(out).exists():
-        st.check_matches(spec, out)
+    with StoreLock(out) as lock:  # one writer per store (a second is refused; a dead one's lock taken over)
+        return _run(spec, out, lock, workers, scheduler, progress, report)
+
+
+def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progress, report) -> xr.Dataset:
+    if not Path(out).exists() or st.half_created(out):
+        st.create(spec, out)  # new, or a creation that died half-way (no spec digest yet): nothing to keep
     else:
-        st.create(spec, out)
+        st.check_matches(spec, out)
     todo = st.pending(spec, out)
     all_regions = st.regions(spec)
     start = time.perf_counter()
@@ -79,6 +85,7 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, worker
             _, n = run_chunk(spec, out, chunk)
             computed += n
             bar.update(n)
+            lock.refresh()
     elif todo:
         from dask.distributed import as_completed
 
@@ -89,6 +96,7 @@ def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, worker
                 _, n = fut.result()
                 computed += n
                 bar.update(n)
+                lock.refresh()
         finally:
             client.close()
             if cluster is not None:

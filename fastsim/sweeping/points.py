@@ -11,7 +11,7 @@ import numpy as np
 from .. import arch as arch_mod
 from ..errors import ConfigError, SimulationError
 from .spec import ARCH_FIELDS, SweepSpec, spec_dir
-from .variables import BOUND_RESOURCES, OPERANDS, REGISTRY
+from .variables import BOUND_RESOURCES, MESSAGE_CHARS, OPERANDS, REGISTRY
 
 
 def split_params(params: dict) -> tuple[dict, dict]:
@@ -72,10 +72,12 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
                    "dataflow": _dataflow}[spec.kind]
             values = run(study_params, arch)
         values["status"] = 0
-    except ConfigError:
-        values = {"status": 1}
-    except SimulationError:
-        values = {"status": 2}
+    except ConfigError as e:
+        values = {"status": 1, "message": str(e)}
+    except SimulationError as e:
+        values = {"status": 2, "message": str(e)}
+    except Exception as e:  # one bad point must not abort the sweep: it gets a status and the reason
+        values = {"status": 3, "message": f"{type(e).__name__}: {e}"}
     out = {}
     for name in spec.outputs:
         var = registry[name]
@@ -83,6 +85,8 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
             labels = var.extra_dim[1]
             got = values.get(name, {})
             out[name] = np.array([got.get(lbl, 0.0) if values["status"] == 0 else math.nan for lbl in labels])
+        elif name == "message":
+            out[name] = str(values.get("message", ""))[:MESSAGE_CHARS]
         elif name in values:
             out[name] = values[name]
         else:

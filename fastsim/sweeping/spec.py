@@ -50,6 +50,8 @@ STUDY_PARAMS = {"llm": LLM_PARAMS | LATENCY_PARAMS, "gemm": GEMM_PARAMS, "systol
                 "cuts": LLM_PARAMS - {"noop", "cuts"},  # one regime's cut search per point
                 "overlays": (LLM_PARAMS - {"noop", "regime", "context", "prefill_context"}) | {"new_tokens"},
                 "dataflow": LLM_PARAMS - {"noop"}}
+MAX_AXIS = 1_000_000  # values per range axis
+MAX_POINTS = 10_000_000  # points per sweep
 ARCH_FIELDS = {f.name for f in dataclasses.fields(Arch)} - {"name", "notes", "shim", "mem", "compute"}
 
 
@@ -99,12 +101,13 @@ def _axis_values(name, raw, p: Problems) -> list:
         if not ok:
             return []
         num, scale = raw["num"], raw.get("scale", "linear")
-        p.check(isinstance(num, int) and num >= 1, f"axes.{name}.num", num, "must be an integer >= 1")
-        p.check(scale in ("linear", "log2"), f"axes.{name}.scale", scale, "linear or log2")
+        ok = p.number(f"axes.{name}.num", num, integer=True, lo=1, hi=MAX_AXIS)
+        ok &= p.check(scale in ("linear", "log2"), f"axes.{name}.scale", scale, "linear or log2")
+        ok &= p.number(f"axes.{name}.start", raw["start"]) & p.number(f"axes.{name}.stop", raw["stop"])
+        if not ok:
+            return []
         if scale == "log2" and (raw["start"] <= 0 or raw["stop"] <= 0):
             p.add(f"axes.{name}", raw, "log2 ranges need start and stop > 0")
-            return []
-        if not isinstance(num, int) or num < 1:
             return []
         vals = (np.geomspace(raw["start"], raw["stop"], num) if scale == "log2"
                 else np.linspace(raw["start"], raw["stop"], num))
@@ -115,7 +118,18 @@ def _axis_values(name, raw, p: Problems) -> list:
     return []
 
 
+def _table_of(raw: dict, key: str, p: Problems) -> dict:
+    """``raw[key]`` when it is a table (``[key]``); anything else (``[[key]]``, a value) is a problem."""
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        p.add(key, "an array of tables" if isinstance(value, list) else value, f"must be a [{key}] table")
+        return {}
+    return value
+
+
 def _check_name(kind: str, name: str, where: str, p: Problems) -> None:
+    if kind not in STUDY_PARAMS:  # already reported; names cannot be judged without a kind
+        return
     bare = name[5:] if name.startswith("arch.") else name
     if kind == "systolic":
         p.check(name in SYSTOLIC_PARAMS, where, name, f"not a systolic parameter ({sorted(SYSTOLIC_PARAMS)})")
@@ -137,14 +151,15 @@ def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
     p = Problems(f"sweep spec {source}")
     for key in raw:
         p.check(key in ("study", "arch", "axes", "points", "run"), key, "table", "known tables: study, arch, axes, points, run")
-    study = raw.get("study", {})
+    study = _table_of(raw, "study", p)
     kind = study.get("kind")
-    p.check(kind in STUDY_PARAMS, "study.kind", kind, f"one of {sorted(STUDY_PARAMS)}")
-    base = dict(study.get("base", {}))
+    p.check(isinstance(kind, str) and kind in STUDY_PARAMS, "study.kind", kind, f"one of {sorted(STUDY_PARAMS)}")
+    kind = kind if isinstance(kind, str) else ""
+    base = dict(_table_of(study, "base", p))
     for name in base:
         _check_name(kind, name, f"study.base.{name}", p)
-    arch = dict(raw.get("arch", {}))
-    p.check(arch.get("base", "npu2") in PRESETS, "arch.base", arch.get("base"), f"one of {sorted(PRESETS)}")
+    arch = dict(_table_of(raw, "arch", p))
+    p.check(isinstance(arch.get("base", "npu2"), str) and arch.get("base", "npu2") in PRESETS, "arch.base", arch.get("base"), f"one of {sorted(PRESETS)}")
     for name in arch:
         if name != "base":
             p.check(name in ARCH_FIELDS, f"arch.{name}", arch[name], "unknown arch field")
@@ -152,30 +167,40 @@ def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
     if "axes" in raw and "points" in raw:
         p.add("axes/points", "both", "give either [axes] or [[points]], not both")
     if "points" in raw:
-        points = list(raw["points"])
-        p.check(len(points) >= 1, "points", len(points), "needs at least one point")
+        points = raw["points"] if isinstance(raw["points"], list) else []
+        p.check(1 <= len(points) <= MAX_POINTS and all(isinstance(pt, dict) for pt in points), "points",
+                f"{len(points)} entries", f"needs 1..{MAX_POINTS:,} [[points]] tables")
+        points = [pt for pt in points if isinstance(pt, dict)]
         for i, pt in enumerate(points):
             for name in pt:
                 _check_name(kind, name, f"points[{i}].{name}", p)
     else:
-        p.check(len(raw.get("axes", {})) >= 1, "axes", "{}", "needs at least one axis (or [[points]])")
-        for name, values in raw.get("axes", {}).items():
+        raw_axes = _table_of(raw, "axes", p)
+        p.check(len(raw_axes) >= 1, "axes", "{}", "needs at least one axis (or [[points]])")
+        for name, values in raw_axes.items():
             _check_name(kind, name, f"axes.{name}", p)
             axes[name] = _axis_values(name, values, p)
             if name in base:
                 p.add(f"axes.{name}", name, "is also in study.base; give it in one place")
     if kind == "systolic":
         _check_topologies(base, axes, points, source, p)
-    run = raw.get("run", {})
+    if axes and all(axes.values()):
+        total = math.prod(len(v) for v in axes.values())
+        p.check(total <= MAX_POINTS, "axes", f"{total:,} points", f"at most {MAX_POINTS:,} points per sweep "
+                "(split it into several specs)")
+    run = _table_of(raw, "run", p)
     chunk_points = run.get("chunk_points", 8)
     p.check(isinstance(chunk_points, int) and chunk_points >= 1, "run.chunk_points", chunk_points, "integer >= 1")
     registry = REGISTRY.get(kind, {})
-    outputs = tuple(run.get("outputs", [n for n in registry if n != "status"]))
+    outputs = run.get("outputs", [n for n in registry if n not in ("status", "message")])
+    if not isinstance(outputs, list) or not all(isinstance(n, str) for n in outputs):
+        p.add("run.outputs", outputs, "a list of output names")
+        outputs = []
+    outputs = tuple(outputs)
     for name in outputs:
         p.check(name in registry, "run.outputs", name, f"known outputs for {kind}: {sorted(registry)}")
     p.raise_if_any()
-    if "status" not in outputs:
-        outputs = ("status",) + outputs
+    outputs = ("status", "message") + tuple(n for n in outputs if n not in ("status", "message"))
     return SweepSpec(kind, base, arch, axes, points, chunk_points, outputs, source)
 
 
@@ -199,6 +224,10 @@ def _check_topologies(base: dict, axes: dict, points, source: str, p: Problems) 
 
 def load_spec(path: str | Path) -> SweepSpec:
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError([f"{path}: no such sweep spec"], "sweep spec")
-    return parse_spec(path.read_text(), str(path))
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError([f"{path}: cannot be read as text ({e})"], "sweep spec")
+    return parse_spec(text, str(path))

@@ -70,7 +70,7 @@ def create(spec: SweepSpec, path: str | Path) -> None:
     data = {}
     for name in spec.outputs:
         var = registry[name]
-        fill = -1 if var.dtype.startswith("int") else np.nan
+        fill = -1 if var.dtype.startswith("int") else "" if var.dtype.startswith("<U") else np.nan
         if var.extra_dim:
             edim, labels = var.extra_dim
             data[name] = (dims + (edim,), da.full(shape + (len(labels),), fill, dtype=var.dtype,
@@ -112,7 +112,21 @@ def open_store(path: str | Path) -> xr.Dataset:
         ctx.__exit__(None, None, None)
 
 
+def half_created(path: str | Path) -> bool:
+    """A zarr group whose creation died before its attributes were written (no spec digest)."""
+    root = Path(path)
+    if not ((root / ".zgroup").exists() or (root / "zarr.json").exists()):
+        return False
+    try:
+        return "spec_digest" not in open_store(path).attrs
+    except Exception:
+        return not (root / ".zattrs").exists()
+
+
 def check_matches(spec: SweepSpec, path: str | Path) -> None:
+    root = Path(path)
+    if not ((root / ".zgroup").exists() or (root / "zarr.json").exists()):
+        raise ConfigError([f"{path} exists and is not a sweep store; use a new --out"], "sweep resume")
     ds = open_store(path)
     if ds.attrs.get("spec_digest") != spec.digest():
         raise ConfigError([f"{path} was created by a different spec ({ds.attrs.get('spec_source')}); "

@@ -10,7 +10,8 @@ from ..studies.variables import VARIABLES as STUDY_VARIABLES
 from ..systolic.inputs import OPERANDS
 
 BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
-STATUS = ("ok", "config_error", "simulation_error")
+STATUS = ("ok", "config_error", "simulation_error", "error")
+MESSAGE_CHARS = 240
 
 
 @dataclass(frozen=True)
@@ -40,8 +41,8 @@ def _study(kind: str, name: str, **kw) -> Variable:
 
 
 COMMON = {
-    "status": _v("status", "1", "0 ok, 1 invalid configuration at this point, 2 simulation error", "int8",
-                 flags=STATUS),
+    "status": _v("status", "1", "0 ok, 1 invalid configuration at this point, 2 simulation error, 3 any other "
+                 "error (see message)", "int8", flags=STATUS),
     "seconds": _v("seconds", "s", "end-to-end time of the point (dispatch overheads included)"),
     "ddr_bytes": _v("ddr_bytes", "bytes", "DDR traffic, reads and writes"),
     "bound_by": _v("bound_by", "1", "binding resource (see flag_meanings)", "int8", flags=BOUND_RESOURCES),
@@ -125,3 +126,8 @@ DATAFLOW = {  # fastsim.studies.dataflow for the point's regime
 
 REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS, "overlays": OVERLAYS,
             "dataflow": DATAFLOW}
+
+MESSAGE = _v("message", "1", f"why the point failed (status > 0; first {MESSAGE_CHARS} characters), empty when it "
+             "did not", f"<U{MESSAGE_CHARS}")
+for _registry in REGISTRY.values():  # every kind stores why a point failed
+    _registry["message"] = MESSAGE

@@ -100,17 +100,17 @@ class MeshConfig:
 
     def validate(self) -> "MeshConfig":
         p = Problems("systolic config")
-        p.check(self.rows >= 1, "ArrayHeight", self.rows, "must be >= 1")
-        p.check(self.cols >= 1, "ArrayWidth", self.cols, "must be >= 1")
+        p.number("ArrayHeight", self.rows, integer=True, lo=1, hi=4096)
+        p.number("ArrayWidth", self.cols, integer=True, lo=1, hi=4096)
         p.check(self.dataflow in DATAFLOWS, "Dataflow", self.dataflow, f"one of {DATAFLOWS}")
         for key, value in [("ifmapsramszkB", self.ifmap_sram_kb), ("filtersramszkB", self.filter_sram_kb),
                            ("ofmapsramszkB", self.ofmap_sram_kb)]:
-            p.check(isinstance(value, int) and value >= 1, key, value, "an integer >= 1 (kB)")
+            p.number(key, value, integer=True, lo=1, hi=2**24, unit="kB")
         if self.bandwidth_limited:
             for key, value in [("Bandwidth", self.bandwidth_words_per_cycle),
                                ("IfmapSRAMBankBandwidth", self.ifmap_read_words_per_cycle),
                                ("FilterSRAMBankBandwidth", self.filter_read_words_per_cycle)]:
-                p.check(isinstance(value, int) and value >= 1, key, value, "an integer >= 1 (words/cycle)")
+                p.number(key, value, integer=True, lo=1, hi=2**24, unit="words/cycle")
         p.raise_if_any()
         return self
 
@@ -118,10 +118,13 @@ class MeshConfig:
 def read_config(path: str | Path) -> MeshConfig:
     """A SCALE-Sim .cfg file ([architecture_presets], [run_presets])."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError([f"{path}: no such config file"], "systolic config")
     cp = configparser.ConfigParser()
-    cp.read(path)
+    try:
+        cp.read_string(path.read_text(), str(path))
+    except (OSError, UnicodeDecodeError, ValueError, configparser.Error) as e:  # NUL bytes: ValueError
+        raise ConfigError([f"{path}: not a readable SCALE-Sim config ({type(e).__name__}: {e})"], "systolic config")
     p = Problems(str(path))
     arch = cp["architecture_presets"] if cp.has_section("architecture_presets") else {}
     for key in ("ArrayHeight", "ArrayWidth", "Dataflow"):
@@ -130,12 +133,16 @@ def read_config(path: str | Path) -> MeshConfig:
     user_bw = cp.get("run_presets", "InterfaceBandwidth", fallback="CALC").strip().upper() == "USER"
     layout = cp["layout"] if cp.has_section("layout") else {}
 
-    def integer(section, key, default):
+    def integer(section, key, default, most=2**31):
         try:
-            return int(str(section.get(key, default)).split(",")[0])
+            value = int(str(section.get(key, default)).split(",")[0])
         except ValueError:
             p.add(key, section.get(key), "an integer")
             return default
+        if abs(value) > most:
+            p.add(key, value, f"at most {most:,} in magnitude")
+            return default
+        return value
 
     # SCALE-Sim features that change its numbers and are not modelled: refuse rather than differ
     for section, key in (("sparsity", "SparsitySupport"), ("run_presets", "UseRamulatorTrace"),
@@ -145,7 +152,8 @@ def read_config(path: str | Path) -> MeshConfig:
     bw = integer(arch, "Bandwidth", 10) if user_bw else None
     offsets = (integer(arch, "IfmapOffset", 0), integer(arch, "FilterOffset", 10_000_000),
                integer(arch, "OfmapOffset", 20_000_000))
-    config = MeshConfig(integer(arch, "ArrayHeight", 0), integer(arch, "ArrayWidth", 0), arch["Dataflow"].strip(),
+    config = MeshConfig(integer(arch, "ArrayHeight", 0, 4096), integer(arch, "ArrayWidth", 0, 4096),
+                        arch["Dataflow"].strip(),
                         integer(arch, "IfmapSramSzkB", 64), integer(arch, "FilterSramSzkB", 64),
                         integer(arch, "OfmapSramSzkB", 64), bw,
                         integer(layout, "IfmapSRAMBankBandwidth", 10), integer(layout, "FilterSRAMBankBandwidth", 10),
@@ -158,9 +166,14 @@ def read_topology(path: str | Path) -> list[Layer]:
     """SCALE-Sim topology CSV: conv form (name, ifmap h, w, filter h, w, channels, filters,
     stride[, sparsity]) or GEMM form (name, M, N, K[, sparsity]), detected from the header."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ConfigError([f"{path}: no such topology file"], "topology")
-    lines = [ln.strip() for ln in path.read_text().splitlines() if ln.strip()]
+    try:
+        lines = [ln.strip() for ln in path.read_text().splitlines() if ln.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError([f"{path}: cannot be read as text ({e})"], "topology")
+    if len(lines) < 2:
+        raise ConfigError([f"{path}: needs a header line and at least one layer"], "topology")
     header = [h.strip().lower() for h in lines[0].split(",")]
     gemm = len(header) >= 4 and header[1:4] == ["m", "n", "k"]
     layers, p = [], Problems(str(path))
@@ -181,7 +194,14 @@ def read_topology(path: str | Path) -> list[Layer]:
         except (ValueError, IndexError) as e:
             p.add(f"line {i}", line, f"expected {'name, M, N, K' if gemm else 'name + 7 integers'} ({e})")
     for layer in layers:
+        sizes = (layer.ifmap_h, layer.ifmap_w, layer.filter_h, layer.filter_w, layer.channels, layer.num_filters,
+                 layer.stride_h, layer.stride_w)
+        if not p.check(all(1 <= x <= 2**24 for x in sizes), f"layer {layer.name}", sizes,
+                       "sizes and strides must be in 1..2**24"):
+            continue
         p.check(min(layer.m, layer.n, layer.k) >= 1, f"layer {layer.name}", (layer.m, layer.n, layer.k),
                 "dimensions must be >= 1 (filter larger than ifmap?)")
+    if not layers and not p.items:
+        p.add("layers", 0, "at least one layer")
     p.raise_if_any()
     return layers

@@ -16,6 +16,10 @@ from ..mapping import Mapping, Matmul, Pins, matmul_design, search
 from ..mapping.space import OUT_DTYPE
 
 
+MAX_EXTENT = 1 << 20  # per dimension
+MAX_MACS = 1 << 40
+
+
 @dataclass(frozen=True)
 class Gemm:
     """C[M,N] = A[M,K] @ B[K,N]; ``None`` fields are chosen by the mapping search."""
@@ -52,15 +56,27 @@ class Gemm:
 
     def matmul(self) -> Matmul:
         p = Problems("gemm")
-        for name in ("m_total", "k_total", "n_total"):
-            p.check(getattr(self, name) >= 1, name, getattr(self, name), "must be >= 1")
+        for name in ("m_total", "k_total", "n_total"):  # 2**20: a 512 x 2**26 x 2048 GEMM did not finish
+            p.number(name, getattr(self, name), integer=True, lo=1, hi=MAX_EXTENT)
+        if not p.items:
+            p.check(self.macs <= MAX_MACS, "m_total x k_total x n_total", self.macs,
+                    f"at most {MAX_MACS:,} MACs (2**40; 4096^3 is 2**36): larger ones take hours to simulate")
+        p.number("kernel_overhead_cycles", self.kernel_overhead_cycles, integer=True, lo=0, hi=10**6)
+        p.number("cast_cycles_per_weight", self.cast_cycles_per_weight, lo=0, hi=10**3)
+        p.number("macs_scale", self.macs_scale, lo=0, lo_open=True, hi=1)
+        if self.weight_bytes is not None:
+            p.number("weight_bytes", self.weight_bytes, lo=0, lo_open=True, hi=16)
+        for name in ("dtype", "out_dtype", "weight_dtype"):
+            v = getattr(self, name)
+            p.check(v is None or isinstance(v, str), name, v, "a dtype name")
+        p.raise_if_any()
         out = self.out_dtype or OUT_DTYPE.get(self.dtype, self.dtype)
         p.check(self.dtype in DTYPE_BYTES, "dtype", self.dtype, f"one of {sorted(DTYPE_BYTES)}")
         p.check(out in DTYPE_BYTES, "out_dtype", out, f"one of {sorted(DTYPE_BYTES)}")
         p.check((self.weight_dtype or self.dtype) in DTYPE_BYTES, "weight_dtype", self.weight_dtype,
                 f"one of {sorted(DTYPE_BYTES)}")
-        p.check(self.kernel_efficiency is None or 0 < self.kernel_efficiency <= 1, "kernel_efficiency",
-                self.kernel_efficiency, "in (0, 1], or unset for the arch's figure")
+        if self.kernel_efficiency is not None:
+            p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
         p.raise_if_any()
         b = self.weight_bytes or DTYPE_BYTES[self.weight_dtype or self.dtype]
         return Matmul(self.m_total, self.k_total, self.n_total, self.dtype, DTYPE_BYTES[self.dtype], b,
@@ -70,6 +86,9 @@ class Gemm:
     def pins(self) -> Pins:
         tiles = (self.tile_m, self.tile_k, self.tile_n)
         p = Problems("gemm")
+        for name in ("tile_m", "tile_k", "tile_n", "cols", "k_split"):
+            if getattr(self, name) is not None:
+                p.number(name, getattr(self, name), integer=True, lo=1, hi=4096)
         p.check(all(t is None for t in tiles) or all(t is not None for t in tiles), "tile_m/tile_k/tile_n",
                 tiles, "give all three sizes or none (searched)")
         p.raise_if_any()

@@ -74,6 +74,7 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
     Returns each core's (producer lock, consumer lock) (the core acquires the producer lock before
     writing a tile and releases the consumer lock when it is ready to send) and the receive BDs."""
     memt = d.mem(col)
+    d.output_on_chip = d.output_on_chip or bool(keep_bytes)
     core_rows = list(range(rows)) if isinstance(rows, int) else list(rows)
     joined = [] if keep_bytes else [d.buffer(memt, len(core_rows) * unit, f"{name}{col}_join{i}") for i in range(2)]
     parts, core_locks, keep = [], [], []
