@@ -28,6 +28,9 @@ class _CleanErrors(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:  # the reader stopped (| head): end quietly, as other tools do
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
         except Exception as e:
             if ctx.params.get("debug"):
                 raise
@@ -308,6 +311,9 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
     from .llm.run import llm_summary
 
     opts = ctx.obj
+    from .llm.run import show_progress
+
+    show_progress(sys.stderr.isatty())
     if plan_path:
         _replay(plan_path, opts)
         return

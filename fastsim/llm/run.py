@@ -203,11 +203,21 @@ def _footprints(placed, results, study, limits: DispatchLimits) -> list[OpFootpr
     return out
 
 
+_PROGRESS = {"on": False}
+
+
+def show_progress(on: bool) -> None:
+    """Show a progress bar on stderr while ops are mapped (the CLI turns it on for a terminal)."""
+    _PROGRESS["on"] = bool(on)
+
+
 def _results(placed, mapping, arch, study, precision, strict: bool) -> dict:
     """Engine results of every distinct instance (cached across calls). ``strict``: an instance with
     no legal design is an error (listing every one); otherwise it is left out (fusion falls back)."""
+    from tqdm.auto import tqdm
+
     results, todo, problems, by_key = {}, {}, [], {}
-    for p in placed:
+    for p in tqdm(placed, desc="mapping ops", unit="op", leave=False, disable=not _PROGRESS["on"]):
         key = p.key
         by_key[key] = p
         if key in results or key in todo:
