@@ -70,6 +70,31 @@ def run(ctx, arch_name, as_json, trace_path, no_skip, yes):
         ctx.invoke(gemm)
 
 
+def _run_options_here(fn):
+    """The ``run`` options (--arch, --json, --trace, --no-skip, --yes) accepted after the workload
+    too (``fastsim run gemm --m 512 --json``); given there, they override the ones before it."""
+    def setter(key, convert=lambda v: v):
+        def callback(ctx, param, value):
+            if value not in (None, False):
+                ctx.obj[key] = convert(value)
+        return callback
+
+    for option in reversed([
+        click.option("--arch", "arch_here", default=None, expose_value=False, callback=setter("arch", _load_arch),
+                     help="as fastsim run --arch"),
+        click.option("--json", "json_here", is_flag=True, expose_value=False, callback=setter("json"),
+                     help="as fastsim run --json"),
+        click.option("--trace", "trace_here", default=None, type=click.Path(dir_okay=False), expose_value=False,
+                     callback=setter("trace"), help="as fastsim run --trace"),
+        click.option("--no-skip", "no_skip_here", is_flag=True, expose_value=False,
+                     callback=setter("skip", lambda v: False), help="as fastsim run --no-skip"),
+        click.option("--yes", "yes_here", is_flag=True, expose_value=False, callback=setter("yes"),
+                     help="as fastsim run --yes"),
+    ]):
+        fn = option(fn)
+    return fn
+
+
 # Sizes past which a run takes minutes or more here: the CLI asks for --yes (the API's hard limits
 # are in the workload validators).
 SOFT_LIMITS = {"gemm_macs": 1 << 36, "context": 1 << 17, "prompt": 1 << 14, "batch": 64}
@@ -126,6 +151,7 @@ def _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, 
 
 @run.command()
 @_gemm_options
+@_run_options_here
 @click.pass_context
 def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
@@ -260,6 +286,7 @@ def _parse_cuts(text):
 
 
 @run.command()
+@_run_options_here
 @click.option("--model", default="llama-3.2-1b", show_default=True,
               help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json")
 @click.option("--regime", type=click.Choice(["decode", "prefill", "generate"]), default="decode", show_default=True,

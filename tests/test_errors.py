@@ -205,3 +205,20 @@ def test_arch__wrong_types_and_huge_values_are_config_errors(tmp_path):
     bad.write_text('[arch]\nbase = "npu9"\n')
     with pytest.raises(fastsim.ConfigError, match="base"):
         load(bad)
+
+
+def test_cli__run_options_are_accepted_after_the_workload_too(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    r = CliRunner().invoke(main, ["run", "gemm", "--m", "64", "--k", "64", "--n", "64", "--json", "--arch", "npu1",
+                                  "--trace", str(tmp_path / "t.json")])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.output)
+    assert got["arch"] == "npu1" and got["trace_events"] > 0 and (tmp_path / "t.json").is_file()
+    before = json.loads(CliRunner().invoke(main, ["run", "--json", "--arch", "npu1", "gemm", "--m", "64", "--k", "64",
+                                                  "--n", "64"]).output)
+    assert before["total_cycles"] == got["total_cycles"]
