@@ -294,6 +294,8 @@ def _parse_cuts(text):
 @click.option("--new-tokens", default=128, show_default=True, type=int, help="generate: tokens to decode")
 @click.option("--context", default=4096, show_default=True, type=int, help="decode: cached tokens")
 @click.option("--prompt", default=2048, show_default=True, type=int, help="prefill: prompt tokens")
+@click.option("--prefill-context", default=0, show_default=True, type=int,
+              help="prefill: tokens already cached before the prompt (chunked prefill)")
 @click.option("--batch", default=1, show_default=True, type=int)
 @click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True)
 @click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
@@ -332,7 +334,7 @@ def _parse_cuts(text):
 @click.pass_context
 def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, fusion,
         dataflows, columns, residency, overlay_path, save_overlay, efficiency, stream_split, compression_path,
-        samples, seed, load, plan_path):
+        samples, seed, load, prefill_context, plan_path):
     """A transformer forward pass: one decode step or a prefill."""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
@@ -351,7 +353,7 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
 
             ratios = load_run_ratios(compression_path)
         study = LlmStudy(model=model, regime="prefill" if regime == "generate" else regime,
-                         context=context, prompt=prompt, batch=batch,
+                         context=context, prompt=prompt, batch=batch, prefill_context=prefill_context,
                          precision=Precision(weights=weights, activations=activations, kv=kv,
                                              weight_compression=ratios["weight_compression"].get(weights, 1.0),
                                              kv_compression=ratios["kv_compression"].get(kv, 1.0)),

@@ -342,3 +342,18 @@ def test_sweep__a_bad_point_gets_its_status_and_message_and_the_sweep_goes_on(tm
     assert list(ds.status.values) == [0, 3, 1]
     assert "RuntimeError: boom at m=64" in str(ds.message.values[1]) and "m_total" in str(ds.message.values[2])
     assert str(ds.message.values[0]) == "" and float(ds.seconds.values[0]) > 0
+
+
+def test_store__axes_carry_units_and_structured_inputs_are_json(tmp_path):
+    import json as _json
+
+    from fastsim.sweeping import sweep
+    from fastsim.sweeping.spec import parse_spec
+
+    ds = sweep(parse_spec(_GEMM_SPEC.replace("[32, 64, 96, 128]", "[32]") + "[arch]\nbase = \"npu1\"\n"),
+               tmp_path / "s.zarr", workers=0, progress=False)
+    assert ds.m.attrs["units"] == "elements"
+    assert _json.loads(ds.attrs["arch"]) == {"base": "npu1"} and _json.loads(ds.attrs["base"]) == {}
+    from fastsim.sweeping.variables import parameter_units
+    assert [parameter_units(n) for n in ("context", "arch.shim_read_bytes_per_cycle", "dispatch_overhead_s",
+                                         "kernel_efficiency")] == ["tokens", "bytes/cycle", "s", "1"]

@@ -5,6 +5,7 @@ its data."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import warnings
 from pathlib import Path
@@ -16,7 +17,7 @@ import xarray as xr
 from .. import __version__
 from ..errors import ConfigError
 from .spec import SweepSpec
-from .variables import REGISTRY
+from .variables import REGISTRY, parameter_units
 
 
 def chunk_shape(shape: tuple[int, ...], target: int) -> tuple[int, ...]:
@@ -82,17 +83,21 @@ def create(spec: SweepSpec, path: str | Path) -> None:
     coords = {}
     if spec.points is None:
         for name, values in spec.axes.items():
-            coords[name] = (name, _coord(values))
+            coords[name] = (name, _coord(values), {"units": parameter_units(name)})
     else:
         names = sorted({k for pt in spec.points for k in pt})
         for name in names:
-            coords[name] = ("point", _coord([pt.get(name, spec.base.get(name, "")) for pt in spec.points]))
+            coords[name] = ("point", _coord([pt.get(name, spec.base.get(name, "")) for pt in spec.points]),
+                            {"units": parameter_units(name)})
     for name, var in registry.items():
         if var.extra_dim and name in spec.outputs:
             labels = np.array(var.extra_dim[1])  # numbers stay numbers (quantiles); names are strings
-            coords[var.extra_dim[0]] = (var.extra_dim[0], labels if labels.dtype.kind == "f" else labels.astype(str))
+            coords[var.extra_dim[0]] = (var.extra_dim[0], labels if labels.dtype.kind == "f" else labels.astype(str),
+                                        {"units": "1"})
     attrs = {"spec_digest": spec.digest(), "spec_source": spec.source, "study": spec.kind,
-             "base": str(spec.base), "arch": str(spec.arch or {"base": "npu2"}), "fastsim_version": __version__}
+             "base": json.dumps(spec.base, sort_keys=True, default=str),
+             "arch": json.dumps(spec.arch or {"base": "npu2"}, sort_keys=True, default=str),
+             "fastsim_version": __version__}
     ds = xr.Dataset(data, coords=coords, attrs=attrs)
     ctx = _quiet()
     try:

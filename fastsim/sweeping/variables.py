@@ -131,3 +131,22 @@ MESSAGE = _v("message", "1", f"why the point failed (status > 0; first {MESSAGE_
              "did not", f"<U{MESSAGE_CHARS}")
 for _registry in REGISTRY.values():  # every kind stores why a point failed
     _registry["message"] = MESSAGE
+
+
+# units of sweep parameters (axis coordinates): by name, else by the unit suffix of the name
+PARAMETER_UNITS = {"context": "tokens", "prompt": "tokens", "prefill_context": "tokens", "new_tokens": "tokens",
+                   "batch": "sequences", "m": "elements", "k": "elements", "n": "elements", "tile_m": "elements",
+                   "tile_k": "elements", "tile_n": "elements", "cols": "columns", "columns": "columns",
+                   "rows": "PEs", "group_size": "weights", "samples": "1", "clock_hz": "Hz",
+                   "bandwidth": "words/cycle", "ifmap_read_bandwidth": "words/cycle",
+                   "filter_read_bandwidth": "words/cycle", "word_bytes": "bytes"}
+SUFFIX_UNITS = (("_bytes_per_cycle", "bytes/cycle"), ("_bytes_per_s", "bytes/s"), ("_cycles", "cycles"),
+                ("_hz", "Hz"), ("_bytes", "bytes"), ("_kb", "kB"), ("_s", "s"), ("_pj", "pJ"))
+
+
+def parameter_units(name: str) -> str:
+    """The unit of a sweep parameter ("1" for counts, ratios and names)."""
+    bare = name.split(".", 1)[1] if name.startswith("arch.") else name
+    if bare in PARAMETER_UNITS:
+        return PARAMETER_UNITS[bare]
+    return next((unit for suffix, unit in SUFFIX_UNITS if bare.endswith(suffix)), "1")
