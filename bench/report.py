@@ -1,4 +1,5 @@
-"""Measure the README's speed figures: medians of repeated runs on this machine, as Markdown.
+"""Measure the speed figures of docs/speed.md (and the README's summary): medians of repeated runs
+on this machine, as Markdown.
 
     python bench/report.py                 # engine, workloads and calibration (a few minutes)
     python bench/report.py sweeps          # sweep points/s with 1 and 2 workers
