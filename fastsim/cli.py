@@ -389,6 +389,8 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
         "token_latency_s": [float(x) for x in tails.token_latency_quantile_s.values],
         "ttft_s": [float(x) for x in tails.ttft_quantile_s.values]}
     if regime == "generate":
+        if opts["trace"]:
+            click.echo("trace: not written for --regime generate (trace --regime decode or prefill)", err=True)
         if latency:
             g["latency"] = latency
         if opts["json"]:
@@ -405,6 +407,11 @@ def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, act
     s = llm_summary(ds)
     if latency:
         s["latency"] = latency
+    if opts["trace"]:
+        from .trace import write_trace
+
+        s["trace_events"] = write_trace(ds, opts["trace"])
+        click.echo(f"trace: {opts['trace']} ({s['trace_events']} slices; open in ui.perfetto.dev)", err=True)
     if opts["json"]:
         click.echo(json.dumps(s))
         return
@@ -521,9 +528,11 @@ def _load_mesh_model(closed_forms_only: bool, runs: int, most: int = 2000):
                    "access windows, peak rates; request-level cost)")
 @click.option("--threads", default=None, type=click.IntRange(min=1),
               help="threads for the request-level buffer models (default: one per core)")
+@click.option("--trace", "trace_path", default=None, type=click.Path(dir_okay=False),
+              help="write a Perfetto per-layer fold timeline (open in ui.perfetto.dev)")
 @click.option("--traces", "traces_dir", default=None, type=click.Path(file_okay=False),
               help="also write SCALE-Sim-format traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
-def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, threads, traces_dir):
+def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, threads, trace_path, traces_dir):
     """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
     with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
     import dataclasses
@@ -566,6 +575,13 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
             row["stall_cycles_by_operand"] = dict(zip(("ifmap", "filter", "ofmap"),
                                                       m["stall_cycles_by_operand"][i, j].tolist()))
             rows.append(row)
+    if trace_path:
+        from pathlib import Path
+
+        from .trace import systolic_trace
+
+        Path(trace_path).write_text(json.dumps(systolic_trace(rows)))
+        click.echo(f"trace: {trace_path} (open in ui.perfetto.dev)", err=True)
     if as_json:
         click.echo(json.dumps({"config": dataclasses.asdict(cfg), "layers": rows}))
         return

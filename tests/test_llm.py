@@ -234,3 +234,32 @@ def test_static_residency_preload_counts_in_ddr_bytes_and_energy_too():
     assert s["ddr_bytes"] == pytest.approx(float(ds.ddr_bytes.sum()) + preload)
     assert s["energy_j"] == pytest.approx((float(ds.energy_pj.sum()) + preload * NPU2.pj_per_byte["ddr"]) * 1e-12)
     assert float(ds.dispatch_energy_pj.sum()) * 1e-12 == pytest.approx(s["energy_j"])
+
+
+def test_llm_trace_lays_ops_out_in_dispatches_and_adds_up(tmp_path):
+    """``fastsim run llm --trace`` (issue 16): dispatch, op and fused-group tracks whose timeline is
+    the run's total time; every op a named slice with its class and binding resource."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+    from fastsim.llm.model import ModelConfig
+    from fastsim.trace import llm_trace
+
+    ds = simulate_llm(LlmStudy(model=ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 512), context=128, cuts=(0,)))
+    trace = llm_trace(ds)
+    assert trace["metadata"]["timeline_seconds"] == pytest.approx(float(ds.total_seconds))
+    ops = [e for e in trace["traceEvents"] if e.get("tid") == 1 and e["ph"] == "X"]
+    assert [e["name"] for e in ops] == list(ds.op_name.values)
+    assert all(e["args"]["bound_by"] and e["cat"] == e["args"]["class"] for e in ops)
+    dispatches = [e for e in trace["traceEvents"] if e.get("tid") == 0 and e["name"].startswith("dispatch ")]
+    assert len(dispatches) == 2
+    assert any(e["ph"] == "C" for e in trace["traceEvents"])
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                  "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512}))
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["run", "llm", "--model", str(config), "--context", "128", "--trace", str(out)])
+    assert r.exit_code == 0, r.output
+    assert len([e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"]) > 10

@@ -155,3 +155,29 @@ def test_systolic__refuses_scalesim_features_it_does_not_model(tmp_path):
     with pytest.raises(fastsim.ConfigError) as e:
         read_config(cfg)
     assert "sparsity.SparsitySupport" in str(e.value) and "run_presets.UseRamulatorTrace" in str(e.value)
+
+
+def test_cli__trace_is_a_per_layer_fold_timeline(tmp_path):
+    """``fastsim systolic --trace`` (issue 16): one track per dataflow, layers back to back, folds
+    as one summary slice each, stalls where the buffer model found them."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    root = Path(__file__).resolve().parents[1] / "bench" / "scalesim"
+    out = tmp_path / "t.json"
+    args = ["systolic", "-c", str(root / "mesh32_os_user.cfg"), "-t", str(root / "resnet50_first4.csv"),
+            "--dataflow", "ws,os", "--json", "--trace", str(out)]
+    r = CliRunner().invoke(main, args)
+    assert r.exit_code == 0, r.output
+    rows = json.loads(next(line for line in r.output.splitlines() if line.startswith("{")))["layers"]
+    events = json.loads(out.read_text())["traceEvents"]
+    for tid, flow in enumerate(("ws", "os")):
+        layers = [e for e in events if e.get("tid") == tid and e.get("cat") == "layer"]
+        mine = [row for row in rows if row["dataflow"] == flow]
+        assert [e["name"] for e in layers] == [row["layer"] for row in mine]
+        assert sum(e["dur"] for e in layers) == sum(row["total_cycles"] for row in mine)
+        stalls = [e for e in events if e.get("tid") == tid and e.get("cat") == "stall"]
+        assert sum(e["dur"] for e in stalls) == sum(row["stall_cycles"] for row in mine)
