@@ -597,6 +597,31 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
                    f"{row['overall_utilization']:>9.1f}")
 
 
+@main.command("plot")
+@click.argument("result", type=click.Path(exists=True))
+@click.option("--kind", type=click.Choice(["sweep", "kv", "classes", "roofline", "mismatch"]), default=None,
+              help="figure kind (default: chosen from the result)")
+@click.option("--var", default=None, help="sweep: the output to plot (default: the first)")
+@click.option("--x", "x_axis", default=None, help="sweep: the axis along x (default: the first)")
+@click.option("--y", "y_axis", default=None, help="sweep: a second axis (one line per value, or --heatmap)")
+@click.option("--heatmap", is_flag=True, help="sweep: a heatmap over --x and --y")
+@click.option("--arch", "arch_name", default=None, help="roofline: the arch (default: the run's)")
+@click.option("--out", "out_path", default="figure.png", show_default=True, type=click.Path(dir_okay=False),
+              help="PNG or SVG, by suffix")
+def plot_cmd(result, kind, var, x_axis, y_axis, heatmap, arch_name, out_path):
+    """A figure of a sweep's zarr store or a run's JSON: KV vs weight traffic, time by class and
+    layer, roofline, any output over one or two sweep axes, systolic tile mismatch.
+
+    Example: fastsim run --json llm > run.json && fastsim plot run.json --out classes.svg
+    """
+    from .plot import load_result, plot
+
+    fig = plot(load_result(result), kind, var, x_axis, y_axis, _load_arch(arch_name) if arch_name else None, heatmap)
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=110)
+    click.echo(f"figure: {out_path}")
+
+
 def _register_studies() -> None:
     from .cli_study import calibrate_cmd, optimize_cmd, study_group
 

@@ -1,0 +1,221 @@
+"""Figures of results: ``fastsim plot RESULT [--kind K]`` (PNG or SVG by the output's suffix).
+
+A result is a sweep's zarr store or a run's JSON (``fastsim run ... --json``, ``fastsim systolic
+--json``). Each kind is a function that draws on a matplotlib Figure and returns it, so that tests
+can check axes, series and labels, and study reports can reuse them:
+
+- ``sweep``: any output over one axis (lines, one per value of a second axis) or two (a heatmap);
+- ``kv``: KV-cache vs weight DDR bytes over context (an LLM sweep), the crossover marked;
+- ``classes``: time by op class and by layer (an LLM run);
+- ``roofline``: achieved ops/s against ops per DDR byte with the arch's compute and DDR ceilings
+  (a GEMM run);
+- ``mismatch``: the systolic tile-mismatch histogram (a systolic run).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError
+
+KINDS = ("sweep", "kv", "classes", "roofline", "mismatch")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(w=6.0, h=3.6):
+    return _pyplot().subplots(figsize=(w, h))
+
+
+def _label(da) -> str:
+    units = da.attrs.get("units", "")
+    return f"{da.name} ({units})" if units and units != "1" else str(da.name)
+
+
+def sweep_figure(ds, var: str, x: str, y: str | None = None):
+    """``var`` over axis ``x``: lines (one per value of ``y``) or, with ``y`` and ``heatmap``, a
+    heatmap. Other axes are reduced to their first value."""
+    if var not in ds:
+        raise ConfigError([f"var = {var!r}: not in the result; one of {sorted(ds.data_vars)}"], "plot")
+    da = ds[var].where(ds["status"] == 0) if "status" in ds else ds[var]
+    for dim in list(da.dims):
+        if dim not in (x, y):
+            da = da.isel({dim: 0})
+    fig, ax = _figure()
+    if y is None:
+        ax.plot(da[x].values, da.values, "o-", label=var)
+    else:
+        for value in da[y].values:
+            ax.plot(da[x].values, da.sel({y: value}).values, "o-", label=f"{y} = {value}")
+        ax.legend(fontsize=7)
+    ax.set_xlabel(_label(ds[x]))
+    ax.set_ylabel(_label(ds[var]))
+    ax.set_title(f"{var} over {x}" + (f" and {y}" if y else ""), fontsize=9)
+    return fig
+
+
+def heatmap_figure(ds, var: str, x: str, y: str):
+    da = ds[var].where(ds["status"] == 0) if "status" in ds else ds[var]
+    for dim in list(da.dims):
+        if dim not in (x, y):
+            da = da.isel({dim: 0})
+    da = da.transpose(y, x)
+    fig, ax = _figure()
+    im = ax.imshow(da.values, aspect="auto", origin="lower")
+    ax.set_xticks(range(da.sizes[x]), [str(v) for v in da[x].values], fontsize=7)
+    ax.set_yticks(range(da.sizes[y]), [str(v) for v in da[y].values], fontsize=7)
+    ax.set_xlabel(_label(ds[x]))
+    ax.set_ylabel(_label(ds[y]))
+    fig.colorbar(im, ax=ax, label=_label(ds[var]))
+    ax.set_title(f"{var}", fontsize=9)
+    return fig
+
+
+def kv_figure(ds, x: str = "context"):
+    """KV and weight DDR bytes per step over context; the first context where KV exceeds weights."""
+    for name in ("kv_bytes", "weight_bytes"):
+        if name not in ds:
+            raise ConfigError([f"kind kv needs outputs kv_bytes and weight_bytes (and a {x} axis)"], "plot")
+    kv, w = ds.kv_bytes, ds.weight_bytes
+    for dim in list(kv.dims):
+        if dim != x:
+            kv, w = kv.isel({dim: 0}), w.isel({dim: 0})
+    fig, ax = _figure()
+    ax.plot(kv[x].values, w.values / 1e6, "s-", label="weights")
+    ax.plot(kv[x].values, kv.values / 1e6, "^-", label="KV cache")
+    over = np.flatnonzero(kv.values > w.values)
+    if over.size:
+        ax.axvline(kv[x].values[over[0]], color="grey", ls="--", lw=0.8, label="KV > weights")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(_label(ds[x]) if x in ds.coords else x)
+    ax.set_ylabel("DDR MB per step")
+    ax.legend(fontsize=7)
+    ax.set_title("KV-cache vs weight traffic", fontsize=9)
+    return fig
+
+
+def classes_figure(run: dict):
+    """Time by op class (bar) and by layer (bar) of an LLM run's JSON."""
+    if "by_class" not in run:
+        raise ConfigError(["kind classes needs an LLM run's JSON (fastsim run llm --json)"], "plot")
+    fig, (a, b) = _pyplot().subplots(1, 2, figsize=(8, 3.4))
+    classes = sorted(run["by_class"], key=run["by_class"].get, reverse=True)
+    a.bar(classes, [run["by_class"][c] * 1e3 for c in classes])
+    a.set_ylabel("time (ms)")
+    a.set_xlabel("op class")
+    a.tick_params(axis="x", rotation=45, labelsize=7)
+    layers = list(run["by_layer"])
+    b.bar(layers, [run["by_layer"][k] * 1e3 for k in layers])
+    b.set_xlabel("layer")
+    b.set_ylabel("time (ms)")
+    b.tick_params(axis="x", labelsize=6)
+    fig.suptitle(f"{run['model']} {run['regime']}: {run['seconds'] * 1e3:.3f} ms", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def roofline_figure(run: dict, arch):
+    """A GEMM run on the arch's roofline: ops per DDR byte against achieved ops/s."""
+    if "ops_per_s" not in run or "ddr_bytes" not in run:
+        raise ConfigError(["kind roofline needs a GEMM run's JSON (fastsim run gemm --json)"], "plot")
+    intensity = run["ops"] / max(1.0, run["ddr_bytes"])
+    peak = run["peak_ops_per_s"]
+    ddr = arch.ddr_bytes_per_s
+    xs = np.logspace(-1, 4, 200)
+    fig, ax = _figure()
+    ax.plot(xs, np.minimum(peak, xs * ddr), "k-", label="roofline (compute, DDR)")
+    ax.axhline(peak, color="grey", ls=":", lw=0.8)
+    ax.plot([intensity], [run["ops_per_s"]], "o", color="C3", label="this run")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ops per DDR byte")
+    ax.set_ylabel("ops/s")
+    ax.legend(fontsize=7)
+    ax.set_title(f"Roofline of {arch.name}: {run['ops_per_s'] / 1e12:.2f} of {peak / 1e12:.1f} Top/s", fontsize=9)
+    return fig
+
+
+def mismatch_figure(run: dict):
+    """Systolic tile mismatch: folds by kind, summed over layers (a systolic run's JSON)."""
+    if "layers" not in run or not run["layers"] or "tile_mismatch" not in run["layers"][0]:
+        raise ConfigError(["kind mismatch needs a systolic run's JSON (fastsim systolic --json)"], "plot")
+    kinds = list(run["layers"][0]["tile_mismatch"])
+    totals = [sum(row["tile_mismatch"][k] for row in run["layers"]) for k in kinds]
+    fig, ax = _figure()
+    ax.bar(kinds, totals)
+    ax.set_xlabel("fold kind")
+    ax.set_ylabel("folds")
+    ax.tick_params(axis="x", rotation=30, labelsize=7)
+    ax.set_title("Systolic tile mismatch over all layers", fontsize=9)
+    return fig
+
+
+def load_result(path: str | Path):
+    """A zarr store (xarray Dataset) or a run's JSON (dict)."""
+    path = Path(path)
+    if path.is_dir():
+        from .sweeping.store import open_store
+
+        try:
+            return open_store(path)
+        except Exception as e:
+            raise ConfigError([f"{path}: not a readable zarr store ({type(e).__name__}: {e})"], "plot")
+    try:
+        text = path.read_text()
+        return json.loads(text[text.index("{"):])
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise ConfigError([f"{path}: neither a zarr store nor a run's JSON ({e})"], "plot")
+
+
+def default_kind(result) -> str:
+    if isinstance(result, dict):
+        if "by_class" in result:
+            return "classes"
+        if "ops_per_s" in result:
+            return "roofline"
+        if "layers" in result:
+            return "mismatch"
+        raise ConfigError(["this JSON is not a run of fastsim run llm/gemm or fastsim systolic"], "plot")
+    if "kv_bytes" in result and "weight_bytes" in result and "context" in result.dims:
+        return "kv"
+    return "sweep"
+
+
+def plot(result, kind: str | None = None, var: str | None = None, x: str | None = None, y: str | None = None,
+         arch=None, heatmap: bool = False):
+    """The figure of ``result`` (see the module docstring); returns the matplotlib Figure."""
+    kind = kind or default_kind(result)
+    if kind not in KINDS:
+        raise ConfigError([f"kind = {kind!r}: one of {KINDS}"], "plot")
+    if kind in ("classes", "roofline", "mismatch") and not isinstance(result, dict):
+        raise ConfigError([f"kind {kind} takes a run's JSON, not a sweep store"], "plot")
+    if kind in ("sweep", "kv") and isinstance(result, dict):
+        raise ConfigError([f"kind {kind} takes a sweep's zarr store"], "plot")
+    if kind == "classes":
+        return classes_figure(result)
+    if kind == "mismatch":
+        return mismatch_figure(result)
+    if kind == "roofline":
+        from .arch import load
+
+        return roofline_figure(result, arch or load(result.get("arch", "npu2")))
+    if kind == "kv":
+        return kv_figure(result, x or "context")
+    dims = [d for d in result.dims if d in result.coords]
+    var = var or next((v for v in result.data_vars if v not in ("status", "message", "done")
+                       and set(result[v].dims) <= set(dims)), None)
+    x = x or (dims[0] if dims else None)
+    if var is None or x is None:
+        raise ConfigError(["the store has no output over its axes to plot"], "plot")
+    if heatmap and y:
+        return heatmap_figure(result, var, x, y)
+    return sweep_figure(result, var, x, y)

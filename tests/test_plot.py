@@ -1,0 +1,82 @@
+"""``fastsim plot`` figures (issue 16): properties (axes, series, labels, units), not pixels."""
+import json
+
+import numpy as np
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+from fastsim.arch import NPU2
+from fastsim.cli import main
+from fastsim.errors import ConfigError
+from fastsim.plot import plot
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("plot")
+    config = tmp / "config.json"
+    config.write_text(json.dumps({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+                                  "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512}))
+    out = {}
+    for name, args in (("llm", ["run", "--json", "llm", "--model", str(config), "--context", "128"]),
+                       ("gemm", ["run", "--json", "gemm", "--m", "128", "--k", "128", "--n", "128"])):
+        r = CliRunner().invoke(main, args)
+        assert r.exit_code == 0, r.output
+        out[name] = json.loads(r.output)
+    return out
+
+
+def _sweep():
+    ctx = np.array([1024, 4096, 16384, 65536])
+    kv = xr.DataArray(ctx * 32768.0, dims="context", coords={"context": ctx}, attrs={"units": "bytes"})
+    ds = xr.Dataset({"kv_bytes": kv, "weight_bytes": kv * 0 + 6.4e8,
+                     "seconds": (("context", "batch"), np.arange(8.0).reshape(4, 2), {"units": "s"}),
+                     "status": (("context", "batch"), np.zeros((4, 2), int))},
+                    coords={"batch": [1, 4]})
+    ds.context.attrs["units"] = "tokens"
+    return ds
+
+
+def test_llm_run_gives_time_by_class_and_by_layer(runs):
+    fig = plot(runs["llm"])
+    a, b = fig.axes
+    assert len(a.patches) == len(runs["llm"]["by_class"]) and len(b.patches) == len(runs["llm"]["by_layer"])
+    assert a.get_ylabel() == "time (ms)" and b.get_xlabel() == "layer"
+
+
+def test_gemm_run_sits_under_the_roofline(runs):
+    fig = plot(runs["gemm"], arch=NPU2)
+    ax = fig.axes[0]
+    point = ax.lines[-1]
+    assert point.get_label() == "this run" and ax.get_xscale() == "log"
+    assert point.get_ydata()[0] <= runs["gemm"]["peak_ops_per_s"]
+
+
+def test_sweeps_give_lines_heatmaps_and_the_kv_crossover():
+    ds = _sweep()
+    fig = plot(ds, "sweep", "seconds", "context", "batch")
+    assert len(fig.axes[0].lines) == 2 and fig.axes[0].get_xlabel() == "context (tokens)"
+    assert fig.axes[0].get_ylabel() == "seconds (s)"
+    fig = plot(ds, "sweep", "seconds", "context", "batch", heatmap=True)
+    assert fig.axes[0].images and len(fig.axes) == 2  # the map and its colour bar
+    fig = plot(ds)  # default for a store with kv and weight bytes over context
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert labels == ["weights", "KV cache", "KV > weights"]
+    assert fig.axes[0].lines[2].get_xdata()[0] == 65536  # first context where KV exceeds weights
+
+
+def test_systolic_mismatch_histogram_and_cli_writes_svg(tmp_path, runs):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "bench" / "scalesim"
+    r = CliRunner().invoke(main, ["systolic", "-c", str(root / "mesh32_os.cfg"), "-t",
+                                  str(root / "resnet50_first4.csv"), "--json"])
+    run = json.loads(r.output)
+    fig = plot(run)
+    assert len(fig.axes[0].patches) == len(run["layers"][0]["tile_mismatch"])
+    (tmp_path / "run.json").write_text(json.dumps(runs["llm"]))
+    r = CliRunner().invoke(main, ["plot", str(tmp_path / "run.json"), "--out", str(tmp_path / "f.svg")])
+    assert r.exit_code == 0 and (tmp_path / "f.svg").read_text().lstrip().startswith("<?xml")
+    with pytest.raises(ConfigError, match="kind"):
+        plot(run, "roofline")
