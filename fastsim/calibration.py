@@ -167,9 +167,8 @@ class Predictor:
                     a["tile_m"], a["tile_k"], a["tile_n"] = (int(x) for x in str(tile).split("x"))
                 except ValueError:
                     raise ConfigError([f"{m.name}: tile = {tile!r}; expected MxKxN like 64x64x64"], "measurements")
-            names = {"m": "m_total", "k": "k_total", "n": "n_total"}
             try:
-                g = Gemm(**{names.get(k, k): v for k, v in a.items()})
+                g = Gemm(**a)
             except TypeError as e:
                 raise ConfigError([f"{m.name}: {e}"], "measurements")
             best = gemm_mapping(g, self.arch, top=1).best

@@ -120,9 +120,9 @@ def _parse_tile(text):
 def _gemm_options(fn):
     """Options shared by ``run gemm`` and ``map gemm``: the op and the pins of its search."""
     for option in reversed([
-        click.option("--m", "m_total", default=2048, show_default=True, type=click.IntRange(min=1)),
-        click.option("--k", "k_total", default=2048, show_default=True, type=click.IntRange(min=1)),
-        click.option("--n", "n_total", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--m", "m", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--k", "k", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--n", "n", default=2048, show_default=True, type=click.IntRange(min=1)),
         click.option("--dtype", default="bf16", show_default=True),
         click.option("--tile", default=None, help="pin the L1 tile m,k,n (default: searched)"),
         click.option("--l2", type=click.Choice(["none", "a", "b", "ab"]), default=None,
@@ -140,11 +140,11 @@ def _gemm_options(fn):
     return fn
 
 
-def _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
+def _gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
     from .workloads.gemm import Gemm
 
     t = _parse_tile(tile) or (None, None, None)
-    return Gemm(m_total, k_total, n_total, dtype, *t, cols=cols, kernel_efficiency=efficiency,
+    return Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
                 dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
                 stream_split=stream_split)
 
@@ -153,7 +153,7 @@ def _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, 
 @_gemm_options
 @_run_options_here
 @click.pass_context
-def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
+def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
@@ -165,7 +165,7 @@ def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, e
     opts = ctx.obj
     arch = opts["arch"]
     try:
-        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
+        g = _gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
         g.matmul()  # validated before the size guard reads it
         if g.macs > SOFT_LIMITS["gemm_macs"]:
             floor = g.macs / (arch.compute_tiles * max(arch.macs_per_cycle.values()))
@@ -181,7 +181,7 @@ def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, e
     summary = summarize(ds, 0, arch, g.ops, dtype)
     mp = found.best
     datapath = structure(g.matmul(), mp, arch).macs_key
-    summary["workload"] = {"kind": "gemm", "m": m_total, "k": k_total, "n": n_total, "dtype": dtype,
+    summary["workload"] = {"kind": "gemm", "m": m, "k": k, "n": n, "dtype": dtype,
                            "kernel_efficiency": efficiency or arch.efficiency(datapath)}
     summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
                           "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
@@ -193,7 +193,7 @@ def gemm(ctx, m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, e
     if opts["json"]:
         click.echo(json.dumps(summary))
     else:
-        click.echo(format_summary(f"GEMM {m_total}x{k_total}x{n_total} {dtype} on {arch.name}", summary))
+        click.echo(format_summary(f"GEMM {m}x{k}x{n} {dtype} on {arch.name}", summary))
         click.echo(f"  mapping         {mp.label()} (padding {100 * summary['mapping']['padding_waste']:.1f} %)")
         if opts["trace"]:
             click.echo(f"  trace           {opts['trace']} ({summary['trace_events']} slices)")
@@ -211,7 +211,7 @@ def map_group():
 @click.option("--simulate", "simulate_top", default=6, show_default=True, type=click.IntRange(min=1),
               help="best-bounded candidates simulated cycle-exactly")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, arch_name, top,
+def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, arch_name, top,
              simulate_top, as_json):
     """Rank mappings of C = A @ B: tiles, L2 residency, columns, dataflow, K split; each with its
     lower bound, simulated cycles, bytes per level and energy; rejected ones with their reason.
@@ -221,7 +221,7 @@ def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, ef
 
     arch = _load_arch(arch_name)
     try:
-        g = _gemm_from(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
+        g = _gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
         found = gemm_mapping(g, arch, top=simulate_top)
     except (ConfigError, SimulationError) as e:
         fail(e)
@@ -230,14 +230,14 @@ def map_gemm(m_total, k_total, n_total, dtype, tile, l2, cols, gemm_dataflow, ef
     if as_json:
         def plain(r):
             return {k: (list(v) if isinstance(v, tuple) else v) for k, v in r.items()}
-        click.echo(json.dumps({"op": {"m": m_total, "k": k_total, "n": n_total, "dtype": dtype}, "arch": arch.name,
+        click.echo(json.dumps({"op": {"m": m, "k": k, "n": n, "dtype": dtype}, "arch": arch.name,
                                "best": found.best.label(), "best_cycles": found.best_cycles,
                                "enumerated": found.enumerated, "legal": found.legal,
                                "rejected_by_reason": found.rejected_by_reason,
                                "ranked": [plain(r) for r in ranked],
                                "rejected": [plain(r) for r in found.rejected[:top]]}))
         return
-    click.echo(f"GEMM {m_total}x{k_total}x{n_total} {dtype} on {arch.name}: {found.enumerated:,} candidates, "
+    click.echo(f"GEMM {m}x{k}x{n} {dtype} on {arch.name}: {found.enumerated:,} candidates, "
                f"{found.legal:,} legal")
     click.echo(f"  {'mapping':<44}{'bound':>12}{'simulated':>12}  {'bound by':<12}{'DDR MB':>8}"
                f"{'L1 kB':>7}{'L2 kB':>7}{'uJ':>8}")

@@ -138,7 +138,7 @@ def gemms(draw):
     from fastsim.workloads.gemm import Gemm
 
     fields = {f.name: f for f in dataclasses.fields(Gemm)}
-    args = {"m_total": draw(SMALL_INT), "k_total": draw(SMALL_INT), "n_total": draw(SMALL_INT)}
+    args = {"m": draw(SMALL_INT), "k": draw(SMALL_INT), "n": draw(SMALL_INT)}
     for _ in range(draw(st.integers(0, 3))):
         name = draw(st.sampled_from(sorted(fields)))
         args[name] = draw(st.one_of(VALUE, st.sampled_from(["bf16", "int8", "os", "ws", "is", "a", "b", "",

@@ -24,12 +24,12 @@ def test_gemm__whole_array_os_moves_exactly_the_expected_bytes(arch, g, tile, co
     ds = fastsim.simulate(gemm_design(g, arch, mp))
     rows = arch.compute_rows
     bi, bo = {"bf16": (2, 2), "int8": (1, 4)}[g.dtype]
-    block_rows, tiles_per_row = g.m_total // (rows * tile[0]), g.n_total // (cols * tile[2])
-    a_bytes = g.m_total * g.k_total * bi * tiles_per_row  # each A row block re-sent per C tile
-    b_bytes = g.k_total * g.n_total * bi * block_rows  # each B column panel re-sent per block row
+    block_rows, tiles_per_row = g.m // (rows * tile[0]), g.n // (cols * tile[2])
+    a_bytes = g.m * g.k * bi * tiles_per_row  # each A row block re-sent per C tile
+    b_bytes = g.k * g.n * bi * block_rows  # each B column panel re-sent per block row
     lv = ds.level_bytes.isel(design=0)
     assert float(lv.sel(level="ddr_read")) == a_bytes + b_bytes
-    assert float(lv.sel(level="ddr_write")) == g.m_total * g.n_total * bo
+    assert float(lv.sel(level="ddr_write")) == g.m * g.n * bo
     # every core spends the planned kernel cycles
     _, plan = check_mapping(g.matmul(), mp, arch)
     busy = ds.core_cycles.isel(design=0).sel(core_state="busy").values

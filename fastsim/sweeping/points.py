@@ -168,8 +168,7 @@ def _gemm(params: dict, arch) -> dict:
     from ..simulation import simulate
     from ..workloads.gemm import Gemm, gemm_design
 
-    names = {"m": "m_total", "k": "k_total", "n": "n_total"}
-    g = Gemm(**{names.get(k, k): v for k, v in params.items()})
+    g = Gemm(**params)  # sweep parameters are Gemm's own field names
     ds = simulate(gemm_design(g, arch))
     s = summarize(ds, 0, arch, g.ops, g.dtype)
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])

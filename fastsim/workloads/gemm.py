@@ -24,9 +24,9 @@ MAX_MACS = 1 << 40
 class Gemm:
     """C[M,N] = A[M,K] @ B[K,N]; ``None`` fields are chosen by the mapping search."""
 
-    m_total: int = 2048
-    k_total: int = 2048
-    n_total: int = 2048
+    m: int = 2048
+    k: int = 2048
+    n: int = 2048
     dtype: str = "bf16"
     tile_m: int | None = None
     tile_k: int | None = None
@@ -48,7 +48,7 @@ class Gemm:
 
     @property
     def macs(self) -> int:
-        return self.m_total * self.k_total * self.n_total
+        return self.m * self.k * self.n
 
     @property
     def ops(self) -> int:
@@ -56,10 +56,10 @@ class Gemm:
 
     def matmul(self) -> Matmul:
         p = Problems("gemm")
-        for name in ("m_total", "k_total", "n_total"):  # 2**20: a 512 x 2**26 x 2048 GEMM did not finish
+        for name in ("m", "k", "n"):  # 2**20: a 512 x 2**26 x 2048 GEMM did not finish
             p.number(name, getattr(self, name), integer=True, lo=1, hi=MAX_EXTENT)
         if not p.items:
-            p.check(self.macs <= MAX_MACS, "m_total x k_total x n_total", self.macs,
+            p.check(self.macs <= MAX_MACS, "m x k x n", self.macs,
                     f"at most {MAX_MACS:,} MACs (2**40; 4096^3 is 2**36): larger ones take hours to simulate")
         p.number("kernel_overhead_cycles", self.kernel_overhead_cycles, integer=True, lo=0, hi=10**6)
         p.number("cast_cycles_per_weight", self.cast_cycles_per_weight, lo=0, hi=10**3)
@@ -79,7 +79,7 @@ class Gemm:
             p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
         p.raise_if_any()
         b = self.weight_bytes or DTYPE_BYTES[self.weight_dtype or self.dtype]
-        return Matmul(self.m_total, self.k_total, self.n_total, self.dtype, DTYPE_BYTES[self.dtype], b,
+        return Matmul(self.m, self.k, self.n, self.dtype, DTYPE_BYTES[self.dtype], b,
                       DTYPE_BYTES[out], self.kernel_efficiency, self.kernel_overhead_cycles,
                       self.cast_cycles_per_weight, self.macs_scale, name="gemm")
 
