@@ -64,7 +64,10 @@ def main(threads, debug):
 @click.option("--yes", is_flag=True, help="run sizes that take minutes or more to simulate without asking")
 @click.pass_context
 def run(ctx, arch_name, as_json, trace_path, no_skip, yes):
-    """Simulate a workload (default: a 2048^3 bf16 GEMM on npu2)."""
+    """Simulate a workload (default: a 2048^3 bf16 GEMM on npu2). Options given here may also come
+    after the workload.
+
+    Example: fastsim run --arch npu1 --json gemm --m 1000 --k 97 --n 31 --dtype int8"""
     ctx.obj = {"arch": _load_arch(arch_name), "json": as_json, "trace": trace_path, "skip": not no_skip, "yes": yes}
     if ctx.invoked_subcommand is None:
         ctx.invoke(gemm)
@@ -257,7 +260,9 @@ def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_s
 @main.command("arch")
 @click.argument("name", default="npu2")
 def show_arch(name):
-    """Print an architecture (preset name or TOML file) as JSON."""
+    """Print an architecture (preset name or TOML file) as JSON.
+
+    Example: fastsim arch examples/wide_array.toml"""
     import dataclasses
     a = _load_arch(name)
     click.echo(json.dumps(dataclasses.asdict(a), indent=2))
@@ -335,7 +340,9 @@ def _parse_cuts(text):
 def llm(ctx, model, regime, new_tokens, context, prompt, batch, weights, kv, activations, noop, cuts, fusion,
         dataflows, columns, residency, overlay_path, save_overlay, efficiency, stream_split, compression_path,
         samples, seed, load, prefill_context, plan_path):
-    """A transformer forward pass: one decode step or a prefill."""
+    """A transformer forward pass: one decode step or a prefill.
+
+    Example: fastsim run llm --model llama-3.2-3b --regime prefill --prompt 1024 --json"""
     from .llm import LlmStudy, Precision, simulate_llm
     from .llm.run import llm_summary
 
@@ -487,7 +494,9 @@ def _replay(plan_path: str, opts: dict) -> None:
 @click.option("--scheduler", default=None, help="address or scheduler file of a running dask scheduler")
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
-    """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT)."""
+    """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT).
+
+    Example: fastsim sweep sweeps/gemm_quick.toml --out quick.zarr --workers 2"""
     from .sweeping import sweep
 
     report = []
@@ -534,7 +543,9 @@ def _load_mesh_model(closed_forms_only: bool, runs: int, most: int = 2000):
               help="also write SCALE-Sim-format traces under DIR/<run name>[_<dataflow>]/layer<i>/ (large)")
 def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, threads, trace_path, traces_dir):
     """Systolic PE-mesh timing of every layer: SCALE-Sim v3's numbers, compute in closed form and,
-    with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic."""
+    with InterfaceBandwidth USER, its request-level buffer model for stalls and DRAM traffic.
+
+    Example: fastsim systolic -c bench/scalesim/mesh32_os.cfg -t bench/scalesim/resnet50.csv --dataflow ws,os"""
     import dataclasses
 
     from .systolic.inputs import read_config, read_topology

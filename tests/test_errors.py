@@ -222,3 +222,17 @@ def test_cli__run_options_are_accepted_after_the_workload_too(tmp_path):
     before = json.loads(CliRunner().invoke(main, ["run", "--json", "--arch", "npu1", "gemm", "--m", "64", "--k", "64",
                                                   "--n", "64"]).output)
     assert before["total_cycles"] == got["total_cycles"]
+
+
+def test_cli__every_command_shows_an_example_in_its_help():
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    commands = [["run"], ["run", "gemm"], ["run", "llm"], ["map", "gemm"], ["sweep"], ["systolic"], ["arch"],
+                ["optimize"], ["calibrate"], ["plot"]] + [["study", s] for s in
+                                                         ("ablate", "cuts", "overlays", "dataflow", "bandwidth",
+                                                          "compression")]
+    for c in commands:
+        r = CliRunner().invoke(main, c + ["--help"])
+        assert r.exit_code == 0 and "Example" in r.output, c
