@@ -41,15 +41,20 @@ def _label(da) -> str:
     return f"{da.name} ({units})" if units and units != "1" else str(da.name)
 
 
-def sweep_figure(ds, var: str, x: str, y: str | None = None):
-    """``var`` over axis ``x``: lines (one per value of ``y``) or, with ``y`` and ``heatmap``, a
-    heatmap. Other axes are reduced to their first value."""
+def _over(ds, var: str, x: str, y: str | None):
+    """``var`` of the good points (status 0) over axes ``x`` (and ``y``); other axes at their first value."""
     if var not in ds:
         raise ConfigError([f"var = {var!r}: not in the result; one of {sorted(ds.data_vars)}"], "plot")
+    for axis in (x, y):
+        if axis is not None and axis not in ds[var].dims:
+            raise ConfigError([f"axis {axis!r}: {var} runs over {list(ds[var].dims)}"], "plot")
     da = ds[var].where(ds["status"] == 0) if "status" in ds else ds[var]
-    for dim in list(da.dims):
-        if dim not in (x, y):
-            da = da.isel({dim: 0})
+    return da.isel({dim: 0 for dim in da.dims if dim not in (x, y)})
+
+
+def sweep_figure(ds, var: str, x: str, y: str | None = None):
+    """``var`` over axis ``x``: one line, or one per value of ``y``."""
+    da = _over(ds, var, x, y)
     fig, ax = _figure()
     if y is None:
         ax.plot(da[x].values, da.values, "o-", label=var)
@@ -64,11 +69,8 @@ def sweep_figure(ds, var: str, x: str, y: str | None = None):
 
 
 def heatmap_figure(ds, var: str, x: str, y: str):
-    da = ds[var].where(ds["status"] == 0) if "status" in ds else ds[var]
-    for dim in list(da.dims):
-        if dim not in (x, y):
-            da = da.isel({dim: 0})
-    da = da.transpose(y, x)
+    """``var`` over axes ``x`` and ``y`` as a heatmap with a colour bar."""
+    da = _over(ds, var, x, y).transpose(y, x)
     fig, ax = _figure()
     im = ax.imshow(da.values, aspect="auto", origin="lower")
     ax.set_xticks(range(da.sizes[x]), [str(v) for v in da[x].values], fontsize=7)

@@ -59,7 +59,7 @@ class VarianceModel:
         return self
 
 
-def _shared_step(study: LlmStudy, arch: Arch, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+def _steps_at_shares(study: LlmStudy, arch: Arch, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Decode-step and prefill seconds at each DDR share taken, and their dispatch counts."""
     from .run import simulate_llm
 
@@ -85,7 +85,7 @@ def latency_distribution(study: LlmStudy, arch: Arch, samples: int = 1000, seed:
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError([f"seed = {seed!r}: must be an integer >= 0"], "latency")
     shares = np.linspace(0.0, model.ddr_share_max, model.levels)
-    decode_s, prefill_s, n_dec, n_pre = _shared_step(study, arch, shares)
+    decode_s, prefill_s, n_dec, n_pre = _steps_at_shares(study, arch, shares)
     rng = np.random.Generator(np.random.PCG64(seed))
 
     def drifting_share(n: int) -> np.ndarray:
