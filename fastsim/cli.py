@@ -60,15 +60,17 @@ def main(threads, debug):
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="write a Perfetto/Chrome trace JSON of every BD transfer and kernel call")
+@click.option("--trace-raw", is_flag=True, help="with --trace: every event, no summary slices for periodic runs")
 @click.option("--no-skip", is_flag=True, help="step every cycle (same result, slower)")
 @click.option("--yes", is_flag=True, help="run sizes that take minutes or more to simulate without asking")
 @click.pass_context
-def run(ctx, arch_name, as_json, trace_path, no_skip, yes):
+def run(ctx, arch_name, as_json, trace_path, trace_raw, no_skip, yes):
     """Simulate a workload (default: a 2048^3 bf16 GEMM on npu2). Options given here may also come
     after the workload.
 
     Example: fastsim run --arch npu1 --json gemm --m 1000 --k 97 --n 31 --dtype int8"""
-    ctx.obj = {"arch": _load_arch(arch_name), "json": as_json, "trace": trace_path, "skip": not no_skip, "yes": yes}
+    ctx.obj = {"arch": _load_arch(arch_name), "json": as_json, "trace": trace_path, "skip": not no_skip, "yes": yes,
+               "trace_raw": trace_raw}
     if ctx.invoked_subcommand is None:
         ctx.invoke(gemm)
 
@@ -192,7 +194,7 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
                           "stream_split": mp.stream_split,
                           "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
     if opts["trace"]:
-        summary["trace_events"] = write_trace(ds, opts["trace"])
+        summary["trace_events"] = write_trace(ds, opts["trace"], raw=opts["trace_raw"])
     if opts["json"]:
         click.echo(json.dumps(summary))
     else:

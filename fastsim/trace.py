@@ -13,8 +13,43 @@ from pathlib import Path
 import xarray as xr
 
 
-def chrome_trace(ds: xr.Dataset) -> dict:
-    """Build the trace from a ``simulate(..., trace=True)`` Dataset."""
+def summarize_repeats(slices: list[tuple[str, int, int]], min_repeat: int = 3,
+                      longest_pattern: int = 4) -> list[tuple[str, int, int, int]]:
+    """(name, start, end) slices of one track, in time order, with every periodic run merged into
+    one (names, start, end, count) slice: a pattern of 1 to ``longest_pattern`` slices (double
+    buffers alternate two names) repeated at least ``min_repeat`` times at a constant period, each
+    repeat identical in names and durations. A long periodic run stays loadable and still shows
+    what repeated, how often and when; ``count`` is the number of raw slices merged."""
+    def same(a, b, period):
+        return (slices[a][0] == slices[b][0] and slices[a][2] - slices[a][1] == slices[b][2] - slices[b][1]
+                and slices[a][1] - slices[b][1] == period)
+
+    out, i = [], 0
+    while i < len(slices):
+        best_p, best_n = 1, 1
+        for p in range(1, longest_pattern + 1):
+            if i + p >= len(slices):
+                break
+            period = slices[i + p][1] - slices[i][1]
+            j = i + p
+            while j < len(slices) and same(j, j - p, period):
+                j += 1
+            covered = (j - i) // p * p  # whole repeats only
+            if covered >= min_repeat * p and covered > best_n:
+                best_p, best_n = p, covered
+        if best_n > 1:
+            names = ", ".join(dict.fromkeys(slices[k][0] for k in range(i, i + best_p)))
+            out.append((names, slices[i][1], slices[i + best_n - 1][2], best_n))
+            i += best_n
+        else:
+            out.append((*slices[i], 1))
+            i += 1
+    return out
+
+
+def chrome_trace(ds: xr.Dataset, raw: bool = False) -> dict:
+    """Build the trace from a ``simulate(..., trace=True)`` Dataset; runs of identical periodic
+    slices on a track become one summary slice with a count unless ``raw``."""
     if "event_track" not in ds:
         raise ValueError("the Dataset holds no events: run simulate(..., trace=True)")
     clocks = ds.attrs["clock_hz"]
@@ -22,20 +57,23 @@ def chrome_trace(ds: xr.Dataset) -> dict:
     for d in range(ds.sizes["design"]):
         us_per_cycle = 1e6 / (clocks[d] if isinstance(clocks, list) else clocks)
         events.append({"ph": "M", "name": "process_name", "pid": d, "args": {"name": f"design {d}"}})
-        tids: dict[str, int] = {}
         row = ds.isel(design=d)
+        by_track: dict[str, list] = {}
         for track, name, start, end in zip(row.event_track.values, row.event_name.values,
                                            row.event_start_cycles.values, row.event_end_cycles.values):
-            if not track:
-                continue
-            if track not in tids:
-                tids[track] = len(tids)
-                events.append({"ph": "M", "name": "thread_name", "pid": d, "tid": tids[track],
-                               "args": {"name": track}})
-            events.append({"ph": "X", "name": str(name), "cat": "core" if track.startswith("core") else "dma",
-                           "pid": d, "tid": tids[track], "ts": int(start) * us_per_cycle,
-                           "dur": int(end - start) * us_per_cycle,
-                           "args": {"start_cycle": int(start), "end_cycle": int(end)}})
+            if track:
+                by_track.setdefault(str(track), []).append((str(name), int(start), int(end)))
+        for tid, (track, slices) in enumerate(by_track.items()):
+            events.append({"ph": "M", "name": "thread_name", "pid": d, "tid": tid, "args": {"name": track}})
+            slices.sort(key=lambda s: s[1])
+            merged = [(n, s, e, 1) for n, s, e in slices] if raw else summarize_repeats(slices)
+            for name, start, end, count in merged:
+                args = {"start_cycle": start, "end_cycle": end}
+                if count > 1:
+                    args.update(count=count, summarized=True)
+                events.append({"ph": "X", "name": name if count == 1 else f"{name} x{count}",
+                               "cat": "core" if track.startswith("core") else "dma", "pid": d, "tid": tid,
+                               "ts": start * us_per_cycle, "dur": (end - start) * us_per_cycle, "args": args})
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
@@ -125,9 +163,9 @@ def systolic_trace(rows: list[dict]) -> dict:
     return {"traceEvents": events, "displayTimeUnit": "ns"}
 
 
-def write_trace(ds: xr.Dataset, path: str | Path) -> int:
-    """Write Perfetto-readable JSON (a design run's events, or an LLM run's timeline); returns the
-    number of slices written."""
-    data = llm_trace(ds) if "op_seconds" in ds else chrome_trace(ds)
+def write_trace(ds: xr.Dataset, path: str | Path, raw: bool = False) -> int:
+    """Write Perfetto-readable JSON (a design run's events, periodic runs summarized unless
+    ``raw``; or an LLM run's timeline); returns the number of slices written."""
+    data = llm_trace(ds) if "op_seconds" in ds else chrome_trace(ds, raw)
     Path(path).write_text(json.dumps(data))
     return sum(1 for e in data["traceEvents"] if e["ph"] == "X")

@@ -94,3 +94,28 @@ def test_cli__default_run_and_bad_input():
     assert r.exit_code == 2 and "m,k,n" in r.output
     r = runner.invoke(main, ["run", "--arch", "npu9"])
     assert r.exit_code == 2 and "not a preset" in r.output
+
+
+def test_trace__periodic_runs_become_summary_slices_that_cover_the_raw_events():
+    """Long traces stay loadable (issue 16): identical back-to-back slices at a constant period are
+    one slice with a count; the raw events are still there with raw=True."""
+    from fastsim.trace import chrome_trace, summarize_repeats
+
+    assert summarize_repeats([("a", 0, 2), ("a", 5, 7), ("a", 10, 12), ("b", 12, 13), ("a", 15, 17)]) == \
+        [("a", 0, 12, 3), ("b", 12, 13, 1), ("a", 15, 17, 1)]
+    alternating = [(("x0", "x1")[k % 2], 4 * k, 4 * k + 3) for k in range(8)]  # a double buffer
+    assert summarize_repeats(alternating) == [("x0, x1", 0, 31, 8)]
+    ds = fastsim.simulate(gemm_design(Gemm(256, 256, 256), NPU2), trace=True)
+    raw = [e for e in chrome_trace(ds, raw=True)["traceEvents"] if e["ph"] == "X"]
+    short = [e for e in chrome_trace(ds)["traceEvents"] if e["ph"] == "X"]
+    assert len(short) < len(raw)
+    assert sum(e["args"].get("count", 1) for e in short) == len(raw)
+    for tid in {e["tid"] for e in raw}:  # each summary spans exactly the raw slices it counts, in order
+        mine = sorted((e for e in raw if e["tid"] == tid), key=lambda e: e["ts"])
+        k = 0
+        for e in sorted((e for e in short if e["tid"] == tid), key=lambda e: e["ts"]):
+            count = e["args"].get("count", 1)
+            assert mine[k]["ts"] == e["ts"]
+            assert mine[k + count - 1]["ts"] + mine[k + count - 1]["dur"] == pytest.approx(e["ts"] + e["dur"])
+            k += count
+        assert k == len(mine)
