@@ -612,7 +612,7 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
 
 @main.command("plot")
 @click.argument("result", type=click.Path(exists=True))
-@click.option("--kind", type=click.Choice(["sweep", "kv", "classes", "roofline", "mismatch"]), default=None,
+@click.option("--kind", type=click.Choice(["sweep", "kv", "classes", "stalls", "roofline", "mismatch"]), default=None,
               help="figure kind (default: chosen from the result)")
 @click.option("--var", default=None, help="sweep: the output to plot (default: the first)")
 @click.option("--x", "x_axis", default=None, help="sweep: the axis along x (default: the first)")

@@ -7,6 +7,8 @@ can check axes, series and labels, and study reports can reuse them:
 - ``sweep``: any output over one axis (lines, one per value of a second axis) or two (a heatmap);
 - ``kv``: KV-cache vs weight DDR bytes over context (an LLM sweep), the crossover marked;
 - ``classes``: time by op class and by layer (an LLM run);
+- ``stalls``: stall attribution per op, what its DMA channels did, for the ops taking the most time
+  (an LLM run);
 - ``roofline``: achieved ops/s against ops per DDR byte with the arch's compute and DDR ceilings
   (a GEMM run);
 - ``mismatch``: the systolic tile-mismatch histogram (a systolic run).
@@ -20,7 +22,7 @@ import numpy as np
 
 from .errors import ConfigError
 
-KINDS = ("sweep", "kv", "classes", "roofline", "mismatch")
+KINDS = ("sweep", "kv", "classes", "stalls", "roofline", "mismatch")
 
 
 def _pyplot():
@@ -125,6 +127,27 @@ def classes_figure(run: dict):
     return fig
 
 
+def stalls_figure(run: dict, top: int = 12):
+    """The ``top`` slowest ops of an LLM run: share of their DMA channel-cycles in each state."""
+    if "stalls_by_op" not in run:
+        raise ConfigError(["kind stalls needs an LLM run's JSON (fastsim run llm --json)"], "plot")
+    ops = sorted(run["stalls_by_op"], key=lambda o: o["seconds"], reverse=True)[:top][::-1]
+    states = list(ops[0]["channels"]) if ops else []
+    fig, ax = _figure(7, 0.35 * len(ops) + 1.5)
+    left = np.zeros(len(ops))
+    names = [f"{o['op']} (layer {o['layer']})" if o.get("layer", -1) >= 0 else o["op"] for o in ops]
+    rows = np.arange(len(ops))  # positions, not names: every layer has an op of each name
+    for state in states:
+        share = np.array([100 * o["channels"][state] for o in ops])
+        ax.barh(rows, share, left=left, label=state)
+        left += share
+    ax.set_yticks(rows, names)
+    ax.set_xlabel("DMA channel-cycles (%)")
+    ax.tick_params(axis="y", labelsize=6)
+    ax.legend(fontsize=6, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return fig
+
+
 def roofline_figure(run: dict, arch):
     """A GEMM run on the arch's roofline: ops per DDR byte against achieved ops/s."""
     if "ops_per_s" not in run or "ddr_bytes" not in run:
@@ -198,12 +221,14 @@ def plot(result, kind: str | None = None, var: str | None = None, x: str | None 
     kind = kind or default_kind(result)
     if kind not in KINDS:
         raise ConfigError([f"kind = {kind!r}: one of {KINDS}"], "plot")
-    if kind in ("classes", "roofline", "mismatch") and not isinstance(result, dict):
+    if kind in ("classes", "stalls", "roofline", "mismatch") and not isinstance(result, dict):
         raise ConfigError([f"kind {kind} takes a run's JSON, not a sweep store"], "plot")
     if kind in ("sweep", "kv") and isinstance(result, dict):
         raise ConfigError([f"kind {kind} takes a sweep's zarr store"], "plot")
     if kind == "classes":
         return classes_figure(result)
+    if kind == "stalls":
+        return stalls_figure(result)
     if kind == "mismatch":
         return mismatch_figure(result)
     if kind == "roofline":

@@ -45,6 +45,16 @@ def test_llm_run_gives_time_by_class_and_by_layer(runs):
     assert a.get_ylabel() == "time (ms)" and b.get_xlabel() == "layer"
 
 
+def test_llm_run_gives_stall_attribution_per_op(runs):
+    fig = plot(runs["llm"], "stalls")
+    ax = fig.axes[0]
+    states = list(runs["llm"]["stalls_by_op"][0]["channels"])
+    n_ops = min(12, len(runs["llm"]["stalls_by_op"]))
+    assert len(ax.patches) == len(states) * n_ops and ax.get_xlabel() == "DMA channel-cycles (%)"
+    widths = np.array([p.get_width() for p in ax.patches]).reshape(len(states), n_ops).sum(axis=0)
+    assert np.allclose(widths, 100)  # every op's states add up
+
+
 def test_gemm_run_sits_under_the_roofline(runs):
     fig = plot(runs["gemm"], arch=NPU2)
     ax = fig.axes[0]

@@ -243,4 +243,19 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "movement_s": float(ds.movement_seconds.sum()),
         "bound_by": max(bound_time, key=bound_time.get),
         "time_by_bound": bound_time,
+        "stalls_by_op": stalls_by_op(ds),
     }
+
+
+def stalls_by_op(ds: xr.Dataset) -> list[dict]:
+    """Per op: its time, binding resource and the share of its DMA channel-cycles and core-cycles
+    in each state (stall attribution)."""
+    out = []
+    for i in range(ds.sizes["op"]):
+        ch, core = ds.channel_state_cycles.values[i], ds.core_state_cycles.values[i]
+        out.append({"op": str(ds.op_name.values[i]), "class": str(ds.op_class.values[i]),
+                    "layer": int(ds.layer.values[i]),
+                    "seconds": float(ds.op_seconds.values[i]), "bound_by": str(ds.bound_by.values[i]),
+                    "channels": {str(k): float(v) / max(1.0, float(ch.sum())) for k, v in zip(ds.channel_state.values, ch)},
+                    "cores": {str(k): float(v) / max(1.0, float(core.sum())) for k, v in zip(ds.core_state.values, core)}})
+    return out
