@@ -48,8 +48,9 @@ class Pins:
         from ..errors import Problems
 
         p = Problems("mapping pins")
-        for f in self.dataflow:
-            p.check(f in DATAFLOWS, "dataflow", f, f"one of {DATAFLOWS}")
+        if p.check(isinstance(self.dataflow, tuple), "dataflow", self.dataflow, "a tuple of dataflows"):
+            for f in self.dataflow:
+                p.check(isinstance(f, str) and f in DATAFLOWS, "dataflow", f, f"one of {DATAFLOWS}")
         p.check(self.split in (None, *SPLITS), "split", self.split, f"one of {SPLITS}")
         if self.tile is not None:
             p.check(isinstance(self.tile, (tuple, list)) and len(self.tile) == 3
@@ -60,6 +61,8 @@ class Pins:
             if getattr(self, name) is not None:
                 p.number(name, getattr(self, name), integer=True, lo=lo, hi=hi)
         p.check(self.order in (None, "m", "n"), "order", self.order, "m or n")
+        p.check(self.datapath is None or (isinstance(self.datapath, str) and self.datapath in arch.macs_per_cycle),
+                "datapath", self.datapath, f"one of {sorted(arch.macs_per_cycle)}")
         p.check(self.l2 is None or self.l2 in L2_CHOICES, "l2", self.l2, "'', a, b or ab")
         p.check(self.stream_split in (None, *STREAM_SPLITS), "stream_split", self.stream_split,
                 f"one of {STREAM_SPLITS}")

@@ -89,6 +89,9 @@ class Gemm:
         for name in ("tile_m", "tile_k", "tile_n", "cols", "k_split"):
             if getattr(self, name) is not None:
                 p.number(name, getattr(self, name), integer=True, lo=1, hi=4096)
+        for name in ("dataflow", "l2", "datapath", "stream_split"):
+            p.check(getattr(self, name) is None or isinstance(getattr(self, name), str), name, getattr(self, name),
+                    "a name (or unset: searched)")
         p.check(all(t is None for t in tiles) or all(t is not None for t in tiles), "tile_m/tile_k/tile_n",
                 tiles, "give all three sizes or none (searched)")
         p.raise_if_any()
