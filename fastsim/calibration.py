@@ -115,10 +115,9 @@ class Predictor:
         self.measurements = measurements
         self._cache: dict = {}
         self._mappings: dict = {}
-        for m in measurements:  # every workload's design must build under the starting arch
+        for m in measurements:  # every workload must build and run under the starting arch (cached)
             self.reads(m)
-            if m.kind in ("kernel", "gemm", "memcpy", "llm"):
-                self._cycles_or_seconds(m, arch)
+            self.predict(m, arch)
 
     def reads(self, m: Measurement) -> set[str]:
         """The parameters a measurement's prediction depends on."""

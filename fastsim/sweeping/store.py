@@ -117,10 +117,14 @@ def open_store(path: str | Path) -> xr.Dataset:
         ctx.__exit__(None, None, None)
 
 
+def _is_zarr_group(root: Path) -> bool:
+    return (root / ".zgroup").exists() or (root / "zarr.json").exists()
+
+
 def half_created(path: str | Path) -> bool:
     """A zarr group whose creation died before its attributes were written (no spec digest)."""
     root = Path(path)
-    if not ((root / ".zgroup").exists() or (root / "zarr.json").exists()):
+    if not _is_zarr_group(root):
         return False
     try:
         return "spec_digest" not in open_store(path).attrs
@@ -129,8 +133,7 @@ def half_created(path: str | Path) -> bool:
 
 
 def check_matches(spec: SweepSpec, path: str | Path) -> None:
-    root = Path(path)
-    if not ((root / ".zgroup").exists() or (root / "zarr.json").exists()):
+    if not _is_zarr_group(Path(path)):
         raise ConfigError([f"{path} exists and is not a sweep store; use a new --out"], "sweep resume")
     ds = open_store(path)
     if ds.attrs.get("spec_digest") != spec.digest():

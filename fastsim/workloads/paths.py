@@ -27,10 +27,15 @@ def deal(units: int, rates, how: str = "equal") -> list[int]:
         return [u % cols for u in range(units)]
     load, out = [0] * cols, []
     for _ in range(units):
-        c = min(range(cols), key=lambda i: ((load[i] + 1) / rates[i], i))
+        c = _first_to_finish(load, rates)
         load[c] += 1
         out.append(c)
     return out
+
+
+def _first_to_finish(load, rates) -> int:
+    """The column that would finish one more unit first at its rate (ties to the lower column)."""
+    return min(range(len(rates)), key=lambda i: ((load[i] + 1) / rates[i], i))
 
 
 def shares(units: int, rates, how: str = "equal") -> list[int]:
@@ -43,8 +48,7 @@ def shares(units: int, rates, how: str = "equal") -> list[int]:
     base = [int(units * r / total) for r in rates]
     rest = units - sum(base)
     for _ in range(rest):
-        c = min(range(cols), key=lambda i: ((base[i] + 1) / rates[i], i))
-        base[c] += 1
+        base[_first_to_finish(base, rates)] += 1
     return base
 
 
