@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fastsim.kernels import layout as L
+from fastsim.kernels.fastforward import scratch_words
 
 from .design import MM2S, Acquire, Channel, Compute, Design, Loop, Push, Release
 from .validate import chain_of, validate_design
@@ -41,7 +42,10 @@ def hops(src, dst) -> int:
 
 
 def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
-          livelock_cycles: int = 1 << 24, max_events: int = 0) -> LoweredDesign:
+          livelock_cycles: int = 1 << 24, max_events: int = 0,
+          fast_forward: bool | None = None) -> LoweredDesign:
+    """``skip`` jumps over cycles that repeat the previous one; ``fast_forward`` (default: as
+    ``skip``) jumps over whole periods of a periodic steady state. Both are exact."""
     validate_design(design)
     arch = design.arch
     lock_index = {lk.id: i for i, lk in enumerate(design.locks)}
@@ -144,6 +148,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     prm[L.P_LIVELOCK] = livelock_cycles
     prm[L.P_MAX_CYCLES] = max_cycles
     prm[L.P_SKIP] = int(skip)
+    prm[L.P_FF] = int(skip if fast_forward is None else fast_forward)
     prm[L.P_MAX_EVENTS] = max_events
     lock_init = np.array([lk.init for lk in design.locks], np.int64)
     return LoweredDesign(design, prm, col_rates, bds, ch, cons=np.array(cons, np.int64), prog=prog,
@@ -169,6 +174,11 @@ class Batch:
     inputs: tuple
     state: tuple
     outputs: dict
+    scratch_words: int
+
+    def scratch(self) -> np.ndarray:
+        """Fast-forward scratch for one kernel call (designs of a call share it in turn)."""
+        return np.zeros(self.scratch_words, np.int64)
 
 
 def pack(lowered: list[LoweredDesign]) -> Batch:
@@ -198,4 +208,4 @@ def pack(lowered: list[LoweredDesign]) -> Batch:
                "core_stats": np.zeros((n, n_cores, L.KC_N), np.int64),
                "events": np.zeros((n, max_events, L.EV_NCOL), np.int64),
                "res": np.zeros((n, L.R_NCOL), np.int64)}
-    return Batch(lowered, inputs, state, outputs)
+    return Batch(lowered, inputs, state, outputs, scratch_words(n_ch, n_cores, n_locks, qdepth))

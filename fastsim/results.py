@@ -60,6 +60,12 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
         {
             "total_cycles": (("design",), cycles,
                              {"units": "cycles", "description": "cycles until all required work finished"}),
+            "stepped_cycles": (("design",), res[:, L.R_STEPS].copy(),
+                               {"units": "cycles", "description": "cycles the engine simulated one by one; "
+                                "the rest were skipped (repeating the previous cycle) or fast-forwarded"}),
+            "fast_forwarded_cycles": (("design",), res[:, L.R_FF_CYCLES].copy(),
+                                      {"units": "cycles", "description": "cycles covered by whole periods "
+                                       "of a periodic steady state jumped at once (exact)"}),
             "seconds": (("design",), cycles / clock,
                         {"units": "s", "description": "total_cycles at the arch clock (no host dispatch)"}),
             "status": (("design",), np.array([STATUS_NAMES[int(s)] for s in res[:, L.R_STATUS]], dtype=object),

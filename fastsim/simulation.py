@@ -28,12 +28,12 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None) -> Batch
     arrays = (*batch.inputs, *batch.state, *batch.outputs.values())
     threads = min(resolve_threads(threads), len(lowered))
     if threads <= 1:
-        simulate_batch(*arrays)
+        simulate_batch(*arrays, batch.scratch())
         return batch
 
     def run(chunk: tuple[int, int]) -> None:
         lo, hi = chunk
-        simulate_batch(*[a[lo:hi] for a in arrays])
+        simulate_batch(*[a[lo:hi] for a in arrays], batch.scratch())
 
     # contiguous chunks (views: the kernel writes straight into the batch's arrays), about four
     # per thread so that one long design does not leave the other threads idle
@@ -46,7 +46,8 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None) -> Batch
 
 def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bool = False,
              max_events: int = 200_000, max_cycles: int = 2**40, livelock_cycles: int = 1 << 24,
-             on_error: str = "raise", threads: int | None = None, strict: bool = False) -> xr.Dataset:
+             on_error: str = "raise", threads: int | None = None, strict: bool = False,
+             fast_forward: bool | None = None) -> xr.Dataset:
     """Simulate one design or a batch of independent designs, cycle-exact.
 
     Parameters
@@ -54,6 +55,8 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     designs : Design or iterable of Design
     skip : bool
         Skip over cycles that provably repeat the previous one (same results, faster).
+    fast_forward : bool, optional
+        Jump over whole periods of a periodic steady state (same results; default: as ``skip``).
     trace : bool
         Record every BD transfer and kernel invocation (``fastsim.trace`` writes Perfetto JSON).
     max_cycles, livelock_cycles : int
@@ -82,7 +85,7 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error = {on_error!r}: allowed 'raise' or 'record'")
     lowered = [lower(d, skip=skip, max_cycles=max_cycles, livelock_cycles=livelock_cycles,
-                     max_events=max_events if trace else 0) for d in designs]
+                     max_events=max_events if trace else 0, fast_forward=fast_forward) for d in designs]
     batch = run_batch(lowered, threads)
     if on_error == "raise":
         for i in range(len(lowered)):

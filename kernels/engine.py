@@ -15,6 +15,7 @@ cycles are provably identical (same states, same flows) and applies them at once
 reference in ``tests/reference_model.py`` steps every cycle; property tests demand identical results.
 """
 from ._jit import inline, kernel
+from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
 from .layout import (
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
@@ -22,10 +23,10 @@ from .layout import (
     CH_SHIM, CH_STATIC_BD, CORE_END, CORE_START, CS_ACQ_LAT, CS_ACQUIRE, CS_IDLE, CS_RELEASE,
     CS_SETUP, CS_TRANSFER, EV_CHANNEL, EV_CORE, H_BD, H_CH, H_OP, H_REP, HOST_PUSH, K_CLASS,
     K_DEPTH, K_EV_START, K_PC, K_STATE, K_TIMER, KC_BUSY, KC_IDLE, KC_LOCK_WAIT, KC_OVERHEAD,
-    KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, NEVER, OP_ACQUIRE,
+    KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, MAX_LOOP_DEPTH, NEVER, OP_ACQUIRE,
     OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_LIVELOCK, P_LOCK_MAX,
     P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
-    P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
+    P_FF, P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
     S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
     S_REMAIN, S_REPEATS, S_STATE, S_WANT, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
     ST_DEADLOCK, ST_LIVELOCK, ST_LOCK_OVERFLOW, ST_OK, TASK_QUEUED, TASK_STATIC, TASK_STATIC_CYCLIC,
@@ -45,7 +46,8 @@ def _log_event(events, res, kind, index, what, start, end):
 
 
 @inline
-def _start_task(st, c, bd, repeats, kind, setup_cycles):
+def _start_task(st, c, bd, repeats, kind, setup_cycles, cyc, ff, o_task):
+    ff[o_task + c] = cyc  # fast-forward: the task's repeat count restarts here
     st[c, S_STATE] = CS_SETUP
     st[c, S_TIMER] = setup_cycles
     st[c, S_BD] = bd
@@ -78,7 +80,7 @@ def _host_control(prm, host, hst, st, queue):
 
 
 @inline
-def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res):
+def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, o_loop):
     """Zero-time steps of core k, then spend the cycle. Returns (changed, status)."""
     changed = 0
     while True:
@@ -136,11 +138,14 @@ def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res):
             d = kst[k, K_DEPTH]
             kloop[k, d, 0] = pc
             kloop[k, d, 1] = prog[pc, PROG_A]
+            ff[o_loop + k * MAX_LOOP_DEPTH + d] = cyc  # fast-forward: the loop count restarts
             kst[k, K_DEPTH] = d + 1
             kst[k, K_PC] = pc + 1
             changed = 1
         else:  # OP_END closes the innermost loop
             d = kst[k, K_DEPTH] - 1
+            if k == ff[C_ANCHOR_CORE]:
+                ff[C_NOTE] = pc  # a period boundary candidate for fast-forward
             kloop[k, d, 1] -= 1
             if kloop[k, d, 1] > 0:
                 kst[k, K_PC] = kloop[k, d, 0] + 1
@@ -151,7 +156,7 @@ def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res):
 
 
 @inline
-def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
+def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res, ff, o_task):
     """Zero-time steps of channel c, then spend the cycle. Returns (changed, status)."""
     changed = 0
     while True:
@@ -161,14 +166,14 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
             if sb >= 0 and st[c, S_STATIC_DONE] == 0:
                 st[c, S_STATIC_DONE] = 1
                 kind = TASK_STATIC_CYCLIC if bds[sb, BD_CYCLIC] == 1 else TASK_STATIC
-                _start_task(st, c, sb, 1, kind, prm[P_SETUP])
+                _start_task(st, c, sb, 1, kind, prm[P_SETUP], cyc, ff, o_task)
                 changed = 1
                 continue
             if st[c, S_QLEN] > 0:
                 h = st[c, S_QHEAD]
                 st[c, S_QHEAD] = (h + 1) % prm[P_QDEPTH]
                 st[c, S_QLEN] -= 1
-                _start_task(st, c, queue[c, h, 0], queue[c, h, 1], TASK_QUEUED, prm[P_SETUP])
+                _start_task(st, c, queue[c, h, 0], queue[c, h, 1], TASK_QUEUED, prm[P_SETUP], cyc, ff, o_task)
                 changed = 1
                 continue
             st[c, S_CLASS] = CC_IDLE
@@ -193,6 +198,8 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res):
                 st[c, S_CLASS] = -1  # decided by the flow phase
                 return changed, ST_OK
             _log_event(events, res, EV_CHANNEL, c, bd, st[c, S_EV_START], cyc)
+            if c == ff[C_ANCHOR_CH]:
+                ff[C_NOTE] = bd  # a period boundary candidate for fast-forward
             st[c, S_FLOW] = 0
             st[c, S_STATE] = CS_RELEASE
             st[c, S_TIMER] = prm[P_REL] if bds[bd, BD_REL_LOCK] >= 0 else 0
@@ -462,17 +469,20 @@ def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
 @kernel
 def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                  st, queue, kst, kloop, hst, locks, counts, active,
-                 ch_bytes, ch_stats, core_stats, events, res):
+                 ch_bytes, ch_stats, core_stats, events, res, ff):
     """Simulate one design until all required work is done or it cannot finish.
 
     Inputs (int64): prm[P_NCOL], col_rates[2, n_cols] (row 0 write/S2MM, row 1 read/MM2S, units per
     cycle), bds[n_bd, BD_NCOL], ch[n_ch, CH_NCOL], cons[n_cons], prog[n_instr, PROG_NCOL],
     cores[n_cores, CORE_NCOL], host[n_host, H_NCOL], lock_init[n_locks].
     State and outputs are preallocated by the caller and overwritten; res[R_NCOL] holds the status,
-    the final cycle and details.
+    the final cycle and details. ``ff`` is fast-forward scratch (``fastforward.scratch_words``).
     """
     _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
                    ch_bytes, ch_stats, core_stats, events, res)
+    ff_reset(prm, ff)
+    o_task, o_loop = ff_offsets(prm)
+    fast_forward = prm[P_FF] == 1
     n_ch = prm[P_N_CH]
     n_cores = prm[P_N_CORES]
     livelock = prm[P_LIVELOCK]
@@ -492,7 +502,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         active_cycle = 0
         status = ST_OK
         for i in range(n_cores):
-            moved, status = _core_control(i, cyc, prm, prog, cores, kst, kloop, locks, events, res)
+            moved, status = _core_control(i, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, o_loop)
             if status != ST_OK:
                 break
             changed |= moved
@@ -500,7 +510,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         n_active = 0
         if status == ST_OK:
             for c in range(n_ch):
-                moved, status = _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res)
+                moved, status = _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res, ff, o_task)
                 if status != ST_OK:
                     break
                 changed |= moved
@@ -556,15 +566,24 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 if progress:
                     last_progress = cyc
         cyc += 1
+        if fast_forward:
+            if changed:
+                ff_anchor(prm, ch, st, kst, ff)
+            if ff[C_NOTE] >= 0:
+                jumped = ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, locks,
+                                     ch_bytes, ch_stats, core_stats, events, res, ff)
+                cyc += jumped
+                last_progress += jumped
     res[R_CYCLES] = cyc
 
 
 @kernel
 def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                    st, queue, kst, kloop, hst, locks, counts, active,
-                   ch_bytes, ch_stats, core_stats, events, res):
-    """Run ``simulate_one`` for every design d of a padded batch (leading axis = design)."""
+                   ch_bytes, ch_stats, core_stats, events, res, ff):
+    """Run ``simulate_one`` for every design d of a padded batch (leading axis = design); the
+    fast-forward scratch ``ff`` is shared, one design at a time."""
     for d in range(prm.shape[0]):
         simulate_one(prm[d], col_rates[d], bds[d], ch[d], cons[d], prog[d], cores[d], host[d],
                      lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], counts[d], active[d],
-                     ch_bytes[d], ch_stats[d], core_stats[d], events[d], res[d])
+                     ch_bytes[d], ch_stats[d], core_stats[d], events[d], res[d], ff)

@@ -75,7 +75,8 @@ P_LIVELOCK = 13
 P_MAX_CYCLES = 14
 P_SKIP = 15
 P_MAX_EVENTS = 16
-P_NCOL = 17
+P_FF = 17  # 1: fast-forward whole periods of a periodic steady state (see kernels.fastforward)
+P_NCOL = 18
 
 # Channel states
 CS_IDLE = 0
@@ -158,8 +159,9 @@ R_STATUS = 0
 R_CYCLES = 1
 R_DETAIL = 2  # lock index on overflow
 R_EVENTS = 3  # events recorded (may exceed the buffer: then the trace is truncated)
-R_STEPS = 4  # cycles simulated one by one (the rest were skipped)
-R_NCOL = 5
+R_STEPS = 4  # cycles simulated one by one (the rest were skipped or fast-forwarded)
+R_FF_CYCLES = 5  # cycles covered by fast-forwarded periods
+R_NCOL = 6
 
 # Event rows: (agent kind, agent index, what, start cycle, end cycle)
 EV_CHANNEL = 0

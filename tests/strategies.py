@@ -114,11 +114,12 @@ def designs(draw, arch=None):
 
 
 @st.composite
-def pipelines(draw, arch=None):
+def pipelines(draw, arch=None, max_objects=4):
     """Well-formed ObjectFifo pipelines (shim -> [mem ->] compute core -> shim) that usually finish.
 
     Sizes, depths, object counts, broadcast fan-out and DDR sharing are random; these exercise the
-    steady streaming, backpressure and skipping paths that random designs rarely reach.
+    steady streaming, backpressure and skipping paths that random designs rarely reach. With many
+    objects (``max_objects``) they run into a periodic steady state, which fast-forward jumps.
     """
     from fastsim.design import fifo_endpoint, mm2s, object_fifo, s2mm
 
@@ -128,7 +129,7 @@ def pipelines(draw, arch=None):
     for col in range(arch.columns):
         if not draw(st.booleans()) and col > 0:
             continue
-        n_obj = draw(st.integers(1, 4))
+        n_obj = draw(st.integers(1, max_objects))
         size = draw(st.integers(1, 24)) * 4
         depth = draw(st.integers(1, 2))
         rows = draw(st.lists(st.integers(0, arch.compute_rows - 1), min_size=1, max_size=2, unique=True))

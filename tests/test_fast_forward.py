@@ -1,0 +1,112 @@
+"""Steady-state fast-forward is exact: jumping whole periods gives the cycles, counters, statistics
+and events that stepping gives (kernels.fastforward)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastsim
+from fastsim.kernels import layout as L
+from fastsim.kernels.engine import simulate_batch
+from fastsim.lower import lower, pack
+from fastsim.mapping import Mapping, Matmul, matmul_design
+from reference_model import ReferenceSim
+from strategies import pipelines, small_arch
+from test_engine_vs_reference import assert_same
+
+LIMITS = dict(max_cycles=200_000, livelock_cycles=50_000)
+
+
+def run(design, **options):
+    batch = pack([lower(design, **{**LIMITS, **options})])
+    simulate_batch(*batch.inputs, *batch.state, *batch.outputs.values(), batch.scratch())
+    return batch.outputs
+
+
+def assert_outputs_equal(a, b):
+    """Every output but the count of stepped cycles (what fast-forward saves) is identical."""
+    for key in a:
+        x, y = a[key], b[key]
+        if key == "res":
+            keep = [L.R_STATUS, L.R_CYCLES, L.R_DETAIL, L.R_EVENTS]
+            x, y = x[:, keep], y[:, keep]
+        np.testing.assert_array_equal(x, y, err_msg=key)
+
+
+@st.composite
+def matmul_designs(draw):
+    """A small matmul on a random mapping (dataflow, tile, columns, rows, L2 residency) of a
+    random small array: tiled loops over many k-steps and tiles, the periodic case."""
+    arch = draw(small_arch()).replace(columns=2, compute_rows=2)
+    m, k, n = (draw(st.sampled_from([16, 32, 64])) * draw(st.integers(1, 3)) for _ in range(3))
+    tile = tuple(draw(st.sampled_from([8, 16])) for _ in range(3))
+    mapping = Mapping(draw(st.sampled_from(["os", "ws", "is"])), "2d", tile,
+                      draw(st.integers(1, 2)), draw(st.integers(1, 2)),
+                      l2=draw(st.sampled_from(["", "a", "b"])))
+    try:
+        return matmul_design(Matmul(m, k, n, "bf16"), mapping, arch)
+    except fastsim.ConfigError:
+        return None
+
+
+@settings(max_examples=40, deadline=None)
+@given(pipelines(max_objects=40))
+def test_fast_forward__matches_reference_on_long_pipelines(design):
+    lowered = lower(design, **LIMITS, max_events=4096)
+    ref = ReferenceSim(lowered).run()
+    for skip in (True, False):
+        out = run(design, skip=skip, fast_forward=True, max_events=4096)
+        assert_same(out, 0, ref, lower(design, **LIMITS, max_events=4096))
+
+
+@settings(max_examples=40, deadline=None)
+@given(matmul_designs(), st.booleans())
+def test_fast_forward__matches_stepping_on_random_matmuls(design, traced):
+    if design is None:
+        return
+    events = 20_000 if traced else 0
+    stepped = run(design, skip=False, fast_forward=False, max_events=events)
+    assert_outputs_equal(run(design, skip=True, fast_forward=True, max_events=events), stepped)
+    assert_outputs_equal(run(design, skip=False, fast_forward=True, max_events=events), stepped)
+
+
+def _long_pipeline():
+    from helpers import passthrough
+
+    return passthrough(n_obj=64, size=1024, compute_cycles=300)
+
+
+def test_fast_forward__jumps_and_matches_reference_on_a_long_pipeline():
+    design = _long_pipeline()
+    lowered = lower(design, max_events=10_000)
+    ref = ReferenceSim(lowered).run()
+    out = run(design, max_events=10_000)
+    assert_same(out, 0, ref, lowered)
+    res = out["res"][0]
+    assert res[L.R_FF_CYCLES] > res[L.R_CYCLES] // 2  # most of the run was jumped
+    assert res[L.R_STEPS] < res[L.R_CYCLES] // 10
+
+
+def test_fast_forward__gemm_steps_fewer_cycles_with_identical_results():
+    design = matmul_design(Matmul(2048, 2048, 2048, "bf16"), Mapping("os", "2d", (64, 64, 64), 8, 4),
+                           fastsim.NPU2)
+    plain = run(design, fast_forward=False, max_cycles=2**40, livelock_cycles=1 << 24)
+    fast = run(design, max_cycles=2**40, livelock_cycles=1 << 24)
+    assert_outputs_equal(fast, plain)
+    assert fast["res"][0, L.R_STEPS] * 5 < plain["res"][0, L.R_STEPS]
+
+
+@pytest.mark.parametrize("max_events", [0, 50, 100_000])
+def test_fast_forward__trace_events_are_synthesized_for_jumped_periods(max_events):
+    design = _long_pipeline()
+    assert_outputs_equal(run(design, max_events=max_events),
+                         run(design, skip=False, fast_forward=False, max_events=max_events))
+
+
+def test_fast_forward__public_api_reports_identical_results():
+    design = _long_pipeline()
+    on = fastsim.simulate(design)
+    off = fastsim.simulate(design, fast_forward=False)
+    np.testing.assert_array_equal(on.total_cycles.values, off.total_cycles.values)
+    assert on.fast_forwarded_cycles.values[0] > 0 == off.fast_forwarded_cycles.values[0]
+    np.testing.assert_array_equal(on.channel_cycles.values, off.channel_cycles.values)
