@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fastsim  # noqa: E402
 import fastsim.workloads.gemm  # noqa: E402
 from benchmarks.bench_engine import _STARTUP  # noqa: E402
-from benchmarks.common import DESIGNS, gemm_candidates, kernel_run, passthrough_design, reference_rate  # noqa: E402
+from benchmarks.common import DESIGNS, ENGINE_MODES, gemm_candidates, kernel_run, passthrough_design, reference_rate  # noqa: E402
 from fastsim.kernels import layout as L  # noqa: E402
 from fastsim.lower import lower  # noqa: E402
 from fastsim.report import summarize  # noqa: E402
@@ -46,15 +46,12 @@ def main():
     rows = []
     for name in ("passthrough", "gemm_512", "gemm_2048"):
         design = DESIGNS[name]()
-        for skip in (True, False):
-            if name == "gemm_2048" and not skip:
-                reps = 1
-            else:
-                reps = REPEATS
-            seconds, batch = kernel_run(design, skip=skip, repeats=reps)
+        for mode, options in ENGINE_MODES.items():
+            reps = 1 if (name == "gemm_2048" and mode == "step") else REPEATS
+            seconds, batch = kernel_run(design, repeats=reps, **options)
             cycles = int(batch.outputs["res"][0, L.R_CYCLES])
             steps = int(batch.outputs["res"][0, L.R_STEPS])
-            rows.append((name, "kernel, skip" if skip else "kernel, step", cycles, steps, seconds))
+            rows.append((name, f"kernel, {mode}", cycles, steps, seconds))
         ref_cycles = 20000
         rate = statistics.median(reference_rate(design, ref_cycles) for _ in range(3))
         rows.append((name, f"reference (first {ref_cycles} cycles)", ref_cycles, ref_cycles, ref_cycles / rate))

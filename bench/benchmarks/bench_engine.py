@@ -1,4 +1,4 @@
-"""Engine throughput: simulated cycles per second with and without event skipping, batch scaling,
+"""Engine throughput: simulated cycles per second stepping, skipping and fast-forwarding, batch scaling,
 the reference model, and JIT compile / cache-load times."""
 import subprocess
 import sys
@@ -8,30 +8,34 @@ from fastsim.kernels import layout as L
 from fastsim.lower import lower
 from fastsim.simulation import run_batch
 
-from .common import DESIGNS, QUICK, gemm_candidates, kernel_run, passthrough_design, reference_rate
+from .common import DESIGNS, ENGINE_MODES, QUICK, gemm_candidates, kernel_run, passthrough_design, reference_rate
 
 
 class EngineThroughput:
-    params = (list(DESIGNS), [True, False])
-    param_names = ["design", "skip"]
+    params = (list(DESIGNS), list(ENGINE_MODES))
+    param_names = ["design", "mode"]
     timeout = 300
 
-    def setup(self, design, skip):
-        if design.startswith("gemm_2048") and not skip and not QUICK:
+    def setup(self, design, mode):
+        if design.startswith("gemm_2048") and mode == "step" and not QUICK:
             raise NotImplementedError("stepping millions of cycles one by one takes ~10 s; skipped")
-        self.lowered = lower(DESIGNS[design](), skip=skip)
+        self.lowered = lower(DESIGNS[design](), **ENGINE_MODES[mode])
         self.batch = run_batch([self.lowered])  # warm-up: compile or load cache
 
-    def time_simulate(self, design, skip):
+    def time_simulate(self, design, mode):
         run_batch([self.lowered])
 
-    def track_cycles_per_s(self, design, skip):
+    def track_stepped_cycles(self, design, mode):
+        return float(run_batch([self.lowered]).outputs["res"][0, L.R_STEPS])
+    track_stepped_cycles.unit = "cycles stepped one by one"
+
+    def track_cycles_per_s(self, design, mode):
         t = time.perf_counter()
         batch = run_batch([self.lowered])
         return float(batch.outputs["res"][0, L.R_CYCLES]) / (time.perf_counter() - t)
     track_cycles_per_s.unit = "cycles/s"
 
-    def track_channel_cycles_per_s(self, design, skip):
+    def track_channel_cycles_per_s(self, design, mode):
         t = time.perf_counter()
         batch = run_batch([self.lowered])
         n_ch = len(self.lowered.channels)

@@ -51,9 +51,15 @@ DESIGNS = {
 }
 
 
-def kernel_run(design, skip: bool = True, repeats: int = 1):
+# how the engine advances: every cycle; skipping cycles that repeat the last one; and also
+# fast-forwarding whole periods of a periodic steady state (the default). Results are identical.
+ENGINE_MODES = {"step": dict(skip=False, fast_forward=False), "skip": dict(skip=True, fast_forward=False),
+                "skip+ff": dict(skip=True, fast_forward=True)}
+
+
+def kernel_run(design, skip: bool = True, repeats: int = 1, fast_forward: bool | None = None):
     """Run the batched kernel on one lowered design; returns (seconds per run, result row)."""
-    lowered = lower(design, skip=skip)
+    lowered = lower(design, skip=skip, fast_forward=fast_forward)
     run_batch([lowered])  # warm-up (JIT or cache load)
     best = []
     for _ in range(repeats):

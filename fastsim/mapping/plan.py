@@ -9,6 +9,8 @@ legality checks and the simulated design cannot disagree.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,6 +89,12 @@ def structure(op: Matmul, mp: Mapping, arch: Arch) -> Structure | str:
 
 
 def _hosting(parts: int, cols: int, local: bool, rates, how: str) -> tuple[int, ...]:
+    return _hosting_of(parts, cols, local, tuple(rates), how)
+
+
+@functools.lru_cache(maxsize=4096)
+def _hosting_of(parts: int, cols: int, local: bool, rates: tuple, how: str) -> tuple[int, ...]:
+    """How many parts each column hosts (a search asks for the same few thousands of times)."""
     if local:  # parts split evenly: column c hosts its own
         return tuple(parts // cols for _ in range(cols))
     return tuple(np.bincount(host_columns(parts, rates, how), minlength=cols).tolist())
