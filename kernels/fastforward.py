@@ -28,7 +28,7 @@ counter, statistic and timestamp and copies the period's events n times. Progres
 inside the period and 2P must stay below the livelock bound, so the livelock verdict cannot change;
 the jump stops before max_cycles. Property tests check the result against the stepping reference.
 """
-from ._jit import inline
+from ._jit import kernel
 from .layout import (
     CC_N, CH_RATE, CS_TRANSFER, H_NCOL, K_CLASS, K_DEPTH, K_EV_START, K_NCOL, K_STATE, KC_N, KS_COMPUTE,
     KS_DONE, MAX_LOOP_DEPTH, P_FF, P_LIVELOCK, P_MAX_CYCLES, P_MAX_EVENTS, P_N_CH, P_N_CORES, P_N_HOST,
@@ -77,7 +77,7 @@ MASK = 0x7FFFFFFFFFFFFFFF
 PRIME = 1099511628211
 
 
-@inline
+@kernel
 def _sizes(n_ch, n_cores, n_locks, qdepth):
     """Words of (exact, linear, stats) parts of one snapshot."""
     exact = n_ch * (S_NCOL + 2 * qdepth) + n_cores * (K_NCOL + MAX_LOOP_DEPTH) + n_locks
@@ -86,7 +86,7 @@ def _sizes(n_ch, n_cores, n_locks, qdepth):
     return exact, linear, stats
 
 
-@inline
+@kernel
 def _offsets(n_ch, n_cores, n_locks, qdepth):
     """(task starts, loop starts, key table, snapshots, words per snapshot) offsets in the scratch."""
     exact, linear, stats = _sizes(n_ch, n_cores, n_locks, qdepth)
@@ -103,14 +103,14 @@ def scratch_words(n_ch: int, n_cores: int, n_locks: int, qdepth: int) -> int:
     return o_snap + KEYS * DEPTH * snap
 
 
-@inline
+@kernel
 def ff_offsets(prm):
     """(task starts, loop starts) offsets: the engine stamps restarts of linear counters there."""
     o_task, o_loop, o_keys, o_snap, snap = _offsets(prm[P_N_CH], prm[P_N_CORES], prm[P_N_LOCKS], prm[P_QDEPTH])
     return o_task, o_loop
 
 
-@inline
+@kernel  # called rarely: compiled once, not inlined into the engine loop
 def ff_reset(prm, ff):
     """Clear the scratch for a new design."""
     n_ch, n_cores = prm[P_N_CH], prm[P_N_CORES]
@@ -123,7 +123,7 @@ def ff_reset(prm, ff):
     _clear_keys(ff, o_keys)
 
 
-@inline
+@kernel
 def _clear_keys(ff, o_keys):
     for j in range(KEYS):
         r = o_keys + j * KT_N
@@ -136,7 +136,7 @@ def _clear_keys(ff, o_keys):
         ff[r + KT_USED] = -1
 
 
-@inline
+@kernel  # called rarely: compiled once, not inlined into the engine loop
 def ff_anchor(prm, ch, st, kst, ff):
     """Keep the anchor on a live agent: the first unfinished core, else the first busy channel
     with required work. Changing it forgets every snapshot (their boundaries belong to the old
@@ -166,7 +166,7 @@ def ff_anchor(prm, ch, st, kst, ff):
     _clear_keys(ff, o_keys)
 
 
-@inline
+@kernel
 def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, res,
               last_progress, ff, base):
     """Write the normalized state at the top of cycle ``cyc`` at ff[base:]; returns its hash."""
@@ -244,7 +244,7 @@ def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, c
     return h
 
 
-@inline
+@kernel
 def _periods(prm, ch, host, ff, old, new, o_task, o_loop):
     """How many whole periods, from snapshot ``new`` on, provably repeat the one since ``old``."""
     n_ch, n_cores, n_locks, qdepth = prm[P_N_CH], prm[P_N_CORES], prm[P_N_LOCKS], prm[P_QDEPTH]
@@ -325,7 +325,7 @@ def _periods(prm, ch, host, ff, old, new, o_task, o_loop):
     return max(n, 0)
 
 
-@inline
+@kernel
 def _apply(n, prm, st, kst, kloop, hst, ch_bytes, ch_stats, core_stats, events, res, ff, old, new,
            o_task, o_loop):
     """Advance the current state (equal to snapshot ``new``) by n periods of ``new - old``."""
@@ -398,7 +398,7 @@ def _apply(n, prm, st, kst, kloop, hst, ch_bytes, ch_stats, core_stats, events, 
     return dt
 
 
-@inline
+@kernel  # called rarely: compiled once, not inlined into the engine loop
 def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, locks, ch_bytes,
                 ch_stats, core_stats, events, res, ff):
     """The anchor met boundary ff[C_NOTE] in the cycle before ``cyc``: snapshot, compare with
