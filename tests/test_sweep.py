@@ -223,13 +223,13 @@ topology = "TOPO"
 ifmap_sram_kb = 1
 filter_sram_kb = 1
 ofmap_sram_kb = 1
-ifmap_read_bandwidth = 4
-filter_read_bandwidth = 4
+ifmap_read_words_per_cycle = 4
+filter_read_words_per_cycle = 4
 [axes]
 rows = [4, 8]
 cols = [8, 16]
 dataflow = ["ws", "is", "os"]
-bandwidth = [0, 2]
+bandwidth_words_per_cycle = [0, 2]
 [run]
 chunk_points = 5
 """
@@ -251,7 +251,7 @@ def test_sweep__systolic_points_equal_the_mesh_model(tmp_path):
             for bw in (0, 2):
                 cfg = MeshConfig(rows, 16, df, 1, 1, 1, bw or None, 4, 4)
                 m = mesh_metrics(layers, [cfg])
-                point = ds.sel(rows=rows, cols=16, dataflow=df, bandwidth=bw)
+                point = ds.sel(rows=rows, cols=16, dataflow=df, bandwidth_words_per_cycle=bw)
                 assert int(point.total_cycles) == int(m["total_cycles"].sum())
                 assert int(point.stall_cycles) == int(m["stall_cycles"].sum())
                 assert (bw == 0) == (int(point.stall_cycles) == 0)

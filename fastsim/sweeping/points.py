@@ -187,10 +187,9 @@ def _systolic(params: dict, spec: SweepSpec) -> dict:
 
     p = dict(params)
     layers = _topology(str(spec_dir(spec.source) / str(p.pop("topology"))))
-    bandwidth = p.pop("bandwidth", 0)
-    names = {"ifmap_read_bandwidth": "ifmap_read_words_per_cycle", "filter_read_bandwidth": "filter_read_words_per_cycle"}
-    cfg = MeshConfig(p.pop("rows"), p.pop("cols"), p.pop("dataflow", "os"), bandwidth_words_per_cycle=bandwidth or None,
-                     **{names.get(k, k): v for k, v in p.items()})
+    p.setdefault("dataflow", "os")
+    p["bandwidth_words_per_cycle"] = p.get("bandwidth_words_per_cycle") or None  # 0: unlimited
+    cfg = MeshConfig(**p)
     m = mesh_metrics(layers, [cfg])
     dram = {"ifmap": m["dram_ifmap_reads"].sum(), "filter": m["dram_filter_reads"].sum(),
             "ofmap": m["dram_ofmap_writes"].sum()}

@@ -18,8 +18,8 @@ Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``
 names are study parameters or arch fields (bare, or as ``arch.NAME``); ``dataflow.CLASS`` and
 ``columns.CLASS`` set one op class. For prefill points, ``context`` is the prior cached context.
 A ``systolic`` study runs every layer of a SCALE-Sim topology CSV (``topology``, relative to the
-spec file) on a mesh per point (``rows``, ``cols``, ``dataflow``, SRAM kB, and ``bandwidth`` in
-words/cycle, 0 = unlimited); it has no arch.
+spec file) on a mesh per point, named by ``MeshConfig``'s fields (``rows``, ``cols``, ``dataflow``,
+SRAM kB, ``bandwidth_words_per_cycle`` with 0 = unlimited, ...); it has no arch.
 """
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ import numpy as np
 
 from ..arch import PRESETS, Arch
 from ..errors import ConfigError, Problems
+from ..systolic.inputs import MeshConfig
 from .variables import REGISTRY
 
 LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch", "weights", "kv",
@@ -42,8 +43,8 @@ LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch"
               "stream_split", "causal_halving", "lm_head_last_only"}
 GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
                "kernel_overhead_cycles", "out_dtype", "stream_split"}
-SYSTOLIC_PARAMS = {"topology", "rows", "cols", "dataflow", "ifmap_sram_kb", "filter_sram_kb", "ofmap_sram_kb",
-                   "bandwidth", "ifmap_read_bandwidth", "filter_read_bandwidth", "word_bytes"}
+# a systolic point's parameters are MeshConfig's fields (one name in Python, specs and stores)
+SYSTOLIC_PARAMS = {"topology"} | {f.name for f in dataclasses.fields(MeshConfig)} - {"name", "address_offsets"}
 LATENCY_PARAMS = {"samples", "seed", "load"}  # llm points: latency quantiles (fastsim.llm.latency)
 STUDY_PARAMS = {"llm": LLM_PARAMS | LATENCY_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
                 "ablate": LLM_PARAMS - {"noop"},  # one regime's ranking per point

@@ -138,9 +138,8 @@ PARAMETER_UNITS = {"context": "tokens", "prompt": "tokens", "prefill_context": "
                    "batch": "sequences", "m": "elements", "k": "elements", "n": "elements", "tile_m": "elements",
                    "tile_k": "elements", "tile_n": "elements", "cols": "columns", "columns": "columns",
                    "rows": "PEs", "group_size": "weights", "samples": "1", "clock_hz": "Hz",
-                   "bandwidth": "words/cycle", "ifmap_read_bandwidth": "words/cycle",
-                   "filter_read_bandwidth": "words/cycle", "word_bytes": "bytes"}
-SUFFIX_UNITS = (("_bytes_per_cycle", "bytes/cycle"), ("_bytes_per_s", "bytes/s"), ("_cycles", "cycles"),
+                   "word_bytes": "bytes"}
+SUFFIX_UNITS = (("_words_per_cycle", "words/cycle"), ("_bytes_per_cycle", "bytes/cycle"), ("_bytes_per_s", "bytes/s"), ("_cycles", "cycles"),
                 ("_hz", "Hz"), ("_bytes", "bytes"), ("_kb", "kB"), ("_s", "s"), ("_pj", "pJ"))
 
 
