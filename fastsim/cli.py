@@ -612,7 +612,8 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
 
 @main.command("plot")
 @click.argument("result", type=click.Path(exists=True))
-@click.option("--kind", type=click.Choice(["sweep", "kv", "classes", "stalls", "roofline", "mismatch"]), default=None,
+@click.option("--kind", type=click.Choice(["sweep", "kv", "classes", "stalls", "roofline", "mismatch", "occupancy"]),
+              default=None,
               help="figure kind (default: chosen from the result)")
 @click.option("--var", default=None, help="sweep: the output to plot (default: the first)")
 @click.option("--x", "x_axis", default=None, help="sweep: the axis along x (default: the first)")
@@ -622,8 +623,9 @@ def systolic_cmd(config_path, topology_path, dataflow, as_json, dram_detail, thr
 @click.option("--out", "out_path", default="figure.png", show_default=True, type=click.Path(dir_okay=False),
               help="PNG or SVG, by suffix")
 def plot_cmd(result, kind, var, x_axis, y_axis, heatmap, arch_name, out_path):
-    """A figure of a sweep's zarr store or a run's JSON: KV vs weight traffic, time by class and
-    layer, roofline, any output over one or two sweep axes, systolic tile mismatch.
+    """A figure of a sweep's zarr store, a run's JSON or a run's trace: KV vs weight traffic, time by
+    class and layer, stalls, roofline, any output over one or two sweep axes, systolic tile
+    mismatch, occupancy of every core and DMA channel over time (a --trace file).
 
     Example: fastsim run --json llm > run.json && fastsim plot run.json --out classes.svg
     """

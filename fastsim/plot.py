@@ -11,7 +11,8 @@ can check axes, series and labels, and study reports can reuse them:
   (an LLM run);
 - ``roofline``: achieved ops/s against ops per DDR byte with the arch's compute and DDR ceilings
   (a GEMM run);
-- ``mismatch``: the systolic tile-mismatch histogram (a systolic run).
+- ``mismatch``: the systolic tile-mismatch histogram (a systolic run);
+- ``occupancy``: busy share of every core and DMA channel over time (a run's ``--trace`` file).
 """
 from __future__ import annotations
 
@@ -22,13 +23,13 @@ import numpy as np
 
 from .errors import ConfigError
 
-KINDS = ("sweep", "kv", "classes", "stalls", "roofline", "mismatch")
+KINDS = ("sweep", "kv", "classes", "stalls", "roofline", "mismatch", "occupancy")
 
 
 def _pyplot():
     import matplotlib
 
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # files only: no display on clusters and CI
     import matplotlib.pyplot as plt
 
     return plt
@@ -184,6 +185,52 @@ def mismatch_figure(run: dict):
     return fig
 
 
+def occupancy(trace: dict, bins: int = 120):
+    """(track names, bin edges in cycles, busy share per track and bin) of a Perfetto trace written
+    by ``fastsim run --trace``: the share of each time bin a track's slices cover. A summary slice
+    (periodic run, ``count`` raw slices) spreads its raw slices' own cycles evenly over its span."""
+    names, spans = {}, {}
+    for e in trace.get("traceEvents", []):
+        key = (e.get("pid", 0), e.get("tid", 0))
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[key] = e["args"]["name"]
+        elif e.get("ph") == "X" and "start_cycle" in e.get("args", {}):
+            a = e["args"]
+            length = a["end_cycle"] - a["start_cycle"]
+            share = a.get("busy_cycles", length) / length if length else 0.0
+            spans.setdefault(key, []).append((a["start_cycle"], a["end_cycle"], share))
+    if not spans:
+        raise ConfigError(["kind occupancy needs a trace with slices (fastsim run gemm --trace t.json)"], "plot")
+    keys = sorted(spans, key=lambda k: (not names.get(k, "").startswith("core"), k))
+    end = max(e for k in keys for _, e, _ in spans[k])
+    edges = np.linspace(0, end, bins + 1)
+    width = edges[1] - edges[0]
+    busy = np.zeros((len(keys), bins))
+    for row, key in enumerate(keys):
+        for start, stop, share in spans[key]:
+            lo = np.clip(edges[:-1], start, stop)
+            hi = np.clip(edges[1:], start, stop)
+            busy[row] += (hi - lo) * share
+    return [names.get(k, f"track {k[1]}") for k in keys], edges, busy / width
+
+
+def occupancy_figure(trace: dict, bins: int = 120):
+    """Occupancy over time: one row per core and DMA channel of a traced run, the share of each
+    time bin it was busy (cores first)."""
+    tracks, edges, share = occupancy(trace, bins)
+    fig, ax = _figure(7.0, max(2.5, min(9.0, 0.12 * len(tracks) + 1.5)))
+    image = ax.imshow(100 * share, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=100,
+                      extent=(edges[0], edges[-1], len(tracks) - 0.5, -0.5))
+    step = max(1, len(tracks) // 40)
+    ax.set_yticks(range(0, len(tracks), step), [tracks[i] for i in range(0, len(tracks), step)], fontsize=5)
+    ax.set_xlabel("cycle")
+    ax.set_ylabel("core / DMA channel")
+    fig.colorbar(image, ax=ax, label="busy (%)")
+    ax.set_title(f"occupancy of {len(tracks)} tracks over {edges[-1]:,.0f} cycles", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 def load_result(path: str | Path):
     """A zarr store (xarray Dataset) or a run's JSON (dict)."""
     path = Path(path)
@@ -203,6 +250,8 @@ def load_result(path: str | Path):
 
 def default_kind(result) -> str:
     if isinstance(result, dict):
+        if "traceEvents" in result:
+            return "occupancy"
         if "by_class" in result:
             return "classes"
         if "ops_per_s" in result:
@@ -221,10 +270,12 @@ def plot(result, kind: str | None = None, var: str | None = None, x: str | None 
     kind = kind or default_kind(result)
     if kind not in KINDS:
         raise ConfigError([f"kind = {kind!r}: one of {KINDS}"], "plot")
-    if kind in ("classes", "stalls", "roofline", "mismatch") and not isinstance(result, dict):
+    if kind in ("classes", "stalls", "roofline", "mismatch", "occupancy") and not isinstance(result, dict):
         raise ConfigError([f"kind {kind} takes a run's JSON, not a sweep store"], "plot")
     if kind in ("sweep", "kv") and isinstance(result, dict):
         raise ConfigError([f"kind {kind} takes a sweep's zarr store"], "plot")
+    if kind == "occupancy":
+        return occupancy_figure(result)
     if kind == "classes":
         return classes_figure(result)
     if kind == "stalls":

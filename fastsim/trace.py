@@ -67,10 +67,13 @@ def chrome_trace(ds: xr.Dataset, raw: bool = False) -> dict:
             events.append({"ph": "M", "name": "thread_name", "pid": d, "tid": tid, "args": {"name": track}})
             slices.sort(key=lambda s: s[1])
             merged = [(n, s, e, 1) for n, s, e in slices] if raw else summarize_repeats(slices)
+            first = 0  # index of the merged slice's first raw slice
             for name, start, end, count in merged:
                 args = {"start_cycle": start, "end_cycle": end}
-                if count > 1:
-                    args.update(count=count, summarized=True)
+                if count > 1:  # the raw slices' own cycles: the summary's span includes the gaps
+                    busy = sum(e - s for _, s, e in slices[first:first + count])
+                    args.update(count=count, summarized=True, busy_cycles=busy)
+                first += count
                 events.append({"ph": "X", "name": name if count == 1 else f"{name} x{count}",
                                "cat": "core" if track.startswith("core") else "dma", "pid": d, "tid": tid,
                                "ts": start * us_per_cycle, "dur": (end - start) * us_per_cycle, "args": args})

@@ -90,3 +90,28 @@ def test_systolic_mismatch_histogram_and_cli_writes_svg(tmp_path, runs):
     assert r.exit_code == 0 and (tmp_path / "f.svg").read_text().lstrip().startswith("<?xml")
     with pytest.raises(ConfigError, match="kind"):
         plot(run, "roofline")
+
+
+def test_trace_gives_occupancy_of_every_track_that_adds_up_to_its_slices(tmp_path):
+    from fastsim.plot import occupancy
+
+    for raw in ([], ["--trace-raw"]):
+        path = tmp_path / f"t{len(raw)}.json"
+        r = CliRunner().invoke(main, ["run", "--trace", str(path), *raw, "gemm", "--m", "256", "--k", "256",
+                                      "--n", "256"])
+        assert r.exit_code == 0, r.output
+        trace = json.loads(path.read_text())
+        tracks, edges, share = occupancy(trace, bins=50)
+        slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        busy = sum(e["args"].get("busy_cycles", e["args"]["end_cycle"] - e["args"]["start_cycle"]) for e in slices)
+        assert share.shape == (len(tracks), 50) and 0 <= share.min() and share.max() <= 1 + 1e-9
+        assert np.isclose((share * (edges[1] - edges[0])).sum(), busy)  # no busy cycle lost or doubled
+        assert tracks[0].startswith("core")  # cores first, then DMA channels
+        if not raw:
+            summary = [e for e in slices if e["args"].get("summarized")]
+            assert summary and all(e["args"]["busy_cycles"] <= e["args"]["end_cycle"] - e["args"]["start_cycle"]
+                                   for e in summary)
+        fig = plot(trace)
+        ax = fig.axes[0]
+        assert ax.get_xlabel() == "cycle" and fig.axes[1].get_ylabel() == "busy (%)"
+        assert ax.images[0].get_array().shape == (len(tracks), 120)

@@ -6,14 +6,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only: no display on clusters and CI
-    import matplotlib.pyplot as plt
-
-    return plt
+from ..plot import _pyplot  # one headless matplotlib setup for every figure fastsim draws
 
 
 def _save(plt, fig, path: Path) -> None:
