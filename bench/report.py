@@ -63,14 +63,14 @@ def main():
         print(f"| {name} | {engine} | {cycles:,} | {steps:,} | {s:.4f} | {cycles / s:,.0f} |")
 
     one = lower(passthrough_design(16))
-    run_batch([one])
-    t1 = median_time(lambda: run_batch([one]))
-    t64 = median_time(lambda: run_batch([one] * 64))
+    run_batch([one], cache=False)
+    t1 = median_time(lambda: run_batch([one], cache=False))
+    t64 = median_time(lambda: run_batch([one] * 64, cache=False))
     print(f"\nBatch: 1 design {t1 * 1e3:.2f} ms, 64 designs {t64 * 1e3:.1f} ms "
           f"({t64 / t1:.1f}x one design; {64 / t64:,.0f} designs/s)")
 
     candidates = gemm_candidates()
-    per_thread = {n: median_time(lambda: run_batch(candidates, threads=n)) for n in (1, 2)}
+    per_thread = {n: median_time(lambda: run_batch(candidates, threads=n, cache=False)) for n in (1, 2)}
     print(f"Batch of {len(candidates)} different 512^3 GEMM mapping candidates: 1 thread {per_thread[1]:.3f} s, "
           f"2 threads {per_thread[2]:.3f} s ({per_thread[1] / per_thread[2]:.2f}x)")
 
@@ -153,6 +153,7 @@ def sweeps(repeats: int = 3):
 
 def llm(repeats: int = 3):
     from fastsim.llm import LlmStudy, simulate_llm
+    from fastsim import result_cache
     from fastsim.llm.run import clear_cache
     from fastsim.mapping import clear_cache as clear_searches
 
@@ -160,6 +161,7 @@ def llm(repeats: int = 3):
 
     def fresh(study, searches: bool):
         clear_cache()  # not the op-result cache
+        result_cache.clear()  # nor the engine's results by design content
         if searches:
             clear_searches()
         simulate_llm(study)

@@ -12,6 +12,7 @@ from fastsim.kernels.engine import simulate_batch
 
 from .design import MM2S, Design, Loop, Release
 from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, SimulationError
+from . import result_cache
 from .lower import Batch, LoweredDesign, lower, pack
 from .threads import resolve_threads
 from .results import to_dataset
@@ -20,16 +21,45 @@ _STATE_NAMES = {L.CS_IDLE: "idle", L.CS_SETUP: "BD setup", L.CS_ACQUIRE: "acquir
                 L.CS_ACQ_LAT: "lock latency", L.CS_TRANSFER: "transferring", L.CS_RELEASE: "releasing"}
 
 
-def run_batch(lowered: list[LoweredDesign], threads: int | None = None) -> Batch:
+def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: bool = True) -> Batch:
     """Pack lowered designs and run the kernel on ``threads`` threads (default: every core, see
     ``fastsim.threads``); returns the batch with outputs and final state. Each design is simulated
-    alone on its slice of the padded tables, so any thread count gives identical results."""
+    alone on its slice of the padded tables, so any thread count gives identical results. With
+    ``cache``, a design whose tables equal an earlier one's (in this batch or a recent one) takes
+    its results instead of running again (``fastsim.result_cache``: the same bits either way)."""
     batch = pack(lowered)
+    keys = [result_cache.key_of(lw) for lw in lowered] if cache else [None] * len(lowered)
+    todo, first, twins = [], {}, []
+    for i, key in enumerate(keys):
+        rows = result_cache.get(key)
+        if rows is not None:
+            result_cache.restore(rows, batch, i)
+        elif key is not None and key in first:
+            twins.append((i, first[key]))
+        else:
+            first[key] = i
+            todo.append(i)
+    if len(todo) == len(lowered):
+        _run(batch, threads)
+    elif todo:
+        ran = pack([lowered[i] for i in todo])
+        _run(ran, threads)
+        for j, i in enumerate(todo):
+            result_cache.transfer(ran, j, batch, i)
+    for i in todo:
+        result_cache.put(keys[i], batch, i)
+    for i, same in twins:
+        result_cache.transfer(batch, same, batch, i)
+    return batch
+
+
+def _run(batch: Batch, threads: int | None) -> None:
+    n = len(batch.designs)
     arrays = (*batch.inputs, *batch.state, *batch.outputs.values())
-    threads = min(resolve_threads(threads), len(lowered))
+    threads = min(resolve_threads(threads), n)
     if threads <= 1:
         simulate_batch(*arrays, batch.scratch())
-        return batch
+        return
 
     def run(chunk: tuple[int, int]) -> None:
         lo, hi = chunk
@@ -37,11 +67,10 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None) -> Batch
 
     # contiguous chunks (views: the kernel writes straight into the batch's arrays), about four
     # per thread so that one long design does not leave the other threads idle
-    size = -(-len(lowered) // (4 * threads))
-    chunks = [(lo, min(lo + size, len(lowered))) for lo in range(0, len(lowered), size)]
+    size = -(-n // (4 * threads))
+    chunks = [(lo, min(lo + size, n)) for lo in range(0, n, size)]
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(run, chunks))
-    return batch
 
 
 def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bool = False,

@@ -20,24 +20,24 @@ class EngineThroughput:
         if design.startswith("gemm_2048") and mode == "step" and not QUICK:
             raise NotImplementedError("stepping millions of cycles one by one takes ~10 s; skipped")
         self.lowered = lower(DESIGNS[design](), **ENGINE_MODES[mode])
-        self.batch = run_batch([self.lowered])  # warm-up: compile or load cache
+        self.batch = run_batch([self.lowered], cache=False)  # warm-up: compile or load cache
 
     def time_simulate(self, design, mode):
-        run_batch([self.lowered])
+        run_batch([self.lowered], cache=False)
 
     def track_stepped_cycles(self, design, mode):
-        return float(run_batch([self.lowered]).outputs["res"][0, L.R_STEPS])
+        return float(run_batch([self.lowered], cache=False).outputs["res"][0, L.R_STEPS])
     track_stepped_cycles.unit = "cycles stepped one by one"
 
     def track_cycles_per_s(self, design, mode):
         t = time.perf_counter()
-        batch = run_batch([self.lowered])
+        batch = run_batch([self.lowered], cache=False)
         return float(batch.outputs["res"][0, L.R_CYCLES]) / (time.perf_counter() - t)
     track_cycles_per_s.unit = "cycles/s"
 
     def track_channel_cycles_per_s(self, design, mode):
         t = time.perf_counter()
-        batch = run_batch([self.lowered])
+        batch = run_batch([self.lowered], cache=False)
         n_ch = len(self.lowered.channels)
         return n_ch * float(batch.outputs["res"][0, L.R_CYCLES]) / (time.perf_counter() - t)
     track_channel_cycles_per_s.unit = "channel-cycles/s"
@@ -51,10 +51,10 @@ class BatchThreads:
 
     def setup(self, threads):
         self.lowered = gemm_candidates()
-        run_batch(self.lowered[:1], threads=1)
+        run_batch(self.lowered[:1], threads=1, cache=False)
 
     def time_batch(self, threads):
-        run_batch(self.lowered, threads=threads)
+        run_batch(self.lowered, threads=threads, cache=False)
 
 
 class BatchScaling:
@@ -67,14 +67,14 @@ class BatchScaling:
         n = min(n, 8) if QUICK else n
         one = lower(passthrough_design(16))
         self.lowered = [one] * n
-        run_batch(self.lowered[:1])
+        run_batch(self.lowered[:1], cache=False)
 
     def time_batch(self, n):
-        run_batch(self.lowered)
+        run_batch(self.lowered, cache=False)
 
     def track_designs_per_s(self, n):
         t = time.perf_counter()
-        run_batch(self.lowered)
+        run_batch(self.lowered, cache=False)
         return len(self.lowered) / (time.perf_counter() - t)
     track_designs_per_s.unit = "designs/s"
 

@@ -165,7 +165,11 @@ _CACHE_SIZE = 512
 
 
 def clear_cache() -> None:
+    """Forget searches and the engine results they produced (``fastsim.result_cache``)."""
+    from .. import result_cache
+
     _CACHE.clear()
+    result_cache.clear()
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50) -> SearchResult:
@@ -209,12 +213,23 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
     # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
     bucket = np.floor(np.log(np.maximum(a["bound"], 1)) / np.log(1.005))
-    order = np.lexsort((np.arange(len(a["bound"])), a["transfers"], a["energy"], bucket))
-    legal_i = order[a["reason"][order] < 0]
-    illegal_i = order[a["reason"][order] >= 0]
+
+    def best(mask, count: int):
+        """The ``count`` best candidates of ``mask`` in rank order: a full sort of every candidate
+        (10^5 and more) would cost more than the rest of the ranking, so only those in the best
+        ``count`` buckets (ties included) are sorted."""
+        idx = np.nonzero(mask)[0]
+        if len(idx) > count:
+            cut = np.partition(bucket[idx], count - 1)[count - 1]
+            idx = idx[bucket[idx] <= cut]
+        return idx[np.lexsort((idx, a["transfers"][idx], a["energy"][idx], bucket[idx]))][:count]
+
+    is_legal = a["reason"] < 0
+    n_legal = int(np.count_nonzero(is_legal))
+    legal_i, illegal_i = best(is_legal, max(keep, 8 * top)), best(~is_legal, keep)
     by_reason = {}
     width = 1 + max((len(c) for c in checks_of), default=0)
-    counts = np.bincount(a["batch"][illegal_i] * width + a["reason"][illegal_i])  # per (batch, reason)
+    counts = np.bincount(a["batch"][~is_legal] * width + a["reason"][~is_legal])  # per (batch, reason)
     for key in np.nonzero(counts)[0]:
         short = checks_of[key // width][key % width].split(":")[0]
         by_reason[short] = by_reason.get(short, 0) + int(counts[key])
@@ -226,12 +241,12 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
             out["reason"] = reason_text(checks_of[a["batch"][i]][a["reason"][i]], out["plan"])
         return out
 
-    if not len(legal_i):
+    if not n_legal:
         closest = [row(i) for i in illegal_i[:5]]
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
-                           f"({len(order)} candidates); closest: " + "; ".join(
+                           f"({len(bucket)} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
-    legal = [row(i) for i in legal_i[:max(keep, 8 * top)]]
+    legal = [row(i) for i in legal_i]
     chosen = _distinct(legal, top)
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         _add_baseline(op, arch, legal, chosen)
@@ -240,12 +255,12 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     if not ok:
         raise ConfigError([f"{op.name}: every simulated candidate failed: "
                            + "; ".join(f"{r['mapping'].label()}: {r['status']}" for r in chosen)], "mapping search")
-    best = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
-    ranked = [_public(r, best) for r in legal[:keep]]
-    ranked += [_public(r, best) for r in chosen if all(r is not x for x in legal[:keep])]
+    fastest = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
+    ranked = [_public(r, fastest) for r in legal[:keep]]
+    ranked += [_public(r, fastest) for r in chosen if all(r is not x for x in legal[:keep])]
     rejected = [dict(_public(r, None), reason=r["reason"]) for r in (row(i) for i in illegal_i[:keep])]
-    return SearchResult(op, best["mapping"], best["cycles"], ranked, rejected, len(order), len(legal_i), by_reason,
-                        best["design"], best["simulation"])
+    return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(bucket), n_legal, by_reason,
+                        fastest["design"], fastest["simulation"])
 
 
 def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:

@@ -1,0 +1,85 @@
+"""Engine results cached by the content of a design's lowered tables.
+
+A mapping search, an LLM run and a study often simulate the very same design more than once: two
+ops of one shape under the same mapping, a search's baseline that another search also chose, the
+same op in several fused groups. The kernel is deterministic and reads nothing but the lowered
+tables (parameters included), so a design whose tables hash the same has the same final state and
+outputs, bit for bit. Only successful, untraced runs are kept (a failure's state is explained by
+``describe_stuck`` from a fresh run; a trace's events are large), in a small LRU.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from fastsim.kernels import layout as L
+
+from .lower import Batch, LoweredDesign
+
+SIZE = 128  # designs kept
+_CACHE: "OrderedDict[bytes, list[np.ndarray]]" = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def clear() -> None:
+    with _LOCK:
+        _CACHE.clear()
+
+
+def key_of(lw: LoweredDesign) -> bytes | None:
+    """Digest of every table the kernel reads (None: a traced run, not cached)."""
+    if lw.prm[L.P_MAX_EVENTS] > 0:
+        return None
+    h = hashlib.blake2b(digest_size=20)
+    for a in (lw.prm, lw.col_rates, lw.bds, lw.ch, lw.cons, lw.prog, lw.cores, lw.host, lw.lock_init):
+        h.update(repr(a.shape).encode())
+        h.update(np.ascontiguousarray(a, np.int64).tobytes())
+    return h.digest()
+
+
+def _rows(batch: Batch) -> tuple[np.ndarray, ...]:
+    """The per-design arrays a run writes: final state and outputs (leading axis = design)."""
+    return (*batch.state, *batch.outputs.values())
+
+
+def _copy(src: np.ndarray, dst: np.ndarray) -> None:
+    """Copy one design's row between batches padded to different sizes (the overlap holds all of
+    the design's own data; padding stays zero in both)."""
+    region = tuple(slice(0, min(a, b)) for a, b in zip(src.shape, dst.shape))
+    dst[region] = src[region]
+
+
+def get(key: bytes | None) -> list[np.ndarray] | None:
+    if key is None:
+        return None
+    with _LOCK:
+        rows = _CACHE.get(key)
+        if rows is not None:
+            _CACHE.move_to_end(key)
+        return rows
+
+
+def put(key: bytes | None, batch: Batch, i: int) -> None:
+    """Keep design i's final state and outputs if it finished normally."""
+    if key is None or batch.outputs["res"][i, L.R_STATUS] != L.ST_OK:
+        return
+    rows = [a[i].copy() for a in _rows(batch)]
+    with _LOCK:
+        _CACHE[key] = rows
+        while len(_CACHE) > SIZE:
+            _CACHE.popitem(last=False)
+
+
+def restore(rows: list[np.ndarray], batch: Batch, i: int) -> None:
+    """Write cached final state and outputs into design i of ``batch``."""
+    for src, dst in zip(rows, _rows(batch)):
+        _copy(src, dst[i])
+
+
+def transfer(src: Batch, i: int, dst: Batch, j: int) -> None:
+    """Design i of ``src`` becomes design j of ``dst`` (state and outputs)."""
+    for a, b in zip(_rows(src), _rows(dst)):
+        _copy(a[i], b[j])
