@@ -219,6 +219,8 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
         (10^5 and more) would cost more than the rest of the ranking, so only those in the best
         ``count`` buckets (ties included) are sorted."""
         idx = np.nonzero(mask)[0]
+        if count <= 0:
+            return idx[:0]
         if len(idx) > count:
             cut = np.partition(bucket[idx], count - 1)[count - 1]
             idx = idx[bucket[idx] <= cut]
@@ -226,7 +228,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
 
     is_legal = a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
-    legal_i, illegal_i = best(is_legal, max(keep, 8 * top)), best(~is_legal, keep)
+    legal_i, illegal_i = best(is_legal, max(keep, 8 * top)), best(~is_legal, max(keep, 5))
     by_reason = {}
     width = 1 + max((len(c) for c in checks_of), default=0)
     counts = np.bincount(a["batch"][~is_legal] * width + a["reason"][~is_legal])  # per (batch, reason)
