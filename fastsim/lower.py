@@ -119,13 +119,10 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
         cores[k, L.CORE_END] = len(prog_rows)
     prog = np.array(prog_rows, np.int64).reshape(-1, L.PROG_NCOL)
 
-    host = np.zeros((len(design.host), L.H_NCOL), np.int64)
-    for i, op in enumerate(design.host):
-        host[i, L.H_OP] = L.HOST_PUSH if isinstance(op, Push) else L.HOST_WAIT
-        host[i, L.H_CH] = ch_index[op.channel]
-        if isinstance(op, Push):
-            host[i, L.H_BD] = bd_index[op.bd.id]
-            host[i, L.H_REP] = op.repeat
+    # a runtime sequence has up to ~10^5 steps: rows as tuples first, one array at the end
+    rows = [(L.HOST_PUSH, ch_index[op.channel], bd_index[op.bd.id], op.repeat) if type(op) is Push
+            else (L.HOST_WAIT, ch_index[op.channel], 0, 0) for op in design.host]
+    host = np.array(rows, np.int64).reshape(-1, L.H_NCOL)
 
     col_rates = np.zeros((2, arch.columns), np.int64)
     col_rates[0] = [to_units(x) for x in arch.shim_write_bytes_per_cycle]

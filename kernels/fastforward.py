@@ -31,7 +31,7 @@ the jump stops before max_cycles. Property tests check the result against the st
 from ._jit import kernel
 from .layout import (
     CC_N, CH_RATE, CS_TRANSFER, H_NCOL, K_CLASS, K_DEPTH, K_EV_START, K_NCOL, K_STATE, KC_N, KS_COMPUTE,
-    KS_DONE, MAX_LOOP_DEPTH, P_FF, P_LIVELOCK, P_MAX_CYCLES, P_MAX_EVENTS, P_N_CH, P_N_CORES, P_N_HOST,
+    KS_DONE, MAX_LOOP_DEPTH, P_FF, P_LIVELOCK, P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST,
     P_N_LOCKS, P_QDEPTH, R_EVENTS, R_FF_CYCLES, CS_IDLE, S_CLASS, S_DONE_TASKS, S_EV_START,
     S_NCOL, S_PUSHED, S_QHEAD, S_QLEN, S_READY_AT, S_REMAIN, S_REPEATS, S_STATE, S_TASK_KIND,
     TASK_STATIC_CYCLIC,
@@ -167,12 +167,12 @@ def ff_anchor(prm, ch, st, kst, ff):
 
 
 @kernel
-def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, res,
+def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, events, res,
               last_progress, ff, base):
     """Write the normalized state at the top of cycle ``cyc`` at ff[base:]; returns its hash."""
     n_ch, n_cores, n_locks, qdepth = prm[P_N_CH], prm[P_N_CORES], prm[P_N_LOCKS], prm[P_QDEPTH]
     exact, linear, stats = _sizes(n_ch, n_cores, n_locks, qdepth)
-    tracing = prm[P_MAX_EVENTS] > 0
+    tracing = res[R_EVENTS] < events.shape[0]  # events are still being recorded: their starts count
     ff[base + M_T] = cyc
     ff[base + M_HOST] = hst[0]
     ff[base + M_EVENTS] = res[R_EVENTS]
@@ -245,7 +245,7 @@ def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, c
 
 
 @kernel
-def _periods(prm, ch, host, ff, old, new, o_task, o_loop):
+def _periods(prm, ch, host, events, res, ff, old, new, o_task, o_loop):
     """How many whole periods, from snapshot ``new`` on, provably repeat the one since ``old``."""
     n_ch, n_cores, n_locks, qdepth = prm[P_N_CH], prm[P_N_CORES], prm[P_N_LOCKS], prm[P_QDEPTH]
     exact, linear, stats = _sizes(n_ch, n_cores, n_locks, qdepth)
@@ -258,7 +258,7 @@ def _periods(prm, ch, host, ff, old, new, o_task, o_loop):
         if ff[old + j] != ff[new + j]:
             return 0
     n = (prm[P_MAX_CYCLES] - t2) // period
-    tracing = prm[P_MAX_EVENTS] > 0  # a transfer's start only shows in its event
+    tracing = res[R_EVENTS] < events.shape[0]  # a transfer's start only shows in its event
     lo = old + M_N + exact
     ln = new + M_N + exact
     for c in range(n_ch):
@@ -435,7 +435,7 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
     ring = o_snap + row * DEPTH * snap
     head = ff[r + KT_HEAD]
     new = ring + head * snap
-    h = _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, res,
+    h = _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, events, res,
                   last_progress, ff, new)
     best_n = 0
     best_old = -1
@@ -444,7 +444,7 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
         old = ring + ((head - back + DEPTH) % DEPTH) * snap
         if ff[old + M_HASH] != h:
             continue
-        n = _periods(prm, ch, host, ff, old, new, o_task, o_loop)
+        n = _periods(prm, ch, host, events, res, ff, old, new, o_task, o_loop)
         if n * (cyc - ff[old + M_T]) > best_dt:
             best_n = n
             best_old = old
