@@ -16,6 +16,7 @@ from fastsim.workloads.gemm import Gemm, gemm_design
 
 QUICK = os.environ.get("FASTSIM_BENCH_QUICK") == "1"
 ROOT = Path(__file__).resolve().parents[2]
+os.environ["FASTSIM_CACHE"] = "0"  # timings of searches must not read an earlier run's results
 
 
 def reference_sim():

@@ -9,7 +9,8 @@
    simulate the best ``top`` of them, plus the baseline mapping, cycle-exactly in one batched
    engine call. The answer is the fastest simulated candidate, ties broken by energy.
 
-Results are cached on everything the search reads (op, pins, arch, top).
+Results are cached on everything the search reads (op, pins, arch, top), in memory and on disk
+(``fastsim.disk_cache``: per code version, shared by later processes and sweep workers).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from .. import disk_cache
 from ..arch import Arch
 from ..errors import ConfigError
 from .plan import RESOURCES, StructureBatch, check, same_as_equal_split, evaluate, plan_one, problems, reason_text, stack, structure
@@ -179,7 +181,10 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    result = _search(op, arch, pins, top, keep)
+    result = disk_cache.load("search", key)  # an earlier process's search of this code version
+    if result is None:
+        result = _search(op, arch, pins, top, keep)
+        disk_cache.save("search", key, result)
     _CACHE[key] = result
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
