@@ -49,6 +49,33 @@ def matmul_designs(draw):
         return None
 
 
+@st.composite
+def vector_designs(draw):
+    """A streamed element-wise op: the host pushes every tile's tasks, so the host program itself
+    repeats (fast-forward must check it reads the same rows shifted)."""
+    from fastsim.workloads.vector import VectorOp, vector_design
+
+    arch = draw(small_arch())
+    op = VectorOp(m=draw(st.integers(1, 512)), n=draw(st.integers(4, 2048)),
+                  vector_cycles_per_elem=draw(st.sampled_from([0.0, 0.25, 1.0, 3.0])),
+                  x_inputs=draw(st.integers(1, 2)), cols=draw(st.integers(1, 2)),
+                  stream_split=draw(st.sampled_from(["equal", "proportional"])))
+    try:
+        return vector_design(op, arch)
+    except fastsim.ConfigError:
+        return None
+
+
+@settings(max_examples=40, deadline=None)
+@given(vector_designs(), st.booleans())
+def test_fast_forward__matches_stepping_on_random_vector_ops(design, traced):
+    if design is None:
+        return
+    events = 20_000 if traced else 0
+    stepped = run(design, skip=False, fast_forward=False, max_events=events)
+    assert_outputs_equal(run(design, skip=True, fast_forward=True, max_events=events), stepped)
+
+
 @settings(max_examples=40, deadline=None)
 @given(pipelines(max_objects=40))
 def test_fast_forward__matches_reference_on_long_pipelines(design):
