@@ -7,6 +7,9 @@ from typing import Iterable
 
 import xarray as xr
 
+from .lean_imports import lazy_dask_array_type
+
+lazy_dask_array_type()  # xarray then imports dask.array only once someone else does
 from fastsim.kernels import layout as L
 from fastsim.kernels.engine import simulate_batch
 
