@@ -437,21 +437,19 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
     new = ring + head * snap
     h = _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, events, res,
                   last_progress, ff, new)
-    best_n = 0
-    best_old = -1
-    best_dt = 0
+    best_old = new  # the snapshot giving the longest jump (valid once best_dt > 0) and its length
+    best_dt = 0  # (no literal initial values: numba would compile _apply once more for them)
     for back in range(1, ff[r + KT_FILLED] + 1):  # most recent first
         old = ring + ((head - back + DEPTH) % DEPTH) * snap
         if ff[old + M_HASH] != h:
             continue
         n = _periods(prm, ch, host, events, res, ff, old, new, o_task, o_loop)
         if n * (cyc - ff[old + M_T]) > best_dt:
-            best_n = n
             best_old = old
             best_dt = n * (cyc - ff[old + M_T])
     ff[r + KT_HEAD] = (head + 1) % DEPTH
     ff[r + KT_FILLED] = min(ff[r + KT_FILLED] + 1, DEPTH - 1)
-    if best_n == 0:
+    if best_dt == 0:
         ff[r + KT_MISSES] += 1
         if ff[r + KT_MISSES] >= 2 * DEPTH:
             ff[r + KT_MISSES] = 0
@@ -459,5 +457,6 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
         return 0
     ff[r + KT_MISSES] = 0
     ff[r + KT_STRIDE] = 1
-    return _apply(best_n, prm, st, kst, kloop, hst, ch_bytes, ch_stats, core_stats, events, res, ff,
+    periods = best_dt // (cyc - ff[best_old + M_T])
+    return _apply(periods, prm, st, kst, kloop, hst, ch_bytes, ch_stats, core_stats, events, res, ff,
                   best_old, new, o_task, o_loop)
