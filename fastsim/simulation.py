@@ -40,7 +40,8 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
         elif key is not None and key in first:
             twins.append((i, first[key]))
         else:
-            first[key] = i
+            if key is not None:
+                first[key] = i
             todo.append(i)
     if len(todo) == len(lowered):
         _run(batch, threads)

@@ -11,8 +11,10 @@ Every cycle has two phases:
    buffers at the pace of the fullest one (broadcast waits for the slowest consumer).
 
 Event skipping: after a cycle in which nothing changed state, the engine computes how many following
-cycles are provably identical (same states, same flows) and applies them at once. The pure-Python
-reference in ``tests/reference_model.py`` steps every cycle; property tests demand identical results.
+cycles are provably identical (same states, same flows) and applies them at once. Fast-forward
+(``fastforward``): at loop ends of an anchor core it compares the whole state with earlier loop ends
+and, in a periodic steady state, applies whole periods at once. The pure-Python reference in
+``tests/reference_model.py`` steps every cycle; property tests demand identical results.
 """
 from ._jit import inline, kernel
 from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
