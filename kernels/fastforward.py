@@ -31,7 +31,7 @@ the jump stops before max_cycles. Property tests check the result against the st
 from ._jit import kernel
 from .layout import (
     CC_N, CH_RATE, CS_TRANSFER, H_NCOL, K_CLASS, K_DEPTH, K_EV_START, K_NCOL, K_STATE, KC_N, KS_COMPUTE,
-    KS_DONE, MAX_LOOP_DEPTH, P_FF, P_LIVELOCK, P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST,
+    KS_DONE, MAX_LOOP_DEPTH, P_LIVELOCK, P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST,
     P_N_LOCKS, P_QDEPTH, R_EVENTS, R_FF_CYCLES, CS_IDLE, S_CLASS, S_DONE_TASKS, S_EV_START,
     S_NCOL, S_PUSHED, S_QHEAD, S_QLEN, S_READY_AT, S_REMAIN, S_REPEATS, S_STATE, S_TASK_KIND,
     TASK_STATIC_CYCLIC,
@@ -167,11 +167,26 @@ def ff_anchor(prm, ch, st, kst, ff):
 
 
 @kernel
+def _put(values, ff, i):
+    """Write a row of values at ff[i:]; returns the next free index."""
+    for x in range(values.shape[0]):
+        ff[i + x] = values[x]
+    return i + values.shape[0]
+
+
+@kernel
+def _put_loops(kst, kloop, k, column, ff, i):
+    """Write core k's open loops' ``column`` (0: start pc, 1: count), zero past its depth."""
+    for d in range(MAX_LOOP_DEPTH):
+        ff[i + d] = kloop[k, d, column] if d < kst[k, K_DEPTH] else 0
+    return i + MAX_LOOP_DEPTH
+
+
+@kernel
 def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, core_stats, events, res,
               last_progress, ff, base):
     """Write the normalized state at the top of cycle ``cyc`` at ff[base:]; returns its hash."""
     n_ch, n_cores, n_locks, qdepth = prm[P_N_CH], prm[P_N_CORES], prm[P_N_LOCKS], prm[P_QDEPTH]
-    exact, linear, stats = _sizes(n_ch, n_cores, n_locks, qdepth)
     tracing = res[R_EVENTS] < events.shape[0]  # events are still being recorded: their starts count
     ff[base + M_T] = cyc
     ff[base + M_HOST] = hst[0]
@@ -209,12 +224,8 @@ def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, c
                 v = cyc - v if kst[k, K_STATE] == KS_COMPUTE and tracing else 0
             ff[i] = v
             i += 1
-        for d in range(MAX_LOOP_DEPTH):
-            ff[i] = kloop[k, d, 0] if d < kst[k, K_DEPTH] else 0
-            i += 1
-    for lk in range(n_locks):
-        ff[i] = locks[lk]
-        i += 1
+        i = _put_loops(kst, kloop, k, 0, ff, i)
+    i = _put(locks[:n_locks], ff, i)
     h = 0
     for j in range(base + M_N, i):
         h = ((h ^ ff[j]) * PRIME) & MASK
@@ -228,19 +239,12 @@ def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, c
         ff[i + L_EV_START] = st[c, S_EV_START] if transfer else 0
         i += LIN_CH
     for k in range(n_cores):
-        for d in range(MAX_LOOP_DEPTH):
-            ff[i] = kloop[k, d, 1] if d < kst[k, K_DEPTH] else 0
-            i += 1
+        i = _put_loops(kst, kloop, k, 1, ff, i)
     for c in range(n_ch):
         ff[i] = ch_bytes[c]
-        i += 1
-        for x in range(CC_N):
-            ff[i] = ch_stats[c, x]
-            i += 1
+        i = _put(ch_stats[c], ff, i + 1)
     for k in range(n_cores):
-        for x in range(KC_N):
-            ff[i] = core_stats[k, x]
-            i += 1
+        i = _put(core_stats[k], ff, i)
     return h
 
 
@@ -406,8 +410,6 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
     jumped (0 if none)."""
     key = ff[C_NOTE]
     ff[C_NOTE] = -1
-    if prm[P_FF] == 0:
-        return 0
     o_task, o_loop, o_keys, o_snap, snap = _offsets(prm[P_N_CH], prm[P_N_CORES], prm[P_N_LOCKS], prm[P_QDEPTH])
     row = -1
     oldest = 0
