@@ -7,9 +7,6 @@ from typing import Iterable
 
 import xarray as xr
 
-from .lean_imports import lazy_dask_array_type
-
-lazy_dask_array_type()  # xarray then imports dask.array only once someone else does
 from fastsim.kernels import layout as L
 from fastsim.kernels.engine import simulate_batch
 
@@ -18,7 +15,10 @@ from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, 
 from . import result_cache
 from .lower import Batch, LoweredDesign, lower, pack
 from .threads import resolve_threads
+from .lean_imports import lazy_dask_array_type
 from .results import to_dataset
+
+lazy_dask_array_type()  # xarray then imports dask.array only once someone else does
 
 _STATE_NAMES = {L.CS_IDLE: "idle", L.CS_SETUP: "BD setup", L.CS_ACQUIRE: "acquiring",
                 L.CS_ACQ_LAT: "lock latency", L.CS_TRANSFER: "transferring", L.CS_RELEASE: "releasing"}
