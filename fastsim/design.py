@@ -154,6 +154,7 @@ class Design:
     # the design keeps its output in mem tiles on purpose (a fused group's intermediate): a run
     # that writes nothing to DDR is then expected, not an output that never leaves the array
     output_on_chip: bool = False
+    _pushes: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- geometry helpers ---------------------------------------------------------------------
     def shim(self, col: int) -> Tile:
@@ -214,10 +215,25 @@ class Design:
         self.cores[tile] = list(ops)
 
     def push(self, channel: Channel, bd: BD, repeat: int = 1) -> None:
-        self.host.append(Push(channel, bd, int(repeat)))
+        self.host.append(self.push_op(channel, bd, repeat))
+
+    def push_op(self, channel: Channel, bd: BD, repeat: int = 1) -> Push:
+        """The design's one Push of (channel, bd, repeat): a runtime sequence repeats the same few
+        pushes up to ~10^5 times, and shared objects let validation and lowering look each up once."""
+        key = (channel, id(bd), int(repeat))
+        op = self._pushes.get(key)
+        if op is None or op.bd is not bd:
+            op = self._pushes[key] = Push(channel, bd, int(repeat))
+        return op
 
     def wait(self, channel: Channel) -> None:
         self.host.append(Wait(channel))
+
+
+def channel_order(ch: Channel) -> tuple:
+    """``sorted(channels, key=channel_order)`` is ``sorted(channels)`` without the dataclass
+    comparisons (a design sorts thousands of channels)."""
+    return ch.tile.col, ch.tile.row, ch.direction, ch.index
 
 
 def mm2s(tile: Tile, index: int = 0) -> Channel:

@@ -9,7 +9,7 @@ import numpy as np
 from fastsim.kernels import layout as L
 from fastsim.kernels.fastforward import scratch_words
 
-from .design import MM2S, Acquire, Channel, Compute, Design, Loop, Push, Release
+from .design import MM2S, Acquire, Channel, Compute, Design, Loop, Push, Release, channel_order
 from .validate import chain_of, validate_design
 
 
@@ -55,7 +55,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     for r in design.routes:
         used.add(r.src)
         used.update(r.dsts)
-    channels = sorted(used)
+    channels = sorted(used, key=channel_order)
     ch_index = {c: i for i, c in enumerate(channels)}
 
     bds = np.zeros((len(design.bds), L.BD_NCOL), np.int64)
@@ -119,10 +119,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
         cores[k, L.CORE_END] = len(prog_rows)
     prog = np.array(prog_rows, np.int64).reshape(-1, L.PROG_NCOL)
 
-    # a runtime sequence has up to ~10^5 steps: rows as tuples first, one array at the end
-    rows = [(L.HOST_PUSH, ch_index[op.channel], bd_index[op.bd.id], op.repeat) if type(op) is Push
-            else (L.HOST_WAIT, ch_index[op.channel], 0, 0) for op in design.host]
-    host = np.array(rows, np.int64).reshape(-1, L.H_NCOL)
+    host = _host_table(design.host, ch_index, bd_index)
 
     col_rates = np.zeros((2, arch.columns), np.int64)
     col_rates[0] = [to_units(x) for x in arch.shim_write_bytes_per_cycle]
@@ -151,6 +148,48 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     return LoweredDesign(design, prm, col_rates, bds, ch, cons=np.array(cons, np.int64), prog=prog,
                          cores=cores, host=host, lock_init=lock_init, channels=channels,
                          core_tiles=core_tiles, kernel_names=kernel_names)
+
+
+def noop_twin(lw: LoweredDesign, drop: frozenset[str] = frozenset()) -> LoweredDesign:
+    """The tables of ``lw``'s NOOP twin (every kernel a 1-cycle pass, kernels named in ``drop``
+    gone; every byte still moves), equal to lowering the design its builder makes with
+    ``noop=True`` without building, validating and lowering that design again. The twin keeps
+    ``lw.design`` for names: its buffers, locks, BDs, routes and host are the same."""
+    prog = lw.prog
+    compute = prog[:, L.PROG_OP] == L.OP_COMPUTE
+    dropped = np.zeros(len(prog), bool)
+    for k, name in enumerate(lw.kernel_names):
+        if name in drop:
+            dropped |= compute & (prog[:, L.PROG_B] == k)
+    kept = prog[~dropped].copy()
+    kept_compute = kept[:, L.PROG_OP] == L.OP_COMPUTE
+    kept[kept_compute, L.PROG_A] = 1
+    # kernels numbered by first use again, as lowering numbers them
+    first_use = list(dict.fromkeys(kept[kept_compute, L.PROG_B].tolist()))
+    renumber = np.zeros(max(len(lw.kernel_names), 1), np.int64)
+    renumber[first_use] = np.arange(len(first_use))
+    kept[kept_compute, L.PROG_B] = renumber[kept[kept_compute, L.PROG_B]]
+    before = np.concatenate([[0], np.cumsum(dropped)])  # rows dropped before each row index
+    cores = lw.cores - before[lw.cores]
+    return LoweredDesign(lw.design, lw.prm.copy(), lw.col_rates, lw.bds, lw.ch, lw.cons, kept, cores, lw.host,
+                         lw.lock_init, lw.channels, lw.core_tiles, [lw.kernel_names[k] for k in first_use])
+
+
+def _host_table(ops: list, ch_index: dict, bd_index: dict) -> np.ndarray:
+    """The runtime sequence as rows. It has up to ~10^5 steps that repeat a few distinct Push and
+    Wait objects (``Design.push_op``): each distinct one becomes a row once, then rows are taken."""
+    row_of: dict[int, int] = {}
+    distinct: list[tuple[int, int, int, int]] = []
+    picks = []
+    for op in ops:
+        r = row_of.get(id(op))
+        if r is None:
+            r = row_of[id(op)] = len(distinct)
+            distinct.append((L.HOST_PUSH, ch_index[op.channel], bd_index[op.bd.id], op.repeat) if type(op) is Push
+                            else (L.HOST_WAIT, ch_index[op.channel], 0, 0))
+        picks.append(r)
+    table = np.array(distinct, np.int64).reshape(-1, L.H_NCOL)
+    return table[np.array(picks, np.intp)] if picks else table
 
 
 def _stack(arrays: list[np.ndarray], fill: int = 0) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import xarray as xr
 
 from .arch import Arch
+from .results import CHANNEL_STATES, CORE_STATES, LEVELS
 
 
 def utilizations(ds: xr.Dataset, i: int, arch: Arch, dispatch_s: float) -> dict[str, float]:
@@ -13,15 +14,16 @@ def utilizations(ds: xr.Dataset, i: int, arch: Arch, dispatch_s: float) -> dict[
     column's shim bandwidth; dma_stream: the busiest tile DMA channel moving bytes; dispatch: host
     dispatch overhead's share of end-to-end time.
     """
-    row = ds.isel(design=i)
-    cycles = float(row.total_cycles)
+    # plain arrays of design i: an isel of the whole Dataset costs more than the arithmetic
+    cycles = float(ds["total_cycles"].values[i])
     kernel_s = cycles / arch.clock_hz
     seconds = kernel_s + dispatch_s
-    core_busy = row.core_cycles.sel(core_state="busy").values
-    moving = row.channel_cycles.sel(channel_state=["busy", "ddr_limited"]).sum("channel_state").values
-    col, tile_row = row.channel_col.values, row.channel_row.values
-    direction, moved_bytes = row.channel_direction.values, row.channel_bytes.values
-    ddr_bytes = float(row.level_bytes.sel(level=["ddr_read", "ddr_write"]).sum())
+    core_busy = ds["core_cycles"].values[i, :, CORE_STATES.index("busy")]
+    moving = ds["channel_cycles"].values[i][:, [CHANNEL_STATES.index("busy"),
+                                               CHANNEL_STATES.index("ddr_limited")]].sum(axis=1)
+    col, tile_row = ds["channel_col"].values[i], ds["channel_row"].values[i]
+    direction, moved_bytes = ds["channel_direction"].values[i], ds["channel_bytes"].values[i]
+    ddr_bytes = float(ds["level_bytes"].values[i, [LEVELS.index("ddr_read"), LEVELS.index("ddr_write")]].sum())
     col_use = 0.0
     shim = tile_row == 0
     for c in range(arch.columns):

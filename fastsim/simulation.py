@@ -86,6 +86,7 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     Parameters
     ----------
     designs : Design or iterable of Design
+        (or of ``LoweredDesign``: already lowered, with the options they were lowered with)
     skip : bool
         Skip over cycles that provably repeat the previous one (same results, faster).
     fast_forward : bool, optional
@@ -110,21 +111,22 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     -------
     xarray.Dataset with dim ``design`` (and ``channel``, ``core``, ``level``).
     """
-    if isinstance(designs, Design):
+    if isinstance(designs, (Design, LoweredDesign)):
         designs = [designs]
     designs = list(designs)
     if not designs:
         raise ValueError("simulate() needs at least one design")
     if on_error not in ("raise", "record"):
         raise ValueError(f"on_error = {on_error!r}: allowed 'raise' or 'record'")
-    lowered = [lower(d, skip=skip, max_cycles=max_cycles, livelock_cycles=livelock_cycles,
+    lowered = [d if isinstance(d, LoweredDesign) else
+               lower(d, skip=skip, max_cycles=max_cycles, livelock_cycles=livelock_cycles,
                      max_events=max_events if trace else 0, fast_forward=fast_forward) for d in designs]
     batch = run_batch(lowered, threads)
     if on_error == "raise":
         for i in range(len(lowered)):
             raise_on_failure(batch, i)
     ds = to_dataset(batch, trace=trace)
-    _check_outputs_leave(ds, designs, strict)
+    _check_outputs_leave(ds, [lw.design for lw in lowered], strict)
     return ds
 
 

@@ -5,7 +5,7 @@ from collections import Counter
 
 from fastsim.kernels.layout import MAX_LOOP_DEPTH
 
-from .design import BD, MM2S, S2MM, Acquire, Channel, Compute, Design, Loop, Push, Release, Tile, Wait
+from .design import BD, MM2S, S2MM, Acquire, Channel, Compute, Design, Loop, Push, Release, Tile, Wait, channel_order
 from .errors import Problems
 
 
@@ -23,34 +23,51 @@ def chain_of(bd: BD) -> tuple[list[BD], bool]:
     return seen, False
 
 
+def _bd_name(b: BD) -> str:
+    """How problems name a BD (formatted only for problems: a design has thousands of BDs)."""
+    return f"bd {b.id}" + (f" ({b.name})" if b.name else "")
+
+
+def _loops_forever(bd: BD, known: dict[int, bool]) -> bool:
+    """Whether ``bd``'s chain loops forever (each BD's chain followed once per design)."""
+    if bd.id not in known:
+        known[bd.id] = chain_of(bd)[1]
+    return known[bd.id]
+
+
 def validate_design(design: Design) -> None:
     arch = design.arch
     p = Problems(f"design {design.name!r}")
 
-    # messages are formatted only for problems: a large design has tens of thousands of checks
-    def tile_ok(tile: Tile, field: str) -> bool:
+    # messages are formatted only for problems: a large design has tens of thousands of checks,
+    # so the helpers take the field's name as a function that builds it
+    def tile_ok(tile: Tile, field) -> bool:
         if 0 <= tile.col < arch.columns and 0 <= tile.row < arch.rows:
             return True
-        p.add(field, str(tile), f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
+        p.add(field(), str(tile), f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
         return False
 
     checked: dict[Channel, bool] = {}
 
     def channel_ok(ch: Channel, field) -> bool:
         """Checked once per channel (a runtime sequence pushes to the same few channels often)."""
-        if ch not in checked:
-            checked[ch] = _channel_ok(ch, field)
-        return checked[ch]
+        ok = checked.get(ch)
+        if ok is None:
+            ok = checked[ch] = _channel_ok(ch, field)
+        return ok
 
-    def _channel_ok(ch: Channel, field: str) -> bool:
+    def _channel_ok(ch: Channel, field) -> bool:
         if not tile_ok(ch.tile, field):
             return False
-        kind = arch.tile_kind(ch.tile.row)
-        if not p.check(ch.direction in (MM2S, S2MM), field, str(ch), "direction must be mm2s or s2mm"):
+        if ch.direction not in (MM2S, S2MM):
+            p.add(field(), str(ch), "direction must be mm2s or s2mm")
             return False
+        kind = arch.tile_kind(ch.tile.row)
         n = kind.mm2s_channels if ch.direction == MM2S else kind.s2mm_channels
-        return p.check(0 <= ch.index < n, field, str(ch),
-                       f"{arch.tile_kind_name(ch.tile.row)} tiles have {ch.direction} channels 0..{n - 1}")
+        if not 0 <= ch.index < n:
+            p.add(field(), str(ch), f"{arch.tile_kind_name(ch.tile.row)} tiles have {ch.direction} channels 0..{n - 1}")
+            return False
+        return True
 
     # buffers and tile memory capacity
     used = Counter()
@@ -58,7 +75,7 @@ def validate_design(design: Design) -> None:
         p.check(b.size_bytes > 0, f"buffer {b.name}.size_bytes", b.size_bytes, "must be > 0")
         if b.tile is None:
             continue
-        if tile_ok(b.tile, f"buffer {b.name}.tile"):
+        if tile_ok(b.tile, lambda: f"buffer {b.name}.tile"):
             p.check(arch.tile_kind_name(b.tile.row) != "shim", f"buffer {b.name}.tile", str(b.tile),
                     "shim tiles have no memory; use ddr_buffer() for host memory")
             used[b.tile] += max(b.size_bytes, 0)
@@ -69,7 +86,7 @@ def validate_design(design: Design) -> None:
     # locks
     per_tile = Counter()
     for lk in design.locks:
-        if tile_ok(lk.tile, f"lock {lk.name}.tile"):
+        if tile_ok(lk.tile, lambda: f"lock {lk.name}.tile"):
             per_tile[lk.tile] += 1
         p.check(0 <= lk.init <= arch.lock_max_value, f"lock {lk.name}.init", lk.init,
                 f"must be in 0..{arch.lock_max_value}")
@@ -79,64 +96,68 @@ def validate_design(design: Design) -> None:
 
     # BDs
     bd_per_tile = Counter()
+    kinds: dict[Channel, tuple | None] = {}  # per channel: its tile kind's (name, spec), None if invalid
     for b in design.bds:
-        f = f"bd {b.id}" + (f" ({b.name})" if b.name else "")
-        if not channel_ok(b.channel, f"{f}.channel"):
+        info = kinds.get(b.channel, 0)
+        if info == 0:
+            row = b.channel.tile.row
+            info = kinds[b.channel] = ((arch.tile_kind_name(row), arch.tile_kind(row))
+                                       if channel_ok(b.channel, lambda: f"{_bd_name(b)}.channel") else None)
+        if info is None:
             continue
-        kind_name = arch.tile_kind_name(b.channel.tile.row)
-        kind = arch.tile_kind(b.channel.tile.row)
+        kind_name, kind = info
         bd_per_tile[b.channel.tile] += 1
         if b.length_bytes <= 0:
-            p.add(f"{f}.length_bytes", b.length_bytes, "must be > 0")
+            p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes, "must be > 0")
         if b.offset_bytes < 0:
-            p.add(f"{f}.offset_bytes", b.offset_bytes, "must be >= 0")
+            p.add(f"{_bd_name(b)}.offset_bytes", b.offset_bytes, "must be >= 0")
         if not 1 <= b.iterations <= arch.bd_iterations_max:
-            p.add(f"{f}.iterations", b.iterations, f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
+            p.add(f"{_bd_name(b)}.iterations", b.iterations, f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
         words = -(-b.length_bytes // 4)
         if words >= 2**kind.bd_length_bits:
-            p.add(f"{f}.length_bytes", b.length_bytes,
+            p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes,
                   f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")
         if kind_name == "shim":
             if b.buffer.tile is not None:
-                p.add(f"{f}.buffer", b.buffer.name, "shim BDs address DDR buffers")
+                p.add(f"{_bd_name(b)}.buffer", b.buffer.name, "shim BDs address DDR buffers")
         elif b.buffer.tile != b.channel.tile:
-            p.add(f"{f}.buffer", b.buffer.name, f"must be in {b.channel.tile}'s memory")
+            p.add(f"{_bd_name(b)}.buffer", b.buffer.name, f"must be in {b.channel.tile}'s memory")
         extent = b.length_bytes
         if b.dims:
-            if p.check(len(b.dims) <= kind.bd_dims, f"{f}.dims", b.dims,
+            if p.check(len(b.dims) <= kind.bd_dims, f"{_bd_name(b)}.dims", b.dims,
                        f"{kind_name} BDs address at most {kind.bd_dims} dimensions"):
                 size_words = 1
                 last_word = 0
                 for i, (size, stride) in enumerate(b.dims):
-                    p.check(1 <= size < 2**kind.bd_wrap_bits, f"{f}.dims[{i}].size", size,
+                    p.check(1 <= size < 2**kind.bd_wrap_bits, f"{_bd_name(b)}.dims[{i}].size", size,
                             f"must be in 1..{2**kind.bd_wrap_bits - 1}")
-                    p.check(0 <= stride < 2**kind.bd_step_bits, f"{f}.dims[{i}].stride", stride,
+                    p.check(0 <= stride < 2**kind.bd_step_bits, f"{_bd_name(b)}.dims[{i}].stride", stride,
                             f"must be in 0..{2**kind.bd_step_bits - 1} words")
                     size_words *= max(size, 1)
                     last_word += (max(size, 1) - 1) * max(stride, 0)
-                p.check(size_words * 4 == b.length_bytes, f"{f}.dims", b.dims,
+                p.check(size_words * 4 == b.length_bytes, f"{_bd_name(b)}.dims", b.dims,
                         f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
                 extent = (last_word + 1) * 4
         if b.offset_bytes + extent > b.buffer.size_bytes:
-            p.add(f"{f}.offset_bytes+extent", b.offset_bytes + extent,
+            p.add(f"{_bd_name(b)}.offset_bytes+extent", b.offset_bytes + extent,
                   f"addresses outside buffer {b.buffer.name} ({b.buffer.size_bytes} bytes)")
         if b.compression_ratio != 1.0:
-            p.check(kind.compression, f"{f}.compression_ratio", b.compression_ratio,
+            p.check(kind.compression, f"{_bd_name(b)}.compression_ratio", b.compression_ratio,
                     f"{kind_name} DMAs cannot compress (must be 1.0)")
-            p.check(b.compression_ratio >= 1.0, f"{f}.compression_ratio", b.compression_ratio,
+            p.check(b.compression_ratio >= 1.0, f"{_bd_name(b)}.compression_ratio", b.compression_ratio,
                     "must be >= 1.0")
         for role, spec in (("acquire", b.acquire), ("release", b.release)):
             if spec is None:
                 continue
             lk, value = spec
             if not 0 <= value <= arch.lock_max_value:
-                p.add(f"{f}.{role}.value", value, f"must be in 0..{arch.lock_max_value}")
+                p.add(f"{_bd_name(b)}.{role}.value", value, f"must be in 0..{arch.lock_max_value}")
             reach = abs(lk.tile.col - b.channel.tile.col) <= (1 if kind_name == "mem" else 0)
             if not (lk.tile.row == b.channel.tile.row and reach):
-                p.add(f"{f}.{role}.lock", lk.name, f"a {kind_name} DMA can only use locks of its own tile"
+                p.add(f"{_bd_name(b)}.{role}.lock", lk.name, f"a {kind_name} DMA can only use locks of its own tile"
                       + (" or a neighbouring mem tile" if kind_name == "mem" else ""))
         if b.next is not None and b.next.channel != b.channel:
-            p.add(f"{f}.next", b.next.id, f"must be a BD of the same channel ({b.channel})")
+            p.add(f"{_bd_name(b)}.next", b.next.id, f"must be a BD of the same channel ({b.channel})")
     for tile, n in sorted(bd_per_tile.items()):
         cap = arch.tile_kind(tile.row).bd_count
         p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type")
@@ -145,7 +166,7 @@ def validate_design(design: Design) -> None:
     producer_of: dict[Channel, Channel] = {}
     routed = set()
     for r in design.routes:
-        if not channel_ok(r.src, f"route {r.src}.src"):
+        if not channel_ok(r.src, lambda: f"route {r.src}.src"):
             continue
         if r.src.direction != MM2S:
             p.add(f"route {r.src}.src", str(r.src), "must be an mm2s channel")
@@ -155,7 +176,7 @@ def validate_design(design: Design) -> None:
             p.add(f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
         routed.add(r.src)
         for d in r.dsts:
-            if channel_ok(d, f"route {r.src}.dst"):
+            if channel_ok(d, lambda: f"route {r.src}.dst"):
                 if d.direction != S2MM:
                     p.add(f"route {r.src}.dst", str(d), "must be an s2mm channel")
                 if d in producer_of:
@@ -166,49 +187,53 @@ def validate_design(design: Design) -> None:
     used_channels = set()
     cyclic_static = set()
     for ch, bd in design.static_chains.items():
-        if not channel_ok(ch, f"static chain on {ch}"):
+        if not channel_ok(ch, lambda: f"static chain on {ch}"):
             continue
         used_channels.add(ch)
         if bd.channel != ch:
             p.add(f"static chain on {ch}", str(bd), "must start with a BD of that channel")
         if chain_of(bd)[1]:
             cyclic_static.add(ch)
-    pushed = Counter()
+    pushed: set[Channel] = set()
     loops_forever: dict[int, bool] = {}
+    fine: set[int] = set()  # ids of Push objects already checked and found fine (a sequence repeats them)
     for i, op in enumerate(design.host):
-        if isinstance(op, Push):
-            f = f"host[{i}] push"  # (a runtime sequence has up to ~10^5 pushes: keep this loop lean)
-            ok = checked.get(op.channel)
-            if not (ok or channel_ok(op.channel, f"{f}.channel")):
+        if id(op) in fine:
+            continue
+        if type(op) is Push:
+            if not channel_ok(op.channel, lambda: f"host[{i}] push.channel"):
                 continue
             used_channels.add(op.channel)
-            pushed[op.channel] += 1
-            if op.bd.channel != op.channel:
-                p.add(f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
-            if not 1 <= op.repeat <= arch.max_task_repeat:
-                p.add(f"{f}.repeat", op.repeat, f"must be in 1..{arch.max_task_repeat}")
-            if op.bd.id not in loops_forever:
-                loops_forever[op.bd.id] = chain_of(op.bd)[1]
-            if loops_forever[op.bd.id]:
-                p.add(f"{f}.bd", str(op.bd), "a pushed task's BD chain loops forever, so it can never complete")
-            if op.channel in cyclic_static:
-                p.add(f"{f}.channel", str(op.channel), "runs a cyclic static chain and never takes queued tasks")
+            pushed.add(op.channel)
+            ok = (op.bd.channel == op.channel and 1 <= op.repeat <= arch.max_task_repeat
+                  and not _loops_forever(op.bd, loops_forever) and op.channel not in cyclic_static)
+            if not ok:  # say which (messages are formatted only for problems)
+                f = f"host[{i}] push"
+                p.check(op.bd.channel == op.channel, f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
+                p.check(1 <= op.repeat <= arch.max_task_repeat, f"{f}.repeat", op.repeat,
+                        f"must be in 1..{arch.max_task_repeat}")
+                p.check(not _loops_forever(op.bd, loops_forever), f"{f}.bd", str(op.bd),
+                        "a pushed task's BD chain loops forever, so it can never complete")
+                p.check(op.channel not in cyclic_static, f"{f}.channel", str(op.channel),
+                        "runs a cyclic static chain and never takes queued tasks")
+            else:
+                fine.add(id(op))
         elif isinstance(op, Wait):
-            if channel_ok(op.channel, f"host[{i}] wait.channel") and pushed[op.channel] <= 0:
+            if channel_ok(op.channel, lambda: f"host[{i}] wait.channel") and op.channel not in pushed:
                 p.add(f"host[{i}] wait.channel", str(op.channel),
                       "waits on a channel that no earlier step pushed a task to")
         else:
             p.add(f"host[{i}]", type(op).__name__, "must be Push or Wait")
-    for ch in sorted(used_channels):
+    unfed = [ch for ch in used_channels if ch not in (routed if ch.direction == MM2S else producer_of)]
+    for ch in sorted(unfed, key=channel_order):
         if ch.direction == MM2S:
-            p.check(ch in routed, f"channel {ch}", "no route", "an mm2s channel with work needs a route")
+            p.add(f"channel {ch}", "no route", "an mm2s channel with work needs a route")
         else:
-            p.check(ch in producer_of, f"channel {ch}", "no producer",
-                    "an s2mm channel with work needs a route from an mm2s channel")
+            p.add(f"channel {ch}", "no producer", "an s2mm channel with work needs a route from an mm2s channel")
 
     # cores
     for tile, ops in design.cores.items():
-        if not tile_ok(tile, f"core {tile}"):
+        if not tile_ok(tile, lambda: f"core {tile}"):
             continue
         p.check(arch.tile_kind_name(tile.row) == "compute", f"core {tile}", str(tile),
                 "core programs run on compute tiles only")

@@ -31,7 +31,7 @@ def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int)
     """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
     token block (``op_design`` placed there); an op class under ablation runs as its own twin."""
     design, flow, _, kernels, twin = op_design(p, arch, study, precision, at=(cols, col0))
-    return design, twin if twin is not None else design, flow, kernels
+    return design, twin.build() if twin is not None else design, flow, kernels
 
 
 def pipelined_group(unfused: list[Placed], grouped: list[Placed], alone: list[dict], tokens: int, study,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Callable
 
 from ..arch import Arch
+from ..design import Design
 from ..errors import ConfigError
 from ..validate import validate_design
 from ..mapping import Matmul, Pins, matmul_design, search
+from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..mapping.fusion import FLASH_KV_BLOCK, GROUPS, OnChip, block_tokens, group_ids, is_flash, on_chip_flags
 from ..workloads.vector import VectorOp, vector_design
 from .graph import Op
@@ -98,11 +101,21 @@ def _matmul(p: Placed, study: LlmStudy, precision: Precision) -> Matmul:
                   onchip_window_bytes=p.chip.window_bytes)
 
 
+@dataclass(frozen=True)
+class NoopTwin:
+    """An op design's NOOP twin: every kernel a 1-cycle pass, kernels named in ``drop`` gone, every
+    byte still moving; its time is the op's data-movement time. ``build`` makes it as a Design
+    (pipelines compose designs); a lone op derives it from its own lowered tables
+    (``fastsim.lower.noop_twin`` with ``drop``), which is cheaper and the same."""
+
+    build: Callable[[], Design]
+    drop: frozenset = frozenset()
+
+
 def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
               at: tuple[int, int] | None = None):
     """(design, dataflow, engine result when the search already simulated exactly this design or
-    None, kernels it links, the same design with every kernel a 1-cycle pass or None when it is one
-    already: its time is the op's data-movement time). Matmul-like ops take the mapper's searched mapping (``--dataflow`` and
+    None, kernels it links, its ``NoopTwin`` or None when it is a NOOP design already). Matmul-like ops take the mapper's searched mapping (``--dataflow`` and
     ``--columns`` pin the search); the search always sees the op as it really computes, so NOOP
     ablation keeps the mapping and removes only the compute. ``at`` = (columns, first column) places
     the op on its own columns (a pipeline stage) instead of where the search or pins put it."""
@@ -117,7 +130,7 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
         design = vector_design(spec, arch)
         if p.chip.any:  # on-chip buffers must fit next to the stream buffers: say so before simulating
             validate_design(design)
-        twin = None if noop else vector_design(replace(spec, noop=True), arch)
+        twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
         return design, "stream", None, frozenset({("vector", op.op_class)}), twin
     real = _matmul(p, study, precision)
     chosen = _pinned(study.dataflow, op)
@@ -128,7 +141,7 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
     kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
     if real.cast_cycles_per_weight:
         kernels.add(("vector", "cast"))
-    twin = None if noop else matmul_design(real, best, arch, noop=True)
+    twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), MATMUL_NOOP_DROPS)
     if not noop and "cast" not in study.noop:
         return found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in study.noop else real

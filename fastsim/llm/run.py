@@ -18,9 +18,11 @@ import xarray as xr
 from ..arch import Arch, NPU2
 from ..design import buffer_peaks, compute_cycles_by_kernel
 from ..errors import ConfigError
+from ..gc_pause import gc_paused
 from ..mapping.dispatch import DispatchLimits, OpFootprint, assign, host_counts, plan as plan_dispatches, sequence_words
 from ..mapping.fusion import GROUPS, PIPELINE, PIPELINE_STAGES, fusion_kinds, pipelined_kinds
 from ..report import utilizations
+from ..lower import lower, noop_twin
 from ..simulation import simulate
 from .assemble import TENSOR_KINDS, assemble, by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
 from .graph import build_graph
@@ -42,6 +44,11 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
     """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals.
     ``strict=False`` runs explicit cuts that do not fit a dispatch anyway and records what does not
     fit (``dispatch_fits``, attr ``dispatch_problems``) instead of raising: a cut search's input."""
+    with gc_paused():
+        return _simulate_llm(study, arch, limits, strict)
+
+
+def _simulate_llm(study: LlmStudy, arch: Arch, limits: DispatchLimits, strict: bool) -> xr.Dataset:
     model = study.model_config().validate()
     study.validate(model)
     precision = study.precision.validate()
@@ -239,12 +246,13 @@ def _results(placed, mapping, arch, study, precision, strict: bool) -> dict:
     # op's data-movement time, so exposed compute is measured by difference, as an ablation does
     batch, where = [], {}
     for key, (design, _, known, _, twin) in todo.items():
+        lowered = lower(design) if known is None or twin is not None else None
         if known is None:
             where[key] = len(batch)
-            batch.append(design)
+            batch.append(lowered)
         if twin is not None:
             where[(key, "twin")] = len(batch)
-            batch.append(twin)
+            batch.append(noop_twin(lowered, twin.drop))
     sim = simulate(batch) if batch else None
     for key, (design, flow, known, kernels, twin) in todo.items():
         src, i = (known, 0) if known is not None else (sim, where[key])
@@ -274,16 +282,16 @@ def _mapping_key(study: LlmStudy, precision, arch: Arch) -> tuple:
 def _design_result(sim: xr.Dataset, i: int, design, flow: str, kernels, arch: Arch) -> dict:
     """What the per-op results need from one simulated design."""
     util = utilizations(sim, i, arch, 0.0)
-    row = sim.isel(design=i)
     per_core = [compute_cycles_by_kernel(prog) for prog in design.cores.values()]
     busy = sum(per_core[0].values()) if per_core else 0
     l1, l2 = buffer_peaks(design)
-    return dict(cycles=int(row.total_cycles), bound=max(util, key=util.get), flow=flow,
-                levels=row.level_bytes.values, ch=row.channel_cycles.sum("channel").values,
-                core=row.core_cycles.sum("core").values,
+    cycles = int(sim["total_cycles"].values[i])
+    return dict(cycles=cycles, bound=max(util, key=util.get), flow=flow,
+                levels=sim["level_bytes"].values[i], ch=sim["channel_cycles"].values[i].sum(axis=0),
+                core=sim["core_cycles"].values[i].sum(axis=0),
                 cast=per_core[0].get("cast", 0) / busy if busy else 0.0, shim=_shim_bytes(sim, i),
                 compute=max((sum(c.values()) for c in per_core), default=0),
-                movement=int(row.total_cycles),  # a NOOP design's own time (replaced by its twin's otherwise)
+                movement=cycles,  # a NOOP design's own time (replaced by its twin's otherwise)
                 l1_peak=l1, l2_peak=l2, host=host_counts(design), cols=len({t.col for t in design.cores}),
                 kernels=frozenset(kernels))
 
@@ -291,13 +299,11 @@ def _design_result(sim: xr.Dataset, i: int, design, flow: str, kernels, arch: Ar
 def _shim_bytes(sim: xr.Dataset, i: int) -> dict[str, float]:
     """DDR bytes of design i by shim channel role: MM2S0 carries W (stream ops: X), MM2S1 carries
     X, S2MM0 carries Y (see the design builders)."""
-    row = sim.isel(design=i)
-    shim = row.channel_row.values == 0
-    out = {}
-    for role, (way, index) in {"mm2s0": ("mm2s", 0), "mm2s1": ("mm2s", 1), "s2mm0": ("s2mm", 0)}.items():
-        pick = shim & (row.channel_direction.values == way) & (row.channel_index.values == index)
-        out[role] = float(row.channel_bytes.values[pick].sum())
-    return out
+    shim = sim["channel_row"].values[i] == 0
+    way, index = sim["channel_direction"].values[i], sim["channel_index"].values[i]
+    moved = sim["channel_bytes"].values[i]
+    return {role: float(moved[shim & (way == w) & (index == k)].sum())
+            for role, (w, k) in {"mm2s0": ("mm2s", 0), "mm2s1": ("mm2s", 1), "s2mm0": ("s2mm", 0)}.items()}
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:

@@ -21,6 +21,7 @@ from ..workloads.paths import join_outputs, push_round, stream_rates
 from .plan import check, host_columns
 from .space import Matmul, Mapping
 
+NOOP_DROPS = frozenset({"conversion", "cast"})  # kernels a NOOP design leaves out (the rest take 1 cycle)
 B_CH, A_CH = 0, 1  # shim MM2S and mem-tile S2MM channel per operand (C drains to shim S2MM0)
 
 
@@ -109,8 +110,7 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
 
     # cores: microkernel loops, partial-sum hand-off, C joined per column
     mm = 1 if noop else ev["matmul_cycles"]
-    extra = [] if noop else [Compute(ev[f"{kind}_cycles"], kind) for kind in ("conversion", "cast")
-                             if ev[f"{kind}_cycles"]]
+    extra = [] if noop else [Compute(ev[f"{kind}_cycles"], kind) for kind in NOOP_DROPS if ev[f"{kind}_cycles"]]
     add = 1 if noop else max(1, ev["add_cycles"])
     drains, keeps = [], {}
     for ci in range(cols):

@@ -81,7 +81,7 @@ class _Copier:
 
         for tile, ops in src.cores.items():
             d.core_program(tile, *program(ops))
-        host = [Push(op.channel, bds[op.bd.id], op.repeat) if isinstance(op, Push) else op for op in src.host]
+        host = [d.push_op(op.channel, bds[op.bd.id], op.repeat) if isinstance(op, Push) else op for op in src.host]
         return {"host": host, "bds": bds}
 
 

@@ -23,6 +23,7 @@ import numpy as np
 from .. import disk_cache
 from ..arch import Arch
 from ..errors import ConfigError
+from ..gc_pause import gc_paused
 from .plan import RESOURCES, StructureBatch, check, same_as_equal_split, evaluate, plan_one, problems, reason_text, stack, structure
 from ..workloads.paths import STREAM_SPLITS, stream_rates
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
@@ -183,7 +184,8 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
         return _CACHE[key]
     result = disk_cache.load("search", key)  # an earlier process's search of this code version
     if result is None:
-        result = _search(op, arch, pins, top, keep)
+        with gc_paused():
+            result = _search(op, arch, pins, top, keep)
         disk_cache.save("search", key, result)
     _CACHE[key] = result
     while len(_CACHE) > _CACHE_SIZE:

@@ -114,14 +114,16 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
     return core_locks, keep
 
 
-def push_round(d: Design, entries) -> None:
-    """Push one round of host tasks, interleaving every (bd, count) entry's chunks (at most
-    max_task_repeat each) so that no channel's queue fills while another channel of the round still
-    has nothing (which deadlocks a broadcast)."""
+def push_round(d: Design, entries, times: int = 1) -> None:
+    """Push one round of host tasks ``times`` times over, interleaving every (bd, count) entry's
+    chunks (at most max_task_repeat each) so that no channel's queue fills while another channel of
+    the round still has nothing (which deadlocks a broadcast)."""
+    ops = []
     left = [[bd, count] for bd, count in entries if bd is not None and count > 0]
     while left:
         for entry in left:
             step = min(entry[1], d.arch.max_task_repeat)
-            d.push(entry[0].channel, entry[0], repeat=step)
+            ops.append(d.push_op(entry[0].channel, entry[0], step))
             entry[1] -= step
         left = [e for e in left if e[1] > 0]
+    d.host.extend(ops * times)

@@ -125,12 +125,23 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
             for t in range(col_tiles[c]):
                 due.setdefault(Fraction(t + 1, col_tiles[c]), []).append(i)
         order = [due[k] for k in sorted(due)]
-    for live in order:
-        push_round(d, [e for i in live for e in ins[i]] + [e for i in live for e in outs[i]])
+    for live, times in _runs(order):
+        push_round(d, [e for i in live for e in ins[i]] + [e for i in live for e in outs[i]], times)
     for entries in outs:
         for bd, _ in entries:
             d.wait(bd.channel)
     return d
+
+
+def _runs(rounds: list) -> list[tuple[list, int]]:
+    """Consecutive equal rounds as (round, how many times in a row)."""
+    out: list[tuple[list, int]] = []
+    for r in rounds:
+        if out and out[-1][0] == r:
+            out[-1] = (r, out[-1][1] + 1)
+        else:
+            out.append((r, 1))
+    return out
 
 
 def _column_tiles(op: VectorOp, arch: Arch, cols: int, tiles: int, x_tile: int, y_tile: int) -> dict[int, int]:
