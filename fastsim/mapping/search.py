@@ -144,11 +144,11 @@ def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
     extents = [(-(-op.m // s.pm), -(-op.k // s.pk), -(-op.n // s.pn)) for s in batch.structures]
     sizes = [sorted({t for e in extents for t in _pow2_up_to(e[axis])}) for axis in range(3)]
     m, k, n = (g.ravel()[None, :] for g in np.meshgrid(*sizes, indexing="ij"))
+    # each structure keeps the tiles within its own sizes' range (lowest and highest of _pow2_up_to)
+    ranges = np.array([[(_pow2_up_to(e)[0], _pow2_up_to(e)[-1]) for e in ext] for ext in extents])  # (S, 3, 2)
     keep = np.ones((len(extents), m.shape[1]), bool)
-    for i, e in enumerate(extents):
-        for axis, t in enumerate((m, k, n)):
-            allowed = _pow2_up_to(e[axis])
-            keep[i] &= (t[0] >= allowed[0]) & (t[0] <= allowed[-1])
+    for axis, t in enumerate((m, k, n)):
+        keep &= (t >= ranges[:, axis, :1]) & (t <= ranges[:, axis, 1:])
     return m, k, n, keep
 
 
@@ -244,14 +244,21 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
         by_reason[short] = by_reason.get(short, 0) + int(counts[key])
 
     def row(i) -> dict:
+        """Candidate i; its plan (the closed form for it alone) comes with ``planned``: a search
+        reports few of the rows it ranks."""
         mp = replace(bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
-        out = _row(op, mp, arch)
-        if a["reason"][i] >= 0:
-            out["reason"] = reason_text(checks_of[a["batch"][i]][a["reason"][i]], out["plan"])
-        return out
+        return {"mapping": mp, "index": i}
+
+    def planned(r: dict) -> dict:
+        if "plan" not in r:
+            r.update(_row(op, r["mapping"], arch))
+            i = r.get("index", -1)
+            if i >= 0 and a["reason"][i] >= 0:
+                r["reason"] = reason_text(checks_of[a["batch"][i]][a["reason"][i]], r["plan"])
+        return r
 
     if not n_legal:
-        closest = [row(i) for i in illegal_i[:5]]
+        closest = [planned(row(i)) for i in illegal_i[:5]]
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
                            f"({len(bucket)} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
@@ -259,15 +266,17 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     chosen = _distinct(legal, top)
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         _add_baseline(op, arch, legal, chosen)
+    for r in chosen:
+        planned(r)
     _simulate(op, arch, chosen)
     ok = [r for r in chosen if r["status"] == "ok"]
     if not ok:
         raise ConfigError([f"{op.name}: every simulated candidate failed: "
                            + "; ".join(f"{r['mapping'].label()}: {r['status']}" for r in chosen)], "mapping search")
     fastest = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
-    ranked = [_public(r, fastest) for r in legal[:keep]]
+    ranked = [_public(planned(r), fastest) for r in legal[:keep]]
     ranked += [_public(r, fastest) for r in chosen if all(r is not x for x in legal[:keep])]
-    rejected = [dict(_public(r, None), reason=r["reason"]) for r in (row(i) for i in illegal_i[:keep])]
+    rejected = [dict(_public(r, None), reason=r["reason"]) for r in (planned(row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(bucket), n_legal, by_reason,
                         fastest["design"], fastest["simulation"])
 
