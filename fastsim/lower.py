@@ -202,6 +202,16 @@ def _stack(arrays: list[np.ndarray], fill: int = 0) -> np.ndarray:
     return out
 
 
+def _concat(tables: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Tables one after the other (at least one row) and each one's (first, end) row."""
+    ends = np.cumsum([len(t) for t in tables])
+    rows = np.concatenate([*tables, np.zeros((1, tables[0].shape[1]), np.int64)])
+    return rows, np.stack([ends - [len(t) for t in tables], ends], axis=1).astype(np.int64)
+
+
+HOST_ROWS = 7  # position of the shared host table in ``Batch.inputs`` (never sliced per design)
+
+
 @dataclass
 class Batch:
     """Padded tables of several lowered designs plus preallocated state and outputs."""
@@ -216,13 +226,22 @@ class Batch:
         """Fast-forward scratch for one kernel call (designs of a call share it in turn)."""
         return np.zeros(self.scratch_words, np.int64)
 
+    def kernel_args(self, lo: int = 0, hi: int | None = None) -> tuple:
+        """``simulate_batch``'s arguments for designs lo..hi: views, so the kernel writes into
+        this batch's state and outputs; the shared host table goes whole (spans index it)."""
+        hi = len(self.designs) if hi is None else hi
+        inputs = [a if k == HOST_ROWS else a[lo:hi] for k, a in enumerate(self.inputs)]
+        return (*inputs, *(a[lo:hi] for a in self.state), *(a[lo:hi] for a in self.outputs.values()),
+                self.scratch())
+
 
 def pack(lowered: list[LoweredDesign]) -> Batch:
     prm = _stack([x.prm for x in lowered])
     col_rates = _stack([x.col_rates for x in lowered], fill=1)
+    host_rows, host_span = _concat([x.host for x in lowered])
     inputs = (prm, col_rates, _stack([x.bds for x in lowered]), _stack([x.ch for x in lowered]),
               _stack([x.cons for x in lowered]), _stack([x.prog for x in lowered]),
-              _stack([x.cores for x in lowered]), _stack([x.host for x in lowered]),
+              _stack([x.cores for x in lowered]), host_rows, host_span,
               _stack([x.lock_init for x in lowered]))
     n = len(lowered)
     n_ch = max(1, max(len(x.channels) for x in lowered))

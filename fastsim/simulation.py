@@ -59,15 +59,13 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
 
 def _run(batch: Batch, threads: int | None) -> None:
     n = len(batch.designs)
-    arrays = (*batch.inputs, *batch.state, *batch.outputs.values())
     threads = min(resolve_threads(threads), n)
     if threads <= 1:
-        simulate_batch(*arrays, batch.scratch())
+        simulate_batch(*batch.kernel_args())
         return
 
     def run(chunk: tuple[int, int]) -> None:
-        lo, hi = chunk
-        simulate_batch(*[a[lo:hi] for a in arrays], batch.scratch())
+        simulate_batch(*batch.kernel_args(*chunk))
 
     # contiguous chunks (views: the kernel writes straight into the batch's arrays), about four
     # per thread so that one long design does not leave the other threads idle

@@ -580,12 +580,15 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
 
 
 @kernel
-def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
+def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host_rows, host_span, lock_init,
                    st, queue, kst, kloop, hst, locks, counts, active,
                    ch_bytes, ch_stats, core_stats, events, res, ff):
     """Run ``simulate_one`` for every design d of a padded batch (leading axis = design); the
-    fast-forward scratch ``ff`` is shared, one design at a time."""
+    fast-forward scratch ``ff`` is shared, one design at a time. Host programs are not padded
+    (one design's may have 10^5 rows, its neighbours' ten): design d's rows are
+    ``host_rows[host_span[d, 0]:host_span[d, 1]]``."""
     for d in range(prm.shape[0]):
-        simulate_one(prm[d], col_rates[d], bds[d], ch[d], cons[d], prog[d], cores[d], host[d],
+        host = host_rows[host_span[d, 0]:host_span[d, 1]]
+        simulate_one(prm[d], col_rates[d], bds[d], ch[d], cons[d], prog[d], cores[d], host,
                      lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], counts[d], active[d],
                      ch_bytes[d], ch_stats[d], core_stats[d], events[d], res[d], ff)

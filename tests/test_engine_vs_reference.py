@@ -14,7 +14,7 @@ LIMITS = dict(max_cycles=20000, livelock_cycles=600, max_events=512)
 
 def run_kernel(lowered_list):
     batch = pack(lowered_list)
-    simulate_batch(*batch.inputs, *batch.state, *batch.outputs.values(), batch.scratch())
+    simulate_batch(*batch.kernel_args())
     return batch.outputs
 
 

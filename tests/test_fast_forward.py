@@ -19,7 +19,7 @@ LIMITS = dict(max_cycles=200_000, livelock_cycles=50_000)
 
 def run(design, **options):
     batch = pack([lower(design, **{**LIMITS, **options})])
-    simulate_batch(*batch.inputs, *batch.state, *batch.outputs.values(), batch.scratch())
+    simulate_batch(*batch.kernel_args())
     return batch.outputs
 
 
