@@ -184,6 +184,21 @@ def test_sweep__two_workers_equal_one(tmp_path):
     assert_same_data(one.load(), two.load())
 
 
+def test_sweep__local_workers_keep_glibcs_adaptive_malloc(monkeypatch):
+    """dask would start them with MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold
+    and made numpy, and with it a decode point, 2x slower in a worker than in the parent."""
+    from fastsim.sweeping.engine import _client
+
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # an earlier dask cluster sets it here
+    client, cluster = _client(1, None)
+    try:
+        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
+        assert list(seen.values()) == [None]
+    finally:
+        client.close()
+        cluster.close()
+
+
 def test_sweep__runs_on_an_external_scheduler(tmp_path):
     """A stand-in for a cluster (dask-jobqueue gives the same: a scheduler address and workers)."""
     sched_file = tmp_path / "scheduler.json"
