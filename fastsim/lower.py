@@ -10,7 +10,7 @@ from fastsim.kernels import layout as L
 from fastsim.kernels.fastforward import scratch_words
 
 from .design import MM2S, Acquire, Channel, Compute, Design, Loop, Push, Release, channel_order
-from .validate import chain_of, validate_design
+from .validate import endless_chains, validate_design
 
 
 @dataclass
@@ -59,6 +59,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     ch_index = {c: i for i, c in enumerate(channels)}
 
     bds = np.zeros((len(design.bds), L.BD_NCOL), np.int64)
+    endless = endless_chains(design.bds)
     for i, b in enumerate(design.bds):
         wire_bytes = math.ceil(b.total_bytes / b.compression_ratio)
         bds[i, L.BD_LEN] = wire_bytes * L.UNITS_PER_BYTE
@@ -67,7 +68,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
         bds[i, L.BD_REL_LOCK] = lock_index[b.release[0].id] if b.release else -1
         bds[i, L.BD_REL_VAL] = b.release[1] if b.release else 0
         bds[i, L.BD_NEXT] = bd_index[b.next.id] if b.next is not None else -1
-        bds[i, L.BD_CYCLIC] = int(chain_of(b)[1])
+        bds[i, L.BD_CYCLIC] = int(endless[b.id])
 
     ch = np.zeros((len(channels), L.CH_NCOL), np.int64)
     ch[:, L.CH_STATIC_BD] = -1

@@ -23,16 +23,25 @@ def chain_of(bd: BD) -> tuple[list[BD], bool]:
     return seen, False
 
 
+def endless_chains(bds: list[BD]) -> dict[int, bool]:
+    """For every BD (by id), whether the chain starting there loops forever: one walk over all
+    BDs together (a cyclic chain of L BDs, walked from each of them, would cost L^2)."""
+    endless: dict[int, bool] = {}
+    for start in bds:
+        path, on_path, cur = [], set(), start
+        while cur is not None and cur.id not in endless and cur.id not in on_path:
+            path.append(cur.id)
+            on_path.add(cur.id)
+            cur = cur.next
+        verdict = cur is not None and (cur.id in on_path or endless[cur.id])
+        for i in path:
+            endless[i] = verdict
+    return endless
+
+
 def _bd_name(b: BD) -> str:
     """How problems name a BD (formatted only for problems: a design has thousands of BDs)."""
     return f"bd {b.id}" + (f" ({b.name})" if b.name else "")
-
-
-def _loops_forever(bd: BD, known: dict[int, bool]) -> bool:
-    """Whether ``bd``'s chain loops forever (each BD's chain followed once per design)."""
-    if bd.id not in known:
-        known[bd.id] = chain_of(bd)[1]
-    return known[bd.id]
 
 
 def validate_design(design: Design) -> None:
@@ -186,16 +195,20 @@ def validate_design(design: Design) -> None:
     # channel programs: static chains and host pushes
     used_channels = set()
     cyclic_static = set()
+    endless = endless_chains(design.bds)
+
+    def loops_forever(bd: BD) -> bool:
+        return endless[bd.id] if bd.id in endless else chain_of(bd)[1]  # (a BD of another design)
+
     for ch, bd in design.static_chains.items():
         if not channel_ok(ch, lambda: f"static chain on {ch}"):
             continue
         used_channels.add(ch)
         if bd.channel != ch:
             p.add(f"static chain on {ch}", str(bd), "must start with a BD of that channel")
-        if chain_of(bd)[1]:
+        if loops_forever(bd):
             cyclic_static.add(ch)
     pushed: set[Channel] = set()
-    loops_forever: dict[int, bool] = {}
     fine: set[int] = set()  # ids of Push objects already checked and found fine (a sequence repeats them)
     for i, op in enumerate(design.host):
         if id(op) in fine:
@@ -206,13 +219,13 @@ def validate_design(design: Design) -> None:
             used_channels.add(op.channel)
             pushed.add(op.channel)
             ok = (op.bd.channel == op.channel and 1 <= op.repeat <= arch.max_task_repeat
-                  and not _loops_forever(op.bd, loops_forever) and op.channel not in cyclic_static)
+                  and not loops_forever(op.bd) and op.channel not in cyclic_static)
             if not ok:  # say which (messages are formatted only for problems)
                 f = f"host[{i}] push"
                 p.check(op.bd.channel == op.channel, f"{f}.bd", str(op.bd), f"must be a BD of {op.channel}")
                 p.check(1 <= op.repeat <= arch.max_task_repeat, f"{f}.repeat", op.repeat,
                         f"must be in 1..{arch.max_task_repeat}")
-                p.check(not _loops_forever(op.bd, loops_forever), f"{f}.bd", str(op.bd),
+                p.check(not loops_forever(op.bd), f"{f}.bd", str(op.bd),
                         "a pushed task's BD chain loops forever, so it can never complete")
                 p.check(op.channel not in cyclic_static, f"{f}.channel", str(op.channel),
                         "runs a cyclic static chain and never takes queued tasks")
