@@ -151,7 +151,7 @@ def sweeps(repeats: int = 3):
           f"scaling {rates[2] / rates[1]:.2f}x")
 
 
-def llm(repeats: int = 3):
+def llm(repeats: int = 5):
     from fastsim.llm import LlmStudy, simulate_llm
     from fastsim import result_cache
     from fastsim.llm.run import clear_cache
