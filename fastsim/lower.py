@@ -151,7 +151,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
                          core_tiles=core_tiles, kernel_names=kernel_names)
 
 
-def noop_twin(lw: LoweredDesign, drop: frozenset[str] = frozenset()) -> LoweredDesign:
+def noop_twin(lw: LoweredDesign, drop: tuple[str, ...] = ()) -> LoweredDesign:
     """The tables of ``lw``'s NOOP twin (every kernel a 1-cycle pass, kernels named in ``drop``
     gone; every byte still moves), equal to lowering the design its builder makes with
     ``noop=True`` without building, validating and lowering that design again. The twin keeps

@@ -47,7 +47,7 @@ def test_noop_twin__drops_kernels_that_some_designs_run():
     op = Matmul(256, 512, 256, "bf16", b_bytes=0.5625, cast_cycles_per_weight=2.0)
     design = matmul_design(op, Mapping("os", "2d", (32, 64, 32), 4, 4, datapath="bfp16"), fastsim.NPU2)
     lowered = lower(design)
-    assert {"conversion", "cast"} <= set(lowered.kernel_names)
+    assert lowered.kernel_names == ["conversion", "cast", "matmul"]  # the k-loop's order, in every process
     twin = noop_twin(lowered, NOOP_DROPS)
     assert len(twin.prog) < len(lowered.prog) and twin.kernel_names[0] == "matmul"
 
@@ -73,3 +73,4 @@ def test_noop_twin__simulates_as_the_built_noop_design():
     a, b = fastsim.simulate(twin), fastsim.simulate(built)
     assert int(a.total_cycles[0]) == int(b.total_cycles[0])
     assert int(a.total_cycles[0]) < int(fastsim.simulate(vector_design(op, fastsim.NPU2)).total_cycles[0])
+

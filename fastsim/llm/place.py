@@ -109,7 +109,7 @@ class NoopTwin:
     (``fastsim.lower.noop_twin`` with ``drop``), which is cheaper and the same."""
 
     build: Callable[[], Design]
-    drop: frozenset = frozenset()
+    drop: tuple[str, ...] = ()
 
 
 def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
