@@ -28,7 +28,7 @@ counter, statistic and timestamp and copies the period's events n times. Progres
 inside the period and 2P must stay below the livelock bound, so the livelock verdict cannot change;
 the jump stops before max_cycles. Property tests check the result against the stepping reference.
 """
-from ._jit import kernel
+from ._jit import inline, kernel
 from .layout import (
     CC_N, CH_RATE, CS_TRANSFER, H_NCOL, K_CLASS, K_DEPTH, K_EV_START, K_NCOL, K_STATE, KC_N, KS_COMPUTE,
     KS_DONE, MAX_LOOP_DEPTH, P_LIVELOCK, P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST,
@@ -248,6 +248,18 @@ def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, c
     return h
 
 
+@inline
+def _countdown_periods(n, x1, x2, restarted):
+    """At most ``n`` periods, as many as a count-down (x1 one period ago, x2 now) allows: one that
+    restarted inside the period must hold the same value; else it falls by the same step each
+    period and must stay >= 1 (the engine's comparisons: repeats > 1, loop count > 0). -1: none."""
+    if x1 == x2:
+        return n
+    if restarted or x2 > x1:
+        return -1
+    return min(n, (x2 - 1) // (x1 - x2))
+
+
 @kernel
 def _periods(prm, ch, host, events, res, ff, old, new, o_task, o_loop):
     """How many whole periods, from snapshot ``new`` on, provably repeat the one since ``old``."""
@@ -268,13 +280,9 @@ def _periods(prm, ch, host, events, res, ff, old, new, o_task, o_loop):
     for c in range(n_ch):
         r1 = ff[lo + LIN_CH * c + L_REPEATS]
         r2 = ff[ln + LIN_CH * c + L_REPEATS]
-        if ff[o_task + c] >= t1:  # a task started inside the period: repeats restart, must match
-            if r1 != r2:
-                return 0
-        elif r1 != r2:
-            if r2 > r1:
-                return 0
-            n = min(n, (r2 - 1) // (r1 - r2))
+        n = _countdown_periods(n, r1, r2, ff[o_task + c] >= t1)  # a task started inside: restarted
+        if n < 0:
+            return 0
         # a transfer (the exact part says whether one runs) started inside the period must match
         # in age and bytes left; one running all period long moves its bytes left linearly, and
         # stays above the stream rate so that the bytes left never bound a cycle's flow
@@ -297,13 +305,9 @@ def _periods(prm, ch, host, events, res, ff, old, new, o_task, o_loop):
         for d in range(MAX_LOOP_DEPTH):
             x1 = ff[lo + k * MAX_LOOP_DEPTH + d]
             x2 = ff[ln + k * MAX_LOOP_DEPTH + d]
-            if ff[o_loop + k * MAX_LOOP_DEPTH + d] >= t1:  # loop (re)entered inside the period
-                if x1 != x2:
-                    return 0
-            elif x1 != x2:
-                if x2 > x1:
-                    return 0
-                n = min(n, (x2 - 1) // (x1 - x2))
+            n = _countdown_periods(n, x1, x2, ff[o_loop + k * MAX_LOOP_DEPTH + d] >= t1)  # (re)entered inside
+            if n < 0:
+                return 0
     if n <= 0:
         return 0
     h1 = ff[old + M_HOST]
