@@ -172,7 +172,7 @@ def noop_twin(lw: LoweredDesign, drop: tuple[str, ...] = ()) -> LoweredDesign:
     kept[kept_compute, L.PROG_B] = renumber[kept[kept_compute, L.PROG_B]]
     before = np.concatenate([[0], np.cumsum(dropped)])  # rows dropped before each row index
     cores = lw.cores - before[lw.cores]
-    return LoweredDesign(lw.design, lw.prm.copy(), lw.col_rates, lw.bds, lw.ch, lw.cons, kept, cores, lw.host,
+    return LoweredDesign(lw.design, lw.prm, lw.col_rates, lw.bds, lw.ch, lw.cons, kept, cores, lw.host,
                          lw.lock_init, lw.channels, lw.core_tiles, [lw.kernel_names[k] for k in first_use])
 
 

@@ -105,16 +105,11 @@ def validate_design(design: Design) -> None:
 
     # BDs
     bd_per_tile = Counter()
-    kinds: dict[Channel, tuple | None] = {}  # per channel: its tile kind's (name, spec), None if invalid
+    kinds = {row: (arch.tile_kind_name(row), arch.tile_kind(row)) for row in range(arch.rows)}
     for b in design.bds:
-        info = kinds.get(b.channel, 0)
-        if info == 0:
-            row = b.channel.tile.row
-            info = kinds[b.channel] = ((arch.tile_kind_name(row), arch.tile_kind(row))
-                                       if channel_ok(b.channel, lambda: f"{_bd_name(b)}.channel") else None)
-        if info is None:
+        if not channel_ok(b.channel, lambda: f"{_bd_name(b)}.channel"):
             continue
-        kind_name, kind = info
+        kind_name, kind = kinds[b.channel.tile.row]
         bd_per_tile[b.channel.tile] += 1
         if b.length_bytes <= 0:
             p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes, "must be > 0")

@@ -98,6 +98,12 @@ def _pow2_up_to(x: int) -> tuple[int, ...]:
     return tuple(t for t in TILE_SIZES if min(4, top) <= t <= top)
 
 
+def _size_range(x: int) -> tuple[int, int]:
+    """Smallest and largest of ``_pow2_up_to(x)``."""
+    sizes = _pow2_up_to(x)
+    return sizes[0], sizes[-1]
+
+
 def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
     """Tile-independent mappings worth evaluating (splits that would leave whole parts padding
     are skipped)."""
@@ -145,7 +151,7 @@ def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
     sizes = [sorted({t for e in extents for t in _pow2_up_to(e[axis])}) for axis in range(3)]
     m, k, n = (g.ravel()[None, :] for g in np.meshgrid(*sizes, indexing="ij"))
     # each structure keeps the tiles within its own sizes' range (lowest and highest of _pow2_up_to)
-    ranges = np.array([[(_pow2_up_to(e)[0], _pow2_up_to(e)[-1]) for e in ext] for ext in extents])  # (S, 3, 2)
+    ranges = np.array([[_size_range(e) for e in ext] for ext in extents])  # (S, 3, 2)
     keep = np.ones((len(extents), m.shape[1]), bool)
     for axis, t in enumerate((m, k, n)):
         keep &= (t >= ranges[:, axis, :1]) & (t <= ranges[:, axis, 1:])

@@ -31,6 +31,13 @@ class SweepReport:
                 f"{self.wall_s:.1f} s: {self.points_per_s:.2f} points/s -> {self.store}")
 
 
+# dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, and once it is set glibc stops
+# adapting its mmap threshold (mallopt(3)): every large numpy temporary is then mapped and unmapped
+# again, and the mapping search's closed forms ran 4x slower in a worker than in this process
+# (a decode point took 2.1x as long). fastsim's local workers keep glibc's default.
+WORKER_MALLOC_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+
+
 def _client(workers: int | None, scheduler: str | None):
     import dask
     from dask.distributed import Client, LocalCluster
@@ -47,13 +54,6 @@ def _client(workers: int | None, scheduler: str | None):
         cluster = LocalCluster(n_workers=workers or os.cpu_count(), threads_per_worker=1, processes=True,
                                dashboard_address=None)
     return Client(cluster), cluster
-
-
-# dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, and once it is set glibc stops
-# adapting its mmap threshold (mallopt(3)): every large numpy temporary is then mapped and unmapped
-# again, and the mapping search's closed forms ran 4x slower in a worker than in this process
-# (a decode point took 2.1x as long). fastsim's local workers keep glibc's default.
-WORKER_MALLOC_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
 
 
 def sweep(spec: SweepSpec | str | Path, out: str | Path | None = None, *, workers: int | None = None,
