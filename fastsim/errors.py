@@ -12,8 +12,11 @@ import numbers
 class ConfigError(ValueError):
     """An invalid architecture, design or workload; lists every problem found, not just the first."""
 
-    def __init__(self, problems: list[str], what: str = "configuration"):
+    def __init__(self, problems: list[str], what: str = "configuration", over_capacity: bool = False):
         self.problems = list(problems)
+        # some tile's buffers exceed its memory: a caller that can shrink them (smaller token
+        # blocks) retries on this, never on the message's words
+        self.over_capacity = over_capacity
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"invalid {what} ({len(self.problems)} problem(s)):\n{lines}")
 
@@ -34,6 +37,7 @@ class Problems:
     def __init__(self, what: str = "configuration"):
         self.what = what
         self.items: list[str] = []
+        self.over_capacity = False
 
     def add(self, field: str, value, allowed: str) -> None:
         self.items.append(f"{field} = {shown(value)}: {allowed}")
@@ -62,9 +66,14 @@ class Problems:
             self.add(field, value, allowed)
         return ok
 
+    def over(self, ok: bool, field: str, value, allowed: str) -> bool:
+        """``check`` for a memory capacity: what does not fit marks the error ``over_capacity``."""
+        self.over_capacity |= not ok
+        return self.check(ok, field, value, allowed)
+
     def raise_if_any(self) -> None:
         if self.items:
-            raise ConfigError(self.items, self.what)
+            raise ConfigError(self.items, self.what, self.over_capacity)
 
 
 class SimulationError(RuntimeError):

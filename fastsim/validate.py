@@ -90,7 +90,7 @@ def validate_design(design: Design) -> None:
             used[b.tile] += max(b.size_bytes, 0)
     for tile, total in sorted(used.items()):
         cap = arch.tile_kind(tile.row).memory_bytes
-        p.check(total <= cap, f"{tile} buffers", total, f"must fit in the tile's {cap} bytes of memory")
+        p.over(total <= cap, f"{tile} buffers", total, f"must fit in the tile's {cap} bytes of memory")
 
     # locks
     per_tile = Counter()

@@ -11,7 +11,9 @@ import fastsim
 from fastsim import NPU2
 from fastsim.cli import main
 from fastsim.llm import MODELS, LlmStudy, Precision, from_hf_config, simulate_llm
-from fastsim.llm.graph import OP_CLASSES, build_graph, kv_bytes_per_token
+from fastsim.graph import OP_CLASSES
+from fastsim.llm.place import Placed
+from fastsim.llm.transformer import Pass, build_graph, kv_bytes_per_token
 from fastsim.llm.run import llm_summary
 
 ONE_B = MODELS["llama-3.2-1b"]
@@ -48,7 +50,7 @@ def test_kv__bytes_per_token_closed_form(decode_4k):
 
 def test_prefill__macs_are_2_params_t_plus_attention():
     t = 512
-    ops = build_graph(ONE_B, Precision(), "prefill", prompt=t)
+    ops = build_graph(ONE_B, Precision(), Pass("prefill", prompt=t)).ops
     h, nh, hd, L = ONE_B.hidden_size, ONE_B.num_heads, ONE_B.head_dim, ONE_B.num_layers
     layer_weights = ONE_B.layer_params - 2 * h  # norms have no MACs
     attention = L * nh * 2 * (t * t * hd // 2)  # scores + attn*V, causal halving
@@ -93,10 +95,10 @@ def test_ddr__doubling_bandwidth_never_slows_decode_or_prefill():
         base, quick = simulate_llm(study, NPU2), simulate_llm(study, fast)
         assert float(quick.total_seconds) <= float(base.total_seconds)
         model, precision = study.model_config(), study.precision
-        ops = {op.name: op for op in build_graph(model, precision, study.regime, context=study.context,
-                                                  prompt=study.prompt)}
+        graph = build_graph(model, precision, Pass(study.regime, context=study.context, prompt=study.prompt))
+        ops = {op.name: op for op in graph.ops}
         for name in ("q_proj", "attn_scores", "ffn_down", "softmax"):
-            design = op_design(ops[name], NPU2, study, precision)[0]
+            design = op_design(Placed(ops[name]), NPU2, study, precision)[0]
             slow_c = int(fastsim.simulate(design).total_cycles[0])
             assert int(fastsim.simulate(dataclasses.replace(design, arch=fast)).total_cycles[0]) <= slow_c
 

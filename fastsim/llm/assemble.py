@@ -7,16 +7,14 @@ import xarray as xr
 
 from ..arch import Arch
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
-from .graph import kv_bytes_per_token
-
-TENSOR_KINDS = ("weights", "activations", "kv", "psum")
-
+from ..graph import TENSOR_KINDS, VECTOR
+from .transformer import kv_bytes_per_token
 
 def _ddr_by_kind(shim: dict[str, float], op) -> dict[str, float]:
     out = dict.fromkeys(TENSOR_KINDS, 0.0)
-    out[op.x_kind if op.kind == "vector" else op.w_kind] += shim["mm2s0"]
-    out[op.x_kind] += shim["mm2s1"]
-    out[op.y_kind] += shim["s2mm0"]
+    out[op.x.kind if op.kind == VECTOR else op.w.kind] += shim["mm2s0"]
+    out[op.x.kind] += shim["mm2s1"]
+    out[op.y.kind] += shim["s2mm0"]
     return out
 
 
@@ -39,21 +37,21 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
     for j, (p, op) in enumerate(zip(placed, ops)):
         r = results[p.key]
         rep = op.repeat
-        cycles[j] = r["cycles"] * rep
+        cycles[j] = r.cycles * rep
         f["seconds"][j] = cycles[j] / clock
-        f["compute"][j] = r["compute"] * rep / clock
-        f["movement"][j] = r["movement"] * rep / clock
-        f["exp_compute"][j] = max(0, r["cycles"] - r["movement"]) * rep / clock
-        f["exp_movement"][j] = max(0, r["cycles"] - r["compute"]) * rep / clock
-        f["l1"][j], f["l2"][j] = r["l1_peak"], r["l2_peak"]
-        by_kind = _ddr_by_kind(r["shim"], op)
+        f["compute"][j] = r.compute_cycles * rep / clock
+        f["movement"][j] = r.movement_cycles * rep / clock
+        f["exp_compute"][j] = max(0, r.cycles - r.movement_cycles) * rep / clock
+        f["exp_movement"][j] = max(0, r.cycles - r.compute_cycles) * rep / clock
+        f["l1"][j], f["l2"][j] = r.l1_peak_bytes, r.l2_peak_bytes
+        by_kind = _ddr_by_kind(r.shim_bytes, op)
         kind_bytes[j] = [by_kind[k] * rep for k in TENSOR_KINDS]
-        level_bytes[j] = r["levels"] * rep
-        ch_state[j] = r["ch"] * rep
-        core_state[j] = r["core"] * rep
-        bound[j] = r["bound"]
-        flow_of[j] = r["flow"]
-        f["cast"][j] = r["cast"]
+        level_bytes[j] = r.level_bytes * rep
+        ch_state[j] = r.channel_state_cycles * rep
+        core_state[j] = r.core_state_cycles * rep
+        bound[j] = r.bound_by
+        flow_of[j] = r.dataflow
+        f["cast"][j] = r.cast_share
         ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
         f["energy"][j] = (op.macs * arch.pj_per_mac.get(precision.compute_dtype, 0.0)
                           + ddr * arch.pj_per_byte["ddr"]
@@ -86,7 +84,7 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
     tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
 
     op_dim = ("op",)
-    groups = np.array([p.chip.group for p in placed], dtype=object)
+    groups = np.array([p.chip.group.label if p.chip.group else "" for p in placed], dtype=object)
     ds = xr.Dataset(
         {
             "op_seconds": (op_dim, f["seconds"], {"units": "s", "description": "time of the op (all repeats)"}),
@@ -112,7 +110,7 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
             "bound_by": (op_dim, bound, {"description": "resource with the highest utilization in the op"}),
             "dataflow": (op_dim, flow_of, {"description": "ws, is, os, or stream (vector ops)"}),
             "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
-            "op_columns": (op_dim, np.array([results[p.key]["cols"] for p in placed], np.int64),
+            "op_columns": (op_dim, np.array([results[p.key].columns for p in placed], np.int64),
                            {"units": "columns", "description": "columns the op's cores occupy"}),
             "input_on_chip": (op_dim, np.array([p.chip.x for p in placed]), {"description":
                               "activation input read from mem tiles (fused), not DDR"}),
@@ -170,7 +168,7 @@ def assemble(study, model, precision, arch: Arch, placed, results, dispatch, lim
                "residency": study.residency, "noop": ",".join(study.noop),
                "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
                "fusion": fusion["chosen"], "fusion_alternatives": fusion["alternatives"],
-               "kernels": ";".join(sorted({repr(k) for p in placed for k in results[p.key]["kernels"]}))},
+               "kernels": ";".join(sorted({repr(k) for p in placed for k in results[p.key].kernels}))},
     )
     return ds
 

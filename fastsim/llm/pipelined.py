@@ -18,9 +18,10 @@ import numpy as np
 
 from ..arch import Arch
 from ..errors import ConfigError
-from ..mapping.fusion import PIPELINE_STAGES
+from ..graph import MATMUL
 from ..mapping.pipeline import pipeline, stage_columns
 from ..validate import validate_design
+from .op_result import OpResult
 from .place import Placed, op_design
 
 PIPELINE_BLOCKS = 4  # token blocks a pipelined prefill group runs in, at least (assumption)
@@ -34,39 +35,42 @@ def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int)
     return design, twin.build() if twin is not None else design, flow, kernels
 
 
-def pipelined_group(unfused: list[Placed], grouped: list[Placed], alone: list[dict], tokens: int, study,
-                    precision, arch: Arch, kind: str):
-    """One layer's ops of group ``kind`` as a pipeline. ``unfused``/``grouped``: the ops alone and
-    fused (on-chip flags, token block); ``alone``: each one's fused engine result on the whole
-    array, which sets the column split. Returns (placed ops, their stage designs, the pipeline,
-    its NOOP twin, blocks, (dataflow, kernels) per op); raises ConfigError saying why the group
-    cannot be pipelined. Blocks double (from ``PIPELINE_BLOCKS``) until every stage's buffers fit."""
-    index = {p.op.name: i for i, p in enumerate(unfused)}
-    stages = [[index[n] for n in stage if n in index] for stage in PIPELINE_STAGES[kind]]
-    stages = [s for s in stages if s]
-    order = [i for s in stages for i in s]
-    if any(unfused[i].op.repeat != 1 for i in order):
+def pipelined_group(unfused: list[list[Placed]], grouped: list[list[Placed]], alone: list[list[OpResult]],
+                    tokens: int, study, precision, arch: Arch, kind: str):
+    """One layer's ops of group ``kind`` as a pipeline, stage by stage. ``unfused``/``grouped``:
+    the ops alone and fused (on-chip flags, token block); ``alone``: each one's fused engine result
+    on the whole array, which sets the column split. Returns (placed ops, their stage designs, the
+    pipeline, its NOOP twin, blocks, (dataflow, kernels) per op), ops in stage order; raises
+    ConfigError saying why the group cannot be pipelined. Blocks double (from
+    ``PIPELINE_BLOCKS``) until every stage's buffers fit."""
+    sizes = [len(s) for s in unfused]
+    flat_unfused, flat_grouped = [p for s in unfused for p in s], [p for s in grouped for p in s]
+    if any(p.op.repeat != 1 for p in flat_unfused):
         raise ConfigError([f"{kind}: ops that repeat (per head) cannot be pipelined"], "pipeline")
-    cols = _columns(stages, order, [alone[i]["cycles"] * grouped[i].op.repeat for i in order], unfused, study, arch)
-    blocks = max(PIPELINE_BLOCKS, max(math.ceil(tokens / grouped[i].op.m) for i in order))
+    stages, start = [], 0
+    for size in sizes:
+        stages.append(list(range(start, start + size)))
+        start += size
+    weights = [r.cycles * p.op.repeat for r, p in zip((r for s in alone for r in s), flat_grouped)]
+    cols = _columns(stages, weights, flat_unfused, study, arch)
+    blocks = max(PIPELINE_BLOCKS, max(math.ceil(tokens / p.op.m) for p in flat_grouped))
     while True:
         try:
-            return _build(stages, order, cols, blocks, tokens, unfused, grouped, study, precision, arch, kind)
+            return _build(stages, cols, blocks, tokens, flat_unfused, flat_grouped, study, precision, arch, kind)
         except ConfigError as e:
-            if blocks * 2 > min(tokens, MAX_BLOCKS) or not any("must fit" in x for x in e.problems):
+            if blocks * 2 > min(tokens, MAX_BLOCKS) or not e.over_capacity:
                 raise
             blocks *= 2
 
 
-def _columns(stages, order, weights, unfused, study, arch: Arch) -> list[int]:
+def _columns(stages, weights, unfused, study, arch: Arch) -> list[int]:
     """Columns per op, the most balanced split in which each consumer has a free mem-tile S2MM for
     every producer column of the stage before (see ``_free_receives``)."""
-    pos = {i: j for j, i in enumerate(order)}
 
     def feasible(split):
         for before, stage in zip(stages, stages[1:]):
-            sources = sum(split[pos[i]] for i in before)
-            if any(split[pos[i]] * _free_receives(unfused[i].op, study, arch) < sources for i in stage):
+            sources = sum(split[i] for i in before)
+            if any(split[i] * _free_receives(unfused[i].op, study, arch) < sources for i in stage):
                 return False
         return True
 
@@ -76,27 +80,28 @@ def _columns(stages, order, weights, unfused, study, arch: Arch) -> list[int]:
 def _free_receives(op, study, arch: Arch) -> int:
     """Mem-tile S2MM channels per column a stage with its input on chip leaves free: the join takes
     one per compute row; a matmul's streamed weights take one more (see the design builders)."""
-    weights = op.kind == "matmul" and not (study.residency == "static" and op.w_kind == "weights")
+    weights = op.kind == MATMUL and not (study.residency == "static" and op.w.kind == "weights")
     return max(1, arch.mem.s2mm_channels - arch.compute_rows - (1 if weights else 0))
 
 
-def _build(stages, order, cols, blocks, tokens, unfused, grouped, study, precision, arch, kind):
+def _build(stages, cols, blocks, tokens, unfused, grouped, study, precision, arch, kind):
     block = math.ceil(tokens / blocks)
     placed, designs, twins, how, start = {}, {}, {}, {}, 0
+    order = [i for s in stages for i in s]
     for i, c in zip(order, cols):
         chip = replace(grouped[i].chip, window_bytes=0)
-        one = Placed(replace(unfused[i].op, m=block), chip)
+        one = Placed(replace(unfused[i].op, m=block), chip, kind=unfused[i].kind)
         designs[i], twins[i], *how[i] = _stage_design(one, study, precision, arch, c, start)
-        placed[i] = Placed(replace(one.op, repeat=blocks), chip, pipelined=(kind, c, start, blocks))
+        placed[i] = Placed(replace(one.op, repeat=blocks), chip, (kind, c, start, blocks), unfused[i].kind)
         start += c
     whole = pipeline([[designs[i] for i in s] for s in stages], blocks, f"{kind} pipeline x{blocks}")
     validate_design(whole)
     twin = pipeline([[twins[i] for i in s] for s in stages], blocks, f"{kind} pipeline x{blocks} (noop)")
     return ([placed[i] for i in order], [designs[i] for i in order], whole, twin, blocks,
-            [how[i] for i in order], order)
+            [how[i] for i in order])
 
 
-def share_results(placed: list[Placed], stage_results: list[dict], sim, where: tuple[int, int],
+def share_results(placed: list[Placed], stage_results: list[OpResult], sim, where: tuple[int, int],
                   blocks: int) -> dict:
     """Per-op results of a pipelined group: each op's own stage results (bytes, buffers, kernels)
     with the pipeline's time, data-movement time and extra (hand-off) traffic shared out per
@@ -105,11 +110,11 @@ def share_results(placed: list[Placed], stage_results: list[dict], sim, where: t
     cycles = int(sim.total_cycles.values[whole])
     movement = int(sim.total_cycles.values[twin])
     levels = sim.level_bytes.values[whole] / blocks
-    alone = np.array([r["cycles"] for r in stage_results], float)
+    alone = np.array([r.cycles for r in stage_results], float)
     share = alone / alone.sum()
-    extra = levels - sum(r["levels"] for r in stage_results)
+    extra = levels - sum(r.level_bytes for r in stage_results)
     out = {}
     for p, r, s in zip(placed, stage_results, share):
-        out[p.key] = {**r, "cycles": int(round(cycles * s / blocks)), "movement": int(round(movement * s / blocks)),
-                      "levels": r["levels"] + s * extra}
+        out[p.key] = replace(r, cycles=int(round(cycles * s / blocks)), movement_cycles=int(round(movement * s / blocks)),
+                             level_bytes=r.level_bytes + s * extra)
     return out

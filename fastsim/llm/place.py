@@ -12,10 +12,11 @@ from ..errors import ConfigError
 from ..validate import validate_design
 from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
-from ..mapping.fusion import FLASH_KV_BLOCK, GROUPS, OnChip, block_tokens, group_ids, is_flash, on_chip_flags
+from ..graph import Op, OpGraph
+from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
+                              intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..workloads.vector import VectorOp, vector_design
-from .graph import Op
-from .model import ModelConfig, Precision
+from .model import Precision
 from .study import LlmStudy
 
 _LLM_TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
@@ -23,79 +24,81 @@ _LLM_TOP = 3  # candidates simulated per distinct op (plus the baseline where it
 
 @dataclass(frozen=True)
 class Placed:
-    """One op as it runs: its (possibly token-blocked) shape and its on-chip hand-offs."""
+    """One op as it runs: its (possibly token-blocked) shape, its on-chip hand-offs, and the fusion
+    pattern it belongs to whether fused or not (``kind``: pins and overlays may name it)."""
 
     op: Op
     chip: OnChip = OnChip()
     pipelined: tuple = ()  # (group kind, columns, first column, blocks) when its group is a pipeline
+    kind: str = ""
 
     @property
     def key(self) -> tuple:
         """Instances with equal keys have identical designs (simulated once)."""
-        return self.op.shape_key + (self.op.name, self.chip.x, self.chip.y, self.chip.window_bytes, self.pipelined)
+        return self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y, self.chip.window_bytes,
+                                    self.pipelined)
 
 
-def kind_of(name: str) -> str:
-    """The fusion group kind an op belongs to ("" if none)."""
-    return next((g for g, members in GROUPS.items() if name in members), "")
-
-
-def place(ops: list[Op], model: ModelConfig, precision: Precision, study: LlmStudy, arch: Arch,
-          fused: set[str], chain: bool, dispatch: list[int]) -> list[Placed] | None:
-    """The ops with fusion ``fused`` (group kinds) or ``chain`` (a whole dispatch) applied; None if
-    a chain cannot keep every activation on chip. Prefill groups run in token blocks whose
-    intermediates fit (``fusion.block_tokens``); a group kind with no such block stays unfused."""
-    tokens = study.batch * (1 if study.regime == "decode" else study.prompt)
-    a = precision.activation_bytes
+def place(graph: OpGraph, groups: tuple[Group, ...], study: LlmStudy, arch: Arch, fused: set[str], chain: bool,
+          dispatch: list[int]) -> list[Placed] | None:
+    """The ops with the pattern ``groups`` of kinds ``fused`` or ``chain`` (a whole dispatch)
+    applied; None if a chain cannot keep every activation on chip. Prefill groups run in token
+    blocks whose intermediates fit (``fusion.block_tokens``); a group with no such block stays
+    unfused."""
+    tokens = graph.token_rows
     l2 = arch.columns * arch.mem_rows * arch.mem.memory_bytes
-    h, f = model.hidden_size, model.ffn_size
-    widths = {"norm_qkv": h * a, "ffn": 2 * f * a}  # flash attention needs no token blocks (a ring)
+    group_of: list[Group | None] = [None] * len(graph.ops)
     blocks = {}
     if chain:
-        # live at once between ops: the residual stream, a normed copy and the FFN's two halves
-        if block_tokens(tokens, (2 * h + 2 * f) * a, l2) != tokens:
+        if block_tokens(tokens, graph.chain_live_bytes_per_token, l2) != tokens:
             return None
+        chosen = chain_groups(graph, dispatch)
     else:
-        for kind in list(fused):
-            b = tokens if kind == "flash_attention" else block_tokens(tokens, widths[kind], l2)
+        chosen = []
+        for g in groups:
+            if g.kind not in fused:
+                continue
+            # flash attention needs no token blocks (its hand-offs stream through a ring)
+            b = tokens if g.kind == FLASH_ATTENTION else block_tokens(tokens, intermediate_bytes_per_token(graph, g), l2)
             if b:
-                blocks[kind] = b
-            else:
-                fused = fused - {kind}
-    names = [op.name for op in ops]
-    layers = [op.layer for op in ops]
-    groups = group_ids(names, layers, dispatch, fused, chain)
-    flags = on_chip_flags(names, layers, groups, [op.y_kind for op in ops])
+                blocks[g] = b
+                chosen.append(g)
+    for g in chosen:
+        for i in g.ops:
+            group_of[i] = g
+    flash = {i for g in groups if g.kind == FLASH_ATTENTION for i in g.ops}
+    kinds = kind_by_op(graph, groups)
     out = []
-    for op, chip in zip(ops, flags):
-        kind = kind_of(op.name) if chip.group and not chain else ""
-        block = blocks.get(kind, tokens)
-        if kind and block < tokens and op.m == tokens:
+    for i, (op, chip) in enumerate(zip(graph.ops, on_chip_flags(graph, group_of, flash))):
+        block = blocks.get(group_of[i], tokens)
+        if block < tokens and op.m == tokens:
             op = replace(op, m=block, repeat=op.repeat * math.ceil(tokens / block))
-        if op.name == "softmax" and is_flash(chip.group, op.name):
-            # online softmax: the running output (head_dim per row) is rescaled once per KV block
-            extra = study.costs.elementwise * model.head_dim / FLASH_KV_BLOCK
+        if op.op_class == "softmax" and runs_flash(group_of[i], i, flash):
+            # online softmax: the running output (head_dim per row: the scores' K) is rescaled
+            # once per KV block
+            head_dim = graph.ops[graph.producers[i][0]].k
+            extra = study.costs.elementwise * head_dim / FLASH_KV_BLOCK
             op = replace(op, vector_cycles_per_elem=op.vector_cycles_per_elem + extra)
-        out.append(Placed(op, chip))
+        out.append(Placed(op, chip, kind=kinds[i]))
     return out
 
 
-def _pinned(table: dict, op: Op):
-    """A pin by op name, else by fusion group kind (overlays place groups), else by op class."""
-    return table.get(op.name) or table.get(kind_of(op.name)) or table.get(op.op_class)
+def _pinned(table: dict, p: Placed):
+    """A pin by op name, else by fusion pattern kind (overlays place groups), else by op class."""
+    return table.get(p.op.name) or table.get(p.kind) or table.get(p.op.op_class)
 
 
-def _columns(study: LlmStudy, op: Op, arch: Arch) -> int | None:
-    cols = _pinned(study.columns, op)
+def _columns(study: LlmStudy, p: Placed, arch: Arch) -> int | None:
+    cols = _pinned(study.columns, p)
     if cols is not None and cols > arch.columns:
-        raise ConfigError([f"columns[{op.name}] = {cols}: the arch has {arch.columns} columns"], "llm mapping")
+        raise ConfigError([f"columns[{p.op.name}] = {cols}: the arch has {arch.columns} columns"], "llm mapping")
     return cols
 
 
 def _matmul(p: Placed, study: LlmStudy, precision: Precision) -> Matmul:
     op = p.op
-    static = study.residency == "static" and op.w_kind == "weights"
-    return Matmul(op.m, op.k, op.n, precision.compute_dtype, op.x_bytes, op.w_bytes, op.y_bytes,
+    static = study.residency == "static" and op.w.kind == "weights"
+    return Matmul(op.m, op.k, op.n, precision.compute_dtype, op.x.elem_bytes, op.w.elem_bytes, op.y.elem_bytes,
                   study.kernel_efficiency, 0, op.cast_cycles_per_weight, op.macs_scale, static_b=static,
                   name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
                   onchip_window_bytes=p.chip.window_bytes)
@@ -112,19 +115,18 @@ class NoopTwin:
     drop: tuple[str, ...] = ()
 
 
-def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
+def op_design(p: Placed, arch: Arch, study: LlmStudy, precision: Precision,
               at: tuple[int, int] | None = None):
     """(design, dataflow, engine result when the search already simulated exactly this design or
     None, kernels it links, its ``NoopTwin`` or None when it is a NOOP design already). Matmul-like ops take the mapper's searched mapping (``--dataflow`` and
     ``--columns`` pin the search); the search always sees the op as it really computes, so NOOP
     ablation keeps the mapping and removes only the compute. ``at`` = (columns, first column) places
     the op on its own columns (a pipeline stage) instead of where the search or pins put it."""
-    p = p if isinstance(p, Placed) else Placed(p)
     op = p.op
     noop = op.op_class in study.noop
-    cols, col0 = at if at else (_columns(study, op, arch), None)
+    cols, col0 = at if at else (_columns(study, p, arch), None)
     if op.kind == "vector":
-        spec = VectorOp(op.m, op.n, op.x_bytes, op.y_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
+        spec = VectorOp(op.m, op.n, op.x.elem_bytes, op.y.elem_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
                         cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0,
                         "proportional" if study.stream_split == "auto" else study.stream_split)
         design = vector_design(spec, arch)
@@ -133,7 +135,7 @@ def op_design(p: Placed | Op, arch: Arch, study: LlmStudy, precision: Precision,
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
         return design, "stream", None, frozenset({("vector", op.op_class)}), twin
     real = _matmul(p, study, precision)
-    chosen = _pinned(study.dataflow, op)
+    chosen = _pinned(study.dataflow, p)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
     found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0,
                                   stream_split=None if study.stream_split == "auto" else study.stream_split), top=1 if at else _LLM_TOP, keep=0)

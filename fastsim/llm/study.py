@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import Problems
-from ..mapping.fusion import GROUPS, MODES as FUSION_MODES, PIPELINE_STAGES, valid_fusion
+from ..graph import OP_CLASSES
+from ..mapping.fusion import GROUP_KINDS, MODES as FUSION_MODES, PIPELINABLE, valid_fusion
 from ..mapping.space import DATAFLOWS
 from ..workloads.paths import STREAM_SPLITS
-from .graph import OP_CLASSES, VectorCosts
+from .transformer import REGIMES, VectorCosts
 from .model import ModelConfig, Precision, get_model
 
 
@@ -48,7 +49,7 @@ class LlmStudy:
 
     def validate(self, model: ModelConfig) -> None:
         p = Problems("llm study")
-        p.check(isinstance(self.regime, str) and self.regime in ("decode", "prefill"), "regime", self.regime,
+        p.check(isinstance(self.regime, str) and self.regime in REGIMES, "regime", self.regime,
                 "decode or prefill")
         # sizes beyond these take minutes to hours to simulate (a 10M-token context did not finish)
         p.number("context", self.context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
@@ -78,8 +79,8 @@ class LlmStudy:
         p.check(isinstance(self.stream_split, str) and self.stream_split in ("auto", *STREAM_SPLITS), "stream_split",
                 self.stream_split, f"auto or one of {STREAM_SPLITS}")
         p.check(isinstance(self.fusion, str) and valid_fusion(self.fusion), "fusion", self.fusion,
-                f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUPS)}), "
-                f"KIND:pipeline for {', '.join(PIPELINE_STAGES)}")
+                f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUP_KINDS)}), "
+                f"KIND:pipeline for {', '.join(PIPELINABLE)}")
         for name in ("causal_halving", "lm_head_last_only"):
             p.check(isinstance(getattr(self, name), bool), name, getattr(self, name), "true or false")
         p.raise_if_any()

@@ -1,4 +1,4 @@
-"""Fusion: which ops of a model share one design and hand their activations over on chip.
+"""Fusion: which ops of a graph share one design and hand their activations over on chip.
 
 A fusion group is a run of consecutive ops whose intermediate activations stay in the mem tiles
 (written there by the producer's join, read from there by the consumer's mem-tile channels)
@@ -7,66 +7,118 @@ producer of that input is in its group, and keeps its output on chip when every 
 The ops of a group run back to back on the same columns (each stage is its own engine design with
 on-chip operands, see ``Matmul.a_on_chip``); DDR traffic drops by exactly the intermediates.
 
-Groups of a transformer layer (``GROUPS``): ``norm_qkv`` (attn_norm -> q/k/v), ``flash_attention``
-(scores -> softmax -> x V with an online softmax: the scores live in a ring of KV blocks, never a
-whole row; the rescale of the running output costs core cycles) and ``ffn`` (ffn_norm -> gate/up ->
-SiLU x mul -> down). ``chain`` fuses a whole dispatch: every activation stays on chip between ops
-and layers (only weights, the KV cache and the dispatch's inputs and outputs touch DDR), possible
-when every activation tensor fits (decode). Prefill groups other than flash attention run in token
-blocks small enough for their intermediates to fit, which re-streams their weights once per block:
-the search weighs that against the DDR round trip it saves.
+Groups are found by patterns over the graph's op classes and edges (``find_groups``), never by op
+names, so any front end whose graph has the shape gets the fusion:
+
+- ``norm_qkv``: a norm inside a layer whose every consumer is a gemm (the attention projections);
+- ``flash_attention``: attention -> softmax -> attention, each the next one's only consumer, run
+  with an online softmax: the scores live in a ring of KV blocks, never a whole row; the rescale
+  of the running output costs core cycles;
+- ``ffn``: a norm whose consumers are gemms joined by one element-wise op that feeds one gemm
+  (gated FFN: norm -> gate/up -> SiLU x mul -> down).
+
+``chain`` fuses a whole dispatch: every activation stays on chip between ops and layers (only
+weights, the KV cache and the dispatch's inputs and outputs touch DDR), possible when every
+activation tensor fits (decode). Prefill groups other than flash attention run in token blocks
+small enough for their intermediates to fit, which re-streams their weights once per block: the
+search weighs that against the DDR round trip it saves.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-GROUPS = {
-    "norm_qkv": ("attn_norm", "q_proj", "k_proj", "v_proj"),
-    "flash_attention": ("attn_scores", "softmax", "attn_v"),
-    "ffn": ("ffn_norm", "ffn_gate", "ffn_up", "silu_mul", "ffn_down"),
-}
+from ..graph import MATMUL, OpGraph
+
+NORM_QKV, FLASH_ATTENTION, FFN, CHAIN = "norm_qkv", "flash_attention", "ffn", "chain"
+GROUP_KINDS = (NORM_QKV, FLASH_ATTENTION, FFN)
+PIPELINABLE = (NORM_QKV, FFN)  # kinds whose stages can run side by side as a spatial pipeline
 MODES = ("auto", "none", "groups", "chain")  # auto: the search picks per group (and chain when it fits);
 # a fusion value may also name group kinds joined by "+" (e.g. "ffn+flash_attention"): exactly those;
 # "KIND:pipeline" runs that group as a spatial pipeline in prefill (see fastsim.llm.pipelined)
 PIPELINE = "pipeline"
-# a pipelined group's stages in order (ops of one stage run side by side on their own columns)
-PIPELINE_STAGES = {
-    "norm_qkv": (("attn_norm",), ("q_proj", "k_proj", "v_proj")),
-    "ffn": (("ffn_norm",), ("ffn_gate", "ffn_up"), ("silu_mul",), ("ffn_down",)),
-}
-
-# producers of each op's activation input: (op name, layer offset); "prev" = the previous layer's
-# output (the first layer reads the embedding instead); attention reads K and V from DDR (the KV
-# cache), which is never a fused edge
-PRODUCERS = {
-    "embedding": (),
-    "attn_norm": ("prev",),
-    "q_proj": ("attn_norm",), "k_proj": ("attn_norm",), "v_proj": ("attn_norm",),
-    "rope": ("q_proj", "k_proj"),
-    "kv_append": ("rope", "v_proj"),
-    "attn_scores": ("rope",),
-    "softmax": ("attn_scores",),
-    "attn_v": ("softmax",),
-    "o_proj": ("attn_v",),
-    "attn_residual": ("o_proj", "prev"),
-    "ffn_norm": ("attn_residual",),
-    "ffn_gate": ("ffn_norm",), "ffn_up": ("ffn_norm",),
-    "silu_mul": ("ffn_gate", "ffn_up"),
-    "ffn_down": ("silu_mul",),
-    "ffn_residual": ("ffn_down", "attn_residual"),
-    "final_norm": ("prev",),
-    "lm_head": ("final_norm",),
-}
 
 FLASH_KV_BLOCK = 64  # keys per online-softmax block (one microkernel's n; assumption)
 FLASH_WINDOW_BYTES = 16384  # ring of score/probability blocks per on-chip buffer (assumption)
 BLOCK_L2_SHARE = 0.25  # a token block's largest intermediate may fill this share of all mem tiles
 
 
+@dataclass(frozen=True)
+class Group:
+    """Ops that run fused: a pattern's match in one layer, or a whole dispatch (``CHAIN``).
+    ``stages``: the ops in dependency levels (a pipeline runs each level on its own columns)."""
+
+    kind: str
+    stages: tuple[tuple[int, ...], ...]
+    index: int  # the layer of a pattern match, the dispatch of a chain
+
+    @property
+    def ops(self) -> tuple[int, ...]:
+        return tuple(i for s in self.stages for i in s)
+
+    @property
+    def label(self) -> str:
+        """How results name the group (``fusion_group``)."""
+        return f"{CHAIN}{self.index}" if self.kind == CHAIN else f"{self.kind}@{self.index}"
+
+
+def find_groups(graph: OpGraph) -> tuple[Group, ...]:
+    """Every match of the group patterns (module docstring), in op order; an op is in one at most."""
+    consumers = graph.consumers
+    ops = graph.ops
+    found, taken = [], set()
+
+    def keep(kind, stages, layer):
+        members = {i for s in stages for i in s}
+        if not members & taken:
+            taken.update(members)
+            found.append(Group(kind, tuple(tuple(s) for s in stages), layer))
+
+    for i, op in enumerate(ops):
+        if op.op_class == "attention" and op.kind == MATMUL and len(consumers[i]) == 1:
+            s = consumers[i][0]
+            if ops[s].op_class == "softmax" and len(consumers[s]) == 1:
+                v = consumers[s][0]
+                if ops[v].op_class == "attention" and ops[v].kind == MATMUL:
+                    keep(FLASH_ATTENTION, ((i,), (s,), (v,)), op.layer)
+        if op.op_class != "norm" or op.layer < 0 or not consumers[i]:
+            continue
+        gemms = consumers[i]
+        if not all(ops[j].op_class == "gemm" for j in gemms):
+            continue
+        join = _gated_join(graph, gemms, consumers)
+        if join is not None:
+            keep(FFN, ((i,), gemms, (join,), consumers[join]), op.layer)
+        else:
+            keep(NORM_QKV, ((i,), gemms), op.layer)
+    return tuple(sorted(found, key=lambda g: g.ops[0]))
+
+
+def _gated_join(graph: OpGraph, gemms, consumers) -> int | None:
+    """The element-wise op that reads exactly ``gemms`` (all of them) and feeds one gemm: a gated
+    FFN's SiLU x mul; None if there is none."""
+    if len(gemms) < 2 or any(len(consumers[g]) != 1 for g in gemms):
+        return None
+    join = consumers[gemms[0]][0]
+    op = graph.ops[join]
+    if (op.op_class == "elementwise" and set(graph.producers[join]) == set(gemms)
+            and len(consumers[join]) == 1 and graph.ops[consumers[join][0]].op_class == "gemm"):
+        return join
+    return None
+
+
+def kind_by_op(graph: OpGraph, groups: tuple[Group, ...]) -> tuple[str, ...]:
+    """The pattern kind each op belongs to ("" if none): pins and overlays may name it."""
+    out = [""] * len(graph.ops)
+    for g in groups:
+        for i in g.ops:
+            out[i] = g.kind
+    return tuple(out)
+
+
 def fusion_kinds(fusion: str) -> set[str]:
     """The group kinds a fusion value tries: all for auto/groups, the named ones, none otherwise."""
     if fusion in ("auto", "groups"):
-        return set(GROUPS)
+        return set(GROUP_KINDS)
     if fusion in ("none", "chain"):
         return set()
     return {k.split(":")[0] for k in fusion.split("+")}
@@ -82,76 +134,59 @@ def pipelined_kinds(fusion: str) -> set[str]:
 def valid_fusion(fusion) -> bool:
     def token(k):
         kind, _, how = k.partition(":")
-        return kind in GROUPS and (not how or (how == PIPELINE and kind in PIPELINE_STAGES))
+        return kind in GROUP_KINDS and (not how or (how == PIPELINE and kind in PIPELINABLE))
 
     return isinstance(fusion, str) and (fusion in MODES or all(token(k) for k in fusion.split("+")))
 
 
 @dataclass(frozen=True)
 class OnChip:
-    """How one op instance moves its activations: input and/or output on chip, and the most bytes
-    an on-chip buffer holds (0: whole)."""
+    """How one op instance moves its activations: input and/or output on chip, the most bytes
+    an on-chip buffer holds (0: whole), and the group it runs in (None: alone)."""
 
     x: bool = False
     y: bool = False
     window_bytes: int = 0
-    group: str = ""
+    group: Group | None = None
 
     @property
     def any(self) -> bool:
         return self.x or self.y
 
 
-def group_ids(names: list[str], layers: list[int], dispatch: list[int], fused: set[str], chain: bool) -> list[str]:
-    """A group label per op ("" = alone): each fused group of a layer, or one chain per dispatch."""
-    out = []
-    for name, layer, disp in zip(names, layers, dispatch):
-        if chain:
-            out.append(f"chain{disp}")
-            continue
-        kind = next((g for g, members in GROUPS.items() if name in members and g in fused), "")
-        out.append(f"{kind}@{layer}" if kind else "")
-    return out
+def chain_groups(graph: OpGraph, dispatch: list[int]) -> list[Group]:
+    """One chain per dispatch, holding every op of it."""
+    members: dict[int, list[int]] = {}
+    for i, d in enumerate(dispatch):
+        members.setdefault(d, []).append(i)
+    return [Group(CHAIN, (tuple(ops),), d) for d, ops in sorted(members.items())]
 
 
-def on_chip_flags(names: list[str], layers: list[int], groups: list[str], kinds: list[str]) -> list[OnChip]:
-    """Per op: whether its activation input comes from, and its output stays in, its group.
-    ``kinds`` says what each op's output is ("activations" only can stay on chip)."""
-    index = {}
-    for i, (name, layer) in enumerate(zip(names, layers)):
-        index[(name, layer)] = i
-    n_layers = 1 + max((x for x in layers), default=-1)
-    producers = []
-    for i, (name, layer) in enumerate(zip(names, layers)):
-        found = []
-        for p in PRODUCERS.get(name, ()):
-            if p == "prev":
-                # previous layer's last op, or the embedding; the head reads the last layer
-                prev = layer - 1 if layer >= 0 else n_layers - 1
-                j = index.get(("ffn_residual", prev)) if prev >= 0 else index.get(("embedding", -1))
-            else:
-                j = index.get((p, layer))
-            if j is not None:
-                found.append(j)
-        producers.append(found)
-    consumers = [[] for _ in names]
-    for i, ps in enumerate(producers):
-        for j in ps:
-            consumers[j].append(i)
+def on_chip_flags(graph: OpGraph, group_of: list[Group | None], flash: set[int]) -> list[OnChip]:
+    """Per op: whether its activation input comes from, and its output stays in, its group
+    (only activations can stay on chip). ``flash``: ops that run flash-style when fused."""
+    consumers = graph.consumers
     flags = []
-    for i, name in enumerate(names):
-        g = groups[i]
-        x = bool(g) and bool(producers[i]) and all(groups[j] == g for j in producers[i])
-        y = (bool(g) and kinds[i] == "activations" and bool(consumers[i])
-             and all(groups[j] == g for j in consumers[i]))
-        window = FLASH_WINDOW_BYTES if is_flash(g, name) else 0
+    for i, op in enumerate(graph.ops):
+        g = group_of[i]
+        ps, cs = graph.producers[i], consumers[i]
+        x = g is not None and bool(ps) and all(group_of[j] is g for j in ps)
+        y = g is not None and op.y.kind == "activations" and bool(cs) and all(group_of[j] is g for j in cs)
+        window = FLASH_WINDOW_BYTES if runs_flash(g, i, flash) else 0
         flags.append(OnChip(x, y, window, g))
     return flags
 
 
-def is_flash(group: str, name: str) -> bool:
-    """Whether an op runs flash-style (its scores in a ring of KV blocks, online softmax)."""
-    return bool(group) and name in GROUPS["flash_attention"] and group.startswith(("flash_attention", "chain"))
+def runs_flash(group: Group | None, i: int, flash: set[int]) -> bool:
+    """Whether op i runs flash-style (scores in a ring of KV blocks, online softmax): an op of a
+    flash-attention match fused as such or inside a chain."""
+    return group is not None and i in flash and group.kind in (FLASH_ATTENTION, CHAIN)
+
+
+def intermediate_bytes_per_token(graph: OpGraph, group: Group) -> float:
+    """The widest hand-off of a group per token: the outputs of one stage that the next reads."""
+    return max((sum(graph.ops[i].n * graph.ops[i].y.elem_bytes for i in stage) for stage in group.stages[:-1]),
+               default=0.0)
 
 
 def block_tokens(tokens: int, width_bytes: float, l2_bytes: int) -> int:

@@ -59,7 +59,7 @@ def study_to_json(study: LlmStudy) -> dict:
 
 
 def study_from_json(d: dict) -> LlmStudy:
-    from ..llm.graph import VectorCosts
+    from ..llm.transformer import VectorCosts
     from ..llm.model import ModelConfig
 
     d = dict(d)

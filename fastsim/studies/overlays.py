@@ -26,7 +26,7 @@ from ..arch import NPU2, Arch
 from ..errors import ConfigError
 from ..llm import LlmStudy, simulate_llm
 from ..llm.assemble import overlay_of
-from ..llm.graph import OP_CLASSES
+from ..graph import OP_CLASSES
 from ..llm.run import apply_overlay
 from ..mapping.overlay import switch_seconds
 from .regimes import Regime, binding

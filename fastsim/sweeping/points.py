@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .. import arch as arch_mod
+from ..arch import PRESETS
 from ..errors import ConfigError, SimulationError
 from .spec import ARCH_FIELDS, SweepSpec, spec_dir
 from .variables import BOUND_RESOURCES, MESSAGE_CHARS, OPERANDS, REGISTRY
@@ -29,7 +29,7 @@ def split_params(params: dict) -> tuple[dict, dict]:
 
 def build_arch(spec: SweepSpec, overrides: dict):
     table = dict(spec.arch)
-    base = arch_mod.PRESETS[table.pop("base", "npu2")]
+    base = PRESETS[table.pop("base", "npu2")]
     changes = {**table, **overrides}
     return base.replace(**changes) if changes else base
 
@@ -113,7 +113,7 @@ def _llm(params: dict, arch) -> dict:
 
 
 def _ablate(params: dict, arch) -> dict:
-    from ..llm.graph import OP_CLASSES
+    from ..graph import OP_CLASSES
     from ..studies import Regime, ablate
 
     study = llm_study(params)

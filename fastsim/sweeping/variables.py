@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..llm.graph import OP_CLASSES
+from ..graph import OP_CLASSES
 from ..llm.latency import QUANTILES
 from ..studies.variables import VARIABLES as STUDY_VARIABLES
 from ..systolic.inputs import OPERANDS

@@ -1,0 +1,114 @@
+"""Ops, their operands and the graph of producer edges between them.
+
+A matmul op computes Y[m x n] = X[m x k] @ W[k x n]; a vector op reads ``x_inputs`` operands of
+m x n elements and writes one. ``repeat`` identical instances run one after another: per attention
+head and, where every sequence of a batch has its own operand (its KV cache), per sequence. The W
+operand of attention is the KV cache, so KV bytes and attention MACs scale with batch while a
+weight is read once per step for the whole batch (its rows, M, grow with batch instead).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..errors import ConfigError
+
+MATMUL, VECTOR = "matmul", "vector"
+OP_KINDS = (MATMUL, VECTOR)
+OP_CLASSES = ("embedding", "norm", "gemm", "rope", "kv", "attention", "softmax", "elementwise", "cast")
+TENSOR_KINDS = ("weights", "activations", "kv", "psum")  # what DDR traffic is attributed to
+NONE = "none"  # an operand the op does not have (a vector op's W)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """What a tensor operand holds (a ``TENSOR_KINDS`` entry or "none") and its element size."""
+
+    kind: str
+    elem_bytes: float
+
+
+NO_OPERAND = Operand(NONE, 0.0)
+
+
+@dataclass(frozen=True)
+class Op:
+    """One op of a graph (see the module docstring). ``layer`` -1: outside the repeated layers."""
+
+    name: str
+    op_class: str
+    layer: int
+    kind: str
+    m: int
+    k: int
+    n: int
+    x: Operand
+    w: Operand = NO_OPERAND
+    y: Operand = Operand("activations", 2.0)
+    x_inputs: int = 1
+    vector_cycles_per_elem: float = 0.0
+    cast_cycles_per_weight: float = 0.0
+    macs_scale: float = 1.0  # e.g. causal attention computes about half its rectangle
+    repeat: int = 1
+
+    @property
+    def macs(self) -> int:
+        return int(self.m * self.k * self.n * self.macs_scale) * self.repeat if self.kind == MATMUL else 0
+
+    @property
+    def shape_key(self) -> tuple:
+        """Ops with equal keys have identical designs (simulated once)."""
+        return (self.op_class, self.kind, self.m, self.k, self.n, self.x, self.w, self.y, self.x_inputs,
+                self.vector_cycles_per_elem, self.cast_cycles_per_weight, self.macs_scale)
+
+    @property
+    def streams_weights(self) -> bool:
+        """A matmul whose W operand is a model weight (not the KV cache)."""
+        return self.kind == MATMUL and self.w.kind == "weights"
+
+
+@dataclass(frozen=True)
+class OpGraph:
+    """Ops in execution order with their producer edges. ``producers[i]``: the ops whose outputs
+    op i reads as activations (K/V read from the cache are not edges: they live in DDR).
+    ``batch`` sequences each process ``tokens`` tokens in this pass. ``chain_live_bytes_per_token``:
+    activation bytes per token live at once between ops when a whole dispatch runs fused (the
+    front end knows which intermediates stream through a ring instead)."""
+
+    ops: tuple[Op, ...]
+    producers: tuple[tuple[int, ...], ...]
+    batch: int = 1
+    tokens: int = 1
+    chain_live_bytes_per_token: float = 0.0
+
+    def __post_init__(self):
+        problems = []
+        if len(self.producers) != len(self.ops):
+            problems.append(f"producers: {len(self.producers)} entries for {len(self.ops)} ops")
+        for i, ps in enumerate(self.producers):
+            problems += [f"producers[{i}] = {j}: must be an earlier op (0 <= j < {i})"
+                         for j in ps if not 0 <= j < i]
+        problems += [f"ops[{i}].kind = {op.kind!r}: one of {OP_KINDS}" for i, op in enumerate(self.ops)
+                     if op.kind not in OP_KINDS]
+        if problems:
+            raise ConfigError(problems, "op graph")
+
+    @property
+    def consumers(self) -> tuple[tuple[int, ...], ...]:
+        out = [[] for _ in self.ops]
+        for i, ps in enumerate(self.producers):
+            for j in ps:
+                out[j].append(i)
+        return tuple(tuple(c) for c in out)
+
+    @property
+    def token_rows(self) -> int:
+        """Rows of an op that runs once over every token of the pass (a weight matmul's M)."""
+        return self.batch * self.tokens
+
+    @property
+    def layers(self) -> list[int]:
+        return [op.layer for op in self.ops]
+
+    def with_ops(self, ops) -> "OpGraph":
+        """The same edges over other instances of the ops (token blocks, flash costs)."""
+        return replace(self, ops=tuple(ops))

@@ -1,0 +1,140 @@
+"""Relations every answer must keep, checked as properties over generated inputs: batch scaling
+in decode, never faster with less bandwidth, less kernel efficiency or fewer columns, more time
+for more context, prompt and layers, NOOP never slower, and identical inputs giving identical
+outputs."""
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastsim.arch import NPU2
+from fastsim.graph import MATMUL, OP_CLASSES
+from fastsim.llm import LlmStudy, ModelConfig, Precision, simulate_llm
+from fastsim.llm.run import clear_cache
+from fastsim.llm.transformer import Pass, build_graph
+
+FEW = settings(max_examples=4, deadline=None, derandomize=True)
+
+
+@st.composite
+def models(draw):
+    kv_heads = draw(st.sampled_from([1, 2, 4]))
+    heads = kv_heads * draw(st.sampled_from([1, 2, 4]))
+    head_dim = draw(st.sampled_from([32, 64]))
+    return ModelConfig("generated", heads * head_dim, draw(st.integers(1, 3)), heads, kv_heads, head_dim,
+                       draw(st.sampled_from([256, 512])), draw(st.sampled_from([512, 1024])), True)
+
+
+TINY = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
+
+
+def _kv_read_bytes(graph) -> float:
+    return sum(op.k * op.n * op.w.elem_bytes * op.repeat for op in graph.ops if op.w.kind == "kv")
+
+
+def _weight_bytes(graph) -> float:
+    return sum(op.k * op.n * op.w.elem_bytes * op.repeat for op in graph.ops if op.w.kind == "weights")
+
+
+def _attention_macs(graph) -> int:
+    return sum(op.macs for op in graph.ops if op.op_class == "attention")
+
+
+@settings(max_examples=60, deadline=None)
+@given(models(), st.integers(1, 64), st.integers(0, 1 << 15))
+def test_graph__decode_kv_and_attention_scale_with_batch_weights_do_not(model, batch, context):
+    """Every sequence attends to its own cache; weights are read once per step for the batch."""
+    one = build_graph(model, Precision(), Pass("decode", 1, context))
+    many = build_graph(model, Precision(), Pass("decode", batch, context))
+    assert _kv_read_bytes(many) == batch * _kv_read_bytes(one)
+    assert _attention_macs(many) == batch * _attention_macs(one)
+    assert _weight_bytes(many) == _weight_bytes(one)
+    assert sum(op.macs for op in many.ops if op.op_class == "gemm") == batch * sum(
+        op.macs for op in one.ops if op.op_class == "gemm")
+
+
+@settings(max_examples=30, deadline=None)
+@given(models(), st.integers(1, 8), st.integers(1, 512), st.integers(0, 512))
+def test_graph__prefill_kv_and_attention_scale_with_batch(model, batch, prompt, cached):
+    one = build_graph(model, Precision(), Pass("prefill", 1, prompt=prompt, prefill_context=cached))
+    many = build_graph(model, Precision(), Pass("prefill", batch, prompt=prompt, prefill_context=cached))
+    assert _kv_read_bytes(many) == batch * _kv_read_bytes(one)
+    assert _attention_macs(many) == batch * _attention_macs(one)
+
+
+@settings(max_examples=30, deadline=None)
+@given(models(), st.sampled_from(["decode", "prefill"]), st.integers(1, 4))
+def test_graph__edges_point_backwards_and_every_op_but_the_embedding_has_a_producer(model, regime, batch):
+    graph = build_graph(model, Precision(), Pass(regime, batch, 128, 64))
+    assert all(j < i for i, ps in enumerate(graph.producers) for j in ps)
+    assert [i for i, ps in enumerate(graph.producers) if not ps] == [0]
+    assert all(op.kind != MATMUL or op.k > 0 for op in graph.ops)
+
+
+def _seconds(study, arch=NPU2) -> float:
+    return float(simulate_llm(study, arch).total_seconds)
+
+
+@FEW
+@given(st.sampled_from([2, 4]), st.sampled_from([128, 512]))
+def test_llm__decode_kv_traffic_scales_with_batch(batch, context):
+    one = simulate_llm(LlmStudy(model=TINY, context=context))
+    many = simulate_llm(LlmStudy(model=TINY, context=context, batch=batch))
+
+    def kv_read(ds):
+        return float(ds.ddr_bytes.sel(tensor_kind="kv").where(ds.op_class == "attention").sum())
+
+    assert kv_read(many) == batch * kv_read(one)
+    assert float(many.total_seconds) >= float(one.total_seconds)
+
+
+@FEW
+@given(st.sampled_from(["decode", "prefill"]), st.sampled_from([0.5, 0.25]))
+def test_llm__less_ddr_bandwidth_is_never_faster(regime, share):
+    study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
+    slow = NPU2.replace(name="slow", ddr_bytes_per_s=NPU2.ddr_bytes_per_s * share)
+    assert _seconds(study, slow) >= _seconds(study)
+
+
+@FEW
+@given(st.sampled_from(["decode", "prefill"]), st.sampled_from([0.9, 0.5]))
+def test_llm__lower_kernel_efficiency_is_never_faster(regime, efficiency):
+    study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
+    assert _seconds(replace(study, kernel_efficiency=efficiency)) >= _seconds(replace(study, kernel_efficiency=1.0))
+
+
+@FEW
+@given(st.sampled_from(["gemm", "attention", "norm"]), st.sampled_from([4, 2]))
+def test_llm__fewer_columns_for_a_class_is_never_faster(op_class, cols):
+    study = LlmStudy(model=TINY, regime="decode", context=256, fusion="none")
+    fewer = _seconds(replace(study, columns={op_class: cols}))
+    assert fewer >= _seconds(replace(study, columns={op_class: 2 * cols}))
+
+
+@FEW
+@given(st.sampled_from([64, 256]), st.sampled_from([2, 4]))
+def test_llm__more_context_prompt_and_layers_take_longer(tokens, factor):
+    assert _seconds(LlmStudy(model=TINY, context=tokens * factor)) >= _seconds(LlmStudy(model=TINY, context=tokens))
+    assert (_seconds(LlmStudy(model=TINY, regime="prefill", prompt=tokens * factor))
+            >= _seconds(LlmStudy(model=TINY, regime="prefill", prompt=tokens)))
+    deeper = replace(TINY, num_layers=TINY.num_layers * factor)
+    assert _seconds(LlmStudy(model=deeper, context=tokens)) >= _seconds(LlmStudy(model=TINY, context=tokens))
+
+
+@FEW
+@given(st.sampled_from(OP_CLASSES), st.sampled_from(["decode", "prefill"]))
+def test_llm__noop_of_any_class_never_adds_time(op_class, regime):
+    study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
+    assert _seconds(replace(study, noop=(op_class,))) <= _seconds(study)
+
+
+def test_llm__identical_inputs_give_identical_outputs():
+    study = LlmStudy(model=TINY, context=300, batch=2)
+    first = simulate_llm(study)
+    clear_cache()
+    again = simulate_llm(study)
+    assert first.attrs == again.attrs
+    for name, var in first.variables.items():
+        a, b = var.values, again[name].values
+        assert a.dtype == b.dtype and (np.array_equal(a, b) if a.dtype != object else list(a) == list(b)), name
