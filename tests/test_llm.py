@@ -12,7 +12,7 @@ from fastsim import NPU2
 from fastsim.cli import main
 from fastsim.llm import MODELS, LlmStudy, Precision, from_hf_config, simulate_llm
 from fastsim.graph import OP_CLASSES
-from fastsim.llm.place import Placed
+from fastsim.evaluation.place import Placed, op_design
 from fastsim.llm.transformer import Pass, build_graph, kv_bytes_per_token
 from fastsim.llm.run import llm_summary
 
@@ -88,7 +88,7 @@ def test_noop__one_class_is_measured_by_difference(decode_4k):
 def test_ddr__doubling_bandwidth_never_slows_decode_or_prefill():
     """End to end (each op searched on each arch), and op by op with the mapping held fixed (a
     search may choose differently on another arch, so only a fixed design is monotone)."""
-    from fastsim.llm.run import op_design
+    from fastsim.llm.run import study_pins
 
     fast = NPU2.replace(ddr_bytes_per_s=2 * NPU2.ddr_bytes_per_s)
     for study in (LlmStudy(regime="decode", context=2048), LlmStudy(regime="prefill", prompt=128)):
@@ -98,7 +98,7 @@ def test_ddr__doubling_bandwidth_never_slows_decode_or_prefill():
         graph = build_graph(model, precision, Pass(study.regime, context=study.context, prompt=study.prompt))
         ops = {op.name: op for op in graph.ops}
         for name in ("q_proj", "attn_scores", "ffn_down", "softmax"):
-            design = op_design(Placed(ops[name]), NPU2, study, precision)[0]
+            design = op_design(Placed(ops[name]), NPU2, study_pins(study, precision))[0]
             slow_c = int(fastsim.simulate(design).total_cycles[0])
             assert int(fastsim.simulate(dataclasses.replace(design, arch=fast)).total_cycles[0]) <= slow_c
 
@@ -205,7 +205,7 @@ def test_generation__prefill_overlay_switch_and_growing_decode():
 
 
 def test_cache__cached_results_equal_fresh_ones():
-    from fastsim.llm.run import _CACHE, clear_cache
+    from fastsim.evaluation.evaluate import _CACHE, clear_cache
 
     clear_cache()
     study = LlmStudy(regime="decode", context=700, columns={"attn_norm": 2})

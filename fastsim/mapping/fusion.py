@@ -34,7 +34,7 @@ GROUP_KINDS = (NORM_QKV, FLASH_ATTENTION, FFN)
 PIPELINABLE = (NORM_QKV, FFN)  # kinds whose stages can run side by side as a spatial pipeline
 MODES = ("auto", "none", "groups", "chain")  # auto: the search picks per group (and chain when it fits);
 # a fusion value may also name group kinds joined by "+" (e.g. "ffn+flash_attention"): exactly those;
-# "KIND:pipeline" runs that group as a spatial pipeline in prefill (see fastsim.llm.pipelined)
+# "KIND:pipeline" runs that group as a spatial pipeline in prefill (see fastsim.evaluation.pipelined)
 PIPELINE = "pipeline"
 
 FLASH_KV_BLOCK = 64  # keys per online-softmax block (one microkernel's n; assumption)

@@ -1,5 +1,5 @@
-"""Mapping of an LLM's ops: fusion groups applied to the graph (on-chip hand-offs, token blocks) and
-one design per op instance, matmuls through the mapper's search."""
+"""Placement of a graph's ops: fusion groups applied (on-chip hand-offs, token blocks) and one
+design per op instance, matmuls through the mapper's search."""
 from __future__ import annotations
 
 import math
@@ -12,14 +12,13 @@ from ..errors import ConfigError
 from ..validate import validate_design
 from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
-from ..graph import Op, OpGraph
+from ..graph import VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..workloads.vector import VectorOp, vector_design
-from .model import Precision
-from .study import LlmStudy
+from .pins import GraphPins
 
-_LLM_TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
+_TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class Placed:
                                     self.pipelined)
 
 
-def place(graph: OpGraph, groups: tuple[Group, ...], study: LlmStudy, arch: Arch, fused: set[str], chain: bool,
+def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch, fused: set[str], chain: bool,
           dispatch: list[int]) -> list[Placed] | None:
     """The ops with the pattern ``groups`` of kinds ``fused`` or ``chain`` (a whole dispatch)
     applied; None if a chain cannot keep every activation on chip. Prefill groups run in token
@@ -77,29 +76,24 @@ def place(graph: OpGraph, groups: tuple[Group, ...], study: LlmStudy, arch: Arch
             # online softmax: the running output (head_dim per row: the scores' K) is rescaled
             # once per KV block
             head_dim = graph.ops[graph.producers[i][0]].k
-            extra = study.costs.elementwise * head_dim / FLASH_KV_BLOCK
+            extra = pins.flash_rescale_cycles_per_elem * head_dim / FLASH_KV_BLOCK
             op = replace(op, vector_cycles_per_elem=op.vector_cycles_per_elem + extra)
         out.append(Placed(op, chip, kind=kinds[i]))
     return out
 
 
-def _pinned(table: dict, p: Placed):
-    """A pin by op name, else by fusion pattern kind (overlays place groups), else by op class."""
-    return table.get(p.op.name) or table.get(p.kind) or table.get(p.op.op_class)
-
-
-def _columns(study: LlmStudy, p: Placed, arch: Arch) -> int | None:
-    cols = _pinned(study.columns, p)
+def _columns(pins: GraphPins, p: Placed, arch: Arch) -> int | None:
+    cols = pins.pinned(pins.columns, p.op.name, p.kind, p.op.op_class)
     if cols is not None and cols > arch.columns:
-        raise ConfigError([f"columns[{p.op.name}] = {cols}: the arch has {arch.columns} columns"], "llm mapping")
+        raise ConfigError([f"columns[{p.op.name}] = {cols}: the arch has {arch.columns} columns"], "mapping")
     return cols
 
 
-def _matmul(p: Placed, study: LlmStudy, precision: Precision) -> Matmul:
+def _matmul(p: Placed, pins: GraphPins) -> Matmul:
     op = p.op
-    static = study.residency == "static" and op.w.kind == "weights"
-    return Matmul(op.m, op.k, op.n, precision.compute_dtype, op.x.elem_bytes, op.w.elem_bytes, op.y.elem_bytes,
-                  study.kernel_efficiency, 0, op.cast_cycles_per_weight, op.macs_scale, static_b=static,
+    static = pins.residency == "static" and op.w.kind == "weights"
+    return Matmul(op.m, op.k, op.n, pins.compute_dtype, op.x.elem_bytes, op.w.elem_bytes, op.y.elem_bytes,
+                  pins.kernel_efficiency, 0, op.cast_cycles_per_weight, op.macs_scale, static_b=static,
                   name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
                   onchip_window_bytes=p.chip.window_bytes)
 
@@ -115,36 +109,36 @@ class NoopTwin:
     drop: tuple[str, ...] = ()
 
 
-def op_design(p: Placed, arch: Arch, study: LlmStudy, precision: Precision,
-              at: tuple[int, int] | None = None):
+def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None):
     """(design, dataflow, engine result when the search already simulated exactly this design or
     None, kernels it links, its ``NoopTwin`` or None when it is a NOOP design already). Matmul-like ops take the mapper's searched mapping (``--dataflow`` and
     ``--columns`` pin the search); the search always sees the op as it really computes, so NOOP
     ablation keeps the mapping and removes only the compute. ``at`` = (columns, first column) places
     the op on its own columns (a pipeline stage) instead of where the search or pins put it."""
     op = p.op
-    noop = op.op_class in study.noop
-    cols, col0 = at if at else (_columns(study, p, arch), None)
-    if op.kind == "vector":
+    noop = op.op_class in pins.noop
+    cols, col0 = at if at else (_columns(pins, p, arch), None)
+    if op.kind == VECTOR:
         spec = VectorOp(op.m, op.n, op.x.elem_bytes, op.y.elem_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
                         cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0,
-                        "proportional" if study.stream_split == "auto" else study.stream_split)
+                        "proportional" if pins.stream_split == "auto" else pins.stream_split)
         design = vector_design(spec, arch)
         if p.chip.any:  # on-chip buffers must fit next to the stream buffers: say so before simulating
             validate_design(design)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
         return design, "stream", None, frozenset({("vector", op.op_class)}), twin
-    real = _matmul(p, study, precision)
-    chosen = _pinned(study.dataflow, p)
+    real = _matmul(p, pins)
+    chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
     found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0,
-                                  stream_split=None if study.stream_split == "auto" else study.stream_split), top=1 if at else _LLM_TOP, keep=0)
+                                  stream_split=None if pins.stream_split == "auto" else pins.stream_split),
+                   top=1 if at else _TOP, keep=0)
     best = found.best
-    kernels = {("matmul", best.tile, best.datapath or precision.compute_dtype)}
+    kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
         kernels.add(("vector", "cast"))
     twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), MATMUL_NOOP_DROPS)
-    if not noop and "cast" not in study.noop:
+    if not noop and "cast" not in pins.noop:
         return found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin
-    run = replace(real, cast_cycles_per_weight=0.0) if "cast" in study.noop else real
+    run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
     return matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin

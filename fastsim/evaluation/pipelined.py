@@ -28,15 +28,15 @@ PIPELINE_BLOCKS = 4  # token blocks a pipelined prefill group runs in, at least 
 MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
 
 
-def _stage_design(p: Placed, study, precision, arch: Arch, cols: int, col0: int):
+def _stage_design(p: Placed, pins, arch: Arch, cols: int, col0: int):
     """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
     token block (``op_design`` placed there); an op class under ablation runs as its own twin."""
-    design, flow, _, kernels, twin = op_design(p, arch, study, precision, at=(cols, col0))
+    design, flow, _, kernels, twin = op_design(p, arch, pins, at=(cols, col0))
     return design, twin.build() if twin is not None else design, flow, kernels
 
 
 def pipelined_group(unfused: list[list[Placed]], grouped: list[list[Placed]], alone: list[list[OpResult]],
-                    tokens: int, study, precision, arch: Arch, kind: str):
+                    tokens: int, pins, arch: Arch, kind: str):
     """One layer's ops of group ``kind`` as a pipeline, stage by stage. ``unfused``/``grouped``:
     the ops alone and fused (on-chip flags, token block); ``alone``: each one's fused engine result
     on the whole array, which sets the column split. Returns (placed ops, their stage designs, the
@@ -52,46 +52,46 @@ def pipelined_group(unfused: list[list[Placed]], grouped: list[list[Placed]], al
         stages.append(list(range(start, start + size)))
         start += size
     weights = [r.cycles * p.op.repeat for r, p in zip((r for s in alone for r in s), flat_grouped)]
-    cols = _columns(stages, weights, flat_unfused, study, arch)
+    cols = _columns(stages, weights, flat_unfused, pins, arch)
     blocks = max(PIPELINE_BLOCKS, max(math.ceil(tokens / p.op.m) for p in flat_grouped))
     while True:
         try:
-            return _build(stages, cols, blocks, tokens, flat_unfused, flat_grouped, study, precision, arch, kind)
+            return _build(stages, cols, blocks, tokens, flat_unfused, flat_grouped, pins, arch, kind)
         except ConfigError as e:
             if blocks * 2 > min(tokens, MAX_BLOCKS) or not e.over_capacity:
                 raise
             blocks *= 2
 
 
-def _columns(stages, weights, unfused, study, arch: Arch) -> list[int]:
+def _columns(stages, weights, unfused, pins, arch: Arch) -> list[int]:
     """Columns per op, the most balanced split in which each consumer has a free mem-tile S2MM for
     every producer column of the stage before (see ``_free_receives``)."""
 
     def feasible(split):
         for before, stage in zip(stages, stages[1:]):
             sources = sum(split[i] for i in before)
-            if any(split[i] * _free_receives(unfused[i].op, study, arch) < sources for i in stage):
+            if any(split[i] * _free_receives(unfused[i].op, pins, arch) < sources for i in stage):
                 return False
         return True
 
     return stage_columns(weights, arch.columns, feasible)
 
 
-def _free_receives(op, study, arch: Arch) -> int:
+def _free_receives(op, pins, arch: Arch) -> int:
     """Mem-tile S2MM channels per column a stage with its input on chip leaves free: the join takes
     one per compute row; a matmul's streamed weights take one more (see the design builders)."""
-    weights = op.kind == MATMUL and not (study.residency == "static" and op.w.kind == "weights")
+    weights = op.kind == MATMUL and not (pins.residency == "static" and op.w.kind == "weights")
     return max(1, arch.mem.s2mm_channels - arch.compute_rows - (1 if weights else 0))
 
 
-def _build(stages, cols, blocks, tokens, unfused, grouped, study, precision, arch, kind):
+def _build(stages, cols, blocks, tokens, unfused, grouped, pins, arch, kind):
     block = math.ceil(tokens / blocks)
     placed, designs, twins, how, start = {}, {}, {}, {}, 0
     order = [i for s in stages for i in s]
     for i, c in zip(order, cols):
         chip = replace(grouped[i].chip, window_bytes=0)
         one = Placed(replace(unfused[i].op, m=block), chip, kind=unfused[i].kind)
-        designs[i], twins[i], *how[i] = _stage_design(one, study, precision, arch, c, start)
+        designs[i], twins[i], *how[i] = _stage_design(one, pins, arch, c, start)
         placed[i] = Placed(replace(one.op, repeat=blocks), chip, (kind, c, start, blocks), unfused[i].kind)
         start += c
     whole = pipeline([[designs[i] for i in s] for s in stages], blocks, f"{kind} pipeline x{blocks}")

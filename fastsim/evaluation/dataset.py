@@ -1,0 +1,214 @@
+"""The per-op Dataset of an evaluated graph: time, traffic, accounting (compute vs data movement,
+the exposed part of each, buffer pressure), stall attribution, energy and dispatch totals."""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..arch import Arch
+from ..graph import TENSOR_KINDS, VECTOR
+from ..mapping.dispatch import DispatchLimits
+from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
+from .evaluate import GraphResult
+from .pins import GraphPins
+
+
+def _ddr_by_kind(shim: dict[str, float], op) -> dict[str, float]:
+    out = dict.fromkeys(TENSOR_KINDS, 0.0)
+    out[op.x.kind if op.kind == VECTOR else op.w.kind] += shim["mm2s0"]
+    out[op.x.kind] += shim["mm2s1"]
+    out[op.y.kind] += shim["s2mm0"]
+    return out
+
+
+def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: DispatchLimits, attrs: dict,
+               variables: dict | None = None) -> xr.Dataset:
+    """The per-op Dataset of one evaluated graph (the one place it is assembled). ``attrs`` and
+    ``variables``: what the front end says about the workload (model, regime, shapes; e.g. KV bytes
+    per token), ahead of and after the run's own."""
+    placed, results, dispatch = result.placed, result.results, result.dispatch
+    ops = [p.op for p in placed]
+    per_op = _per_op(placed, results, arch, pins)
+    totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]))
+    return xr.Dataset(
+        {**_op_variables(placed, results, per_op), **_total_variables(dispatch, totals, result.graph.token_rows),
+         **(variables or {})},
+        coords={
+            "op_name": (OP_DIM, np.array([op.name for op in ops], dtype=object)),
+            "op_class": (OP_DIM, np.array([op.op_class for op in ops], dtype=object)),
+            "layer": (OP_DIM, np.array([op.layer for op in ops])),
+            "tensor_kind": list(TENSOR_KINDS), "level": LEVELS,
+            "channel_state": CHANNEL_STATES, "core_state": CORE_STATES,
+            "dispatch_index": np.arange(dispatch.count),
+        },
+        attrs={**attrs, **_attrs(pins, arch, result)},
+    )
+
+
+OP_DIM = ("op",)
+
+
+def _per_op(placed, results, arch: Arch, pins: GraphPins) -> dict:
+    """Per-op arrays over all repeats of each op: time split into compute and data movement (and
+    the exposed part of each), buffer peaks, traffic by tensor kind and level, stall states, energy."""
+    n = len(placed)
+    ops = [p.op for p in placed]
+    f = {k: np.zeros(n) for k in ("seconds", "compute", "movement", "exp_compute", "exp_movement",
+                                  "l1", "l2", "energy", "cast")}
+    cycles = np.zeros(n, np.int64)
+    macs = np.array([op.macs for op in ops], np.int64)
+    kind_bytes = np.zeros((n, len(TENSOR_KINDS)))
+    level_bytes = np.zeros((n, len(LEVELS)))
+    ch_state = np.zeros((n, len(CHANNEL_STATES)))
+    core_state = np.zeros((n, len(CORE_STATES)))
+    bound = np.empty(n, dtype=object)
+    flow_of = np.empty(n, dtype=object)
+    clock = arch.clock_hz
+    for j, (p, op) in enumerate(zip(placed, ops)):
+        r = results[p.key]
+        rep = op.repeat
+        cycles[j] = r.cycles * rep
+        f["seconds"][j] = cycles[j] / clock
+        f["compute"][j] = r.compute_cycles * rep / clock
+        f["movement"][j] = r.movement_cycles * rep / clock
+        f["exp_compute"][j] = max(0, r.cycles - r.movement_cycles) * rep / clock
+        f["exp_movement"][j] = max(0, r.cycles - r.compute_cycles) * rep / clock
+        f["l1"][j], f["l2"][j] = r.l1_peak_bytes, r.l2_peak_bytes
+        by_kind = _ddr_by_kind(r.shim_bytes, op)
+        kind_bytes[j] = [by_kind[k] * rep for k in TENSOR_KINDS]
+        level_bytes[j] = r.level_bytes * rep
+        ch_state[j] = r.channel_state_cycles * rep
+        core_state[j] = r.core_state_cycles * rep
+        bound[j] = r.bound_by
+        flow_of[j] = r.dataflow
+        f["cast"][j] = r.cast_share
+        ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
+        f["energy"][j] = (op.macs * arch.pj_per_mac.get(pins.compute_dtype, 0.0)
+                          + ddr * arch.pj_per_byte["ddr"]
+                          + sum(level_bytes[j][LEVELS.index(lv)] * arch.pj_per_byte.get(lv, 0.0)
+                                for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))
+    return dict(f=f, cycles=cycles, macs=macs, kind_bytes=kind_bytes, level_bytes=level_bytes, ch_state=ch_state,
+                core_state=core_state, bound=bound, flow_of=flow_of)
+
+
+def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_of) -> dict:
+    """Per dispatch and overall: op time, host round trips, static weight loads and program
+    reloads (they add up to the total), and energy."""
+    f = per_op["f"]
+    n_dispatch = dispatch.count
+    static = np.array(dispatch.static_weight_bytes)
+    # static weights: one dispatch keeps them resident across decode steps (loaded once, reported
+    # apart); several dispatches overwrite each other's, so every pass reloads every dispatch's
+    resident = pins.residency == "static" and n_dispatch == 1 and pins.static_weights_resident
+    preload_bytes = 0.0 if resident else float(static.sum())
+    preload_s = preload_bytes / arch.ddr_bytes_per_s
+    preload_pj = preload_bytes * arch.pj_per_byte["ddr"]
+    dispatch_s = n_dispatch * arch.dispatch_overhead_s
+    # per dispatch: its ops, its host round trip, its static weights' load and, where its kernels
+    # exceed program memory, the cores' program reloads (once per layer); they add up to the total
+    of_op = np.array(dispatch.of_op)
+    per_reload, per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(4))
+    for d in range(n_dispatch):
+        mine = of_op == d
+        if dispatch.program_bytes[d] > limits.program_memory_bytes:
+            per_reload[d] = limits.program_reload_s * len({x for x in layer_of[mine] if x >= 0})
+        per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
+        per_total[d] = f["seconds"][mine].sum() + arch.dispatch_overhead_s + per_preload[d] + per_reload[d]
+        per_energy[d] = f["energy"][mine].sum() + (0.0 if resident else static[d] * arch.pj_per_byte["ddr"])
+    reload_s = per_reload.sum()
+    total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s
+    return dict(total_s=total_s, dispatch_s=dispatch_s, preload_s=preload_s, preload_bytes=preload_bytes,
+                preload_pj=preload_pj, reload_s=reload_s, static=static, per_reload=per_reload,
+                per_preload=per_preload, per_total=per_total, per_energy=per_energy)
+
+
+def _op_variables(placed, results, per_op: dict) -> dict:
+    f, macs, kind_bytes = per_op["f"], per_op["macs"], per_op["kind_bytes"]
+    op_dim = OP_DIM
+    groups = np.array([p.chip.group.label if p.chip.group else "" for p in placed], dtype=object)
+    return {
+        "op_seconds": (op_dim, f["seconds"], {"units": "s", "description": "time of the op (all repeats)"}),
+        "op_cycles": (op_dim, per_op["cycles"], {"units": "cycles"}),
+        "compute_seconds": (op_dim, f["compute"], {"units": "s", "description":
+                            "kernel time of the busiest core (all repeats)"}),
+        "movement_seconds": (op_dim, f["movement"], {"units": "s", "description":
+                             "time of the op with every kernel a 1-cycle pass (data moves, no compute)"}),
+        "exposed_compute_seconds": (op_dim, f["exp_compute"], {"units": "s", "description":
+                                    "op time not covered by data movement (what a NOOP of the op saves)"}),
+        "exposed_movement_seconds": (op_dim, f["exp_movement"], {"units": "s", "description":
+                                     "op time not covered by compute"}),
+        "l1_peak_bytes": (op_dim, f["l1"], {"units": "bytes", "description": "most core memory any core of the op uses"}),
+        "l2_peak_bytes": (op_dim, f["l2"], {"units": "bytes", "description": "most mem-tile memory any mem tile of the op uses"}),
+        "macs": (op_dim, macs, {"units": "MAC", "description": "multiply-accumulates (causal halving applied)"}),
+        "ddr_bytes": (("op", "tensor_kind"), kind_bytes,
+                      {"units": "bytes", "description": "DDR traffic by tensor kind"}),
+        "level_bytes": (("op", "level"), per_op["level_bytes"], {"units": "bytes", "description": "bytes per memory level"}),
+        "weight_reuse": (op_dim, _ratio(macs, kind_bytes[:, 0] + kind_bytes[:, 2]),
+                         {"units": "MAC/byte", "description": "MACs per byte of weights (or KV) fetched from DDR"}),
+        "activation_reuse": (op_dim, _ratio(macs, kind_bytes[:, 1]),
+                             {"units": "MAC/byte", "description": "MACs per byte of activations fetched from DDR"}),
+        "bound_by": (op_dim, per_op["bound"], {"description": "resource with the highest utilization in the op"}),
+        "dataflow": (op_dim, per_op["flow_of"], {"description": "ws, is, os, or stream (vector ops)"}),
+        "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
+        "op_columns": (op_dim, np.array([results[p.key].columns for p in placed], np.int64),
+                       {"units": "columns", "description": "columns the op's cores occupy"}),
+        "input_on_chip": (op_dim, np.array([p.chip.x for p in placed]), {"description":
+                          "activation input read from mem tiles (fused), not DDR"}),
+        "output_on_chip": (op_dim, np.array([p.chip.y for p in placed]), {"description":
+                           "output kept in mem tiles for the next op of the group"}),
+        "cast_share": (op_dim, f["cast"], {"units": "1", "description":
+                                           "share of core compute cycles spent dequantizing weights"}),
+        "channel_state_cycles": (("op", "channel_state"), per_op["ch_state"],
+                                 {"units": "channel-cycles", "description": "stall attribution over all DMA channels"}),
+        "core_state_cycles": (("op", "core_state"), per_op["core_state"],
+                              {"units": "core-cycles", "description": "stall attribution over all cores"}),
+        "energy_pj": (op_dim, f["energy"], {"units": "pJ", "description": "MACs and bytes moved times the arch energy table"}),
+    }
+
+
+def _total_variables(dispatch, t: dict, tokens: int) -> dict:
+    static = t["static"]
+    return {
+        "dispatch": (OP_DIM, np.array(dispatch.of_op, np.int64), {"description": "dispatch the op runs in"}),
+        "total_seconds": ((), t["total_s"], {"units": "s", "description":
+                                        "ops + dispatch overheads + static weight loads + program reloads"}),
+        "dispatch_seconds": ((), t["dispatch_s"], {"units": "s", "description": "host round trip per dispatch"}),
+        "preload_seconds": ((), t["preload_s"], {"units": "s", "description":
+                                            "static weights loaded per pass (0 when one dispatch keeps them resident)"}),
+        "preload_bytes": ((), t["preload_bytes"], {"units": "bytes", "description":
+                          "static weights read from DDR per pass (in no op's ddr_bytes; llm_summary adds them)"}),
+        "preload_energy_pj": ((), t["preload_pj"], {"units": "pJ", "description": "DDR energy of the static weight load"}),
+        "program_reload_seconds": ((), t["reload_s"], {"units": "s", "description":
+                                                  "core program reloads where a dispatch's kernels exceed program memory"}),
+        "sequence_words": (("dispatch_index",), np.array(dispatch.sequence_words, np.int64),
+                           {"units": "words", "description": "runtime sequence size per dispatch"}),
+        "program_bytes": (("dispatch_index",), np.array(dispatch.program_bytes, np.int64),
+                          {"units": "bytes", "description": "core program memory per dispatch (distinct kernels)"}),
+        "static_weight_bytes": (("dispatch_index",), static, {"units": "bytes"}),
+        "dispatch_total_seconds": (("dispatch_index",), t["per_total"], {"units": "s", "description":
+                                   "the dispatch's ops, host round trip, static weight load and program "
+                                   "reloads (they add up to total_seconds)"}),
+        "dispatch_reload_seconds": (("dispatch_index",), t["per_reload"], {"units": "s", "description":
+                                    "core program reloads in the dispatch"}),
+        "dispatch_preload_seconds": (("dispatch_index",), t["per_preload"], {"units": "s", "description":
+                                     "static weights the dispatch loads per pass"}),
+        "dispatch_energy_pj": (("dispatch_index",), t["per_energy"], {"units": "pJ", "description":
+                               "energy of the dispatch's ops and its static weight load"}),
+        "dispatch_fits": (("dispatch_index",), np.array(dispatch.fits, bool), {"description":
+                          "the dispatch's runtime sequence and static weights fit (see attr dispatch_problems)"}),
+        "tokens_per_s": ((), tokens / t["total_s"], {"units": "tokens/s"}),
+    }
+
+
+def _attrs(pins: GraphPins, arch: Arch, result: GraphResult) -> dict:
+    dispatch = result.dispatch
+    return {"arch": arch.name, "dispatches": dispatch.count, "cuts": ",".join(str(c) for c in dispatch.cuts),
+            "residency": pins.residency, "noop": ",".join(pins.noop),
+            "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
+            "fusion": result.fusion, "fusion_alternatives": result.alternatives,
+            "kernels": ";".join(sorted({repr(k) for r in result.op_results() for k in r.kernels}))}
+
+
+def _ratio(a, b):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, a / np.where(b > 0, b, 1), 0.0)

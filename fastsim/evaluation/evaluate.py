@@ -1,0 +1,311 @@
+"""One evaluator for every graph: fusion searched per pattern kind, dispatches cut, every distinct op
+design simulated once in a batched engine call; typed per-op results (``GraphResult``).
+
+Fusion is searched per group kind: every op is simulated both alone (activations through DDR) and
+inside its group (activations on chip, token-blocked where needed), and each kind takes whichever
+is faster (the kinds do not interact: an op's hand-offs depend only on its own group). A chain
+(the whole dispatch fused) is tried on top where every activation fits. Ops with identical shapes
+and hand-offs (every layer repeats the same ones) share one simulation.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+
+from ..arch import Arch
+from ..errors import ConfigError
+from ..graph import OpGraph
+from ..lower import lower, noop_twin
+from ..mapping.dispatch import DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches, sequence_words
+from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds,
+                              pipelined_kinds)
+from ..simulation import simulate
+from .op_result import OpResult, design_result
+from .pins import GraphPins
+from .pipelined import pipelined_group, share_results
+from .place import Placed, op_design, place
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    """A graph as it runs: every op instance as placed (fusion, token blocks, pipelines), its
+    engine result, the dispatch plan, and the fusion choice with every alternative's time."""
+
+    graph: OpGraph
+    placed: tuple[Placed, ...]
+    results: dict  # OpResult by Placed.key
+    dispatch: DispatchPlan
+    fusion: str
+    alternatives: str
+
+    def op_results(self) -> list[OpResult]:
+        return [self.results[p.key] for p in self.placed]
+
+
+def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: DispatchLimits = DispatchLimits(),
+             strict: bool = True) -> GraphResult:
+    """Map, fuse, cut and simulate ``graph``. ``strict=False`` runs explicit cuts that do not fit a
+    dispatch anyway and records what does not fit (``DispatchPlan.fits``) instead of raising."""
+    return Evaluation(graph, pins, arch, limits.validate(), strict).run()
+
+
+_CACHE: "OrderedDict[tuple, OpResult]" = OrderedDict()
+_CACHE_SIZE = 2048
+
+
+def clear_cache() -> None:
+    """Forget cached op results (they are exact; this only frees memory)."""
+    _CACHE.clear()
+
+
+@dataclass
+class Evaluation:
+    """One graph evaluated under its pins: fusion searched, dispatches cut, every distinct
+    op design simulated once (``results`` by ``Placed.key``)."""
+
+    graph: OpGraph
+    pins: GraphPins
+    arch: Arch
+    limits: DispatchLimits
+    strict: bool
+    results: dict = field(default_factory=dict)
+    alternatives: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.groups = find_groups(self.graph)
+        self.mapping = _mapping_key(self.pins, self.arch)
+        arch = self.arch
+        self.capacity = (arch.compute_tiles * arch.compute.memory_bytes
+                         + arch.columns * arch.mem_rows * arch.mem.memory_bytes)
+        self.cuts = None if self.pins.cuts is None else tuple(sorted(self.pins.cuts))
+
+    def run(self) -> GraphResult:
+        pins, layers = self.pins, self.graph.layers
+        one = assign(layers, self.cuts or ())
+        unfused = self.place(set(), False, one)
+        self.simulate(unfused, strict=True)
+        chosen = unfused
+        self.alternatives["none"] = self.total(unfused)
+        kinds = fusion_kinds(pins.fusion)
+        if kinds:
+            grouped = self.place(kinds, False, one)
+            self.simulate(grouped, strict=False)
+            chosen, picked = self.best_per_kind(unfused, grouped, pins.fusion != "auto")
+            self.alternatives["groups:" + "+".join(picked)] = self.total(chosen)
+            if pins.pipelines:
+                chosen = self.pipelines(unfused, grouped, chosen)
+        dispatch = self.dispatches(chosen, self.cuts)
+        if pins.fusion in ("auto", "chain"):
+            chosen, dispatch = self.try_chain(chosen, dispatch)
+        alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
+                                 for k, v in self.alternatives.items())
+        return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives)
+
+    def place(self, fused: set[str], chain: bool, dispatch: list[int]) -> list[Placed] | None:
+        return place(self.graph, self.groups, self.pins, self.arch, fused, chain, dispatch)
+
+    def dispatches(self, placed, cuts, strict: bool | None = None):
+        """The dispatch plan of ``placed`` cut at ``cuts`` (None: the greedy feasible cut)."""
+        strict = self.strict if strict is None else strict
+        return plan_dispatches(self.graph.layers, self.footprints(placed), cuts, self.limits, self.capacity, strict)
+
+    def try_chain(self, chosen, dispatch):
+        """The whole dispatch fused, kept when asked (``chain``) or faster (``auto``); the reason
+        it cannot be built lands in the alternatives."""
+        asked = self.pins.fusion == CHAIN
+        chained = self.place(set(), True, dispatch.of_op)
+        if chained is None:
+            if asked:
+                raise ConfigError(["fusion = chain: the activations do not all fit on chip at once "
+                                   "(use groups or auto)"], "fusion")
+            return chosen, dispatch
+        self.simulate(chained, strict=asked)
+        total = self.total(chained)
+        if total == float("inf"):
+            return chosen, dispatch
+        self.alternatives[CHAIN] = total
+        if asked or total < self.total(chosen):
+            try:
+                return self.chain_dispatches(chained, dispatch)
+            except ConfigError as e:
+                if asked:
+                    raise
+                self.alternatives[CHAIN] = "cannot: " + e.problems[0]
+        return chosen, dispatch
+
+    def chain_dispatches(self, chained, dispatch):
+        """A chain's dispatches. Explicit cuts are checked as given. Otherwise the greedy cut is
+        found again on the chained ops (on-chip hand-offs push more mem-tile tasks: a chained
+        dispatch may hold fewer layers); when it moves, the chain is re-placed on the new
+        dispatches (the ops at a dispatch edge read and write DDR). Raises ConfigError when the
+        chain fits no dispatch."""
+        if self.cuts is not None:
+            return chained, self.dispatches(chained, self.cuts)
+        greedy = self.dispatches(chained, None, strict=True)
+        if greedy.cuts != dispatch.cuts:
+            chained = self.place(set(), True, greedy.of_op)
+            self.simulate(chained, strict=True)
+        return chained, self.dispatches(chained, greedy.cuts, strict=True)
+
+    def total(self, placed: list[Placed]) -> float:
+        """Seconds of all ops (inf when one has no legal design)."""
+        total = 0
+        for p in placed:
+            r = self.results.get(p.key)
+            if r is None:
+                return float("inf")
+            total += r.cycles * p.op.repeat
+        return total / self.arch.clock_hz
+
+    def best_per_kind(self, unfused, grouped, forced: bool):
+        """Each group kind fused or not, whichever is faster (forced: fused wherever it is legal)."""
+        out = list(unfused)
+        picked = []
+        for kind in GROUP_KINDS:
+            idx = [i for i, p in enumerate(unfused) if p.kind == kind]
+            alone = self.total([unfused[i] for i in idx])
+            fused = self.total([grouped[i] for i in idx])
+            if not any(grouped[i].chip.group for i in idx):
+                continue  # this kind could not be fused (no token block fits)
+            if fused < float("inf") and (forced or fused < alone):
+                for i in idx:
+                    out[i] = grouped[i]
+                picked.append(kind)
+        return out, picked
+
+    def pipelines(self, unfused, grouped, chosen):
+        """Each fused group kind that can run as a spatial pipeline (``PIPELINABLE``), tried on
+        top of ``chosen``: kept when faster under ``auto``, always when the fusion value asks for
+        it ("KIND:pipeline"). Alternatives that cannot be built say why in ``alternatives``."""
+        asked = pipelined_kinds(self.pins.fusion)
+        for kind in PIPELINABLE:
+            if self.pins.fusion != "auto" and kind not in asked:
+                continue
+            matches = [g for g in self.groups if g.kind == kind]
+            idx = [i for g in matches for i in g.ops]
+            if not idx or not all(grouped[i].chip.group and grouped[i].key in self.results for i in idx):
+                continue  # not fused (no token block fits) or some fused op has no legal design
+            try:
+                placed = self.pipelined(matches[0], unfused, grouped, kind)
+            except ConfigError as e:
+                if kind in asked:
+                    raise
+                self.alternatives[f"{kind}:{PIPELINE}"] = "cannot: " + e.problems[0].split(";")[0]
+                continue
+            candidate = list(chosen)
+            for g in matches:  # every layer's match runs as the first one's pipeline
+                for i, like in zip(g.ops, placed):
+                    candidate[i] = Placed(replace(unfused[i].op, m=like.op.m, repeat=like.op.repeat),
+                                          replace(grouped[i].chip, window_bytes=0), like.pipelined, unfused[i].kind)
+            total = self.total(candidate)
+            self.alternatives[f"{kind}:{PIPELINE}"] = total
+            if kind in asked or total < self.total(chosen):
+                chosen = candidate
+        return chosen
+
+    def pipelined(self, group: Group, unfused, grouped, kind) -> list[Placed]:
+        """One match of group ``kind`` as a pipeline: its ops as placed (in ``group.ops`` order),
+        their results added to ``results`` (cached like any op's)."""
+        stages = [[unfused[i] for i in s] for s in group.stages]
+        built = pipelined_group(stages, [[grouped[i] for i in s] for s in group.stages],
+                                [[self.results[grouped[i].key] for i in s] for s in group.stages],
+                                self.graph.token_rows, self.pins, self.arch, kind)
+        placed, designs, whole, twin, blocks, how = built
+        ablated = tuple(sorted(self.pins.noop))  # any member's ablation changes the whole pipeline
+        if all((self.mapping, p.key, ablated) in _CACHE for p in placed):
+            self.results.update({p.key: _CACHE[(self.mapping, p.key, ablated)] for p in placed})
+            return placed
+        sim = simulate([*designs, whole, twin])
+        own = [design_result(sim, j, d, flow, kernels, self.arch)
+               for j, (d, (flow, kernels)) in enumerate(zip(designs, how))]
+        shared = share_results(placed, own, sim, (len(designs), len(designs) + 1), blocks)
+        for key, r in shared.items():
+            self.results[key] = _CACHE[(self.mapping, key, ablated)] = r
+        return placed
+
+    def footprints(self, placed) -> list[OpFootprint]:
+        out = []
+        for p in placed:
+            r = self.results[p.key]
+            static = (p.op.k * p.op.n * p.op.w.elem_bytes
+                      if self.pins.residency == "static" and p.op.streams_weights else 0.0)
+            out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static))
+        return out
+
+    def simulate(self, placed: list[Placed], strict: bool) -> None:
+        """Engine results of every distinct instance into ``results`` (cached across calls).
+        ``strict``: an instance with no legal design is an error (listing every one); otherwise
+        it is left out (fusion falls back)."""
+        todo, by_key = self.designs(placed, strict)
+        # every design and its data-only twin (NOOP kernels) in one batch; the twin's time is the
+        # op's data-movement time, so exposed compute is measured by difference, as an ablation does
+        batch, where = [], {}
+        for key, (design, _, known, _, twin) in todo.items():
+            lowered = lower(design) if known is None or twin is not None else None
+            if known is None:
+                where[key] = len(batch)
+                batch.append(lowered)
+            if twin is not None:
+                where[(key, "twin")] = len(batch)
+                batch.append(noop_twin(lowered, twin.drop))
+        sim = simulate(batch) if batch else None
+        for key, (design, flow, known, kernels, twin) in todo.items():
+            src, i = (known, 0) if known is not None else (sim, where[key])
+            r = design_result(src, i, design, flow, kernels, self.arch)
+            if twin is not None:
+                r = replace(r, movement_cycles=int(sim.total_cycles.values[where[(key, "twin")]]))
+            self.results[key] = _CACHE[(self.mapping, key, _ablated(by_key[key], self.pins))] = r
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+
+    def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
+        """The op designs still to simulate by key (cached results go straight to ``results``)."""
+        from tqdm.auto import tqdm
+
+        todo, problems, by_key = {}, [], {}
+        for p in tqdm(placed, desc="mapping ops", unit="op", leave=False, disable=not _PROGRESS["on"]):
+            key = p.key
+            by_key[key] = p
+            if key in self.results or key in todo:
+                continue
+            cache_key = (self.mapping, key, _ablated(p, self.pins))
+            cached = _CACHE.get(cache_key)
+            if cached is not None:
+                _CACHE.move_to_end(cache_key)
+                self.results[key] = cached
+                continue
+            try:
+                todo[key] = op_design(p, self.arch, self.pins)
+            except ConfigError as e:
+                if strict:
+                    problems += [f"{p.op.name}: {x}" for x in e.problems]
+        if problems:
+            raise ConfigError(sorted(set(problems)), "mapping")
+        return todo, by_key
+
+
+def _label(placed: list[Placed]) -> str:
+    """The fusion value that reproduces ``placed`` (what overlays store)."""
+    kinds = {p.chip.group.kind + (f":{PIPELINE}" if p.pipelined else "") for p in placed if p.chip.group}
+    return "+".join(sorted(kinds)) or "none"
+
+
+_PROGRESS = {"on": False}
+
+
+def show_progress(on: bool) -> None:
+    """Show a progress bar on stderr while ops are mapped (the CLI turns it on for a terminal)."""
+    _PROGRESS["on"] = bool(on)
+
+
+def _ablated(p: Placed, pins: GraphPins) -> bool:
+    """Whether the ablation (``pins.noop``) changes this op's design (the cache key's part that
+    depends on it: other ops' results are reused across ablation runs)."""
+    return pins.ablates(p.op.op_class, bool(p.op.cast_cycles_per_weight))
+
+
+def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
+    """Everything besides the op instance itself (and its own ablation, ``_ablated``) that
+    op_design reads."""
+    return (repr(arch), tuple(sorted(pins.dataflow)), tuple(sorted(pins.columns)), pins.residency,
+            pins.kernel_efficiency, pins.stream_split, pins.compute_dtype, pins.flash_rescale_cycles_per_elem)
