@@ -89,11 +89,14 @@ def _columns(pins: GraphPins, p: Placed, arch: Arch) -> int | None:
     return cols
 
 
-def _matmul(p: Placed, pins: GraphPins) -> Matmul:
+def matmul_of(p: Placed, pins: GraphPins) -> Matmul:
+    """A matmul op as the mapper sees it: its shapes, operand sizes, on-chip hand-offs and the pins
+    that change its design (datapath dtype, efficiency, static weights)."""
     op = p.op
     static = pins.residency == "static" and op.w.kind == "weights"
     return Matmul(op.m, op.k, op.n, pins.compute_dtype, op.x.elem_bytes, op.w.elem_bytes, op.y.elem_bytes,
-                  pins.kernel_efficiency, 0, op.cast_cycles_per_weight, op.macs_scale, static_b=static,
+                  pins.kernel_efficiency, pins.kernel_overhead_cycles, op.cast_cycles_per_weight, op.macs_scale,
+                  static_b=static,
                   name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
                   onchip_window_bytes=p.chip.window_bytes)
 
@@ -127,7 +130,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
             validate_design(design)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
         return design, "stream", None, frozenset({("vector", op.op_class)}), twin
-    real = _matmul(p, pins)
+    real = matmul_of(p, pins)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
     found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0,

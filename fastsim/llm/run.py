@@ -48,10 +48,11 @@ def study_pass(study: LlmStudy) -> Pass:
 def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
     """What a study fixes about how its graph runs (pipelines are tried in prefill; static
     weights stay resident from one decode step to the next)."""
-    return GraphPins(precision.compute_dtype, tuple(study.dataflow.items()), tuple(study.columns.items()),
-                     study.residency, study.fusion, None if study.cuts is None else tuple(study.cuts), tuple(study.noop), study.kernel_efficiency,
-                     study.stream_split, pipelines=study.regime == "prefill",
-                     static_weights_resident=study.regime == "decode",
+    return GraphPins(compute_dtype=precision.compute_dtype, dataflow=tuple(study.dataflow.items()),
+                     columns=tuple(study.columns.items()), residency=study.residency, fusion=study.fusion,
+                     cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
+                     kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
+                     pipelines=study.regime == "prefill", static_weights_resident=study.regime == "decode",
                      flash_rescale_cycles_per_elem=study.costs.elementwise)
 
 
