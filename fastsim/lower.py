@@ -47,17 +47,35 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     """``skip`` jumps over cycles that repeat the previous one; ``fast_forward`` (default: as
     ``skip``) jumps over whole periods of a periodic steady state. Both are exact."""
     validate_design(design)
-    arch = design.arch
     lock_index = {lk.id: i for i, lk in enumerate(design.locks)}
     bd_index = {b.id: i for i, b in enumerate(design.bds)}
+    channels = _used_channels(design)
+    ch_index = {c: i for i, c in enumerate(channels)}
+    bds = _bd_table(design, lock_index, bd_index)
+    ch, cons = _channel_table(design, channels, ch_index, bd_index)
+    core_tiles, cores, prog, kernel_names = _core_tables(design, lock_index)
+    host = _host_table(design.host, ch_index, bd_index)
+    prm = _params(design, len(channels), len(core_tiles), skip=skip, max_cycles=max_cycles,
+                  livelock_cycles=livelock_cycles, max_events=max_events, fast_forward=fast_forward)
+    lock_init = np.array([lk.init for lk in design.locks], np.int64)
+    return LoweredDesign(design, prm, _col_rates(design.arch), bds, ch, cons=np.array(cons, np.int64), prog=prog,
+                         cores=cores, host=host, lock_init=lock_init, channels=channels,
+                         core_tiles=core_tiles, kernel_names=kernel_names)
 
+
+def _used_channels(design: Design) -> list[Channel]:
+    """Every channel a BD, static chain or route names, in ``channel_order``: only those get
+    rows, and a fixed order makes the tables the same for the same design."""
     used = {b.channel for b in design.bds} | set(design.static_chains)
     for r in design.routes:
         used.add(r.src)
         used.update(r.dsts)
-    channels = sorted(used, key=channel_order)
-    ch_index = {c: i for i, c in enumerate(channels)}
+    return sorted(used, key=channel_order)
 
+
+def _bd_table(design: Design, lock_index: dict, bd_index: dict) -> np.ndarray:
+    """One row per BD: the bytes it puts on the wire (after compression), its locks and the next
+    BD, with object references turned into row indices the kernels can follow."""
     bds = np.zeros((len(design.bds), L.BD_NCOL), np.int64)
     endless = endless_chains(design.bds)
     for i, b in enumerate(design.bds):
@@ -69,7 +87,14 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
         bds[i, L.BD_REL_VAL] = b.release[1] if b.release else 0
         bds[i, L.BD_NEXT] = bd_index[b.next.id] if b.next is not None else -1
         bds[i, L.BD_CYCLIC] = int(endless[b.id])
+    return bds
 
+
+def _channel_table(design: Design, channels: list[Channel], ch_index: dict,
+                   bd_index: dict) -> tuple[np.ndarray, list[int]]:
+    """One row per channel, and every route's consumers as one flat list that each MM2S row
+    indexes by span: a route's switch hops set its consumers' FIFO capacity and latency."""
+    arch = design.arch
     ch = np.zeros((len(channels), L.CH_NCOL), np.int64)
     ch[:, L.CH_STATIC_BD] = -1
     ch[:, L.CH_PRODUCER] = -1
@@ -93,7 +118,12 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
             ch[s, L.CH_FIFO_CAP] = n_hops * arch.switch_buffer_bytes * L.UNITS_PER_BYTE
             ch[s, L.CH_LATENCY] = n_hops * arch.switch_hop_latency_cycles
         ch[m, L.CH_CONS_END] = len(cons)
+    return ch, cons
 
+
+def _core_tables(design: Design, lock_index: dict) -> tuple[list, np.ndarray, np.ndarray, list[str]]:
+    """Every core's program flattened into one table (loops as begin/end rows) with each core's
+    span of rows; kernels are numbered by first use, which ``noop_twin`` relies on."""
     core_tiles = sorted(design.cores)
     prog_rows: list[tuple[int, int, int]] = []
     kernel_names: list[str] = []
@@ -119,18 +149,28 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
         emit(design.cores[tile])
         cores[k, L.CORE_END] = len(prog_rows)
     prog = np.array(prog_rows, np.int64).reshape(-1, L.PROG_NCOL)
+    return core_tiles, cores, prog, kernel_names
 
-    host = _host_table(design.host, ch_index, bd_index)
 
+def _col_rates(arch) -> np.ndarray:
+    """Each column's shim write (row 0) and read (row 1) bandwidth in kernel units, per column
+    because columns can differ (asymmetric shims)."""
     col_rates = np.zeros((2, arch.columns), np.int64)
     col_rates[0] = [to_units(x) for x in arch.shim_write_bytes_per_cycle]
     col_rates[1] = [to_units(x) for x in arch.shim_read_bytes_per_cycle]
+    return col_rates
 
+
+def _params(design: Design, n_channels: int, n_cores: int, *, skip: bool, max_cycles: int,
+            livelock_cycles: int, max_events: int, fast_forward: bool | None) -> np.ndarray:
+    """The scalar parameters of one design (table sizes, arch timings, run limits) as one row, so
+    that designs of different arches batch together."""
+    arch = design.arch
     prm = np.zeros(L.P_NCOL, np.int64)
     prm[L.P_N_LOCKS] = len(design.locks)
     prm[L.P_N_BDS] = len(design.bds)
-    prm[L.P_N_CH] = len(channels)
-    prm[L.P_N_CORES] = len(core_tiles)
+    prm[L.P_N_CH] = n_channels
+    prm[L.P_N_CORES] = n_cores
     prm[L.P_N_HOST] = len(design.host)
     prm[L.P_N_COLS] = arch.columns
     prm[L.P_DDR_CAP] = to_units(arch.ddr_bytes_per_cycle)
@@ -145,10 +185,7 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     prm[L.P_SKIP] = int(skip)
     prm[L.P_FF] = int(skip if fast_forward is None else fast_forward)
     prm[L.P_MAX_EVENTS] = max_events
-    lock_init = np.array([lk.init for lk in design.locks], np.int64)
-    return LoweredDesign(design, prm, col_rates, bds, ch, cons=np.array(cons, np.int64), prog=prog,
-                         cores=cores, host=host, lock_init=lock_init, channels=channels,
-                         core_tiles=core_tiles, kernel_names=kernel_names)
+    return prm
 
 
 def noop_twin(lw: LoweredDesign, drop: tuple[str, ...] = ()) -> LoweredDesign:

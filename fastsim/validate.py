@@ -45,28 +45,46 @@ def _bd_name(b: BD) -> str:
 
 
 def validate_design(design: Design) -> None:
-    arch = design.arch
-    p = Problems(f"design {design.name!r}")
+    """Raise one ConfigError listing every problem of ``design`` against its arch. The sections
+    run in a fixed order and share one record of checked channels, so the same design always
+    reports the same problems in the same order, and a bad channel only once."""
+    v = _Checker(design.arch, Problems(f"design {design.name!r}"))
+    _check_buffers(v, design)
+    _check_locks(v, design)
+    _check_bds(v, design)
+    routed, producer_of = _check_routes(v, design)
+    _check_channel_programs(v, design, routed, producer_of)
+    _check_cores(v, design)
+    v.p.raise_if_any()
 
-    # messages are formatted only for problems: a large design has tens of thousands of checks,
-    # so the helpers take the field's name as a function that builds it
-    def tile_ok(tile: Tile, field) -> bool:
+
+class _Checker:
+    """The problems found so far and the tile and channel checks every section needs.
+
+    Messages are formatted only for problems: a large design has tens of thousands of checks, so
+    the checks take the field's name as a function that builds it."""
+
+    def __init__(self, arch, p: Problems):
+        self.arch, self.p = arch, p
+        self.checked: dict[Channel, bool] = {}
+
+    def tile_ok(self, tile: Tile, field) -> bool:
+        arch = self.arch
         if 0 <= tile.col < arch.columns and 0 <= tile.row < arch.rows:
             return True
-        p.add(field(), str(tile), f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
+        self.p.add(field(), str(tile), f"column must be in 0..{arch.columns - 1}, row in 0..{arch.rows - 1}")
         return False
 
-    checked: dict[Channel, bool] = {}
-
-    def channel_ok(ch: Channel, field) -> bool:
+    def channel_ok(self, ch: Channel, field) -> bool:
         """Checked once per channel (a runtime sequence pushes to the same few channels often)."""
-        ok = checked.get(ch)
+        ok = self.checked.get(ch)
         if ok is None:
-            ok = checked[ch] = _channel_ok(ch, field)
+            ok = self.checked[ch] = self._channel_ok(ch, field)
         return ok
 
-    def _channel_ok(ch: Channel, field) -> bool:
-        if not tile_ok(ch.tile, field):
+    def _channel_ok(self, ch: Channel, field) -> bool:
+        arch, p = self.arch, self.p
+        if not self.tile_ok(ch.tile, field):
             return False
         if ch.direction not in (MM2S, S2MM):
             p.add(field(), str(ch), "direction must be mm2s or s2mm")
@@ -78,13 +96,17 @@ def validate_design(design: Design) -> None:
             return False
         return True
 
-    # buffers and tile memory capacity
+
+def _check_buffers(v: _Checker, design: Design) -> None:
+    """Buffer sizes, where buffers live, and whether each tile's buffers fit its memory (summed
+    first: one tile's overflow is one problem, not one per buffer)."""
+    arch, p = v.arch, v.p
     used = Counter()
     for b in design.buffers:
         p.check(b.size_bytes > 0, f"buffer {b.name}.size_bytes", b.size_bytes, "must be > 0")
         if b.tile is None:
             continue
-        if tile_ok(b.tile, lambda: f"buffer {b.name}.tile"):
+        if v.tile_ok(b.tile, lambda: f"buffer {b.name}.tile"):
             p.check(arch.tile_kind_name(b.tile.row) != "shim", f"buffer {b.name}.tile", str(b.tile),
                     "shim tiles have no memory; use ddr_buffer() for host memory")
             used[b.tile] += max(b.size_bytes, 0)
@@ -92,10 +114,13 @@ def validate_design(design: Design) -> None:
         cap = arch.tile_kind(tile.row).memory_bytes
         p.over(total <= cap, f"{tile} buffers", total, f"must fit in the tile's {cap} bytes of memory")
 
-    # locks
+
+def _check_locks(v: _Checker, design: Design) -> None:
+    """Lock values, and how many locks each tile holds (counted first, one problem per tile)."""
+    arch, p = v.arch, v.p
     per_tile = Counter()
     for lk in design.locks:
-        if tile_ok(lk.tile, lambda: f"lock {lk.name}.tile"):
+        if v.tile_ok(lk.tile, lambda: f"lock {lk.name}.tile"):
             per_tile[lk.tile] += 1
         p.check(0 <= lk.init <= arch.lock_max_value, f"lock {lk.name}.init", lk.init,
                 f"must be in 0..{arch.lock_max_value}")
@@ -103,74 +128,101 @@ def validate_design(design: Design) -> None:
         cap = arch.tile_kind(tile.row).lock_count
         p.check(n <= cap, f"{tile} locks", n, f"at most {cap} locks on this tile type")
 
-    # BDs
+
+def _check_bds(v: _Checker, design: Design) -> None:
+    """Every BD against its tile kind's DMA, and how many BDs each tile holds (counted first, one
+    problem per tile)."""
+    arch = v.arch
     bd_per_tile = Counter()
     kinds = {row: (arch.tile_kind_name(row), arch.tile_kind(row)) for row in range(arch.rows)}
     for b in design.bds:
-        if not channel_ok(b.channel, lambda: f"{_bd_name(b)}.channel"):
+        if not v.channel_ok(b.channel, lambda: f"{_bd_name(b)}.channel"):
             continue
         kind_name, kind = kinds[b.channel.tile.row]
         bd_per_tile[b.channel.tile] += 1
-        if b.length_bytes <= 0:
-            p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes, "must be > 0")
-        if b.offset_bytes < 0:
-            p.add(f"{_bd_name(b)}.offset_bytes", b.offset_bytes, "must be >= 0")
-        if not 1 <= b.iterations <= arch.bd_iterations_max:
-            p.add(f"{_bd_name(b)}.iterations", b.iterations, f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
-        words = -(-b.length_bytes // 4)
-        if words >= 2**kind.bd_length_bits:
-            p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes,
-                  f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")
-        if kind_name == "shim":
-            if b.buffer.tile is not None:
-                p.add(f"{_bd_name(b)}.buffer", b.buffer.name, "shim BDs address DDR buffers")
-        elif b.buffer.tile != b.channel.tile:
-            p.add(f"{_bd_name(b)}.buffer", b.buffer.name, f"must be in {b.channel.tile}'s memory")
-        extent = b.length_bytes
-        if b.dims:
-            if p.check(len(b.dims) <= kind.bd_dims, f"{_bd_name(b)}.dims", b.dims,
-                       f"{kind_name} BDs address at most {kind.bd_dims} dimensions"):
-                size_words = 1
-                last_word = 0
-                for i, (size, stride) in enumerate(b.dims):
-                    p.check(1 <= size < 2**kind.bd_wrap_bits, f"{_bd_name(b)}.dims[{i}].size", size,
-                            f"must be in 1..{2**kind.bd_wrap_bits - 1}")
-                    p.check(0 <= stride < 2**kind.bd_step_bits, f"{_bd_name(b)}.dims[{i}].stride", stride,
-                            f"must be in 0..{2**kind.bd_step_bits - 1} words")
-                    size_words *= max(size, 1)
-                    last_word += (max(size, 1) - 1) * max(stride, 0)
-                p.check(size_words * 4 == b.length_bytes, f"{_bd_name(b)}.dims", b.dims,
-                        f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
-                extent = (last_word + 1) * 4
-        if b.offset_bytes + extent > b.buffer.size_bytes:
-            p.add(f"{_bd_name(b)}.offset_bytes+extent", b.offset_bytes + extent,
-                  f"addresses outside buffer {b.buffer.name} ({b.buffer.size_bytes} bytes)")
-        if b.compression_ratio != 1.0:
-            p.check(kind.compression, f"{_bd_name(b)}.compression_ratio", b.compression_ratio,
-                    f"{kind_name} DMAs cannot compress (must be 1.0)")
-            p.check(b.compression_ratio >= 1.0, f"{_bd_name(b)}.compression_ratio", b.compression_ratio,
-                    "must be >= 1.0")
-        for role, spec in (("acquire", b.acquire), ("release", b.release)):
-            if spec is None:
-                continue
-            lk, value = spec
-            if not 0 <= value <= arch.lock_max_value:
-                p.add(f"{_bd_name(b)}.{role}.value", value, f"must be in 0..{arch.lock_max_value}")
-            reach = abs(lk.tile.col - b.channel.tile.col) <= (1 if kind_name == "mem" else 0)
-            if not (lk.tile.row == b.channel.tile.row and reach):
-                p.add(f"{_bd_name(b)}.{role}.lock", lk.name, f"a {kind_name} DMA can only use locks of its own tile"
-                      + (" or a neighbouring mem tile" if kind_name == "mem" else ""))
-        if b.next is not None and b.next.channel != b.channel:
-            p.add(f"{_bd_name(b)}.next", b.next.id, f"must be a BD of the same channel ({b.channel})")
+        _check_bd(v, b, kind_name, kind)
     for tile, n in sorted(bd_per_tile.items()):
         cap = arch.tile_kind(tile.row).bd_count
-        p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type")
+        v.p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type")
 
-    # routes
+
+def _check_bd(v: _Checker, b: BD, kind_name: str, kind) -> None:
+    """One BD's fields, in the order its problems are reported."""
+    arch, p = v.arch, v.p
+    if b.length_bytes <= 0:
+        p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes, "must be > 0")
+    if b.offset_bytes < 0:
+        p.add(f"{_bd_name(b)}.offset_bytes", b.offset_bytes, "must be >= 0")
+    if not 1 <= b.iterations <= arch.bd_iterations_max:
+        p.add(f"{_bd_name(b)}.iterations", b.iterations, f"must be in 1..{arch.bd_iterations_max} (BD iteration wrap)")
+    words = -(-b.length_bytes // 4)
+    if words >= 2**kind.bd_length_bits:
+        p.add(f"{_bd_name(b)}.length_bytes", b.length_bytes,
+              f"{kind_name} BD length field holds < 2**{kind.bd_length_bits} words")
+    if kind_name == "shim":
+        if b.buffer.tile is not None:
+            p.add(f"{_bd_name(b)}.buffer", b.buffer.name, "shim BDs address DDR buffers")
+    elif b.buffer.tile != b.channel.tile:
+        p.add(f"{_bd_name(b)}.buffer", b.buffer.name, f"must be in {b.channel.tile}'s memory")
+    extent = _bd_extent(p, b, kind_name, kind) if b.dims else b.length_bytes
+    if b.offset_bytes + extent > b.buffer.size_bytes:
+        p.add(f"{_bd_name(b)}.offset_bytes+extent", b.offset_bytes + extent,
+              f"addresses outside buffer {b.buffer.name} ({b.buffer.size_bytes} bytes)")
+    if b.compression_ratio != 1.0:
+        p.check(kind.compression, f"{_bd_name(b)}.compression_ratio", b.compression_ratio,
+                f"{kind_name} DMAs cannot compress (must be 1.0)")
+        p.check(b.compression_ratio >= 1.0, f"{_bd_name(b)}.compression_ratio", b.compression_ratio,
+                "must be >= 1.0")
+    _check_bd_locks(v, b, kind_name)
+    if b.next is not None and b.next.channel != b.channel:
+        p.add(f"{_bd_name(b)}.next", b.next.id, f"must be a BD of the same channel ({b.channel})")
+
+
+def _bd_extent(p: Problems, b: BD, kind_name: str, kind) -> int:
+    """Bytes from the BD's offset to the last word its dimensions address (its length when the
+    dimensions are unusable), so that the buffer check sees what a strided access reaches."""
+    extent = b.length_bytes
+    if p.check(len(b.dims) <= kind.bd_dims, f"{_bd_name(b)}.dims", b.dims,
+               f"{kind_name} BDs address at most {kind.bd_dims} dimensions"):
+        size_words = 1
+        last_word = 0
+        for i, (size, stride) in enumerate(b.dims):
+            p.check(1 <= size < 2**kind.bd_wrap_bits, f"{_bd_name(b)}.dims[{i}].size", size,
+                    f"must be in 1..{2**kind.bd_wrap_bits - 1}")
+            p.check(0 <= stride < 2**kind.bd_step_bits, f"{_bd_name(b)}.dims[{i}].stride", stride,
+                    f"must be in 0..{2**kind.bd_step_bits - 1} words")
+            size_words *= max(size, 1)
+            last_word += (max(size, 1) - 1) * max(stride, 0)
+        p.check(size_words * 4 == b.length_bytes, f"{_bd_name(b)}.dims", b.dims,
+                f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
+        extent = (last_word + 1) * 4
+    return extent
+
+
+def _check_bd_locks(v: _Checker, b: BD, kind_name: str) -> None:
+    """A BD's acquire and release: values in range, locks its DMA can reach (a mem tile's DMA
+    also reaches its neighbours')."""
+    arch, p = v.arch, v.p
+    for role, spec in (("acquire", b.acquire), ("release", b.release)):
+        if spec is None:
+            continue
+        lk, value = spec
+        if not 0 <= value <= arch.lock_max_value:
+            p.add(f"{_bd_name(b)}.{role}.value", value, f"must be in 0..{arch.lock_max_value}")
+        reach = abs(lk.tile.col - b.channel.tile.col) <= (1 if kind_name == "mem" else 0)
+        if not (lk.tile.row == b.channel.tile.row and reach):
+            p.add(f"{_bd_name(b)}.{role}.lock", lk.name, f"a {kind_name} DMA can only use locks of its own tile"
+                  + (" or a neighbouring mem tile" if kind_name == "mem" else ""))
+
+
+def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
+    """Routes: one per MM2S source, each S2MM fed by one source. Returns the routed sources and
+    each fed S2MM's source, which the channel programs need to find channels nothing feeds."""
+    p = v.p
     producer_of: dict[Channel, Channel] = {}
     routed = set()
     for r in design.routes:
-        if not channel_ok(r.src, lambda: f"route {r.src}.src"):
+        if not v.channel_ok(r.src, lambda: f"route {r.src}.src"):
             continue
         if r.src.direction != MM2S:
             p.add(f"route {r.src}.src", str(r.src), "must be an mm2s channel")
@@ -180,36 +232,61 @@ def validate_design(design: Design) -> None:
             p.add(f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
         routed.add(r.src)
         for d in r.dsts:
-            if channel_ok(d, lambda: f"route {r.src}.dst"):
+            if v.channel_ok(d, lambda: f"route {r.src}.dst"):
                 if d.direction != S2MM:
                     p.add(f"route {r.src}.dst", str(d), "must be an s2mm channel")
                 if d in producer_of:
                     p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}")
                 producer_of[d] = r.src
+    return routed, producer_of
 
-    # channel programs: static chains and host pushes
-    used_channels = set()
-    cyclic_static = set()
+
+def _check_channel_programs(v: _Checker, design: Design, routed: set, producer_of: dict) -> None:
+    """Static chains and host pushes, then every channel with work needs a route: a pushed task
+    must be able to complete, and data must have somewhere to come from and go to."""
     endless = endless_chains(design.bds)
 
     def loops_forever(bd: BD) -> bool:
         return endless[bd.id] if bd.id in endless else chain_of(bd)[1]  # (a BD of another design)
 
+    used_channels, cyclic_static = _check_static_chains(v, design, loops_forever)
+    used_channels |= _check_host(v, design, loops_forever, cyclic_static)
+    unfed = [ch for ch in used_channels if ch not in (routed if ch.direction == MM2S else producer_of)]
+    for ch in sorted(unfed, key=channel_order):
+        if ch.direction == MM2S:
+            v.p.add(f"channel {ch}", "no route", "an mm2s channel with work needs a route")
+        else:
+            v.p.add(f"channel {ch}", "no producer", "an s2mm channel with work needs a route from an mm2s channel")
+
+
+def _check_static_chains(v: _Checker, design: Design, loops_forever) -> tuple[set, set]:
+    """Static chains start on their own channel. Returns the channels they use and those whose
+    chain loops forever (such a channel never takes queued tasks)."""
+    used_channels, cyclic_static = set(), set()
     for ch, bd in design.static_chains.items():
-        if not channel_ok(ch, lambda: f"static chain on {ch}"):
+        if not v.channel_ok(ch, lambda: f"static chain on {ch}"):
             continue
         used_channels.add(ch)
         if bd.channel != ch:
-            p.add(f"static chain on {ch}", str(bd), "must start with a BD of that channel")
+            v.p.add(f"static chain on {ch}", str(bd), "must start with a BD of that channel")
         if loops_forever(bd):
             cyclic_static.add(ch)
+    return used_channels, cyclic_static
+
+
+def _check_host(v: _Checker, design: Design, loops_forever, cyclic_static: set) -> set:
+    """The runtime sequence: every push can complete, every wait follows a push. Returns the
+    channels it pushes to. A sequence repeats a few Push objects up to ~10^5 times, so each one
+    found fine is not checked again."""
+    arch, p = v.arch, v.p
+    used_channels: set[Channel] = set()
     pushed: set[Channel] = set()
     fine: set[int] = set()  # ids of Push objects already checked and found fine (a sequence repeats them)
     for i, op in enumerate(design.host):
         if id(op) in fine:
             continue
         if type(op) is Push:
-            if not channel_ok(op.channel, lambda: f"host[{i}] push.channel"):
+            if not v.channel_ok(op.channel, lambda: f"host[{i}] push.channel"):
                 continue
             used_channels.add(op.channel)
             pushed.add(op.channel)
@@ -227,26 +304,22 @@ def validate_design(design: Design) -> None:
             else:
                 fine.add(id(op))
         elif isinstance(op, Wait):
-            if channel_ok(op.channel, lambda: f"host[{i}] wait.channel") and op.channel not in pushed:
+            if v.channel_ok(op.channel, lambda: f"host[{i}] wait.channel") and op.channel not in pushed:
                 p.add(f"host[{i}] wait.channel", str(op.channel),
                       "waits on a channel that no earlier step pushed a task to")
         else:
             p.add(f"host[{i}]", type(op).__name__, "must be Push or Wait")
-    unfed = [ch for ch in used_channels if ch not in (routed if ch.direction == MM2S else producer_of)]
-    for ch in sorted(unfed, key=channel_order):
-        if ch.direction == MM2S:
-            p.add(f"channel {ch}", "no route", "an mm2s channel with work needs a route")
-        else:
-            p.add(f"channel {ch}", "no producer", "an s2mm channel with work needs a route from an mm2s channel")
+    return used_channels
 
-    # cores
+
+def _check_cores(v: _Checker, design: Design) -> None:
+    """Core programs run on compute tiles and stay within their ops' limits."""
     for tile, ops in design.cores.items():
-        if not tile_ok(tile, lambda: f"core {tile}"):
+        if not v.tile_ok(tile, lambda: f"core {tile}"):
             continue
-        p.check(arch.tile_kind_name(tile.row) == "compute", f"core {tile}", str(tile),
-                "core programs run on compute tiles only")
-        _check_ops(p, arch, tile, ops, f"core {tile}", 0)
-    p.raise_if_any()
+        v.p.check(v.arch.tile_kind_name(tile.row) == "compute", f"core {tile}", str(tile),
+                  "core programs run on compute tiles only")
+        _check_ops(v.p, v.arch, tile, ops, f"core {tile}", 0)
 
 
 def _check_ops(p: Problems, arch, tile: Tile, ops, where: str, depth: int) -> None:

@@ -53,7 +53,7 @@ def matmul_designs(draw):
 def vector_designs(draw):
     """A streamed element-wise op: the host pushes every tile's tasks, so the host program itself
     repeats (fast-forward must check it reads the same rows shifted)."""
-    from fastsim.workloads.vector import VectorOp, vector_design
+    from fastsim.mapping.vector import VectorOp, vector_design
 
     arch = draw(small_arch())
     op = VectorOp(m=draw(st.integers(1, 512)), n=draw(st.integers(4, 2048)),

@@ -12,7 +12,7 @@ from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.lower import lower
 from fastsim.mapping import Mapping, Matmul, check_mapping, matmul_design
 from fastsim.mapping.dispatch import DispatchLimits
-from fastsim.workloads.vector import VectorOp, vector_design
+from fastsim.mapping.vector import VectorOp, vector_design
 from reference_model import ReferenceSim
 from test_engine_vs_reference import LIMITS, assert_same, run_kernel
 

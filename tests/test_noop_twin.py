@@ -11,7 +11,7 @@ import fastsim
 from fastsim.lower import lower, noop_twin
 from fastsim.mapping import Mapping, Matmul, matmul_design
 from fastsim.mapping.design import NOOP_DROPS
-from fastsim.workloads.vector import VectorOp, vector_design
+from fastsim.mapping.vector import VectorOp, vector_design
 
 TABLES = ("prm", "col_rates", "bds", "ch", "cons", "prog", "cores", "host", "lock_init")
 

@@ -10,7 +10,7 @@ from fastsim.arch import NPU2
 from fastsim.lower import lower
 from fastsim.mapping import Mapping, Matmul, matmul_design
 from fastsim.mapping.pipeline import merge, pipeline, stage_columns
-from fastsim.workloads.vector import VectorOp, vector_design
+from fastsim.mapping.vector import VectorOp, vector_design
 from reference_model import ReferenceSim
 from test_engine_vs_reference import LIMITS, assert_same, run_kernel
 

@@ -9,8 +9,8 @@ from fastsim.mapping import Mapping, Matmul, matmul_design
 from fastsim.mapping.plan import structure
 from fastsim.simulation import simulate
 from fastsim.workloads.gemm import Gemm, gemm_mapping
-from fastsim.workloads.paths import deal, shares
-from fastsim.workloads.vector import VectorOp, vector_design
+from fastsim.mapping.paths import deal, shares
+from fastsim.mapping.vector import VectorOp, vector_design
 
 # four slow columns, four fast ones, and DDR wide enough not to cap them
 ASYM = NPU2.replace(shim_read_bytes_per_cycle=(1.0,) * 4 + (4.0,) * 4,

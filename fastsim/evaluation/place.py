@@ -15,7 +15,7 @@ from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..graph import VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
-from ..workloads.vector import VectorOp, vector_design
+from ..mapping.vector import VectorOp, vector_design
 from .pins import GraphPins
 
 _TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)

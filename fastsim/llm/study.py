@@ -8,7 +8,7 @@ from ..errors import Problems
 from ..graph import OP_CLASSES
 from ..mapping.fusion import GROUP_KINDS, MODES as FUSION_MODES, PIPELINABLE, valid_fusion
 from ..mapping.space import DATAFLOWS
-from ..workloads.paths import STREAM_SPLITS
+from ..mapping.paths import STREAM_SPLITS
 from .transformer import REGIMES, VectorCosts
 from .model import ModelConfig, Precision, get_model
 

@@ -16,9 +16,9 @@ Data paths (per used column ``h``, mlir-aie ObjectFifo patterns):
 from __future__ import annotations
 
 from ..arch import Arch
-from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
-from ..workloads.paths import join_outputs, push_round, stream_rates
-from .plan import check, host_columns
+from ..design import BD, Acquire, Channel, Compute, Design, Loop, Release, Tile, fifo_endpoint, mm2s, s2mm
+from .paths import join_outputs, push_round, stream_rates
+from .plan import Structure, check, host_columns
 from .space import Matmul, Mapping
 
 NOOP_DROPS = ("conversion", "cast")  # kernels a NOOP design leaves out (the rest take 1 cycle), in program order
@@ -30,8 +30,20 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
     each kernel by a 1-cycle pass (ablation)."""
     s, ev = check(op, mp, arch)
     d = Design(arch, f"{op.name} {op.m}x{op.k}x{op.n} {mp.label()}")
-    col0, cols, groups, pk = mp.col0, s.cols, s.groups, s.pk
-    flow = mp.dataflow
+    consumers = _consumers(d, op, mp, s)
+    hosted = _hosted_parts(consumers, mp, arch, s.cols)
+    ends, chip_sends = {"A": {}, "B": {}}, {}
+    for ci in range(s.cols):
+        _operand_paths(d, op, mp, ev, ci, consumers, hosted, ends, chip_sends)
+    drains, keeps = _cores(d, op, mp, s, ev, hosted, ends, noop)
+    _host_sequence(d, mp, ev, hosted, s.groups, drains, chip_sends, keeps)
+    return d
+
+
+def _consumers(d: Design, op: Matmul, mp: Mapping, s: Structure) -> dict[str, dict[int, list[Tile]]]:
+    """The core tiles that need each A and B part (static weights need no B path): the split
+    decides which parts a core's column and group take, its row in the group the K part."""
+    groups, pk = s.groups, s.pk
 
     def part_ids(ci: int, g: int, j: int) -> tuple[int, int]:
         pm = {"2d": g, "n": 0, "m": ci * groups + g}[mp.split]
@@ -39,106 +51,162 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> De
         return pm * pk + j, j * s.pn + pn
 
     consumers = {"A": {}, "B": {}}  # part -> [core tiles]
-    for ci in range(cols):
+    for ci in range(s.cols):
         for g in range(groups):
             for j in range(pk):
                 a, b = part_ids(ci, g, j)
-                tile = d.compute(col0 + ci, g * pk + j)
+                tile = d.compute(mp.col0 + ci, g * pk + j)
                 consumers["A"].setdefault(a, []).append(tile)
                 if not op.static_b:
                     consumers["B"].setdefault(b, []).append(tile)
+    return consumers
+
+
+def _hosted_parts(consumers: dict, mp: Mapping, arch: Arch, cols: int) -> dict[str, dict[int, list[int]]]:
+    """The parts each used column's mem tile hosts, as ``plan`` counted them: a part only one
+    column needs stays in that column, a part every column needs goes where the stream split
+    deals it."""
     hosted = {key: {h: [] for h in range(cols)} for key in consumers}
-    rates = stream_rates(arch, col0, cols)
+    rates = stream_rates(arch, mp.col0, cols)
     for key, local in (("A", mp.split == "m"), ("B", mp.split in ("2d", "n"))):
         shared = host_columns(len(consumers[key]), rates, mp.stream_split)
         for i, (p, tiles) in enumerate(sorted(consumers[key].items())):
-            h = (tiles[0].col - col0) if local else shared[i]
+            h = (tiles[0].col - mp.col0) if local else shared[i]
             hosted[key][h].append(p)
+    return hosted
 
-    # operand paths: shim -> mem tile (distribute) -> per-part broadcast to cores; an on-chip A
-    # part is already in its mem tile: the host pushes its sends, no shim transfer
-    ends = {"A": {}, "B": {}}
-    chip_sends = {}
-    for ci in range(cols):
-        h = col0 + ci
-        memt = d.mem(h)
-        out_index = 0
-        for key, ch in (("B", B_CH), ("A", A_CH)):
-            parts = hosted[key][ci]
-            if not parts:
-                continue
-            x = key.lower()
-            if key == "A" and op.a_on_chip:
-                for p in parts:
-                    out = mm2s(memt, out_index)
-                    out_index += 1
-                    held = d.buffer(memt, ev["chip_a"], f"A{p}_onchip")
-                    chip_sends[p] = d.bd(out, held, ev["l1_a"], name=f"A{p}_send")
-                    dsts = [s2mm(t, 0) for t in consumers[key][p]]
-                    d.route(out, *dsts)
-                    for t, dst in zip(consumers[key][p], dsts):
-                        ends[key][t] = fifo_endpoint(d, dst, ev["depth_a"], ev["l1_a"], f"A{p}_{t.col}_{t.row}")
-                continue
-            resident = x in mp.l2
-            unit, depth, reps = ev[f"mem_unit_{x}"], ev[f"mem_depth_{x}"], ev[f"reps_{x}"]
-            bufs, locks = {}, {}
+
+def _operand_paths(d: Design, op: Matmul, mp: Mapping, ev: dict, ci: int, consumers: dict, hosted: dict,
+                   ends: dict, chip_sends: dict) -> None:
+    """The paths of the parts column ``ci``'s mem tile hosts, B's before A's, each part on the
+    mem tile's next MM2S: shim -> mem tile (distribute) -> per-part broadcast to cores. An on-chip
+    A part is already in its mem tile: the host pushes its sends, no shim transfer runs. Fills
+    ``ends`` (each core's endpoint, per operand) and ``chip_sends`` (per on-chip A part)."""
+    col = mp.col0 + ci
+    memt = d.mem(col)
+    out_index = 0
+    for key, ch in (("B", B_CH), ("A", A_CH)):
+        parts = hosted[key][ci]
+        if not parts:
+            continue
+        if key == "A" and op.a_on_chip:
             for p in parts:
-                locks[p] = (d.lock(memt, depth, f"{key}{p}_l2_prod"), d.lock(memt, 0, f"{key}{p}_l2_cons"))
-                bufs[p] = [d.buffer(memt, unit, f"{key}{p}_l2_{i}") for i in range(depth)]
-            fill = [d.bd(s2mm(memt, ch), bufs[p][i], unit, acquire=(locks[p][0], 1), release=(locks[p][1], 1),
-                         name=f"{key}{p}_in{i}") for i in range(depth) for p in parts]
-            d.start_chain(s2mm(memt, ch), d.chain(*fill, cyclic=True))
-            d.route(mm2s(d.shim(h), ch), s2mm(memt, ch))
-            for p in parts:
-                out = mm2s(memt, out_index)
+                chip_sends[p] = _onchip_a_part(d, ev, mm2s(memt, out_index), p, consumers[key][p], ends[key])
                 out_index += 1
-                sends = []
-                for i in range(depth):
-                    chunks = _chunks(reps if resident else 1, arch.bd_iterations_max)
-                    for c, its in enumerate(chunks):
-                        sends.append(d.bd(out, bufs[p][i], unit, iterations=its,
-                                          acquire=(locks[p][1], 1) if c == 0 else None,
-                                          release=(locks[p][0], 1) if c == len(chunks) - 1 else None,
-                                          name=f"{key}{p}_send{i}.{c}"))
-                d.start_chain(out, d.chain(*sends, cyclic=True))
-                core_ch = 0 if key == "A" else 1
-                dsts = [s2mm(t, core_ch) for t in consumers[key][p]]
-                d.route(out, *dsts)
-                size, core_depth = ev[f"l1_{x}"], ev[f"depth_{x}"]
-                for t, dst in zip(consumers[key][p], dsts):
-                    ends[key][t] = fifo_endpoint(d, dst, core_depth, size, f"{key}{p}_{t.col}_{t.row}")
+            continue
+        locks, bufs = _fill_l2(d, ev, col, ch, key, parts)
+        for p in parts:
+            _send_part(d, mp, ev, mm2s(memt, out_index), key, p, locks[p], bufs[p], consumers[key][p], ends[key])
+            out_index += 1
 
-    # cores: microkernel loops, partial-sum hand-off, C joined per column
-    mm = 1 if noop else ev["matmul_cycles"]
-    extra = [] if noop else [Compute(ev[f"{kind}_cycles"], kind) for kind in NOOP_DROPS if ev[f"{kind}_cycles"]]
-    add = 1 if noop else max(1, ev["add_cycles"])
+
+def _onchip_a_part(d: Design, ev: dict, out: Channel, p: int, tiles: list[Tile], ends: dict) -> BD:
+    """An A part a fused producer left in the mem tile, broadcast from its buffer over ``out`` to
+    its cores; returns the send BD, which the host pushes."""
+    memt = out.tile
+    held = d.buffer(memt, ev["chip_a"], f"A{p}_onchip")
+    send = d.bd(out, held, ev["l1_a"], name=f"A{p}_send")
+    dsts = [s2mm(t, 0) for t in tiles]
+    d.route(out, *dsts)
+    for t, dst in zip(tiles, dsts):
+        ends[t] = fifo_endpoint(d, dst, ev["depth_a"], ev["l1_a"], f"A{p}_{t.col}_{t.row}")
+    return send
+
+
+def _fill_l2(d: Design, ev: dict, col: int, ch: int, key: str, parts: list[int]) -> tuple[dict, dict]:
+    """Column ``col``'s mem-tile buffers and locks for the parts of one operand it hosts, filled
+    by one S2MM chain that deals the shim's stream into them round-robin (distribute). Returns
+    each part's (producer lock, consumer lock) and buffers."""
+    memt = d.mem(col)
+    x = key.lower()
+    unit, depth = ev[f"mem_unit_{x}"], ev[f"mem_depth_{x}"]
+    bufs, locks = {}, {}
+    for p in parts:
+        locks[p] = (d.lock(memt, depth, f"{key}{p}_l2_prod"), d.lock(memt, 0, f"{key}{p}_l2_cons"))
+        bufs[p] = [d.buffer(memt, unit, f"{key}{p}_l2_{i}") for i in range(depth)]
+    fill = [d.bd(s2mm(memt, ch), bufs[p][i], unit, acquire=(locks[p][0], 1), release=(locks[p][1], 1),
+                 name=f"{key}{p}_in{i}") for i in range(depth) for p in parts]
+    d.start_chain(s2mm(memt, ch), d.chain(*fill, cyclic=True))
+    d.route(mm2s(d.shim(col), ch), s2mm(memt, ch))
+    return locks, bufs
+
+
+def _send_part(d: Design, mp: Mapping, ev: dict, out: Channel, key: str, p: int, locks: tuple, bufs: list,
+               tiles: list[Tile], ends: dict) -> None:
+    """Broadcast one hosted part over ``out`` to the cores that need it. A part resident in L2 is
+    re-sent ``reps`` times by BD iterations (chunked where one BD's iterations wrap), so the shim
+    reads it once; otherwise each buffer is sent once per fill."""
+    x = key.lower()
+    unit, depth, reps = ev[f"mem_unit_{x}"], ev[f"mem_depth_{x}"], ev[f"reps_{x}"]
+    resident = x in mp.l2
+    prod, cons = locks
+    sends = []
+    for i in range(depth):
+        chunks = _chunks(reps if resident else 1, d.arch.bd_iterations_max)
+        for c, its in enumerate(chunks):
+            sends.append(d.bd(out, bufs[i], unit, iterations=its,
+                              acquire=(cons, 1) if c == 0 else None,
+                              release=(prod, 1) if c == len(chunks) - 1 else None,
+                              name=f"{key}{p}_send{i}.{c}"))
+    d.start_chain(out, d.chain(*sends, cyclic=True))
+    core_ch = 0 if key == "A" else 1
+    dsts = [s2mm(t, core_ch) for t in tiles]
+    d.route(out, *dsts)
+    size, core_depth = ev[f"l1_{x}"], ev[f"depth_{x}"]
+    for t, dst in zip(tiles, dsts):
+        ends[t] = fifo_endpoint(d, dst, core_depth, size, f"{key}{p}_{t.col}_{t.row}")
+
+
+def _cores(d: Design, op: Matmul, mp: Mapping, s: Structure, ev: dict, hosted: dict, ends: dict,
+           noop: bool) -> tuple[list[int], dict]:
+    """Per used column, the join of its groups' C tiles (or their on-chip buffers) and every
+    core's program, which needs the join's locks. Returns the columns that drain C and each
+    column's receive BDs of an on-chip C (empty otherwise)."""
+    kernels = _kernels(ev, noop)
     drains, keeps = [], {}
-    for ci in range(cols):
-        c = col0 + ci
-        producers = [g * pk + pk - 1 for g in range(groups)]
+    for ci in range(s.cols):
+        c = mp.col0 + ci
+        producers = [g * s.pk + s.pk - 1 for g in range(s.groups)]
         drain_ch = len(hosted["A"][ci]) + len(hosted["B"][ci])
         drains.append(c)
         y_locks, keeps[c] = join_outputs(d, c, producers, ev["c_tile"], drain_ch, "C",
                                          keep_bytes=ev["chip_c"] if op.c_on_chip else 0)
-        for g in range(groups):
-            psum = []
-            for j in range(pk):
-                tile = d.compute(c, g * pk + j)
-                if j < pk - 1:
-                    free, full = d.lock(tile, 2, f"psum{c}_{g}_{j}_free"), d.lock(tile, 0, f"psum{c}_{g}_{j}_full")
-                    for i in range(2):
-                        d.buffer(tile, ev["psum_tile"], f"psum{c}_{g}_{j}_{i}")
-                    out_locks = (free, full)
-                else:
-                    out_locks = y_locks[g]
-                if op.static_b:
-                    d.buffer(tile, ev["l1_b"], f"B_static_{c}_{tile.row}")
-                reduce = (Acquire(psum[-1][1]), Compute(add, "reduce"), Release(psum[-1][0])) if j else ()
-                d.core_program(tile, *_program(flow, ev, ends["A"][tile], ends["B"].get(tile), out_locks,
-                                               reduce, mm, extra))
-                psum.append(out_locks)
-    _host_sequence(d, mp, ev, hosted, groups, drains, chip_sends, keeps)
-    return d
+        for g in range(s.groups):
+            _group_programs(d, op, mp.dataflow, ev, c, g, s.pk, y_locks[g], ends, kernels)
+    return drains, keeps
+
+
+def _kernels(ev: dict, noop: bool) -> tuple:
+    """Cycles of the microkernel, the extra kernels run before it, and the partial-sum add: a
+    NOOP design keeps one cycle for each and leaves the ``NOOP_DROPS`` kernels out."""
+    mm = 1 if noop else ev["matmul_cycles"]
+    extra = [] if noop else [Compute(ev[f"{kind}_cycles"], kind) for kind in NOOP_DROPS if ev[f"{kind}_cycles"]]
+    add = 1 if noop else max(1, ev["add_cycles"])
+    return mm, extra, add
+
+
+def _group_programs(d: Design, op: Matmul, flow: str, ev: dict, c: int, g: int, pk: int, y_locks: tuple,
+                    ends: dict, kernels: tuple) -> None:
+    """The cores of one K-split group: each but the last hands its partial sums to the next
+    through shared memory (neighbour lock hand-off, no DMA), which adds them; the last sends C
+    tiles to the column's join (``y_locks``)."""
+    mm, extra, add = kernels
+    psum = []
+    for j in range(pk):
+        tile = d.compute(c, g * pk + j)
+        if j < pk - 1:
+            free, full = d.lock(tile, 2, f"psum{c}_{g}_{j}_free"), d.lock(tile, 0, f"psum{c}_{g}_{j}_full")
+            for i in range(2):
+                d.buffer(tile, ev["psum_tile"], f"psum{c}_{g}_{j}_{i}")
+            out_locks = (free, full)
+        else:
+            out_locks = y_locks
+        if op.static_b:
+            d.buffer(tile, ev["l1_b"], f"B_static_{c}_{tile.row}")
+        reduce = (Acquire(psum[-1][1]), Compute(add, "reduce"), Release(psum[-1][0])) if j else ()
+        d.core_program(tile, *_program(flow, ev, ends["A"][tile], ends["B"].get(tile), out_locks,
+                                       reduce, mm, extra))
+        psum.append(out_locks)
 
 
 def _chunks(reps: int, most: int) -> list[int]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from ..arch import Arch
-from ..workloads.paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
+from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
 
 ACC_BYTES = 4  # partial sums are fp32 / int32 accumulators
@@ -193,32 +194,120 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
 def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     """Everything the search and the design need for tiles ``(m, k, n)`` under the structures of
     ``b``; every value broadcasts to (structures, tiles)."""
-    mp = b.mapping
-    flow, static = mp.dataflow, b.static_b
     m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
+    t = _tiles(op, b, m, k, n)
+    s = _streams(op, b.mapping, t)
+    c = _core_memory(op, b, arch, t, m, n)
+    mem = _mem_tile(op, b, arch, t, s, c)
+    ddr = _ddr_traffic(op, b, t, s, c)
+    cyc = _core_cycles(op, b, arch, t, m, k, n)
+    bounds = np.stack(np.broadcast_arrays(cyc.core_cycles, (ddr.read + ddr.write) / arch.ddr_bytes_per_cycle,
+                                          _shim_column_bound(op, b, arch, t, c, ddr),
+                                          _dma_bound(op, b, arch, t, s, c, mem, ddr))).astype(np.float64)
+    padded_macs, psum_bytes, mem_compute, energy = _energy(op, b, arch, t, c, ddr, m, k, n)
+    a_chip, c_chip = op.a_on_chip, op.c_on_chip
+    ha, hb = mem.ha, mem.hb
+    return dict(
+        mt=t.mt, nt=t.nt, kt=t.kt, a_tile=t.a_tile, psum_tile=c.psum_tile, b_tile=t.b_tile, c_tile=t.c_tile,
+        l1_a=c.l1_a, l1_b=c.l1_b, depth_a=c.depth_a, depth_b=c.depth_b, l1_bytes=c.l1,
+        unit_a=s.unit_a, unit_b=s.unit_b, units_a=s.units_a, units_b=s.units_b, reps_a=s.reps_a, reps_b=s.reps_b,
+        mem_unit_a=mem.unit_a, mem_unit_b=mem.unit_b, mem_depth_a=mem.depth_a, mem_depth_b=mem.depth_b,
+        l2_bytes=mem.l2, mem_bds=mem.bds, send_bds_a=mem.send_bds_a, send_bds_b=mem.send_bds_b,
+        mem_mm2s=ha + hb + (0 if c_chip else 1), mem_s2mm=(ha > 0) * (not a_chip) + (hb > 0) * 1 + b.groups,
+        ports_down=ha + hb, ports_up=b.groups * 1,
+        mem_locks=2 * ha * (not a_chip) + 2 * hb + 2 * b.groups * (not c_chip),
+        chip_a=mem.chip_a, chip_c=mem.chip_c,
+        part_a=s.part_a, part_b=s.part_b, ddr_a_part=ddr.a_part, ddr_b_part=ddr.b_part,
+        ddr_read_bytes=ddr.read, ddr_write_bytes=ddr.write, shim_mem_bytes=ddr.read + ddr.write,
+        mem_compute_bytes=mem_compute, psum_bytes=psum_bytes, energy_pj=energy,
+        transfers=c.core_a / c.l1_a + c.core_b / c.l1_b + t.mt * t.nt,
+        matmul_cycles=cyc.mm, conversion_cycles=cyc.conv, cast_cycles=cyc.cast, add_cycles=cyc.add,
+        core_cycles=cyc.core_cycles, bounds=bounds, lower_bound_cycles=bounds.max(axis=0),
+        padded_macs=padded_macs, padding_waste=padded_macs / max(1, op.macs) - 1,
+        useful=_useful(op, b.mapping, s.reps_a, s.reps_b),
+    )
+
+
+class _Tiles(NamedTuple):
+    """Loop counts of one core (M, N and K tiles of its part) and bytes of one tile per operand."""
+
+    one: np.ndarray  # ones of the (structures, tiles) shape: broadcasts scalars to it
+    mt: np.ndarray
+    nt: np.ndarray
+    kt: np.ndarray
+    a_tile: np.ndarray
+    b_tile: np.ndarray
+    c_tile: np.ndarray
+
+
+def _tiles(op: Matmul, b: StructureBatch, m, k, n) -> _Tiles:
+    """Loop counts per core round up, so a part's last tile is padded: the bounds count that
+    padding as work."""
     one = np.ones(np.broadcast_shapes(b.pm.shape, m.shape, k.shape, n.shape), np.int64)
     mt, nt, kt = cdiv(op.m, b.pm * m) * one, cdiv(op.n, b.pn * n) * one, cdiv(op.k, b.pk * k) * one
     a_tile, b_tile = words(m * k * op.a_elem_bytes), words(k * n * op.b_elem_bytes)
     c_tile = words(m * n * op.c_elem_bytes)
-    # per part: the whole operand slice, how often it is streamed, and its repeated block (unit)
-    part_a, part_b = mt * kt * a_tile, nt * kt * b_tile
+    return _Tiles(one, mt, nt, kt, a_tile, b_tile, c_tile)
+
+
+class _Streams(NamedTuple):
+    """Per operand part: the whole slice, how often it is streamed, its repeated block (unit) and
+    how many units it has, and whether it stays resident in L2."""
+
+    part_a: np.ndarray
+    part_b: np.ndarray
+    reps_a: np.ndarray
+    reps_b: np.ndarray
+    unit_a: np.ndarray
+    units_a: np.ndarray
+    unit_b: np.ndarray
+    units_b: np.ndarray
+    res_a: bool
+    res_b: bool
+
+
+def _streams(op: Matmul, mp: Mapping, t: _Tiles) -> _Streams:
+    """The dataflow and loop order decide which operand is re-streamed and in which blocks: the
+    mem tiles and the host sequence are laid out by these blocks."""
+    flow, one, mt, nt, kt = mp.dataflow, t.one, t.mt, t.nt, t.kt
+    part_a, part_b = mt * kt * t.a_tile, nt * kt * t.b_tile
     reps_a = nt if flow in ("os", "ws") else one
     reps_b = mt if flow in ("os", "is") else one
     if flow == "os" and mp.order == "m":
-        unit_a, units_a, unit_b, units_b = kt * a_tile, mt, part_b, one
+        unit_a, units_a, unit_b, units_b = kt * t.a_tile, mt, part_b, one
     elif flow == "os":
-        unit_a, units_a, unit_b, units_b = part_a, one, kt * b_tile, nt
+        unit_a, units_a, unit_b, units_b = part_a, one, kt * t.b_tile, nt
     else:
         unit_a, units_a, unit_b, units_b = part_a, one, part_b, one
     res_a, res_b = "a" in mp.l2 and not op.a_on_chip, "b" in mp.l2
+    return _Streams(part_a, part_b, reps_a, reps_b, unit_a, units_a, unit_b, units_b, res_a, res_b)
+
+
+class _CoreMemory(NamedTuple):
+    """What one core receives and holds."""
+
+    l1_a: np.ndarray  # bytes of one received A transfer (a tile, or the resident block under is)
+    l1_b: np.ndarray
+    core_a: np.ndarray  # A bytes one core receives over the op
+    core_b: np.ndarray
+    core_c: np.ndarray  # C bytes one producer sends
+    psum_tile: np.ndarray
+    depth_a: np.ndarray  # buffers per received A transfer
+    depth_b: np.ndarray
+    l1: np.ndarray  # core memory bytes
+
+
+def _core_memory(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, n) -> _CoreMemory:
+    """Streamed tiles are double-buffered; a resident block is double-buffered only if it fits;
+    the last core of a K-split group holds C tiles, the others partial-sum buffers."""
+    flow, static = b.mapping.dataflow, b.static_b
+    one, mt, nt, kt, a_tile, b_tile, c_tile = t
     # what one core receives: tiles, or resident blocks (is: A block, ws: B block)
     l1_a = kt * a_tile if flow == "is" else a_tile * one
     l1_b = kt * b_tile if flow == "ws" else b_tile * one
     core_a = mt * kt * a_tile * (1 if flow == "is" else nt)
     core_b = 0 * nt if static else nt * kt * b_tile * (1 if flow == "ws" else mt)
     core_c = mt * nt * c_tile
-    # core memory: streamed tiles double-buffered; a resident block double-buffered if it fits;
-    # the last core of a K-split group holds C tiles, the others partial-sum buffers
     psum_tile = m * n * ACC_BYTES * one
     fixed = np.where(b.pk > 1, np.maximum(2 * c_tile, 2 * psum_tile), 2 * c_tile)
     depth_a = 2 * one
@@ -229,17 +318,41 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     if flow == "ws" and not static:
         depth_b = np.where(over, 1, depth_b)
     l1 = fixed + depth_a * l1_a + depth_b * l1_b
-    # mem tiles: resident units (double-buffered when several and they fit) or forwarded L1 units
+    return _CoreMemory(l1_a, l1_b, core_a, core_b, core_c, psum_tile, depth_a, depth_b, l1)
+
+
+class _MemTile(NamedTuple):
+    """What the busiest mem tile holds and runs."""
+
+    ha: np.ndarray  # most A parts one mem tile hosts
+    hb: np.ndarray
+    depth_a: np.ndarray  # buffers per hosted A part
+    depth_b: np.ndarray
+    unit_a: np.ndarray  # bytes of one such buffer
+    unit_b: np.ndarray
+    chip_a: np.ndarray  # bytes of an on-chip A part's buffer
+    chip_c: np.ndarray
+    l2: np.ndarray  # mem tile bytes
+    send_bds_a: np.ndarray  # send BDs per A buffer (BD iterations wrap)
+    send_bds_b: np.ndarray
+    bds: np.ndarray
+
+
+def _mem_tile(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, c: _CoreMemory) -> _MemTile:
+    """Resident units are double-buffered when there are several and they fit, else single;
+    forwarded L1 units always double; on-chip operands (fused groups) take one buffer per part or
+    producer, the whole of it or a window."""
+    one = t.one
+    res_a, res_b = s.res_a, s.res_b
     ha, hb = b.hosted_a.max(axis=1, keepdims=True), b.hosted_b.max(axis=1, keepdims=True)
-    mdepth_a = np.where(units_a > 1, 2, 1) if res_a else 2 * one
-    mdepth_b = np.where(units_b > 1, 2, 1) if res_b else 2 * one
-    mem_unit_a = unit_a if res_a else l1_a
-    mem_unit_b = unit_b if res_b else l1_b
-    # on-chip operands (fused groups): one buffer per part or producer, the whole of it or a window
+    mdepth_a = np.where(s.units_a > 1, 2, 1) if res_a else 2 * one
+    mdepth_b = np.where(s.units_b > 1, 2, 1) if res_b else 2 * one
+    mem_unit_a = s.unit_a if res_a else c.l1_a
+    mem_unit_b = s.unit_b if res_b else c.l1_b
     a_chip, c_chip = op.a_on_chip, op.c_on_chip
-    chip_a = onchip_bytes(part_a, op.onchip_window_bytes, l1_a)
-    chip_c = onchip_bytes(mt * nt * c_tile, op.onchip_window_bytes, c_tile)
-    join = b.groups * chip_c if c_chip else 2 * b.groups * c_tile
+    chip_a = onchip_bytes(s.part_a, op.onchip_window_bytes, c.l1_a)
+    chip_c = onchip_bytes(t.mt * t.nt * t.c_tile, op.onchip_window_bytes, t.c_tile)
+    join = b.groups * chip_c if c_chip else 2 * b.groups * t.c_tile
 
     def mem_bytes(da, db):
         held_a = chip_a if a_chip else da * mem_unit_a
@@ -252,74 +365,103 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         mdepth_b = np.where(shrink, 1, mdepth_b)
     l2 = mem_bytes(mdepth_a, mdepth_b)
     itmax = arch.bd_iterations_max
-    send_bds_a = cdiv(reps_a, itmax) if res_a else one
-    send_bds_b = cdiv(reps_b, itmax) if res_b else one
+    send_bds_a = cdiv(s.reps_a, itmax) if res_a else one
+    send_bds_b = cdiv(s.reps_b, itmax) if res_b else one
     bds_a = ha if a_chip else ha * mdepth_a * (1 + send_bds_a)
     mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 4) * b.groups
-    # DDR traffic: each part once if resident in L2, else once per repetition; none on chip
-    ddr_a_part = 0 * mt if a_chip else part_a * (1 if res_a else reps_a)
-    ddr_b_part = 0 * nt if static else part_b * (1 if res_b else reps_b)
-    ddr_read = b.hosted_a.sum(axis=1, keepdims=True) * ddr_a_part + b.hosted_b.sum(axis=1, keepdims=True) * ddr_b_part
+    return _MemTile(ha, hb, mdepth_a, mdepth_b, mem_unit_a, mem_unit_b, chip_a, chip_c, l2, send_bds_a, send_bds_b,
+                    mem_bds)
+
+
+class _Ddr(NamedTuple):
+    """DDR bytes: per streamed A and B part, and read and written by the whole op."""
+
+    a_part: np.ndarray
+    b_part: np.ndarray
+    read: np.ndarray
+    write: np.ndarray
+
+
+def _ddr_traffic(op: Matmul, b: StructureBatch, t: _Tiles, s: _Streams, c: _CoreMemory) -> _Ddr:
+    """Each part is read once if resident in L2, else once per repetition; on-chip operands and
+    static weights never touch DDR."""
+    a_part = 0 * t.mt if op.a_on_chip else s.part_a * (1 if s.res_a else s.reps_a)
+    b_part = 0 * t.nt if b.static_b else s.part_b * (1 if s.res_b else s.reps_b)
+    read = b.hosted_a.sum(axis=1, keepdims=True) * a_part + b.hosted_b.sum(axis=1, keepdims=True) * b_part
     producers = b.cols * b.groups
-    ddr_write = 0 * core_c if c_chip else producers * core_c
-    # compute: microkernel + datapath conversion + dequantization per call, partial-sum adds;
-    # a call reads A and B while it computes and reads and writes its C tile around it
+    write = 0 * c.core_c if op.c_on_chip else producers * c.core_c
+    return _Ddr(a_part, b_part, read, write)
+
+
+class _CoreCycles(NamedTuple):
+    """Cycles per microkernel call and its extra kernels, and one core's total."""
+
+    mm: np.ndarray
+    conv: np.ndarray
+    cast: np.ndarray
+    add: np.ndarray
+    core_cycles: np.ndarray
+
+
+def _core_cycles(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, k, n) -> _CoreCycles:
+    """Microkernel plus datapath conversion and dequantization per call, and partial-sum adds: a
+    call reads A and B while it computes and reads and writes its C tile around it."""
     load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
-    mm = (np.maximum(matmul_cycles(op, b.keys, arch, m, k, n), np.ceil((a_tile + b_tile) / load))
-          + np.ceil(c_tile / load) + np.ceil(c_tile / store))
+    mm = (np.maximum(matmul_cycles(op, b.keys, arch, m, k, n), np.ceil((t.a_tile + t.b_tile) / load))
+          + np.ceil(t.c_tile / load) + np.ceil(t.c_tile / store))
     conv = np.ceil((m * k + k * n) * b.conv_cycles_per_elem)
     cast = np.ceil(k * n * op.cast_cycles_per_weight)
     add = np.where(b.pk > 1, np.ceil(m * n / arch.accumulate_elems_per_cycle), 0)
-    core_cycles = mt * nt * (kt * (mm + conv + cast) + add)
-    # lower bounds (cycles) per resource
+    core_cycles = t.mt * t.nt * (t.kt * (mm + conv + cast) + add)
+    return _CoreCycles(mm, conv, cast, add, core_cycles)
+
+
+def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr):
+    """Cycles of the busiest shim column: columns differ in bandwidth and in the parts they host,
+    so the slowest one bounds the op (padded columns host nothing at infinite bandwidth)."""
     stream = arch.stream_bytes_per_cycle
-    shim_col = np.zeros(one.shape)
-    for c in range(b.hosted_a.shape[1]):  # padded columns host nothing at infinite bandwidth
-        read = b.hosted_a[:, c:c + 1] * ddr_a_part + b.hosted_b[:, c:c + 1] * ddr_b_part
-        shim_col = np.maximum(shim_col, read / b.read_rate[:, c:c + 1])
-        shim_col = np.maximum(shim_col, b.groups * core_c / np.minimum(b.write_rate[:, c:c + 1], stream)
-                              * np.isfinite(b.write_rate[:, c:c + 1]) * (not c_chip))
-    # every DMA channel moves its bytes at the stream rate and also spends BD chaining and lock
-    # cycles on every transfer: (bytes, transfers) per busiest channel of each kind
+    shim_col = np.zeros(t.one.shape)
+    for col in range(b.hosted_a.shape[1]):
+        read = b.hosted_a[:, col:col + 1] * ddr.a_part + b.hosted_b[:, col:col + 1] * ddr.b_part
+        shim_col = np.maximum(shim_col, read / b.read_rate[:, col:col + 1])
+        shim_col = np.maximum(shim_col, b.groups * c.core_c / np.minimum(b.write_rate[:, col:col + 1], stream)
+                              * np.isfinite(b.write_rate[:, col:col + 1]) * (not op.c_on_chip))
+    return shim_col
+
+
+def _dma_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, c: _CoreMemory, mem: _MemTile,
+               ddr: _Ddr):
+    """Cycles of the busiest DMA channel of each kind: it moves its bytes at the stream rate and
+    also spends BD chaining and lock cycles on every transfer, which bytes alone do not show."""
+    stream = arch.stream_bytes_per_cycle
+    mt, nt = t.mt, t.nt
     per_bd = arch.bd_chain_cycles + arch.lock_acquire_cycles + arch.lock_release_cycles
-    mem_out_a = units_a * send_bds_a if res_a else core_a / l1_a
-    mem_out_b = units_b * send_bds_b if res_b else core_b / l1_b
-    drain = 0 if c_chip else 1
-    channels = [(core_a, core_a / l1_a), (core_c, mt * nt), (core_a, mem_out_a),
-                (drain * b.groups * core_c, drain * b.groups * mt * nt),
-                (ha * ddr_a_part, ha * ddr_a_part / mem_unit_a)]
-    if not static:
-        channels += [(core_b, core_b / l1_b), (core_b, mem_out_b), (hb * ddr_b_part, hb * ddr_b_part / mem_unit_b)]
-    dma = np.maximum.reduce([nbytes / stream + per_bd * count for nbytes, count in channels])
-    ddr = (ddr_read + ddr_write) / arch.ddr_bytes_per_cycle
-    bounds = np.stack(np.broadcast_arrays(core_cycles, ddr, shim_col, dma)).astype(np.float64)
+    mem_out_a = s.units_a * mem.send_bds_a if s.res_a else c.core_a / c.l1_a
+    mem_out_b = s.units_b * mem.send_bds_b if s.res_b else c.core_b / c.l1_b
+    drain = 0 if op.c_on_chip else 1
+    channels = [(c.core_a, c.core_a / c.l1_a), (c.core_c, mt * nt), (c.core_a, mem_out_a),
+                (drain * b.groups * c.core_c, drain * b.groups * mt * nt),
+                (mem.ha * ddr.a_part, mem.ha * ddr.a_part / mem.unit_a)]
+    if not b.static_b:
+        channels += [(c.core_b, c.core_b / c.l1_b), (c.core_b, mem_out_b),
+                     (mem.hb * ddr.b_part, mem.hb * ddr.b_part / mem.unit_b)]
+    return np.maximum.reduce([nbytes / stream + per_bd * count for nbytes, count in channels])
+
+
+def _energy(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr, m, k, n) -> tuple:
+    """Padded MACs (padding costs energy too), partial-sum bytes, mem-to-core bytes and the
+    closed-form energy in pJ, which ranks candidates whose bounds tie."""
     cores = b.cols * (b.groups * b.pk)
-    padded_macs = (b.pm * m * mt) * (b.pk * k * kt) * (b.pn * n * nt)
-    psum_bytes = (b.pk - 1) * producers * mt * nt * psum_tile
-    mem_compute = cores * (core_a + core_b) + ddr_write
+    padded_macs = (b.pm * m * t.mt) * (b.pk * k * t.kt) * (b.pn * n * t.nt)
+    producers = b.cols * b.groups
+    psum_bytes = (b.pk - 1) * producers * t.mt * t.nt * c.psum_tile
+    mem_compute = cores * (c.core_a + c.core_b) + ddr.write
     e = arch.pj_per_byte
+    ddr_read, ddr_write = ddr.read, ddr.write
     energy = (padded_macs * op.macs_scale * arch.pj_per_mac.get(op.dtype, 0.0)
               + (ddr_read + ddr_write) * e.get("ddr", 0.0) + (ddr_read + ddr_write) * e.get("shim_mem", 0.0)
               + mem_compute * e.get("mem_compute", 0.0) + psum_bytes * e.get("compute_compute", 0.0))
-    return dict(
-        mt=mt, nt=nt, kt=kt, a_tile=a_tile, psum_tile=psum_tile, b_tile=b_tile, c_tile=c_tile,
-        l1_a=l1_a, l1_b=l1_b, depth_a=depth_a, depth_b=depth_b, l1_bytes=l1,
-        unit_a=unit_a, unit_b=unit_b, units_a=units_a, units_b=units_b, reps_a=reps_a, reps_b=reps_b,
-        mem_unit_a=mem_unit_a, mem_unit_b=mem_unit_b, mem_depth_a=mdepth_a, mem_depth_b=mdepth_b,
-        l2_bytes=l2, mem_bds=mem_bds, send_bds_a=send_bds_a, send_bds_b=send_bds_b,
-        mem_mm2s=ha + hb + (0 if c_chip else 1), mem_s2mm=(ha > 0) * (not a_chip) + (hb > 0) * 1 + b.groups,
-        ports_down=ha + hb, ports_up=b.groups * 1,
-        mem_locks=2 * ha * (not a_chip) + 2 * hb + 2 * b.groups * (not c_chip),
-        chip_a=chip_a, chip_c=chip_c,
-        part_a=part_a, part_b=part_b, ddr_a_part=ddr_a_part, ddr_b_part=ddr_b_part,
-        ddr_read_bytes=ddr_read, ddr_write_bytes=ddr_write, shim_mem_bytes=ddr_read + ddr_write,
-        mem_compute_bytes=mem_compute, psum_bytes=psum_bytes, energy_pj=energy,
-        transfers=core_a / l1_a + core_b / l1_b + mt * nt,
-        matmul_cycles=mm, conversion_cycles=conv, cast_cycles=cast, add_cycles=add,
-        core_cycles=core_cycles, bounds=bounds, lower_bound_cycles=bounds.max(axis=0),
-        padded_macs=padded_macs, padding_waste=padded_macs / max(1, op.macs) - 1,
-        useful=_useful(op, mp, reps_a, reps_b),
-    )
+    return padded_macs, psum_bytes, mem_compute, energy
 
 
 def _useful(op: Matmul, mp: Mapping, reps_a, reps_b):

@@ -24,8 +24,8 @@ from .. import disk_cache
 from ..arch import Arch
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
+from .paths import STREAM_SPLITS, stream_rates
 from .plan import RESOURCES, StructureBatch, check, same_as_equal_split, evaluate, plan_one, problems, reason_text, stack, structure
-from ..workloads.paths import STREAM_SPLITS, stream_rates
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
@@ -200,37 +200,83 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
 
 
 def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchResult:
-    bases, cols = [], {"base": [], "batch": [], "m": [], "k": [], "n": [], "bound": [], "energy": [],
-                       "reason": [], "transfers": []}
-    checks_of = []
-    for batch in _batches(op, arch, pins):
-        m, k, n, considered = _grid(op, batch, pins)
-        ev = evaluate(op, batch, arch, m, k, n)
+    """Rank every candidate in closed form, then simulate the best few (and the baseline): the
+    bounds cannot see everything the engine does, so the engine picks among the best-bounded."""
+    table = _Candidates(op, arch, pins)
+    is_legal = table.a["reason"] < 0
+    n_legal = int(np.count_nonzero(is_legal))
+    legal_i, illegal_i = table.best(is_legal, max(keep, 8 * top)), table.best(~is_legal, max(keep, 5))
+    by_reason = table.rejected_by_reason(is_legal)
+    if not n_legal:
+        closest = [table.planned(table.row(i)) for i in illegal_i[:5]]
+        raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
+                           f"({len(table.bucket)} candidates); closest: " + "; ".join(
+                               f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
+    legal = [table.row(i) for i in legal_i]
+    chosen = _distinct(legal, top)
+    if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
+        _add_baseline(op, arch, legal, chosen)
+    for r in chosen:
+        table.planned(r)
+    _simulate(op, arch, chosen)
+    ok = [r for r in chosen if r["status"] == "ok"]
+    if not ok:
+        raise ConfigError([f"{op.name}: every simulated candidate failed: "
+                           + "; ".join(f"{r['mapping'].label()}: {r['status']}" for r in chosen)], "mapping search")
+    fastest = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
+    ranked = [_public(table.planned(r), fastest) for r in legal[:keep]]
+    ranked += [_public(r, fastest) for r in chosen if all(r is not x for x in legal[:keep])]
+    rejected = [dict(_public(r, None), reason=r["reason"])
+                for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
+    return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
+                        by_reason, fastest["design"], fastest["simulation"])
+
+
+class _Candidates:
+    """Every enumerated candidate of a search as flat columns (``a``: structure, tile, bound,
+    energy, first violated check, transfers), built one structure batch at a time: a search has
+    10^5 and more candidates, and only the few it reports become rows with a plan."""
+
+    def __init__(self, op: Matmul, arch: Arch, pins: Pins):
+        self.op, self.arch = op, arch
+        self.bases: list[Mapping] = []
+        self.checks_of: list[list[str]] = []  # per batch, the reason template of each check
+        cols = {"base": [], "batch": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
+                "transfers": []}
+        for batch in _batches(op, arch, pins):
+            self._add(batch, pins, cols)
+        if not self.bases:
+            raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
+        self.a = {name: np.concatenate(v) for name, v in cols.items()}
+        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
+        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
+        self.bucket = np.floor(np.log(np.maximum(self.a["bound"], 1)) / np.log(1.005))
+
+    def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
+        """Evaluate one batch's tile grid and append the candidates its structures consider;
+        ``reason`` is the first violated check (-1: legal)."""
+        m, k, n, considered = _grid(self.op, batch, pins)
+        ev = evaluate(self.op, batch, self.arch, m, k, n)
         shape = ev["lower_bound_cycles"].shape
         considered = considered & np.broadcast_to(ev["useful"], shape)
         reason = np.full(shape, -1)
-        checks = problems(ev, arch, batch.static_b)
+        checks = problems(ev, self.arch, batch.static_b)
         for r, (mask, _) in enumerate(checks):
             reason = np.where((reason < 0) & np.broadcast_to(mask, shape), r, reason)
-        checks_of.append([why for _, why in checks])
+        self.checks_of.append([why for _, why in checks])
         rows_i, tiles_i = np.nonzero(considered)
         for name, v in (("m", m), ("k", k), ("n", n), ("bound", ev["lower_bound_cycles"]),
                         ("energy", ev["energy_pj"]), ("reason", reason), ("transfers", ev["transfers"])):
             cols[name].append(np.broadcast_to(v, shape)[rows_i, tiles_i])
-        cols["base"].append(len(bases) + rows_i)
-        cols["batch"].append(np.full(len(rows_i), len(checks_of) - 1))
-        bases += [st.mapping for st in batch.structures]
-    if not bases:
-        raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
-    a = {name: np.concatenate(v) for name, v in cols.items()}
-    # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
-    # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-    bucket = np.floor(np.log(np.maximum(a["bound"], 1)) / np.log(1.005))
+        cols["base"].append(len(self.bases) + rows_i)
+        cols["batch"].append(np.full(len(rows_i), len(self.checks_of) - 1))
+        self.bases += [st.mapping for st in batch.structures]
 
-    def best(mask, count: int):
+    def best(self, mask, count: int):
         """The ``count`` best candidates of ``mask`` in rank order: a full sort of every candidate
         (10^5 and more) would cost more than the rest of the ranking, so only those in the best
         ``count`` buckets (ties included) are sorted."""
+        a, bucket = self.a, self.bucket
         idx = np.nonzero(mask)[0]
         if count <= 0:
             return idx[:0]
@@ -239,52 +285,33 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
             idx = idx[bucket[idx] <= cut]
         return idx[np.lexsort((idx, a["transfers"][idx], a["energy"][idx], bucket[idx]))][:count]
 
-    is_legal = a["reason"] < 0
-    n_legal = int(np.count_nonzero(is_legal))
-    legal_i, illegal_i = best(is_legal, max(keep, 8 * top)), best(~is_legal, max(keep, 5))
-    by_reason = {}
-    width = 1 + max((len(c) for c in checks_of), default=0)
-    counts = np.bincount(a["batch"][~is_legal] * width + a["reason"][~is_legal])  # per (batch, reason)
-    for key in np.nonzero(counts)[0]:
-        short = checks_of[key // width][key % width].split(":")[0]
-        by_reason[short] = by_reason.get(short, 0) + int(counts[key])
+    def rejected_by_reason(self, is_legal) -> dict[str, int]:
+        """How many illegal candidates each check rejected, by the check's short name, counted
+        per (batch, check) at once rather than candidate by candidate."""
+        a, checks_of = self.a, self.checks_of
+        by_reason = {}
+        width = 1 + max((len(c) for c in checks_of), default=0)
+        counts = np.bincount(a["batch"][~is_legal] * width + a["reason"][~is_legal])  # per (batch, reason)
+        for key in np.nonzero(counts)[0]:
+            short = checks_of[key // width][key % width].split(":")[0]
+            by_reason[short] = by_reason.get(short, 0) + int(counts[key])
+        return by_reason
 
-    def row(i) -> dict:
+    def row(self, i) -> dict:
         """Candidate i; its plan (the closed form for it alone) comes with ``planned``: a search
         reports few of the rows it ranks."""
-        mp = replace(bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
+        a = self.a
+        mp = replace(self.bases[a["base"][i]], tile=(int(a["m"][i]), int(a["k"][i]), int(a["n"][i])))
         return {"mapping": mp, "index": i}
 
-    def planned(r: dict) -> dict:
+    def planned(self, r: dict) -> dict:
+        """``r`` with its plan, and an illegal candidate's reason with its own numbers."""
         if "plan" not in r:
-            r.update(_row(op, r["mapping"], arch))
+            r.update(_row(self.op, r["mapping"], self.arch))
             i = r.get("index", -1)
-            if i >= 0 and a["reason"][i] >= 0:
-                r["reason"] = reason_text(checks_of[a["batch"][i]][a["reason"][i]], r["plan"])
+            if i >= 0 and self.a["reason"][i] >= 0:
+                r["reason"] = reason_text(self.checks_of[self.a["batch"][i]][self.a["reason"][i]], r["plan"])
         return r
-
-    if not n_legal:
-        closest = [planned(row(i)) for i in illegal_i[:5]]
-        raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
-                           f"({len(bucket)} candidates); closest: " + "; ".join(
-                               f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
-    legal = [row(i) for i in legal_i]
-    chosen = _distinct(legal, top)
-    if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
-        _add_baseline(op, arch, legal, chosen)
-    for r in chosen:
-        planned(r)
-    _simulate(op, arch, chosen)
-    ok = [r for r in chosen if r["status"] == "ok"]
-    if not ok:
-        raise ConfigError([f"{op.name}: every simulated candidate failed: "
-                           + "; ".join(f"{r['mapping'].label()}: {r['status']}" for r in chosen)], "mapping search")
-    fastest = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
-    ranked = [_public(planned(r), fastest) for r in legal[:keep]]
-    ranked += [_public(r, fastest) for r in chosen if all(r is not x for x in legal[:keep])]
-    rejected = [dict(_public(r, None), reason=r["reason"]) for r in (planned(row(i)) for i in illegal_i[:keep])]
-    return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(bucket), n_legal, by_reason,
-                        fastest["design"], fastest["simulation"])
 
 
 def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:

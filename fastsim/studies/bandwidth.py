@@ -23,7 +23,7 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..design import Design, mm2s, s2mm
 from ..simulation import simulate
-from ..workloads.paths import push_round, shares as split_units, whole_words
+from ..mapping.paths import push_round, shares as split_units, whole_words
 from .variables import build
 
 DIRECTIONS = ("read", "write", "both")

@@ -34,6 +34,8 @@ STYLES = ("ws", "is", "os")
 MATMUL_CLASSES = ("gemm", "attention")
 POINTS = STYLES + ("searched", "hybrid_latency", "hybrid_energy")
 MOVES = 12  # most single-op moves the hybrid search tries (each is a whole run)
+TENSOR_KINDS = ("weights", "activations", "kv", "psum")  # tensor kinds of the per-op DDR traffic
+EVIDENCE = ("weight_reuse", "activation_reuse", "l1_peak_bytes", "l2_peak_bytes")  # per op, from the hybrid run
 
 
 def _per_op(ds: xr.Dataset) -> dict:
@@ -132,23 +134,35 @@ def _pareto(seconds: np.ndarray, energy: np.ndarray) -> np.ndarray:
 
 
 def _dataset(rows, base, arch: Arch) -> xr.Dataset:
+    """The study's Dataset from every regime's runs: the per-point and per-op halves are built
+    apart because only the per-op half needs each regime's baseline style."""
+    from ..results import LEVELS
+
     ops = []
     for _, _, _, names, _ in rows:
         ops += [n for n in names if n not in ops]
-    nr, no, ns = len(rows), len(ops), len(STYLES)
+    points = _points(rows)
+    per_op = _per_op_evidence(rows, ops, points["baseline"])
+    return build("dataflow", {**points, **per_op},
+                 coords={"regime": [r[0].label for r in rows], "point": list(POINTS), "op": ops,
+                         "style": list(STYLES), "tensor_kind": list(TENSOR_KINDS), "level": list(LEVELS)},
+                 attrs={"study": "dataflow", "model": rows[0][1]["searched"].attrs["model"], "arch": arch.name,
+                        "weights": base.precision.weights, "kv": base.precision.kv,
+                        "version": _version(),
+                        "transition_cost": "hand-offs between ops cost their data path (DDR, or mem tiles when "
+                                           "fused); no extra re-layout is charged between ops of different styles "
+                                           "(assumption)"})
+
+
+def _points(rows) -> dict:
+    """Per regime, each point's measured seconds, joules and program reloads, the Pareto front,
+    the best single style (the baseline the hybrid must beat) and the chosen point: the fastest
+    on the front, energy breaking ties."""
+    nr = len(rows)
     seconds, energy = np.full((nr, len(POINTS)), np.nan), np.full((nr, len(POINTS)), np.nan)
     reload = np.full((nr, len(POINTS)), np.nan)
-    op_s, op_e = np.full((nr, no, ns), np.nan), np.full((nr, no, ns), np.nan)
-    choice = np.full((nr, no), "", dtype=object)
-    keys = ("weight_reuse", "activation_reuse", "l1_peak_bytes", "l2_peak_bytes")
-    evidence = {k: np.full((nr, no), np.nan) for k in keys}
-    kinds = ("weights", "activations", "kv", "psum")
-    traffic = np.full((nr, no, len(kinds)), np.nan)
-    from ..results import LEVELS
-    per_level = np.full((nr, no, len(LEVELS)), np.nan)
-    gain_s, gain_e = np.full((nr, no), np.nan), np.full((nr, no), np.nan)
     pareto, baseline, chosen, fusion, m_rows = [], [], [], [], []
-    for i, (regime, runs, per_style, names, by_time) in enumerate(rows):
+    for i, (regime, runs, _, _, _) in enumerate(rows):
         for j, p in enumerate(POINTS):
             if runs.get(p) is not None:
                 seconds[i, j] = float(runs[p].total_seconds)
@@ -162,10 +176,29 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
         on_front = [j for j in range(len(POINTS)) if front[j]]
         chosen.append(POINTS[min(on_front, key=lambda j: (seconds[i, j], energy[i, j]))] if on_front else "")
         fusion.append(runs["searched"].attrs["fusion"])
+        m_rows.append(int(runs["searched"].attrs["batch"]) * (1 if regime.regime == "decode" else regime.tokens))
+    return {"seconds": seconds, "energy_j": energy, "program_reload_seconds": reload, "pareto": np.array(pareto),
+            "baseline": np.array(baseline, dtype=str), "chosen": np.array(chosen, dtype=str),
+            "fusion": np.array(fusion, dtype=str), "m_rows": np.array(m_rows)}
+
+
+def _per_op_evidence(rows, ops: list[str], baseline) -> dict:
+    """Per (regime, op): its time and energy under each style, the hybrid's choice, and the
+    evidence for it from the hybrid run (reuse, buffer peaks, DDR traffic by tensor kind and
+    bytes per level, gain over the baseline style), which the playbook quotes."""
+    from ..results import LEVELS
+
+    nr, no, ns = len(rows), len(ops), len(STYLES)
+    op_s, op_e = np.full((nr, no, ns), np.nan), np.full((nr, no, ns), np.nan)
+    choice = np.full((nr, no), "", dtype=object)
+    evidence = {k: np.full((nr, no), np.nan) for k in EVIDENCE}
+    traffic = np.full((nr, no, len(TENSOR_KINDS)), np.nan)
+    per_level = np.full((nr, no, len(LEVELS)), np.nan)
+    gain_s, gain_e = np.full((nr, no), np.nan), np.full((nr, no), np.nan)
+    for i, (_, runs, per_style, names, by_time) in enumerate(rows):
         hybrid = runs["hybrid_latency"]
         hybrid_ops = _per_op(hybrid) if hybrid is not None else {}
-        base_ops = per_style[POINTS[base_j]]
-        m_rows.append(int(runs["searched"].attrs["batch"]) * (1 if regime.regime == "decode" else regime.tokens))
+        base_ops = per_style[str(baseline[i])]
         for name in names:
             k = ops.index(name)
             for si, s in enumerate(STYLES):
@@ -174,7 +207,7 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
             choice[i, k] = by_time.get(name, "")
             if name in hybrid_ops:
                 rows_i = hybrid_ops[name][2]
-                for key in keys:
+                for key in EVIDENCE:
                     evidence[key][i, k] = float(hybrid[key].values[rows_i].max() if "peak" in key
                                                 else hybrid[key].values[rows_i].mean())
                 traffic[i, k] = hybrid.ddr_bytes.values[rows_i].sum(axis=0)
@@ -182,36 +215,8 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                 if name in base_ops:
                     gain_s[i, k] = base_ops[name][0] - hybrid_ops[name][0]
                     gain_e[i, k] = (base_ops[name][1] - hybrid_ops[name][1]) * 1e-12
-    ds = build("dataflow", {
-            "seconds": seconds,
-            "energy_j": energy,
-            "program_reload_seconds": reload,
-            "pareto": np.array(pareto),
-            "baseline": np.array(baseline, dtype=str),
-            "chosen": np.array(chosen, dtype=str),
-            "fusion": np.array(fusion, dtype=str),
-            "m_rows": np.array(m_rows),
-            "op_seconds": op_s,
-            "op_energy_j": op_e,
-            "choice": choice.astype(str),
-            "weight_reuse": evidence['weight_reuse'],
-            "activation_reuse": evidence['activation_reuse'],
-            "l1_peak_bytes": evidence['l1_peak_bytes'],
-            "l2_peak_bytes": evidence['l2_peak_bytes'],
-            "ddr_bytes": traffic,
-            "level_bytes": per_level,
-            "gain_seconds": gain_s,
-            "gain_j": gain_e,
-        },
-        coords={"regime": [r[0].label for r in rows], "point": list(POINTS), "op": ops, "style": list(STYLES),
-                "tensor_kind": list(kinds), "level": list(LEVELS)},
-        attrs={"study": "dataflow", "model": rows[0][1]["searched"].attrs["model"], "arch": arch.name,
-               "weights": base.precision.weights, "kv": base.precision.kv,
-               "version": _version(),
-               "transition_cost": "hand-offs between ops cost their data path (DDR, or mem tiles when fused); "
-                                  "no extra re-layout is charged between ops of different styles (assumption)"},
-    )
-    return ds
+    return {"op_seconds": op_s, "op_energy_j": op_e, "choice": choice.astype(str), **evidence,
+            "ddr_bytes": traffic, "level_bytes": per_level, "gain_seconds": gain_s, "gain_j": gain_e}
 
 
 def _version() -> str:
