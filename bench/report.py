@@ -92,7 +92,8 @@ def main():
 
 def mapping(repeats: int = 3):
     """Searched vs fixed (whole_array 64^3) GEMM mappings on npu2, and the search's wall time."""
-    from fastsim.mapping import Matmul, clear_cache, search
+    from fastsim.cache import clear as clear_cache
+    from fastsim.mapping import Matmul, search
 
     search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
     times = []
@@ -153,17 +154,14 @@ def sweeps(repeats: int = 3):
 
 def llm(repeats: int = 5):
     from fastsim.llm import LlmStudy, simulate_llm
-    from fastsim import result_cache
-    from fastsim.llm.run import clear_cache
-    from fastsim.mapping import clear_cache as clear_searches
+    from fastsim.cache import clear
 
     simulate_llm(LlmStudy(regime="decode", context=128))
 
     def fresh(study, searches: bool):
-        clear_cache()  # not the op-result cache
-        result_cache.clear()  # nor the engine's results by design content
+        clear("op", "engine")  # neither op results nor engine results by design content answer
         if searches:
-            clear_searches()
+            clear("search")
         simulate_llm(study)
 
     for name, study in (("decode step, 4k context", LlmStudy(regime="decode", context=4096)),

@@ -5,28 +5,21 @@ ops of one shape under the same mapping, a search's baseline that another search
 same op in several fused groups. The kernel is deterministic and reads nothing but the lowered
 tables (parameters included), so a design whose tables hash the same has the same final state and
 outputs, bit for bit. Only successful, untraced runs are kept (a failure's state is explained by
-``describe_stuck`` from a fresh run; a trace's events are large), in a small LRU.
+``describe_stuck`` from a fresh run; a trace's events are large), in the one cache's memory
+(``fastsim.cache``, region "engine").
 """
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
 from fastsim.kernels import layout as L
 
+from .cache import CACHE
 from .lower import Batch, LoweredDesign
 
-SIZE = 128  # designs kept
-_CACHE: "OrderedDict[bytes, list[np.ndarray]]" = OrderedDict()
-_LOCK = threading.Lock()
-
-
-def clear() -> None:
-    with _LOCK:
-        _CACHE.clear()
+REGION = "engine"  # fastsim.cache region of these entries
 
 
 def key_of(lw: LoweredDesign) -> bytes | None:
@@ -53,24 +46,14 @@ def _copy(src: np.ndarray, dst: np.ndarray) -> None:
 
 
 def get(key: bytes | None) -> list[np.ndarray] | None:
-    if key is None:
-        return None
-    with _LOCK:
-        rows = _CACHE.get(key)
-        if rows is not None:
-            _CACHE.move_to_end(key)
-        return rows
+    return None if key is None else CACHE.get(REGION, key)
 
 
 def put(key: bytes | None, batch: Batch, i: int) -> None:
     """Keep design i's final state and outputs if it finished normally."""
     if key is None or batch.outputs["res"][i, L.R_STATUS] != L.ST_OK:
         return
-    rows = [a[i].copy() for a in _rows(batch)]
-    with _LOCK:
-        _CACHE[key] = rows
-        while len(_CACHE) > SIZE:
-            _CACHE.popitem(last=False)
+    CACHE.put(REGION, key, [a[i].copy() for a in _rows(batch)])
 
 
 def restore(rows: list[np.ndarray], batch: Batch, i: int) -> None:

@@ -205,12 +205,12 @@ def test_generation__prefill_overlay_switch_and_growing_decode():
 
 
 def test_cache__cached_results_equal_fresh_ones():
-    from fastsim.evaluation.evaluate import _CACHE, clear_cache
+    from fastsim.cache import CACHE, clear as clear_cache
 
     clear_cache()
     study = LlmStudy(regime="decode", context=700, columns={"attn_norm": 2})
     fresh = simulate_llm(study)
-    assert len(_CACHE) > 0
+    assert CACHE.size("op") > 0
     again = simulate_llm(study)
     xr.testing.assert_identical(fresh, again)
     other = simulate_llm(LlmStudy(regime="decode", context=900, columns={"attn_norm": 2}))

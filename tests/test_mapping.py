@@ -14,7 +14,8 @@ import fastsim
 from fastsim import NPU1, NPU2
 from fastsim.cli import main
 from fastsim.design import compute_cycles_by_kernel
-from fastsim.mapping import Mapping, Matmul, Pins, baseline_mapping, check_mapping, clear_cache, matmul_design, search
+from fastsim.cache import clear as clear_cache
+from fastsim.mapping import Mapping, Matmul, Pins, baseline_mapping, check_mapping, matmul_design, search
 from fastsim.mapping.space import DATAFLOWS, SPLITS
 from fastsim.lower import lower
 from fastsim.workloads.gemm import Gemm, gemm_design

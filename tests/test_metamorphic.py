@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from fastsim.arch import NPU2
 from fastsim.graph import MATMUL, OP_CLASSES
 from fastsim.llm import LlmStudy, ModelConfig, Precision, simulate_llm
-from fastsim.llm.run import clear_cache
+from fastsim.cache import clear as clear_cache
 from fastsim.llm.transformer import Pass, build_graph
 
 FEW = settings(max_examples=4, deadline=None, derandomize=True)

@@ -5,7 +5,7 @@ import pytest
 import xarray as xr
 
 import fastsim
-from fastsim import result_cache
+from fastsim.cache import CACHE, clear
 from fastsim.lower import lower
 from fastsim.simulation import run_batch
 from helpers import passthrough
@@ -16,18 +16,18 @@ def _outputs(batch):
 
 
 def test_cache__batches_with_repeats_and_hits_equal_fresh_runs():
-    result_cache.clear()
+    clear("engine")
     small, big = lower(passthrough(n_obj=3)), lower(passthrough(n_obj=40, size=2048))
     run_batch([small], cache=True)  # small is now cached; big is not
     mixed = [small, big, small, big]  # a hit, a miss, a hit, a repeat of the miss
     cached, fresh = run_batch(mixed), run_batch(mixed, cache=False)
     for name, a in _outputs(fresh).items():
         np.testing.assert_array_equal(_outputs(cached)[name], a, err_msg=name)
-    assert len(result_cache._CACHE) == 2
+    assert CACHE.size("engine") == 2
 
 
 def test_cache__public_results_are_identical_and_failures_are_not_cached():
-    result_cache.clear()
+    clear("engine")
     design = passthrough(n_obj=8)
     first, second = fastsim.simulate(design), fastsim.simulate(design)
     xr.testing.assert_identical(first, second)
@@ -37,10 +37,10 @@ def test_cache__public_results_are_identical_and_failures_are_not_cached():
         with pytest.raises(fastsim.DeadlockError, match="deadlock") as err:
             fastsim.simulate(stuck)
         assert err.value.stuck
-    assert len(result_cache._CACHE) == 1
+    assert CACHE.size("engine") == 1
 
 
 def test_cache__traced_runs_always_simulate():
-    result_cache.clear()
+    clear("engine")
     ds = fastsim.simulate(passthrough(n_obj=5), trace=True)
-    assert len(result_cache._CACHE) == 0 and ds.sizes["event"] > 0
+    assert CACHE.size("engine") == 0 and ds.sizes["event"] > 0

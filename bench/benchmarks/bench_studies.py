@@ -1,12 +1,11 @@
 """The optimization method end to end: ``fastsim optimize`` on Llama-3.2-1B / npu2 (decode at 4k and
 a 1k prefill), on one thread, caches cleared (target: under 5 minutes on one core)."""
-import os
 import tempfile
 
+from fastsim import settings
+from fastsim.cache import clear
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.model import ModelConfig
-from fastsim.llm.run import clear_cache
-from fastsim.mapping import clear_cache as clear_search_cache
 from fastsim.studies.optimize import optimize
 
 from .common import QUICK
@@ -18,7 +17,6 @@ class Optimize1B:
     repeat = 1
 
     def setup(self):
-        os.environ["FASTSIM_THREADS"] = "1"
         simulate_llm(LlmStudy(regime="decode", context=128))  # JIT warm-up
         if QUICK:
             self.base = LlmStudy(model=ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1000))
@@ -26,11 +24,7 @@ class Optimize1B:
         else:
             self.base, self.regimes, self.mix = LlmStudy(), ["decode:4096", "prefill:1024"], ["1024:128"]
 
-    def teardown(self):
-        os.environ.pop("FASTSIM_THREADS", None)
-
     def time_optimize(self):
-        clear_cache()
-        clear_search_cache()
-        with tempfile.TemporaryDirectory() as out:
+        clear()
+        with tempfile.TemporaryDirectory() as out, settings.use(threads=1):
             optimize(self.base, self.regimes, self.mix, out=out)

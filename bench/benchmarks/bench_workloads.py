@@ -1,9 +1,8 @@
 """End-to-end workloads: the default GEMM, a Llama-3.2-1B decode step at 4k context and a 2k-token
 prefill (wall time of the whole simulate call after warm-up, lowering included)."""
 from fastsim.llm import LlmStudy, simulate_llm
-from fastsim.mapping import Matmul, clear_cache as clear_search_cache, search
-from fastsim.llm.run import clear_cache
-from fastsim import result_cache
+from fastsim.cache import clear
+from fastsim.mapping import Matmul, search
 
 from .common import QUICK, gemm
 
@@ -36,21 +35,18 @@ class Llama1B:
         simulate_llm(LlmStudy(regime="decode", context=128))  # JIT warm-up
 
     def time_simulate(self, regime):
-        clear_cache()  # the op-result and search caches would otherwise answer repeats
-        clear_search_cache()
+        clear()  # the op-result, search and engine caches would otherwise answer repeats
         simulate_llm(self.study)
 
     def time_simulate_known_mappings(self, regime):
         """The same pass with every op's mapping already searched (a later run, or one that
         reuses the on-disk searches): every design is still built, checked, lowered and simulated."""
         simulate_llm(self.study)  # searches this study's shapes (kept in memory)
-        clear_cache()
-        result_cache.clear()
+        clear("op", "engine")
         simulate_llm(self.study)
 
     def track_simulated_tokens_per_s(self, regime):
-        clear_cache()
-        clear_search_cache()
+        clear()
         return float(simulate_llm(self.study).tokens_per_s)
     track_simulated_tokens_per_s.unit = "tokens/s (simulated NPU)"
 
@@ -68,11 +64,11 @@ class MapperSearch:
         search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
 
     def time_search_gemm_2048(self):
-        clear_search_cache()
+        clear()
         search(self.op, fastsim.NPU2)
 
     def track_searched_over_fixed_cycles(self):
-        clear_search_cache()
+        clear()
         found = search(self.op, fastsim.NPU2)
         fixed = next(r for r in found.ranked if r["simulated_cycles"] > 0 and r["tile"] == (64, 64, 64)
                      and r["dataflow"] == "os" and r["l2"] == "" and r["split"] == "2d")

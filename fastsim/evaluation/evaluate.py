@@ -9,10 +9,10 @@ and hand-offs (every layer repeats the same ones) share one simulation.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
 from ..arch import Arch
+from ..cache import CACHE
 from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
@@ -49,13 +49,7 @@ def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: 
     return Evaluation(graph, pins, arch, limits.validate(), strict).run()
 
 
-_CACHE: "OrderedDict[tuple, OpResult]" = OrderedDict()
-_CACHE_SIZE = 2048
-
-
-def clear_cache() -> None:
-    """Forget cached op results (they are exact; this only frees memory)."""
-    _CACHE.clear()
+REGION = "op"  # fastsim.cache region of op results, across evaluations
 
 
 @dataclass
@@ -212,15 +206,17 @@ class Evaluation:
                                 self.graph.token_rows, self.pins, self.arch, kind)
         placed, designs, whole, twin, blocks, how = built
         ablated = tuple(sorted(self.pins.noop))  # any member's ablation changes the whole pipeline
-        if all((self.mapping, p.key, ablated) in _CACHE for p in placed):
-            self.results.update({p.key: _CACHE[(self.mapping, p.key, ablated)] for p in placed})
+        cached = [CACHE.get(REGION, (self.mapping, p.key, ablated)) for p in placed]
+        if all(r is not None for r in cached):
+            self.results.update({p.key: r for p, r in zip(placed, cached)})
             return placed
         sim = simulate([*designs, whole, twin])
         own = [design_result(sim, j, d, flow, kernels, self.arch)
                for j, (d, (flow, kernels)) in enumerate(zip(designs, how))]
         shared = share_results(placed, own, sim, (len(designs), len(designs) + 1), blocks)
         for key, r in shared.items():
-            self.results[key] = _CACHE[(self.mapping, key, ablated)] = r
+            self.results[key] = r
+            CACHE.put(REGION, (self.mapping, key, ablated), r)
         return placed
 
     def footprints(self, placed) -> list[OpFootprint]:
@@ -254,9 +250,8 @@ class Evaluation:
             r = design_result(src, i, design, flow, kernels, self.arch)
             if twin is not None:
                 r = replace(r, movement_cycles=int(sim.total_cycles.values[where[(key, "twin")]]))
-            self.results[key] = _CACHE[(self.mapping, key, _ablated(by_key[key], self.pins))] = r
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+            self.results[key] = r
+            CACHE.put(REGION, (self.mapping, key, _ablated(by_key[key], self.pins)), r)
 
     def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
         """The op designs still to simulate by key (cached results go straight to ``results``)."""
@@ -268,10 +263,8 @@ class Evaluation:
             by_key[key] = p
             if key in self.results or key in todo:
                 continue
-            cache_key = (self.mapping, key, _ablated(p, self.pins))
-            cached = _CACHE.get(cache_key)
+            cached = CACHE.get(REGION, (self.mapping, key, _ablated(p, self.pins)))
             if cached is not None:
-                _CACHE.move_to_end(cache_key)
                 self.results[key] = cached
                 continue
             try:

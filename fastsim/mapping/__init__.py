@@ -2,11 +2,11 @@
 candidates are simulated cycle-exactly in one batch (``docs/mapping.md``)."""
 from .design import matmul_design
 from .plan import check as check_mapping
-from .search import Pins, SearchResult, clear_cache, search
+from .search import Pins, SearchResult, search
 from .space import Mapping, Matmul, baseline_mapping
 
-__all__ = ["check_mapping", "Mapping", "Matmul", "Pins", "SearchResult", "baseline_mapping", "clear_cache", "matmul_design",
-           "search", "map_matmul"]
+__all__ = ["check_mapping", "Mapping", "Matmul", "Pins", "SearchResult", "baseline_mapping", "matmul_design",
+           "search", "map_matmul", "datapath_of"]
 
 
 def map_matmul(*args, **kwargs):
@@ -15,3 +15,16 @@ def map_matmul(*args, **kwargs):
     from .results import map_dataset
 
     return map_dataset(*args, **kwargs)
+
+
+def datapath_of(op: Matmul, mapping: Mapping, arch) -> str:
+    """The MAC datapath ``mapping`` runs ``op`` on (the key of ``arch.macs_per_cycle`` and
+    ``arch.efficiency``): the mapping's own, else the arch's fastest for the op's dtype. A mapping
+    that cannot exist on ``arch`` is a ConfigError."""
+    from ..errors import ConfigError
+    from .plan import structure
+
+    resolved = structure(op, mapping, arch)
+    if isinstance(resolved, str):
+        raise ConfigError([resolved], "mapping")
+    return resolved.macs_key

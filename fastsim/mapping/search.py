@@ -9,23 +9,24 @@
    simulate the best ``top`` of them, plus the baseline mapping, cycle-exactly in one batched
    engine call. The answer is the fastest simulated candidate, ties broken by energy.
 
-Results are cached on everything the search reads (op, pins, arch, top), in memory and on disk
-(``fastsim.disk_cache``: per code version, shared by later processes and sweep workers).
+Results are cached on everything the search reads (op, pins, arch, top, keep) in the one cache
+(``fastsim.cache``, region "search": in memory and on disk per code version, shared by later
+processes and sweep workers).
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from functools import lru_cache
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from .. import disk_cache
 from ..arch import Arch
+from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
 from .plan import RESOURCES, StructureBatch, check, same_as_equal_split, evaluate, plan_one, problems, reason_text, stack, structure
+from .search_store import CODEC
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
@@ -169,33 +170,19 @@ def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     return [stack(g[i:i + 256], arch) for g in groups.values() for i in range(0, len(g), 256)]
 
 
-_CACHE: "OrderedDict[tuple, SearchResult]" = OrderedDict()
-_CACHE_SIZE = 512
-
-
-def clear_cache() -> None:
-    """Forget searches and the engine results they produced (``fastsim.result_cache``)."""
-    from .. import result_cache
-
-    _CACHE.clear()
-    result_cache.clear()
+REGION = "search"
+CACHE.add_region(Region(REGION, 512, CODEC))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring)."""
     pins.validate(arch)
     key = (replace(op, name=""), pins, repr(arch), top, keep)  # ops differing only in name share it
-    if key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
-    result = disk_cache.load("search", key)  # an earlier process's search of this code version
+    result = CACHE.get(REGION, key, context=arch)  # this process's, or an earlier one's on disk
     if result is None:
         with gc_paused():
             result = _search(op, arch, pins, top, keep)
-        disk_cache.save("search", key, result)
-    _CACHE[key] = result
-    while len(_CACHE) > _CACHE_SIZE:
-        _CACHE.popitem(last=False)
+        CACHE.put(REGION, key, result)
     return result
 
 

@@ -1,0 +1,250 @@
+"""The one cache: answers fastsim reuses because the same inputs give the same bits.
+
+Every entry is keyed by the content of what determines it: a region's key is a value made of
+frozen dataclasses, tuples, strings and numbers (or a digest of arrays, for engine tables), and
+its ``repr`` is what identifies it on disk, inside a directory named by the code version (a hash
+of every fastsim and kernel source file), so a changed simulator never reads an older one's
+answers. Regions separate kinds of answers, each with its own memory bound; one may add a disk
+tier with a codec that turns its values into JSON and plain arrays (never pickles):
+
+========  ==========================================  ===================================  ======
+region    holds                                       key                                  tiers
+========  ==========================================  ===================================  ======
+engine    a design's final state and outputs          its lowered tables' digest           memory
+search    a mapping search's result                   op, pins, arch, top, keep            memory, disk
+op        an op instance's evaluation result          placement, pins, arch, ablation      memory
+========  ==========================================  ===================================  ======
+
+``clear()`` empties every region's memory (and, with ``disk=True``, this code version's disk
+tier). The disk tier is used when the settings in force allow it (``fastsim.settings``:
+``cache``, ``cache_dir``; default ``$FASTSIM_CACHE`` (``0``: off) and ``$FASTSIM_CACHE_DIR``,
+else ``~/.cache/fastsim``). Entries are written atomically (a temporary file renamed into place),
+so concurrent processes can share a directory; an unreadable entry counts as absent.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import shutil
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ENV_OFF = "FASTSIM_CACHE"
+ENV_DIR = "FASTSIM_CACHE_DIR"
+STALE_S = 7 * 24 * 3600  # other code versions' directories untouched this long are removed
+_JSON = "__json__"  # the array of an entry file that holds its JSON part
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How a region's values go to disk: ``encode(value) -> (json-able, {name: array})`` and
+    ``decode(json-able, arrays, context) -> value`` (``context``: what the caller passes to
+    ``get``, e.g. the arch a design is rebuilt on)."""
+
+    encode: Callable[[Any], tuple[Any, dict[str, np.ndarray]]]
+    decode: Callable[[Any, dict[str, np.ndarray], Any], Any]
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str
+    size: int  # entries kept in memory (least recently used dropped first)
+    codec: Codec | None = None  # None: memory only
+
+
+class Cache:
+    """Regions of least-recently-used entries in memory, some with a disk tier (module docstring)."""
+
+    def __init__(self, regions: tuple[Region, ...] = ()):
+        self._regions: dict[str, Region] = {}
+        self._memory: dict[str, OrderedDict] = {}
+        self._lock = threading.Lock()
+        for r in regions:
+            self.add_region(r)
+
+    def add_region(self, region: Region) -> None:
+        """Declare a region (a layer that owns a kind of answer declares it; again is a no-op
+        when it is the same declaration)."""
+        with self._lock:
+            known = self._regions.get(region.name)
+            if known is not None and known != region:
+                raise ValueError(f"cache region {region.name!r} declared twice differently")
+            self._regions[region.name] = region
+            self._memory.setdefault(region.name, OrderedDict())
+
+    def get(self, region: str, key, context=None):
+        """The entry for ``key`` or None: memory first, then the region's disk tier."""
+        memory = self._memory[region]
+        with self._lock:
+            value = memory.get(key)
+            if value is not None:
+                memory.move_to_end(key)
+                return value
+        codec = self._regions[region].codec
+        if codec is None:
+            return None
+        value = _load(region, key, codec, context)
+        if value is not None:
+            self._remember(region, key, value)
+        return value
+
+    def put(self, region: str, key, value, disk: bool = True) -> None:
+        """Keep ``value`` in memory and, where the region has a disk tier, on disk."""
+        self._remember(region, key, value)
+        codec = self._regions[region].codec
+        if disk and codec is not None:
+            _save(region, key, value, codec)
+
+    def _remember(self, region: str, key, value) -> None:
+        memory, size = self._memory[region], self._regions[region].size
+        with self._lock:
+            memory[key] = value
+            memory.move_to_end(key)
+            while len(memory) > size:
+                memory.popitem(last=False)
+
+    def __contains__(self, region_key) -> bool:
+        region, key = region_key
+        with self._lock:
+            return key in self._memory[region]
+
+    def size(self, region: str) -> int:
+        """Entries of ``region`` in memory."""
+        with self._lock:
+            return len(self._memory[region])
+
+    def clear(self, *regions: str, disk: bool = False) -> None:
+        """Forget the entries of ``regions`` (default: all) in memory (they are exact: this only
+        frees memory or makes a benchmark start cold) and, with ``disk``, their disk tiers."""
+        names = regions or tuple(self._regions)
+        with self._lock:
+            for name in names:
+                self._memory[name].clear()
+        root = directory()
+        if disk and root is not None:
+            for name in names:
+                shutil.rmtree(root / name, ignore_errors=True)
+
+
+CACHE = Cache((Region("engine", 128), Region("op", 2048)))
+
+
+def clear(*regions: str, disk: bool = False) -> None:
+    """Forget what fastsim cached: every region, or those named (``Cache.clear``)."""
+    CACHE.clear(*regions, disk=disk)
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """Hash of every source file of fastsim and its kernels."""
+    import fastsim.kernels
+
+    h = hashlib.sha256()
+    for root in (Path(__file__).parent, Path(fastsim.kernels.__file__).parent):
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def directory() -> Path | None:
+    """This code version's disk directory, or None when the disk tier is off."""
+    from .settings import current
+
+    chosen = current()
+    on = chosen.cache if chosen.cache is not None else os.environ.get(ENV_OFF, "1") != "0"
+    if not on:
+        return None
+    base = Path(chosen.cache_dir or os.environ.get(ENV_DIR) or Path.home() / ".cache" / "fastsim")
+    return base / f"v{code_version()}"
+
+
+def _path(region: str, key) -> tuple[Path, str] | None:
+    root = directory()
+    if root is None:
+        return None
+    text = repr(key)
+    return root / region / (hashlib.sha256(text.encode()).hexdigest()[:32] + ".npz"), text
+
+
+def _load(region: str, key, codec: Codec, context):
+    where = _path(region, key)
+    if where is None or not where[0].exists():
+        return None
+    path, text = where
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {name: f[name] for name in f.files}
+        stored = json.loads(str(arrays.pop(_JSON)))
+        if stored["key"] != text:
+            return None
+        return codec.decode(stored["value"], arrays, context)
+    except Exception:  # truncated, from another library version, unreadable: absent
+        return None
+
+
+def _save(region: str, key, value, codec: Codec) -> None:
+    """Store ``value``; a disk tier that cannot be written (read-only home, full disk) is skipped."""
+    where = _path(region, key)
+    if where is None:
+        return
+    path, text = where
+    try:
+        plain, arrays = codec.encode(value)
+        fresh = not path.parent.parent.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            _remove_stale_versions(path.parent.parent)
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npz")
+        np.savez(tmp, **{_JSON: np.array(json.dumps({"key": text, "value": plain}))}, **arrays)
+        os.replace(tmp, path)
+    except (OSError, TypeError, ValueError):
+        return
+
+
+def _remove_stale_versions(current: Path) -> None:
+    now = time.time()
+    for other in current.parent.glob("v*"):
+        if other != current and other.is_dir() and now - other.stat().st_mtime > STALE_S:
+            shutil.rmtree(other, ignore_errors=True)
+
+
+def dataset_to_plain(ds, prefix: str) -> tuple[dict, dict[str, np.ndarray]]:
+    """An xarray Dataset as JSON (names, dims, dtypes, attrs) and plain arrays (``prefix``.name);
+    object arrays of strings are kept as fixed-width strings and turned back into objects."""
+    manifest, arrays = {"data": [], "coords": [], "attrs": _jsonable(ds.attrs)}, {}
+    for part, items in (("coords", ds.coords.items()), ("data", ds.data_vars.items())):
+        for name, var in items:
+            values = var.values
+            kind = "object" if values.dtype == object else values.dtype.str
+            arrays[f"{prefix}.{name}"] = values.astype(str) if kind == "object" else values
+            manifest[part].append({"name": name, "dims": list(var.dims), "dtype": kind,
+                                   "attrs": _jsonable(var.attrs)})
+    return manifest, arrays
+
+
+def dataset_from_plain(manifest: dict, arrays: dict[str, np.ndarray], prefix: str):
+    import xarray as xr
+
+    def variables(part):
+        out = {}
+        for v in manifest[part]:
+            values = arrays[f"{prefix}.{v['name']}"]
+            if v["dtype"] == "object":
+                values = values.astype(object)
+            out[v["name"]] = (tuple(v["dims"]), values, v["attrs"])
+        return out
+
+    return xr.Dataset(variables("data"), coords=variables("coords"), attrs=manifest["attrs"])
+
+
+def _jsonable(attrs: dict) -> dict:
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in attrs.items()}

@@ -1,0 +1,90 @@
+"""The one cache (fastsim.cache): a later process gets the very same search from the disk tier,
+which holds JSON and plain arrays (no pickle) that decode to what was stored; a different code
+version or a damaged entry never answers; clear() forgets every region; the disk tier can be
+switched off by environment or settings."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import fastsim
+from fastsim import cache, settings
+from fastsim.lower import lower
+from fastsim.mapping import Matmul, Pins, search
+from fastsim.mapping.search_store import decode, encode
+
+SEARCH = """
+import json, sys, fastsim
+from fastsim.mapping import Matmul, search
+r = search(Matmul(256, 128, 512, "bf16"), fastsim.NPU2)
+print(json.dumps([r.best.label(), r.best_cycles, [x["label"] for x in r.ranked]]))
+"""
+
+
+def _search_in_new_process(env) -> list:
+    out = subprocess.run([sys.executable, "-c", SEARCH], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_cache__a_later_process_reads_the_same_search_from_plain_files(tmp_path):
+    env = dict(os.environ, FASTSIM_CACHE_DIR=str(tmp_path), FASTSIM_CACHE="1")
+    first = _search_in_new_process(env)
+    stored = list(tmp_path.glob("v*/search/*.npz"))
+    assert len(stored) == 1
+    with np.load(stored[0], allow_pickle=False) as f:  # loads without pickle: plain arrays and JSON
+        assert json.loads(str(f["__json__"]))["value"]["best_cycles"] == first[1]
+    assert _search_in_new_process(env) == first
+    stored[0].write_bytes(b"not an archive")  # a damaged entry is searched again and rewritten
+    assert _search_in_new_process(env) == first
+    assert stored[0].read_bytes() != b"not an archive"
+
+
+@pytest.mark.parametrize("op, pins", [(Matmul(96, 160, 224, "int8"), Pins()),
+                                      (Matmul(64, 512, 128, "bf16", b_bytes=0.5625, cast_cycles_per_weight=1 / 32,
+                                              name="q_proj"), Pins(dataflow=("ws",)))])
+def test_cache__a_search_decodes_to_what_was_encoded(op, pins):
+    found = search(op, fastsim.NPU2, pins)
+    plain, arrays = encode(found)
+    back = decode(json.loads(json.dumps(plain)), arrays, fastsim.NPU2)
+    for name in ("op", "best", "best_cycles", "ranked", "rejected", "enumerated", "legal", "rejected_by_reason"):
+        assert getattr(back, name) == getattr(found, name), name
+    xr.testing.assert_identical(back.best_simulation, found.best_simulation)
+    assert all(back.best_simulation[v].dtype == found.best_simulation[v].dtype for v in found.best_simulation.variables)
+    rebuilt, original = lower(back.best_design), lower(found.best_design)
+    for table in ("prm", "bds", "ch", "cons", "prog", "cores", "host", "lock_init", "col_rates"):
+        np.testing.assert_array_equal(getattr(rebuilt, table), getattr(original, table), err_msg=table)
+
+
+def test_cache__other_code_versions_and_off_never_answer(tmp_path, monkeypatch):
+    monkeypatch.setenv("FASTSIM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FASTSIM_CACHE", "1")
+    op = Matmul(128, 128, 128, "bf16")
+    cache.clear()
+    found = search(op, fastsim.NPU2)
+    key = (op, Pins(), repr(fastsim.NPU2), 6, 50)
+    assert list(tmp_path.glob("v*/search/*.npz"))
+    cache.clear()
+    monkeypatch.setattr(cache, "code_version", lambda: "another")
+    assert cache.CACHE.get("search", key, fastsim.NPU2) is None  # another simulator's answers are not read
+    monkeypatch.undo()
+    for off in (dict(env="0"), dict(setting=False)):
+        monkeypatch.setenv("FASTSIM_CACHE_DIR", str(tmp_path / "off"))
+        monkeypatch.setenv("FASTSIM_CACHE", off.get("env", "1"))
+        cache.clear()
+        with settings.use(cache=off.get("setting")):
+            assert search(op, fastsim.NPU2).best_cycles == found.best_cycles
+            assert cache.directory() is None
+        assert not (tmp_path / "off").exists()
+
+
+def test_cache__clear_forgets_every_region_or_those_named():
+    search(Matmul(64, 64, 64, "bf16"), fastsim.NPU2)
+    assert cache.CACHE.size("search") > 0 and cache.CACHE.size("engine") > 0
+    cache.clear("engine")
+    assert cache.CACHE.size("engine") == 0 and cache.CACHE.size("search") > 0
+    cache.clear()
+    assert all(cache.CACHE.size(r) == 0 for r in ("engine", "search", "op"))
