@@ -31,8 +31,8 @@ MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
 def _stage_design(p: Placed, pins, arch: Arch, cols: int, col0: int):
     """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
     token block (``op_design`` placed there); an op class under ablation runs as its own twin."""
-    design, flow, _, kernels, twin = op_design(p, arch, pins, at=(cols, col0))
-    return design, twin.build() if twin is not None else design, flow, kernels
+    made = op_design(p, arch, pins, at=(cols, col0))
+    return made.design, made.twin.build() if made.twin is not None else made.design, made.dataflow, made.kernels
 
 
 def pipelined_group(unfused: list[list[Placed]], grouped: list[list[Placed]], alone: list[list[OpResult]],

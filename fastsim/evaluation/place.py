@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from ..arch import Arch
 from ..design import Design
 from ..errors import ConfigError
-from ..validate import validate_design
+from ..lower import LoweredDesign, lower
 from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..graph import VECTOR, Op, OpGraph
@@ -112,12 +112,23 @@ class NoopTwin:
     drop: tuple[str, ...] = ()
 
 
-def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None):
-    """(design, dataflow, engine result when the search already simulated exactly this design or
-    None, kernels it links, its ``NoopTwin`` or None when it is a NOOP design already). Matmul-like ops take the mapper's searched mapping (``--dataflow`` and
-    ``--columns`` pin the search); the search always sees the op as it really computes, so NOOP
-    ablation keeps the mapping and removes only the compute. ``at`` = (columns, first column) places
-    the op on its own columns (a pipeline stage) instead of where the search or pins put it."""
+class OpDesign(NamedTuple):
+    """One op instance's design and what is already known of it."""
+
+    design: Design
+    dataflow: str  # ws, is, os, or stream (vector ops)
+    known: object  # the engine result when the search already simulated exactly this design, or None
+    kernels: frozenset  # the kernels it links
+    twin: NoopTwin | None  # None when it is a NOOP design already
+    lowered: LoweredDesign | None  # its lowered (and so validated) tables, when already made
+
+
+def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> OpDesign:
+    """The design of one op instance. Matmul-like ops take the mapper's searched mapping
+    (``--dataflow`` and ``--columns`` pin the search); the search always sees the op as it really
+    computes, so NOOP ablation keeps the mapping and removes only the compute. ``at`` = (columns,
+    first column) places the op on its own columns (a pipeline stage) instead of where the search
+    or pins put it."""
     op = p.op
     noop = op.op_class in pins.noop
     cols, col0 = at if at else (_columns(pins, p, arch), None)
@@ -126,10 +137,9 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
                         cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0,
                         "proportional" if pins.stream_split == "auto" else pins.stream_split)
         design = vector_design(spec, arch)
-        if p.chip.any:  # on-chip buffers must fit next to the stream buffers: say so before simulating
-            validate_design(design)
+        # lowering validates: on-chip buffers must fit next to the stream buffers, say so now
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
-        return design, "stream", None, frozenset({("vector", op.op_class)}), twin
+        return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lower(design))
     real = matmul_of(p, pins)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
@@ -142,6 +152,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         kernels.add(("vector", "cast"))
     twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), MATMUL_NOOP_DROPS)
     if not noop and "cast" not in pins.noop:
-        return found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin
+        return OpDesign(found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin,
+                        found.best_lowered)
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
-    return matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin
+    return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None)

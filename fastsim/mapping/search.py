@@ -88,6 +88,7 @@ class SearchResult:
     rejected_by_reason: dict[str, int]
     best_design: object = None  # the Design of ``best``
     best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
+    best_lowered: object = None  # its lowered tables (None when read from disk: lower the design)
 
 
 @lru_cache(maxsize=4096)
@@ -216,7 +217,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchRe
     rejected = [dict(_public(r, None), reason=r["reason"])
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
-                        by_reason, fastest["design"], fastest["simulation"])
+                        by_reason, fastest["design"], fastest["simulation"], fastest["lowered"])
 
 
 class _Candidates:
@@ -342,14 +343,16 @@ def _distinct(rows: list[dict], top: int) -> list[dict]:
 
 
 def _simulate(op: Matmul, arch: Arch, rows: list[dict]) -> None:
+    from ..lower import lower
     from ..report import binding_resource
     from ..simulation import simulate
     from .design import matmul_design
 
     designs = [matmul_design(op, r["mapping"], arch) for r in rows]
-    ds = simulate(designs, on_error="record")
+    lowered = [lower(d) for d in designs]  # kept: a caller that derives the NOOP twin needs them
+    ds = simulate(lowered, on_error="record")
     for i, r in enumerate(rows):
-        r["design"], r["simulation"] = designs[i], ds.isel(design=[i])
+        r["design"], r["lowered"], r["simulation"] = designs[i], lowered[i], ds.isel(design=[i])
         r["status"] = str(ds.status.values[i])
         r["cycles"] = int(ds.total_cycles.values[i])
         r["bound_by"] = binding_resource(ds, i, arch) if r["status"] == "ok" else r["status"]
