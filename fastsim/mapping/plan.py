@@ -9,7 +9,6 @@ legality checks and the simulated design cannot disagree.
 """
 from __future__ import annotations
 
-import functools
 
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -17,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..arch import Arch
+from ..cache import CACHE, Region
 from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
 
@@ -90,15 +90,20 @@ def structure(op: Matmul, mp: Mapping, arch: Arch) -> Structure | str:
 
 
 def _hosting(parts: int, cols: int, local: bool, rates, how: str) -> tuple[int, ...]:
-    return _hosting_of(parts, cols, local, tuple(rates), how)
-
-
-@functools.lru_cache(maxsize=4096)
-def _hosting_of(parts: int, cols: int, local: bool, rates: tuple, how: str) -> tuple[int, ...]:
-    """How many parts each column hosts (a search asks for the same few thousands of times)."""
+    """How many parts each column hosts (a search asks for the same few thousands of times: the
+    answers are kept in the one cache's "hosting" region)."""
     if local:  # parts split evenly: column c hosts its own
         return tuple(parts // cols for _ in range(cols))
-    return tuple(np.bincount(host_columns(parts, rates, how), minlength=cols).tolist())
+    key = (parts, cols, tuple(rates), how)
+    counts = CACHE.get(HOSTING, key)
+    if counts is None:
+        counts = tuple(np.bincount(host_columns(parts, rates, how), minlength=cols).tolist())
+        CACHE.put(HOSTING, key, counts)
+    return counts
+
+
+HOSTING = "hosting"
+CACHE.add_region(Region(HOSTING, 4096))
 
 
 def same_as_equal_split(st: Structure, arch: Arch) -> bool:

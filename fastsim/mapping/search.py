@@ -15,7 +15,6 @@ processes and sweep workers).
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -91,13 +90,15 @@ class SearchResult:
     best_lowered: object = None  # its lowered tables (None when read from disk: lower the design)
 
 
-@lru_cache(maxsize=4096)
 def _pow2_up_to(x: int) -> tuple[int, ...]:
     """Tile sizes for an extent of ``x``: powers of two up to the first that covers it, from 4 on
     (below the smallest intrinsic dimension, 4, a tile only pays more calls and transfers) unless
     the extent itself is smaller."""
-    top = 1 << max(0, int(x - 1).bit_length())
-    return tuple(t for t in TILE_SIZES if min(4, top) <= t <= top)
+    return _TILES_BY_BITS[min(int(x - 1).bit_length(), len(_TILES_BY_BITS) - 1)]
+
+
+# the answer depends only on the bit length of x - 1: one immutable table, built once
+_TILES_BY_BITS = tuple(tuple(t for t in TILE_SIZES if min(4, 1 << bits) <= t <= 1 << bits) for bits in range(64))
 
 
 def _size_range(x: int) -> tuple[int, int]:

@@ -3,7 +3,6 @@ return the registered outputs. A point that is invalid (say, a mapping that does
 status 1 and empty outputs instead of stopping the sweep."""
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
@@ -175,8 +174,9 @@ def _gemm(params: dict, arch) -> dict:
     return s
 
 
-@functools.lru_cache(maxsize=16)
 def _topology(path: str):
+    """The layers of a topology file, read per point (a small CSV: cheaper than caching a file that
+    may change between points)."""
     from ..systolic import read_topology
 
     return read_topology(path)
