@@ -1,10 +1,10 @@
 """fastsim: a fast, vectorized, cycle-level simulator of AI-Engine-style spatial NPUs."""
-__version__ = "0.1.0"  # first: submodules read it while the package initialises
-
 from .arch import NPU1, NPU2, PRESETS, Arch, TileKind
 from .design import (BD, Acquire, Buffer, Channel, Compute, Design, Lock, Loop, Release, Tile,
                      mm2s, object_fifo, s2mm)
 from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, SimulationError
+from . import settings  # fastsim.settings.use(threads=..., jit=..., cache=...) after a plain import
+from .version import __version__
 
 
 def simulate(designs, **kwargs):

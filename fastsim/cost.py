@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .arch import Arch
 from .errors import Problems
-
-DTYPE_BYTES = {"int4": 0.5, "int8": 1, "int16": 2, "bf16": 2, "int32": 4, "f32": 4}
+from .settings import resolve_jit
 
 
 def kernel_cycles(macs: int, dtype: str, arch: Arch, efficiency: float = 1.0,
@@ -37,8 +38,21 @@ def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: fl
         r, s, t = arch.mmul_shapes.get(dtype, (1, 1, 1))
         m, k, n = -(-m // r) * r, -(-k // s) * s, -(-n // t) * t
         return kernel_cycles(math.ceil(m * k * n * macs_scale), dtype, arch, efficiency, overhead_cycles)
-    from .systolic import Layer, MeshConfig, mesh_metrics
-
-    mesh = MeshConfig(arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
-    cycles = int(mesh_metrics([Layer.gemm("tile", m, n, k)], [mesh], occupancy_bins=1)["compute_cycles"][0, 0])
+    cycles = mesh_cycles(m, k, n, arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
     return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles
+
+
+def mesh_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:
+    """Cycles of an m x k x n GEMM on one rows x cols systolic mesh (``dataflow`` ws, is or os) with
+    unlimited bandwidth: the closed form of ``kernels/systolic.py``, the same number as
+    ``compute_cycles`` of ``fastsim.systolic.mesh_metrics``. The kernel loads on first use and runs
+    compiled or as plain Python as ``fastsim.settings`` says."""
+    from fastsim.kernels import systolic as K
+
+    inp = np.zeros((1, K.I_NCOL), np.int64)
+    inp[0, [K.I_M, K.I_N, K.I_K, K.I_R, K.I_C]] = m, n, k, rows, cols
+    inp[0, K.I_DF] = {"ws": K.DF_WS, "is": K.DF_IS, "os": K.DF_OS}[dataflow]
+    inp[0, K.I_IFMAP_UNIQUE] = m * k
+    out = np.zeros((1, K.O_NCOL), np.int64)
+    K.systolic_batch.variant(resolve_jit())(inp, out, np.zeros((1, K.F_NCOL)), np.zeros((1, 1)))
+    return int(out[0, K.O_CYCLES])

@@ -50,15 +50,14 @@ def binding_resource(ds: xr.Dataset, i: int, arch: Arch) -> str:
 def summarize(ds: xr.Dataset, i: int, arch: Arch, ops: float, dtype: str,
               dispatches: int = 1) -> dict:
     """One design's headline numbers; ``seconds`` includes ``dispatches`` host dispatch overheads."""
-    row = ds.isel(design=i)
-    cycles = int(row.total_cycles)
+    cycles = int(ds["total_cycles"].values[i])  # by position: scalar isel imports dask.array
     dispatch_s = dispatches * arch.dispatch_overhead_s
     kernel_s = cycles / arch.clock_hz
     seconds = kernel_s + dispatch_s
     ops_per_s = ops / seconds
     peak_ops_per_s = 2 * arch.peak_macs_per_s(dtype)
     util = utilizations(ds, i, arch, dispatch_s)
-    levels = {str(k): float(v) for k, v in zip(row.level.values, row.level_bytes.values)}
+    levels = {str(k): float(v) for k, v in zip(ds["level"].values, ds["level_bytes"].values[i])}
     return {
         "arch": arch.name,
         "total_cycles": cycles,

@@ -26,6 +26,12 @@ def level_of(arch, src_tile, dst_tile) -> str:
     return f"{a}_{b}"
 
 
+def _variable(dims: tuple, values: np.ndarray, attrs: dict | None = None) -> xr.Variable:
+    """A variable over an array that is already a plain numpy array: xarray's conversion checks
+    (which import dask.array, 0.2 s of a small run) have nothing to convert."""
+    return xr.Variable(dims, values, attrs, fastpath=True)
+
+
 def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
     n = len(batch.designs)
     out = batch.outputs
@@ -57,7 +63,7 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
             core_names[d, k] = str(tile)
     cycles = res[:, L.R_CYCLES]
     ds = xr.Dataset(
-        {
+        {name: _variable(*spec) for name, spec in {
             "total_cycles": (("design",), cycles,
                              {"units": "cycles", "description": "cycles until all required work finished"}),
             "stepped_cycles": (("design",), res[:, L.R_STEPS].copy(),
@@ -87,9 +93,10 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
             "level_bytes": (("design", "level"), level_bytes,
                             {"units": "bytes", "description": "bytes moved per memory level (DDR reads/"
                              "writes by shim DMAs; tile-to-tile bytes received over streams)"}),
-        },
-        coords={"channel_state": CHANNEL_STATES, "core_state": CORE_STATES, "level": LEVELS,
-                "design": np.arange(n)},
+        }.items()},
+        coords={name: _variable((name,), np.array(values)) for name, values in
+                (("channel_state", CHANNEL_STATES), ("core_state", CORE_STATES), ("level", LEVELS),
+                 ("design", np.arange(n)))},
         attrs={"clock_hz": [float(c) for c in clock] if n > 1 else float(clock[0])},
     )
     if trace:

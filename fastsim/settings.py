@@ -9,8 +9,10 @@ block is left, also on an exception; each thread and asyncio task sees its own):
         fastsim.simulate(design)
 
 Precedence, highest first: an explicit argument (``simulate(..., threads=4)``), the settings in
-force, the environment variables users already set (``FASTSIM_THREADS``, ``FASTSIM_JIT``: read,
-never written), the built-in default. Nothing here writes ``os.environ``.
+force, the environment variables users already set (``FASTSIM_THREADS``, ``FASTSIM_JIT``,
+``FASTSIM_CACHE``, ``FASTSIM_CACHE_DIR``: read, never written), the built-in default. Nothing here
+writes ``os.environ``; a call that runs on a pool thread or in another process gets its settings
+passed along (a ``contextvars`` scope does not cross threads of a pool or processes).
 """
 from __future__ import annotations
 
@@ -42,12 +44,16 @@ class Settings:
         on). Default ``$FASTSIM_CACHE`` (``0`` is off), else on.
     cache_dir : str, optional
         Where the disk tier lives. Default ``$FASTSIM_CACHE_DIR``, else ``~/.cache/fastsim``.
+    progress : bool
+        Show a progress bar on stderr while the ops of a graph are mapped (the CLI turns it on for
+        a terminal).
     """
 
     threads: int | None = None
     jit: bool | None = None
     cache: bool | None = None
     cache_dir: str | None = None
+    progress: bool = False
 
 
 _CURRENT: ContextVar[Settings] = ContextVar("fastsim_settings", default=Settings())

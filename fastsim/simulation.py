@@ -14,19 +14,19 @@ from .design import MM2S, Design, Loop, Release
 from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, SimulationError
 from . import result_cache
 from .lower import Batch, LoweredDesign, lower, pack
+from .results import LEVELS, to_dataset
+from .settings import resolve_jit
 from .threads import resolve_threads
-from .lean_imports import lazy_dask_array_type
-from .results import to_dataset
-
-lazy_dask_array_type()  # xarray then imports dask.array only once someone else does
 
 _STATE_NAMES = {L.CS_IDLE: "idle", L.CS_SETUP: "BD setup", L.CS_ACQUIRE: "acquiring",
                 L.CS_ACQ_LAT: "lock latency", L.CS_TRANSFER: "transferring", L.CS_RELEASE: "releasing"}
 
 
-def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: bool = True) -> Batch:
+def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: bool = True,
+              jit: bool | None = None) -> Batch:
     """Pack lowered designs and run the kernel on ``threads`` threads (default: every core, see
-    ``fastsim.threads``); returns the batch with outputs and final state. Each design is simulated
+    ``fastsim.threads``), compiled or, with ``jit=False``, as plain Python (default: see
+    ``fastsim.settings``); returns the batch with outputs and final state. Each design is simulated
     alone on its slice of the padded tables, so any thread count gives identical results. With
     ``cache``, a design whose tables equal an earlier one's (in this batch or a recent one) takes
     its results instead of running again (``fastsim.result_cache``: the same bits either way)."""
@@ -44,10 +44,10 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
                 first[key] = i
             todo.append(i)
     if len(todo) == len(lowered):
-        _run(batch, threads)
+        _run(batch, threads, jit)
     elif todo:
         ran = pack([lowered[i] for i in todo])
-        _run(ran, threads)
+        _run(ran, threads, jit)
         for j, i in enumerate(todo):
             result_cache.transfer(ran, j, batch, i)
     for i in todo:
@@ -57,15 +57,16 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
     return batch
 
 
-def _run(batch: Batch, threads: int | None) -> None:
+def _run(batch: Batch, threads: int | None, jit: bool | None) -> None:
     n = len(batch.designs)
     threads = min(resolve_threads(threads), n)
+    kernel = simulate_batch.variant(resolve_jit(jit))  # made here, before any thread starts
     if threads <= 1:
-        simulate_batch(*batch.kernel_args())
+        kernel(*batch.kernel_args())
         return
 
     def run(chunk: tuple[int, int]) -> None:
-        simulate_batch(*batch.kernel_args(*chunk))
+        kernel(*batch.kernel_args(*chunk))
 
     # contiguous chunks (views: the kernel writes straight into the batch's arrays), about four
     # per thread so that one long design does not leave the other threads idle
@@ -78,7 +79,7 @@ def _run(batch: Batch, threads: int | None) -> None:
 def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bool = False,
              max_events: int = 200_000, max_cycles: int = 2**40, livelock_cycles: int = 1 << 24,
              on_error: str = "raise", threads: int | None = None, strict: bool = False,
-             fast_forward: bool | None = None) -> xr.Dataset:
+             fast_forward: bool | None = None, jit: bool | None = None) -> xr.Dataset:
     """Simulate one design or a batch of independent designs, cycle-exact.
 
     Parameters
@@ -98,8 +99,11 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
         Raise DeadlockError/LivelockError/CycleLimitError, or record ``status`` and carry on
         (useful in sweeps).
     threads : int, optional
-        Threads the batch's designs are spread over (default: ``$FASTSIM_THREADS`` or every core);
-        results do not depend on it.
+        Threads the batch's designs are spread over (default: ``fastsim.settings``, else
+        ``$FASTSIM_THREADS``, else every core); results do not depend on it.
+    jit : bool, optional
+        Run the engine compiled (True) or as plain Python (False; slow, for debugging); default:
+        ``fastsim.settings``, else ``$FASTSIM_JIT``, else compiled. Results do not depend on it.
     strict : bool
         A design whose cores produce data for a DMA to send but which writes nothing to DDR (its
         output never leaves the array, and it does not say it keeps it on chip: ``Design.output_on_chip``) raises
@@ -119,7 +123,7 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     lowered = [d if isinstance(d, LoweredDesign) else
                lower(d, skip=skip, max_cycles=max_cycles, livelock_cycles=livelock_cycles,
                      max_events=max_events if trace else 0, fast_forward=fast_forward) for d in designs]
-    batch = run_batch(lowered, threads)
+    batch = run_batch(lowered, threads, jit=jit)
     if on_error == "raise":
         for i in range(len(lowered)):
             raise_on_failure(batch, i)
@@ -148,7 +152,7 @@ def _cores_send(d: Design) -> bool:
 
 
 def _check_outputs_leave(ds: xr.Dataset, designs: list[Design], strict: bool) -> None:
-    written = ds.level_bytes.sel(level="ddr_write").values
+    written = ds.level_bytes.values[:, LEVELS.index("ddr_write")]  # by position: .sel imports dask.array
     problems = [f"design {i} ({d.name}): its cores produced output but it wrote 0 bytes to DDR; its output never "
                 "leaves the array (no host task drains it); set Design.output_on_chip if that is intended"
                 for i, d in enumerate(designs)

@@ -1,15 +1,16 @@
 """How many threads the engine spreads a batch over.
 
 The kernels release the GIL, so independent designs of one batch run on a plain thread pool (no
-numba threading layer: STACK_NOTES lists its traps with forked dask workers). The default is every
-core this process may use; ``FASTSIM_THREADS`` or an explicit argument overrides it. Sweep workers
-use one thread each: they are the parallelism there.
+numba threading layer: STACK_NOTES lists its traps with forked dask workers). The count comes from
+an explicit argument, else the settings in force (``fastsim.settings``), else ``FASTSIM_THREADS``,
+else every core this process may use. Sweep workers use one thread each: they are the parallelism.
 """
 from __future__ import annotations
 
 import os
 
 from .errors import ConfigError
+from .settings import current
 
 ENV = "FASTSIM_THREADS"
 
@@ -21,8 +22,11 @@ def available_cores() -> int:
 
 
 def resolve_threads(threads: int | None = None) -> int:
-    """``threads`` if given, else ``$FASTSIM_THREADS``, else every available core."""
+    """``threads`` if given, else ``Settings.threads`` in force, else ``$FASTSIM_THREADS``, else
+    every available core."""
     where = "threads"
+    if threads is None:
+        threads = current().threads
     if threads is None:
         raw = os.environ.get(ENV)
         if raw is None or raw == "":

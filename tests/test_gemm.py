@@ -10,6 +10,7 @@ from fastsim import NPU1, NPU2
 from fastsim.cli import main
 from fastsim.report import summarize
 from fastsim.mapping import Mapping, check_mapping
+from fastsim.mapping.dispatch import DispatchLimits
 from fastsim.workloads.gemm import Gemm, gemm_design
 
 
@@ -119,3 +120,20 @@ def test_trace__periodic_runs_become_summary_slices_that_cover_the_raw_events():
             assert mine[k + count - 1]["ts"] + mine[k + count - 1]["dur"] == pytest.approx(e["ts"] + e["dur"])
             k += count
         assert k == len(mine)
+
+
+def test_gemm__is_a_one_op_graph_that_evaluates_like_its_search():
+    """The GEMM command's op is the graph's op as every graph's op reaches the mapper: evaluating the
+    one-op graph runs the search's best design of that same op."""
+    from fastsim.evaluation import evaluate, to_dataset
+    from fastsim.mapping import Pins, search
+
+    g = Gemm(m=96, k=160, n=224, dtype="int8")
+    graph = g.graph()
+    assert len(graph.ops) == 1 and graph.ops[0].macs == g.macs
+    result = evaluate(graph, NPU2, g.graph_pins())
+    best = search(g.matmul(), NPU2, Pins(), top=3, keep=0)
+    assert result.op_results()[0].cycles == best.best_cycles
+    ds = to_dataset(result, g.graph_pins(), NPU2, DispatchLimits(), {"workload": "gemm"})
+    assert float(ds.ddr_bytes.sel(tensor_kind="weights").sum()) >= g.k * g.n  # B read at least once
+    assert int(ds.macs.sum()) == g.macs

@@ -93,7 +93,7 @@ def test_systolic_mismatch_histogram_and_cli_writes_svg(tmp_path, runs):
 
 
 def test_trace_gives_occupancy_of_every_track_that_adds_up_to_its_slices(tmp_path):
-    from fastsim.plot import occupancy
+    from fastsim.figures import occupancy
 
     for raw in ([], ["--trace-raw"]):
         path = tmp_path / f"t{len(raw)}.json"

@@ -184,16 +184,21 @@ def test_sweep__two_workers_equal_one(tmp_path):
     assert_same_data(one.load(), two.load())
 
 
-def test_sweep__local_workers_keep_glibcs_adaptive_malloc(monkeypatch):
+def test_sweep__local_workers_keep_glibcs_adaptive_malloc_and_start_no_numba_threads(monkeypatch):
     """dask would start them with MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold
-    and made numpy, and with it a decode point, 2x slower in a worker than in the parent."""
+    and made numpy, and with it a decode point, 2x slower in a worker than in the parent. Workers
+    get NUMBA_NUM_THREADS=1 through dask's worker environment; this process's stays as it was."""
     from fastsim.sweeping.engine import _client
 
     monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # an earlier dask cluster sets it here
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)  # a value set here would be the workers' too
+    ours = ("NUMBA_NUM_THREADS", "FASTSIM_THREADS")
+    before = {name: os.environ.get(name) for name in ours}
     client, cluster = _client(1, None)
     try:
-        seen = client.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
-        assert list(seen.values()) == [None]
+        seen = client.run(lambda: [os.environ.get(name) for name in ("MALLOC_TRIM_THRESHOLD_", *ours)])
+        assert list(seen.values()) == [[None, "1", before["FASTSIM_THREADS"]]]
+        assert {name: os.environ.get(name) for name in ours} == before
     finally:
         client.close()
         cluster.close()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from ..arch import Arch
 from ..cache import CACHE
+from ..settings import current
 from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
@@ -259,7 +260,7 @@ class Evaluation:
         from tqdm.auto import tqdm
 
         todo, problems, by_key = {}, [], {}
-        for p in tqdm(placed, desc="mapping ops", unit="op", leave=False, disable=not _PROGRESS["on"]):
+        for p in tqdm(placed, desc="mapping ops", unit="op", leave=False, disable=not current().progress):
             key = p.key
             by_key[key] = p
             if key in self.results or key in todo:
@@ -282,14 +283,6 @@ def _label(placed: list[Placed]) -> str:
     """The fusion value that reproduces ``placed`` (what overlays store)."""
     kinds = {p.chip.group.kind + (f":{PIPELINE}" if p.pipelined else "") for p in placed if p.chip.group}
     return "+".join(sorted(kinds)) or "none"
-
-
-_PROGRESS = {"on": False}
-
-
-def show_progress(on: bool) -> None:
-    """Show a progress bar on stderr while ops are mapped (the CLI turns it on for a terminal)."""
-    _PROGRESS["on"] = bool(on)
 
 
 def _ablated(p: Placed, pins: GraphPins) -> bool:

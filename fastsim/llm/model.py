@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cost import DTYPE_BYTES
+from ..dtypes import DTYPE_BYTES
 from ..errors import ConfigError, Problems, shown
 
 

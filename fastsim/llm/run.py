@@ -12,7 +12,6 @@ from ..arch import Arch, NPU2
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
-from ..evaluation.evaluate import show_progress  # noqa: F401 (re-exported)
 from ..mapping.dispatch import DispatchLimits
 from .assemble import TENSOR_KINDS, by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
 from .model import Precision

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..cost import DTYPE_BYTES
+from ..dtypes import DTYPE_BYTES, OUT_DTYPE
 
-OUT_DTYPE = {"bf16": "bf16", "int8": "int32", "int16": "int32"}
 DATAFLOWS = ("os", "ws", "is")
 SPLITS = ("2d", "n", "m")
 L2_CHOICES = ("", "a", "b", "ab")

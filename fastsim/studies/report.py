@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..plot import _pyplot  # one headless matplotlib setup for every figure fastsim draws
+from ..figures import pyplot  # one headless matplotlib setup for every figure fastsim draws
 
 
 def _save(plt, fig, path: Path) -> None:
@@ -62,7 +62,7 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 def _regime_panels(ds: xr.Dataset, height: float):
     """(pyplot, figure, [(axes, regime label)]): one panel per regime, side by side."""
-    plt = _pyplot()
+    plt = pyplot()
     n = len(ds.regime)
     fig, axes = plt.subplots(1, n, figsize=(4.5 * n, height), squeeze=False)
     return plt, fig, list(zip(axes[0], ds.regime.values))
@@ -126,7 +126,7 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 
 def cuts_figure(ds: xr.Dataset, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     for regime in ds.regime.values:
         r = ds.sel(regime=regime)
@@ -183,7 +183,7 @@ def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 
 def overlays_figure(ds: xr.Dataset, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.0))
     plans = [str(p) for p in ds.plan.values]
     values = np.nan_to_num(ds.mix_seconds.values * 1e3, nan=0.0)
@@ -275,7 +275,7 @@ def bandwidth_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 
 def bandwidth_figure(ds: xr.Dataset, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     for col in ("0", "all"):
         for d in ds.direction.values:
@@ -308,7 +308,7 @@ def compression_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 
 def compression_figure(ds: xr.Dataset, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.4))
     x = np.arange(ds.sizes["scheme"])
     ax.bar(x - 0.2, ds.total_ratio_weights.values, 0.4, label="measured (weights)")

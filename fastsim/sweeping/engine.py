@@ -8,6 +8,7 @@ from pathlib import Path
 
 import xarray as xr
 
+from .. import settings
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec
@@ -36,6 +37,10 @@ class SweepReport:
 # again, and the mapping search's closed forms ran 4x slower in a worker than in this process
 # (a decode point took 2.1x as long). fastsim's local workers keep glibc's default.
 WORKER_MALLOC_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+# numba in a local worker starts no threads of its own: the worker processes are the parallelism.
+# The nanny sets it in the worker's environment when the worker starts (before any task imports
+# numba); this process's environment stays as it is.
+WORKER_NUMBA_THREADS = "distributed.nanny.environ.NUMBA_NUM_THREADS"
 
 
 def _client(workers: int | None, scheduler: str | None):
@@ -46,11 +51,9 @@ def _client(workers: int | None, scheduler: str | None):
         if Path(scheduler).exists():
             return Client(scheduler_file=scheduler), None
         return Client(scheduler), None
-    # one single-threaded worker process per core; neither numba nor the engine's batch threads
-    # start threads there (the workers are the parallelism)
-    os.environ["NUMBA_NUM_THREADS"] = "1"
-    os.environ["FASTSIM_THREADS"] = "1"
-    with dask.config.set({WORKER_MALLOC_TRIM: None}):
+    # one single-threaded worker process per core; neither numba (WORKER_NUMBA_THREADS) nor the
+    # engine's batch threads (_run_chunk_alone) start threads there
+    with dask.config.set({WORKER_MALLOC_TRIM: None, WORKER_NUMBA_THREADS: "1"}):
         cluster = LocalCluster(n_workers=workers or os.cpu_count(), threads_per_worker=1, processes=True,
                                dashboard_address=None)
     return Client(cluster), cluster
@@ -99,8 +102,9 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
         from dask.distributed import as_completed
 
         client, cluster = _client(workers, scheduler)
+        task = run_chunk if cluster is None else _run_chunk_alone  # a running scheduler's workers: as set up there
         try:
-            futures = client.map(run_chunk, [spec] * len(todo), [out] * len(todo), todo, pure=False)
+            futures = client.map(task, [spec] * len(todo), [out] * len(todo), todo, pure=False)
             for fut in as_completed(futures):
                 _, n = fut.result()
                 computed += n
@@ -115,6 +119,13 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
     if report is not None:
         report.append(rep)
     return st.open_store(out)
+
+
+def _run_chunk_alone(spec: SweepSpec, out: str, chunk: int) -> tuple[int, int]:
+    """``run_chunk`` in a local worker: its batches run on one thread (the workers are the
+    parallelism), whatever the worker's environment says."""
+    with settings.use(threads=1):
+        return run_chunk(spec, out, chunk)
 
 
 def _bar(total: int, enabled: bool):

@@ -14,8 +14,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
-from .. import __version__
 from ..errors import ConfigError
+from ..version import __version__
 from .spec import SweepSpec
 from .variables import REGISTRY, parameter_units
 

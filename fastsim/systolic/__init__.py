@@ -1,7 +1,7 @@
 """Systolic PE-mesh model (ws / is / os) that reproduces SCALE-Sim v3's numbers.
 
-The model (and with it the kernels) loads on first use, so reading inputs stays light and the CLI
-can choose how kernels run before they load.
+The model (and with it the kernel modules) loads on first use, so reading inputs stays light;
+``mesh_metrics(..., jit=False)`` runs the kernels as plain Python, without importing numba.
 """
 from .inputs import Layer, MeshConfig, read_config, read_topology
 

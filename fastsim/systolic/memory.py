@@ -18,6 +18,7 @@ from fastsim.kernels import scalesim_addresses as KA
 from fastsim.kernels import scalesim_buffers as KB
 from fastsim.kernels import systolic as KS
 from fastsim.kernels import systolic_memory as KM
+from fastsim.settings import resolve_jit
 
 from .inputs import DATAFLOWS, OPERANDS, Layer, MeshConfig
 
@@ -83,30 +84,33 @@ def _folds(layer: Layer, cfg: MeshConfig) -> tuple[int, int, int, int, int, int]
     return nr, nc, sr - (nr - 1) * cfg.rows, sc - (nc - 1) * cfg.cols, t, cfg.rows * cfg.cols
 
 
-def occupancy(layer: Layer, cfg: MeshConfig, fold_start: np.ndarray, bins: int) -> np.ndarray:
+def occupancy(layer: Layer, cfg: MeshConfig, fold_start: np.ndarray, bins: int, jit: bool | None = None) -> np.ndarray:
     """Mean busy-PE fraction in `bins` equal time bins of the stalled timeline: each fold's busy
     PE-cycles spread evenly over the cycles from its start to the next fold's (stalls included);
-    the closed form bins folds the same way (``kernels/systolic.py``)."""
+    the closed form bins folds the same way (``kernels/systolic.py``). ``jit``: compiled kernel or
+    plain Python (default: ``fastsim.settings``)."""
     nr, nc, last_r, last_c, t, pes = _folds(layer, cfg)
     used_r = np.where(np.arange(nr) < nr - 1, cfg.rows, last_r)
     used_c = np.where(np.arange(nc) < nc - 1, cfg.cols, last_c)
     busy = (used_c[:, None] * used_r[None, :] * t / pes).ravel()  # column tiles outer, as the kernel runs them
     occ = np.zeros(bins)
-    KS.fold_occupancy(fold_start, busy, occ)
+    KS.fold_occupancy.variant(resolve_jit(jit))(fold_start, busy, occ)
     return occ
 
 
-def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill: np.ndarray | None = None):
+def _run(inp: np.ndarray, sizes, trace: np.ndarray, fold_start: np.ndarray, fill: np.ndarray | None = None,
+         jit: bool | None = None):
     out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
     fill = np.zeros((sizes[4] + 1, 2), np.int64) if fill is None else fill
-    KM.memory_batch(inp, out, np.zeros(KA.G_NCOL, np.int64), np.zeros((2, KB.RB_NCOL), np.int64),
-                    np.zeros(KB.WB_NCOL, np.int64),
-                    np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64),
-                    np.zeros(max(sizes[2], sizes[0]), np.int64),  # CSR lines, or a line per address
-                    np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64),
-                    np.zeros(max(sizes[3], sizes[1]), np.int64),
-                    fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64),
-                    np.zeros((2, KB.EB_NCOL), np.int64))
+    run = KM.memory_batch.variant(resolve_jit(jit))
+    run(inp, out, np.zeros(KA.G_NCOL, np.int64), np.zeros((2, KB.RB_NCOL), np.int64),
+        np.zeros(KB.WB_NCOL, np.int64),
+        np.zeros(sizes[0] + 1, np.int64), np.zeros(sizes[0] + 1, np.int64),
+        np.zeros(max(sizes[2], sizes[0]), np.int64),  # CSR lines, or a line per address
+        np.zeros(sizes[1] + 1, np.int64), np.zeros(sizes[1] + 1, np.int64),
+        np.zeros(max(sizes[3], sizes[1]), np.int64),
+        fill, trace, fold_start, np.zeros((sizes[5], 3), np.int64), np.zeros((sizes[6], 3), np.int64),
+        np.zeros((2, KB.EB_NCOL), np.int64))
     return out
 
 
@@ -133,9 +137,10 @@ def _cost(layer: Layer, cfg: MeshConfig) -> int:
 
 
 def _run_threaded(inp: np.ndarray, sizes_by_item: np.ndarray, costs: list[int], fold_start: np.ndarray,
-                  threads: int) -> np.ndarray:
+                  threads: int, jit: bool) -> np.ndarray:
     """Items split over threads, longest first to the least loaded (the kernel releases the GIL);
-    each thread has its own scratch, and writes disjoint rows of ``fold_start``."""
+    each thread has its own scratch, and writes disjoint rows of ``fold_start``. ``jit`` is
+    resolved here: pool threads do not see the caller's settings."""
     threads = max(1, min(threads, len(inp)))
     groups, loads = [[] for _ in range(threads)], [0] * threads
     for item in sorted(range(len(inp)), key=lambda i: -costs[i]):
@@ -146,7 +151,8 @@ def _run_threaded(inp: np.ndarray, sizes_by_item: np.ndarray, costs: list[int], 
     out = np.zeros((len(inp), KM.Y_NCOL), np.int64)
 
     def work(group):
-        out[group] = _run(inp[group], sizes_by_item[group].max(axis=0), np.zeros((0, 3), np.int64), fold_start)
+        out[group] = _run(inp[group], sizes_by_item[group].max(axis=0), np.zeros((0, 3), np.int64), fold_start,
+                          jit=jit)
 
     if len(groups) == 1:
         work(groups[0])
@@ -159,11 +165,12 @@ def _run_threaded(inp: np.ndarray, sizes_by_item: np.ndarray, costs: list[int], 
 
 
 def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
-                   dram_detail: bool = False, threads: int = 1) -> dict:
+                   dram_detail: bool = False, threads: int = 1, jit: bool | None = None) -> dict:
     """Every output of the memory models as an int64 array (layers, configs); configs without a
     bandwidth limit get zeros unless ``dram_detail``. ``stall_cycles_by_operand`` adds a trailing
     axis (ifmap, filter, ofmap), ``occupancy`` one of time bins (NaN where the model did not run).
-    ``threads`` > 1 runs items on that many threads (sweep workers keep 1: they are the parallelism)."""
+    ``threads`` > 1 runs items on that many threads (sweep workers keep 1: they are the parallelism).
+    ``jit``: compiled kernels or plain Python (default: ``fastsim.settings``)."""
     pairs = [(i, j) for j, cfg in enumerate(configs) if cfg.bandwidth_limited or dram_detail
              for i in range(len(layers))]
     shape = (len(layers), len(configs))
@@ -177,7 +184,8 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bin
     inp[:, KM.X_FOLD_BASE] = np.concatenate([[0], np.cumsum(folds)[:-1]])
     sizes = np.array([_scratch_sizes(layers[i], configs[j]) for i, j in pairs])
     fold_start = np.zeros(folds.sum(), np.int64)
-    out = _run_threaded(inp, sizes, [_cost(layers[i], configs[j]) for i, j in pairs], fold_start, threads)
+    jit = resolve_jit(jit)
+    out = _run_threaded(inp, sizes, [_cost(layers[i], configs[j]) for i, j in pairs], fold_start, threads, jit)
     reasons = {1: "a demanded address is missing from its prefetch order (SCALE-Sim would loop forever)",
                2: "an estimate-mode prefetch does not fit its cycles (SCALE-Sim fails there; SRAM < 100 words?)"}
     failed = [f"{layers[i].name} on {configs[j].rows}x{configs[j].cols} {configs[j].dataflow}: "
@@ -189,5 +197,5 @@ def memory_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bin
         result[name][rows, cols] = out[:, col]
     result["stall_cycles_by_operand"][rows, cols] = out[:, [KM.Y_STALL_IFMAP, KM.Y_STALL_FILTER, KM.Y_STALL_OFMAP]]
     for (i, j), base, n in zip(pairs, inp[:, KM.X_FOLD_BASE], folds):
-        result["occupancy"][i, j] = occupancy(layers[i], configs[j], fold_start[base:base + n], occupancy_bins)
+        result["occupancy"][i, j] = occupancy(layers[i], configs[j], fold_start[base:base + n], occupancy_bins, jit)
     return result

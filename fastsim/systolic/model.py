@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from fastsim.kernels import systolic as K
+from fastsim.settings import resolve_jit
 
 from .inputs import DATAFLOWS, Layer, MeshConfig
 from .memory import OUTPUTS as MEMORY_OUTPUTS
@@ -56,11 +57,13 @@ MISMATCH = ["full", "rows_short", "cols_short", "both_short"]
 
 
 def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins: int = 64,
-                 dram_detail: bool = False, threads: int = 1) -> dict:
+                 dram_detail: bool = False, threads: int = 1, jit: bool | None = None) -> dict:
     """Every metric as a numpy array of shape (layers, configs[, extra]). ``dram_detail`` also runs
     SCALE-Sim's request-level estimate buffers on configs without a bandwidth limit: exact DRAM
     writes, access windows and peak rates there too, at request-level cost. ``threads`` spreads the
-    request-level models over threads."""
+    request-level models over threads. ``jit=False`` runs the kernels as plain Python: a few
+    closed-form layers finish before numba would have started (default: ``fastsim.settings``,
+    else ``$FASTSIM_JIT``, else compiled; the numbers are the same)."""
     configs = [c.validate() for c in configs]
     n_l, n_c = len(layers), len(configs)
     inp = np.zeros((n_l * n_c, K.I_NCOL), np.int64)
@@ -73,22 +76,24 @@ def mesh_metrics(layers: list[Layer], configs: list[MeshConfig], occupancy_bins:
     out = np.zeros((len(inp), K.O_NCOL), np.int64)
     fout = np.zeros((len(inp), K.F_NCOL))
     occ = np.zeros((len(inp), occupancy_bins))
-    K.systolic_batch(inp, out, fout, occ)
+    jit = resolve_jit(jit)
+    K.systolic_batch.variant(jit)(inp, out, fout, occ)
     shape = (n_l, n_c)
     m = {name: out[:, col].reshape(shape) for name, (col, _, _) in INT_OUTPUTS.items()}
     m.update({name: fout[:, col].reshape(shape) for name, (col, _, _) in FLOAT_OUTPUTS.items()})
     m["tile_mismatch"] = out[:, K.O_FOLDS_FULL:K.O_FOLDS_BOTH_SHORT + 1].reshape(shape + (4,))
     m["occupancy"] = occ.reshape(shape + (occupancy_bins,))
-    m.update(_memory(m, layers, configs, dram_detail, threads))
+    m.update(_memory(m, layers, configs, dram_detail, threads, jit))
     return m
 
 
-def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail: bool, threads: int) -> dict:
+def _memory(m: dict, layers: list[Layer], configs: list[MeshConfig], dram_detail: bool, threads: int,
+            jit: bool) -> dict:
     """Stalls and DRAM traffic: closed forms with unlimited bandwidth (no stalls, each element
     read once), SCALE-Sim's request-level buffer models where a config sets a bandwidth (USER) or
     ``dram_detail`` asks for them (CALC's estimate buffers)."""
     modelled = np.array([c.bandwidth_limited or dram_detail for c in configs])
-    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1], dram_detail, threads)
+    mem = memory_metrics(layers, configs, m["occupancy"].shape[-1], dram_detail, threads, jit)
     m["occupancy"] = np.where(modelled[:, None], mem["occupancy"], m["occupancy"])
     # memory_metrics leaves zeros where no buffer model ran
     out = {name: mem[name] for name in MEMORY_OUTPUTS if name.endswith("_cycle")}

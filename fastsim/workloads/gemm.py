@@ -1,19 +1,23 @@
-"""GEMM C[M,N] = A[M,K] @ B[K,N] as a workload: any size, mapped by the mapper's search.
+"""GEMM C[M,N] = A[M,K] @ B[K,N] as a workload: a one-op graph, mapped by the mapper's search.
 
 Fields left ``None`` are searched (``fastsim.mapping``); set ones pin the search (a tile, the
-columns, the dataflow, L2 residency, K split, datapath). ``gemm_design(g, arch, mapping)`` builds
-the design of one explicit mapping instead.
+columns, the dataflow, L2 residency, K split, datapath). The op the mapper sees is the graph's op
+as every graph's op becomes one (``fastsim.evaluation.place.matmul_of``), so a GEMM and the same
+matmul inside a model map alike. ``gemm_design(g, arch, mapping)`` builds the design of one
+explicit mapping instead.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..arch import Arch
-from ..cost import DTYPE_BYTES
 from ..design import Design
+from ..dtypes import DTYPE_BYTES, OUT_DTYPE
 from ..errors import Problems
+from ..evaluation import GraphPins
+from ..evaluation.place import Placed, matmul_of
+from ..graph import MATMUL, Op, OpGraph, Operand
 from ..mapping import Mapping, Matmul, Pins, matmul_design, search
-from ..mapping.space import OUT_DTYPE
 
 
 MAX_EXTENT = 1 << 20  # per dimension
@@ -55,6 +59,26 @@ class Gemm:
         return 2 * self.macs
 
     def matmul(self) -> Matmul:
+        """The op as the mapper sees it."""
+        return matmul_of(Placed(self.graph().ops[0]), self.graph_pins())
+
+    def graph(self) -> OpGraph:
+        """The one-op graph: A is activations, B weights (narrower B is dequantized on the core)."""
+        self._validate()
+        out = self.out_dtype or OUT_DTYPE.get(self.dtype, self.dtype)
+        b = self.weight_bytes or DTYPE_BYTES[self.weight_dtype or self.dtype]
+        op = Op("gemm", "gemm", 0, MATMUL, self.m, self.k, self.n, Operand("activations", DTYPE_BYTES[self.dtype]),
+                Operand("weights", b), Operand("activations", DTYPE_BYTES[out]),
+                cast_cycles_per_weight=self.cast_cycles_per_weight, macs_scale=self.macs_scale)
+        return OpGraph((op,), ((),), batch=1, tokens=self.m)
+
+    def graph_pins(self) -> GraphPins:
+        """What the GEMM fixes beyond its mapping pins (``pins``): datapath dtype, efficiency,
+        per-call overhead, NOOP."""
+        return GraphPins(self.dtype, kernel_efficiency=self.kernel_efficiency,
+                         kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else ())
+
+    def _validate(self) -> None:
         p = Problems("gemm")
         for name in ("m", "k", "n"):  # 2**20: a 512 x 2**26 x 2048 GEMM did not finish
             p.number(name, getattr(self, name), integer=True, lo=1, hi=MAX_EXTENT)
@@ -78,10 +102,6 @@ class Gemm:
         if self.kernel_efficiency is not None:
             p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
         p.raise_if_any()
-        b = self.weight_bytes or DTYPE_BYTES[self.weight_dtype or self.dtype]
-        return Matmul(self.m, self.k, self.n, self.dtype, DTYPE_BYTES[self.dtype], b,
-                      DTYPE_BYTES[out], self.kernel_efficiency, self.kernel_overhead_cycles,
-                      self.cast_cycles_per_weight, self.macs_scale, name="gemm")
 
     def pins(self) -> Pins:
         tiles = (self.tile_m, self.tile_k, self.tile_n)

@@ -1,0 +1,140 @@
+"""What the commands share: loading an arch, ending on an error, the size guard, and the option
+groups several commands take (the GEMM and its pins, the LLM study's model, the ``run`` options
+that may also follow the workload)."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..arch import load
+from ..errors import ConfigError
+
+# Sizes past which a run takes minutes or more here: the CLI asks for --yes (the API's hard limits
+# are in the workload validators).
+SOFT_LIMITS = {"gemm_macs": 1 << 36, "context": 1 << 17, "prompt": 1 << 14, "batch": 64}
+
+
+def load_arch(name: str):
+    """An arch preset or TOML file; a bad one is a usage error of ``--arch``."""
+    try:
+        return load(name)
+    except (ValueError, ConfigError) as e:
+        raise click.BadParameter(str(e), param_hint="--arch")
+
+
+def fail(e: Exception) -> None:
+    """End a command on bad input or a failed simulation: the message and exit status 2, or, under
+    ``fastsim --debug``, the exception with its traceback."""
+    if click.get_current_context().find_root().params.get("debug"):
+        raise e
+    click.echo(f"error: {e}", err=True)
+    sys.exit(2)
+
+
+def too_big(opts: dict, what: list[str]) -> None:
+    """Refuse sizes past ``SOFT_LIMITS`` (``what`` says which and why) unless ``--yes`` was given."""
+    if what and not opts.get("yes"):
+        raise ConfigError([f"{w}; pass --yes (fastsim run --yes ...) to run it anyway" for w in what], "size guard")
+
+
+def with_options(options: list):
+    """Apply click ``options`` to a command, in the order listed (first shown first in --help)."""
+    def apply(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+    return apply
+
+
+def run_options_here(fn):
+    """The ``run`` options (--arch, --json, --trace, --no-skip, --yes) accepted after the workload
+    too (``fastsim run gemm --m 512 --json``); given there, they override the ones before it."""
+    def setter(key, convert=lambda v: v):
+        def callback(ctx, param, value):
+            if value not in (None, False):
+                ctx.obj[key] = convert(value)
+        return callback
+
+    return with_options([
+        click.option("--arch", "arch_here", default=None, expose_value=False, callback=setter("arch", load_arch),
+                     help="as fastsim run --arch"),
+        click.option("--json", "json_here", is_flag=True, expose_value=False, callback=setter("json"),
+                     help="as fastsim run --json"),
+        click.option("--trace", "trace_here", default=None, type=click.Path(dir_okay=False), expose_value=False,
+                     callback=setter("trace"), help="as fastsim run --trace"),
+        click.option("--no-skip", "no_skip_here", is_flag=True, expose_value=False,
+                     callback=setter("skip", lambda v: False), help="as fastsim run --no-skip"),
+        click.option("--yes", "yes_here", is_flag=True, expose_value=False, callback=setter("yes"),
+                     help="as fastsim run --yes"),
+    ])(fn)
+
+
+def gemm_options(fn):
+    """Options shared by ``run gemm`` and ``map gemm``: the op and the pins of its search."""
+    return with_options([
+        click.option("--m", "m", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--k", "k", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--n", "n", default=2048, show_default=True, type=click.IntRange(min=1)),
+        click.option("--dtype", default="bf16", show_default=True),
+        click.option("--tile", default=None, help="pin the L1 tile m,k,n (default: searched)"),
+        click.option("--l2", type=click.Choice(["none", "a", "b", "ab"]), default=None,
+                     help="pin which operands mem tiles hold and re-send (default: searched)"),
+        click.option("--cols", default=None, type=click.IntRange(min=1), help="pin the columns used"),
+        click.option("--dataflow", "gemm_dataflow", type=click.Choice(["os", "ws", "is"]), default=None,
+                     help="pin the dataflow"),
+        click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
+                     help="matmul kernel efficiency, fraction of the MAC array's peak (default: the arch's "
+                          "measured one-core figure per datapath)"),
+        click.option("--stream-split", type=click.Choice(["equal", "proportional"]), default=None,
+                     help="pin how shared operands are streamed over columns (default: searched)"),
+    ])(fn)
+
+
+def parse_tile(text):
+    """"64,64,64" -> (64, 64, 64); "" or None -> None (searched)."""
+    if not text:
+        return None
+    try:
+        tile = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        tile = ()
+    if len(tile) != 3 or min(tile) < 1:
+        raise click.BadParameter(f"{text!r}: expected three sizes m,k,n >= 1, e.g. 64,64,64", param_hint="--tile")
+    return tile
+
+
+def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
+    """The Gemm workload of ``gemm_options``' values."""
+    from ..workloads.gemm import Gemm
+
+    t = parse_tile(tile) or (None, None, None)
+    return Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
+                dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
+                stream_split=stream_split)
+
+
+def model_options(fn):
+    """What every LLM study takes: the model, its precision, the arch and the regimes."""
+    return with_options([
+        click.option("--model", default="llama-3.2-1b", show_default=True,
+                     help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json"),
+        click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True),
+        click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
+        click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
+        click.option("--arch", "arch_name", default="npu2", show_default=True,
+                     help="preset (npu1, npu2) or a TOML file with an [arch] table"),
+        click.option("--regime", "regimes", multiple=True,
+                     help="decode:CONTEXT, prefill:PROMPT, optionally :BATCH (repeatable; default "
+                          "decode:4096 and prefill:1024)"),
+        click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)"),
+        click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
+                     help="write <study>.md and <study>.png into this directory"),
+    ])(fn)
+
+
+def base_study(model, weights, kv, activations):
+    """The LlmStudy of ``model_options``' model and precision."""
+    from ..llm import LlmStudy, Precision
+
+    return LlmStudy(model=model, precision=Precision(weights=weights, kv=kv, activations=activations))

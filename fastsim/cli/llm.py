@@ -1,0 +1,267 @@
+"""``fastsim run llm``: a transformer's decode step, prefill or whole generation, and the replay of
+an optimize plan (``--plan``)."""
+from __future__ import annotations
+
+import json
+import sys
+from types import SimpleNamespace
+
+import click
+
+from ..errors import ConfigError, SimulationError
+from .common import SOFT_LIMITS, fail, run_options_here, too_big
+
+
+@click.command("llm")
+@run_options_here
+@click.option("--model", default="llama-3.2-1b", show_default=True,
+              help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json")
+@click.option("--regime", type=click.Choice(["decode", "prefill", "generate"]), default="decode", show_default=True,
+              help="generate: prefill, overlay switch, then --new-tokens decode steps")
+@click.option("--new-tokens", default=128, show_default=True, type=int, help="generate: tokens to decode")
+@click.option("--context", default=4096, show_default=True, type=int, help="decode: cached tokens")
+@click.option("--prompt", default=2048, show_default=True, type=int, help="prefill: prompt tokens")
+@click.option("--prefill-context", default=0, show_default=True, type=int,
+              help="prefill: tokens already cached before the prompt (chunked prefill)")
+@click.option("--batch", default=1, show_default=True, type=int)
+@click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True)
+@click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
+@click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
+@click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
+@click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12; none: one "
+              "dispatch (default: the greedy feasible cut)")
+@click.option("--fusion", default="auto", show_default=True,
+              help="auto: search per group (norm_qkv, flash_attention, ffn), pipelines (prefill) and chain; "
+                   "none: every op via DDR; groups; chain; or kinds joined by +, KIND:pipeline for a "
+                   "spatial pipeline, e.g. ffn:pipeline+flash_attention")
+@click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
+@click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
+@click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
+@click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), default=None,
+              help="TOML with a [prefill] and/or [decode] table: fusion, columns, dataflow per regime")
+@click.option("--save-overlay", "save_overlay", type=click.Path(dir_okay=False), default=None,
+              help="write the layout this run used as an overlay TOML")
+@click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
+              help="matmul kernel efficiency (default: the arch's measured one-core figure per datapath)")
+@click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
+              show_default=True, help="how streamed tensors are shared among columns (auto: proportional "
+              "for element-wise ops, searched for matmuls)")
+@click.option("--compression", "compression_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="measured.json from fastsim study compression: compress weight and KV streams by the "
+                   "measured ratios of their dtypes")
+@click.option("--samples", default=0, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="sample per-token latency and time to first token N times under the seeded variance model "
+                   "(DDR contention, dispatch jitter, bursty arrivals; docs/latency.md) and report p50/p95/p99")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="seed of --samples")
+@click.option("--load", default=0.5, show_default=True, type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              help="with --samples: request arrival rate as a share of what the NPU serves")
+@click.option("--plan", "plan_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="replay every regime of a fastsim optimize plan.json (other options ignored) and check "
+                   "the predicted numbers")
+@click.pass_context
+def llm_cmd(ctx, plan_path, **options):
+    """A transformer forward pass: one decode step or a prefill.
+
+    Example: fastsim run llm --model llama-3.2-3b --regime prefill --prompt 1024 --json"""
+    opts, o = ctx.obj, SimpleNamespace(**options)
+    with _progress_bar(sys.stderr.isatty()):
+        if plan_path:
+            replay(plan_path, opts)
+            return
+        try:
+            study = _study(o)
+            too_big(opts, [f"{name} = {value:,} is beyond {SOFT_LIMITS[name]:,}: expect minutes or more"
+                           for name, value in (("context", o.context), ("prompt", o.prompt), ("batch", o.batch))
+                           if isinstance(value, int) and value > SOFT_LIMITS[name]])
+            result, tails = _simulate(study, o, opts["arch"])
+        except (ConfigError, SimulationError, ValueError) as e:
+            fail(e)
+    latency = _latency(tails, o)
+    if o.regime == "generate":
+        _echo_generation(result, latency, o, opts)
+    else:
+        _echo_pass(result, study, latency, o, opts)
+
+
+def _progress_bar(on: bool):
+    """The mapping progress bar on stderr (for a terminal) while the command simulates."""
+    from .. import settings
+
+    return settings.use(progress=on)
+
+
+def _parse_dataflow(values):
+    """("CLASS=FLOW", ...) -> {CLASS: FLOW} (also --columns: CLASS=N)."""
+    out = {}
+    for v in values:
+        if "=" not in v:
+            raise click.BadParameter(f"{v!r}: expected CLASS=ws|is|os", param_hint="--dataflow")
+        key, flow = v.split("=", 1)
+        out[key.strip()] = flow.strip()
+    return out
+
+
+def _parse_cuts(text):
+    """"" -> None (the greedy default cut), "none" -> () (one dispatch), "4,8" -> (4, 8)."""
+    if not text:
+        return None
+    if text.strip().lower() == "none":
+        return ()
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected layer indices like 4,8,12", param_hint="--cuts")
+
+
+def _study(o):
+    """The LlmStudy of the options (a generation starts with its prefill)."""
+    from ..llm import LlmStudy, Precision
+
+    ratios = {"weight_compression": {}, "kv_compression": {}}
+    if o.compression_path:
+        from ..studies.compression import load_run_ratios
+
+        ratios = load_run_ratios(o.compression_path)
+    return LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
+                    context=o.context, prompt=o.prompt, batch=o.batch, prefill_context=o.prefill_context,
+                    precision=Precision(weights=o.weights, activations=o.activations, kv=o.kv,
+                                        weight_compression=ratios["weight_compression"].get(o.weights, 1.0),
+                                        kv_compression=ratios["kv_compression"].get(o.kv, 1.0)),
+                    dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
+                    columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
+                    cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
+                    stream_split=o.stream_split)
+
+
+def _simulate(study, o, arch):
+    """(the pass's Dataset, or the generation's summary dict; the latency quantiles or None)."""
+    from ..llm import simulate_llm
+    from ..llm.run import apply_overlay
+    from ..mapping import overlay as overlay_io
+
+    overlays = overlay_io.load(o.overlay_path) if o.overlay_path else {}
+    if o.regime == "generate":
+        from ..llm.run import simulate_generation
+
+        result = simulate_generation(study, o.new_tokens, arch, overlays=overlays)
+    else:
+        result = simulate_llm(apply_overlay(study, overlays.get(o.regime)), arch)
+        if o.save_overlay:
+            from ..llm.assemble import overlay_of
+
+            overlay_io.save({o.regime: overlay_of(result)}, o.save_overlay)
+    tails = None
+    if o.samples:
+        from ..llm.latency import VarianceModel, latency_distribution
+
+        tails = latency_distribution(apply_overlay(study, overlays.get(o.regime)), arch, o.samples, o.seed,
+                                     VarianceModel(load=o.load))
+    return result, tails
+
+
+def _latency(tails, o) -> dict | None:
+    if tails is None:
+        return None
+    return {"samples": o.samples, "seed": o.seed, "quantiles": [float(q) for q in tails["quantile"].values],
+            "token_latency_s": [float(x) for x in tails.token_latency_quantile_s.values],
+            "ttft_s": [float(x) for x in tails.ttft_quantile_s.values]}
+
+
+def _echo_generation(g: dict, latency: dict | None, o, opts: dict) -> None:
+    if opts["trace"]:
+        click.echo("trace: not written for --regime generate (trace --regime decode or prefill)", err=True)
+    if latency:
+        g["latency"] = latency
+    if opts["json"]:
+        click.echo(json.dumps(g))
+        return
+    click.echo(f"{g['model']}: prompt {o.prompt} + {o.new_tokens} new tokens on {g['arch']}")
+    click.echo(f"  time to first token  {g['ttft_s'] * 1e3:,.2f} ms (prefill)")
+    click.echo(f"  overlay switch       {g['overlay_s'] * 1e6:,.0f} us ({g['overlay_change']}; "
+               f"prefill {g['prefill_fusion']}, decode {g['decode_fusion']})")
+    click.echo(f"  decode               {g['decode_s'] * 1e3:,.2f} ms ({g['tpot_s'] * 1e3:,.3f} ms/token mean)")
+    click.echo(f"  total                {g['seconds'] * 1e3:,.2f} ms ({g['tokens_per_s']:,.1f} new tokens/s)")
+    _echo_latency(latency)
+
+
+def _echo_pass(ds, study, latency: dict | None, o, opts: dict) -> None:
+    """One decode step or prefill: its summary as JSON or a table (and its trace, if asked)."""
+    from ..llm.run import llm_summary
+
+    s = llm_summary(ds)
+    if latency:
+        s["latency"] = latency
+    if opts["trace"]:
+        from ..trace import write_trace
+
+        s["trace_events"] = write_trace(ds, opts["trace"])
+        click.echo(f"trace: {opts['trace']} ({s['trace_events']} slices; open in ui.perfetto.dev)", err=True)
+    if opts["json"]:
+        click.echo(json.dumps(s))
+        return
+    what = f"decode step at context {o.context}" if o.regime == "decode" else f"prefill of {o.prompt} tokens"
+    pr = study.precision
+    packed = f" ({pr.weight_compression:.3g}x compressed)" if pr.weight_compression != 1.0 else ""
+    packed_kv = f" ({pr.kv_compression:.3g}x compressed)" if pr.kv_compression != 1.0 else ""
+    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {o.weights}{packed}, kv {o.kv}{packed_kv} "
+               f"on {s['arch']}")
+    _echo_pass_table(s, ds, "ms/token" if o.regime == "decode" else "ms")
+    _echo_latency(latency)
+
+
+def _echo_pass_table(s: dict, ds, unit: str) -> None:
+    click.echo(f"  time            {s['seconds'] * 1e3:,.3f} {unit}  ({s['tokens_per_s']:,.1f} tokens/s)")
+    click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
+               f"KV {s['kv_bytes'] / 1e6:,.1f}, activations {s['activation_bytes'] / 1e6:,.1f})")
+    click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
+    click.echo(f"  dispatch        {s['dispatches']} x {1e6 * s['dispatch_seconds'] / s['dispatches']:,.0f} us "
+               f"({100 * s['dispatch_share']:.1f} %), cuts after layers [{ds.attrs['cuts']}]")
+    if s["program_reload_seconds"]:
+        click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
+    click.echo(f"  fusion          {s['fusion']}  (searched: {ds.attrs['fusion_alternatives']})")
+    click.echo(f"  compute         {s['compute_s'] * 1e3:,.3f} ms, exposed {s['exposed_compute_s'] * 1e3:,.3f} ms "
+               f"(what NOOP of every class would save, about)")
+    click.echo(f"  bound by        {s['bound_by']}")
+    click.echo("  class           ms        share")
+    for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
+        click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")
+
+
+def _echo_latency(latency: dict | None) -> None:
+    if not latency:
+        return
+    names = "/".join(f"p{round(100 * q):d}" for q in latency["quantiles"])
+    click.echo(f"  latency {names} over {latency['samples']:,} samples (seed {latency['seed']}; variance model: "
+               "assumptions, docs/latency.md)")
+    click.echo("    per token     " + " / ".join(f"{x * 1e3:,.3f}" for x in latency["token_latency_s"]) + " ms")
+    click.echo("    first token   " + " / ".join(f"{x * 1e3:,.1f}" for x in latency["ttft_s"]) + " ms")
+
+
+def replay(plan_path: str, opts: dict) -> None:
+    """Run each regime of an optimize plan and compare with its predicted numbers (exit 1 if any differs)."""
+    from ..llm import simulate_llm
+    from ..llm.run import llm_summary
+    from ..studies.optimize import study_from_json
+
+    try:
+        plan = json.loads(open(plan_path).read())
+        if plan["inputs"]["arch"] != opts["arch"].name:
+            raise ValueError(f"the plan was made for arch {plan['inputs']['arch']!r}: pass --arch "
+                             f"{plan['inputs']['arch']} (before the subcommand)")
+        out, same = {}, True
+        for label, r in plan["regimes"].items():
+            got = llm_summary(simulate_llm(study_from_json(r["study"]), opts["arch"]))
+            out[label] = {k: got[k] for k in r["predicted"]}
+            same &= out[label] == r["predicted"]
+    except (ConfigError, SimulationError, ValueError, KeyError, TypeError, OSError) as e:
+        click.echo(f"error: {plan_path}: {e}", err=True)
+        sys.exit(2)
+    if opts["json"]:
+        click.echo(json.dumps({"regimes": out, "matches_prediction": same}))
+    else:
+        for label, got in out.items():
+            click.echo(f"{label}: {got['seconds'] * 1e3:,.3f} ms, {got['tokens_per_s']:,.1f} tokens/s, "
+                       f"{got['dispatches']} dispatch(es), fusion {got['fusion']}")
+        click.echo("matches the plan's prediction" if same else "DIFFERS from the plan's prediction")
+    if not same:
+        sys.exit(1)

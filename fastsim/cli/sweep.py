@@ -1,0 +1,28 @@
+"""``fastsim sweep``: run or resume a sweep spec into a zarr store."""
+from __future__ import annotations
+
+import click
+
+from ..errors import ConfigError
+from .common import fail
+
+
+@click.command("sweep")
+@click.argument("spec_path", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="zarr store (created or resumed)")
+@click.option("--workers", type=int, default=None,
+              help="worker processes of a local dask cluster (default: one per core; 0: run in this process)")
+@click.option("--scheduler", default=None, help="address or scheduler file of a running dask scheduler")
+@click.option("--no-progress", is_flag=True, help="no progress bar")
+def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
+    """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT).
+
+    Example: fastsim sweep sweeps/gemm_quick.toml --out quick.zarr --workers 2"""
+    from ..sweeping import sweep
+
+    report = []
+    try:
+        sweep(spec_path, out, workers=workers, scheduler=scheduler, progress=not no_progress, report=report)
+    except ConfigError as e:
+        fail(e)
+    click.echo(str(report[0]))

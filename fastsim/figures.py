@@ -1,0 +1,226 @@
+"""Figures of results, drawn headless: each function draws one kind on a matplotlib Figure and
+returns it, so that tests can check axes, series and labels. ``fastsim plot`` (``plot.py``) picks
+one for a result; study reports (``studies/report.py``) draw with the same headless set-up.
+
+- ``sweep_figure``, ``heatmap_figure``: any output of a sweep over one axis (lines, one per value
+  of a second axis) or two (a heatmap);
+- ``kv_figure``: KV-cache vs weight DDR bytes over context (an LLM sweep), the crossover marked;
+- ``classes_figure``: time by op class and by layer (an LLM run);
+- ``stalls_figure``: stall attribution per op, what its DMA channels did, for the ops taking the
+  most time (an LLM run);
+- ``roofline_figure``: achieved ops/s against ops per DDR byte with the arch's compute and DDR
+  ceilings (a GEMM run);
+- ``mismatch_figure``: the systolic tile-mismatch histogram (a systolic run);
+- ``occupancy_figure``: busy share of every core and DMA channel over time (a run's ``--trace`` file).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ConfigError
+
+
+def pyplot():
+    """matplotlib.pyplot set up for files only (the Agg backend): the one matplotlib set-up of fastsim."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on clusters and CI
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _figure(w=6.0, h=3.6):
+    return pyplot().subplots(figsize=(w, h))
+
+
+def _label(da) -> str:
+    units = da.attrs.get("units", "")
+    return f"{da.name} ({units})" if units and units != "1" else str(da.name)
+
+
+def _over(ds, var: str, x: str, y: str | None):
+    """``var`` of the good points (status 0) over axes ``x`` (and ``y``); other axes at their first value."""
+    if var not in ds:
+        raise ConfigError([f"var = {var!r}: not in the result; one of {sorted(ds.data_vars)}"], "plot")
+    for axis in (x, y):
+        if axis is not None and axis not in ds[var].dims:
+            raise ConfigError([f"axis {axis!r}: {var} runs over {list(ds[var].dims)}"], "plot")
+    da = ds[var].where(ds["status"] == 0) if "status" in ds else ds[var]
+    return da.isel({dim: 0 for dim in da.dims if dim not in (x, y)})
+
+
+def sweep_figure(ds, var: str, x: str, y: str | None = None):
+    """``var`` over axis ``x``: one line, or one per value of ``y``."""
+    da = _over(ds, var, x, y)
+    fig, ax = _figure()
+    if y is None:
+        ax.plot(da[x].values, da.values, "o-", label=var)
+    else:
+        for value in da[y].values:
+            ax.plot(da[x].values, da.sel({y: value}).values, "o-", label=f"{y} = {value}")
+        ax.legend(fontsize=7)
+    ax.set_xlabel(_label(ds[x]))
+    ax.set_ylabel(_label(ds[var]))
+    ax.set_title(f"{var} over {x}" + (f" and {y}" if y else ""), fontsize=9)
+    return fig
+
+
+def heatmap_figure(ds, var: str, x: str, y: str):
+    """``var`` over axes ``x`` and ``y`` as a heatmap with a colour bar."""
+    da = _over(ds, var, x, y).transpose(y, x)
+    fig, ax = _figure()
+    im = ax.imshow(da.values, aspect="auto", origin="lower")
+    ax.set_xticks(range(da.sizes[x]), [str(v) for v in da[x].values], fontsize=7)
+    ax.set_yticks(range(da.sizes[y]), [str(v) for v in da[y].values], fontsize=7)
+    ax.set_xlabel(_label(ds[x]))
+    ax.set_ylabel(_label(ds[y]))
+    fig.colorbar(im, ax=ax, label=_label(ds[var]))
+    ax.set_title(f"{var}", fontsize=9)
+    return fig
+
+
+def kv_figure(ds, x: str = "context"):
+    """KV and weight DDR bytes per step over context; the first context where KV exceeds weights."""
+    for name in ("kv_bytes", "weight_bytes"):
+        if name not in ds:
+            raise ConfigError([f"kind kv needs outputs kv_bytes and weight_bytes (and a {x} axis)"], "plot")
+    kv, w = ds.kv_bytes, ds.weight_bytes
+    for dim in list(kv.dims):
+        if dim != x:
+            kv, w = kv.isel({dim: 0}), w.isel({dim: 0})
+    fig, ax = _figure()
+    ax.plot(kv[x].values, w.values / 1e6, "s-", label="weights")
+    ax.plot(kv[x].values, kv.values / 1e6, "^-", label="KV cache")
+    over = np.flatnonzero(kv.values > w.values)
+    if over.size:
+        ax.axvline(kv[x].values[over[0]], color="grey", ls="--", lw=0.8, label="KV > weights")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(_label(ds[x]) if x in ds.coords else x)
+    ax.set_ylabel("DDR MB per step")
+    ax.legend(fontsize=7)
+    ax.set_title("KV-cache vs weight traffic", fontsize=9)
+    return fig
+
+
+def classes_figure(run: dict):
+    """Time by op class (bar) and by layer (bar) of an LLM run's JSON."""
+    if "by_class" not in run:
+        raise ConfigError(["kind classes needs an LLM run's JSON (fastsim run llm --json)"], "plot")
+    fig, (a, b) = pyplot().subplots(1, 2, figsize=(8, 3.4))
+    classes = sorted(run["by_class"], key=run["by_class"].get, reverse=True)
+    a.bar(classes, [run["by_class"][c] * 1e3 for c in classes])
+    a.set_ylabel("time (ms)")
+    a.set_xlabel("op class")
+    a.tick_params(axis="x", rotation=45, labelsize=7)
+    layers = list(run["by_layer"])
+    b.bar(layers, [run["by_layer"][k] * 1e3 for k in layers])
+    b.set_xlabel("layer")
+    b.set_ylabel("time (ms)")
+    b.tick_params(axis="x", labelsize=6)
+    fig.suptitle(f"{run['model']} {run['regime']}: {run['seconds'] * 1e3:.3f} ms", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def stalls_figure(run: dict, top: int = 12):
+    """The ``top`` slowest ops of an LLM run: share of their DMA channel-cycles in each state."""
+    if "stalls_by_op" not in run:
+        raise ConfigError(["kind stalls needs an LLM run's JSON (fastsim run llm --json)"], "plot")
+    ops = sorted(run["stalls_by_op"], key=lambda o: o["seconds"], reverse=True)[:top][::-1]
+    states = list(ops[0]["channels"]) if ops else []
+    fig, ax = _figure(7, 0.35 * len(ops) + 1.5)
+    left = np.zeros(len(ops))
+    names = [f"{o['op']} (layer {o['layer']})" if o.get("layer", -1) >= 0 else o["op"] for o in ops]
+    rows = np.arange(len(ops))  # positions, not names: every layer has an op of each name
+    for state in states:
+        share = np.array([100 * o["channels"][state] for o in ops])
+        ax.barh(rows, share, left=left, label=state)
+        left += share
+    ax.set_yticks(rows, names)
+    ax.set_xlabel("DMA channel-cycles (%)")
+    ax.tick_params(axis="y", labelsize=6)
+    ax.legend(fontsize=6, ncol=4, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return fig
+
+
+def roofline_figure(run: dict, arch):
+    """A GEMM run on the arch's roofline: ops per DDR byte against achieved ops/s."""
+    if "ops_per_s" not in run or "ddr_bytes" not in run:
+        raise ConfigError(["kind roofline needs a GEMM run's JSON (fastsim run gemm --json)"], "plot")
+    intensity = run["ops"] / max(1.0, run["ddr_bytes"])
+    peak = run["peak_ops_per_s"]
+    ddr = arch.ddr_bytes_per_s
+    xs = np.logspace(-1, 4, 200)
+    fig, ax = _figure()
+    ax.plot(xs, np.minimum(peak, xs * ddr), "k-", label="roofline (compute, DDR)")
+    ax.axhline(peak, color="grey", ls=":", lw=0.8)
+    ax.plot([intensity], [run["ops_per_s"]], "o", color="C3", label="this run")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ops per DDR byte")
+    ax.set_ylabel("ops/s")
+    ax.legend(fontsize=7)
+    ax.set_title(f"Roofline of {arch.name}: {run['ops_per_s'] / 1e12:.2f} of {peak / 1e12:.1f} Top/s", fontsize=9)
+    return fig
+
+
+def mismatch_figure(run: dict):
+    """Systolic tile mismatch: folds by kind, summed over layers (a systolic run's JSON)."""
+    if "layers" not in run or not run["layers"] or "tile_mismatch" not in run["layers"][0]:
+        raise ConfigError(["kind mismatch needs a systolic run's JSON (fastsim systolic --json)"], "plot")
+    kinds = list(run["layers"][0]["tile_mismatch"])
+    totals = [sum(row["tile_mismatch"][k] for row in run["layers"]) for k in kinds]
+    fig, ax = _figure()
+    ax.bar(kinds, totals)
+    ax.set_xlabel("fold kind")
+    ax.set_ylabel("folds")
+    ax.tick_params(axis="x", rotation=30, labelsize=7)
+    ax.set_title("Systolic tile mismatch over all layers", fontsize=9)
+    return fig
+
+
+def occupancy(trace: dict, bins: int = 120):
+    """(track names, bin edges in cycles, busy share per track and bin) of a Perfetto trace written
+    by ``fastsim run --trace``: the share of each time bin a track's slices cover. A summary slice
+    (periodic run, ``count`` raw slices) spreads its raw slices' own cycles evenly over its span."""
+    names, spans = {}, {}
+    for e in trace.get("traceEvents", []):
+        key = (e.get("pid", 0), e.get("tid", 0))
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[key] = e["args"]["name"]
+        elif e.get("ph") == "X" and "start_cycle" in e.get("args", {}):
+            a = e["args"]
+            length = a["end_cycle"] - a["start_cycle"]
+            share = a.get("busy_cycles", length) / length if length else 0.0
+            spans.setdefault(key, []).append((a["start_cycle"], a["end_cycle"], share))
+    if not spans:
+        raise ConfigError(["kind occupancy needs a trace with slices (fastsim run gemm --trace t.json)"], "plot")
+    keys = sorted(spans, key=lambda k: (not names.get(k, "").startswith("core"), k))
+    end = max(e for k in keys for _, e, _ in spans[k])
+    edges = np.linspace(0, end, bins + 1)
+    width = edges[1] - edges[0]
+    busy = np.zeros((len(keys), bins))
+    for row, key in enumerate(keys):
+        for start, stop, share in spans[key]:
+            lo = np.clip(edges[:-1], start, stop)
+            hi = np.clip(edges[1:], start, stop)
+            busy[row] += (hi - lo) * share
+    return [names.get(k, f"track {k[1]}") for k in keys], edges, busy / width
+
+
+def occupancy_figure(trace: dict, bins: int = 120):
+    """Occupancy over time: one row per core and DMA channel of a traced run, the share of each
+    time bin it was busy (cores first)."""
+    tracks, edges, share = occupancy(trace, bins)
+    fig, ax = _figure(7.0, max(2.5, min(9.0, 0.12 * len(tracks) + 1.5)))
+    image = ax.imshow(100 * share, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=100,
+                      extent=(edges[0], edges[-1], len(tracks) - 0.5, -0.5))
+    step = max(1, len(tracks) // 40)
+    ax.set_yticks(range(0, len(tracks), step), [tracks[i] for i in range(0, len(tracks), step)], fontsize=5)
+    ax.set_xlabel("cycle")
+    ax.set_ylabel("core / DMA channel")
+    fig.colorbar(image, ax=ax, label="busy (%)")
+    ax.set_title(f"occupancy of {len(tracks)} tracks over {edges[-1]:,.0f} cycles", fontsize=9)
+    fig.tight_layout()
+    return fig
