@@ -4,31 +4,33 @@ from __future__ import annotations
 import xarray as xr
 
 from .arch import Arch
-from .results import CHANNEL_STATES, CORE_STATES, LEVELS
+from .results import CHANNEL_STATES, CORE_STATES, LEVELS, DesignArrays, arrays_of
 
 
 def utilizations(ds: xr.Dataset, i: int, arch: Arch, dispatch_s: float) -> dict[str, float]:
+    """``utilization_of`` design ``i`` of a result Dataset."""
+    return utilization_of(arrays_of(ds, i), arch, dispatch_s)
+
+
+def utilization_of(a: DesignArrays, arch: Arch, dispatch_s: float) -> dict[str, float]:
     """Fraction of the run each resource was busy; the largest one binds.
 
     compute: the busiest core's MAC time; ddr: DDR bytes over the DDR cap; shim_column: the busiest
     column's shim bandwidth; dma_stream: the busiest tile DMA channel moving bytes; dispatch: host
     dispatch overhead's share of end-to-end time.
     """
-    # plain arrays of design i: an isel of the whole Dataset costs more than the arithmetic
-    cycles = float(ds["total_cycles"].values[i])
+    cycles = float(a.cycles)
     kernel_s = cycles / arch.clock_hz
     seconds = kernel_s + dispatch_s
-    core_busy = ds["core_cycles"].values[i, :, CORE_STATES.index("busy")]
-    moving = ds["channel_cycles"].values[i][:, [CHANNEL_STATES.index("busy"),
-                                               CHANNEL_STATES.index("ddr_limited")]].sum(axis=1)
-    col, tile_row = ds["channel_col"].values[i], ds["channel_row"].values[i]
-    direction, moved_bytes = ds["channel_direction"].values[i], ds["channel_bytes"].values[i]
-    ddr_bytes = float(ds["level_bytes"].values[i, [LEVELS.index("ddr_read"), LEVELS.index("ddr_write")]].sum())
+    core_busy = a.core_cycles[:, CORE_STATES.index("busy")]
+    moving = a.channel_cycles[:, [CHANNEL_STATES.index("busy"), CHANNEL_STATES.index("ddr_limited")]].sum(axis=1)
+    col, tile_row, moved_bytes = a.channel_col, a.channel_row, a.channel_bytes
+    ddr_bytes = float(a.level_bytes[[LEVELS.index("ddr_read"), LEVELS.index("ddr_write")]].sum())
     col_use = 0.0
     shim = tile_row == 0
     for c in range(arch.columns):
-        for way, rates in (("mm2s", arch.shim_read_bytes_per_cycle), ("s2mm", arch.shim_write_bytes_per_cycle)):
-            moved = float(moved_bytes[shim & (col == c) & (direction == way)].sum())
+        for mm2s, rates in ((True, arch.shim_read_bytes_per_cycle), (False, arch.shim_write_bytes_per_cycle)):
+            moved = float(moved_bytes[shim & (col == c) & (a.channel_mm2s == mm2s)].sum())
             col_use = max(col_use, moved / (rates[c] * cycles) if cycles else 0.0)
     tile_dma = moving[tile_row > 0]
     frac = (kernel_s / seconds) if seconds else 0.0

@@ -1,5 +1,8 @@
-"""Turn kernel outputs into an xarray Dataset with units and descriptions on every variable."""
+"""Turn kernel outputs into an xarray Dataset with units and descriptions on every variable, or,
+for callers that only summarise (the evaluator), into plain per-design arrays (``DesignArrays``)."""
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -26,6 +29,57 @@ def level_of(arch, src_tile, dst_tile) -> str:
     return f"{a}_{b}"
 
 
+class DesignArrays(NamedTuple):
+    """One simulated design's numbers as plain arrays over its own channels and cores (what the
+    summaries read; the Dataset adds names and pads designs to a common size)."""
+
+    cycles: int
+    status: int
+    channel_col: np.ndarray  # int64[channels]
+    channel_row: np.ndarray  # int64[channels] (0: shim)
+    channel_index: np.ndarray  # int64[channels]
+    channel_mm2s: np.ndarray  # bool[channels] (else s2mm)
+    channel_bytes: np.ndarray  # float64[channels]
+    channel_cycles: np.ndarray  # int64[channels, CHANNEL_STATES]
+    core_cycles: np.ndarray  # int64[cores, CORE_STATES]
+    level_bytes: np.ndarray  # float64[LEVELS]
+
+
+def design_arrays(batch: Batch, d: int) -> DesignArrays:
+    """Design ``d`` of a simulated batch (bytes per level summed in channel order, as the Dataset)."""
+    lw = batch.designs[d]
+    out, arch = batch.outputs, lw.design.arch
+    n_ch, n_core = len(lw.channels), len(lw.core_tiles)
+    ch_bytes = out["ch_bytes"][d, :n_ch] / L.UNITS_PER_BYTE
+    level_bytes = np.zeros(len(LEVELS))
+    for c, chan in enumerate(lw.channels):
+        if chan.tile.row == 0:
+            level_bytes[LEVELS.index("ddr_read" if chan.direction == "mm2s" else "ddr_write")] += ch_bytes[c]
+        producer = lw.ch[c, L.CH_PRODUCER]
+        if chan.direction == "s2mm" and producer >= 0:
+            level_bytes[LEVELS.index(level_of(arch, lw.channels[producer].tile, chan.tile))] += ch_bytes[c]
+    res = out["res"][d]
+    return DesignArrays(int(res[L.R_CYCLES]), int(res[L.R_STATUS]),
+                        np.array([c.tile.col for c in lw.channels], np.int64),
+                        np.array([c.tile.row for c in lw.channels], np.int64),
+                        np.array([c.index for c in lw.channels], np.int64),
+                        np.array([c.direction == "mm2s" for c in lw.channels], bool), ch_bytes,
+                        out["ch_stats"][d, :n_ch], out["core_stats"][d, :n_core], level_bytes)
+
+
+def arrays_of(ds: xr.Dataset, i: int) -> DesignArrays:
+    """Design ``i`` of a result Dataset as ``DesignArrays`` (its padding dropped)."""
+    row, direction = ds["channel_row"].values[i], ds["channel_direction"].values[i]
+    real = row >= 0
+    return DesignArrays(int(ds["total_cycles"].values[i]),
+                        {v: k for k, v in STATUS_NAMES.items()}[str(ds["status"].values[i])],
+                        ds["channel_col"].values[i][real], row[real], ds["channel_index"].values[i][real],
+                        direction[real] == "mm2s", ds["channel_bytes"].values[i][real],
+                        ds["channel_cycles"].values[i][real],
+                        ds["core_cycles"].values[i][ds["core_name"].values[i] != ""],
+                        ds["level_bytes"].values[i])
+
+
 def _variable(dims: tuple, values: np.ndarray, attrs: dict | None = None) -> xr.Variable:
     """A variable over an array that is already a plain numpy array: xarray's conversion checks
     (which import dask.array, 0.2 s of a small run) have nothing to convert."""
@@ -48,19 +102,12 @@ def to_dataset(batch: Batch, trace: bool = False) -> xr.Dataset:
     clock = np.array([lw.design.arch.clock_hz for lw in batch.designs])
     ch_bytes = out["ch_bytes"] / L.UNITS_PER_BYTE
     for d, lw in enumerate(batch.designs):
-        arch = lw.design.arch
-        for c, chan in enumerate(lw.channels):
-            names[d, c] = str(chan)
-            ch_col[d, c], ch_row[d, c], ch_index[d, c] = chan.tile.col, chan.tile.row, chan.index
-            ch_dir[d, c] = chan.direction
-            if chan.tile.row == 0:
-                level_bytes[d, LEVELS.index("ddr_read" if chan.direction == "mm2s" else "ddr_write")] += ch_bytes[d, c]
-            producer = lw.ch[c, L.CH_PRODUCER]
-            if chan.direction == "s2mm" and producer >= 0:
-                lvl = level_of(arch, lw.channels[producer].tile, chan.tile)
-                level_bytes[d, LEVELS.index(lvl)] += ch_bytes[d, c]
-        for k, tile in enumerate(lw.core_tiles):
-            core_names[d, k] = str(tile)
+        a, used = design_arrays(batch, d), len(lw.channels)
+        names[d, :used] = [str(chan) for chan in lw.channels]
+        ch_dir[d, :used] = [chan.direction for chan in lw.channels]
+        ch_col[d, :used], ch_row[d, :used], ch_index[d, :used] = a.channel_col, a.channel_row, a.channel_index
+        level_bytes[d] = a.level_bytes
+        core_names[d, :len(lw.core_tiles)] = [str(tile) for tile in lw.core_tiles]
     cycles = res[:, L.R_CYCLES]
     ds = xr.Dataset(
         {name: _variable(*spec) for name, spec in {

@@ -14,7 +14,7 @@ from .design import MM2S, Design, Loop, Release
 from .errors import ConfigError, CycleLimitError, DeadlockError, LivelockError, SimulationError
 from . import result_cache
 from .lower import Batch, LoweredDesign, lower, pack
-from .results import LEVELS, to_dataset
+from .results import LEVELS, DesignArrays, design_arrays, to_dataset
 from .settings import resolve_jit
 from .threads import resolve_threads
 
@@ -153,17 +153,35 @@ def _cores_send(d: Design) -> bool:
 
 def _check_outputs_leave(ds: xr.Dataset, designs: list[Design], strict: bool) -> None:
     written = ds.level_bytes.values[:, LEVELS.index("ddr_write")]  # by position: .sel imports dask.array
+    problems = _undrained(designs, written, ds.status.values == "ok", strict)
+    if problems:
+        ds.attrs["warnings"] = problems
+
+
+def _undrained(designs: list[Design], written, ok, strict: bool) -> list[str]:
+    """Designs whose cores produced output that never reached DDR (``simulate(strict=...)``): a
+    ConfigError when strict, else warned about and returned."""
     problems = [f"design {i} ({d.name}): its cores produced output but it wrote 0 bytes to DDR; its output never "
                 "leaves the array (no host task drains it); set Design.output_on_chip if that is intended"
                 for i, d in enumerate(designs)
-                if not d.output_on_chip and written[i] == 0 and ds.status.values[i] == "ok" and _cores_send(d)]
-    if not problems:
-        return
-    if strict:
+                if not d.output_on_chip and written[i] == 0 and ok[i] and _cores_send(d)]
+    if problems and strict:
         raise ConfigError(problems, "design outputs")
-    ds.attrs["warnings"] = problems
     for text in problems:
-        warnings.warn(text, UndrainedOutputWarning, stacklevel=3)
+        warnings.warn(text, UndrainedOutputWarning, stacklevel=4)
+    return problems
+
+
+def simulate_arrays(lowered: list[LoweredDesign], threads: int | None = None) -> list[DesignArrays]:
+    """``simulate`` for callers that only summarise: the same run, checks and warnings, each
+    design's numbers as plain arrays instead of a Dataset (no names, no xarray)."""
+    batch = run_batch(lowered, threads)
+    for i in range(len(lowered)):
+        raise_on_failure(batch, i)
+    out = [design_arrays(batch, i) for i in range(len(lowered))]
+    _undrained([lw.design for lw in lowered], [a.level_bytes[LEVELS.index("ddr_write")] for a in out],
+               [a.status == L.ST_OK for a in out], False)
+    return out
 
 
 def raise_on_failure(batch: Batch, i: int) -> None:

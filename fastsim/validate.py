@@ -103,12 +103,13 @@ def _check_buffers(v: _Checker, design: Design) -> None:
     arch, p = v.arch, v.p
     used = Counter()
     for b in design.buffers:
-        p.check(b.size_bytes > 0, f"buffer {b.name}.size_bytes", b.size_bytes, "must be > 0")
+        if b.size_bytes <= 0:  # messages are formatted for problems only (thousands of buffers)
+            p.add(f"buffer {b.name}.size_bytes", b.size_bytes, "must be > 0")
         if b.tile is None:
             continue
         if v.tile_ok(b.tile, lambda: f"buffer {b.name}.tile"):
-            p.check(arch.tile_kind_name(b.tile.row) != "shim", f"buffer {b.name}.tile", str(b.tile),
-                    "shim tiles have no memory; use ddr_buffer() for host memory")
+            if arch.tile_kind_name(b.tile.row) == "shim":
+                p.add(f"buffer {b.name}.tile", str(b.tile), "shim tiles have no memory; use ddr_buffer() for host memory")
             used[b.tile] += max(b.size_bytes, 0)
     for tile, total in sorted(used.items()):
         cap = arch.tile_kind(tile.row).memory_bytes
@@ -122,8 +123,8 @@ def _check_locks(v: _Checker, design: Design) -> None:
     for lk in design.locks:
         if v.tile_ok(lk.tile, lambda: f"lock {lk.name}.tile"):
             per_tile[lk.tile] += 1
-        p.check(0 <= lk.init <= arch.lock_max_value, f"lock {lk.name}.init", lk.init,
-                f"must be in 0..{arch.lock_max_value}")
+        if not 0 <= lk.init <= arch.lock_max_value:
+            p.add(f"lock {lk.name}.init", lk.init, f"must be in 0..{arch.lock_max_value}")
     for tile, n in sorted(per_tile.items()):
         cap = arch.tile_kind(tile.row).lock_count
         p.check(n <= cap, f"{tile} locks", n, f"at most {cap} locks on this tile type")
@@ -182,21 +183,21 @@ def _bd_extent(p: Problems, b: BD, kind_name: str, kind) -> int:
     """Bytes from the BD's offset to the last word its dimensions address (its length when the
     dimensions are unusable), so that the buffer check sees what a strided access reaches."""
     extent = b.length_bytes
-    if p.check(len(b.dims) <= kind.bd_dims, f"{_bd_name(b)}.dims", b.dims,
-               f"{kind_name} BDs address at most {kind.bd_dims} dimensions"):
-        size_words = 1
-        last_word = 0
-        for i, (size, stride) in enumerate(b.dims):
-            p.check(1 <= size < 2**kind.bd_wrap_bits, f"{_bd_name(b)}.dims[{i}].size", size,
-                    f"must be in 1..{2**kind.bd_wrap_bits - 1}")
-            p.check(0 <= stride < 2**kind.bd_step_bits, f"{_bd_name(b)}.dims[{i}].stride", stride,
-                    f"must be in 0..{2**kind.bd_step_bits - 1} words")
-            size_words *= max(size, 1)
-            last_word += (max(size, 1) - 1) * max(stride, 0)
-        p.check(size_words * 4 == b.length_bytes, f"{_bd_name(b)}.dims", b.dims,
-                f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
-        extent = (last_word + 1) * 4
-    return extent
+    if len(b.dims) > kind.bd_dims:  # messages are formatted for problems only (thousands of BDs)
+        p.add(f"{_bd_name(b)}.dims", b.dims, f"{kind_name} BDs address at most {kind.bd_dims} dimensions")
+        return extent
+    size_words = 1
+    last_word = 0
+    for i, (size, stride) in enumerate(b.dims):
+        if not 1 <= size < 2**kind.bd_wrap_bits:
+            p.add(f"{_bd_name(b)}.dims[{i}].size", size, f"must be in 1..{2**kind.bd_wrap_bits - 1}")
+        if not 0 <= stride < 2**kind.bd_step_bits:
+            p.add(f"{_bd_name(b)}.dims[{i}].stride", stride, f"must be in 0..{2**kind.bd_step_bits - 1} words")
+        size_words *= max(size, 1)
+        last_word += (max(size, 1) - 1) * max(stride, 0)
+    if size_words * 4 != b.length_bytes:
+        p.add(f"{_bd_name(b)}.dims", b.dims, f"sizes must multiply to length_bytes/4 = {b.length_bytes / 4:g} words")
+    return (last_word + 1) * 4
 
 
 def _check_bd_locks(v: _Checker, b: BD, kind_name: str) -> None:

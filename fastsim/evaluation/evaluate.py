@@ -20,7 +20,8 @@ from ..lower import lower, noop_twin
 from ..mapping.dispatch import DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches, sequence_words
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds,
                               pipelined_kinds)
-from ..simulation import simulate
+from ..results import arrays_of
+from ..simulation import simulate, simulate_arrays
 from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
@@ -212,7 +213,7 @@ class Evaluation:
             self.results.update({p.key: r for p, r in zip(placed, cached)})
             return placed
         sim = simulate([*designs, whole, twin])
-        own = [design_result(sim, j, d, flow, kernels, self.arch)
+        own = [design_result(arrays_of(sim, j), d, flow, kernels, self.arch)
                for j, (d, (flow, kernels)) in enumerate(zip(designs, how))]
         shared = share_results(placed, own, sim, (len(designs), len(designs) + 1), blocks)
         for key, r in shared.items():
@@ -246,12 +247,12 @@ class Evaluation:
             if twin is not None:
                 where[(key, "twin")] = len(batch)
                 batch.append(noop_twin(lowered, twin.drop))
-        sim = simulate(batch) if batch else None
+        outcomes = simulate_arrays(batch) if batch else []
         for key, (design, flow, known, kernels, twin, _) in todo.items():
-            src, i = (known, 0) if known is not None else (sim, where[key])
-            r = design_result(src, i, design, flow, kernels, self.arch)
+            outcome = arrays_of(known, 0) if known is not None else outcomes[where[key]]
+            r = design_result(outcome, design, flow, kernels, self.arch)
             if twin is not None:
-                r = replace(r, movement_cycles=int(sim.total_cycles.values[where[(key, "twin")]]))
+                r = replace(r, movement_cycles=outcomes[where[(key, "twin")]].cycles)
             self.results[key] = r
             CACHE.put(REGION, (self.mapping, key, _ablated(by_key[key], self.pins)), r)
 
