@@ -238,6 +238,9 @@ def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
                     p.add(f"route {r.src}.dst", str(d), "must be an s2mm channel")
                 if d in producer_of:
                     p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}")
+                if r.src.tile.row == 0 and d.tile.row == 0:
+                    p.add(f"route {r.src}.dst", str(d), "a shim-to-shim stream (DDR to DDR) is not modelled: "
+                          "route it through a mem tile")
                 producer_of[d] = r.src
     return routed, producer_of
 

@@ -236,3 +236,14 @@ def test_cli__every_command_shows_an_example_in_its_help():
     for c in commands:
         r = CliRunner().invoke(main, c + ["--help"])
         assert r.exit_code == 0 and "Example" in r.output, c
+
+
+def test_design__a_shim_to_shim_stream_is_refused_by_name():
+    """DDR to DDR through the stream switch has no level in the results: refused, not guessed."""
+    d = Design(NPU2, "loopback")
+    src, dst = d.ddr_buffer(1024, "a"), d.ddr_buffer(1024, "b")
+    out, back = mm2s(d.shim(0), 0), s2mm(d.shim(1), 0)
+    d.route(out, back)
+    d.host += [Push(out, d.bd(out, src)), Push(back, d.bd(back, dst))]
+    with pytest.raises(ConfigError, match="shim-to-shim stream"):
+        fastsim.simulate(d)
