@@ -1,8 +1,9 @@
 """Architecture description: the hardware an AIE-style design runs on.
 
-Every preset number cites its source in a comment; the short names refer to ``shared/ARCH_FACTS.md``
-(AM020 = AIE-ML architecture manual, aie-rt, mlir-aie, xdna-driver). Numbers that no source states
-are marked "assumption" or "inferred" and are ordinary fields a user can override.
+Every preset number cites its source in a comment; the short names refer to the public sources
+tabled in ``docs/calibration.md`` (AM020 = AIE-ML architecture manual, aie-rt, mlir-aie,
+xdna-driver). Numbers that no source states are marked "assumption" or "inferred" and are ordinary
+fields a user can override.
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ class Arch:
     macs_per_cycle: dict[str, int]
     # dtype -> (datapath whose MAC rate applies, core cycles per converted input element). A dtype
     # without an entry runs on its own datapath. XDNA2 computes bf16 matmuls on its bfp16 datapath by
-    # default and converts both operands on the core first (ARCH_FACTS: IRON
+    # default and converts both operands on the core first (docs/calibration.md: IRON
     # AIE_API_EMULATE_BFLOAT16_MMUL_WITH_BFP16); the mapper may also pick the native rate instead.
     datapaths: dict[str, tuple[str, float]] = field(default_factory=dict)
     # Matmul microkernel efficiency per datapath: the fraction of the MAC rate one hand-tuned kernel
@@ -66,7 +67,7 @@ class Arch:
     accumulate_elems_per_cycle: int = 16
     # Core load/store width: a microkernel call reads its A and B tiles (overlapped with the MACs)
     # and reads and writes its C tile (not overlapped). AIE-ML: 2 x 256-bit loads + 1 x 256-bit
-    # store per cycle (ARCH_FACTS); AIE-ML v2 128 B / 64 B (AM027).
+    # store per cycle (docs/calibration.md); AIE-ML v2 128 B / 64 B (AM027).
     core_load_bytes_per_cycle: int = 64
     core_store_bytes_per_cycle: int = 32
     # Native matmul intrinsic shape (r, s, t) per datapath: a microkernel pads its tile up to
@@ -82,7 +83,7 @@ class Arch:
     switch_hop_latency_cycles: int = 4
     switch_buffer_bytes: int = 32
     # Streams a column's switches carry between the mem row and the compute rows (mlir-aie port
-    # counts, ARCH_FACTS): a mapping may not route more mem-tile MM2S broadcasts down one column.
+    # counts, docs/calibration.md): a mapping may not route more mem-tile MM2S broadcasts down one column.
     stream_ports_down: int = 4
     stream_ports_up: int = 6
     bd_setup_cycles: int = 4
@@ -165,7 +166,7 @@ class Arch:
 
 _AIEML_COMPUTE = TileKind(
     memory_bytes=64 * 1024,  # AM020: 64 KiB data memory
-    s2mm_channels=2, mm2s_channels=2,  # AM020 / ARCH_FACTS DMA table
+    s2mm_channels=2, mm2s_channels=2,  # AM020 / docs/calibration.md DMA table
     bd_count=16, lock_count=16,  # AM020
     bd_dims=3, bd_step_bits=13, bd_wrap_bits=8, bd_length_bits=14,  # aie-rt xaiemlgbl_params.h
     compression=True,  # aie-rt: compression on compute and mem tiles
@@ -220,7 +221,7 @@ NPU2 = Arch(
     shim_read_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
     shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # mlir-aie memcpy, 66.6 GB/s both directions
-    # Ryzen AI 1.7.1 cost-model device.yaml for AIE2P (ARCH_FACTS): int8 512, bfp16 512, native
+    # Ryzen AI 1.7.1 cost-model device.yaml for AIE2P (docs/calibration.md): int8 512, bfp16 512, native
     # bf16 only 64 (Xilinx/llvm-aie #710: no high-throughput bf16 instruction on XDNA2).
     macs_per_cycle={"int8": 512, "bf16": 64, "bfp16": 512},
     # bf16 matmuls run on the bfp16 datapath after a core-side conversion (IRON default). The cost,

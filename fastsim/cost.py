@@ -2,7 +2,7 @@
 
 Kernel efficiency is an input, not an output: a hand-tuned matmul microkernel reaches a fraction of
 the MAC array's peak that fastsim cannot know; whole-array results follow from it and from data
-movement. Single-core measurements (ARCH_FACTS: 26-43 % end to end) include data movement, so the
+movement. Single-core measurements (docs/calibration.md: 26-43 % end to end) include data movement, so the
 right efficiency for a kernel alone is higher.
 """
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """How many threads the engine spreads a batch over.
 
 The kernels release the GIL, so independent designs of one batch run on a plain thread pool (no
-numba threading layer: STACK_NOTES lists its traps with forked dask workers). The count comes from
-an explicit argument, else the settings in force (``fastsim.settings``), else ``FASTSIM_THREADS``,
+numba threading layer: its OpenMP layer kills forked dask workers and its workqueue layer aborts
+under concurrent callers). The count comes from an explicit argument, else the settings in force (``fastsim.settings``), else ``FASTSIM_THREADS``,
 else every core this process may use. Sweep workers use one thread each: they are the parallelism.
 """
 from __future__ import annotations

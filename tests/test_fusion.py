@@ -140,7 +140,7 @@ def test_noop__gemm_saves_its_exposed_compute_and_accounting_adds_up():
 
 def test_prefill__gemms_are_compute_bound_where_compute_outlasts_movement():
     """Where an op's kernels take longer than its data movement alone (here at the 26-43 % kernel
-    efficiency measured on one core, ARCH_FACTS.md), the op binds on compute and its time is close
+    efficiency measured on one core, docs/calibration.md), the op binds on compute and its time is close
     to its compute time."""
     ds = simulate_llm(LlmStudy(regime="prefill", prompt=512, kernel_efficiency=0.35))
     gemm = ds.op_class.values == "gemm"

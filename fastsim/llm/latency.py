@@ -15,7 +15,7 @@ between tokens and requests, on top of simulated times:
   the wait plus the prefill.
 
 Not modelled: thermal or power throttling and clock changes (the NPU clocks down after ~10 s idle,
-ARCH_FACTS), OS scheduling of the host thread, other NPU tenants, and cache effects of the host. The
+docs/calibration.md), OS scheduling of the host thread, other NPU tenants, and cache effects of the host. The
 defaults of the model are assumptions, not measurements: set them from your own traces.
 The same seed gives bit-identical samples (numpy PCG64).
 """

@@ -26,7 +26,7 @@ from ..errors import ConfigError, Problems
 
 @dataclass(frozen=True)
 class DispatchLimits:
-    """Capacities of one dispatch. Program memory: 16 KiB per compute tile (AM020, ARCH_FACTS.md).
+    """Capacities of one dispatch. Program memory: 16 KiB per compute tile (AM020, docs/calibration.md).
     Code sizes, instruction sizes and the instruction buffer are assumptions (no public figure):
     a BD write is about 8 register words, a task push or a sync 2 words."""
 

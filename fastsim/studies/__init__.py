@@ -1,4 +1,4 @@
-"""Studies that carry out the optimization method (``../shared/METHOD.md``): each returns an
+"""Studies that carry out the optimization method (``docs/studies.md``, walked through in ``docs/tutorial.md``): each returns an
 xarray Dataset with units on every variable and can write a Markdown report with figures."""
 from .ablate import ablate
 from .bandwidth import bandwidth

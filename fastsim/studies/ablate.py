@@ -1,4 +1,4 @@
-"""Ablation ranking (METHOD.md step 1): which op class is worth optimizing, per regime.
+"""Ablation ranking (method step 1, docs/studies.md): which op class is worth optimizing, per regime.
 
 Each op class in turn is replaced by a pass that still moves all of its data but computes nothing
 (``LlmStudy.noop``), the whole forward pass is simulated again, and the classes are ranked by the

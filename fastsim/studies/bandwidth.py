@@ -1,4 +1,4 @@
-"""Bandwidth-sweep harness (METHOD.md step 4): what each column and channel really delivers.
+"""Bandwidth-sweep harness (method step 4, docs/studies.md): what each column and channel really delivers.
 
 Memcpy-style designs move bytes between DDR and the mem tiles and nothing else: a read streams a
 DDR buffer from a shim MM2S channel into a ring of mem-tile buffers (a cyclic S2MM chain), a write

@@ -1,4 +1,4 @@
-"""Compression measured on real tensors (METHOD.md step 5): what each scheme really saves.
+"""Compression measured on real tensors (method step 5, docs/studies.md): what each scheme really saves.
 
 A ratio that no workload measured is a guess; this study reads real weights (``.safetensors``
 through the ``safetensors`` numpy API, ``.npy``, ``.npz``) and dumped K/V tensors, and measures per

@@ -1,4 +1,4 @@
-"""Dispatch-cut search (METHOD.md step 2): where to cut a model into dispatches, per regime.
+"""Dispatch-cut search (method step 2, docs/studies.md): where to cut a model into dispatches, per regime.
 
 A dispatch covers whole layers ``[a, b)`` (the embedding runs in the first, the final norm and LM
 head in the last). Its cost depends only on which layers it holds: its ops (with the layout's

@@ -1,4 +1,4 @@
-"""Hybrid per-op dataflow vs the best single style (METHOD.md step 6), with a playbook.
+"""Hybrid per-op dataflow vs the best single style (method step 6, docs/studies.md), with a playbook.
 
 For each regime the whole forward pass runs four times with the layout (fusion, cuts) pinned:
 every matmul-like op weight-stationary, every one input-stationary, every one output-stationary

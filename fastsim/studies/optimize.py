@@ -127,7 +127,7 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
 def _report(plan: dict, results: dict) -> str:
     i = plan["inputs"]
     lines = [f"# Optimization report: {i['model']} on {i['arch']} ({i['weights']} weights, {i['kv']} KV)", "",
-             "The method's steps in order (`../shared/METHOD.md`): ablate → cuts → overlays → dataflow. Each "
+             "The method's steps in order (`docs/tutorial.md`): ablate → cuts → overlays → dataflow. Each "
              "decision links to its evidence below; the plan is simulated as a whole and replays exactly with "
              "`fastsim run llm --plan plan.json`.", "", "## Plan vs baseline (the searched layout, default cuts)", ""]
     rows = []

@@ -1,4 +1,4 @@
-"""One placement per regime (METHOD.md step 3): the best overlay for each regime, the best single
+"""One placement per regime (method step 3, docs/studies.md): the best overlay for each regime, the best single
 overlay for a request mix, and the gain of switching net of the switch cost.
 
 Each regime's own overlay is its searched layout (``overlay_of`` a run with fusion, mappings and
