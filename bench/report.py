@@ -179,7 +179,6 @@ def studies():
     bench = Optimize1B()
     bench.setup()
     t = median_time(bench.time_optimize, 1)
-    bench.teardown()
     print(f"fastsim optimize, Llama-3.2-1B (decode:4096, prefill:1024, mix 1024:128), one thread: {t:.0f} s")
 
 
