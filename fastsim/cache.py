@@ -13,6 +13,7 @@ region    holds                                       key                       
 engine    a design's final state and outputs          its lowered tables' digest           memory
 search    a mapping search's result                   op, pins, arch, top, keep            memory, disk
 op        an op instance's evaluation result          placement, pins, arch, ablation      memory
+hosting   how many stream parts each column hosts     parts, columns, rates, split         memory
 ========  ==========================================  ===================================  ======
 
 ``clear()`` empties every region's memory (and, with ``disk=True``, this code version's disk
@@ -206,7 +207,7 @@ def _save(region: str, key, value, codec: Codec) -> None:
         tmp = path.with_name(f"{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp.npz")
         np.savez(tmp, **{_JSON: np.array(json.dumps({"key": text, "value": plain}))}, **arrays)
         os.replace(tmp, path)
-    except (OSError, TypeError, ValueError):
+    except (OSError, TypeError, ValueError, AttributeError):  # cannot be stored: computed next time
         return
 
 
@@ -240,7 +241,8 @@ def dataset_from_plain(manifest: dict, arrays: dict[str, np.ndarray], prefix: st
             values = arrays[f"{prefix}.{v['name']}"]
             if v["dtype"] == "object":
                 values = values.astype(object)
-            out[v["name"]] = (tuple(v["dims"]), values, v["attrs"])
+            # plain arrays already: xarray's conversion (which imports dask.array) has nothing to do
+            out[v["name"]] = xr.Variable(tuple(v["dims"]), values, v["attrs"], fastpath=True)
         return out
 
     return xr.Dataset(variables("data"), coords=variables("coords"), attrs=manifest["attrs"])

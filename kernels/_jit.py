@@ -78,12 +78,18 @@ class Kernel:
         return made
 
 
-def _variant(k: Kernel, which: str):
+def _variant(k: Kernel, which: str, making: dict | None = None):
     """``k``'s variant ``which``, made if new (``_LOCK`` held): a copy of its function whose module
-    globals have every kernel replaced by that kernel's variant of the same kind."""
+    globals have every kernel replaced by that kernel's variant of the same kind. Variants are
+    published only when every kernel they reach is finished, so a thread that reads one without
+    the lock never runs a copy whose globals still hold the wrappers."""
     made = k._variants.get(which)
     if made is not None:
         return made
+    top = making is None
+    making = {} if top else making
+    if id(k) in making:  # kernels that call each other: the copy being made
+        return making[id(k)][1]
     fn = k.py_func
     scope = dict(fn.__globals__)
     copy = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
@@ -94,12 +100,14 @@ def _variant(k: Kernel, which: str):
         made = numba.njit(cache=CACHE, **_OPTIONS, **k.options)(copy)
     else:
         made = copy
-    k._variants[which] = made
-    # after registering: kernels that call each other find this variant instead of recursing;
+    making[id(k)] = (k, made)
     # numba reads the globals when it compiles (first call), not when the dispatcher is made
     for name, value in scope.items():
         if isinstance(value, Kernel):
-            scope[name] = _variant(value, which)
+            scope[name] = _variant(value, which, making)
+    if top:
+        for kernel, variant in making.values():
+            kernel._variants[which] = variant
     return made
 
 

@@ -98,8 +98,9 @@ def _offsets(n_ch, n_cores, n_locks, qdepth):
 
 
 def scratch_words(n_ch: int, n_cores: int, n_locks: int, qdepth: int) -> int:
-    """Scratch the kernel needs for one design at a time of at most these sizes."""
-    o_task, o_loop, o_keys, o_snap, snap = _offsets(n_ch, n_cores, n_locks, qdepth)
+    """Scratch the kernel needs for one design at a time of at most these sizes (called from
+    Python: the plain variant, so that a run with ``jit=False`` never imports numba)."""
+    o_task, o_loop, o_keys, o_snap, snap = _offsets.python(n_ch, n_cores, n_locks, qdepth)
     return o_snap + KEYS * DEPTH * snap
 
 

@@ -34,6 +34,24 @@ def test_imports__a_small_closed_form_systolic_run_never_imports_numba():
                      "--json") == []
 
 
+def test_imports__small_runs_import_no_dask_array():
+    """xarray imports dask.array (and scipy's FFT) when it converts data or selects by label;
+    engine results and the small-run summaries do neither."""
+    code = RUN.replace('("numba", "zarr", "distributed")', '("dask.array",)')
+    out = subprocess.run([sys.executable, "-c", code, "run", "gemm", "--m", "128", "--k", "128", "--n", "128"],
+                         capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_jit__a_simulation_with_jit_off_never_imports_numba():
+    code = ("import sys\nimport fastsim\nfrom fastsim import settings\nfrom helpers import passthrough\n"
+            "with settings.use(jit=False):\n    fastsim.simulate(passthrough(n_obj=3))\n"
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT / "tests")
+    assert out.stdout.strip() == "False"
+
+
 def test_jit__kernel_modules_import_without_numba():
     code = ("import sys\nfrom fastsim.kernels import engine, fastforward, scalesim_buffers, systolic, systolic_memory\n"
             "print('numba' in sys.modules)")

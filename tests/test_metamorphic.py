@@ -5,8 +5,12 @@ outputs."""
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import given
+from hypothesis import settings as examples
 from hypothesis import strategies as st
+
+from fastsim import settings
 
 from fastsim.arch import NPU2
 from fastsim.graph import MATMUL, OP_CLASSES
@@ -14,7 +18,7 @@ from fastsim.llm import LlmStudy, ModelConfig, Precision, simulate_llm
 from fastsim.cache import clear as clear_cache
 from fastsim.llm.transformer import Pass, build_graph
 
-FEW = settings(max_examples=4, deadline=None, derandomize=True)
+FEW = examples(max_examples=4, deadline=None, derandomize=True)
 
 
 @st.composite
@@ -41,7 +45,7 @@ def _attention_macs(graph) -> int:
     return sum(op.macs for op in graph.ops if op.op_class == "attention")
 
 
-@settings(max_examples=60, deadline=None)
+@examples(max_examples=60, deadline=None)
 @given(models(), st.integers(1, 64), st.integers(0, 1 << 15))
 def test_graph__decode_kv_and_attention_scale_with_batch_weights_do_not(model, batch, context):
     """Every sequence attends to its own cache; weights are read once per step for the batch."""
@@ -54,7 +58,7 @@ def test_graph__decode_kv_and_attention_scale_with_batch_weights_do_not(model, b
         op.macs for op in one.ops if op.op_class == "gemm")
 
 
-@settings(max_examples=30, deadline=None)
+@examples(max_examples=30, deadline=None)
 @given(models(), st.integers(1, 8), st.integers(1, 512), st.integers(0, 512))
 def test_graph__prefill_kv_and_attention_scale_with_batch(model, batch, prompt, cached):
     one = build_graph(model, Precision(), Pass("prefill", 1, prompt=prompt, prefill_context=cached))
@@ -63,7 +67,7 @@ def test_graph__prefill_kv_and_attention_scale_with_batch(model, batch, prompt, 
     assert _attention_macs(many) == batch * _attention_macs(one)
 
 
-@settings(max_examples=30, deadline=None)
+@examples(max_examples=30, deadline=None)
 @given(models(), st.sampled_from(["decode", "prefill"]), st.integers(1, 4))
 def test_graph__edges_point_backwards_and_every_op_but_the_embedding_has_a_producer(model, regime, batch):
     graph = build_graph(model, Precision(), Pass(regime, batch, 128, 64))
@@ -122,19 +126,50 @@ def test_llm__more_context_prompt_and_layers_take_longer(tokens, factor):
     assert _seconds(LlmStudy(model=deeper, context=tokens)) >= _seconds(LlmStudy(model=TINY, context=tokens))
 
 
-@FEW
-@given(st.sampled_from(OP_CLASSES), st.sampled_from(["decode", "prefill"]))
+@pytest.mark.parametrize("regime", ["decode", "prefill"])
+@pytest.mark.parametrize("op_class", OP_CLASSES)
 def test_llm__noop_of_any_class_never_adds_time(op_class, regime):
     study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
     assert _seconds(replace(study, noop=(op_class,))) <= _seconds(study)
+
+
+def _assert_identical(first, again):
+    assert first.attrs == again.attrs
+    for name, var in first.variables.items():
+        a, b = var.values, again[name].values
+        assert a.dtype == b.dtype and (np.array_equal(a, b) if a.dtype != object else list(a) == list(b)), name
 
 
 def test_llm__identical_inputs_give_identical_outputs():
     study = LlmStudy(model=TINY, context=300, batch=2)
     first = simulate_llm(study)
     clear_cache()
-    again = simulate_llm(study)
-    assert first.attrs == again.attrs
-    for name, var in first.variables.items():
-        a, b = var.values, again[name].values
-        assert a.dtype == b.dtype and (np.array_equal(a, b) if a.dtype != object else list(a) == list(b)), name
+    with settings.use(cache=False):  # fresh: no search read back from disk either
+        _assert_identical(first, simulate_llm(study))
+
+
+@pytest.mark.parametrize("before, after", [(("cast",), ("gemm",)), (("gemm",), ("cast",)),
+                                           (("gemm",), ("cast", "gemm")), (("attention",), ())])
+def test_llm__an_answer_does_not_depend_on_the_runs_before_it(before, after):
+    """Caches may only return what a fresh run computes: a study right after another one in the
+    same process equals the same study run fresh."""
+    study = LlmStudy(model=TINY, context=200)
+    clear_cache()
+    with settings.use(cache=False):
+        fresh = simulate_llm(replace(study, noop=after))
+    clear_cache()
+    simulate_llm(replace(study, noop=before))
+    _assert_identical(fresh, simulate_llm(replace(study, noop=after)))
+
+
+@FEW
+@given(st.sampled_from([2, 8]))
+def test_llm__decode_weight_traffic_does_not_grow_with_batch(batch):
+    """Matmul weights are streamed once per step for the whole batch (simulated DDR bytes, not just
+    the graph's arithmetic); the embedding looks up one weight row per token, so it is left out."""
+    def weights(ds):
+        return float(ds.ddr_bytes.sel(tensor_kind="weights").where(ds.op_class == "gemm").sum())
+
+    one = simulate_llm(LlmStudy(model=TINY, context=128, fusion="none"))
+    many = simulate_llm(LlmStudy(model=TINY, context=128, fusion="none", batch=batch))
+    assert weights(many) == weights(one)

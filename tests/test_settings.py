@@ -87,10 +87,13 @@ def test_cli__run_gemm_reports_the_searchs_design_and_simulation(monkeypatch):
     assert len(designs) == 1 and designs[0] is found.best_design
 
 
-def test_sweep__local_workers_run_their_batches_on_one_thread(monkeypatch):
+def test_sweep__workers_run_under_the_callers_settings_local_ones_on_one_thread(monkeypatch):
     import fastsim.sweeping.engine as engine
 
-    monkeypatch.setattr(engine, "run_chunk", lambda spec, out, chunk: (chunk, settings.current().threads))
-    with settings.use(threads=4):
-        assert engine._run_chunk_alone(None, "", 7) == (7, 1)
-        assert settings.current().threads == 4
+    monkeypatch.setattr(engine, "run_chunk", lambda spec, out, chunk: (chunk, settings.current()))
+    with settings.use(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=True):
+        local, remote = engine.worker_settings(local=True), engine.worker_settings(local=False)
+        assert local == settings.Settings(threads=1, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
+        assert remote == settings.Settings(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
+    assert engine._run_chunk_with(None, "", 7, local) == (7, local)
+    assert settings.current() == settings.Settings()

@@ -286,15 +286,15 @@ def _label(placed: list[Placed]) -> str:
     return "+".join(sorted(kinds)) or "none"
 
 
-def _ablated(p: Placed, pins: GraphPins) -> bool:
-    """Whether the ablation (``pins.noop``) changes this op's design (the cache key's part that
-    depends on it: other ops' results are reused across ablation runs)."""
-    return pins.ablates(p.op.op_class, bool(p.op.cast_cycles_per_weight))
+def _ablated(p: Placed, pins: GraphPins) -> tuple[bool, bool]:
+    """How the ablation (``pins.noop``) changes this op's design (the cache key's part that
+    depends on it: other ops' results are reused across ablation runs): its compute removed, and
+    its weight dequantization removed, are two different designs."""
+    return p.op.op_class in pins.noop, "cast" in pins.noop and bool(p.op.cast_cycles_per_weight)
 
 
 def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
     """Everything besides the op instance itself (and its own ablation, ``_ablated``) that
     op_design reads."""
     return (repr(arch), tuple(sorted(pins.dataflow)), tuple(sorted(pins.columns)), pins.residency,
-            pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype,
-            pins.flash_rescale_cycles_per_elem)
+            pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype)

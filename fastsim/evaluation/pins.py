@@ -27,13 +27,8 @@ class GraphPins:
     stream_split: str = "auto"  # auto: proportional for element-wise ops, searched for matmuls
     pipelines: bool = False
     static_weights_resident: bool = False
-    flash_rescale_cycles_per_elem: float = 1 / 32  # online softmax: rescale of the running output
 
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):
         """A pin by op name, else by fusion pattern kind (overlays place groups), else by class."""
         found = dict(table)
         return found.get(name) or found.get(kind) or found.get(op_class)
-
-    def ablates(self, op_class: str, casts: bool) -> bool:
-        """Whether NOOP ablation changes an op of this class (``casts``: it dequantizes weights)."""
-        return op_class in self.noop or ("cast" in self.noop and casts)

@@ -72,11 +72,8 @@ def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch
         block = blocks.get(group_of[i], tokens)
         if block < tokens and op.m == tokens:
             op = replace(op, m=block, repeat=op.repeat * math.ceil(tokens / block))
-        if op.op_class == "softmax" and runs_flash(group_of[i], i, flash):
-            # online softmax: the running output (head_dim per row: the scores' K) is rescaled
-            # once per KV block
-            head_dim = graph.ops[graph.producers[i][0]].k
-            extra = pins.flash_rescale_cycles_per_elem * head_dim / FLASH_KV_BLOCK
+        if op.online_rescale_cycles and runs_flash(group_of[i], i, flash):
+            extra = op.online_rescale_cycles / FLASH_KV_BLOCK  # once per block of keys
             op = replace(op, vector_cycles_per_elem=op.vector_cycles_per_elem + extra)
         out.append(Placed(op, chip, kind=kinds[i]))
     return out

@@ -49,6 +49,9 @@ class Op:
     cast_cycles_per_weight: float = 0.0
     macs_scale: float = 1.0  # e.g. causal attention computes about half its rectangle
     repeat: int = 1
+    # core cycles per element for each rescale of a running output when the op runs flash-style
+    # (an online softmax rescales once per block of keys; the evaluator divides by the block)
+    online_rescale_cycles: float = 0.0
 
     @property
     def macs(self) -> int:
@@ -58,7 +61,7 @@ class Op:
     def shape_key(self) -> tuple:
         """Ops with equal keys have identical designs (simulated once)."""
         return (self.op_class, self.kind, self.m, self.k, self.n, self.x, self.w, self.y, self.x_inputs,
-                self.vector_cycles_per_elem, self.cast_cycles_per_weight, self.macs_scale)
+                self.vector_cycles_per_elem, self.cast_cycles_per_weight, self.macs_scale, self.online_rescale_cycles)
 
     @property
     def streams_weights(self) -> bool:

@@ -51,8 +51,7 @@ def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
                      columns=tuple(study.columns.items()), residency=study.residency, fusion=study.fusion,
                      cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
                      kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
-                     pipelines=study.regime == "prefill", static_weights_resident=study.regime == "decode",
-                     flash_rescale_cycles_per_elem=study.costs.elementwise)
+                     pipelines=study.regime == "prefill", static_weights_resident=study.regime == "decode")
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:

@@ -106,9 +106,15 @@ def _gemm(name, m, k, n, layer, precision: Precision, run: Pass) -> Op:
               cast_cycles_per_weight=_cast_cycles(precision, run.costs))
 
 
-def _vector(name, op_class, m, n, layer, cost, a, *, inputs=1, y=None) -> Op:
+def _vector(name, op_class, m, n, layer, cost, a, *, inputs=1, y=None, rescale=0.0) -> Op:
     return Op(name, op_class, layer, VECTOR, m, 1, n, Operand("activations", a), NO_OPERAND,
-              y or Operand("activations", a), inputs, cost)
+              y or Operand("activations", a), inputs, cost, online_rescale_cycles=rescale)
+
+
+def _rescale(model: ModelConfig, run: Pass) -> float:
+    """Softmax run online (flash attention): the running output, head_dim per row, is rescaled
+    once per block of keys."""
+    return run.costs.elementwise * model.head_dim
 
 
 def _attention_block(b: _Builder, model: ModelConfig, precision: Precision, run: Pass, layer: int, last) -> None:
@@ -138,7 +144,8 @@ def _decode_attention(model: ModelConfig, precision: Precision, run: Pass, layer
     act, kv = Operand("activations", precision.activation_bytes), Operand("kv", precision.kv_bytes)
     ctx = run.context + 1
     return (Op("attn_scores", "attention", layer, MATMUL, g, hd, nkv * ctx, act, kv, act, repeat=run.batch),
-            _vector("softmax", "softmax", run.batch * nh, ctx, layer, run.costs.softmax, act.elem_bytes),
+            _vector("softmax", "softmax", run.batch * nh, ctx, layer, run.costs.softmax, act.elem_bytes,
+                    rescale=_rescale(model, run)),
             Op("attn_v", "attention", layer, MATMUL, g, ctx, nkv * hd, act, kv, act, repeat=run.batch))
 
 
@@ -153,7 +160,8 @@ def _prefill_attention(model: ModelConfig, precision: Precision, run: Pass, laye
     frac = (run.prefill_context + t * scale) / span
     each = run.batch * nkv
     return (Op("attn_scores", "attention", layer, MATMUL, g * t, hd, span, act, kv, act, macs_scale=frac, repeat=each),
-            _vector("softmax", "softmax", run.batch * nh * t, span, layer, run.costs.softmax * frac, act.elem_bytes),
+            _vector("softmax", "softmax", run.batch * nh * t, span, layer, run.costs.softmax * frac, act.elem_bytes,
+                    rescale=_rescale(model, run)),
             Op("attn_v", "attention", layer, MATMUL, g * t, span, hd, act, kv, act, macs_scale=frac, repeat=each))
 
 

@@ -26,6 +26,7 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..errors import ConfigError
+from ..graph import TENSOR_KINDS
 from ..llm import LlmStudy, simulate_llm
 from .regimes import parse_regimes, pin_layout
 from .variables import build
@@ -34,7 +35,6 @@ STYLES = ("ws", "is", "os")
 MATMUL_CLASSES = ("gemm", "attention")
 POINTS = STYLES + ("searched", "hybrid_latency", "hybrid_energy")
 MOVES = 12  # most single-op moves the hybrid search tries (each is a whole run)
-TENSOR_KINDS = ("weights", "activations", "kv", "psum")  # tensor kinds of the per-op DDR traffic
 EVIDENCE = ("weight_reuse", "activation_reuse", "l1_peak_bytes", "l2_peak_bytes")  # per op, from the hybrid run
 
 

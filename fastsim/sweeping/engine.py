@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import xarray as xr
@@ -52,7 +52,7 @@ def _client(workers: int | None, scheduler: str | None):
             return Client(scheduler_file=scheduler), None
         return Client(scheduler), None
     # one single-threaded worker process per core; neither numba (WORKER_NUMBA_THREADS) nor the
-    # engine's batch threads (_run_chunk_alone) start threads there
+    # engine's batch threads (worker_settings) start threads there
     with dask.config.set({WORKER_MALLOC_TRIM: None, WORKER_NUMBA_THREADS: "1"}):
         cluster = LocalCluster(n_workers=workers or os.cpu_count(), threads_per_worker=1, processes=True,
                                dashboard_address=None)
@@ -102,9 +102,10 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
         from dask.distributed import as_completed
 
         client, cluster = _client(workers, scheduler)
-        task = run_chunk if cluster is None else _run_chunk_alone  # a running scheduler's workers: as set up there
+        chosen = worker_settings(local=cluster is not None)
         try:
-            futures = client.map(task, [spec] * len(todo), [out] * len(todo), todo, pure=False)
+            futures = client.map(_run_chunk_with, [spec] * len(todo), [out] * len(todo), todo,
+                                 [chosen] * len(todo), pure=False)
             for fut in as_completed(futures):
                 _, n = fut.result()
                 computed += n
@@ -121,10 +122,18 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
     return st.open_store(out)
 
 
-def _run_chunk_alone(spec: SweepSpec, out: str, chunk: int) -> tuple[int, int]:
-    """``run_chunk`` in a local worker: its batches run on one thread (the workers are the
-    parallelism), whatever the worker's environment says."""
-    with settings.use(threads=1):
+def worker_settings(local: bool) -> settings.Settings:
+    """The settings a worker runs its chunks under: the caller's (a contextvars scope does not
+    cross processes), without progress bars; local workers run their batches on one thread (the
+    workers are the parallelism), a running scheduler's workers as set up there."""
+    chosen = replace(settings.current(), progress=False)
+    return replace(chosen, threads=1) if local else chosen
+
+
+def _run_chunk_with(spec: SweepSpec, out: str, chunk: int, chosen: settings.Settings) -> tuple[int, int]:
+    """``run_chunk`` in a worker under the caller's settings (local workers: one thread each, the
+    workers are the parallelism, whatever the worker's environment says)."""
+    with settings.use(chosen):
         return run_chunk(spec, out, chunk)
 
 
