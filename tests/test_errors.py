@@ -247,3 +247,15 @@ def test_design__a_shim_to_shim_stream_is_refused_by_name():
     d.host += [Push(out, d.bd(out, src)), Push(back, d.bd(back, dst))]
     with pytest.raises(ConfigError, match="shim-to-shim stream"):
         fastsim.simulate(d)
+
+
+def test_llm__a_pin_that_selects_nothing_is_refused_by_name():
+    """A typo in a pin, or a dataflow pin on ops that only stream, would otherwise be ignored."""
+    from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
+
+    tiny = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
+    with pytest.raises(ConfigError) as e:
+        simulate_llm(LlmStudy(model=tiny, context=64, dataflow={"gem": "ws", "norm": "ws"}, columns={"atention": 2}))
+    text = str(e.value)
+    assert "dataflow[gem]" in text and "columns[atention]" in text and "only vector ops" in text
+    assert "q_proj" in text and "flash_attention" in text  # what it could have named

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..mapping.dispatch import DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches, sequence_words
-from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds,
+from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
 from ..results import arrays_of
 from ..simulation import simulate, simulate_arrays
@@ -69,6 +69,7 @@ class Evaluation:
 
     def __post_init__(self):
         self.groups = find_groups(self.graph)
+        self.pins.check(self.graph, kind_by_op(self.graph, self.groups))
         self.mapping = _mapping_key(self.pins, self.arch)
         arch = self.arch
         self.capacity = (arch.compute_tiles * arch.compute.memory_bytes

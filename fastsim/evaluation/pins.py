@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import Problems
+from ..graph import MATMUL, OpGraph
+
 
 @dataclass(frozen=True)
 class GraphPins:
@@ -32,3 +35,19 @@ class GraphPins:
         """A pin by op name, else by fusion pattern kind (overlays place groups), else by class."""
         found = dict(table)
         return found.get(name) or found.get(kind) or found.get(op_class)
+
+    def check(self, graph: OpGraph, kinds: tuple[str, ...]) -> None:
+        """Every pin must select something of this graph: a pin that names no op, fusion pattern
+        kind or op class of it (a typo, another workload's op) would be silently ignored, and a
+        dataflow pin must reach a matmul (vector ops stream). ``kinds``: each op's pattern kind."""
+        p = Problems("pins")
+        for what, table in (("dataflow", self.dataflow), ("columns", self.columns)):
+            for key, _ in table:
+                chosen = [op for op, kind in zip(graph.ops, kinds) if key in (op.name, kind, op.op_class)]
+                if not chosen:
+                    p.add(f"{what}[{key}]", key, "names no op, fusion group kind or op class of this workload: one of "
+                          + ", ".join(sorted({op.name for op in graph.ops} | set(kinds) - {""}
+                                             | {op.op_class for op in graph.ops})))
+                elif what == "dataflow" and not any(op.kind == MATMUL for op in chosen):
+                    p.add(f"dataflow[{key}]", key, "selects only vector ops, which stream: a dataflow pins matmul ops")
+        p.raise_if_any()
