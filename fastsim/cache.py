@@ -112,11 +112,6 @@ class Cache:
             while len(memory) > size:
                 memory.popitem(last=False)
 
-    def __contains__(self, region_key) -> bool:
-        region, key = region_key
-        with self._lock:
-            return key in self._memory[region]
-
     def size(self, region: str) -> int:
         """Entries of ``region`` in memory."""
         with self._lock:
@@ -126,6 +121,9 @@ class Cache:
         """Forget the entries of ``regions`` (default: all) in memory (they are exact: this only
         frees memory or makes a benchmark start cold) and, with ``disk``, their disk tiers."""
         names = regions or tuple(self._regions)
+        unknown = sorted(set(names) - set(self._regions))
+        if unknown:
+            raise ValueError(f"cache regions {unknown}: not regions of the cache (one of {sorted(self._regions)})")
         with self._lock:
             for name in names:
                 self._memory[name].clear()

@@ -67,12 +67,15 @@ def design_arrays(batch: Batch, d: int) -> DesignArrays:
                         out["ch_stats"][d, :n_ch], out["core_stats"][d, :n_core], level_bytes)
 
 
+_STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
+
+
 def arrays_of(ds: xr.Dataset, i: int) -> DesignArrays:
     """Design ``i`` of a result Dataset as ``DesignArrays`` (its padding dropped)."""
     row, direction = ds["channel_row"].values[i], ds["channel_direction"].values[i]
     real = row >= 0
     return DesignArrays(int(ds["total_cycles"].values[i]),
-                        {v: k for k, v in STATUS_NAMES.items()}[str(ds["status"].values[i])],
+                        _STATUS_CODES[str(ds["status"].values[i])],
                         ds["channel_col"].values[i][real], row[real], ds["channel_index"].values[i][real],
                         direction[real] == "mm2s", ds["channel_bytes"].values[i][real],
                         ds["channel_cycles"].values[i][real],

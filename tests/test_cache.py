@@ -91,3 +91,8 @@ def test_cache__clear_forgets_every_region_or_those_named():
     assert cache.CACHE.size("engine") == 0 and cache.CACHE.size("search") > 0
     cache.clear()
     assert all(cache.CACHE.size(r) == 0 for r in ("engine", "search", "op"))
+
+
+def test_cache__clearing_a_region_it_does_not_have_is_refused_by_name():
+    with pytest.raises(ValueError, match="engin"):
+        cache.clear("engin")

@@ -8,7 +8,7 @@ weight is read once per step for the whole batch (its rows, M, grow with batch i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..errors import ConfigError
 
@@ -111,7 +111,3 @@ class OpGraph:
     @property
     def layers(self) -> list[int]:
         return [op.layer for op in self.ops]
-
-    def with_ops(self, ops) -> "OpGraph":
-        """The same edges over other instances of the ops (token blocks, flash costs)."""
-        return replace(self, ops=tuple(ops))

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import xarray as xr
 
-from ..graph import TENSOR_KINDS  # noqa: F401 (re-exported)
-
 
 def overlay_of(ds: xr.Dataset):
     """The overlay a run used: its fusion choice, columns per op and dataflow per matmul op

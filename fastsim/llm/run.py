@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
 from ..mapping.dispatch import DispatchLimits
-from .assemble import TENSOR_KINDS, by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
+from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
 from .model import Precision
 from .study import LlmStudy
 from .transformer import Pass, build_graph, kv_bytes_per_token
