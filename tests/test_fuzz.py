@@ -162,15 +162,23 @@ test_gemm, test_gemm_slow = _both(gemms())(_gemm_case)
 
 # ---- LLM study and HF config ----------------------------------------------------------------------------
 
-TINY = {"hidden_size": 256, "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "intermediate_size": 512, "vocab_size": 512}
+TINY = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512}
+FAMILY_KEYS = ["head_dim", "tie_word_embeddings", "_name_or_path", "sliding_window", "layer_types",
+               "use_sliding_window", "max_window_layers", "sliding_window_pattern", "num_local_experts", "num_experts",
+               "num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size", "decoder_sparse_step",
+               "mlp_only_layers", "attention_bias", "hidden_act", "hidden_activation", "attn_logit_softcapping",
+               "final_logit_softcapping", "text_config", "kv_lora_rank", "max_position_embeddings", "type_vocab_size",
+               "position_embedding_type", "made_up_key"]
+FAMILY_NAMES = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "gemma3", "phi3", "mixtral",
+                "qwen2_moe", "qwen3_moe", "gpt_oss", "bert", "falcon_mamba"]
 
 
 @st.composite
 def hf_configs(draw):
-    cfg = dict(TINY)
-    for _ in range(draw(st.integers(0, 3))):
-        key = draw(st.sampled_from(sorted(TINY) + ["head_dim", "tie_word_embeddings", "_name_or_path"]))
+    cfg = dict(TINY, model_type=draw(st.sampled_from(FAMILY_NAMES)))
+    for _ in range(draw(st.integers(0, 4))):
+        key = draw(st.sampled_from(sorted(TINY) + FAMILY_KEYS))
         if draw(st.integers(0, 5)):
             cfg[key] = draw(VALUE)
         else:
@@ -179,7 +187,7 @@ def hf_configs(draw):
 
 
 def _hf(cfg, tmp):
-    from fastsim.llm.model import from_hf_config
+    from fastsim.llm import from_hf_config
 
     path = tmp / "config.json"
     path.write_text(json.dumps(cfg, default=str) if isinstance(cfg, dict) else str(cfg))

@@ -55,7 +55,7 @@ def test_bad_variance_inputs_are_config_errors():
 
 def test_cli_reports_p50_p95_p99(tmp_path):
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8,
                                   "num_key_value_heads": 2, "intermediate_size": 1024, "vocab_size": 1000}))
     r = CliRunner().invoke(main, ["run", "--json", "llm", "--model", str(config), "--context", "256", "--prompt",
                                   "32", "--samples", "100", "--seed", "5"])

@@ -31,7 +31,7 @@ def test_model__presets_match_published_parameter_counts():
 
 
 def test_model__hf_config_json(tmp_path):
-    cfg = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+    cfg = {"model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
            "intermediate_size": 4096, "vocab_size": 32000, "_name_or_path": "tiny-llama"}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     m = from_hf_config(tmp_path / "config.json")
@@ -124,10 +124,14 @@ def test_study__bad_fields_listed_together():
         assert field in text
 
 
-@pytest.mark.parametrize("model", list(MODELS))
+# one preset per structure: dense GQA, q/k norms + sliding windows + post-norms, fused projections,
+# mixture of experts with sliding windows and biases, an encoder
+@pytest.mark.parametrize("model", ["llama-3.2-1b", "gemma-3-1b", "phi-3.5-mini", "gpt-oss-20b"])
 def test_cli__presets_run_both_regimes(model):
     runner = CliRunner()
-    for args in (["--regime", "decode", "--context", "1024"], ["--regime", "prefill", "--prompt", "64"]):
+    regimes = ((["--regime", "encode", "--prompt", "64"],) if MODELS[model].encoder else
+               (["--regime", "decode", "--context", "1024"], ["--regime", "prefill", "--prompt", "64"]))
+    for args in regimes:
         r = runner.invoke(main, ["run", "--json", "llm", "--model", model, *args])
         assert r.exit_code == 0, r.output
         out = json.loads(r.output)
@@ -259,7 +263,7 @@ def test_llm_trace_lays_ops_out_in_dispatches_and_adds_up(tmp_path):
     assert len(dispatches) == 2
     assert any(e["ph"] == "C" for e in trace["traceEvents"])
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
                                   "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512}))
     out = tmp_path / "t.json"
     r = CliRunner().invoke(main, ["run", "llm", "--model", str(config), "--context", "128", "--trace", str(out)])

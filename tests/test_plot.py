@@ -16,7 +16,7 @@ from fastsim.plot import plot
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("plot")
     config = tmp / "config.json"
-    config.write_text(json.dumps({"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+    config.write_text(json.dumps({"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
                                   "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512}))
     out = {}
     for name, args in (("llm", ["run", "--json", "llm", "--model", str(config), "--context", "128"]),

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from fastsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = {"hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+TINY = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
         "intermediate_size": 512, "vocab_size": 512}
 
 

@@ -52,6 +52,9 @@ class Op:
     # core cycles per element for each rescale of a running output when the op runs flash-style
     # (an online softmax rescales once per block of keys; the evaluator divides by the block)
     online_rescale_cycles: float = 0.0
+    # which weight tensor the op reads (the front end's kinds, e.g. "attention", "ffn"); "" none.
+    # Reports only: ops differing in it alone have identical designs
+    weight_kind: str = ""
 
     @property
     def macs(self) -> int:

@@ -52,6 +52,7 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "by_layer": by_layer(ds),
         "ddr_bytes": float(kinds.sum()) + preload,
         "weight_bytes": float(kinds.sel(tensor_kind="weights")) + preload,
+        "weight_bytes_by_kind": weight_bytes_by_kind(ds),
         "kv_bytes": float(kinds.sel(tensor_kind="kv")),
         "activation_bytes": float(kinds.sel(tensor_kind="activations")),
         "macs": int(ds.macs.sum()),
@@ -69,6 +70,20 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "time_by_bound": bound_time,
         "stalls_by_op": stalls_by_op(ds),
     }
+
+
+def weight_bytes_by_kind(ds: xr.Dataset) -> dict[str, float]:
+    """Weight bytes read from DDR per weight tensor kind (static weights preloaded once per
+    dispatch are reported as "preloaded")."""
+    out = {}
+    if "weight_kind" in ds:
+        for kind, b in zip(ds.weight_kind.values, ds.ddr_bytes.sel(tensor_kind="weights").values):
+            if kind:
+                out[str(kind)] = out.get(str(kind), 0.0) + float(b)
+    preload = float(ds.get("preload_bytes", 0.0))
+    if preload:
+        out["preloaded"] = preload
+    return out
 
 
 def stalls_by_op(ds: xr.Dataset) -> list[dict]:

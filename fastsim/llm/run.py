@@ -34,24 +34,28 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
                  "prefill_context": study.prefill_context, "layers": model.num_layers, "batch": study.batch,
                  "weights": precision.weights, "kv": precision.kv}
-        kv = {"kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"})}
-        return to_dataset(result, pins, arch, limits, attrs, kv)
+        attrs.update(family=model.family, params=model.params, active_params=model.active_params)
+        extra = {"kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
+                 "weight_kind": (("op",), np.array([op.weight_kind for op in graph.ops], dtype=object),
+                                 {"description": "the weight tensor kind the op reads (embedding, lm_head, "
+                                                 "attention, ffn, router; empty: none)"})}
+        return to_dataset(result, pins, arch, limits, attrs, extra)
 
 
 def study_pass(study: LlmStudy) -> Pass:
     """The forward pass a study describes."""
     return Pass(study.regime, study.batch, study.context, study.prompt, study.prefill_context, study.costs,
-                study.causal_halving, study.lm_head_last_only)
+                study.causal_halving, study.lm_head_last_only, study.routing)
 
 
 def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
-    """What a study fixes about how its graph runs (pipelines are tried in prefill; static
+    """What a study fixes about how its graph runs (pipelines are tried in prefill and encode; static
     weights stay resident from one decode step to the next)."""
     return GraphPins(compute_dtype=precision.compute_dtype, dataflow=tuple(study.dataflow.items()),
                      columns=tuple(study.columns.items()), residency=study.residency, fusion=study.fusion,
                      cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
                      kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
-                     pipelines=study.regime == "prefill", static_weights_resident=study.regime == "decode")
+                     pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode")
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:

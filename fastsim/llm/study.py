@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import Problems
+from ..errors import ConfigError, Problems
 from ..graph import OP_CLASSES
 from ..mapping.fusion import GROUP_KINDS, MODES as FUSION_MODES, PIPELINABLE, valid_fusion
 from ..mapping.space import DATAFLOWS
 from ..mapping.paths import STREAM_SPLITS
-from .transformer import REGIMES, VectorCosts
-from .model import ModelConfig, Precision, get_model
+from .routing import Routing
+from .transformer import REGIMES, VectorCosts, check_regime
+from .model import ModelConfig, Precision
+from .presets import get_model
 
 
 MAX_TOKENS = 1 << 20  # context and cached tokens
@@ -43,19 +45,35 @@ class LlmStudy:
     costs: VectorCosts = VectorCosts()
     causal_halving: bool = True
     lm_head_last_only: bool = True
+    routing: Routing = Routing()  # which experts tokens select (mixture-of-experts models)
 
     def model_config(self) -> ModelConfig:
         return self.model if isinstance(self.model, ModelConfig) else get_model(self.model)
 
     def validate(self, model: ModelConfig) -> None:
         p = Problems("llm study")
-        p.check(isinstance(self.regime, str) and self.regime in REGIMES, "regime", self.regime,
-                "decode or prefill")
+        if p.check(isinstance(self.regime, str) and self.regime in REGIMES, "regime", self.regime,
+                   f"one of {', '.join(REGIMES)}"):
+            try:
+                check_regime(model, self.regime)
+            except ConfigError as e:
+                p.items += e.problems
         # sizes beyond these take minutes to hours to simulate (a 10M-token context did not finish)
         p.number("context", self.context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
         p.number("prompt", self.prompt, integer=True, lo=1, hi=MAX_PROMPT, unit="tokens")
         p.number("prefill_context", self.prefill_context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
         p.number("batch", self.batch, integer=True, lo=1, hi=MAX_BATCH)
+        if model.max_context and isinstance(self.context, int) and isinstance(self.prompt, int):
+            tokens = (self.context + 1 if self.regime == "decode" else self.prefill_context + self.prompt)
+            p.check(tokens <= model.max_context, "context" if self.regime == "decode" else "prompt", tokens,
+                    f"{model.name} was trained for at most {model.max_context} positions (max_position_embeddings)")
+        if isinstance(self.routing, Routing):
+            try:
+                self.routing.validate(model.experts, model.num_layers)
+            except ConfigError as e:
+                p.items += e.problems
+        else:
+            p.add("routing", self.routing, "a Routing")
         p.check(isinstance(self.residency, str) and self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
         for name in ("dataflow", "columns"):
             if not p.check(isinstance(getattr(self, name), dict), name, getattr(self, name),

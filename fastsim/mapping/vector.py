@@ -88,7 +88,10 @@ def _tiling(op: VectorOp, arch: Arch, cols: int) -> _Tiling:
     that padding stays least and tiles stay small enough to double-buffer."""
     rows = arch.compute_rows
     per_core = math.ceil(op.n / (cols * rows))
-    n_tiles = math.ceil(per_core / ELEMS_PER_TILE)  # fewest tiles, padded least
+    # more than two inputs (a mixture of experts' combine): narrower tiles, so that inputs and
+    # output together take the memory of a two-input tile
+    budget = ELEMS_PER_TILE if op.x_inputs <= 2 else max(4, ELEMS_PER_TILE * 3 // (op.x_inputs + 1))
+    n_tiles = math.ceil(per_core / budget)  # fewest tiles, padded least
     tile_n = -(-math.ceil(per_core / n_tiles) // 4) * 4
     m_tile = max(1, min(op.m, ROWS_PER_TILE))
     tiles = math.ceil(op.m / m_tile) * n_tiles

@@ -62,10 +62,22 @@ def study_from_json(d: dict) -> LlmStudy:
     from ..llm.transformer import VectorCosts
     from ..llm.model import ModelConfig
 
+    from ..llm.model import Experts
+    from ..llm.routing import Routing
+
     d = dict(d)
     if isinstance(d.get("model"), dict):
-        d["model"] = ModelConfig(**d["model"])
-    d["precision"] = Precision(**d["precision"])
+        m = dict(d["model"])
+        m["experts"] = Experts(**m["experts"]) if m.get("experts") else None
+        for key in ("windows", "moe_layers"):
+            m[key] = tuple(m.get(key, ()))
+        d["model"] = ModelConfig(**m)
+    precision = dict(d["precision"])
+    precision["measured"] = tuple(tuple(x) for x in precision.get("measured", ()))
+    d["precision"] = Precision(**precision)
+    if isinstance(d.get("routing"), dict):
+        r = d["routing"]
+        d["routing"] = Routing(r["mode"], r["seed"], tuple(tuple(row) for row in r.get("histogram", ())))
     if isinstance(d.get("costs"), dict):
         d["costs"] = VectorCosts(**d["costs"])
     d["cuts"] = None if d.get("cuts") is None else tuple(d["cuts"])

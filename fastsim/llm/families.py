@@ -1,0 +1,306 @@
+"""Model families by ``model_type``: a Hugging Face ``config.json`` becomes a ``ModelConfig`` with
+the family's real structure, or a clear error. Never a plausible number for the wrong model:
+
+- an unknown ``model_type`` is refused, naming the families that are modelled;
+- every key is known: it either sets the structure (read and checked), or does not change the work
+  (token ids, RoPE frequencies, dropout, dtypes: accepted), or changes the work in a way fastsim
+  does not model (multi-head latent attention, cross-attention, ...: refused by name). A key
+  fastsim has never seen is refused too, since it cannot tell which of these it is.
+
+Defaults for keys a real config omits are those of the family's ``transformers`` configuration
+class (real configs rely on them, e.g. Gemma 3's ``text_config`` omits its head counts).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import ConfigError, Problems, shown
+from .model import Experts, ModelConfig
+
+# keys of any config that do not change the work of a forward pass
+INERT = frozenset({
+    "architectures", "model_type", "_name_or_path", "name_or_path", "transformers_version", "torch_dtype", "dtype",
+    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "cls_token_id", "unk_token_id",
+    "initializer_range", "initializer_factor", "rms_norm_eps", "layer_norm_eps", "use_cache", "rope_theta",
+    "rope_scaling", "rope_parameters", "rope_local_base_freq", "max_position_embeddings",
+    "original_max_position_embeddings", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
+    "attention_probs_dropout_prob", "classifier_dropout", "embd_pdrop", "resid_pdrop", "pretraining_tp",
+    "quantization_config", "id2label", "label2id", "finetuning_task", "problem_type", "tokenizer_class",
+    "task_specific_params", "return_dict", "output_hidden_states", "output_attentions", "torchscript",
+    "auto_map", "gradient_checkpointing", "_attn_implementation", "attn_implementation", "is_decoder",
+    "tie_encoder_decoder", "chunk_size_feed_forward", "output_router_logits", "router_aux_loss_coef",
+    "router_jitter_noise", "norm_topk_prob", "query_pre_attn_scalar", "cache_implementation",
+    "partial_rotary_factor", "use_qk_norm", "swiglu_limit", "router_z_loss_coef", "experts_implementation",
+    "pad_vocab_size_multiple", "final_norm", "lm_head_bias", "prefix", "bad_words_ids", "decoder_start_token_id",
+    "use_mrope", "initial_context_length",
+})
+# keys that change the work in a way fastsim does not model, when they are set (not null/false/0)
+REFUSED = {
+    "kv_lora_rank": "multi-head latent attention",
+    "q_lora_rank": "multi-head latent attention",
+    "add_cross_attention": "cross-attention",
+    "is_encoder_decoder": "encoder-decoder models",
+    "num_nextn_predict_layers": "multi-token prediction layers",
+    "linear_attn_config": "linear attention",
+    "full_attn_interval": "hybrid linear attention",
+    "use_bidirectional_attention": "bidirectional attention in a decoder",
+    "altup_num_inputs": "AltUp layers (Gemma 3n)",
+    "first_k_dense_replace": "DeepSeek-style dense-then-MoE layers",
+}
+ACTIVATION_NAMES = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
+                    "gelu_tanh": "gelu_tanh", "gelu": "gelu"}
+SIZE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
+
+
+class _Reader:
+    """Reads one config's keys: each one checked and marked as used, every problem collected."""
+
+    def __init__(self, cfg: dict, where: str, defaults: dict):
+        self.cfg, self.defaults, self.p, self.used = cfg, defaults, Problems(where), set()
+
+    def has(self, key) -> bool:
+        return self.cfg.get(key, self.defaults.get(key)) is not None
+
+    def raw(self, key, default=None):
+        """The key's value; null or absent: the family's default, else ``default``."""
+        self.used.add(key)
+        v = self.cfg.get(key)
+        return self.defaults.get(key, default) if v is None else v
+
+    def int(self, key, lo=1, hi=2**24, default=None, required=True) -> int:
+        v = self.raw(key, default)
+        if v is None:
+            if required:
+                self.p.add(key, "missing", "a required key of this family's config.json")
+            return 0
+        return v if self.p.number(key, v, integer=True, lo=lo, hi=hi) else 0
+
+    def flag(self, key, default=False) -> bool:
+        v = self.raw(key, default)
+        if v is None:
+            return default
+        return v if self.p.check(isinstance(v, bool), key, v, "true or false") else default
+
+    def float(self, key) -> float:
+        v = self.raw(key)
+        if v is None:
+            return 0.0
+        return float(v) if self.p.number(key, v, lo=0) else 0.0
+
+    def activation(self, key, allowed) -> str:
+        v = self.raw(key)
+        name = ACTIVATION_NAMES.get(v) if isinstance(v, str) else None
+        self.p.check(name in allowed, key, v, f"one of {', '.join(k for k, a in ACTIVATION_NAMES.items() if a in allowed)}"
+                     " (the activations this family is modelled with)")
+        return name or allowed[0]
+
+    def finish(self, family: str, extra_inert=frozenset()) -> None:
+        for key, what in REFUSED.items():
+            if self.cfg.get(key) not in (None, False, 0, []):
+                self.p.add(key, self.cfg[key], f"{what} is not modelled (fastsim models: {', '.join(FAMILIES)})")
+        known = INERT | extra_inert | self.used | set(REFUSED)
+        for key in sorted(set(self.cfg) - known):
+            self.p.add(key, self.cfg[key], f"not a {family} config key fastsim knows; it cannot tell whether it "
+                                           "changes the computation (remove it if it does not)")
+        self.p.raise_if_any()
+
+
+def _base(r: _Reader, name: str, family: str, **over) -> dict:
+    """The fields every family reads the same way."""
+    h, heads = r.int("hidden_size"), r.int("num_attention_heads", hi=4096)
+    kv = r.int("num_key_value_heads", hi=4096, default=heads)
+    head_dim = r.int("head_dim", hi=2**14, default=(h // heads) if heads else None)
+    return dict(name=name, family=family, hidden_size=h, num_layers=r.int("num_hidden_layers", hi=4096),
+                num_heads=heads, num_kv_heads=kv, head_dim=head_dim, ffn_size=r.int("intermediate_size", hi=2**22),
+                vocab_size=r.int("vocab_size"), tie_word_embeddings=r.flag("tie_word_embeddings"),
+                max_context=r.int("max_position_embeddings", required=False), **over)
+
+
+def _windows_from_types(r: _Reader, layers: int, window: int) -> tuple[int, ...] | None:
+    """Per-layer windows from ``layer_types`` ("sliding_attention" / "full_attention"), if given."""
+    types = r.raw("layer_types")
+    if types is None:
+        return None
+    allowed = ("sliding_attention", "full_attention")
+    if not r.p.check(isinstance(types, list) and len(types) == layers and all(t in allowed for t in types),
+                     "layer_types", types, f"a list of {layers} entries, each one of {allowed}"):
+        return ()
+    if "sliding_attention" in types and not window:
+        r.p.add("sliding_window", r.raw("sliding_window"), "must be set when layer_types has sliding layers")
+    return tuple(window if t == "sliding_attention" else 0 for t in types)
+
+
+def _llama(r: _Reader, name: str) -> ModelConfig:
+    bias = r.flag("attention_bias")
+    r.activation("hidden_act", ("silu",))
+    return ModelConfig(**_base(r, name, "llama", qkv_bias=bias, o_bias=bias, mlp_bias=r.flag("mlp_bias")))
+
+
+def _mistral(r: _Reader, name: str, family="mistral") -> ModelConfig:
+    r.activation("hidden_act", ("silu",))
+    base = _base(r, name, family)
+    window = r.int("sliding_window", required=False)
+    windows = (window,) * base["num_layers"] if window else ()
+    return ModelConfig(**base, windows=windows)
+
+
+def _qwen_windows(r: _Reader, layers: int) -> tuple[int, ...]:
+    """Qwen2/3: with ``use_sliding_window``, layers from ``max_window_layers`` on slide."""
+    window = r.int("sliding_window", required=False)
+    by_type = _windows_from_types(r, layers, window if r.flag("use_sliding_window") else 0)
+    if by_type is not None:
+        return by_type if any(by_type) else ()
+    first = r.int("max_window_layers", lo=0, default=layers)
+    if not r.flag("use_sliding_window") or not window:
+        return ()
+    return tuple(window if i >= first else 0 for i in range(layers))
+
+
+def _qwen(r: _Reader, name: str, family: str) -> ModelConfig:
+    r.activation("hidden_act", ("silu",))
+    qwen3 = family.startswith("qwen3")
+    bias = r.flag("attention_bias") if qwen3 else True  # Qwen2 always has q/k/v biases
+    base = _base(r, name, family, qkv_bias=bias, o_bias=bias and qwen3, qk_norm=qwen3)
+    base["windows"] = _qwen_windows(r, base["num_layers"])
+    if family.endswith("_moe"):
+        base.update(_qwen_experts(r, base["num_layers"], shared=not qwen3))
+    return ModelConfig(**base)
+
+
+def _qwen_experts(r: _Reader, layers: int, shared: bool) -> dict:
+    count, k = r.int("num_experts"), r.int("num_experts_per_tok")
+    step = r.int("decoder_sparse_step", default=1)
+    only_mlp = r.raw("mlp_only_layers", [])
+    if not r.p.check(isinstance(only_mlp, list) and all(isinstance(i, int) and 0 <= i < max(layers, 1) for i in only_mlp),
+                     "mlp_only_layers", only_mlp, f"a list of layer indices in [0, {layers})"):
+        only_mlp = []
+    shared_size = r.int("shared_expert_intermediate_size", lo=0, required=shared) if shared else 0
+    experts = Experts(count, k, r.int("moe_intermediate_size"), shared_size, shared_gate=shared and shared_size > 0)
+    moe = tuple(i for i in range(layers) if i not in only_mlp and step and (i + 1) % step == 0)
+    return dict(experts=experts, moe_layers=moe if len(moe) < layers else ())
+
+
+def _gemma(r: _Reader, name: str, family: str) -> ModelConfig:
+    r.activation("hidden_activation", ("gelu_tanh",))
+    r.raw("hidden_act")  # older Gemma configs name the activation twice; hidden_activation wins
+    bias = r.flag("attention_bias")
+    base = _base(r, name, family, post_norms=True, activation="gelu_tanh", embed_scale=True, qkv_bias=bias, o_bias=bias,
+                 attn_softcap=r.float("attn_logit_softcapping"), final_softcap=r.float("final_logit_softcapping"),
+                 qk_norm=family != "gemma2")
+    layers, window = base["num_layers"], r.int("sliding_window")
+    windows = _windows_from_types(r, layers, window)
+    if windows is None:
+        if family == "gemma2":  # even layers slide (transformers Gemma2: not layer_idx % 2)
+            windows = tuple(window if i % 2 == 0 else 0 for i in range(layers))
+        else:  # every pattern-th layer is global (transformers Gemma3: (i + 1) % pattern)
+            pattern = r.int("sliding_window_pattern", default=6)
+            windows = tuple(window if pattern and (i + 1) % pattern else 0 for i in range(layers))
+    return ModelConfig(**base, windows=windows)
+
+
+def _phi3(r: _Reader, name: str) -> ModelConfig:
+    r.activation("hidden_act", ("silu",))
+    bias = r.flag("attention_bias")
+    base = _base(r, name, "phi3", fused_qkv=True, fused_gate_up=True, qkv_bias=bias, o_bias=bias)
+    window = r.int("sliding_window", required=False)
+    return ModelConfig(**base, windows=(window,) * base["num_layers"] if window else ())
+
+
+def _mixtral(r: _Reader, name: str) -> ModelConfig:
+    r.activation("hidden_act", ("silu",))
+    base = _base(r, name, "mixtral")
+    experts = Experts(r.int("num_local_experts"), r.int("num_experts_per_tok"), base["ffn_size"])
+    window = r.int("sliding_window", required=False)
+    return ModelConfig(**base, experts=experts, windows=(window,) * base["num_layers"] if window else ())
+
+
+def _gpt_oss(r: _Reader, name: str) -> ModelConfig:
+    r.raw("hidden_act")  # the clamped SwiGLU of gpt-oss whatever this says
+    bias = r.flag("attention_bias", default=True)
+    base = _base(r, name, "gpt_oss", qkv_bias=bias, o_bias=bias, attention_sinks=True, activation="swiglu_clamped")
+    k = r.int("num_experts_per_tok")
+    legacy = r.raw("experts_per_token")  # an older spelling of the same count
+    r.p.check(legacy is None or legacy == k, "experts_per_token", legacy, f"must equal num_experts_per_tok ({k})")
+    experts = Experts(r.int("num_local_experts"), k, base["ffn_size"], router_bias=True, expert_bias=True)
+    window = r.int("sliding_window", required=False)
+    windows = _windows_from_types(r, base["num_layers"], window)
+    return ModelConfig(**base, experts=experts, windows=windows or ())
+
+
+def _bert(r: _Reader, name: str) -> ModelConfig:
+    act = r.activation("hidden_act", ("gelu", "gelu_tanh"))
+    kind = r.raw("position_embedding_type", "absolute")
+    r.p.check(kind == "absolute", "position_embedding_type", kind, "absolute (relative positions are not modelled)")
+    base = _base(r, name, "bert", qkv_bias=True, o_bias=True, mlp_bias=True, norm="layer", activation=act,
+                 gated_ffn=False, encoder=True, pooler=True)
+    return ModelConfig(**base, positions=r.int("max_position_embeddings"), token_types=r.int("type_vocab_size", lo=0, default=2))
+
+
+# model_type -> (builder, defaults of keys real configs omit, extra keys that do not change the work)
+FAMILIES = {
+    "llama": (_llama, {"tie_word_embeddings": False, "hidden_act": "silu"}, frozenset()),
+    "mistral": (_mistral, {"hidden_act": "silu"}, frozenset()),
+    "qwen2": (lambda r, n: _qwen(r, n, "qwen2"), {"hidden_act": "silu"}, frozenset()),
+    "qwen3": (lambda r, n: _qwen(r, n, "qwen3"), {"hidden_act": "silu", "head_dim": 128}, frozenset()),
+    "gemma2": (lambda r, n: _gemma(r, n, "gemma2"),
+               {"head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+                "sliding_window": 4096, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, frozenset()),
+    "gemma3_text": (lambda r, n: _gemma(r, n, "gemma3"),
+                    {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                     "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                     "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096, "tie_word_embeddings": True,
+                     "max_position_embeddings": 131072},
+                    frozenset()),
+    "phi3": (_phi3, {"hidden_act": "silu"}, frozenset()),
+    "mixtral": (_mixtral, {"hidden_act": "silu"}, frozenset()),
+    "qwen2_moe": (lambda r, n: _qwen(r, n, "qwen2_moe"), {"hidden_act": "silu"}, frozenset()),
+    "qwen3_moe": (lambda r, n: _qwen(r, n, "qwen3_moe"), {"hidden_act": "silu"}, frozenset()),
+    "gpt_oss": (_gpt_oss, {"head_dim": 64}, frozenset()),
+    "bert": (_bert, {"hidden_act": "gelu"}, frozenset()),
+}
+# multimodal wrappers whose text model fastsim simulates (text prompts only; the vision tower is
+# not run), with the keys of the wrapper that do not change text-only work
+WRAPPERS = {"gemma3": ("text_config", "gemma3_text", frozenset({
+    "vision_config", "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image"}))}
+
+
+def from_dict(cfg: dict, name: str, where: str = "config.json") -> ModelConfig:
+    """The model a ``config.json`` object describes (module docstring)."""
+    if not isinstance(cfg, dict):
+        raise ConfigError([f"{where}: must hold a JSON object"], "model config")
+    family = cfg.get("model_type")
+    if family in WRAPPERS:
+        inner_key, inner_family, wrapper_keys = WRAPPERS[family]
+        inner = cfg.get(inner_key)
+        extra = set(cfg) - INERT - wrapper_keys - {inner_key} - set(REFUSED)
+        problems = [f"{k} = {shown(cfg[k])}: not a {family} config key fastsim knows" for k in sorted(extra)]
+        if not isinstance(inner, dict):
+            problems.append(f"{inner_key} = {shown(inner)}: a {family} config must hold its text model here")
+        if problems:
+            raise ConfigError(problems, where)
+        model = from_dict({"model_type": inner_family, **inner}, name, f"{where} ({inner_key})")
+        return ModelConfig(**{**model.__dict__, "vision_tower": True})
+    if "model_type" not in cfg:
+        raise ConfigError([f"model_type: missing; fastsim reads it to know the family ({', '.join([*FAMILIES, *WRAPPERS])})"],
+                          where)
+    if family not in FAMILIES:
+        raise ConfigError([f"model_type = {shown(family)}: not a family fastsim models "
+                           f"({', '.join([*FAMILIES, *WRAPPERS])}); refusing rather than simulating it as another"],
+                          where)
+    build, defaults, extra_inert = FAMILIES[family]
+    r = _Reader(cfg, where, defaults)
+    model = build(r, name)
+    r.finish(family, extra_inert)
+    return model.validate()
+
+
+def from_hf_config(path: str | Path) -> ModelConfig:
+    """Read a Hugging Face ``config.json`` (any family of ``FAMILIES``)."""
+    path = Path(path)
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ConfigError([f"{path}: not a readable JSON config ({e})"], "model config")
+    name = cfg.get("_name_or_path") if isinstance(cfg, dict) else None
+    return from_dict(cfg, str(name or path.parent.name or path.stem), str(path))
