@@ -126,7 +126,7 @@ def test_study__bad_fields_listed_together():
 
 # one preset per structure: dense GQA, q/k norms + sliding windows + post-norms, fused projections,
 # mixture of experts with sliding windows and biases, an encoder
-@pytest.mark.parametrize("model", ["llama-3.2-1b", "gemma-3-1b", "phi-3.5-mini", "gpt-oss-20b"])
+@pytest.mark.parametrize("model", ["llama-3.2-1b", "gemma-3-1b", "phi-3.5-mini", "gpt-oss-20b", "bert-base"])
 def test_cli__presets_run_both_regimes(model):
     runner = CliRunner()
     regimes = ((["--regime", "encode", "--prompt", "64"],) if MODELS[model].encoder else

@@ -2,7 +2,7 @@
 
 The group ``main`` and its wiring live here; each command group is a module of its own (``run`` and
 ``run gemm``: ``run.py``, ``run llm``: ``llm.py``, ``map``: ``mapping.py``, ``study``: ``study.py``,
-and ``sweep``, ``systolic``, ``plot``, ``optimize``, ``calibrate``, ``arch``), and what they share
+and ``sweep``, ``systolic``, ``plot``, ``optimize``, ``calibrate``, ``arch``, ``models``), and what they share
 is in ``common.py``. Commands parse options, call the public API and print; ``--threads`` is a
 ``fastsim.settings`` scope around the command, never an environment variable.
 """
@@ -16,8 +16,10 @@ import click
 from ..errors import ConfigError, SimulationError
 from .arch import show_arch
 from .calibrate import calibrate_cmd
+from .common import error_text
 from .llm import llm_cmd
 from .mapping import map_group
+from .models import models_cmd
 from .optimize import optimize_cmd
 from .plot import plot_cmd
 from .run import run_group
@@ -44,7 +46,7 @@ class _CleanErrors(click.Group):
             if ctx.params.get("debug"):
                 raise
             known = isinstance(e, (ConfigError, SimulationError))
-            click.echo(f"error: {e}" if known else
+            click.echo(f"error: {error_text(e)}" if known else
                        f"error: {type(e).__name__}: {e} (fastsim --debug ... shows the traceback)", err=True)
             sys.exit(2)
 
@@ -66,5 +68,5 @@ def main(ctx, threads, debug):
 
 run_group.add_command(llm_cmd)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,
-                calibrate_cmd):
+                calibrate_cmd, models_cmd):
     main.add_command(command)

@@ -13,6 +13,7 @@ from ..errors import ConfigError
 # Sizes past which a run takes minutes or more here: the CLI asks for --yes (the API's hard limits
 # are in the workload validators).
 SOFT_LIMITS = {"gemm_macs": 1 << 36, "context": 1 << 17, "prompt": 1 << 14, "batch": 64}
+MODEL_HELP = "a preset (fastsim models lists them) or a Hugging Face config.json"
 
 
 def load_arch(name: str):
@@ -28,8 +29,16 @@ def fail(e: Exception) -> None:
     ``fastsim --debug``, the exception with its traceback."""
     if click.get_current_context().find_root().params.get("debug"):
         raise e
-    click.echo(f"error: {e}", err=True)
+    click.echo(f"error: {error_text(e)}", err=True)
     sys.exit(2)
+
+
+def error_text(e: Exception) -> str:
+    """An error as the CLI prints it: a ConfigError of one problem on one line (the problem names
+    the field, the value and what is allowed); several problems one per line."""
+    if isinstance(e, ConfigError) and len(e.problems) == 1:
+        return e.problems[0]
+    return str(e)
 
 
 def too_big(opts: dict, what: list[str]) -> None:
@@ -114,12 +123,18 @@ def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
                 stream_split=stream_split)
 
 
-def model_options(fn):
-    """What every LLM study takes: the model, its precision, the arch and the regimes."""
+WEIGHT_CHOICES = ["int4", "mxfp4", "int8", "fp8", "bf16", "fp16", "fp32"]  # fastsim.llm.model.WEIGHT_DTYPES
+
+
+def model_options(fn, several: bool = False):
+    """What every LLM study takes: the model (``several``: repeatable, into ``models``), its
+    precision, the arch and the regimes."""
+    model = (click.option("--model", "models", multiple=True, default=("llama-3.2-1b",), show_default=True,
+                          help=MODEL_HELP + " (repeatable: one section per model and a comparison)")
+             if several else click.option("--model", default="llama-3.2-1b", show_default=True, help=MODEL_HELP))
     return with_options([
-        click.option("--model", default="llama-3.2-1b", show_default=True,
-                     help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json"),
-        click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True),
+        model,
+        click.option("--weights", type=click.Choice(WEIGHT_CHOICES), default="int4", show_default=True),
         click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
         click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
         click.option("--arch", "arch_name", default="npu2", show_default=True,
@@ -131,6 +146,11 @@ def model_options(fn):
         click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
                      help="write <study>.md and <study>.png into this directory"),
     ])(fn)
+
+
+def several_models_options(fn):
+    """``model_options`` with a repeatable ``--model`` (into ``models``)."""
+    return model_options(fn, several=True)
 
 
 def base_study(model, weights, kv, activations):

@@ -1,5 +1,6 @@
-"""``fastsim run llm``: a transformer's decode step, prefill or whole generation, and the replay of
-an optimize plan (``--plan``)."""
+"""``fastsim run llm``: a transformer's decode step, prefill, encode or whole generation, and the
+replay of an optimize plan (``--plan``). The model-dependent options (per-tensor dtypes, a
+checkpoint's measured bytes, routing) become library inputs in ``llm_inputs.py``."""
 from __future__ import annotations
 
 import json
@@ -9,24 +10,46 @@ from types import SimpleNamespace
 import click
 
 from ..errors import ConfigError, SimulationError
-from .common import SOFT_LIMITS, fail, run_options_here, too_big
+from ..llm.model import WEIGHT_DTYPES
+from ..llm.routing import MODES as ROUTING_MODES
+from .common import MODEL_HELP, SOFT_LIMITS, fail, run_options_here, too_big
+from .llm_inputs import TENSOR_KINDS
 
 
 @click.command("llm")
 @run_options_here
-@click.option("--model", default="llama-3.2-1b", show_default=True,
-              help="preset (llama-3.2-1b, llama-3.2-3b, llama-3.1-8b) or a Hugging Face config.json")
-@click.option("--regime", type=click.Choice(["decode", "prefill", "generate"]), default="decode", show_default=True,
-              help="generate: prefill, overlay switch, then --new-tokens decode steps")
+@click.option("--model", default="llama-3.2-1b", show_default=True, help=MODEL_HELP)
+@click.option("--regime", type=click.Choice(["decode", "prefill", "encode", "generate"]), default="decode",
+              show_default=True, help="generate: prefill, overlay switch, then --new-tokens decode steps; "
+                                      "encode: --prompt tokens through an encoder (bert-base)")
 @click.option("--new-tokens", default=128, show_default=True, type=int, help="generate: tokens to decode")
 @click.option("--context", default=4096, show_default=True, type=int, help="decode: cached tokens")
-@click.option("--prompt", default=2048, show_default=True, type=int, help="prefill: prompt tokens")
+@click.option("--prompt", default=2048, show_default=True, type=int, help="prefill and encode: prompt tokens")
 @click.option("--prefill-context", default=0, show_default=True, type=int,
               help="prefill: tokens already cached before the prompt (chunked prefill)")
 @click.option("--batch", default=1, show_default=True, type=int)
-@click.option("--weights", type=click.Choice(["int4", "int8", "bf16"]), default="int4", show_default=True)
+@click.option("--weights", type=click.Choice(WEIGHT_DTYPES), default="int4", show_default=True,
+              help="every weight tensor's dtype unless --tensor-dtype or --checkpoint says otherwise")
+@click.option("--tensor-dtype", "tensor_dtypes", multiple=True, metavar="KIND=DTYPE",
+              help=f"one kind of weight tensor stored differently (repeatable), KIND one of {', '.join(TENSOR_KINDS)}, "
+                   "DTYPE as --weights, e.g. --tensor-dtype lm_head=bf16 --tensor-dtype embedding=bf16")
+@click.option("--checkpoint", "checkpoint_path", type=click.Path(exists=True), default=None,
+              help="a .safetensors file, a folder of .safetensors shards or a .gguf file: bytes per weight of "
+                   f"each kind ({', '.join(TENSOR_KINDS)}) measured from its headers (its weight counts must "
+                   "match the model's within 2 %)")
 @click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
 @click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
+@click.option("--routing", type=click.Choice(ROUTING_MODES), default="expected", show_default=True,
+              help="mixture-of-experts models: which experts tokens pick; expected: the routing closest to the "
+                   "expectation, sampled: drawn with --routing-seed")
+@click.option("--routing-seed", default=0, show_default=True, type=click.IntRange(0, 2**63 - 1),
+              help="seed of --routing sampled, and the first seed of --routing-samples")
+@click.option("--routing-histogram", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="JSON of how often each expert is picked: a list of counts (all layers) or "
+                   "{\"layers\": [[...], ...]} (default: uniform)")
+@click.option("--routing-samples", default=0, show_default=True, type=click.IntRange(0, 10_000),
+              help="mixture-of-experts decode: simulate the step under N sampled routings (seeds --routing-seed "
+                   "onwards) and report p50/p95/p99 of step time and tokens/s")
 @click.option("--noop", multiple=True, help="op class replaced by a data-only pass (repeatable)")
 @click.option("--cuts", default="", help="cut into dispatches after these layers, e.g. 4,8,12; none: one "
               "dispatch (default: the greedy feasible cut)")
@@ -60,7 +83,7 @@ from .common import SOFT_LIMITS, fail, run_options_here, too_big
                    "the predicted numbers")
 @click.pass_context
 def llm_cmd(ctx, plan_path, **options):
-    """A transformer forward pass: one decode step or a prefill.
+    """A transformer forward pass: one decode step, a prefill, an encode, or a whole generation.
 
     Example: fastsim run llm --model llama-3.2-3b --regime prefill --prompt 1024 --json"""
     opts, o = ctx.obj, SimpleNamespace(**options)
@@ -69,18 +92,19 @@ def llm_cmd(ctx, plan_path, **options):
             replay(plan_path, opts)
             return
         try:
-            study = _study(o)
+            study = _study(ctx, o)
             too_big(opts, [f"{name} = {value:,} is beyond {SOFT_LIMITS[name]:,}: expect minutes or more"
                            for name, value in (("context", o.context), ("prompt", o.prompt), ("batch", o.batch))
                            if isinstance(value, int) and value > SOFT_LIMITS[name]])
             result, tails = _simulate(study, o, opts["arch"])
+            spread = _routing_spread(study, o, opts["arch"])
         except (ConfigError, SimulationError, ValueError) as e:
             fail(e)
     latency = _latency(tails, o)
     if o.regime == "generate":
         _echo_generation(result, latency, o, opts)
     else:
-        _echo_pass(result, study, latency, o, opts)
+        _echo_pass(result, study, latency, spread, o, opts)
 
 
 def _progress_bar(on: bool):
@@ -113,24 +137,50 @@ def _parse_cuts(text):
         raise click.BadParameter(f"{text!r}: expected layer indices like 4,8,12", param_hint="--cuts")
 
 
-def _study(o):
+def _study(ctx, o):
     """The LlmStudy of the options (a generation starts with its prefill)."""
-    from ..llm import LlmStudy, Precision
+    from ..llm import LlmStudy, get_model
+    from .llm_inputs import routing_from
 
+    model = get_model(o.model)
+    if o.regime == "generate" and model.encoder:
+        raise ConfigError([f"regime = 'generate': {model.name} is an encoder (no decoding); allowed encode"],
+                          "llm study")
+    return LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
+                    context=o.context, prompt=o.prompt, batch=o.batch, prefill_context=o.prefill_context,
+                    precision=_precision(o, model), routing=routing_from(ctx, o, model),
+                    dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
+                    columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
+                    cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
+                    stream_split=o.stream_split)
+
+
+def _precision(o, model):
+    """The Precision of --weights, --kv, --activations, --tensor-dtype, --checkpoint and
+    --compression."""
+    from ..llm import Precision
+    from .llm_inputs import check_tensor_dtypes, measured_bytes, parse_tensor_dtypes
+
+    dtypes = parse_tensor_dtypes(o.tensor_dtypes)
+    check_tensor_dtypes(dtypes, model)
+    measured = measured_bytes(o.checkpoint_path, model, dtypes) if o.checkpoint_path else ()
     ratios = {"weight_compression": {}, "kv_compression": {}}
     if o.compression_path:
         from ..studies.compression import load_run_ratios
 
         ratios = load_run_ratios(o.compression_path)
-    return LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
-                    context=o.context, prompt=o.prompt, batch=o.batch, prefill_context=o.prefill_context,
-                    precision=Precision(weights=o.weights, activations=o.activations, kv=o.kv,
-                                        weight_compression=ratios["weight_compression"].get(o.weights, 1.0),
-                                        kv_compression=ratios["kv_compression"].get(o.kv, 1.0)),
-                    dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
-                    columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
-                    cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
-                    stream_split=o.stream_split)
+    return Precision(weights=o.weights, activations=o.activations, kv=o.kv, **dtypes, measured=measured,
+                     weight_compression=ratios["weight_compression"].get(o.weights, 1.0),
+                     kv_compression=ratios["kv_compression"].get(o.kv, 1.0))
+
+
+def _routing_spread(study, o, arch) -> dict | None:
+    """--routing-samples: the decode step's quantiles over sampled routings (None without it)."""
+    if not o.routing_samples:
+        return None
+    from ..llm.spread import routing_spread
+
+    return routing_spread(study, o.routing_samples, arch)
 
 
 def _simulate(study, o, arch):
@@ -184,13 +234,17 @@ def _echo_generation(g: dict, latency: dict | None, o, opts: dict) -> None:
     _echo_latency(latency)
 
 
-def _echo_pass(ds, study, latency: dict | None, o, opts: dict) -> None:
-    """One decode step or prefill: its summary as JSON or a table (and its trace, if asked)."""
+def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: dict) -> None:
+    """One decode step, prefill or encode: its summary as JSON or a table (and its trace, if asked)."""
     from ..llm.run import llm_summary
 
     s = llm_summary(ds)
+    for key in ("family", "params", "active_params"):
+        s.setdefault(key, ds.attrs[key])
     if latency:
         s["latency"] = latency
+    if spread:
+        s["routing_spread"] = spread
     if opts["trace"]:
         from ..trace import write_trace
 
@@ -199,14 +253,54 @@ def _echo_pass(ds, study, latency: dict | None, o, opts: dict) -> None:
     if opts["json"]:
         click.echo(json.dumps(s))
         return
-    what = f"decode step at context {o.context}" if o.regime == "decode" else f"prefill of {o.prompt} tokens"
+    what = {"decode": f"decode step at context {o.context}", "prefill": f"prefill of {o.prompt} tokens",
+            "encode": f"encode of {o.prompt} tokens"}[o.regime]
     pr = study.precision
     packed = f" ({pr.weight_compression:.3g}x compressed)" if pr.weight_compression != 1.0 else ""
     packed_kv = f" ({pr.kv_compression:.3g}x compressed)" if pr.kv_compression != 1.0 else ""
-    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {o.weights}{packed}, kv {o.kv}{packed_kv} "
+    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr)}{packed}, kv {o.kv}{packed_kv} "
                f"on {s['arch']}")
+    _echo_model(s)
     _echo_pass_table(s, ds, "ms/token" if o.regime == "decode" else "ms")
     _echo_latency(latency)
+    _echo_spread(spread)
+
+
+def _weights_text(pr) -> str:
+    """"int4", or "int4 (lm_head bf16)", or "int4 (checkpoint: ffn 0.563, ... bytes/weight)": what
+    each weight kind is stored as, where it differs from --weights."""
+    pinned = [f"{kind} {getattr(pr, kind)}" for kind in TENSOR_KINDS if getattr(pr, kind)]
+    if pr.measured:
+        pinned.append("checkpoint: " + ", ".join(f"{kind} {b:.3f}" for kind, b in pr.measured) + " bytes/weight")
+    return pr.weights + (f" ({'; '.join(pinned)})" if pinned else "")
+
+
+def _count(n: int) -> str:
+    """A weight count as people say it: 46.7 B, 109.5 M, 918.3 K."""
+    for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{n:,}"
+
+
+def _echo_model(s: dict) -> None:
+    """The family and size line, and the weight bytes read per tensor kind, largest first."""
+    active = f", {_count(s['active_params'])} active per token" if s["active_params"] != s["params"] else ""
+    click.echo(f"  model           {s['family']}, {_count(s['params'])} params{active}")
+    kinds = sorted(s["weight_bytes_by_kind"].items(), key=lambda kb: -kb[1])
+    if kinds:
+        click.echo("  weights by kind: " + ", ".join(f"{kind} {b / 1e6:,.1f} MB" for kind, b in kinds))
+
+
+def _echo_spread(spread: dict | None) -> None:
+    if not spread:
+        return
+    names = "/".join(f"p{round(100 * q):d}" for q in spread["quantiles"])
+    first, last = spread["seeds"]
+    click.echo(f"  routing spread  {names} over {spread['samples']:,} sampled routings (seeds {first}..{last})")
+    click.echo("    step          " + " / ".join(f"{x * 1e3:,.3f}" for x in spread["step_s"]) + " ms")
+    click.echo("    tokens/s      " + " / ".join(f"{x:,.1f}" for x in spread["tokens_per_s"])
+               + "  (at pN, N % of the steps are at least this fast)")
 
 
 def _echo_pass_table(s: dict, ds, unit: str) -> None:

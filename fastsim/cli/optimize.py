@@ -6,31 +6,40 @@ import json
 import click
 
 from ..errors import ConfigError, SimulationError
-from .common import base_study, fail, load_arch, model_options
+from .common import base_study, fail, load_arch, several_models_options
 
 
 @click.command("optimize")
-@model_options
+@several_models_options
 @click.option("--mix", "mix", multiple=True, help="request kinds for the overlays step, PROMPT:NEW_TOKENS[:BATCH"
               "[:WEIGHT]] (repeatable; default 1024:128)")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default="optimize", show_default=True,
               help="directory for report.md, plan.json, the studies' reports, figures and zarr Datasets")
-def optimize_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix, out_dir):
+def optimize_cmd(models, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix, out_dir):
     """The whole checklist in order: ablate -> cuts -> overlays -> dataflow, then the combined plan
     simulated as a whole. Writes OUT/report.md (each decision with its evidence), OUT/plan.json
     (replay it: fastsim run llm --plan OUT/plan.json), the studies' reports and figures, and their
-    Datasets as zarr. (--report is ignored: everything goes to --out.)
+    Datasets as zarr. With several --model: one such folder per model under OUT and OUT/report.md
+    comparing their plans and dataflow playbooks regime by regime.
 
     Example: fastsim optimize --model llama-3.2-1b --regime decode:4096 --regime prefill:1024 --out opt/
     """
+    from ..studies.families import optimize_models
     from ..studies.optimize import optimize
 
     def say(step, text):
         click.echo(f"[{step}] {text}", err=True)
 
+    if report_dir:
+        fail(ValueError("--report does not apply to optimize: everything goes to --out"))
     try:
-        plan = optimize(base_study(model, weights, kv, activations), regimes, list(mix) or None, load_arch(arch_name),
-                        out_dir, progress=say)
+        bases = [base_study(m, weights, kv, activations) for m in dict.fromkeys(models)]
+        arch = load_arch(arch_name)
+        if len(bases) > 1:
+            comparison = optimize_models(bases, regimes, list(mix) or None, arch, out_dir, progress=say)
+            click.echo(json.dumps(comparison) if as_json else _compared(comparison))
+            return
+        plan = optimize(bases[0], regimes, list(mix) or None, arch, out_dir, progress=say)
     except (ConfigError, SimulationError, ValueError) as e:
         fail(e)
     if as_json:
@@ -41,3 +50,16 @@ def optimize_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
         click.echo(f"{label}: baseline {b['seconds'] * 1e3:,.3f} ms -> plan {p['seconds'] * 1e3:,.3f} ms "
                    f"({r['decisions']['dataflow_point']}, cuts [{r['decisions']['cuts']}], optimize first: "
                    f"{r['decisions']['top_class']})")
+
+
+def _compared(comparison: dict) -> str:
+    """One line per model and regime, then the ops whose style differs between families."""
+    lines = []
+    for model, plan in comparison["plans"].items():
+        for label, r in plan["regimes"].items():
+            lines.append(f"{model} ({comparison['models'][model]['family']}) {label}: "
+                         f"plan {r['predicted']['seconds'] * 1e3:,.3f} ms ({r['decisions']['dataflow_point']})")
+    for label, r in comparison["regimes"].items():
+        lines.append(f"{label}: styles differ for {', '.join(r['differs'])}" if r["differs"]
+                     else f"{label}: every shared op gets the same style")
+    return "\n".join(lines)
