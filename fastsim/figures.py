@@ -4,7 +4,9 @@ one for a result; study reports (``studies/report.py``) draw with the same headl
 
 - ``sweep_figure``, ``heatmap_figure``: any output of a sweep over one axis (lines, one per value
   of a second axis) or two (a heatmap);
-- ``kv_figure``: KV-cache vs weight DDR bytes over context (an LLM sweep), the crossover marked;
+- ``kv_figure``: KV-cache vs weight DDR bytes over context (an LLM sweep), one curve per model
+  coloured by family and one panel per batch, the crossover interpolated (``kv_crossover``) and
+  sliding windows marked;
 - ``classes_figure``: time by op class and by layer (an LLM run);
 - ``stalls_figure``: stall attribution per op, what its DMA channels did, for the ops taking the
   most time (an LLM run);
@@ -16,6 +18,7 @@ one for a result; study reports (``studies/report.py``) draw with the same headl
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 
 from .errors import ConfigError
 
@@ -80,7 +83,172 @@ def heatmap_figure(ds, var: str, x: str, y: str):
     return fig
 
 
-def kv_figure(ds, x: str = "context"):
+def kv_crossover(context, kv_bytes, weight_bytes) -> float:
+    """The context at which KV bytes overtake weight bytes: the first pair of grid points where KV
+    goes from at most the weights to above them, interpolated linearly in log2(context) between
+    those two points. NaN where no pair brackets a crossing (KV above the weights from the first
+    context on, or never above); points with a NaN (failed points) are left out.
+
+    >>> kv_crossover([1024, 2048, 4096], [100, 200, 400], [300, 300, 300])  # 2 ** 11.5
+    2896.309375740099
+    """
+    c, kv, w = (np.asarray(a, dtype=float) for a in (context, kv_bytes, weight_bytes))
+    w = np.broadcast_to(w, c.shape)
+    ok = np.isfinite(c) & np.isfinite(kv) & np.isfinite(w) & (c > 0)
+    c, d = c[ok], kv[ok] - w[ok]
+    for i in range(len(c) - 1):
+        if d[i] <= 0 < d[i + 1]:
+            t = -d[i] / (d[i + 1] - d[i])
+            return float(2.0 ** (np.log2(c[i]) + t * (np.log2(c[i + 1]) - np.log2(c[i]))))
+    return float("nan")
+
+
+def _kv_layout(ds, x: str, batch=None):
+    """kv_bytes and weight_bytes of the good points over (batch,) model and ``x``; other axes fixed
+    (decode where there is a regime axis, else their first value)."""
+    for name in ("kv_bytes", "weight_bytes"):
+        if name not in ds:
+            raise ConfigError([f"kind kv needs outputs kv_bytes and weight_bytes (and a {x} axis)"], "plot")
+    if x not in ds.kv_bytes.dims:
+        raise ConfigError([f"axis {x!r}: kv_bytes runs over {list(ds.kv_bytes.dims)}"], "plot")
+    keep = [d for d in (x, "model", "batch") if d in ds.kv_bytes.dims]
+    fixed = {d: ("decode" if d == "regime" and "decode" in ds[d].values else ds[d].values[0])
+             for d in ds.kv_bytes.dims if d not in keep}
+    good = ds.sel(fixed)
+    good = good.where(good["status"] == 0) if "status" in good else good
+    if batch is not None and "batch" in good.dims:
+        wanted = [batch] if np.isscalar(batch) else list(batch)
+        missing = [b for b in wanted if b not in good.batch.values]
+        if missing:
+            raise ConfigError([f"batch = {missing}: the store has batch {good.batch.values.tolist()}"], "plot")
+        good = good.sel(batch=wanted)
+    return good, fixed
+
+
+def kv_crossovers(ds, x: str = "context", batch=None):
+    """``kv_crossover`` of every model (and batch) of an LLM sweep: a DataArray over the store's
+    ``model`` (and ``batch``) axes, in tokens (NaN where KV does not overtake the weights inside the
+    swept contexts)."""
+    good, _ = _kv_layout(ds, x, batch)
+    kv = good.kv_bytes.transpose(..., x)
+    w = good.weight_bytes.transpose(..., x)
+    out = np.array([kv_crossover(good[x].values, a, b) for a, b in
+                    zip(kv.values.reshape(-1, kv.sizes[x]), w.values.reshape(-1, kv.sizes[x]))])
+    dims = [d for d in kv.dims if d != x]
+    return xr.DataArray(out.reshape([kv.sizes[d] for d in dims]), dims=dims, coords={d: good[d].values for d in dims},
+                        name="kv_crossover", attrs={"units": "tokens", "description": "context where KV bytes "
+                                                    "overtake weight bytes (interpolated in log2 context)"})
+
+
+def _model_fact(ds, model: str, name: str, fallback):
+    """A per-point model fact (family, sliding_window) of ``model`` from the store (its points that
+    ran: failed points hold "" or -1), else ``fallback(model)``."""
+    if name in ds:
+        values = np.ravel(ds[name].sel(model=model).values)
+        known = values[values != ""] if values.dtype.kind in "UT" else values[values >= 0]
+        if known.size:
+            return known[0]
+    return fallback(model)
+
+
+def _preset_family(model: str) -> str:
+    try:
+        from .llm import get_model
+        return get_model(model).family
+    except Exception:  # a path that no longer exists, say: the model's name stands for its family
+        return str(model)
+
+
+def _preset_window(model: str) -> int:
+    try:
+        from .llm import get_model
+        return max(get_model(model).windows, default=0)
+    except Exception:
+        return 0
+
+
+def kv_figure(ds, x: str = "context", batch=None):
+    """KV-cache vs weight DDR bytes per step over context.
+
+    An LLM sweep with a ``model`` axis (``sweeps/families.toml``, ``sweeps/kv_growth.toml``): one
+    panel per ``batch`` value (``batch`` picks one value or a list; without a batch axis, one panel);
+    in each, one KV curve per model, coloured by family (the ``family`` output, else the preset's),
+    its weight bytes as a dashed horizontal line of the same colour, the crossover where KV
+    overtakes the weights marked at the context interpolated in log2 (``kv_crossover``), and a
+    dotted vertical line at the model's largest sliding window, where the sliding layers' KV stops
+    growing (the curve flattens, fully when every layer slides). Other axes are fixed at decode
+    (a regime axis) or their first value. A store over ``context`` alone: the two curves, the first
+    swept context where KV exceeds the weights marked.
+    """
+    if "kv_bytes" not in ds or "model" not in ds.kv_bytes.dims:
+        return _kv_single_figure(ds, x)
+    good, fixed = _kv_layout(ds, x, batch)
+    crossings = kv_crossovers(ds, x, batch)
+    batches = good.batch.values.tolist() if "batch" in good.dims else [None]
+    models = [str(m) for m in good.model.values]
+    families = {m: str(_model_fact(ds, m, "family", _preset_family)) for m in models}
+    colour = {f: f"C{i % 10}" for i, f in enumerate(dict.fromkeys(families.values()))}
+    fig, axes = pyplot().subplots(1, len(batches), figsize=(4.6 * len(batches) + 1.4, 4.0), squeeze=False,
+                                  sharey=True)
+    legend = {}  # label -> a model's KV curve (from whichever panel drew it)
+    for ax, b in zip(axes[0], batches):
+        sel = good if b is None else good.sel(batch=b)
+        cross = crossings if b is None else crossings.sel(batch=b)
+        handles = [_kv_model(ax, sel, x, m, families[m], colour[families[m]], i, float(cross.sel(model=m)),
+                             int(_model_fact(ds, m, "sliding_window", _preset_window)))
+                   for i, m in enumerate(models)]
+        legend.update((h.get_label(), h) for h in handles if h is not None)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(_label(ds[x]) if x in ds.coords else x)
+        ax.set_title(("" if b is None else f"batch {b}: ") + "KV (solid) vs weights (dashed)", fontsize=9)
+    axes[0][0].set_ylabel("DDR MB per step")
+    axes[0][-1].legend(handles=list(legend.values()), fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                       title="model (family); x: KV > weights", title_fontsize=6)
+    if fixed:
+        fig.suptitle(", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _kv_model(ax, sel, x: str, model: str, family: str, colour: str, i: int, crossing: float, window: int):
+    """One model on one panel: its KV curve (returned, for the legend), weights line, crossover
+    marker and sliding-window line; every artist labelled ``<model>: <what>``. None where the
+    model has no point that ran."""
+    ctx = sel[x].values
+    kv = sel.kv_bytes.sel(model=model).values / 1e6
+    w = sel.weight_bytes.sel(model=model).values / 1e6
+    if not np.isfinite(kv).any():  # every point of this model failed here (decode on an encoder)
+        return None
+    name = _model_name(model)
+    label = f"{name} ({family}" + (f", window {window:,})" if window else ")")
+    (curve,) = ax.plot(ctx, kv, "-", marker="os^vD<>p"[i % 8], ms=3, color=colour, label=label)
+    level = np.nanmedian(w)
+    if np.nanmax(np.abs(w - level), initial=0.0) <= 1e-9 * abs(level):
+        ax.axhline(level, color=colour, ls="--", lw=0.8, label=f"{name}: weights")
+    else:  # weights read per step change along context (they should not): draw them as they are
+        ax.plot(ctx, w, "--", color=colour, lw=0.8, label=f"{name}: weights")
+    if np.isfinite(crossing):
+        ok = np.isfinite(w)
+        ax.plot([crossing], [np.interp(np.log2(crossing), np.log2(ctx[ok]), w[ok])], "x", color=colour, ms=8, mew=2,
+                label=f"{name}: KV > weights")
+    if window and ctx.min() <= window <= ctx.max():
+        ax.axvline(window, color=colour, ls=":", lw=0.8, label=f"{name}: sliding window")
+    return curve
+
+
+def _model_name(model: str) -> str:
+    """A preset's name, or a config.json's folder name (``runs/tiny/config.json`` and ``runs/tiny``
+    are both ``tiny``)."""
+    from pathlib import Path
+
+    if "/" not in model and "\\" not in model:
+        return model
+    path = Path(model)
+    return path.parent.name if path.name == "config.json" else path.name
+
+
+def _kv_single_figure(ds, x: str = "context"):
     """KV and weight DDR bytes per step over context; the first context where KV exceeds weights."""
     for name in ("kv_bytes", "weight_bytes"):
         if name not in ds:

@@ -6,7 +6,9 @@ A result is a sweep's zarr store or a run's JSON (``fastsim run ... --json``, ``
 it, so that tests can check axes, series and labels, and study reports can reuse them:
 
 - ``sweep``: any output over one axis (lines, one per value of a second axis) or two (a heatmap);
-- ``kv``: KV-cache vs weight DDR bytes over context (an LLM sweep), the crossover marked;
+- ``kv``: KV-cache vs weight DDR bytes over context (an LLM sweep): with a ``model`` axis one curve
+  per model coloured by family, one panel per ``batch`` value (``batch=`` picks some), the crossover
+  interpolated in log2 context and sliding windows marked (``figures.kv_figure``);
 - ``classes``: time by op class and by layer (an LLM run);
 - ``stalls``: stall attribution per op, what its DMA channels did, for the ops taking the most time
   (an LLM run);
@@ -61,8 +63,9 @@ def default_kind(result) -> str:
 
 
 def plot(result, kind: str | None = None, var: str | None = None, x: str | None = None, y: str | None = None,
-         arch=None, heatmap: bool = False):
-    """The figure of ``result`` (see the module docstring); returns the matplotlib Figure."""
+         arch=None, heatmap: bool = False, batch=None):
+    """The figure of ``result`` (see the module docstring); returns the matplotlib Figure.
+    ``batch`` (kind kv): the batch value, or list of values, to draw a panel for (default: each)."""
     kind = kind or default_kind(result)
     if kind not in KINDS:
         raise ConfigError([f"kind = {kind!r}: one of {KINDS}"], "plot")
@@ -83,7 +86,7 @@ def plot(result, kind: str | None = None, var: str | None = None, x: str | None 
 
         return roofline_figure(result, arch or load(result.get("arch", "npu2")))
     if kind == "kv":
-        return kv_figure(result, x or "context")
+        return kv_figure(result, x or "context", batch)
     dims = [d for d in result.dims if d in result.coords]
     var = var or next((v for v in result.data_vars if v not in ("status", "message", "done")
                        and set(result[v].dims) <= set(dims)), None)

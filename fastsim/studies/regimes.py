@@ -1,6 +1,7 @@
 """Regimes of a workload: decode at a context, prefill of a prompt, at a batch size.
 
-Written ``decode:4096``, ``prefill:1024`` or ``decode:4096:8`` (batch 8) on the command line and in
+Written ``decode:4096``, ``prefill:1024``, ``encode:512`` (encoder models) or ``decode:4096:8``
+(batch 8) on the command line and in
 study arguments; a regime's label (``decode@4096``, ``decode@4096x8``) names it in Datasets.
 """
 from __future__ import annotations
@@ -10,13 +11,14 @@ from dataclasses import dataclass, replace
 from ..errors import ConfigError
 
 DEFAULT_REGIMES = ("decode:4096", "prefill:1024")
-FORM = "REGIME:TOKENS[:BATCH] with REGIME decode (TOKENS = context) or prefill (TOKENS = prompt), e.g. decode:4096"
+FORM = ("REGIME:TOKENS[:BATCH] with REGIME decode (TOKENS = context), prefill or encode (TOKENS = prompt; "
+        "encode for encoder models), e.g. decode:4096")
 
 
 @dataclass(frozen=True)
 class Regime:
-    regime: str  # "decode" or "prefill"
-    tokens: int  # decode: tokens in the KV cache; prefill: prompt tokens
+    regime: str  # "decode", "prefill" or "encode"
+    tokens: int  # decode: tokens in the KV cache; prefill and encode: prompt tokens
     batch: int = 1
 
     @property
@@ -34,7 +36,7 @@ def parse_regime(text) -> Regime:
         return text
     parts = str(text).split(":")
     try:
-        if len(parts) not in (2, 3) or parts[0] not in ("decode", "prefill"):
+        if len(parts) not in (2, 3) or parts[0] not in ("decode", "prefill", "encode"):
             raise ValueError
         numbers = [int(x) for x in parts[1:]]
         if min(numbers) < 1:

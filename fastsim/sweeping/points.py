@@ -4,13 +4,14 @@ status 1 and empty outputs instead of stopping the sweep."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from ..arch import PRESETS
 from ..errors import ConfigError, SimulationError
 from .spec import ARCH_FIELDS, SweepSpec, spec_dir
-from .variables import BOUND_RESOURCES, MESSAGE_CHARS, OPERANDS, REGISTRY
+from .variables import BOUND_RESOURCES, OPERANDS, REGISTRY
 
 
 def split_params(params: dict) -> tuple[dict, dict]:
@@ -41,21 +42,37 @@ def _tuple(value) -> tuple:
     return tuple(value)
 
 
+PRECISION_PARAMS = ("weights", "kv", "activations", "group_size", "weight_compression", "kv_compression",
+                    "embedding", "lm_head", "attention", "ffn", "router")
+WEIGHT_KIND_PARAMS = ("embedding", "lm_head", "attention", "ffn", "router")  # "" : as ``weights``
+
+
 def llm_study(params: dict):
+    """The ``LlmStudy`` of a point's study parameters (spec names mapped to the study's fields).
+
+    ``routing`` / ``routing_seed`` become ``Routing(mode, seed)``; the per-kind weight dtypes
+    (``embedding``, ``lm_head``, ``attention``, ``ffn``, ``router``; "" = as ``weights``) go to
+    ``Precision``. ``context`` means prior cached tokens for prefill and, for encode (which keeps no
+    cache), the input length when no ``prompt`` is given.
+    """
     from ..llm import LlmStudy, Precision
+    from ..llm.routing import Routing
 
     p = dict(params)
-    precision = Precision(**{k: p.pop(k) for k in ("weights", "kv", "activations", "group_size",
-                                                 "weight_compression", "kv_compression") if k in p})
+    precision = Precision(**{k: p.pop(k) for k in PRECISION_PARAMS if k in p})
+    precision = replace(precision, **{k: getattr(precision, k) or None for k in WEIGHT_KIND_PARAMS})
+    routing = Routing(**{f: p.pop(k) for k, f in (("routing", "mode"), ("routing_seed", "seed")) if k in p})
     dataflow = {k.split(".", 1)[1]: p.pop(k) for k in list(p) if k.startswith("dataflow.")}
     columns = {k.split(".", 1)[1]: int(p.pop(k)) for k in list(p) if k.startswith("columns.")}
     if p.get("regime") == "prefill" and "context" in p and "prefill_context" not in p:
         p["prefill_context"] = p.pop("context")  # for prefill, context means prior cached tokens
+    if p.get("regime") == "encode" and "context" in p and "prompt" not in p:
+        p["prompt"] = p.pop("context")  # an encoder keeps no cache: context is the input's length
     if "noop" in p:
         p["noop"] = _tuple(p["noop"])
     if "cuts" in p:  # "" (or absent): the greedy default; "none": one dispatch
         p["cuts"] = None if p["cuts"] == "" else tuple(int(x) for x in _tuple(p["cuts"]))
-    return LlmStudy(precision=precision, dataflow=dataflow, columns=columns, **p)
+    return LlmStudy(precision=precision, dataflow=dataflow, columns=columns, routing=routing, **p)
 
 
 def evaluate(spec: SweepSpec, params: dict) -> dict:
@@ -84,8 +101,8 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
             labels = var.extra_dim[1]
             got = values.get(name, {})
             out[name] = np.array([got.get(lbl, 0.0) if values["status"] == 0 else math.nan for lbl in labels])
-        elif name == "message":
-            out[name] = str(values.get("message", ""))[:MESSAGE_CHARS]
+        elif var.dtype.startswith("<U"):  # strings (message, family): empty where not known
+            out[name] = str(values.get(name, ""))[:int(var.dtype[2:])]
         elif name in values:
             out[name] = values[name]
         else:
@@ -100,8 +117,10 @@ def _llm(params: dict, arch) -> dict:
     p = dict(params)
     samples, seed, load = int(p.pop("samples", 0)), int(p.pop("seed", 0)), float(p.pop("load", 0.5))
     study = llm_study(p)
-    s = llm_summary(simulate_llm(study, arch))
+    ds = simulate_llm(study, arch)
+    s = llm_summary(ds)
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
+    s.update(model_facts(study, ds))
     if samples:
         from ..llm.latency import VarianceModel, latency_distribution
 
@@ -109,6 +128,19 @@ def _llm(params: dict, arch) -> dict:
         for name in ("token_latency_quantile_s", "ttft_quantile_s"):
             s[name] = dict(zip(tails["quantile"].values.tolist(), tails[name].values.tolist()))
     return s
+
+
+def model_facts(study, ds) -> dict:
+    """The point's model facts (``family``, ``params``, ``active_params``, ``sliding_window``) and
+    ``kv_cache_bytes``: one sequence's cache at the tokens the pass leaves cached (decode: the
+    ``context`` it reads; prefill: ``prefill_context + prompt``; encode: none)."""
+    from ..llm.transformer import kv_cache_bytes
+
+    model = study.model_config()
+    cached = {"decode": study.context, "prefill": study.prefill_context + study.prompt}.get(study.regime, 0)
+    return {"family": ds.attrs["family"], "params": int(ds.attrs["params"]),
+            "active_params": int(ds.attrs["active_params"]), "sliding_window": max(model.windows, default=0),
+            "kv_cache_bytes": kv_cache_bytes(model, study.precision, cached)}
 
 
 def _ablate(params: dict, arch) -> dict:

@@ -16,7 +16,12 @@
 
 Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``). Axis and base
 names are study parameters or arch fields (bare, or as ``arch.NAME``); ``dataflow.CLASS`` and
-``columns.CLASS`` set one op class. For prefill points, ``context`` is the prior cached context.
+``columns.CLASS`` set one op class. For prefill points, ``context`` is the prior cached context; for
+encode points (encoder models such as ``bert-base``) it is the input length unless ``prompt`` is
+given. LLM points also take ``routing`` ("expected" or "sampled") and ``routing_seed`` for
+mixture-of-experts models, and per-kind weight dtypes ``embedding``, ``lm_head``, ``attention``,
+``ffn``, ``router`` ("" or absent: as ``weights``). A point whose model and regime do not go
+together (decode on an encoder) fails on its own (status 1), as any invalid point does.
 A ``systolic`` study runs every layer of a SCALE-Sim topology CSV (``topology``, relative to the
 spec file) on a mesh per point, named by ``MeshConfig``'s fields (``rows``, ``cols``, ``dataflow``,
 SRAM kB, ``bandwidth_words_per_cycle`` with 0 = unlimited, ...); it has no arch.
@@ -40,7 +45,9 @@ from .variables import REGISTRY
 
 LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch", "weights", "kv",
               "activations", "group_size", "weight_compression", "kv_compression", "noop", "cuts", "residency", "kernel_efficiency",
-              "stream_split", "causal_halving", "lm_head_last_only"}
+              "stream_split", "causal_halving", "lm_head_last_only",
+              "routing", "routing_seed",  # mixture-of-experts routing: "expected" | "sampled", and its seed
+              "embedding", "lm_head", "attention", "ffn", "router"}  # per-kind weight dtypes ("": as weights)
 GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
                "kernel_overhead_cycles", "out_dtype", "stream_split"}
 # a systolic point's parameters are MeshConfig's fields (one name in Python, specs and stores)

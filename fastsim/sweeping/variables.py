@@ -12,6 +12,7 @@ from ..systolic.inputs import OPERANDS
 BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
 STATUS = ("ok", "config_error", "simulation_error", "error")
 MESSAGE_CHARS = 240
+FAMILY_CHARS = 32
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,17 @@ LLM = {
     "energy_j": _v("energy_j", "J", "energy from the arch energy table (assumptions)"),
     "dispatch_seconds": _v("dispatch_seconds", "s", "host dispatch overheads"),
     "by_class": _v("by_class", "s", "time per op class", extra_dim=("op_class", OP_CLASSES)),
+    # the point's model facts, to segment a sweep over models (strings are fixed width: FAMILY_CHARS)
+    "family": _v("family", "1", "model family (the config.json model_type: llama, qwen3, gemma3, mistral, "
+                 "mixtral, gpt_oss, bert, ...); empty where the point failed", f"<U{FAMILY_CHARS}"),
+    "params": _v("params", "parameters", "weights of the model, every expert counted", "int64"),
+    "active_params": _v("active_params", "parameters", "weights one token runs through (mixture of experts: "
+                        "only its chosen experts)", "int64"),
+    "sliding_window": _v("sliding_window", "tokens", "the largest sliding window of any layer (0: every layer "
+                         "attends to the whole context)", "int64"),
+    "kv_cache_bytes": _v("kv_cache_bytes", "bytes", "one sequence's KV cache at the point's context (decode: the "
+                         "context it reads; prefill: prefill_context + prompt; encode: 0), sliding-window layers "
+                         "holding at most their window"),
     # with a samples > 0 parameter (fastsim.llm.latency; NaN without)
     "token_latency_quantile_s": _v("token_latency_quantile_s", "s", "quantiles of per-token latency under the "
                                    "seeded variance model", extra_dim=("quantile", QUANTILES)),
