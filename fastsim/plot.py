@@ -69,6 +69,8 @@ def plot(result, kind: str | None = None, var: str | None = None, x: str | None 
     kind = kind or default_kind(result)
     if kind not in KINDS:
         raise ConfigError([f"kind = {kind!r}: one of {KINDS}"], "plot")
+    if batch is not None and kind != "kv":
+        raise ConfigError([f"batch = {batch}: applies to kind kv only (this is kind {kind})"], "plot")
     if kind in ("classes", "stalls", "roofline", "mismatch", "occupancy") and not isinstance(result, dict):
         raise ConfigError([f"kind {kind} takes a run's JSON, not a sweep store"], "plot")
     if kind in ("sweep", "kv") and isinstance(result, dict):
