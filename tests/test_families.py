@@ -228,3 +228,57 @@ def test_precision__per_kind_dtypes_change_only_their_tensors():
     with pytest.raises(ConfigError, match="measured"):
         Precision(measured=(("frob", 0.5),)).validate()
     assert np.isclose(Precision(weights="mxfp4").bytes_of("ffn"), 0.5 + 1 / 32)
+
+
+def _cfg(name, **change):
+    cfg = {**preset_config(name), **change}
+    return {k: v for k, v in cfg.items() if v is not REMOVE}
+
+
+REMOVE = object()
+
+
+def test_config__absent_and_null_keys_follow_transformers():
+    """Absent: the family class's default; null: off (windows, soft-capping)."""
+    assert set(from_dict(_cfg("mistral-7b-v0.1", sliding_window=REMOVE), "m").windows) == {4096}
+    assert from_dict(_cfg("mistral-7b-v0.1", sliding_window=None), "m").windows == ()
+    gpt = from_dict(_cfg("gpt-oss-20b", layer_types=REMOVE), "g")
+    assert gpt.windows == MODELS["gpt-oss-20b"].windows  # even layers slide by default
+    gemma = from_dict(_cfg("gemma-2-2b", attn_logit_softcapping=None, final_logit_softcapping=None), "g")
+    assert (gemma.attn_softcap, gemma.final_softcap) == (0.0, 0.0)
+    qwen = from_dict(_cfg("qwen3-8b", use_sliding_window=True, sliding_window=REMOVE, max_window_layers=REMOVE), "q")
+    assert qwen.windows == tuple(4096 if i >= 28 else 0 for i in range(36))
+    moe = from_dict(_cfg("qwen3-30b-a3b", use_sliding_window=True, sliding_window=2048), "q")
+    assert set(moe.windows) == {2048}  # Qwen3-MoE slides every layer
+    newer = from_dict(_cfg("qwen3-8b", layer_types=["full_attention"] * 36), "q")  # newer exports
+    assert newer.windows == ()
+
+
+def test_config__moe_keys_without_moe_layers_give_a_dense_model():
+    dense = from_dict(_cfg("qwen1.5-moe-a2.7b", mlp_only_layers=list(range(24))), "q")
+    assert dense.experts is None and dense.params < MODELS["qwen1.5-moe-a2.7b"].params / 5
+
+
+@pytest.mark.parametrize("name,change,named", [
+    ("bert-base", {"num_key_value_heads": 4}, "num_key_value_heads"),
+    ("bert-base", {"is_decoder": True}, "is_decoder"),
+    ("gemma-3-4b", {"kv_lora_rank": 512}, "kv_lora_rank"),
+    ("qwen1.5-moe-a2.7b", {"use_sliding_window": True}, "use_sliding_window"),
+])
+def test_config__more_refusals(name, change, named):
+    with pytest.raises(ConfigError, match=named):
+        from_dict(_cfg(name, **change), name)
+
+
+def test_routing__sampled_picks_each_expert_with_its_probability():
+    from fastsim.llm.routing import probabilities
+
+    m = MODELS["mixtral-8x7b"]
+    skew = Routing("sampled", histogram=((8, 4, 1, 1, 1, 1, 0.5, 0.5),))
+    p = probabilities(m.experts, skew, 0)
+    tokens = 40_000
+    # loads are (count, experts with it), busiest first: compare sorted shares with sorted p
+    counts = sorted((t for t, n in expert_loads(m.experts, tokens, skew, 0) for _ in range(n)), reverse=True)
+    assert np.allclose(np.array(counts) / tokens, np.sort(p)[::-1], atol=0.01)
+    with pytest.raises(ConfigError, match="at least 2"):
+        Routing(histogram=((1, 0, 0, 0, 0, 0, 0, 0),)).validate(m.experts, m.num_layers)

@@ -103,8 +103,8 @@ def _keys_seen(run, window: int, bidirectional: bool) -> tuple[int, float]:
         return span, (cached + t * (0.5 if run.causal_halving else 1.0)) / span
     cached = min(cached, window - 1)
     span = cached + t
-    if not run.causal_halving:
-        return span, min(window, span) / span
+    if not run.causal_halving:  # no masked block skipped: the whole rectangle, as for global layers
+        return span, 1.0
     # query j sees min(cached + j + 1, window) keys
     ramp = max(0, min(t, window - cached))  # queries before the window is full
     seen = ramp * (cached + 1) + ramp * (ramp - 1) // 2 + (t - ramp) * window

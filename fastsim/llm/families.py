@@ -59,17 +59,19 @@ class _Reader:
     def __init__(self, cfg: dict, where: str, defaults: dict):
         self.cfg, self.defaults, self.p, self.used = cfg, defaults, Problems(where), set()
 
-    def has(self, key) -> bool:
-        return self.cfg.get(key, self.defaults.get(key)) is not None
-
     def raw(self, key, default=None):
-        """The key's value; null or absent: the family's default, else ``default``."""
+        """The key's value as written (null stays None: "off" for windows and soft-capping, as
+        in transformers); absent: the family's default, else ``default``."""
         self.used.add(key)
-        v = self.cfg.get(key)
-        return self.defaults.get(key, default) if v is None else v
+        if key in self.cfg:
+            return self.cfg[key]
+        return self.defaults.get(key, default)
 
     def int(self, key, lo=1, hi=2**24, default=None, required=True) -> int:
-        v = self.raw(key, default)
+        """An integer key; null or absent without a family default: ``default`` (a value derived
+        from others, e.g. head_dim), else missing."""
+        v = self.raw(key)
+        v = default if v is None else v
         if v is None:
             if required:
                 self.p.add(key, "missing", "a required key of this family's config.json")
@@ -106,11 +108,13 @@ class _Reader:
         self.p.raise_if_any()
 
 
-def _base(r: _Reader, name: str, family: str, **over) -> dict:
-    """The fields every family reads the same way."""
+def _base(r: _Reader, name: str, family: str, gqa: bool = True, **over) -> dict:
+    """The fields every family reads the same way (``gqa``: the family has KV-head and head_dim
+    keys; BERT has neither, and a config that sets them is not BERT's)."""
     h, heads = r.int("hidden_size"), r.int("num_attention_heads", hi=4096)
-    kv = r.int("num_key_value_heads", hi=4096, default=heads)
-    head_dim = r.int("head_dim", hi=2**14, default=(h // heads) if heads else None)
+    derived = (h // heads) if heads else None
+    kv = r.int("num_key_value_heads", hi=4096, default=heads) if gqa else heads
+    head_dim = r.int("head_dim", hi=2**14, default=derived) if gqa else derived
     return dict(name=name, family=family, hidden_size=h, num_layers=r.int("num_hidden_layers", hi=4096),
                 num_heads=heads, num_kv_heads=kv, head_dim=head_dim, ffn_size=r.int("intermediate_size", hi=2**22),
                 vocab_size=r.int("vocab_size"), tie_word_embeddings=r.flag("tie_word_embeddings"),
@@ -127,7 +131,7 @@ def _windows_from_types(r: _Reader, layers: int, window: int) -> tuple[int, ...]
                      "layer_types", types, f"a list of {layers} entries, each one of {allowed}"):
         return ()
     if "sliding_attention" in types and not window:
-        r.p.add("sliding_window", r.raw("sliding_window"), "must be set when layer_types has sliding layers")
+        r.p.add("sliding_window", r.raw("sliding_window"), "must be set (and enabled) when layer_types has sliding layers")
     return tuple(window if t == "sliding_attention" else 0 for t in types)
 
 
@@ -145,24 +149,37 @@ def _mistral(r: _Reader, name: str, family="mistral") -> ModelConfig:
     return ModelConfig(**base, windows=windows)
 
 
-def _qwen_windows(r: _Reader, layers: int) -> tuple[int, ...]:
-    """Qwen2/3: with ``use_sliding_window``, layers from ``max_window_layers`` on slide."""
-    window = r.int("sliding_window", required=False)
-    by_type = _windows_from_types(r, layers, window if r.flag("use_sliding_window") else 0)
+def _qwen_windows(r: _Reader, layers: int, family: str) -> tuple[int, ...]:
+    """Qwen2/3: with ``use_sliding_window``, layers from ``max_window_layers`` on slide (Qwen3-MoE:
+    every layer; Qwen2-MoE: transformers versions disagree on which, so refused), or as
+    ``layer_types`` says."""
+    on = r.flag("use_sliding_window")
+    window = r.int("sliding_window", required=False, lo=0)
+    first = r.int("max_window_layers", lo=0, required=False)  # read: newer exports carry it beside layer_types
+    by_type = _windows_from_types(r, layers, window if on else 0)
     if by_type is not None:
         return by_type if any(by_type) else ()
-    first = r.int("max_window_layers", lo=0, default=layers)
-    if not r.flag("use_sliding_window") or not window:
+    if not on:
         return ()
+    if family == "qwen2_moe":
+        r.p.add("use_sliding_window", True, "qwen2_moe's sliding layers differ between transformers versions: "
+                                            "give layer_types instead")
+        return ()
+    if not window:
+        r.p.add("sliding_window", window, "must be set when use_sliding_window is true")
+        return ()
+    if family == "qwen3_moe":
+        return (window,) * layers
     return tuple(window if i >= first else 0 for i in range(layers))
 
 
 def _qwen(r: _Reader, name: str, family: str) -> ModelConfig:
     r.activation("hidden_act", ("silu",))
     qwen3 = family.startswith("qwen3")
-    bias = r.flag("attention_bias") if qwen3 else True  # Qwen2 always has q/k/v biases
+    # Qwen2 always has q/k/v biases (qkv_bias in newer qwen2_moe exports says so)
+    bias = r.flag("attention_bias") if qwen3 else r.flag("qkv_bias", default=True)
     base = _base(r, name, family, qkv_bias=bias, o_bias=bias and qwen3, qk_norm=qwen3)
-    base["windows"] = _qwen_windows(r, base["num_layers"])
+    base["windows"] = _qwen_windows(r, base["num_layers"], family)
     if family.endswith("_moe"):
         base.update(_qwen_experts(r, base["num_layers"], shared=not qwen3))
     return ModelConfig(**base)
@@ -178,6 +195,8 @@ def _qwen_experts(r: _Reader, layers: int, shared: bool) -> dict:
     shared_size = r.int("shared_expert_intermediate_size", lo=0, required=shared) if shared else 0
     experts = Experts(count, k, r.int("moe_intermediate_size"), shared_size, shared_gate=shared and shared_size > 0)
     moe = tuple(i for i in range(layers) if i not in only_mlp and step and (i + 1) % step == 0)
+    if not moe:  # every layer dense: a dense model, whatever its expert keys say
+        return dict(experts=None, moe_layers=())
     return dict(experts=experts, moe_layers=moe if len(moe) < layers else ())
 
 
@@ -189,20 +208,21 @@ def _gemma(r: _Reader, name: str, family: str) -> ModelConfig:
                  attn_softcap=r.float("attn_logit_softcapping"), final_softcap=r.float("final_logit_softcapping"),
                  qk_norm=family != "gemma2")
     layers, window = base["num_layers"], r.int("sliding_window")
+    pattern = r.int("sliding_window_pattern", default=6) if family != "gemma2" else 0
+    r.raw("_sliding_window_pattern")  # newer exports keep the pattern beside layer_types
     windows = _windows_from_types(r, layers, window)
     if windows is None:
         if family == "gemma2":  # even layers slide (transformers Gemma2: not layer_idx % 2)
             windows = tuple(window if i % 2 == 0 else 0 for i in range(layers))
         else:  # every pattern-th layer is global (transformers Gemma3: (i + 1) % pattern)
-            pattern = r.int("sliding_window_pattern", default=6)
+            pattern = r.int("_sliding_window_pattern", default=pattern)
             windows = tuple(window if pattern and (i + 1) % pattern else 0 for i in range(layers))
     return ModelConfig(**base, windows=windows)
 
 
 def _phi3(r: _Reader, name: str) -> ModelConfig:
     r.activation("hidden_act", ("silu",))
-    bias = r.flag("attention_bias")
-    base = _base(r, name, "phi3", fused_qkv=True, fused_gate_up=True, qkv_bias=bias, o_bias=bias)
+    base = _base(r, name, "phi3", fused_qkv=True, fused_gate_up=True)
     window = r.int("sliding_window", required=False)
     return ModelConfig(**base, windows=(window,) * base["num_layers"] if window else ())
 
@@ -225,24 +245,28 @@ def _gpt_oss(r: _Reader, name: str) -> ModelConfig:
     experts = Experts(r.int("num_local_experts"), k, base["ffn_size"], router_bias=True, expert_bias=True)
     window = r.int("sliding_window", required=False)
     windows = _windows_from_types(r, base["num_layers"], window)
-    return ModelConfig(**base, experts=experts, windows=windows or ())
+    if windows is None:  # transformers: even layers slide, odd layers are global
+        windows = tuple(window if (i + 1) % 2 else 0 for i in range(base["num_layers"])) if window else ()
+    return ModelConfig(**base, experts=experts, windows=windows)
 
 
 def _bert(r: _Reader, name: str) -> ModelConfig:
     act = r.activation("hidden_act", ("gelu", "gelu_tanh"))
     kind = r.raw("position_embedding_type", "absolute")
     r.p.check(kind == "absolute", "position_embedding_type", kind, "absolute (relative positions are not modelled)")
-    base = _base(r, name, "bert", qkv_bias=True, o_bias=True, mlp_bias=True, norm="layer", activation=act,
+    r.p.check(not r.flag("is_decoder"), "is_decoder", True, "a causal BERT decoder is not modelled (encoders only)")
+    base = _base(r, name, "bert", gqa=False, qkv_bias=True, o_bias=True, mlp_bias=True, norm="layer", activation=act,
                  gated_ffn=False, encoder=True, pooler=True)
     return ModelConfig(**base, positions=r.int("max_position_embeddings"), token_types=r.int("type_vocab_size", lo=0, default=2))
 
 
+QWEN_WINDOWS = {"hidden_act": "silu", "sliding_window": 4096, "max_window_layers": 28}
 # model_type -> (builder, defaults of keys real configs omit, extra keys that do not change the work)
 FAMILIES = {
     "llama": (_llama, {"tie_word_embeddings": False, "hidden_act": "silu"}, frozenset()),
-    "mistral": (_mistral, {"hidden_act": "silu"}, frozenset()),
-    "qwen2": (lambda r, n: _qwen(r, n, "qwen2"), {"hidden_act": "silu"}, frozenset()),
-    "qwen3": (lambda r, n: _qwen(r, n, "qwen3"), {"hidden_act": "silu", "head_dim": 128}, frozenset()),
+    "mistral": (_mistral, {"hidden_act": "silu", "sliding_window": 4096}, frozenset()),
+    "qwen2": (lambda r, n: _qwen(r, n, "qwen2"), QWEN_WINDOWS, frozenset()),
+    "qwen3": (lambda r, n: _qwen(r, n, "qwen3"), {**QWEN_WINDOWS, "head_dim": 128}, frozenset()),
     "gemma2": (lambda r, n: _gemma(r, n, "gemma2"),
                {"head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
                 "sliding_window": 4096, "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}, frozenset()),
@@ -252,11 +276,12 @@ FAMILIES = {
                      "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096, "tie_word_embeddings": True,
                      "max_position_embeddings": 131072},
                     frozenset()),
-    "phi3": (_phi3, {"hidden_act": "silu"}, frozenset()),
+    "phi3": (_phi3, {"hidden_act": "silu"}, frozenset({"attention_bias"})),  # Phi-3's projections have no
+    # bias whatever attention_bias says (transformers hard-codes it)
     "mixtral": (_mixtral, {"hidden_act": "silu"}, frozenset()),
-    "qwen2_moe": (lambda r, n: _qwen(r, n, "qwen2_moe"), {"hidden_act": "silu"}, frozenset()),
-    "qwen3_moe": (lambda r, n: _qwen(r, n, "qwen3_moe"), {"hidden_act": "silu"}, frozenset()),
-    "gpt_oss": (_gpt_oss, {"head_dim": 64}, frozenset()),
+    "qwen2_moe": (lambda r, n: _qwen(r, n, "qwen2_moe"), QWEN_WINDOWS, frozenset()),
+    "qwen3_moe": (lambda r, n: _qwen(r, n, "qwen3_moe"), QWEN_WINDOWS, frozenset()),
+    "gpt_oss": (_gpt_oss, {"head_dim": 64, "sliding_window": 128}, frozenset()),
     "bert": (_bert, {"hidden_act": "gelu"}, frozenset()),
 }
 # multimodal wrappers whose text model fastsim simulates (text prompts only; the vision tower is
@@ -275,11 +300,16 @@ def from_dict(cfg: dict, name: str, where: str = "config.json") -> ModelConfig:
         inner = cfg.get(inner_key)
         extra = set(cfg) - INERT - wrapper_keys - {inner_key} - set(REFUSED)
         problems = [f"{k} = {shown(cfg[k])}: not a {family} config key fastsim knows" for k in sorted(extra)]
+        problems += [f"{k} = {shown(cfg[k])}: {what} is not modelled" for k, what in REFUSED.items()
+                     if cfg.get(k) not in (None, False, 0, [])]
         if not isinstance(inner, dict):
             problems.append(f"{inner_key} = {shown(inner)}: a {family} config must hold its text model here")
+        elif inner.get("model_type", inner_family) != inner_family:
+            problems.append(f"{inner_key}.model_type = {shown(inner['model_type'])}: a {family} text model is "
+                            f"{inner_family}")
         if problems:
             raise ConfigError(problems, where)
-        model = from_dict({"model_type": inner_family, **inner}, name, f"{where} ({inner_key})")
+        model = from_dict({**inner, "model_type": inner_family}, name, f"{where} ({inner_key})")
         return ModelConfig(**{**model.__dict__, "vision_tower": True})
     if "model_type" not in cfg:
         raise ConfigError([f"model_type: missing; fastsim reads it to know the family ({', '.join([*FAMILIES, *WRAPPERS])})"],

@@ -8,9 +8,9 @@ routing histogram: how often each expert was chosen, globally or per layer).
   some experts: as many as the expected number of distinct experts, sum of 1 - (1 - p_e)^tokens
   (rounded), the likeliest ones; the tokens' picks are shared among them in proportion to p_e
   (largest remainders), each getting at least one and at most every token.
-- ``sampled``: every token's picks drawn from ``probabilities`` (numpy PCG64, seeded by
-  ``seed`` and the layer), for spreads of per-step time (p95/p99): the same seed gives the same
-  routing.
+- ``sampled``: every token's picks drawn with exactly ``probabilities`` as each expert's chance
+  (numpy PCG64, seeded by ``seed`` and the layer), for spreads of per-step time (p95/p99): the
+  same seed gives the same routing.
 """
 from __future__ import annotations
 
@@ -41,8 +41,9 @@ class Routing:
             for i, row in enumerate(self.histogram):
                 p.check(len(row) == experts.count, f"histogram[{i}]", f"{len(row)} entries",
                         f"one per expert ({experts.count})")
-                p.check(all(isinstance(x, (int, float)) and x >= 0 for x in row) and sum(row) > 0,
-                        f"histogram[{i}]", shown(row), "counts >= 0, not all zero")
+                ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in row)
+                p.check(ok and sum(1 for x in row if x > 0) >= experts.per_token, f"histogram[{i}]", shown(row),
+                        f"counts >= 0, at least {experts.per_token} (experts per token) of them above 0")
         p.raise_if_any()
         return self
 
@@ -96,13 +97,16 @@ def _expected(p: np.ndarray, k: int, tokens: int) -> np.ndarray:
 
 
 def _sampled(p: np.ndarray, k: int, tokens: int, seed: int, layer: int) -> np.ndarray:
-    """Each token's k distinct picks, drawn without replacement by the Gumbel top-k trick."""
+    """Each token's k distinct picks, each expert included with probability exactly p_e
+    (systematic sampling over a random order of the experts: k points u, u + 1, ... on the
+    cumulative probabilities; p_e <= 1, so no expert is picked twice)."""
     rng = np.random.default_rng([seed, layer])
-    with np.errstate(divide="ignore"):
-        logp = np.log(p)
-    keys = logp + rng.gumbel(size=(tokens, len(p)))
-    picks = np.argpartition(-keys, k - 1, axis=1)[:, :k]
-    return np.bincount(picks.ravel(), minlength=len(p)).astype(np.int64)
+    order = np.argsort(rng.random((tokens, len(p))), axis=1)
+    cum = np.cumsum(p[order], axis=1)
+    cum[:, -1] = k  # exactly k points fall below the end
+    u = rng.random((tokens, 1))
+    picked = (np.ceil(cum - u) - np.ceil(cum - p[order] - u)) >= 1
+    return np.bincount(order[picked], minlength=len(p)).astype(np.int64)
 
 
 def read_histogram(path: str | Path, experts, layers: int) -> tuple[tuple[float, ...], ...]:

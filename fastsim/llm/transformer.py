@@ -121,11 +121,20 @@ def build_graph(model: ModelConfig, precision: Precision, run: Pass = Pass()) ->
         else:
             last = ffn_block(b, layer, attention_block(b, layer, last))
     _head(b, last)
-    h, f = model.hidden_size, model.ffn_size
+    h = model.hidden_size
     # live at once between ops of a chained dispatch: the residual stream, a normed copy and the
-    # FFN's two halves (attention's scores stream through a ring of KV blocks)
-    live = (2 * h + 2 * f) * b.a
+    # widest FFN's two halves (attention's scores stream through a ring of KV blocks)
+    live = (2 * h + 2 * _widest_ffn(model)) * b.a
     return OpGraph(tuple(b.ops), tuple(b.producers), run.batch, run.tokens, live)
+
+
+def _widest_ffn(model: ModelConfig) -> int:
+    """The widest FFN intermediate a token holds: the dense FFN's if any layer is dense, else its
+    experts' together (and the shared expert's)."""
+    dense = [model.ffn_size] if any(not model.is_moe(i) for i in range(model.num_layers)) else []
+    e = model.experts
+    routed = [e.per_token * e.ffn_size + e.shared_ffn_size] if e is not None else []
+    return max(dense + routed)
 
 
 def check_regime(model: ModelConfig, regime: str) -> None:
