@@ -97,6 +97,9 @@ def gemm_options(fn):
                           "measured one-core figure per datapath)"),
         click.option("--stream-split", type=click.Choice(["equal", "proportional"]), default=None,
                      help="pin how shared operands are streamed over columns (default: searched)"),
+        click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
+                     help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
+                          "k_split, split, stream_split; docs/as_built.md): that design; the rest searched"),
     ])(fn)
 
 
@@ -113,14 +116,33 @@ def parse_tile(text):
     return tile
 
 
-def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
-    """The Gemm workload of ``gemm_options``' values."""
+def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None):
+    """The Gemm workload of ``gemm_options``' values (and an as-built file's [gemm] table)."""
+    from dataclasses import replace
+
     from ..workloads.gemm import Gemm
 
     t = parse_tile(tile) or (None, None, None)
-    return Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
-                dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
-                stream_split=stream_split)
+    g = Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
+             dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
+             stream_split=stream_split)
+    if not overlay_path:
+        return g
+    from ..mapping.overlay import load_as_built
+
+    table = dict(load_as_built(overlay_path).gemm)
+    if not table:
+        raise ConfigError([f"{overlay_path}: no [gemm] table"], "--overlay")
+    if "tile" in table:
+        tile_pin = table.pop("tile")
+        if not (isinstance(tile_pin, tuple) and len(tile_pin) == 3):
+            raise ConfigError([f"[gemm].tile = {tile_pin!r}: three sizes [m, k, n]"], overlay_path)
+        table.update(tile_m=tile_pin[0], tile_k=tile_pin[1], tile_n=tile_pin[2])
+    clash = [name for name in table if getattr(g, name) is not None]
+    if clash:
+        raise ConfigError([f"{', '.join(clash)}: {overlay_path} sets it too ([gemm]); give it in one place"],
+                          "--overlay")
+    return replace(g, **table)
 
 
 WEIGHT_CHOICES = ["int4", "mxfp4", "int8", "fp8", "bf16", "fp16", "fp32"]  # fastsim.llm.model.WEIGHT_DTYPES

@@ -61,7 +61,9 @@ from .llm_inputs import TENSOR_KINDS
 @click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
 @click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
 @click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), default=None,
-              help="TOML with a [prefill] and/or [decode] table: fusion, columns, dataflow per regime")
+              help="an overlay or as-built TOML (docs/as_built.md): [model] precision and per-regime "
+                   "[prefill]/[decode]/[encode] tables (fusion, cuts, columns, dataflow, datapath, tiles, l2); "
+                   "what it leaves open is searched and reported")
 @click.option("--save-overlay", "save_overlay", type=click.Path(dir_okay=False), default=None,
               help="write the layout this run used as an overlay TOML")
 @click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
@@ -146,13 +148,46 @@ def _study(ctx, o):
     if o.regime == "generate" and model.encoder:
         raise ConfigError([f"regime = 'generate': {model.name} is an encoder (no decoding); allowed encode"],
                           "llm study")
+    precision = _precision(o, model)
+    if o.overlay_path:
+        precision = _as_built_precision(ctx, o, precision)
     return LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
                     context=o.context, prompt=o.prompt, batch=o.batch, prefill_context=o.prefill_context,
-                    precision=_precision(o, model), routing=routing_from(ctx, o, model),
+                    precision=precision, routing=routing_from(ctx, o, model),
                     dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
                     columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
                     cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
                     stream_split=o.stream_split)
+
+
+def _as_built_precision(ctx, o, precision):
+    """The file's [model] precision on top of the options'; an option given on the command line
+    that the file also sets is refused (which one wins would be a guess)."""
+    from dataclasses import replace
+
+    from ..mapping.overlay import load_as_built
+    from .llm_inputs import given
+
+    o.as_built = load_as_built(o.overlay_path)
+    table = o.as_built.precision
+    clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in table and given(ctx, k)]
+    clash += [f"--tensor-dtype {k}" for k in table if k in parse_kinds(o.tensor_dtypes)]
+    clash += ["--checkpoint"] if "measured" in table and o.checkpoint_path else []
+    if clash:
+        raise ConfigError([f"{', '.join(clash)}: {o.overlay_path} sets it too ([model]); give it in one place"],
+                          "llm study")
+    layout = o.as_built.overlays.get("prefill" if o.regime == "generate" else o.regime)
+    if layout is not None:
+        clash = [f"--{k}" for k, pinned in (("fusion", layout.fusion != "auto"), ("cuts", layout.cuts is not None),
+                                          ("residency", layout.residency is not None)) if pinned and given(ctx, k)]
+        if clash:
+            raise ConfigError([f"{', '.join(clash)}: {o.overlay_path} sets it too ([{layout.regime}]); give it in "
+                               "one place"], "llm study")
+    return replace(precision, **table)
+
+
+def parse_kinds(values) -> set[str]:
+    return {v.split("=", 1)[0].strip() for v in values}
 
 
 def _precision(o, model):
@@ -189,7 +224,7 @@ def _simulate(study, o, arch):
     from ..llm.run import apply_overlay
     from ..mapping import overlay as overlay_io
 
-    overlays = overlay_io.load(o.overlay_path) if o.overlay_path else {}
+    overlays = o.as_built.overlays if o.overlay_path else {}
     if o.regime == "generate":
         from ..llm.run import simulate_generation
 
@@ -245,6 +280,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         s["latency"] = latency
     if spread:
         s["routing_spread"] = spread
+    if o.overlay_path:
+        s["as_built"] = _as_built_summary(o)
     if opts["trace"]:
         from ..trace import write_trace
 
@@ -261,9 +298,22 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
     click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr)}{packed}, kv {o.kv}{packed_kv} "
                f"on {s['arch']}")
     _echo_model(s)
+    if o.overlay_path:
+        a = s["as_built"]
+        click.echo(f"  as built        {a['file']}: pinned {', '.join(a['pinned']) or 'nothing'}; "
+                   f"searched {', '.join(a['searched']) or 'nothing'}")
     _echo_pass_table(s, ds, "ms/token" if o.regime == "decode" else "ms")
     _echo_latency(latency)
     _echo_spread(spread)
+
+
+def _as_built_summary(o) -> dict:
+    """What the as-built file fixed for this regime, what was left to the search, and the sources."""
+    a = o.as_built
+    layout = a.overlays.get(o.regime)
+    return {"file": o.overlay_path, "pinned": a.pinned(o.regime),
+            "searched": ["layout (no table for this regime)"] if layout is None else layout.open_choices(),
+            "sources": {k: v for k, v in a.sources.items() if k.split(".")[0] in ("model", o.regime)}}
 
 
 def _weights_text(pr) -> str:

@@ -21,8 +21,8 @@ def map_group():
 @click.option("--simulate", "simulate_top", default=6, show_default=True, type=click.IntRange(min=1),
               help="best-bounded candidates simulated cycle-exactly")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, arch_name, top,
-             simulate_top, as_json):
+def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, arch_name,
+             top, simulate_top, as_json):
     """Rank mappings of C = A @ B: tiles, L2 residency, columns, dataflow, K split; each with its
     lower bound, simulated cycles, bytes per level and energy; rejected ones with their reason.
 
@@ -31,7 +31,7 @@ def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_s
 
     arch = load_arch(arch_name)
     try:
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
+        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path)
         found = gemm_mapping(g, arch, top=simulate_top)
     except (ConfigError, SimulationError) as e:
         fail(e)

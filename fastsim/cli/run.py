@@ -35,7 +35,7 @@ def run_group(ctx, arch_name, as_json, trace_path, trace_raw, no_skip, yes):
 @gemm_options
 @run_options_here
 @click.pass_context
-def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split):
+def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path):
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
@@ -44,7 +44,7 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     opts = ctx.obj
     arch = opts["arch"]
     try:
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split)
+        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path)
         g.matmul()  # validated before the size guard reads it
         _guard_size(g, arch, opts)
         found = gemm_mapping(g, arch)
@@ -52,11 +52,25 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     except (ConfigError, SimulationError) as e:
         fail(e)
     summary = _summary(ds, g, found, arch)
+    if overlay_path:
+        summary["as_built"] = _as_built(g, overlay_path)
     if opts["trace"]:
         from ..trace import write_trace
 
         summary["trace_events"] = write_trace(ds, opts["trace"], raw=opts["trace_raw"])
     _echo(summary, g, arch, opts)
+
+
+def _as_built(g, path: str) -> dict:
+    """Which of the GEMM's choices the as-built file (or the options) pinned, and which were searched."""
+    from ..mapping.overlay import load_as_built
+
+    pins = {"tile": g.tile_m, "cols": g.cols, "dataflow": g.dataflow, "l2": g.l2, "datapath": g.datapath,
+            "k_split": g.k_split, "stream_split": g.stream_split}
+    a = load_as_built(path)
+    return {"file": path, "pinned": [k for k, v in pins.items() if v is not None],
+            "searched": [k for k, v in pins.items() if v is None],
+            "sources": {k: v for k, v in a.sources.items() if k.startswith("gemm.")}}
 
 
 def _guard_size(g, arch, opts: dict) -> None:
@@ -104,5 +118,9 @@ def _echo(summary: dict, g, arch, opts: dict) -> None:
     click.echo(format_summary(f"GEMM {g.m}x{g.k}x{g.n} {g.dtype} on {arch.name}", summary))
     click.echo(f"  mapping         {summary['mapping']['label']} "
                f"(padding {100 * summary['mapping']['padding_waste']:.1f} %)")
+    if "as_built" in summary:
+        a = summary["as_built"]
+        click.echo(f"  as built        {a['file']}: pinned {', '.join(a['pinned'])}; searched "
+                   f"{', '.join(a['searched']) or 'nothing'}")
     if opts["trace"]:
         click.echo(f"  trace           {opts['trace']} ({summary['trace_events']} slices)")

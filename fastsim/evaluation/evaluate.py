@@ -298,4 +298,5 @@ def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
     """Everything besides the op instance itself (and its own ablation, ``_ablated``) that
     op_design reads."""
     return (repr(arch), tuple(sorted(pins.dataflow)), tuple(sorted(pins.columns)), pins.residency,
-            pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype)
+            pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype,
+            tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)))

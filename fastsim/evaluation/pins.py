@@ -21,6 +21,9 @@ class GraphPins:
     compute_dtype: str = "bf16"
     dataflow: tuple[tuple[str, str], ...] = ()
     columns: tuple[tuple[str, int], ...] = ()
+    datapath: tuple[tuple[str, str], ...] = ()  # as built: the MAC datapath of an op
+    tiles: tuple[tuple[str, tuple[int, int, int]], ...] = ()  # as built: the L1 tile of an op's calls
+    l2: tuple[tuple[str, str], ...] = ()  # as built: operands an op holds in the mem tiles
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     fusion: str = "auto"
     cuts: tuple[int, ...] | None = None
@@ -41,13 +44,14 @@ class GraphPins:
         kind or op class of it (a typo, another workload's op) would be silently ignored, and a
         dataflow pin must reach a matmul (vector ops stream). ``kinds``: each op's pattern kind."""
         p = Problems("pins")
-        for what, table in (("dataflow", self.dataflow), ("columns", self.columns)):
+        for what, table in (("dataflow", self.dataflow), ("columns", self.columns), ("datapath", self.datapath),
+                            ("tiles", self.tiles), ("l2", self.l2)):
             for key, _ in table:
                 chosen = [op for op, kind in zip(graph.ops, kinds) if key in (op.name, kind, op.op_class)]
                 if not chosen:
                     p.add(f"{what}[{key}]", key, "names no op, fusion group kind or op class of this workload: one of "
                           + ", ".join(sorted({op.name for op in graph.ops} | set(kinds) - {""}
                                              | {op.op_class for op in graph.ops})))
-                elif what == "dataflow" and not any(op.kind == MATMUL for op in chosen):
-                    p.add(f"dataflow[{key}]", key, "selects only vector ops, which stream: a dataflow pins matmul ops")
+                elif what in ("dataflow", "datapath", "tiles", "l2") and not any(op.kind == MATMUL for op in chosen):
+                    p.add(f"{what}[{key}]", key, f"selects only vector ops, which stream: a {what} pin is for matmul ops")
         p.raise_if_any()

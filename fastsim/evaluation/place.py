@@ -86,6 +86,16 @@ def _columns(pins: GraphPins, p: Placed, arch: Arch) -> int | None:
     return cols
 
 
+def _datapath(pins: GraphPins, p: Placed, arch: Arch, real: Matmul) -> str | None:
+    """A pinned datapath, if it is one the op's dtype can run on."""
+    path = pins.pinned(pins.datapath, p.op.name, p.kind, p.op.op_class)
+    allowed = [d for d, _ in arch.datapath_options(real.dtype)]
+    if path is not None and path not in allowed:
+        raise ConfigError([f"datapath[{p.op.name}] = {path!r}: a {real.dtype} matmul runs on {arch.name} on "
+                           f"{' or '.join(allowed) or 'no datapath'}"], "mapping")
+    return path
+
+
 def matmul_of(p: Placed, pins: GraphPins) -> Matmul:
     """A matmul op as the mapper sees it: its shapes, operand sizes, on-chip hand-offs and the pins
     that change its design (datapath dtype, efficiency, static weights)."""
@@ -140,8 +150,12 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     real = matmul_of(p, pins)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
+    tile = pins.pinned(pins.tiles, op.name, p.kind, op.op_class)
     found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0,
-                                  stream_split=None if pins.stream_split == "auto" else pins.stream_split),
+                                  stream_split=None if pins.stream_split == "auto" else pins.stream_split,
+                                  tile=tuple(tile) if tile else None,
+                                  datapath=_datapath(pins, p, arch, real),
+                                  l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class)),
                    top=1 if at else _TOP, keep=0)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}

@@ -52,7 +52,8 @@ def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
     """What a study fixes about how its graph runs (pipelines are tried in prefill and encode; static
     weights stay resident from one decode step to the next)."""
     return GraphPins(compute_dtype=precision.compute_dtype, dataflow=tuple(study.dataflow.items()),
-                     columns=tuple(study.columns.items()), residency=study.residency, fusion=study.fusion,
+                     columns=tuple(study.columns.items()), datapath=tuple(study.datapath.items()),
+                     tiles=tuple((k, tuple(v)) for k, v in study.tiles.items()), l2=tuple(study.l2.items()), residency=study.residency, fusion=study.fusion,
                      cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
                      kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
                      pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode")
@@ -63,7 +64,10 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
     if overlay is None:
         return study
     return replace(study, fusion=overlay.fusion, columns={**study.columns, **overlay.columns},
-                   dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency)
+                   dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency or study.residency,
+                   cuts=study.cuts if overlay.cuts is None else tuple(overlay.cuts),
+                   datapath={**study.datapath, **overlay.datapath}, tiles={**study.tiles, **overlay.tiles},
+                   l2={**study.l2, **overlay.l2})
 
 
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import ConfigError, Problems
 from ..graph import OP_CLASSES
 from ..mapping.fusion import GROUP_KINDS, MODES as FUSION_MODES, PIPELINABLE, valid_fusion
-from ..mapping.space import DATAFLOWS
+from ..mapping.space import DATAFLOWS, L2_CHOICES
 from ..mapping.paths import STREAM_SPLITS
 from .routing import Routing
 from .transformer import REGIMES, VectorCosts, check_regime
@@ -33,6 +33,9 @@ class LlmStudy:
     precision: Precision = Precision()
     dataflow: dict = field(default_factory=dict)  # op class or op name -> "ws" | "is" | "os"
     columns: dict = field(default_factory=dict)  # op class or op name -> columns it runs on
+    datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath (as built)
+    tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) per kernel call
+    l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     cuts: tuple[int, ...] | None = None  # cut into dispatches after these layers; () one dispatch;
     # None: the greedy feasible cut
@@ -63,6 +66,8 @@ class LlmStudy:
         p.number("prompt", self.prompt, integer=True, lo=1, hi=MAX_PROMPT, unit="tokens")
         p.number("prefill_context", self.prefill_context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
         p.number("batch", self.batch, integer=True, lo=1, hi=MAX_BATCH)
+        if isinstance(self.precision, Precision):
+            _check_weight_kinds(p, self.precision, model)
         if model.max_context and isinstance(self.context, int) and isinstance(self.prompt, int):
             tokens = (self.context + 1 if self.regime == "decode" else self.prefill_context + self.prompt)
             p.check(tokens <= model.max_context, "context" if self.regime == "decode" else "prompt", tokens,
@@ -75,16 +80,12 @@ class LlmStudy:
         else:
             p.add("routing", self.routing, "a Routing")
         p.check(isinstance(self.residency, str) and self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
-        for name in ("dataflow", "columns"):
+        for name in ("dataflow", "columns", "datapath", "tiles", "l2"):
             if not p.check(isinstance(getattr(self, name), dict), name, getattr(self, name),
                            "a table: op class or op name -> value"):
                 continue
             for key, value in getattr(self, name).items():
-                if name == "dataflow":
-                    p.check(isinstance(value, str) and value in DATAFLOWS, f"dataflow[{key}]", value,
-                            f"one of {DATAFLOWS}")
-                else:
-                    p.number(f"columns[{key}]", value, integer=True, lo=1, hi=1024)
+                _check_pin(p, name, key, value)
         if p.check(isinstance(self.noop, (tuple, list)), "noop", self.noop, "a list of op classes"):
             for c in self.noop:
                 p.check(isinstance(c, str) and c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
@@ -102,3 +103,30 @@ class LlmStudy:
         for name in ("causal_halving", "lm_head_last_only"):
             p.check(isinstance(getattr(self, name), bool), name, getattr(self, name), "true or false")
         p.raise_if_any()
+
+
+def _check_pin(p: Problems, name: str, key, value) -> None:
+    """One per-op pin's value (whether the arch has a datapath is the mapper's check)."""
+    if name == "dataflow":
+        p.check(isinstance(value, str) and value in DATAFLOWS, f"dataflow[{key}]", value, f"one of {DATAFLOWS}")
+    elif name == "columns":
+        p.number(f"columns[{key}]", value, integer=True, lo=1, hi=1024)
+    elif name == "datapath":
+        p.check(isinstance(value, str), f"datapath[{key}]", value, "a datapath name (e.g. bf16, bfp16, int8)")
+    elif name == "tiles":
+        p.check(isinstance(value, (tuple, list)) and len(value) == 3 and all(
+            isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in value),
+            f"tiles[{key}]", value, "three sizes (m, k, n), each in 1..4096")
+    else:
+        p.check(value in L2_CHOICES, f"l2[{key}]", value, "'', a, b or ab")
+
+
+def _check_weight_kinds(p: Problems, precision: Precision, model: ModelConfig) -> None:
+    """A precision for a weight kind the model does not have would change nothing: refused."""
+    have = model.weights_by_kind()
+    for kind in ("embedding", "lm_head", "attention", "ffn", "router"):
+        if getattr(precision, kind) is not None and not have[kind]:
+            why = ("an encoder has no LM head" if model.encoder and kind == "lm_head" else
+                   "its LM head is tied to the embedding: set embedding" if kind == "lm_head" else
+                   "it has no mixture of experts" if kind == "router" else f"it has no {kind} weights")
+            p.add(f"precision.{kind}", getattr(precision, kind), f"{model.name}: {why}")

@@ -1,22 +1,36 @@
-"""Overlays: one placement per regime, as a plain object that prints and stores as TOML.
+"""Overlays and as-built descriptions: how a model is laid out, as a plain object that prints and
+stores as TOML.
 
 An overlay says, for one regime, how the model is laid out: the fusion mode, how many columns each
-fused group kind, op class or op name runs on, and dataflow pins. ``fastsim run llm --overlay FILE``
-reads a file with one table per regime::
+fused group kind, op class or op name runs on, and dataflow pins. An as-built description is the
+same file saying everything a real implementation fixes, so that fastsim simulates that design and
+not its own searched optimum (``docs/as_built.md``)::
 
-    [prefill]
-    fusion = "groups"
-    columns = { ffn = 8, flash_attention = 8 }
-    dataflow = { gemm = "os" }
+    [model]                      # how the implementation stores the model (every regime)
+    weights = "int4"             # and group_size, scale_dtype, kv, activations
+    tensors = { lm_head = "bf16", embedding = "bf16" }
+    bytes_per_weight = { ffn = 0.6875 }   # stored bytes per weight (scales, zero points) when no dtype says it
 
     [decode]
-    fusion = "chain"
-    columns = { gemm = 8 }
-    residency = "streamed"   # or "static": weights loaded once into on-chip memory
+    fusion = "chain"             # auto (searched), none, groups, chain or kinds joined by +
+    cuts = []                    # dispatch boundaries after these layers; [] one dispatch
+    columns = { gemm = 8 }       # group kind, op class or op name -> columns
+    dataflow = { gemm = "ws" }   # op class or op name -> ws | is | os
+    datapath = { gemm = "bfp16" }     # -> the MAC datapath (e.g. bf16 natively or bfp16)
+    tiles = { gemm = [32, 64, 64] }   # -> the L1 tile m, k, n of each kernel call
+    l2 = { gemm = "b" }               # -> operands held in the mem tiles: "", a, b or ab
+    residency = "streamed"       # or "static": weights loaded once into on-chip memory
 
-Switching overlays between regimes (``--regime generate``) costs ``Arch.reconfiguration_s`` when
-every core keeps its programs (only routes and BDs change) and ``Arch.elf_reload_s`` when some core
-needs a new program (its kernels differ).
+    [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
+    tile = [64, 64, 64]          # and cols, dataflow, l2, datapath, k_split, stream_split
+
+    [sources]                    # where each choice comes from (shown in reports)
+    "decode.cuts" = "repo/path/file.py:123"
+
+Whatever a table leaves out is searched, and reported as searched. Switching overlays between
+regimes (``--regime generate``) costs ``Arch.reconfiguration_s`` when every core keeps its
+programs (only routes and BDs change) and ``Arch.elf_reload_s`` when some core needs a new program
+(its kernels differ).
 """
 from __future__ import annotations
 
@@ -26,19 +40,30 @@ from pathlib import Path
 
 import tomli_w
 
-from ..errors import ConfigError, Problems
+from ..errors import ConfigError, Problems, shown
 from .fusion import MODES, valid_fusion
+from .space import DATAFLOWS, L2_CHOICES
 
-REGIMES = ("prefill", "decode")
+REGIMES = ("prefill", "decode", "encode")
+REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency")
+MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
+GEMM_KEYS = ("tile", "cols", "dataflow", "l2", "datapath", "k_split", "stream_split")
+TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 
 @dataclass(frozen=True)
 class Overlay:
+    """One regime's layout. ``cuts`` None and empty tables are open: searched."""
+
     regime: str
     fusion: str = "auto"
     columns: dict = field(default_factory=dict)  # group kind, op class or op name -> columns
     dataflow: dict = field(default_factory=dict)  # op class or op name -> ws | is | os
-    residency: str = "streamed"  # weights streamed from DDR or "static" in on-chip memory
+    residency: str | None = None  # weights streamed from DDR or "static" in on-chip memory; None: open
+    cuts: tuple[int, ...] | None = None  # dispatch boundaries after these layers; None: searched
+    datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath key
+    tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
+    l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
 
     def validate(self) -> "Overlay":
         p = Problems(f"overlay [{self.regime}]")
@@ -47,17 +72,60 @@ class Overlay:
         for k, v in self.columns.items():
             p.check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, f"columns.{k}", v, "an integer >= 1")
         for k, v in self.dataflow.items():
-            p.check(v in ("ws", "is", "os"), f"dataflow.{k}", v, "ws, is or os")
-        p.check(self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
+            p.check(v in DATAFLOWS, f"dataflow.{k}", v, "ws, is or os")
+        for k, v in self.datapath.items():
+            p.check(isinstance(v, str), f"datapath.{k}", v, "a datapath name (e.g. bf16, bfp16, int8)")
+        for k, v in self.tiles.items():
+            p.check(isinstance(v, (list, tuple)) and len(v) == 3 and all(
+                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in v),
+                f"tiles.{k}", v, "three sizes [m, k, n], each in 1..4096")
+        for k, v in self.l2.items():
+            p.check(v in L2_CHOICES, f"l2.{k}", v, "'', a, b or ab")
+        if self.cuts is not None:
+            p.check(isinstance(self.cuts, (list, tuple)) and all(
+                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in self.cuts),
+                "cuts", self.cuts, "a list of layer indices (the dispatch ends after each); [] for one dispatch")
+        p.check(self.residency in (None, "streamed", "static"), "residency", self.residency, "streamed or static")
         p.raise_if_any()
         return self
 
     def table(self) -> dict:
-        return {"fusion": self.fusion, "columns": dict(self.columns), "dataflow": dict(self.dataflow),
-                "residency": self.residency}
+        out = {"fusion": self.fusion, "columns": dict(self.columns), "dataflow": dict(self.dataflow)}
+        if self.residency is not None:
+            out["residency"] = self.residency
+        if self.cuts is not None:
+            out["cuts"] = list(self.cuts)
+        for name in ("datapath", "tiles", "l2"):
+            if getattr(self, name):
+                out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
+        return out
+
+    def open_choices(self) -> list[str]:
+        """What this overlay leaves to the search."""
+        out = [] if self.fusion != "auto" else ["fusion"]
+        out += [] if self.cuts is not None else ["cuts"]
+        out += [name for name in ("columns", "dataflow", "datapath", "tiles", "l2") if not getattr(self, name)]
+        out += [] if self.residency is not None else ["residency"]
+        return out
 
     def __str__(self) -> str:
         return dumps({self.regime: self})
+
+
+@dataclass(frozen=True)
+class AsBuilt:
+    """A whole file: the model's storage (``precision``: Precision fields, ``tensors``: per weight
+    kind), one overlay per regime it describes, and the source of each choice."""
+
+    precision: dict
+    overlays: dict
+    sources: dict
+    gemm: dict = field(default_factory=dict)  # mapping Pins fields of one GEMM as built
+
+    def pinned(self, regime: str) -> list[str]:
+        o = self.overlays.get(regime)
+        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices()]
+        return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
 
 def dumps(overlays: dict[str, Overlay]) -> str:
@@ -71,6 +139,11 @@ def save(overlays: dict[str, Overlay], path: str | Path) -> None:
 
 def load(path: str | Path) -> dict[str, Overlay]:
     """Overlays by regime from a TOML file; every problem reported at once."""
+    return load_as_built(path).overlays
+
+
+def load_as_built(path: str | Path) -> AsBuilt:
+    """The model table, the regime tables and the sources of a file; every problem at once."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -78,23 +151,88 @@ def load(path: str | Path) -> dict[str, Overlay]:
         raise ConfigError([f"{path}: {e}"], "overlay file") from None
     p = Problems(f"overlay file {path}")
     for key in data:
-        p.check(key in REGIMES, key, "table", f"tables must be named {' or '.join(REGIMES)}")
-    p.check(bool(data), "tables", "none", f"at least one of [{'], ['.join(REGIMES)}]")
+        p.check(key in (*REGIMES, "model", "sources", "gemm"), key, "table",
+                f"tables must be named {', '.join(REGIMES)}, model, gemm or sources")
+    p.check(any(k in data for k in (*REGIMES, "gemm")), "tables", "none",
+            f"at least one of [{'], ['.join(REGIMES)}] or [gemm]")
+    overlays = {r: _regime(p, r, data[r]) for r in REGIMES if r in data}
+    precision = _model(p, data.get("model", {}))
+    gemm = _gemm(p, data.get("gemm", {}))
+    sources = data.get("sources", {})
+    if p.check(isinstance(sources, dict), "sources", sources, "a table: choice -> where it comes from"):
+        for key, value in sources.items():
+            head, _, choice = key.partition(".")
+            named = "measured" if choice == "bytes_per_weight" else choice
+            ok = ((head == "model" and named in precision) or (head == "gemm" and choice in gemm)
+                  or (overlays.get(head) is not None and _makes(overlays[head], choice)))
+            p.check(ok and isinstance(value, str), f"sources.{key}", value,
+                    "names a choice the file makes (model.KEY or REGIME.KEY[.OP]) and says where it comes from")
     p.raise_if_any()
-    out = {}
-    for regime, table in data.items():
-        if not isinstance(table, dict):
-            raise ConfigError([f"[{regime}]: must be a table"], f"overlay file {path}")
-        unknown = set(table) - {"fusion", "columns", "dataflow", "residency"}
-        if unknown:
-            raise ConfigError([f"[{regime}].{k}: unknown key (fusion, columns, dataflow, residency)"
-                               for k in sorted(unknown)],
-                              f"overlay file {path}")
-        cols, flows = table.get("columns", {}), table.get("dataflow", {})
-        if not isinstance(cols, dict) or not isinstance(flows, dict):
-            raise ConfigError([f"[{regime}]: columns and dataflow must be tables"], f"overlay file {path}")
-        out[regime] = Overlay(regime, table.get("fusion", "auto"), dict(cols), dict(flows),
-                              table.get("residency", "streamed")).validate()
+    return AsBuilt(precision, {r: o for r, o in overlays.items() if o is not None}, dict(sources), gemm)
+
+
+def _gemm(p: Problems, table) -> dict:
+    """The [gemm] table as ``Gemm`` pins (values checked by ``Gemm`` when used)."""
+    if not p.check(isinstance(table, dict), "[gemm]", table, "a table"):
+        return {}
+    for k in sorted(set(table) - set(GEMM_KEYS)):
+        p.add(f"[gemm].{k}", table[k], f"unknown key ({', '.join(GEMM_KEYS)})")
+    out = {k: v for k, v in table.items() if k in GEMM_KEYS}
+    if "tile" in out:
+        out["tile"] = tuple(out["tile"]) if isinstance(out["tile"], list) else out["tile"]
+    return out
+
+
+def _makes(o: Overlay, choice: str) -> bool:
+    """Whether overlay ``o`` makes ``choice`` (KEY, or KEY.OP for a per-op table)."""
+    key, _, op = choice.partition(".")
+    if key not in REGIME_KEYS or key in o.open_choices():
+        return False
+    return not op or (isinstance(getattr(o, key), dict) and op in getattr(o, key))
+
+
+def _regime(p: Problems, regime: str, table) -> Overlay | None:
+    if not p.check(isinstance(table, dict), f"[{regime}]", table, "a table"):
+        return None
+    for k in sorted(set(table) - set(REGIME_KEYS)):
+        p.add(f"[{regime}].{k}", table[k], f"unknown key ({', '.join(REGIME_KEYS)})")
+    tables = {k: table.get(k, {}) for k in ("columns", "dataflow", "datapath", "tiles", "l2")}
+    for k, v in tables.items():
+        p.check(isinstance(v, dict), f"[{regime}].{k}", v, "a table: op class or op name -> value")
+    if p.items:
+        return None
+    cuts = table.get("cuts")
+    try:
+        return Overlay(regime, table.get("fusion", "auto"), dict(tables["columns"]), dict(tables["dataflow"]),
+                       table.get("residency"), None if cuts is None else tuple(cuts) if
+                       isinstance(cuts, list) else cuts, dict(tables["datapath"]),
+                       {k: tuple(v) if isinstance(v, list) else v for k, v in tables["tiles"].items()},
+                       dict(tables["l2"])).validate()
+    except ConfigError as e:
+        p.items += e.problems
+        return None
+
+
+def _model(p: Problems, table) -> dict:
+    """Precision fields of the [model] table (checked by ``Precision.validate`` when applied)."""
+    if not p.check(isinstance(table, dict), "[model]", table, "a table"):
+        return {}
+    for k in sorted(set(table) - set(MODEL_KEYS)):
+        p.add(f"[model].{k}", table[k], f"unknown key ({', '.join(MODEL_KEYS)})")
+    out = {k: v for k, v in table.items() if k in MODEL_KEYS and k not in ("tensors", "bytes_per_weight")}
+    measured = table.get("bytes_per_weight", {})
+    if p.check(isinstance(measured, dict), "[model].bytes_per_weight", measured, "a table: weight kind -> bytes"):
+        for kind, b in measured.items():
+            p.check(kind in (*TENSOR_KINDS, "norm"), f"[model].bytes_per_weight.{kind}", shown(b),
+                    f"a weight kind: {', '.join(TENSOR_KINDS)}")
+        if measured:
+            out["measured"] = tuple(sorted(measured.items()))
+    tensors = table.get("tensors", {})
+    if p.check(isinstance(tensors, dict), "[model].tensors", tensors, "a table: weight kind -> dtype"):
+        for kind, dtype in tensors.items():
+            if p.check(kind in TENSOR_KINDS, f"[model].tensors.{kind}", shown(dtype),
+                       f"a weight kind: {', '.join(TENSOR_KINDS)}"):
+                out[kind] = dtype
     return out
 
 

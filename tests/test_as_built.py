@@ -1,0 +1,112 @@
+"""As-built descriptions: a real implementation's choices, simulated as given; what the file leaves
+open is searched and reported as such; what it cannot mean is refused by name."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from fastsim.cli import main
+from fastsim.errors import ConfigError
+from fastsim.llm import LlmStudy, simulate_llm
+from fastsim.llm.run import apply_overlay
+from fastsim.mapping.overlay import load_as_built
+
+DECODE = '''
+[model]
+weights = "int8"
+group_size = 32
+
+[decode]
+fusion = "none"
+cuts = [7]
+datapath = { gemm = "bfp16" }
+tiles = { q_proj = [4, 64, 64] }
+l2 = { o_proj = "" }
+
+[sources]
+"decode.cuts" = "repo/run.py:12"
+"model.weights" = "README.md:3"
+'''
+
+
+def _file(tmp_path, text, name="as_built.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_load_as_built__tables_and_open_choices(tmp_path):
+    a = load_as_built(_file(tmp_path, DECODE))
+    assert a.precision == {"weights": "int8", "group_size": 32}
+    d = a.overlays["decode"]
+    assert d.cuts == (7,) and d.tiles == {"q_proj": (4, 64, 64)}
+    assert d.open_choices() == ["columns", "dataflow", "residency"]
+    assert "cuts" in a.pinned("decode") and "model.weights" in a.pinned("decode")
+
+
+@pytest.mark.parametrize("text,named", [
+    ('[decode]\nfrobnicate = 1', "frobnicate"),
+    ('[decode]\ntiles = { gemm = [64, 64] }', "tiles.gemm"),
+    ('[decode]\nl2 = { gemm = "c" }', "l2.gemm"),
+    ('[decode]\ncuts = "3"', "cuts"),
+    ('[model]\nbits = 4\n[decode]', "bits"),
+    ('[model]\ntensors = { vision = "bf16" }\n[decode]', "tensors.vision"),
+    ('[decode]\n[sources]\n"decode.cuts" = "x"', "sources.decode.cuts"),
+    ('[training]\n[decode]', "training"),
+])
+def test_load_as_built__refuses_by_name(tmp_path, text, named):
+    with pytest.raises(ConfigError) as e:
+        load_as_built(_file(tmp_path, text))
+    assert named in str(e.value)
+
+
+def test_as_built__pins_reach_the_ops(tmp_path):
+    a = load_as_built(_file(tmp_path, DECODE))
+    study = apply_overlay(LlmStudy(context=256), a.overlays["decode"])
+    ds = simulate_llm(study)
+    assert ds.attrs["cuts"] == "7" and ds.attrs["fusion"] == "none"
+    kernels = ds.attrs["kernels"]
+    assert "(4, 64, 64)" in kernels  # q_proj's pinned tile is a linked kernel
+    assert "'bf16')" not in kernels.replace("('vector'", "")  # every matmul on bfp16
+    searched = simulate_llm(LlmStudy(context=256, fusion="none", cuts=(7,)))
+    assert float(ds.total_seconds) >= float(searched.total_seconds) * 0.999  # pins never beat the search by much
+
+
+def test_as_built__impossible_pins_refused():
+    with pytest.raises(ConfigError, match="datapath"):
+        simulate_llm(LlmStudy(context=64, datapath={"gemm": "int8"}))  # a bf16 matmul has no int8 datapath
+    with pytest.raises(ConfigError, match="tiles"):
+        simulate_llm(LlmStudy(context=64, tiles={"norm": (4, 64, 64)}))  # vector ops stream
+    with pytest.raises(ConfigError, match="precision.lm_head"):
+        simulate_llm(LlmStudy(context=64, precision=LlmStudy().precision.__class__(lm_head="bf16")))
+
+
+def test_cli__run_llm_as_built_reports_pinned_and_searched(tmp_path):
+    path = _file(tmp_path, DECODE)
+    r = CliRunner().invoke(main, ["run", "--json", "llm", "--context", "256", "--overlay", str(path)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["as_built"]["searched"] == ["columns", "dataflow", "residency"]
+    assert out["as_built"]["sources"]["decode.cuts"] == "repo/run.py:12"
+    same = CliRunner().invoke(main, ["run", "--json", "llm", "--context", "256", "--weights", "int8", "--fusion", "none",
+                                     "--cuts", "7"])
+    assert json.loads(same.output)["weight_bytes"] == pytest.approx(out["weight_bytes"], rel=0.02)
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "256", "--overlay", str(path), "--weights", "int4"])
+    assert r.exit_code != 0 and "--weights" in r.output and "one place" in r.output
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "256", "--overlay", str(path), "--cuts", "3"])
+    assert r.exit_code != 0 and "--cuts" in r.output
+
+
+def test_cli__run_gemm_as_built_equals_the_same_pins_given_as_options(tmp_path):
+    path = _file(tmp_path, '[gemm]\ntile = [64, 64, 64]\ncols = 4\ndataflow = "os"\n')
+    args = ["run", "--json", "gemm", "--m", "512", "--k", "512", "--n", "512"]
+    a = CliRunner().invoke(main, [*args, "--overlay", str(path)])
+    b = CliRunner().invoke(main, [*args, "--tile", "64,64,64", "--cols", "4", "--dataflow", "os"])
+    assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
+    ja, jb = json.loads(a.output), json.loads(b.output)
+    assert ja["total_cycles"] == jb["total_cycles"] and ja["mapping"] == jb["mapping"]
+    assert ja["as_built"]["pinned"] == ["tile", "cols", "dataflow"]
+    clash = CliRunner().invoke(main, [*args, "--overlay", str(path), "--cols", "2"])
+    assert clash.exit_code != 0 and "cols" in clash.output
