@@ -110,3 +110,15 @@ def test_cli__run_gemm_as_built_equals_the_same_pins_given_as_options(tmp_path):
     assert ja["as_built"]["pinned"] == ["tile", "cols", "dataflow"]
     clash = CliRunner().invoke(main, [*args, "--overlay", str(path), "--cols", "2"])
     assert clash.exit_code != 0 and "cols" in clash.output
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--regime", "prefill", "--context", "8"], "--context"),
+    (["--regime", "decode", "--prompt", "8"], "--prompt"),
+    (["--regime", "decode", "--prefill-context", "8"], "--prefill-context"),
+    (["--new-tokens", "4"], "--new-tokens"),
+    (["--plan", "README.md", "--model", "llama-3.2-3b"], "--model"),
+])
+def test_cli__options_that_do_not_apply_are_refused(args, named):
+    r = CliRunner().invoke(main, ["run", "llm", *args])
+    assert r.exit_code != 0 and named in r.output and ("apply" in r.output or "replays" in r.output)

@@ -90,6 +90,10 @@ def llm_cmd(ctx, plan_path, **options):
     Example: fastsim run llm --model llama-3.2-3b --regime prefill --prompt 1024 --json"""
     opts, o = ctx.obj, SimpleNamespace(**options)
     with _progress_bar(sys.stderr.isatty()):
+        try:
+            _refuse_unused(ctx, o, plan_path)
+        except ConfigError as e:
+            fail(e)
         if plan_path:
             replay(plan_path, opts)
             return
@@ -107,6 +111,32 @@ def llm_cmd(ctx, plan_path, **options):
         _echo_generation(result, latency, o, opts)
     else:
         _echo_pass(result, study, latency, spread, o, opts)
+
+
+# options that mean something in some regimes only: (option, the regimes it applies to, what to use instead)
+REGIME_OPTIONS = (("context", ("decode",), "generate decodes from the prompt's length; for prefill, tokens cached before the prompt are "
+                   "--prefill-context; encode has none"),
+                  ("prompt", ("prefill", "encode", "generate"), "decode reads --context cached tokens"),
+                  ("prefill_context", ("prefill", "generate"), "decode reads --context cached tokens"),
+                  ("new_tokens", ("generate",), "only --regime generate decodes new tokens"))
+
+
+def _refuse_unused(ctx, o, plan_path) -> None:
+    """An option that does not apply to the run is refused by name, never silently ignored."""
+    from .llm_inputs import given
+
+    problems = []
+    if plan_path:
+        others = [p.name for p in ctx.command.params if p.name != "plan_path" and given(ctx, p.name)]
+        problems += [f"--{name.replace('_', '-')}: --plan replays the plan's own inputs; it takes no other "
+                     "option (arch, --json and --trace go before the subcommand)" for name in others]
+    else:
+        latency = ("decode",) if o.samples else ()  # --samples: time to first token prefills --prompt
+        problems += [f"--{name.replace('_', '-')} does not apply to --regime {o.regime}: {instead}"
+                     for name, regimes, instead in REGIME_OPTIONS
+                     if given(ctx, name) and o.regime not in regimes + (latency if name == "prompt" else ())]
+    if problems:
+        raise ConfigError(problems, "llm options")
 
 
 def _progress_bar(on: bool):

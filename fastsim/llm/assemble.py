@@ -43,10 +43,13 @@ def llm_summary(ds: xr.Dataset) -> dict:
         bound_time[b] = bound_time.get(b, 0.0) + s
     bound_time["dispatch"] = float(ds.dispatch_seconds)
     seconds = float(ds.total_seconds)
+    decode = ds.attrs["regime"] == "decode"
     preload = float(ds.get("preload_bytes", 0.0))  # static weights: in time, bytes and energy alike
     return {
-        "model": ds.attrs["model"], "regime": ds.attrs["regime"], "context": ds.attrs["context"],
-        "prompt": ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
+        # only the shapes the regime reads: decode reads a context, prefill and encode a prompt
+        "model": ds.attrs["model"], "regime": ds.attrs["regime"],
+        "context": ds.attrs["context"] if decode else ds.attrs.get("prefill_context", 0),
+        "prompt": None if decode else ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
         "seconds": seconds, "tokens_per_s": float(ds.tokens_per_s),
         "by_class": by_class(ds),
         "by_layer": by_layer(ds),
