@@ -15,6 +15,24 @@ from pathlib import Path
 from .errors import ConfigError, Problems, shown
 
 TILE_KINDS = ("shim", "mem", "compute")
+# Vector-op kinds of ``Arch.vector_cycles_per_elem``: core cycles per element of one bf16 vector op.
+VECTOR_KINDS = ("norm", "layer_norm", "gelu", "silu_mul", "softcap", "rope", "elementwise", "softmax",
+                "dequant_int4", "dequant_int8", "kv")
+
+
+def _vector_costs(softmax: float, kv: float) -> dict[str, float]:
+    """Core cycles per element of the vector ops (bf16), shared by the presets; ``softmax`` and
+    ``kv`` differ per part.
+
+    Measured on npu2 (mlir-air kernel registry, one tile, upper bounds): norm (RMSNorm) 2.9,
+    layer_norm 4.3, gelu 4.1, silu_mul 3.4. Assumptions: softcap = gelu (the same tanh); rope 1/4
+    (about four vector ops per 16-lane vector: two multiplies, a multiply-accumulate, a shuffle; the
+    registry's 1.8 is bound by one 64-element row per DMA); elementwise 0.07 (mlir-aie section-4c
+    trace on npu1: a pipelined 1024-element vector x scalar loop in 72 cycles, store-bound; the
+    registry's 1.15 is bound by per-chunk DMA and locks); dequant_int4 1/8 and dequant_int8 1/16
+    (unpack, upshift, multiply by the scale: 2-4 instructions per 16-32-lane vector; none measured)."""
+    return {"norm": 2.9, "layer_norm": 4.3, "gelu": 4.1, "silu_mul": 3.4, "softcap": 4.1, "rope": 1 / 4,
+            "elementwise": 0.07, "softmax": softmax, "dequant_int4": 1 / 8, "dequant_int8": 1 / 16, "kv": kv}
 
 
 @dataclass(frozen=True)
@@ -58,10 +76,22 @@ class Arch:
     # default and converts both operands on the core first (docs/calibration.md: IRON
     # AIE_API_EMULATE_BFLOAT16_MMUL_WITH_BFP16); the mapper may also pick the native rate instead.
     datapaths: dict[str, tuple[str, float]] = field(default_factory=dict)
-    # Matmul microkernel efficiency per datapath: the fraction of the MAC rate one hand-tuned kernel
-    # sustains on one core with its operands in core memory (a micro-benchmark; whole-array
-    # figures never set it). A datapath without an entry runs at 1.0.
+    # Matmul microkernel per datapath, one call on an m x k x n tile with its operands in core memory
+    # (docs/calibration.md "Matmul microkernel"):
+    #   cycles = kernel_call_cycles + N_blk * kernel_block_cycles + padded MACs / (MACs/cycle x kernel_efficiency)
+    #   N_blk  = ceil(m / 2r) * ceil(n / 2t)   (2x2 blocks of (r, s, t) intrinsics, mlir-aie aie_kernels/aie2*/mm.cc)
+    # kernel_efficiency: the fraction of issue slots of the k loop that carry a MAC (steady state);
+    # kernel_call_cycles: what one call costs outside its loops (call/return, prologue and epilogue,
+    # the first block's C loads and the last block's C stores that nothing hides);
+    # kernel_block_cycles: what each output block costs that the kernel does not hide behind MACs
+    # (C load, SRS and store, inner-loop fill and drain). A datapath without an entry: 1.0, 0, 0.
+    # One-tile micro-benchmarks set them, never whole-array figures.
     kernel_efficiency: dict[str, float] = field(default_factory=dict)
+    kernel_call_cycles: dict[str, float] = field(default_factory=dict)
+    kernel_block_cycles: dict[str, float] = field(default_factory=dict)
+    # Core cycles per element of each vector-op kind (VECTOR_KINDS) on one core, bf16; sources per
+    # preset below. Every kind needs an entry (a TOML table may override a few: the rest is kept).
+    vector_cycles_per_elem: dict[str, float] = field(default_factory=lambda: _vector_costs(5.0, 1 / 32))
     # Elements of a partial-sum tile one core adds per cycle when K is split over cores
     # (assumption: one 512-bit vector of 16 fp32/int32 lanes per cycle, AIE-ML vector unit).
     accumulate_elems_per_cycle: int = 16
@@ -148,6 +178,21 @@ class Arch:
         """The matmul kernel efficiency of a datapath (1.0 where none was measured)."""
         return self.kernel_efficiency.get(datapath, 1.0)
 
+    def call_cycles(self, datapath: str) -> float:
+        """Fixed cycles of one matmul microkernel call on a datapath (0 where none is given)."""
+        return self.kernel_call_cycles.get(datapath, 0.0)
+
+    def block_cycles(self, datapath: str) -> float:
+        """Exposed cycles per (2r x 2t) output block of a matmul microkernel call (0 where none is given)."""
+        return self.kernel_block_cycles.get(datapath, 0.0)
+
+    def vector_cost(self, kind: str) -> float:
+        """Core cycles per element of a vector op of ``kind`` (one of ``VECTOR_KINDS``)."""
+        if kind not in self.vector_cycles_per_elem:
+            raise ConfigError([f"vector op kind = {shown(kind)}: {self.name} has costs for "
+                               f"{sorted(self.vector_cycles_per_elem)}"], "architecture")
+        return self.vector_cycles_per_elem[kind]
+
     def peak_macs_per_s(self, dtype: str) -> float:
         """Peak over the dtype's datapaths (conversion not counted)."""
         rate = max(self.macs_per_cycle[d] for d, _ in self.datapath_options(dtype))
@@ -155,11 +200,19 @@ class Arch:
 
     def replace(self, **changes) -> "Arch":
         """A copy with some fields changed (per-column bandwidths may be given as one number). New MAC
-        rates without new efficiencies keep only the efficiencies of datapaths that still exist."""
-        if "macs_per_cycle" in changes and "kernel_efficiency" not in changes:
-            changes["kernel_efficiency"] = {k: v for k, v in self.kernel_efficiency.items()
-                                            if k in changes["macs_per_cycle"]}
+        rates without new kernel tables keep only the entries of datapaths that still exist; a new
+        ``vector_cycles_per_elem`` table overrides the kinds it names and keeps the others."""
+        if "macs_per_cycle" in changes and isinstance(changes["macs_per_cycle"], dict):
+            for name in _DATAPATH_TABLES:
+                if name not in changes:
+                    changes[name] = {k: v for k, v in getattr(self, name).items() if k in changes["macs_per_cycle"]}
+        if isinstance(changes.get("vector_cycles_per_elem"), dict):
+            changes["vector_cycles_per_elem"] = {**self.vector_cycles_per_elem, **changes["vector_cycles_per_elem"]}
         return from_dict({**_as_plain_dict(self), **changes})
+
+
+# Tables keyed by datapath (a key of macs_per_cycle) that describe the matmul microkernel.
+_DATAPATH_TABLES = ("kernel_efficiency", "kernel_call_cycles", "kernel_block_cycles")
 
 
 # ---- presets --------------------------------------------------------------------------------------
@@ -202,14 +255,40 @@ NPU1 = Arch(
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # assumption: no npu1 figure; the (likely XDNA2) memcpy
     macs_per_cycle={"int8": 256, "int8xint4": 512, "int16": 64, "bf16": 128},  # AM020 / UG1079
     mmul_shapes={"bf16": (4, 8, 4), "int8": (4, 8, 8), "int16": (4, 4, 4)},  # mlir-aie "npu" map
-    # one-tile kernels: bf16 398 GFLOPS = 86 % of peak (Uni Jena "Hello XDNA", scalable-analyses/xdna);
-    # int8 107.3 of 256 MACs/cycle issued (jdominick05 docs/SILICON.md)
-    kernel_efficiency={"bf16": 0.86, "int8": 0.42},
+    # Matmul microkernel (docs/calibration.md "Matmul microkernel"; Arch field comment for the formula).
+    # bf16: the one-tile kernel of Uni Jena "Hello XDNA" (github.com/scalable-analyses/xdna,
+    # docs/source/xdna1_kernel.rst and src/tensor_kernel_32x32x32_bf16_bf16_fp32.s): a 32x32x32 tile in
+    # 288 VLIW instructions, 256 of them a 4x8x4 VMAC.F. Its loop body issues a VMAC.F every cycle
+    # (C loads and stores double-buffered in the accumulators: no exposed per-block cost); warm-up and
+    # cool-down hold the other 32. Measured 398 GFLOPS at 1.8 GHz = 256 / 0.864 = 296.4 cycles a call,
+    # so 8 more cycles of call overhead: efficiency 1.0, 40 cycles per call, 0 per block.
+    # int8, int16: IRON's aie2/mm.cc kernel (2x2 mmul blocks), no hand-scheduled figure. mlir-aie
+    # programming_guide/section-4/section-4c (trace, chess): a 64x64x64 call in ~2535 cycles against
+    # the guide's ideal of 2048 (a 128-MAC/cycle rate, so 64 2x2 blocks of 4x8x4); with 15 cycles
+    # per call (assumption inside the 10-20 the guide's scale.cc traces and mlir-aie PR #1763
+    # bracket) that leaves (2535 - 2048 - 15) / 64 = 7.4, rounded up to 8 cycles per block.
+    # int8 keeps its measured issue rate, 107.3 of 256 MACs/cycle (jdominick05 docs/SILICON.md).
+    kernel_efficiency={"bf16": 1.0, "int8": 0.42},
+    kernel_call_cycles={"bf16": 40, "int8": 15, "int16": 15, "int8xint4": 15},
+    kernel_block_cycles={"bf16": 0, "int8": 8, "int16": 8},
+    vector_cycles_per_elem=_vector_costs(softmax=3.0, kv=1 / 16),
     dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
            "reconfiguration_s": "assumption (Strix figure)",
-           "kernel_efficiency.int16": "none measured: 1.0"},
+           "kernel_efficiency.int16": "none measured: 1.0",
+           "kernel_call_cycles.int8": "assumption: 15 (10-20 bracketed by mlir-aie section-4c traces, PR #1763)",
+           "kernel_call_cycles.int16": "assumption: 15, as int8",
+           "kernel_call_cycles.int8xint4": "assumption: 15, as int8 (no intrinsic shape given: no block cost)",
+           "kernel_block_cycles.int8": "fit to one trace (mlir-aie section-4c 64x64x64 ~2535 cycles); dtype of "
+                                       "that trace uncertain",
+           "kernel_block_cycles.int16": "as int8 (same trace)",
+           "kernel_efficiency.int8": "issue rate 107.3/256 (jdominick05); if that figure already holds the "
+                                     "block and call costs they are counted twice (conservative)",
+           "vector_cycles_per_elem": "assumption: the npu2 single-tile figures (mlir-air kernel registry), "
+                                     "same 16-lane kernels; elementwise measured (mlir-aie section-4c); "
+                                     "softmax 3 (LUT exp, aie2/bf16_exp.cc), kv 1/16 (one 256-bit store per "
+                                     "cycle, AM020), dequant 1/8 and 1/16 assumed"},
 )
 
 NPU2 = Arch(
@@ -227,9 +306,23 @@ NPU2 = Arch(
     # bf16 matmuls run on the bfp16 datapath after a core-side conversion (IRON default). The cost,
     # 1/32 cycle per element (one 512-bit vector of bf16 per cycle), is an assumption.
     datapaths={"bf16": ("bfp16", 1 / 32)},
-    # one-tile bfp16 kernel 1,760 GFLOPS = 95 % of peak (Uni Jena "Hello XDNA"); int8 shares the
-    # datapath and native bf16 has no published kernel: both assumed at the bfp16 figure
-    kernel_efficiency={"bfp16": 0.95, "int8": 0.95, "bf16": 0.95},
+    # Matmul microkernel. bfp16: the one-tile kernel of Uni Jena "Hello XDNA" (github.com/
+    # scalable-analyses/xdna, docs/source/xdna2_kernel.rst, src/tensor_kernel_64x96x64_bfp16_bfp16_fp32.s):
+    # a 64x96x64 tile in 800 VLIW instructions, 768 of them an 8x8x8 VMAC.F; the loop body issues one
+    # every cycle (C transfers hidden by accumulator buffering), warm-up and cool-down hold the other
+    # 32. Measured 1,760 GFLOPS at 1.8 GHz = 768 / 0.955 = 804.3 cycles a call: efficiency 1.0, 36
+    # cycles per call, 0 per block. int8 (the same 8x8x8 datapath) and native bf16 have no published
+    # kernel: assumed equal to the bfp16 kernel.
+    kernel_efficiency={"bfp16": 1.0, "int8": 1.0, "bf16": 1.0},
+    kernel_call_cycles={"bfp16": 36, "int8": 36, "bf16": 36},
+    kernel_block_cycles={"bfp16": 0, "int8": 0, "bf16": 0},
+    # Vector ops, bf16, one tile (mlir-air programming_examples/kernel_registry/details/<Kernel>_bf16.md,
+    # RyzenAI-npu4, turbo, latency per call less the ~80 us launch floor, at 1.8 GHz): RMSNorm 2.88
+    # (2048x2048), LayerNorm 4.34 (1024x768), GELU-tanh 4.06, SiLU(gate)*up 3.39 cycles per element;
+    # these scale near-linearly from 1 to 8 tiles, so one tile is core-bound (upper bounds: each
+    # includes its tile's own DMA). RoPE (1.8) and element-wise add (1.15) are bound by per-row /
+    # per-chunk DMA and locks there, not by the core: assumptions below. See _vector_costs.
+    vector_cycles_per_elem=_vector_costs(softmax=5.0, kv=1 / 32),
     # mlir-aie "npu2" map: bf16 emulated on bfp16 8x8x8, native 4x8x8; int8 8x8x8 (inferred)
     mmul_shapes={"bfp16": (8, 8, 8), "bf16": (4, 8, 8), "int8": (8, 8, 8)},
     core_load_bytes_per_cycle=128, core_store_bytes_per_cycle=64,  # AM027 (AIE-ML v2)
@@ -237,8 +330,13 @@ NPU2 = Arch(
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
     elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
     notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
-           "kernel_efficiency.int8": "assumption: the bfp16 kernel's measured 0.95",
-           "kernel_efficiency.bf16": "assumption: the bfp16 kernel's measured 0.95"},
+           "kernel_efficiency.int8": "assumption: the bfp16 kernel's (1.0 issue, 36 per call, 0 per block)",
+           "kernel_efficiency.bf16": "assumption: the bfp16 kernel's (1.0 issue, 36 per call, 0 per block)",
+           "kernel_block_cycles": "0 holds while a 2x2 block's MACs cover its C load and store (k >= 32 "
+                                  "for bfp16); smaller k exposes them (not modelled here)",
+           "vector_cycles_per_elem": "norm, layer_norm, gelu, silu_mul measured (mlir-air registry, upper "
+                                     "bounds, 1.8 GHz); softcap = gelu, rope 1/4, elementwise 0.07, softmax 5, "
+                                     "dequant 1/8 and 1/16: assumptions; kv 1/32 (64 B store per cycle, AM027)"},
 )
 
 PRESETS = {"npu1": NPU1, "npu2": NPU2}  # SYSTOLIC16 is added below, once from_dict exists
@@ -267,13 +365,13 @@ def _tile_problems(p: Problems, kind: str, t) -> None:
     p.check(isinstance(t.compression, bool), f"{kind}.compression", t.compression, "true or false")
 
 
-def _table(p: Problems, name: str, table, key_ok, value_check) -> None:
+def _table(p: Problems, name: str, table, key_ok, value_check, allowed: str = "a known name") -> None:
     """A dict field: a table whose keys pass ``key_ok`` and whose values ``value_check`` checks."""
     if not isinstance(table, dict):
         p.add(name, table, "must be a table")
         return
     for k, v in table.items():
-        if p.check(isinstance(k, str) and key_ok(k), f"{name} key", k, "a known name"):
+        if p.check(isinstance(k, str) and key_ok(k), f"{name} key", k, allowed):
             value_check(f"{name}.{k}", v)
 
 
@@ -314,7 +412,18 @@ def validate(arch: Arch) -> Arch:
                 p.number(f"{f}[{i}]", x, integer=True, lo=1, hi=4096)
     _table(p, "mmul_shapes", arch.mmul_shapes, lambda k: True, shape)
     _table(p, "kernel_efficiency", arch.kernel_efficiency, lambda k: k in macs,
-           lambda f, v: p.number(f, v, lo=0, lo_open=True, hi=1))
+           lambda f, v: p.number(f, v, lo=0, lo_open=True, hi=1), f"a datapath of macs_per_cycle {sorted(macs)}")
+    for name in ("kernel_call_cycles", "kernel_block_cycles"):
+        _table(p, name, getattr(arch, name), lambda k: k in macs,
+               lambda f, v: p.number(f, v, lo=0, hi=MOST["cycles"], unit="cycles"),
+               f"a datapath of macs_per_cycle {sorted(macs)}")
+    vec = arch.vector_cycles_per_elem
+    _table(p, "vector_cycles_per_elem", vec, lambda k: k in VECTOR_KINDS,
+           lambda f, v: p.number(f, v, lo=0, hi=MOST["cycles"], unit="cycles per element"),
+           f"one of {', '.join(VECTOR_KINDS)}")
+    if isinstance(vec, dict):
+        missing = [k for k in VECTOR_KINDS if k not in vec]
+        p.check(not missing, "vector_cycles_per_elem", sorted(vec), f"needs every kind; missing {', '.join(missing)}")
     for name in ("pj_per_mac", "pj_per_byte"):
         _table(p, name, getattr(arch, name), lambda k: True, lambda f, v: p.number(f, v, lo=0, hi=1e9, unit="pJ"))
     for f in ("core_load_bytes_per_cycle", "core_store_bytes_per_cycle", "accumulate_elems_per_cycle",
@@ -380,7 +489,8 @@ def from_dict(values: dict) -> Arch:
             if isinstance(columns, int) and len(x) != columns and len(set(map(repr, x))) == 1:
                 x = list(x[:1]) * columns if 1 <= columns <= MOST["columns"] else x  # a uniform array follows
             v[name] = tuple(x)
-    for name in ("macs_per_cycle", "mmul_shapes", "datapaths", "pj_per_mac", "pj_per_byte", "kernel_efficiency"):
+    for name in ("macs_per_cycle", "mmul_shapes", "datapaths", "pj_per_mac", "pj_per_byte", *_DATAPATH_TABLES,
+                 "vector_cycles_per_elem"):
         if name in v and isinstance(v[name], dict):
             v[name] = {k: (tuple(x) if isinstance(x, list) else x) for k, x in v[name].items()}
     p.raise_if_any()
@@ -391,7 +501,8 @@ def load(name_or_path: str | Path) -> Arch:
     """A preset by name (``npu1``, ``npu2``) or a custom array from a TOML file.
 
     The TOML file has an ``[arch]`` table; ``base = "npu2"`` starts from a preset and every other
-    key overrides a field (tile tables such as ``[arch.compute]`` override single tile fields).
+    key overrides a field (tile tables such as ``[arch.compute]`` and ``[arch.vector_cycles_per_elem]``
+    override single entries; other tables replace the whole field).
     """
     key = str(name_or_path)
     if key in PRESETS:
@@ -414,6 +525,8 @@ def load(name_or_path: str | Path) -> Arch:
     for key2, val in table.items():
         if key2 in TILE_KINDS and isinstance(val, dict):
             merged[key2] = {**dataclasses.asdict(merged[key2]), **val}
+        elif key2 == "vector_cycles_per_elem" and isinstance(val, dict):
+            merged[key2] = {**merged[key2], **val}  # a few kinds overridden, the others kept
         else:
             merged[key2] = val
     merged["name"] = table.get("name", path.stem) if isinstance(table.get("name", ""), str) else path.stem
@@ -424,6 +537,6 @@ def load(name_or_path: str | Path) -> Arch:
 # meshes (assumption for design studies; 256 MACs/cycle per core at full occupancy).
 SYSTOLIC16 = NPU2.replace(name="systolic16", core_mesh_rows=16, core_mesh_cols=16,
                           macs_per_cycle={"int8": 256, "bf16": 256}, datapaths={}, mmul_shapes={},
-                          kernel_efficiency={})
+                          kernel_efficiency={}, kernel_call_cycles={}, kernel_block_cycles={})
 
 PRESETS["systolic16"] = SYSTOLIC16

@@ -14,7 +14,8 @@ efficiency comes from: ``calls`` microkernel calls on operands already in core m
 
 ``calibrate`` predicts each measurement with fastsim under candidate parameters and fits them by
 bounded least squares on relative errors (``scipy.optimize.least_squares``): matmul kernel
-efficiency per datapath, dispatch overhead, design-switch times, sustained DDR bandwidth, BD setup
+efficiency per datapath (and its per-call and per-block cycles where ``kernel`` rows at tile shapes
+with different block counts separate them), dispatch overhead, design-switch times, sustained DDR bandwidth, BD setup
 and lock costs. Integer cycle costs move in whole cycles (the engine counts whole cycles). It reports every value with a 95 % interval (linearized covariance), each
 measurement's residual and its leave-one-out prediction error (continuous parameters refitted
 without it, integers kept at the full fit's values), and writes an arch TOML that every command
@@ -37,7 +38,8 @@ import numpy as np
 from .arch import PRESETS, Arch
 from .errors import ConfigError
 
-# parameter -> (lower, upper, integer); kernel_efficiency.<datapath> is added per datapath used
+# parameter -> (lower, upper, integer); the per-datapath kernel parameters (KERNEL_TABLES) are
+# added per datapath used
 BOUNDS = {
     "dispatch_overhead_s": (0.0, 0.05, False),
     "elf_reload_s": (0.0, 0.5, False),
@@ -47,6 +49,10 @@ BOUNDS = {
     "lock_acquire_cycles": (0, 64, True),
 }
 EFFICIENCY_BOUNDS = (0.02, 1.0, False)
+# Per-datapath matmul microkernel tables -> bounds of their entries (Arch field comment: cycles =
+# c_call + N_blk * c_blk + MACs / (rate x efficiency)); cycle costs move in whole cycles.
+KERNEL_TABLES = {"kernel_efficiency": EFFICIENCY_BOUNDS, "kernel_call_cycles": (0, 20000, True),
+                 "kernel_block_cycles": (0, 2000, True)}
 STEP = 1e-2  # relative finite-difference step of continuous parameters
 KINDS = ("kernel", "gemm", "memcpy", "dispatch", "switch", "llm")
 
@@ -130,14 +136,32 @@ class Predictor:
                                   "measurements")
             return {"elf_reload_s" if kind == "elf" else "reconfiguration_s"}
         if m.kind == "kernel":
-            return {"dispatch_overhead_s", f"kernel_efficiency.{self._kernel(m)[3]}"}
+            return {"dispatch_overhead_s"} | _kernel_params(self._kernel(m)[3])
         common = {"dispatch_overhead_s", "ddr_bytes_per_s", "bd_setup_cycles", "lock_acquire_cycles"}
         if m.kind == "gemm":
-            return common | {f"kernel_efficiency.{self._gemm(m)[2]}"}
+            return common | _kernel_params(self._gemm(m)[2])
         if m.kind == "llm":
-            keys = {d for d in self.arch.macs_per_cycle}
-            return common | {f"kernel_efficiency.{k}" for k in keys} | {"elf_reload_s"}
+            return common | set().union(*map(_kernel_params, self.arch.macs_per_cycle)) | {"elf_reload_s"}
         return common
+
+    def determined(self) -> set[str]:
+        """The parameters fitted by default: every one some measurement reads, except a datapath's
+        call and block cycles unless its ``kernel`` measurements separate them from its efficiency
+        (the rows [MAC cycles, 1, blocks] of its distinct tile shapes have rank 3, e.g. three shapes
+        with different block counts per MAC)."""
+        from .cost import kernel_blocks
+
+        read = set().union(*(self.reads(m) for m in self.measurements))
+        rows: dict[str, set] = {}
+        for m in self.measurements:
+            if m.kind == "kernel":
+                mm, kk, nn, path, _ = self._kernel(m)
+                r, s, t = self.arch.mmul_shapes.get(path, (1, 1, 1))
+                padded = (-(-mm // r) * r) * (-(-kk // s) * s) * (-(-nn // t) * t)
+                rows.setdefault(path, set()).add((padded, 1, kernel_blocks(mm, nn, path, self.arch)))
+        separable = {p for p, shapes in rows.items() if np.linalg.matrix_rank(np.array(sorted(shapes), float)) >= 3}
+        return {n for n in read if not n.startswith(("kernel_call_cycles.", "kernel_block_cycles."))
+                or n.split(".", 1)[1] in separable}
 
     def _kernel(self, m: Measurement):
         """(m, k, n, datapath, calls) of a kernel micro-benchmark."""
@@ -181,7 +205,7 @@ class Predictor:
         if m.kind == "kernel":
             from .cost import matmul_cycles
 
-            mm, kk, nn, path, calls = self._kernel(m)
+            mm, kk, nn, path, calls = self._kernel(m)  # per call: c_call + N_blk * c_blk + MAC cycles
             return calls * matmul_cycles(mm, kk, nn, path, arch, arch.efficiency(path)) / arch.clock_hz
         if m.kind == "gemm":
             from .mapping import matmul_design
@@ -220,21 +244,32 @@ class Predictor:
         return self._cache[key] + (0.0 if m.kind == "llm" else arch.dispatch_overhead_s)
 
 
+def _kernel_params(datapath: str) -> set[str]:
+    return {f"{table}.{datapath}" for table in KERNEL_TABLES}
+
+
 def _get(arch: Arch, name: str):
-    if name.startswith("kernel_efficiency."):
-        return arch.efficiency(name.split(".", 1)[1])
+    table, _, key = name.partition(".")
+    if table == "kernel_efficiency":
+        return arch.efficiency(key)
+    if table == "kernel_call_cycles":
+        return arch.call_cycles(key)
+    if table == "kernel_block_cycles":
+        return arch.block_cycles(key)
     return getattr(arch, name)
 
 
 def with_params(arch: Arch, names: list[str], values) -> Arch:
-    """``arch`` with the named parameters set (integers rounded; efficiencies merged)."""
-    changes, eff = {}, dict(arch.kernel_efficiency)
+    """``arch`` with the named parameters set (integers rounded; per-datapath tables merged)."""
+    changes = {}
+    tables = {t: dict(getattr(arch, t)) for t in KERNEL_TABLES}
     for name, v in zip(names, values):
-        if name.startswith("kernel_efficiency."):
-            eff[name.split(".", 1)[1]] = float(min(1.0, v))
+        table, _, key = name.partition(".")
+        if table in KERNEL_TABLES:
+            tables[table][key] = int(round(v)) if KERNEL_TABLES[table][2] else float(min(1.0, v))
         else:
             changes[name] = int(round(v)) if BOUNDS[name][2] else float(v)
-    return arch.replace(**changes, kernel_efficiency=eff)
+    return arch.replace(**changes, **tables)
 
 
 # ---- the fit ----------------------------------------------------------------------------------------
@@ -264,7 +299,8 @@ class Calibration:
 
 
 def _bounds(name: str):
-    return EFFICIENCY_BOUNDS if name.startswith("kernel_efficiency.") else BOUNDS[name]
+    table = name.partition(".")[0]
+    return KERNEL_TABLES[table] if table in KERNEL_TABLES else BOUNDS[name]
 
 
 def _fit(pred: Predictor, arch: Arch, names: list[str], rows: list[int], x0: np.ndarray, polish: bool = True):
@@ -342,8 +378,8 @@ def calibrate(measurements: list[Measurement], arch: Arch = PRESETS["npu2"], fit
     measurements, starting from ``arch``."""
     pred = Predictor(arch, measurements)
     read = set().union(*(pred.reads(m) for m in measurements))
-    known = set(BOUNDS) | {f"kernel_efficiency.{d}" for d in arch.macs_per_cycle}
-    names = sorted(read) if fit is None else list(fit)
+    known = set(BOUNDS) | set().union(*map(_kernel_params, arch.macs_per_cycle))
+    names = sorted(pred.determined()) if fit is None else list(fit)
     bad = [n for n in names if n not in known]
     if bad:
         raise ConfigError([f"fit: {n!r} is not a fitted parameter; known: {sorted(known)}" for n in bad], "calibrate")

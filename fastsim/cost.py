@@ -31,15 +31,36 @@ def kernel_cycles(macs: int, dtype: str, arch: Arch, efficiency: float = 1.0,
 
 def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: float = 1.0,
                   overhead_cycles: int = 0, macs_scale: float = 1.0) -> int:
-    """Cycles of one m x k x n tile matmul on a core: the systolic mesh model when the arch's cores
-    are meshes (``core_mesh_rows``), else MACs / (MACs per cycle x efficiency), the tile padded to
-    the datapath's native intrinsic shape (``Arch.mmul_shapes``). ``dtype`` is the datapath key."""
+    """Cycles of one m x k x n tile matmul on a core. Mesh cores (``core_mesh_rows``): the systolic
+    mesh model. Otherwise the microkernel's structure (mlir-aie ``aie_kernels/aie2*/mm.cc``: 2x2
+    blocks of (r, s, t) intrinsics, ``Arch.mmul_shapes``)::
+
+        ceil(c_call + N_blk * c_blk + padded MACs / (MACs per cycle x efficiency)) + overhead_cycles
+        N_blk = ceil(m / 2r) * ceil(n / 2t)
+
+    with ``c_call``, ``c_blk`` the datapath's ``Arch.kernel_call_cycles`` and
+    ``kernel_block_cycles``, the tile padded to multiples of (r, s, t). ``dtype`` is the datapath
+    key; ``overhead_cycles`` is a further fixed cost a study adds."""
     if not arch.core_mesh_rows:
         r, s, t = arch.mmul_shapes.get(dtype, (1, 1, 1))
+        fixed = kernel_fixed_cycles(m, n, dtype, arch)
         m, k, n = -(-m // r) * r, -(-k // s) * s, -(-n // t) * t
-        return kernel_cycles(math.ceil(m * k * n * macs_scale), dtype, arch, efficiency, overhead_cycles)
+        kernel_cycles(0, dtype, arch, efficiency, overhead_cycles)  # checks the arguments
+        macs = math.ceil(m * k * n * macs_scale)
+        return max(1, math.ceil(macs / (arch.macs_per_cycle[dtype] * efficiency) + fixed) + overhead_cycles)
     cycles = mesh_cycles(m, k, n, arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
     return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles
+
+
+def kernel_blocks(m: int, n: int, datapath: str, arch: Arch) -> int:
+    """Output blocks of one microkernel call: ceil(m / 2r) * ceil(n / 2t) (2x2 intrinsic blocks)."""
+    r, _, t = arch.mmul_shapes.get(datapath, (1, 1, 1))
+    return -(-m // (2 * r)) * -(-n // (2 * t))
+
+
+def kernel_fixed_cycles(m: int, n: int, datapath: str, arch: Arch) -> float:
+    """The cycles of one microkernel call that do not scale with its MACs: c_call + N_blk * c_blk."""
+    return arch.call_cycles(datapath) + kernel_blocks(m, n, datapath, arch) * arch.block_cycles(datapath)
 
 
 def mesh_cycles(m: int, k: int, n: int, rows: int, cols: int, dataflow: str) -> int:

@@ -23,6 +23,7 @@ WORKLOADS = [
     "memcpy bytes=65536 size=16 columns=1",
     "memcpy bytes=8388608 size=65536 columns=8 direction=both channels=2",
     "memcpy bytes=262144 size=1024 columns=2 direction=write",
+    "memcpy bytes=131072 size=16 columns=1 direction=write",  # many small BDs: pins BD setup
 ]
 TRUTH = {"dispatch_overhead_s": 60e-6, "elf_reload_s": 2.0e-3, "ddr_bytes_per_s": 50e9, "bd_setup_cycles": 9,
          "lock_acquire_cycles": 3, "kernel_efficiency.bfp16": 0.8, "kernel_efficiency.int8": 0.7,

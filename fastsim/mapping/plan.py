@@ -177,7 +177,8 @@ def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
 
 
 def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
-    """Cycles of one m x k x n microkernel call (same arithmetic as ``fastsim.cost``); ``keys`` is
+    """Cycles of one m x k x n microkernel call (same arithmetic as ``fastsim.cost.matmul_cycles``:
+    per-call and per-output-block cycles plus the padded MACs at the datapath's rate); ``keys`` is
     one datapath key, or one per row of a batch."""
     keys = (keys,) if isinstance(keys, str) else tuple(keys)
     if arch.core_mesh_rows:
@@ -191,9 +192,12 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
     shapes = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in keys])  # (S, 3)
     r, s_, t = (shapes[:, i:i + 1] for i in range(3))
     rate = np.array([[arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key))] for key in keys])
+    call = np.array([[arch.call_cycles(key)] for key in keys], dtype=np.float64)
+    block = np.array([[arch.block_cycles(key)] for key in keys], dtype=np.float64)
+    fixed = call + cdiv(m, 2 * r) * cdiv(n, 2 * t) * block  # c_call + N_blk * c_blk (2x2 intrinsic blocks)
     m, k, n = cdiv(m, r) * r, cdiv(k, s_) * s_, cdiv(n, t) * t
     macs = np.ceil(np.asarray(m * k * n, dtype=np.float64) * op.macs_scale)
-    return np.maximum(1, np.ceil(macs / rate) + op.kernel_overhead_cycles)
+    return np.maximum(1, np.ceil(macs / rate + fixed) + op.kernel_overhead_cycles)
 
 
 def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
