@@ -115,9 +115,11 @@ def test_l2_residency__reads_ddr_once_and_k_split_adds_partial_sums():
 
 @st.composite
 def small_mapped_designs(draw):
+    # per-call kernel cycles kept small: tiny tiles make many calls and the reference steps each cycle
     arch = NPU2.replace(name="tiny", columns=2, compute_rows=2, clock_hz=1e9,
                         bd_setup_cycles=draw(st.integers(0, 4)), lock_acquire_cycles=draw(st.integers(0, 2)),
-                        task_queue_depth=draw(st.integers(1, 4)))
+                        task_queue_depth=draw(st.integers(1, 4)),
+                        kernel_call_cycles={d: draw(st.integers(0, 3)) for d in NPU2.macs_per_cycle})
     op = Matmul(draw(st.integers(1, 24)), draw(st.integers(1, 24)), draw(st.integers(1, 24)),
                 draw(st.sampled_from(["bf16", "int8"])), a_on_chip=draw(st.booleans()),
                 c_on_chip=draw(st.booleans()), onchip_window_bytes=draw(st.sampled_from([0, 64])))

@@ -10,7 +10,7 @@ from .transformer import Builder
 
 def attention_block(b: Builder, layer: int, last) -> tuple:
     """Pre-norm attention and its residual add; returns the residual's key."""
-    m, c, rows = b.model, b.run.costs, b.rows
+    m, c, rows = b.model, b.costs, b.rows
     hd, nh, nkv = m.head_dim, m.num_heads, m.num_kv_heads
     b.norm("attn_norm", layer, last)
     q, k, v = _projections(b, layer, ("attn_norm", layer))
@@ -51,14 +51,14 @@ def _post_norm(b: Builder, name: str, layer: int, source) -> tuple:
 
 def _softmax_cost(b: Builder) -> float:
     """Softmax per score element, plus tanh soft-capping of the scores where the model has it."""
-    c = b.run.costs
+    c = b.costs
     return c.softmax + (c.softcap if b.model.attn_softcap else 0.0)
 
 
 def _rescale(b: Builder) -> float:
     """Softmax run online (flash attention): the running output, head_dim per row, is rescaled
     once per block of keys."""
-    return b.run.costs.elementwise * b.model.head_dim
+    return b.costs.elementwise * b.model.head_dim
 
 
 def decode_attention(b: Builder, layer: int) -> tuple[Op, Op, Op]:
@@ -113,7 +113,7 @@ def _keys_seen(run, window: int, bidirectional: bool) -> tuple[int, float]:
 
 def ffn_block(b: Builder, layer: int, residual) -> tuple:
     """Pre-norm FFN (dense or mixture of experts) and its residual add; returns the residual's key."""
-    m, c, rows = b.model, b.run.costs, b.rows
+    m, c, rows = b.model, b.costs, b.rows
     b.norm("ffn_norm", layer, residual)
     out = _experts(b, layer, ("ffn_norm", layer)) if m.is_moe(layer) else _dense_ffn(b, layer, ("ffn_norm", layer))
     out = _post_norm(b, "post_ffn_norm", layer, out)
@@ -145,7 +145,7 @@ def _experts(b: Builder, layer: int, source) -> tuple:
     """Router (gate matmul, with the shared expert's gate as one more column), top-k, each group
     of experts that receive the same number of tokens as one op repeated per expert (each
     instance reads its own expert's weights), the shared expert, and the weighted combine."""
-    m, c, rows = b.model, b.run.costs, b.rows
+    m, c, rows = b.model, b.costs, b.rows
     e, h = m.experts, m.hidden_size
     b.add(b.gemm("router", rows, h, e.count + e.shared_gate, layer, "router"), source)
     b.add(b.vector("top_k", "softmax", rows, e.count, layer, c.softmax), ("router", layer))
@@ -169,7 +169,7 @@ def _experts(b: Builder, layer: int, source) -> tuple:
 def encoder_layer(b: Builder, layer: int, last) -> tuple:
     """A post-norm encoder layer (BERT): attention, add and norm, FFN, add and norm. K and V go to
     DDR as activations and attention reads them back (no cache outlives the pass)."""
-    m, c, rows = b.model, b.run.costs, b.rows
+    m, c, rows = b.model, b.costs, b.rows
     q, k, v = _projections(b, layer, last)
     scores, softmax, attn_v = prefill_attention(b, layer)
     b.add(scores, q)

@@ -16,7 +16,7 @@ from ..mapping.dispatch import DispatchLimits
 from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
 from .model import Precision
 from .study import LlmStudy
-from .transformer import Pass, build_graph, kv_bytes_per_token
+from .transformer import Pass, VectorCosts, build_graph, kv_bytes_per_token
 
 
 def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
@@ -28,7 +28,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         model = study.model_config().validate()
         study.validate(model)
         precision = study.precision.validate()
-        graph = build_graph(model, precision, study_pass(study))
+        graph = build_graph(model, precision, study_pass(study, arch))
         pins = study_pins(study, precision)
         result = evaluate(graph, arch, pins, limits, strict)
         attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
@@ -42,9 +42,10 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         return to_dataset(result, pins, arch, limits, attrs, extra)
 
 
-def study_pass(study: LlmStudy) -> Pass:
-    """The forward pass a study describes."""
-    return Pass(study.regime, study.batch, study.context, study.prompt, study.prefill_context, study.costs,
+def study_pass(study: LlmStudy, arch: Arch = NPU2) -> Pass:
+    """The forward pass a study describes (vector ops at the arch's rates unless the study sets them)."""
+    costs = study.costs if study.costs is not None else VectorCosts.of(arch)
+    return Pass(study.regime, study.batch, study.context, study.prompt, study.prefill_context, costs,
                 study.causal_halving, study.lm_head_last_only, study.routing)
 
 

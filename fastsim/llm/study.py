@@ -45,7 +45,7 @@ class LlmStudy:
     # how streamed tensors are shared among columns: auto = proportional for element-wise ops and
     # searched (equal or proportional) for matmuls; or pin equal / proportional everywhere
     stream_split: str = "auto"
-    costs: VectorCosts = VectorCosts()
+    costs: VectorCosts | None = None  # None: the arch's vector-unit rates (Arch.vector_cycles_per_elem)
     causal_halving: bool = True
     lm_head_last_only: bool = True
     routing: Routing = Routing()  # which experts tokens select (mixture-of-experts models)

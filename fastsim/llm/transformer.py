@@ -27,20 +27,25 @@ REGIMES = ("decode", "prefill", "encode")
 
 @dataclass(frozen=True)
 class VectorCosts:
-    """Core cycles per element of the vector ops (assumptions: AIE-ML vector units process 16-32
-    bf16 lanes per cycle; norm and softmax need extra passes and reductions; tanh-based ops
-    (GELU-tanh, soft-capping) a polynomial of a few passes)."""
+    """Core cycles per element of the vector ops. By default the arch's (``Arch.vector_cycles_per_elem``:
+    measured one-tile rates where published, assumptions otherwise; docs/calibration.md); a study
+    may set its own."""
 
-    norm: float = 1 / 8
-    elementwise: float = 1 / 32
-    rope: float = 1 / 8
-    softmax: float = 1 / 4
-    silu_mul: float = 1 / 8
-    gelu: float = 1 / 8
-    softcap: float = 1 / 8
-    kv: float = 1 / 32  # KV append: a copy (quantize when the KV dtype is narrower)
-    dequant_int4: float = 1 / 32  # per weight element, int4 -> bf16 (with scale)
-    dequant_int8: float = 1 / 64
+    norm: float
+    layer_norm: float
+    elementwise: float
+    rope: float
+    softmax: float
+    silu_mul: float
+    gelu: float
+    softcap: float
+    kv: float  # KV append: a copy (quantize when the KV dtype is narrower)
+    dequant_int4: float  # per weight element, int4 -> bf16 (with scale)
+    dequant_int8: float
+
+    @classmethod
+    def of(cls, arch) -> "VectorCosts":
+        return cls(**{f: arch.vector_cost(f) for f in cls.__dataclass_fields__})
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,7 @@ class Pass:
     context: int = 4096
     prompt: int = 2048
     prefill_context: int = 0
-    costs: VectorCosts = VectorCosts()
+    costs: VectorCosts | None = None  # None: the npu2 preset's (simulate_llm passes the arch's)
     causal_halving: bool = True
     lm_head_last_only: bool = True
     routing: Routing = Routing()
@@ -73,6 +78,12 @@ class Builder:
         self.ops, self.producers, self.index = [], [], {}
         self.rows = run.batch * run.tokens
         self.a = precision.activation_bytes
+        if run.costs is None:
+            from ..arch import NPU2
+
+            self.costs = VectorCosts.of(NPU2)
+        else:
+            self.costs = run.costs
 
     def add(self, op: Op, *sources) -> None:
         self.producers.append(tuple(self.index[s] for s in sources))
@@ -85,7 +96,7 @@ class Builder:
         a = Operand("activations", self.a)
         w = Operand("weights", self.precision.bytes_of(stored_as or weight_kind))
         return Op(name, "gemm", layer, MATMUL, m, k, n, a, w, a, repeat=repeat,
-                  cast_cycles_per_weight=_cast_cycles(self.precision, stored_as or weight_kind, self.run.costs),
+                  cast_cycles_per_weight=_cast_cycles(self.precision, stored_as or weight_kind, self.costs),
                   weight_kind=weight_kind)
 
     def vector(self, name, op_class, m, n, layer, cost, *, inputs=1, y=None, rescale=0.0) -> Op:
@@ -94,11 +105,12 @@ class Builder:
                   online_rescale_cycles=rescale)
 
     def norm(self, name, layer, source, m=None) -> None:
-        self.add(self.vector(name, "norm", m or self.rows, self.model.hidden_size, layer, self.run.costs.norm), source)
+        cost = self.costs.layer_norm if self.model.norm == "layer" else self.costs.norm
+        self.add(self.vector(name, "norm", m or self.rows, self.model.hidden_size, layer, cost), source)
 
     def activation(self, name, m, n, layer, gated, *sources) -> None:
         """The FFN's activation (times the gate's other half when gated)."""
-        c = self.run.costs
+        c = self.costs
         cost = c.silu_mul if self.model.activation in ("silu", "swiglu_clamped") else c.gelu
         self.add(self.vector(name, "elementwise", m, n, layer, cost, inputs=2 if gated else 1), *sources)
 
@@ -149,7 +161,7 @@ def check_regime(model: ModelConfig, regime: str) -> None:
 def _embedding(b: Builder) -> None:
     """Token rows gathered from the table (plus position and token-type rows for BERT); Gemma
     scales them by sqrt(hidden)."""
-    m, c = b.model, b.run.costs
+    m, c = b.model, b.costs
     tables = 3 if m.positions else 1
     cost = c.elementwise if (m.embed_scale or tables > 1) else 0.0
     b.add(Op("embedding", "embedding", -1, VECTOR, b.rows, 1, m.hidden_size,
@@ -165,14 +177,14 @@ def _head(b: Builder, last) -> None:
     m, run = b.model, b.run
     if m.encoder:
         b.add(b.gemm("pooler", run.batch, m.hidden_size, m.hidden_size, -1, "ffn"), last)
-        b.add(b.vector("pooler_tanh", "elementwise", run.batch, m.hidden_size, -1, run.costs.gelu), ("pooler", -1))
+        b.add(b.vector("pooler_tanh", "elementwise", run.batch, m.hidden_size, -1, b.costs.gelu), ("pooler", -1))
         return
     head_rows = run.batch if (run.lm_head_last_only or run.regime == "decode") else b.rows
     b.norm("final_norm", -1, last, head_rows)
     stored = "embedding" if m.tie_word_embeddings else "lm_head"
     b.add(b.gemm("lm_head", head_rows, m.hidden_size, m.vocab_size, -1, "lm_head", stored_as=stored), ("final_norm", -1))
     if m.final_softcap:
-        b.add(b.vector("logit_softcap", "elementwise", head_rows, m.vocab_size, -1, run.costs.softcap), ("lm_head", -1))
+        b.add(b.vector("logit_softcap", "elementwise", head_rows, m.vocab_size, -1, b.costs.softcap), ("lm_head", -1))
 
 
 def _cast_cycles(precision: Precision, kind: str, costs: VectorCosts) -> float:
