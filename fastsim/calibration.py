@@ -147,19 +147,25 @@ class Predictor:
     def determined(self) -> set[str]:
         """The parameters fitted by default: every one some measurement reads, except a datapath's
         call and block cycles unless its ``kernel`` measurements separate them from its efficiency
-        (the rows [MAC cycles, 1, blocks] of its distinct tile shapes have rank 3, e.g. three shapes
-        with different block counts per MAC)."""
+        (the rows [calls x MACs, calls, calls x blocks] of its measurements have rank 3, e.g. three
+        shapes with different block counts per MAC, and rank 4 with a column of ones when no
+        dispatch measurement pins the overhead each of them includes)."""
         from .cost import kernel_blocks
 
         read = set().union(*(self.reads(m) for m in self.measurements))
         rows: dict[str, set] = {}
         for m in self.measurements:
             if m.kind == "kernel":
-                mm, kk, nn, path, _ = self._kernel(m)
+                mm, kk, nn, path, calls = self._kernel(m)
                 r, s, t = self.arch.mmul_shapes.get(path, (1, 1, 1))
                 padded = (-(-mm // r) * r) * (-(-kk // s) * s) * (-(-nn // t) * t)
-                rows.setdefault(path, set()).add((padded, 1, kernel_blocks(mm, nn, path, self.arch)))
-        separable = {p for p, shapes in rows.items() if np.linalg.matrix_rank(np.array(sorted(shapes), float)) >= 3}
+                blocks = kernel_blocks(mm, nn, path, self.arch)
+                # each kernel measurement also holds one dispatch: its overhead is a fourth unknown
+                # unless a dispatch measurement pins it
+                rows.setdefault(path, set()).add((calls * padded, calls, calls * blocks, 1))
+        need = 3 if any(m.kind == "dispatch" for m in self.measurements) else 4
+        separable = {p for p, shapes in rows.items()
+                     if np.linalg.matrix_rank(np.array(sorted(shapes), float)[:, :need]) >= need}
         return {n for n in read if not n.startswith(("kernel_call_cycles.", "kernel_block_cycles."))
                 or n.split(".", 1)[1] in separable}
 

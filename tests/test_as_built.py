@@ -122,3 +122,35 @@ def test_cli__run_gemm_as_built_equals_the_same_pins_given_as_options(tmp_path):
 def test_cli__options_that_do_not_apply_are_refused(args, named):
     r = CliRunner().invoke(main, ["run", "llm", *args])
     assert r.exit_code != 0 and named in r.output and ("apply" in r.output or "replays" in r.output)
+
+
+def test_pins__an_empty_l2_pin_is_a_pin():
+    from fastsim.evaluation import GraphPins
+
+    pins = GraphPins(l2=(("q_proj", ""), ("gemm", "ab")))
+    assert pins.pinned(pins.l2, "q_proj", "", "gemm") == ""
+    assert pins.pinned(pins.l2, "k_proj", "", "gemm") == "ab"
+    assert pins.pinned(pins.l2, "k_proj", "", "attention") is None
+
+
+def test_apply_overlay__open_choices_keep_the_studys():
+    from fastsim.mapping.overlay import Overlay
+
+    study = apply_overlay(LlmStudy(fusion="none", residency="static"), Overlay("decode", cuts=()))
+    assert (study.fusion, study.residency, study.cuts) == ("none", "static", ())
+
+
+@pytest.mark.parametrize("text,args,named", [
+    ('[decode]\ncolumns = { gemm = 8 }', ["--columns", "gemm=2"], "--columns gemm"),
+    ('[decode]\ndataflow = { gemm = "ws" }', ["--dataflow", "gemm=os"], "--dataflow gemm"),
+    ('[decode]\nfusion = "chain"', ["--regime", "generate", "--prompt", "64", "--new-tokens", "2", "--fusion", "none"],
+     "--fusion"),
+    ('[decode]\ncuts = []', ["--samples", "3"], "--samples"),
+    ('[model]\nbytes_per_weight = { lm_head = 0.7 }\n[decode]', [], "measured[lm_head]"),
+    ('[decode]', ["--regime", "generate", "--prompt", "64", "--new-tokens", "2", "--save-overlay", "x.toml"],
+     "--save-overlay"),
+])
+def test_cli__as_built_clashes_refused(tmp_path, text, args, named):
+    path = _file(tmp_path, text)
+    r = CliRunner().invoke(main, ["run", "llm", "--overlay", str(path), *args])
+    assert r.exit_code != 0 and named in r.output, r.output

@@ -118,7 +118,9 @@ REGIME_OPTIONS = (("context", ("decode",), "generate decodes from the prompt's l
                    "--prefill-context; encode has none"),
                   ("prompt", ("prefill", "encode", "generate"), "decode reads --context cached tokens"),
                   ("prefill_context", ("prefill", "generate"), "decode reads --context cached tokens"),
-                  ("new_tokens", ("generate",), "only --regime generate decodes new tokens"))
+                  ("new_tokens", ("generate",), "only --regime generate decodes new tokens"),
+                  ("save_overlay", ("decode", "prefill", "encode"), "a generation runs two layouts: save each "
+                   "regime's with --regime decode and --regime prefill"))
 
 
 def _refuse_unused(ctx, o, plan_path) -> None:
@@ -203,17 +205,29 @@ def _as_built_precision(ctx, o, precision):
     clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in table and given(ctx, k)]
     clash += [f"--tensor-dtype {k}" for k in table if k in parse_kinds(o.tensor_dtypes)]
     clash += ["--checkpoint"] if "measured" in table and o.checkpoint_path else []
-    if clash:
-        raise ConfigError([f"{', '.join(clash)}: {o.overlay_path} sets it too ([model]); give it in one place"],
-                          "llm study")
-    layout = o.as_built.overlays.get("prefill" if o.regime == "generate" else o.regime)
-    if layout is not None:
-        clash = [f"--{k}" for k, pinned in (("fusion", layout.fusion != "auto"), ("cuts", layout.cuts is not None),
-                                          ("residency", layout.residency is not None)) if pinned and given(ctx, k)]
-        if clash:
-            raise ConfigError([f"{', '.join(clash)}: {o.overlay_path} sets it too ([{layout.regime}]); give it in "
-                               "one place"], "llm study")
+    clash += ["--compression"] if o.compression_path and ({"weights", "kv"} & set(table)) else []
+    problems = [f"{', '.join(clash)}: {o.overlay_path} sets it too ([model]); give it in one place"] if clash else []
+    if o.samples:
+        problems.append(f"--samples with --overlay: the latency model runs prefill and decode on one layout; "
+                        f"run --samples without {o.overlay_path}")
+    for regime in (("prefill", "decode") if o.regime == "generate" else (o.regime,)):
+        problems += _layout_clashes(ctx, o, o.as_built.overlays.get(regime))
+    if problems:
+        raise ConfigError(problems, "llm study")
     return replace(precision, **table)
+
+
+def _layout_clashes(ctx, o, layout) -> list[str]:
+    """Layout choices the file makes that an option also makes."""
+    from .llm_inputs import given
+
+    if layout is None:
+        return []
+    clash = [f"--{k}" for k, pinned in (("fusion", layout.fusion != "auto"), ("cuts", layout.cuts is not None),
+                                      ("residency", layout.residency is not None)) if pinned and given(ctx, k)]
+    for option, values, table in (("--dataflow", o.dataflows, layout.dataflow), ("--columns", o.columns, layout.columns)):
+        clash += [f"{option} {k}" for k in parse_kinds(values) if k in table]
+    return [f"{', '.join(clash)}: {o.overlay_path} sets it too ([{layout.regime}]); give it in one place"] if clash else []
 
 
 def parse_kinds(values) -> set[str]:
@@ -283,6 +297,8 @@ def _latency(tails, o) -> dict | None:
 
 
 def _echo_generation(g: dict, latency: dict | None, o, opts: dict) -> None:
+    if o.overlay_path:
+        g["as_built"] = {r: _as_built_summary(o, r) for r in ("prefill", "decode")}
     if opts["trace"]:
         click.echo("trace: not written for --regime generate (trace --regime decode or prefill)", err=True)
     if latency:
@@ -337,13 +353,13 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
     _echo_spread(spread)
 
 
-def _as_built_summary(o) -> dict:
-    """What the as-built file fixed for this regime, what was left to the search, and the sources."""
-    a = o.as_built
-    layout = a.overlays.get(o.regime)
-    return {"file": o.overlay_path, "pinned": a.pinned(o.regime),
+def _as_built_summary(o, regime: str | None = None) -> dict:
+    """What the as-built file fixed for a regime, what was left to the search, and the sources."""
+    a, regime = o.as_built, regime or o.regime
+    layout = a.overlays.get(regime)
+    return {"file": o.overlay_path, "pinned": a.pinned(regime),
             "searched": ["layout (no table for this regime)"] if layout is None else layout.open_choices(),
-            "sources": {k: v for k, v in a.sources.items() if k.split(".")[0] in ("model", o.regime)}}
+            "sources": {k: v for k, v in a.sources.items() if k.split(".")[0] in ("model", regime)}}
 
 
 def _weights_text(pr) -> str:

@@ -37,7 +37,7 @@ class GraphPins:
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):
         """A pin by op name, else by fusion pattern kind (overlays place groups), else by class."""
         found = dict(table)
-        return found.get(name) or found.get(kind) or found.get(op_class)
+        return next((found[key] for key in (name, kind, op_class) if key in found), None)
 
     def check(self, graph: OpGraph, kinds: tuple[str, ...]) -> None:
         """Every pin must select something of this graph: a pin that names no op, fusion pattern

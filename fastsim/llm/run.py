@@ -64,7 +64,8 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
     """The study laid out as ``overlay`` says (its pins added to, and winning over, the study's)."""
     if overlay is None:
         return study
-    return replace(study, fusion=overlay.fusion, columns={**study.columns, **overlay.columns},
+    return replace(study, fusion=study.fusion if overlay.fusion == "auto" else overlay.fusion,
+                   columns={**study.columns, **overlay.columns},
                    dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency or study.residency,
                    cuts=study.cuts if overlay.cuts is None else tuple(overlay.cuts),
                    datapath={**study.datapath, **overlay.datapath}, tiles={**study.tiles, **overlay.tiles},

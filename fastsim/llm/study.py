@@ -130,3 +130,7 @@ def _check_weight_kinds(p: Problems, precision: Precision, model: ModelConfig) -
                    "its LM head is tied to the embedding: set embedding" if kind == "lm_head" else
                    "it has no mixture of experts" if kind == "router" else f"it has no {kind} weights")
             p.add(f"precision.{kind}", getattr(precision, kind), f"{model.name}: {why}")
+    for kind, _ in precision.measured:
+        if kind in have and not have[kind] or kind == "norm":
+            p.add(f"precision.measured[{kind}]", kind, f"{model.name} reads no {kind} weights at a measured size "
+                  "(norms stay bf16; a tied LM head is the embedding)")

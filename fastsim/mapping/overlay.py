@@ -223,7 +223,7 @@ def _model(p: Problems, table) -> dict:
     measured = table.get("bytes_per_weight", {})
     if p.check(isinstance(measured, dict), "[model].bytes_per_weight", measured, "a table: weight kind -> bytes"):
         for kind, b in measured.items():
-            p.check(kind in (*TENSOR_KINDS, "norm"), f"[model].bytes_per_weight.{kind}", shown(b),
+            p.check(kind in TENSOR_KINDS, f"[model].bytes_per_weight.{kind}", shown(b),
                     f"a weight kind: {', '.join(TENSOR_KINDS)}")
         if measured:
             out["measured"] = tuple(sorted(measured.items()))
