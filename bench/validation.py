@@ -303,7 +303,9 @@ def _document(table, apart, built_err, searched_err, elapsed, gemv) -> str:
         "under `examples/as_built/` (its weight format, dispatches, fusion, datapath, tiles, each with its "
         "source line; `docs/as_built.md`), what the file leaves open searched. **Searched**: no overlay, "
         "fastsim's own best design with its default weight format (int4, bf16 scales per 128): the gain "
-        "fastsim claims over what was built. Error = predicted / measured - 1 in the row's unit. Timing "
+        "fastsim claims over what was built. Error = predicted / measured - 1 in the row's unit (a "
+        "positive error on a rate and a negative one on a time both mean fastsim predicts faster than "
+        "measured). Timing "
         "scope follows the measurement: kernel-only rows compare `run gemm`'s `kernel_seconds`, the others "
         "`seconds` (one dispatch included); LLM rows compare tokens/s or seconds of the pass.",
         "",
