@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 import pytest
 from click.testing import CliRunner
 
@@ -154,3 +156,23 @@ def test_cli__as_built_clashes_refused(tmp_path, text, args, named):
     path = _file(tmp_path, text)
     r = CliRunner().invoke(main, ["run", "llm", "--overlay", str(path), *args])
     assert r.exit_code != 0 and named in r.output, r.output
+
+
+def test_host_ops__given_time_replaces_the_op_and_each_run_adds_a_dispatch():
+    base = simulate_llm(LlmStudy(context=128, fusion="none", cuts=()))
+    study = LlmStudy(context=128, fusion="none", cuts=(), host={"attention": 1e-4, "softmax": 5e-5})
+    ds = simulate_llm(study)
+    layers = int(ds.attrs["layers"])
+    on_host = np.isin(ds.op_class.values, ["attention", "softmax"])
+    assert np.allclose(ds.op_seconds.values[on_host], np.where(ds.op_class.values[on_host] == "softmax", 5e-5, 1e-4))
+    assert float(ds.ddr_bytes.values[on_host].sum()) == 0 and set(ds.bound_by.values[on_host]) == {"host"}
+    # scores, softmax and attention x V run back to back: one more dispatch per layer
+    assert int(ds.attrs["dispatches"]) == int(base.attrs["dispatches"]) + layers
+    npu = float(ds.op_seconds.values[~on_host].sum())
+    overheads = float(ds.dispatch_seconds) + float(ds.program_reload_seconds) + float(ds.preload_seconds)
+    assert float(ds.total_seconds) == pytest.approx(npu + layers * 2.5e-4 + overheads)
+    assert float(ds.tokens_per_s) == pytest.approx(1 / float(ds.total_seconds))
+    with pytest.raises(ConfigError, match="host\\[flash\\]"):
+        simulate_llm(LlmStudy(context=128, host={"flash": 1e-4}))
+    with pytest.raises(ConfigError, match="host\\[softmax\\]"):
+        simulate_llm(LlmStudy(context=128, host={"softmax": -1.0}))

@@ -14,6 +14,7 @@ from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
 from ..mapping.dispatch import DispatchLimits
 from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
+from . import host
 from .model import Precision
 from .study import LlmStudy
 from .transformer import Pass, VectorCosts, build_graph, kv_bytes_per_token
@@ -29,6 +30,8 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         study.validate(model)
         precision = study.precision.validate()
         graph = build_graph(model, precision, study_pass(study, arch))
+        on_host = host.selected(graph, study.host) if study.host else {}
+        graph = host.offload(graph, on_host) if on_host else graph
         pins = study_pins(study, precision)
         result = evaluate(graph, arch, pins, limits, strict)
         attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
@@ -39,7 +42,11 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
                  "weight_kind": (("op",), np.array([op.weight_kind for op in graph.ops], dtype=object),
                                  {"description": "the weight tensor kind the op reads (embedding, lm_head, "
                                                  "attention, ffn, router; empty: none)"})}
-        return to_dataset(result, pins, arch, limits, attrs, extra)
+        ds = to_dataset(result, pins, arch, limits, attrs, extra)
+        if on_host:
+            ds = host.account(ds, on_host, arch.dispatch_overhead_s)
+            ds.attrs["dispatches"] = int(ds.attrs["dispatches"]) + host.islands(on_host)
+        return ds
 
 
 def study_pass(study: LlmStudy, arch: Arch = NPU2) -> Pass:
@@ -69,7 +76,7 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
                    dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency or study.residency,
                    cuts=study.cuts if overlay.cuts is None else tuple(overlay.cuts),
                    datapath={**study.datapath, **overlay.datapath}, tiles={**study.tiles, **overlay.tiles},
-                   l2={**study.l2, **overlay.l2})
+                   l2={**study.l2, **overlay.l2}, host={**study.host, **overlay.host})
 
 
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,

@@ -36,6 +36,7 @@ class LlmStudy:
     datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath (as built)
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) per kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
+    host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     cuts: tuple[int, ...] | None = None  # cut into dispatches after these layers; () one dispatch;
     # None: the greedy feasible cut
@@ -80,6 +81,9 @@ class LlmStudy:
         else:
             p.add("routing", self.routing, "a Routing")
         p.check(isinstance(self.residency, str) and self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
+        if p.check(isinstance(self.host, dict), "host", self.host, "a table: op name or class -> seconds"):
+            for key, seconds in self.host.items():
+                p.number(f"host[{key}]", seconds, lo=0, hi=1000, unit="s per op instance (given, not simulated)")
         for name in ("dataflow", "columns", "datapath", "tiles", "l2"):
             if not p.check(isinstance(getattr(self, name), dict), name, getattr(self, name),
                            "a table: op class or op name -> value"):

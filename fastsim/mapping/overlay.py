@@ -18,6 +18,7 @@ not its own searched optimum (``docs/as_built.md``)::
     dataflow = { gemm = "ws" }   # op class or op name -> ws | is | os
     datapath = { gemm = "bfp16" }     # -> the MAC datapath (e.g. bf16 natively or bfp16)
     tiles = { gemm = [32, 64, 64] }   # -> the L1 tile m, k, n of each kernel call
+    host = { attention = 2e-4 }       # op name or class -> seconds per instance on the host CPU
     l2 = { gemm = "b" }               # -> operands held in the mem tiles: "", a, b or ab
     residency = "streamed"       # or "static": weights loaded once into on-chip memory
 
@@ -45,7 +46,7 @@ from .fusion import MODES, valid_fusion
 from .space import DATAFLOWS, L2_CHOICES
 
 REGIMES = ("prefill", "decode", "encode")
-REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency")
+REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host")
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "dataflow", "l2", "datapath", "k_split", "stream_split")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
@@ -64,6 +65,7 @@ class Overlay:
     datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath key
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
+    host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
 
     def validate(self) -> "Overlay":
         p = Problems(f"overlay [{self.regime}]")
@@ -81,6 +83,8 @@ class Overlay:
                 f"tiles.{k}", v, "three sizes [m, k, n], each in 1..4096")
         for k, v in self.l2.items():
             p.check(v in L2_CHOICES, f"l2.{k}", v, "'', a, b or ab")
+        for k, v in self.host.items():
+            p.number(f"host.{k}", v, lo=0, hi=1000, unit="s per op instance on the host CPU (given)")
         if self.cuts is not None:
             p.check(isinstance(self.cuts, (list, tuple)) and all(
                 isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in self.cuts),
@@ -95,7 +99,7 @@ class Overlay:
             out["residency"] = self.residency
         if self.cuts is not None:
             out["cuts"] = list(self.cuts)
-        for name in ("datapath", "tiles", "l2"):
+        for name in ("datapath", "tiles", "l2", "host"):
             if getattr(self, name):
                 out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
         return out
@@ -124,7 +128,7 @@ class AsBuilt:
 
     def pinned(self, regime: str) -> list[str]:
         o = self.overlays.get(regime)
-        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices()]
+        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices() and (k != "host" or o.host)]
         return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
 
@@ -196,7 +200,7 @@ def _regime(p: Problems, regime: str, table) -> Overlay | None:
         return None
     for k in sorted(set(table) - set(REGIME_KEYS)):
         p.add(f"[{regime}].{k}", table[k], f"unknown key ({', '.join(REGIME_KEYS)})")
-    tables = {k: table.get(k, {}) for k in ("columns", "dataflow", "datapath", "tiles", "l2")}
+    tables = {k: table.get(k, {}) for k in ("columns", "dataflow", "datapath", "tiles", "l2", "host")}
     for k, v in tables.items():
         p.check(isinstance(v, dict), f"[{regime}].{k}", v, "a table: op class or op name -> value")
     if p.items:
@@ -207,7 +211,7 @@ def _regime(p: Problems, regime: str, table) -> Overlay | None:
                        table.get("residency"), None if cuts is None else tuple(cuts) if
                        isinstance(cuts, list) else cuts, dict(tables["datapath"]),
                        {k: tuple(v) if isinstance(v, list) else v for k, v in tables["tiles"].items()},
-                       dict(tables["l2"])).validate()
+                       dict(tables["l2"]), dict(tables["host"])).validate()
     except ConfigError as e:
         p.items += e.problems
         return None

@@ -1,0 +1,92 @@
+"""Ops run on the host CPU: an as-built input, never a simulated or guessed time.
+
+Some implementations run ops off the NPU (decode attention over a host-resident KV cache, for
+one). ``LlmStudy.host`` names them (op name or op class) with the seconds one instance takes on the
+host, taken from the implementation's own measurement. Each such op:
+
+- costs the NPU nothing: it stays in the graph as a one-element placeholder with no edges (so no
+  fusion reaches across it; its neighbours read and write DDR), and its time is replaced by the
+  given host seconds;
+- splits the NPU's run: every maximal run of consecutive host ops ends a dispatch and starts
+  another, one more host round trip (``Arch.dispatch_overhead_s``) per run.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import xarray as xr
+
+from ..errors import ConfigError
+from ..graph import VECTOR, Op, OpGraph
+from ..graph.ops import NO_OPERAND
+
+
+def selected(graph: OpGraph, host: dict) -> dict[int, float]:
+    """Host seconds of each op ``host`` selects (by op name, else by op class); a key that selects
+    nothing is refused by name."""
+    out, used = {}, set()
+    for i, op in enumerate(graph.ops):
+        key = op.name if op.name in host else op.op_class if op.op_class in host else None
+        if key is not None:
+            out[i] = float(host[key])
+            used.add(key)
+    unused = sorted(set(host) - used)
+    if unused:
+        names = sorted({op.name for op in graph.ops} | {op.op_class for op in graph.ops})
+        raise ConfigError([f"host[{k}]: names no op or op class of this workload: one of {', '.join(names)}"
+                           for k in unused], "llm study")
+    return out
+
+
+def offload(graph: OpGraph, chosen: dict[int, float]) -> OpGraph:
+    """The graph with each chosen op a one-element placeholder, cut off from its producers and
+    consumers (its data goes through DDR, where the host reads and writes it)."""
+    ops = list(graph.ops)
+    for i in chosen:
+        op = ops[i]
+        ops[i] = Op(op.name, op.op_class, op.layer, VECTOR, 1, 1, 1, replace(op.x, kind="activations"),
+                    NO_OPERAND, replace(op.y, kind="activations"), 1, 0.0, weight_kind=op.weight_kind)
+    producers = [() if i in chosen else tuple(j for j in ps if j not in chosen)
+                 for i, ps in enumerate(graph.producers)]
+    return OpGraph(tuple(ops), tuple(producers), graph.batch, graph.tokens, graph.chain_live_bytes_per_token)
+
+
+def islands(chosen: dict[int, float]) -> int:
+    """Maximal runs of consecutive host ops in execution order."""
+    idx = sorted(chosen)
+    return sum(1 for k, i in enumerate(idx) if k == 0 or idx[k - 1] != i - 1)
+
+
+def account(ds: xr.Dataset, chosen: dict[int, float], overhead_s: float) -> xr.Dataset:
+    """The Dataset with each host op's time its host seconds (its placeholder's NPU time and bytes
+    removed) and one dispatch overhead per run of host ops, in every total."""
+    if not chosen:
+        return ds
+    idx = np.array(sorted(chosen))
+    host = np.array([chosen[i] for i in idx])
+    extra = islands(chosen) * overhead_s
+    ds = ds.copy()
+    op_seconds = ds.op_seconds.values.copy()
+    removed = float(op_seconds[idx].sum())
+    op_seconds[idx] = host
+    ds["op_seconds"] = ds.op_seconds.copy(data=op_seconds)
+    for name in ("ddr_bytes", "energy_pj", "compute_seconds", "movement_seconds", "exposed_compute_seconds",
+                 "exposed_movement_seconds"):
+        if name in ds and "op" in ds[name].dims:
+            values = ds[name].values.copy()
+            values[idx] = 0
+            ds[name] = ds[name].copy(data=values)
+    bound = ds.bound_by.values.copy()
+    bound[idx] = "host"
+    ds["bound_by"] = ds.bound_by.copy(data=bound)
+    total = float(ds.total_seconds) - removed + float(host.sum()) + extra
+    ds["total_seconds"] = ds.total_seconds.copy(data=total)
+    ds["dispatch_seconds"] = ds.dispatch_seconds.copy(data=float(ds.dispatch_seconds) + extra)
+    ds["tokens_per_s"] = ds.tokens_per_s.copy(data=float(ds.tokens_per_s) * (total - float(host.sum()) - extra
+                                                                              + removed) / total)
+    ds["host_seconds"] = ((), float(host.sum()), {"units": "s", "description": "time of the ops run on the host "
+                                                  "CPU (given, not simulated)"})
+    ds.attrs["host_ops"] = ";".join(sorted({str(n) for n in ds.op_name.values[idx]}))
+    ds.attrs["host_dispatches"] = islands(chosen)
+    return ds
