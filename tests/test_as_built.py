@@ -176,3 +176,13 @@ def test_host_ops__given_time_replaces_the_op_and_each_run_adds_a_dispatch():
         simulate_llm(LlmStudy(context=128, host={"flash": 1e-4}))
     with pytest.raises(ConfigError, match="host\\[softmax\\]"):
         simulate_llm(LlmStudy(context=128, host={"softmax": -1.0}))
+
+
+def test_cli__run_gemm_as_built_one_core(tmp_path):
+    path = _file(tmp_path, '[gemm]\ncols = 1\nrows = 1\n')
+    r = CliRunner().invoke(main, ["run", "--json", "gemm", "--m", "128", "--k", "128", "--n", "128", "--overlay",
+                                  str(path)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert (out["mapping"]["cols"], out["mapping"]["rows"]) == (1, 1)
+    assert out["as_built"]["pinned"] == ["cols", "rows"]

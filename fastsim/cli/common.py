@@ -98,8 +98,8 @@ def gemm_options(fn):
         click.option("--stream-split", type=click.Choice(["equal", "proportional"]), default=None,
                      help="pin how shared operands are streamed over columns (default: searched)"),
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
-                     help="an as-built TOML with a [gemm] table (tile, cols, dataflow, l2, datapath, k_split, "
-                          "stream_split; docs/as_built.md): that design; the rest searched"),
+                     help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
+                          "k_split, stream_split; docs/as_built.md): that design; the rest searched"),
     ])(fn)
 
 

@@ -65,7 +65,8 @@ def _as_built(g, path: str) -> dict:
     """Which of the GEMM's choices the as-built file (or the options) pinned, and which were searched."""
     from ..mapping.overlay import load_as_built
 
-    pins = {"tile": g.tile_m, "cols": g.cols, "dataflow": g.dataflow, "l2": g.l2, "datapath": g.datapath,
+    pins = {"tile": g.tile_m, "cols": g.cols, "rows": g.rows, "dataflow": g.dataflow, "l2": g.l2,
+            "datapath": g.datapath,
             "k_split": g.k_split, "stream_split": g.stream_split}
     a = load_as_built(path)
     return {"file": path, "pinned": [k for k, v in pins.items() if v is not None],

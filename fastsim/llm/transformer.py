@@ -109,9 +109,13 @@ class Builder:
         self.add(self.vector(name, "norm", m or self.rows, self.model.hidden_size, layer, cost), source)
 
     def activation(self, name, m, n, layer, gated, *sources) -> None:
-        """The FFN's activation (times the gate's other half when gated)."""
+        """The FFN's activation (times the gate's other half when gated). The measured SiLU rate
+        includes its multiply; a gated GELU (Gemma) adds an element-wise multiply to GELU's."""
         c = self.costs
-        cost = c.silu_mul if self.model.activation in ("silu", "swiglu_clamped") else c.gelu
+        if self.model.activation in ("silu", "swiglu_clamped"):
+            cost = c.silu_mul
+        else:
+            cost = c.gelu + (c.elementwise if gated else 0.0)
         self.add(self.vector(name, "elementwise", m, n, layer, cost, inputs=2 if gated else 1), *sources)
 
 

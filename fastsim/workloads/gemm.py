@@ -47,6 +47,7 @@ class Gemm:
     dataflow: str | None = None  # pin: os, ws or is
     l2: str | None = None  # pin: "", "a", "b" or "ab"
     k_split: int | None = None
+    rows: int | None = None  # pin: compute rows used per column (1 with cols 1: one core)
     datapath: str | None = None
     stream_split: str | None = None  # pin: equal or proportional (searched on asymmetric columns)
 
@@ -106,7 +107,7 @@ class Gemm:
     def pins(self) -> Pins:
         tiles = (self.tile_m, self.tile_k, self.tile_n)
         p = Problems("gemm")
-        for name in ("tile_m", "tile_k", "tile_n", "cols", "k_split"):
+        for name in ("tile_m", "tile_k", "tile_n", "cols", "rows", "k_split"):
             if getattr(self, name) is not None:
                 p.number(name, getattr(self, name), integer=True, lo=1, hi=4096)
         for name in ("dataflow", "l2", "datapath", "stream_split"):
@@ -117,7 +118,7 @@ class Gemm:
         p.raise_if_any()
         return Pins(dataflow=(self.dataflow,) if self.dataflow else (),
                     tile=None if self.tile_m is None else tiles, cols=self.cols, l2=self.l2,
-                    k_split=self.k_split, datapath=self.datapath, stream_split=self.stream_split)
+                    k_split=self.k_split, datapath=self.datapath, stream_split=self.stream_split, rows=self.rows)
 
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
