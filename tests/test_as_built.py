@@ -186,3 +186,19 @@ def test_cli__run_gemm_as_built_one_core(tmp_path):
     out = json.loads(r.output)
     assert (out["mapping"]["cols"], out["mapping"]["rows"]) == (1, 1)
     assert out["as_built"]["pinned"] == ["cols", "rows"]
+
+
+def test_cli__as_built_cuts_run_beyond_assumed_limits_and_say_so(tmp_path, monkeypatch):
+    """A dispatch the file pins was built and ran: fastsim's assumed limits report, never veto it."""
+    from fastsim.arch import NPU2
+    from fastsim.llm import run as llm_run
+    from fastsim.mapping.dispatch import DispatchLimits
+
+    monkeypatch.setattr(llm_run.simulate_llm, "__defaults__", (NPU2, DispatchLimits(instruction_buffer_words=2000),
+                                                               True))
+    path = _file(tmp_path, '[decode]\ncuts = []\n')
+    r = CliRunner().invoke(main, ["run", "--json", "llm", "--context", "128", "--overlay", str(path)])
+    assert r.exit_code == 0, r.output
+    assert "instruction buffer" in json.loads(r.output)["as_built"]["beyond_assumed_limits"]
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "128", "--cuts", "none"])
+    assert r.exit_code != 0 and "instruction buffer" in r.output

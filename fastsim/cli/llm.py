@@ -274,7 +274,10 @@ def _simulate(study, o, arch):
 
         result = simulate_generation(study, o.new_tokens, arch, overlays=overlays)
     else:
-        result = simulate_llm(apply_overlay(study, overlays.get(o.regime)), arch)
+        # dispatches an as-built file pins are what was built: fastsim's assumed dispatch limits
+        # (instruction buffer, program memory) report what they would not fit, never veto it
+        layout = overlays.get(o.regime)
+        result = simulate_llm(apply_overlay(study, layout), arch, strict=layout is None or layout.cuts is None)
         if o.save_overlay:
             from ..llm.assemble import overlay_of
 
@@ -328,6 +331,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         s["routing_spread"] = spread
     if o.overlay_path:
         s["as_built"] = _as_built_summary(o)
+        if ds.attrs.get("dispatch_problems"):
+            s["as_built"]["beyond_assumed_limits"] = ds.attrs["dispatch_problems"]
     if opts["trace"]:
         from ..trace import write_trace
 
@@ -348,6 +353,9 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         a = s["as_built"]
         click.echo(f"  as built        {a['file']}: pinned {', '.join(a['pinned']) or 'nothing'}; "
                    f"searched {', '.join(a['searched']) or 'nothing'}")
+        if "beyond_assumed_limits" in a:
+            click.echo(f"  as built        runs although fastsim's assumed dispatch limits say: "
+                       f"{a['beyond_assumed_limits']}")
     _echo_pass_table(s, ds, "ms/token" if o.regime == "decode" else "ms")
     _echo_latency(latency)
     _echo_spread(spread)
