@@ -4,6 +4,7 @@ closed form of the experts the routing selects, and every refused input refused 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -45,7 +46,7 @@ def test_presets__every_preset_is_its_stored_config(tmp_path):
     for name in MODELS:
         (tmp_path / "config.json").write_text(json.dumps(preset_config(name)))
         m = from_hf_config(tmp_path / "config.json")
-        assert m.renamed(name) == MODELS[name]
+        assert replace(m, name=name) == MODELS[name]
 
 
 def _count(graph, layer, name_part=""):

@@ -8,7 +8,7 @@ Hugging Face ``config.json``; ``fastsim.llm.presets`` names the common sizes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
@@ -169,9 +169,6 @@ class ModelConfig:
             self.experts.problems(p)
         p.raise_if_any()
         return self
-
-    def renamed(self, name: str) -> "ModelConfig":
-        return replace(self, name=name)
 
 
 def _mlp(h: int, f: int, gated: bool, bias: bool) -> int:
