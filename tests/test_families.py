@@ -283,3 +283,9 @@ def test_routing__sampled_picks_each_expert_with_its_probability():
     assert np.allclose(np.array(counts) / tokens, np.sort(p)[::-1], atol=0.01)
     with pytest.raises(ConfigError, match="at least 2"):
         Routing(histogram=((1, 0, 0, 0, 0, 0, 0, 0),)).validate(m.experts, m.num_layers)
+
+
+def test_routing__refused_for_a_dense_model():
+    """A routing cannot change a dense model's answer: refused, not ignored (sweeps and Python too)."""
+    with pytest.raises(ConfigError, match="mixture-of-experts"):
+        simulate_llm(LlmStudy(context=64, routing=Routing("sampled", seed=3)))

@@ -238,10 +238,9 @@ def _precision(o, model):
     """The Precision of --weights, --kv, --activations, --tensor-dtype, --checkpoint and
     --compression."""
     from ..llm import Precision
-    from .llm_inputs import check_tensor_dtypes, measured_bytes, parse_tensor_dtypes
+    from .llm_inputs import measured_bytes, parse_tensor_dtypes
 
     dtypes = parse_tensor_dtypes(o.tensor_dtypes)
-    check_tensor_dtypes(dtypes, model)
     measured = measured_bytes(o.checkpoint_path, model, dtypes) if o.checkpoint_path else ()
     ratios = {"weight_compression": {}, "kv_compression": {}}
     if o.compression_path:

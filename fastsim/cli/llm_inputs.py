@@ -47,22 +47,6 @@ def parse_tensor_dtypes(values: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def check_tensor_dtypes(dtypes: dict[str, str], model: ModelConfig) -> None:
-    """Refuse a dtype for a kind the model has no weights of (it would change nothing)."""
-    have = model.weights_by_kind()
-    problems = [f"--tensor-dtype {kind}={dtype}: {model.name} has no {_why_none(kind, model)}"
-                for kind, dtype in dtypes.items() if not have[kind]]
-    if problems:
-        raise ConfigError(problems, "--tensor-dtype")
-
-
-def _why_none(kind: str, model: ModelConfig) -> str:
-    if kind == "lm_head":
-        return "LM head of its own (an encoder)" if model.encoder else \
-            "LM head of its own (tied to the embedding: set embedding=DTYPE)"
-    return "router (no mixture of experts)" if kind == "router" else f"{kind} weights"
-
-
 def measured_bytes(path: str, model: ModelConfig, pinned: dict[str, str]) -> tuple[tuple[str, float], ...]:
     """``Precision.measured`` from a checkpoint's headers: bytes per weight of each kind the model
     simulates and the checkpoint holds, after checking that the checkpoint is this model's (weight

@@ -80,11 +80,11 @@ def account(ds: xr.Dataset, chosen: dict[int, float], overhead_s: float) -> xr.D
     bound = ds.bound_by.values.copy()
     bound[idx] = "host"
     ds["bound_by"] = ds.bound_by.copy(data=bound)
+    tokens = float(ds.tokens_per_s) * float(ds.total_seconds)
     total = float(ds.total_seconds) - removed + float(host.sum()) + extra
     ds["total_seconds"] = ds.total_seconds.copy(data=total)
     ds["dispatch_seconds"] = ds.dispatch_seconds.copy(data=float(ds.dispatch_seconds) + extra)
-    ds["tokens_per_s"] = ds.tokens_per_s.copy(data=float(ds.tokens_per_s) * (total - float(host.sum()) - extra
-                                                                              + removed) / total)
+    ds["tokens_per_s"] = ds.tokens_per_s.copy(data=tokens / total)
     ds["host_seconds"] = ((), float(host.sum()), {"units": "s", "description": "time of the ops run on the host "
                                                   "CPU (given, not simulated)"})
     ds.attrs["host_ops"] = ";".join(sorted({str(n) for n in ds.op_name.values[idx]}))

@@ -78,6 +78,9 @@ class LlmStudy:
                 self.routing.validate(model.experts, model.num_layers)
             except ConfigError as e:
                 p.items += e.problems
+            # a routing that cannot change the answer is refused, not ignored
+            p.check(model.experts is not None or self.routing == Routing(), "routing", self.routing,
+                    f"applies to mixture-of-experts models; {model.name} has none")
         else:
             p.add("routing", self.routing, "a Routing")
         p.check(isinstance(self.residency, str) and self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
