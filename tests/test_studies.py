@@ -152,7 +152,8 @@ def test_cuts__study_finds_the_front_and_prices_its_boundaries(tmp_path):
     b = r.isel(boundary=0)
     assert float(b.boundary_host_round_trip_seconds) == fastsim.NPU2.dispatch_overhead_s
     assert float(b.boundary_write_out_seconds) >= 0 and float(b.boundary_read_back_seconds) >= 0
-    assert "runtime sequence" in str(b.boundary_relieves.values)  # without it nothing fits
+    # without a boundary nothing fits (another may relieve program reloads)
+    assert any("runtime sequence" in str(x) for x in r.boundary_relieves.values)
     md = write_report(ds, tmp_path)
     assert "Boundaries of the best cut set" in md.read_text() and (tmp_path / "cuts.png").exists()
 

@@ -105,8 +105,9 @@ def test_families_sweep__sliding_window_kv_saturates_while_global_kv_grows_linea
     assert slide.kv_cache_bytes.isel(batch=0).values.tolist() == (np.minimum(ctx, WINDOW) * KV_PER_TOKEN).tolist()
     for b in ds.batch.values:
         g, s = glob.kv_bytes.sel(batch=b).values, slide.kv_bytes.sel(batch=b).values
-        steps = np.diff(g) / np.diff(ctx)  # DDR KV bytes per step: affine in context
-        assert steps[0] > 0 and np.allclose(steps, steps[0], rtol=1e-12)
+        # DDR KV bytes per step: affine in context, up to the padding of the searched tiles
+        steps = np.diff(g) / np.diff(ctx)
+        assert steps[0] > 0 and np.allclose(steps, steps[0], rtol=0.01)
         assert s[0] < s[1] and s[1] == s[2] == s[3]  # flat from the window on
         assert s[0] == g[0]  # below the window the two attend alike
     assert np.allclose(glob.kv_bytes.sel(batch=2), 2 * glob.kv_bytes.sel(batch=1))

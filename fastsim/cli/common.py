@@ -100,6 +100,9 @@ def gemm_options(fn):
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
                           "k_split, stream_split; docs/as_built.md): that design; the rest searched"),
+        click.option("--budget", default=None, type=click.IntRange(min=1),
+                     help="candidates the mapping search simulates, best lower bound first, and then stops "
+                          "with its optimality gap (default: until its answer is proven the best of the space)"),
     ])(fn)
 
 
@@ -116,7 +119,8 @@ def parse_tile(text):
     return tile
 
 
-def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None):
+def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None,
+              budget=None):
     """The Gemm workload of ``gemm_options``' values (and an as-built file's [gemm] table)."""
     from dataclasses import replace
 
@@ -125,7 +129,7 @@ def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     t = parse_tile(tile) or (None, None, None)
     g = Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
              dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
-             stream_split=stream_split)
+             stream_split=stream_split, budget=budget)
     if not overlay_path:
         return g
     from ..mapping.overlay import load_as_built

@@ -71,6 +71,10 @@ from .llm_inputs import TENSOR_KINDS
 @click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
               show_default=True, help="how streamed tensors are shared among columns (auto: proportional "
               "for element-wise ops, searched for matmuls)")
+@click.option("--search-budget", default="3", show_default=True, callback=lambda ctx, p, v: parse_budget(v),
+              help="candidates each matmul's mapping search simulates, best lower bound first; 'exact': until "
+                   "each op's mapping is proven the best of its space (slower; the report gives what the budget "
+                   "may leave on the table)")
 @click.option("--compression", "compression_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="measured.json from fastsim study compression: compress weight and KV streams by the "
                    "measured ratios of their dtypes")
@@ -189,7 +193,16 @@ def _study(ctx, o):
                     dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
                     columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
                     cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
-                    stream_split=o.stream_split)
+                    stream_split=o.stream_split, search_budget=o.search_budget)
+
+
+def parse_budget(text: str) -> int | None:
+    """"exact" -> None (search until proven); a whole number >= 1 -> that many candidates."""
+    if text == "exact":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise click.BadParameter(f"{text!r}: a whole number of candidates >= 1, or exact", param_hint="--search-budget")
+    return int(text)
 
 
 def _as_built_precision(ctx, o, precision):
@@ -419,6 +432,10 @@ def _echo_pass_table(s: dict, ds, unit: str) -> None:
     click.echo(f"  compute         {s['compute_s'] * 1e3:,.3f} ms, exposed {s['exposed_compute_s'] * 1e3:,.3f} ms "
                f"(what NOOP of every class would save, about)")
     click.echo(f"  bound by        {s['bound_by']}")
+    m = s["mapping_search"]
+    click.echo(f"  mappings        {m['proven_best']} of {m['matmul_ops']} matmul ops proven the best of their space; "
+               f"better mappings could save at most {m['most_seconds_better_mappings_save'] * 1e3:,.3f} ms "
+               f"({100 * m['most_share_better_mappings_save']:.1f} %; --search-budget exact proves them all)")
     click.echo("  class           ms        share")
     for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
         click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")

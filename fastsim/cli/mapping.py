@@ -7,6 +7,7 @@ import click
 
 from ..errors import ConfigError, SimulationError
 from .common import fail, gemm_from, gemm_options, load_arch
+from .run import search_summary
 
 
 @click.group("map")
@@ -18,11 +19,9 @@ def map_group():
 @gemm_options
 @click.option("--arch", "arch_name", default="npu2", show_default=True, help="preset or TOML file")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="candidates listed")
-@click.option("--simulate", "simulate_top", default=6, show_default=True, type=click.IntRange(min=1),
-              help="best-bounded candidates simulated cycle-exactly")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, arch_name,
-             top, simulate_top, as_json):
+def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
+             arch_name, top, as_json):
     """Rank mappings of C = A @ B: tiles, L2 residency, columns, dataflow, K split; each with its
     lower bound, simulated cycles, bytes per level and energy; rejected ones with their reason.
 
@@ -31,12 +30,13 @@ def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_s
 
     arch = load_arch(arch_name)
     try:
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path)
-        found = gemm_mapping(g, arch, top=simulate_top)
+        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget)
+        found = gemm_mapping(g, arch)
     except (ConfigError, SimulationError) as e:
         fail(e)
-    ranked = sorted(found.ranked, key=lambda r: (r["simulated_cycles"] < 0, r["simulated_cycles"],
-                                                 r["lower_bound_cycles"]))[:top]
+    # finished runs by cycles, then runs stopped once they could not win, then the unsimulated
+    ranked = sorted(found.ranked, key=lambda r: (r["simulated_cycles"] < 0, r["status"] != "ok",
+                                                 r["simulated_cycles"], r["lower_bound_cycles"]))[:top]
     if as_json:
         click.echo(json.dumps(_as_json(g, arch, found, ranked, top)))
     else:
@@ -49,7 +49,7 @@ def _as_json(g, arch, found, ranked: list[dict], top: int) -> dict:
 
     return {"op": {"m": g.m, "k": g.k, "n": g.n, "dtype": g.dtype}, "arch": arch.name,
             "best": found.best.label(), "best_cycles": found.best_cycles,
-            "enumerated": found.enumerated, "legal": found.legal,
+            "enumerated": found.enumerated, "legal": found.legal, "search": search_summary(found),
             "rejected_by_reason": found.rejected_by_reason,
             "ranked": [plain(r) for r in ranked],
             "rejected": [plain(r) for r in found.rejected[:top]]}
@@ -57,11 +57,12 @@ def _as_json(g, arch, found, ranked: list[dict], top: int) -> dict:
 
 def _echo_table(g, arch, found, ranked: list[dict], top: int) -> None:
     click.echo(f"GEMM {g.m}x{g.k}x{g.n} {g.dtype} on {arch.name}: {found.enumerated:,} candidates, "
-               f"{found.legal:,} legal")
+               f"{found.legal:,} legal; the answer (*) is {found.optimality()}")
     click.echo(f"  {'mapping':<44}{'bound':>12}{'simulated':>12}  {'bound by':<12}{'DDR MB':>8}"
                f"{'L1 kB':>7}{'L2 kB':>7}{'uJ':>8}")
     for r in ranked:
-        sim = f"{r['simulated_cycles']:,}" if r["simulated_cycles"] >= 0 else "-"
+        sim = (f"{r['simulated_cycles']:,}" if r["status"] == "ok" else
+               f">{r['simulated_cycles'] - 1:,}" if r["status"] == "cycle_limit" else r["status"] or "-")
         mark = "*" if r["chosen"] else " "
         click.echo(f"{mark} {r['label']:<44}{r['lower_bound_cycles']:>12,.0f}{sim:>12}  "
                    f"{r['simulated_bound_by'] or r['bound_resource']:<12}"

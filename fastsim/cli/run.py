@@ -35,7 +35,7 @@ def run_group(ctx, arch_name, as_json, trace_path, trace_raw, no_skip, yes):
 @gemm_options
 @run_options_here
 @click.pass_context
-def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path):
+def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget):
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
@@ -44,7 +44,7 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     opts = ctx.obj
     arch = opts["arch"]
     try:
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path)
+        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget)
         g.matmul()  # validated before the size guard reads it
         _guard_size(g, arch, opts)
         found = gemm_mapping(g, arch)
@@ -107,7 +107,15 @@ def _summary(ds, g, found, arch) -> dict:
                           "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
                           "stream_split": mp.stream_split,
                           "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
+    summary["search"] = search_summary(found)
     return summary
+
+
+def search_summary(found) -> dict:
+    """How sure the search is of its answer: proven the best of its space, or within a gap."""
+    return {"optimal": found.optimal, "gap": found.gap, "simulated": found.simulated, "legal": found.legal,
+            "enumerated": found.enumerated, "best_unsimulated_bound_cycles": found.unexplored_bound_cycles
+            if found.unexplored_bound_cycles != float("inf") else None, "statement": found.optimality()}
 
 
 def _echo(summary: dict, g, arch, opts: dict) -> None:
@@ -119,6 +127,7 @@ def _echo(summary: dict, g, arch, opts: dict) -> None:
     click.echo(format_summary(f"GEMM {g.m}x{g.k}x{g.n} {g.dtype} on {arch.name}", summary))
     click.echo(f"  mapping         {summary['mapping']['label']} "
                f"(padding {100 * summary['mapping']['padding_waste']:.1f} %)")
+    click.echo(f"  search          {summary['search']['statement']}")
     if "as_built" in summary:
         a = summary["as_built"]
         click.echo(f"  as built        {a['file']}: pinned {', '.join(a['pinned'])}; searched "

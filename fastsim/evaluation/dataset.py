@@ -152,6 +152,10 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
         "op_columns": (op_dim, np.array([results[p.key].columns for p in placed], np.int64),
                        {"units": "columns", "description": "columns the op's cores occupy"}),
+        "mapping_gap": (op_dim, np.array([results[p.key].search_gap for p in placed], np.float64),
+                        {"units": "1", "description": "at most this fraction of the op's cycles could an unsimulated "
+                         "mapping of its search space save (0: its mapping is proven the best of the space, or the "
+                         "op is element-wise and has nothing to search)"}),
         "input_on_chip": (op_dim, np.array([p.chip.x for p in placed]), {"description":
                           "activation input read from mem tiles (fused), not DDR"}),
         "output_on_chip": (op_dim, np.array([p.chip.y for p in placed]), {"description":

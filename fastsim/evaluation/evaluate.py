@@ -214,8 +214,8 @@ class Evaluation:
             self.results.update({p.key: r for p, r in zip(placed, cached)})
             return placed
         sim = simulate([*designs, whole, twin])
-        own = [design_result(arrays_of(sim, j), d, flow, kernels, self.arch)
-               for j, (d, (flow, kernels)) in enumerate(zip(designs, how))]
+        own = [replace(design_result(arrays_of(sim, j), d, flow, kernels, self.arch), search_gap=gap)
+               for j, (d, (flow, kernels, gap)) in enumerate(zip(designs, how))]
         shared = share_results(placed, own, sim, (len(designs), len(designs) + 1), blocks)
         for key, r in shared.items():
             self.results[key] = r
@@ -239,7 +239,7 @@ class Evaluation:
         # every design and its data-only twin (NOOP kernels) in one batch; the twin's time is the
         # op's data-movement time, so exposed compute is measured by difference, as an ablation does
         batch, where = [], {}
-        for key, (design, _, known, _, twin, lowered) in todo.items():
+        for key, (design, _, known, _, twin, lowered, _) in todo.items():
             if lowered is None and (known is None or twin is not None):
                 lowered = lower(design)
             if known is None:
@@ -249,9 +249,9 @@ class Evaluation:
                 where[(key, "twin")] = len(batch)
                 batch.append(noop_twin(lowered, twin.drop))
         outcomes = simulate_arrays(batch) if batch else []
-        for key, (design, flow, known, kernels, twin, _) in todo.items():
+        for key, (design, flow, known, kernels, twin, _, gap) in todo.items():
             outcome = arrays_of(known, 0) if known is not None else outcomes[where[key]]
-            r = design_result(outcome, design, flow, kernels, self.arch)
+            r = replace(design_result(outcome, design, flow, kernels, self.arch), search_gap=gap)
             if twin is not None:
                 r = replace(r, movement_cycles=outcomes[where[(key, "twin")]].cycles)
             self.results[key] = r
@@ -299,4 +299,4 @@ def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
     op_design reads."""
     return (repr(arch), tuple(sorted(pins.dataflow)), tuple(sorted(pins.columns)), pins.residency,
             pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype,
-            tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)))
+            tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)), pins.search_budget)

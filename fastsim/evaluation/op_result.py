@@ -31,6 +31,7 @@ class OpResult:
     host_steps: tuple  # (distinct BDs pushed, syncs) of its runtime sequence
     columns: int
     kernels: frozenset
+    search_gap: float = 0.0  # see ``OpDesign.search_gap``
 
 
 def design_result(a: DesignArrays, design, flow: str, kernels, arch: Arch) -> OpResult:

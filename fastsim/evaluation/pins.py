@@ -33,6 +33,9 @@ class GraphPins:
     stream_split: str = "auto"  # auto: proportional for element-wise ops, searched for matmuls
     pipelines: bool = False
     static_weights_resident: bool = False
+    # candidates each op's mapping search simulates (its best-bounded first); None: until the
+    # answer is proven the best of its space (exact, slower); each op reports its optimality gap
+    search_budget: int | None = 3
 
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):
         """A pin by op name, else by fusion pattern kind (overlays place groups), else by class."""
@@ -44,6 +47,9 @@ class GraphPins:
         kind or op class of it (a typo, another workload's op) would be silently ignored, and a
         dataflow pin must reach a matmul (vector ops stream). ``kinds``: each op's pattern kind."""
         p = Problems("pins")
+        if self.search_budget is not None:
+            p.number("search_budget", self.search_budget, integer=True, lo=1, hi=100_000,
+                     unit="candidates simulated per op search (or unset: exact)")
         for what, table in (("dataflow", self.dataflow), ("columns", self.columns), ("datapath", self.datapath),
                             ("tiles", self.tiles), ("l2", self.l2)):
             for key, _ in table:

@@ -29,10 +29,12 @@ MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable
 
 
 def _stage_design(p: Placed, pins, arch: Arch, cols: int, col0: int):
-    """(design, NOOP twin, dataflow, kernels) of one op on columns col0..col0+cols-1 for one
-    token block (``op_design`` placed there); an op class under ablation runs as its own twin."""
+    """(design, NOOP twin, dataflow, kernels, search gap) of one op on columns col0..col0+cols-1
+    for one token block (``op_design`` placed there); an op class under ablation runs as its own
+    twin."""
     made = op_design(p, arch, pins, at=(cols, col0))
-    return made.design, made.twin.build() if made.twin is not None else made.design, made.dataflow, made.kernels
+    return (made.design, made.twin.build() if made.twin is not None else made.design, made.dataflow, made.kernels,
+            made.search_gap)
 
 
 def pipelined_group(unfused: list[list[Placed]], grouped: list[list[Placed]], alone: list[list[OpResult]],

@@ -128,6 +128,7 @@ class OpDesign(NamedTuple):
     kernels: frozenset  # the kernels it links
     twin: NoopTwin | None  # None when it is a NOOP design already
     lowered: LoweredDesign | None  # its lowered (and so validated) tables, when already made
+    search_gap: float = 0.0  # how much faster the best of its mapping space may be (0: proven, or nothing searched)
 
 
 def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> OpDesign:
@@ -156,7 +157,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
                                   tile=tuple(tile) if tile else None,
                                   datapath=_datapath(pins, p, arch, real),
                                   l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class)),
-                   top=1 if at else _TOP, keep=0)
+                   top=1 if at else _TOP, keep=0, budget=1 if at else pins.search_budget)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
@@ -164,6 +165,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), MATMUL_NOOP_DROPS)
     if not noop and "cast" not in pins.noop:
         return OpDesign(found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin,
-                        found.best_lowered)
+                        found.best_lowered, found.gap)
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
-    return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None)
+    return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None,
+                    found.gap)

@@ -1,6 +1,7 @@
 """The summaries users print from an LLM run's per-op Dataset (``fastsim.evaluation.dataset``)."""
 from __future__ import annotations
 
+import numpy as np
 import xarray as xr
 
 
@@ -72,7 +73,20 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "bound_by": max(bound_time, key=bound_time.get),
         "time_by_bound": bound_time,
         "stalls_by_op": stalls_by_op(ds),
+        "mapping_search": mapping_search(ds),
     }
+
+
+def mapping_search(ds: xr.Dataset) -> dict:
+    """How far from the best of their spaces the ops' mappings may be: each matmul's search
+    either proved its answer (gap 0) or stopped at its budget with a gap; an op can get at most
+    its gap x its time faster, so their sum bounds what better mappings alone could save."""
+    matmul = ds.dataflow.values != "stream"
+    gaps = ds["mapping_gap"].values if "mapping_gap" in ds else np.zeros(ds.sizes["op"])
+    saving = float((gaps * ds.op_seconds.values)[matmul].sum())
+    return {"matmul_ops": int(matmul.sum()), "proven_best": int((gaps[matmul] == 0).sum()),
+            "worst_gap": float(gaps[matmul].max()) if matmul.any() else 0.0,
+            "most_seconds_better_mappings_save": saving, "most_share_better_mappings_save": saving / float(ds.total_seconds)}
 
 
 def weight_bytes_by_kind(ds: xr.Dataset) -> dict[str, float]:

@@ -64,7 +64,8 @@ def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
                      tiles=tuple((k, tuple(v)) for k, v in study.tiles.items()), l2=tuple(study.l2.items()), residency=study.residency, fusion=study.fusion,
                      cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
                      kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
-                     pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode")
+                     pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode",
+                     search_budget=study.search_budget)
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:

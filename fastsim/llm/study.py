@@ -50,6 +50,8 @@ class LlmStudy:
     causal_halving: bool = True
     lm_head_last_only: bool = True
     routing: Routing = Routing()  # which experts tokens select (mixture-of-experts models)
+    # candidates each matmul's mapping search simulates; None: until proven the best of its space
+    search_budget: int | None = 3
 
     def model_config(self) -> ModelConfig:
         return self.model if isinstance(self.model, ModelConfig) else get_model(self.model)
@@ -102,6 +104,9 @@ class LlmStudy:
                 p.number("cuts", c, integer=True, lo=0, hi=model.num_layers - 2, unit="(layer indices)")
         if self.kernel_efficiency is not None:
             p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
+        if self.search_budget is not None:
+            p.number("search_budget", self.search_budget, integer=True, lo=1, hi=100_000,
+                     unit="candidates simulated per op search (or unset: exact)")
         p.check(isinstance(self.stream_split, str) and self.stream_split in ("auto", *STREAM_SPLITS), "stream_split",
                 self.stream_split, f"auto or one of {STREAM_SPLITS}")
         p.check(isinstance(self.fusion, str) and valid_fusion(self.fusion), "fusion", self.fusion,

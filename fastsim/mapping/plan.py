@@ -210,9 +210,13 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     mem = _mem_tile(op, b, arch, t, s, c)
     ddr = _ddr_traffic(op, b, t, s, c)
     cyc = _core_cycles(op, b, arch, t, m, k, n)
-    bounds = np.stack(np.broadcast_arrays(cyc.core_cycles, (ddr.read + ddr.write) / arch.ddr_bytes_per_cycle,
-                                          _shim_column_bound(op, b, arch, t, c, ddr),
-                                          _dma_bound(op, b, arch, t, s, c, mem, ddr))).astype(np.float64)
+    ends = _pipeline_ends(op, b, arch, t, c, mem, cyc)
+    ddr_cycles = np.maximum((ddr.read + ddr.write) / arch.ddr_bytes_per_cycle,
+                            np.maximum(ddr.read / arch.ddr_bytes_per_cycle + ends.after_read,
+                                       np.where(ddr.write > 0, ends.first_c + ddr.write / arch.ddr_bytes_per_cycle, 0)))
+    bounds = np.stack(np.broadcast_arrays(ends.first_call + cyc.core_cycles + ends.c_out, ddr_cycles,
+                                          _shim_column_bound(op, b, arch, t, c, ddr, ends),
+                                          _dma_bound(op, b, arch, t, s, c, mem, ddr, ends))).astype(np.float64)
     padded_macs, psum_bytes, mem_compute, energy = _energy(op, b, arch, t, c, ddr, m, k, n)
     a_chip, c_chip = op.a_on_chip, op.c_on_chip
     ha, hb = mem.ha, mem.hb
@@ -425,36 +429,82 @@ def _core_cycles(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, k, n) 
     return _CoreCycles(mm, conv, cast, add, core_cycles)
 
 
-def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr):
+class _PipelineEnds(NamedTuple):
+    """Cycles no channel or core can avoid at the start and end of the op, because every buffer
+    is handed on whole (a BD releases its lock when its last byte is in): the first call waits
+    for a whole mem-tile unit and L1 transfer of each operand, and after the last input byte
+    arrives one more call runs and its C tile crosses the DMAs to DDR (or to the mem tile, when C
+    stays on chip)."""
+
+    first_call: np.ndarray  # before the busiest core's first call can start
+    first_c: np.ndarray  # before the first C byte can leave a core
+    call: np.ndarray  # one microkernel call with its conversion and dequantization
+    c_out: np.ndarray  # a C tile from its core to where the op leaves it
+    after_unit_a: np.ndarray  # after a mem-tile A unit is in: forward it whole, compute, drain
+    after_unit_b: np.ndarray
+    after_read: np.ndarray  # after the last DDR byte is read: the least of the above that read DDR
+
+
+def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, mem: _MemTile,
+                   cyc: "_CoreCycles") -> _PipelineEnds:
+    stream = arch.stream_bytes_per_cycle
+    one = t.one
+    call = cyc.mm + cyc.conv + cyc.cast
+    c_out = (1 if op.c_on_chip else 2) * t.c_tile / stream  # core -> mem tile (-> shim)
+    # an on-chip A already sits in its mem tile; static weights already sit in core memory
+    fill_a = (0 if op.a_on_chip else mem.unit_a / stream) + c.l1_a / stream
+    fill_b = 0 * one if b.static_b else mem.unit_b / stream + c.l1_b / stream
+    first_call = np.maximum(fill_a, fill_b) * one
+    after_a = mem.unit_a / stream + call + c_out
+    after_b = mem.unit_b / stream + call + c_out
+    read_a, read_b = not op.a_on_chip, not b.static_b
+    after_read = (np.minimum(after_a, after_b) if read_a and read_b else after_a if read_a
+                  else after_b if read_b else 0 * one)
+    return _PipelineEnds(first_call, first_call + call, call, c_out, after_a * one, after_b * one, after_read * one)
+
+
+def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr,
+                       ends: _PipelineEnds):
     """Cycles of the busiest shim column: columns differ in bandwidth and in the parts they host,
-    so the slowest one bounds the op (padded columns host nothing at infinite bandwidth)."""
+    so the slowest one bounds the op (padded columns host nothing at infinite bandwidth). Its
+    reads end a unit's forwarding, a call and a C drain before the op can; its writes cannot
+    start before the first call ends."""
     stream = arch.stream_bytes_per_cycle
     shim_col = np.zeros(t.one.shape)
     for col in range(b.hosted_a.shape[1]):
         read = b.hosted_a[:, col:col + 1] * ddr.a_part + b.hosted_b[:, col:col + 1] * ddr.b_part
-        shim_col = np.maximum(shim_col, read / b.read_rate[:, col:col + 1])
-        shim_col = np.maximum(shim_col, b.groups * c.core_c / np.minimum(b.write_rate[:, col:col + 1], stream)
-                              * np.isfinite(b.write_rate[:, col:col + 1]) * (not op.c_on_chip))
+        shim_col = np.maximum(shim_col, np.where(read > 0, read / b.read_rate[:, col:col + 1] + ends.after_read, 0))
+        write = b.groups * c.core_c * np.isfinite(b.write_rate[:, col:col + 1]) * (not op.c_on_chip)
+        shim_col = np.maximum(shim_col, np.where(write > 0, ends.first_c + write / np.minimum(
+            b.write_rate[:, col:col + 1], stream), 0))
     return shim_col
 
 
 def _dma_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, c: _CoreMemory, mem: _MemTile,
-               ddr: _Ddr):
+               ddr: _Ddr, ends: _PipelineEnds):
     """Cycles of the busiest DMA channel of each kind: it moves its bytes at the stream rate and
-    also spends BD chaining and lock cycles on every transfer, which bytes alone do not show."""
+    also spends BD chaining and lock cycles on every transfer, which bytes alone do not show;
+    nor can it start before its first buffer is whole upstream, or end the op before what its
+    last buffer feeds has run downstream."""
     stream = arch.stream_bytes_per_cycle
     mt, nt = t.mt, t.nt
     per_bd = arch.bd_chain_cycles + arch.lock_acquire_cycles + arch.lock_release_cycles
     mem_out_a = s.units_a * mem.send_bds_a if s.res_a else c.core_a / c.l1_a
     mem_out_b = s.units_b * mem.send_bds_b if s.res_b else c.core_b / c.l1_b
     drain = 0 if op.c_on_chip else 1
-    channels = [(c.core_a, c.core_a / c.l1_a), (c.core_c, mt * nt), (c.core_a, mem_out_a),
-                (drain * b.groups * c.core_c, drain * b.groups * mt * nt),
-                (mem.ha * ddr.a_part, mem.ha * ddr.a_part / mem.unit_a)]
+    unit_in_a = 0 if op.a_on_chip else mem.unit_a / stream  # before the mem tile can send A
+    last_call = ends.call + ends.c_out  # after a core's last input byte
+    channels = [(c.core_a, c.core_a / c.l1_a, unit_in_a, last_call),  # core A in
+                (c.core_c, mt * nt, ends.first_c, ends.c_out - t.c_tile / stream),  # core C out
+                (c.core_a, mem_out_a, unit_in_a, last_call),  # mem tile A out
+                (drain * b.groups * c.core_c, drain * b.groups * mt * nt, ends.first_c + t.c_tile / stream, 0),
+                (mem.ha * ddr.a_part, mem.ha * ddr.a_part / mem.unit_a, 0, ends.after_unit_a)]  # mem tile A in
     if not b.static_b:
-        channels += [(c.core_b, c.core_b / c.l1_b), (c.core_b, mem_out_b),
-                     (mem.hb * ddr.b_part, mem.hb * ddr.b_part / mem.unit_b)]
-    return np.maximum.reduce([nbytes / stream + per_bd * count for nbytes, count in channels])
+        unit_in_b = mem.unit_b / stream
+        channels += [(c.core_b, c.core_b / c.l1_b, unit_in_b, last_call), (c.core_b, mem_out_b, unit_in_b, last_call),
+                     (mem.hb * ddr.b_part, mem.hb * ddr.b_part / mem.unit_b, 0, ends.after_unit_b)]
+    return np.maximum.reduce([np.where(nbytes > 0, before + nbytes / stream + per_bd * count + after, 0)
+                              for nbytes, count, before, after in channels])
 
 
 def _energy(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr, m, k, n) -> tuple:

@@ -24,7 +24,8 @@ CANDIDATE_VARS = {
     "bound_resource": ("", "resource that sets the lower bound"),
     "simulated_cycles": ("cycles", "cycle-exact engine result (-1: not simulated)"),
     "simulated_bound_by": ("", "busiest resource in the simulation"),
-    "status": ("", "ok, or why the simulation failed ('' = not simulated)"),
+    "status": ("", "ok; cycle_limit: stopped once slower than the answer (simulated_cycles is where it "
+                   "stopped); or why the simulation failed ('' = not simulated)"),
     "chosen": ("", "the search's answer: fastest simulated, then least energy"),
     "energy_pj": ("pJ", "MACs (padded) and bytes moved times the arch energy table"),
     "ddr_read_bytes": ("bytes", "DDR reads"),
@@ -60,13 +61,17 @@ def to_dataset(result: SearchResult, arch: Arch) -> xr.Dataset:
                 "rejected": np.array([r["label"] for r in rejected], dtype=object)},
         attrs={"m": op.m, "k": op.k, "n": op.n, "dtype": op.dtype, "arch": arch.name,
                "best": result.best.label(), "best_cycles": result.best_cycles,
-               "enumerated": result.enumerated, "legal": result.legal,
+               "enumerated": result.enumerated, "legal": result.legal, "simulated": result.simulated,
+               "optimal": int(result.optimal), "gap": result.gap, "search": result.optimality(),
                "rejected_by_reason": ", ".join(f"{k}: {v}" for k, v in sorted(result.rejected_by_reason.items()))},
     )
 
 
 def map_dataset(m: int, k: int, n: int, dtype: str = "bf16", arch: Arch = NPU2, *, pins: Pins = Pins(),
-                top: int = 6, keep: int = 50, **op_fields) -> xr.Dataset:
+                top: int = 6, keep: int = 50, budget: int | None = None, **op_fields) -> xr.Dataset:
     """Search the mapping of an m x k x n ``dtype`` matmul on ``arch``; Dataset over ``candidate``
-    (ranked by lower bound; the best ``top`` and the baseline simulated) and ``rejected``."""
-    return to_dataset(search(Matmul(m, k, n, dtype, **op_fields), arch, pins, top=top, keep=keep), arch)
+    (ranked by lower bound, plus every simulated one) and ``rejected``. The search simulates until
+    its answer is proven the best of the space, or ``budget`` candidates (attrs ``optimal``,
+    ``gap``)."""
+    return to_dataset(search(Matmul(m, k, n, dtype, **op_fields), arch, pins, top=top, keep=keep, budget=budget),
+                      arch)

@@ -5,9 +5,15 @@
 2. Evaluate the whole tile grid of a structure at once in closed form (``plan.evaluate``): capacity
    and resource checks (illegal candidates keep their reason) and lower bounds on cycles from
    compute, DDR, shim columns and DMA streams.
-3. Rank legal candidates by lower bound, then closed-form energy, then label (deterministic), and
-   simulate the best ``top`` of them, plus the baseline mapping, cycle-exactly in one batched
-   engine call. The answer is the fastest simulated candidate, ties broken by energy.
+3. Branch and bound: rank legal candidates by lower bound (then closed-form energy, then fewer
+   transfers: deterministic) and simulate them cycle-exactly in batched engine calls, best-bounded
+   first (the first batch: the best ``top`` of distinct families, plus the baseline mapping), until
+   no candidate left unsimulated has a lower bound below the fastest simulated cycles. The answer is
+   then the fastest mapping of the whole space (``optimal``), ties broken by energy. With a
+   ``budget`` (candidates simulated) the search may stop first and reports its optimality gap:
+   how much faster than the answer the best unsimulated candidate might be.
+   Candidates whose designs are the same (a split that divides nothing differently) are simulated
+   once.
 
 Results are cached on everything the search reads (op, pins, arch, top, keep) in the one cache
 (``fastsim.cache``, region "search": in memory and on disk per code version, shared by later
@@ -88,6 +94,28 @@ class SearchResult:
     best_design: object = None  # the Design of ``best``
     best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
     best_lowered: object = None  # its lowered tables (None when read from disk: lower the design)
+    simulated: int = 0  # candidates whose cycles the engine gave (designs the same as another's count once)
+    # smallest lower bound of the legal candidates left unsimulated (inf: none left)
+    unexplored_bound_cycles: float = float("inf")
+
+    @property
+    def optimal(self) -> bool:
+        """No unsimulated candidate can be faster: the answer is the best of the space."""
+        return self.unexplored_bound_cycles >= self.best_cycles
+
+    @property
+    def gap(self) -> float:
+        """At most how much faster than the answer an unsimulated candidate may be, as a fraction
+        of the answer's cycles (0 when optimal)."""
+        return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_cycles)
+
+    def optimality(self) -> str:
+        """One line for reports: optimal, or the gap left by a budget."""
+        if self.optimal:
+            return f"optimal within the space ({self.simulated:,} of {self.legal:,} legal candidates simulated)"
+        return (f"within {100 * self.gap:.1f} % of the best of the space (budget: {self.simulated:,} of "
+                f"{self.legal:,} legal candidates simulated; the best unsimulated bound is "
+                f"{self.unexplored_bound_cycles:,.0f} cycles)")
 
 
 def _pow2_up_to(x: int) -> tuple[int, ...]:
@@ -176,49 +204,125 @@ REGION = "search"
 CACHE.add_region(Region(REGION, 512, CODEC))
 
 
-def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50) -> SearchResult:
-    """Find the fastest legal mapping of ``op`` (see the module docstring)."""
+def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,
+           budget: int | None = None) -> SearchResult:
+    """Find the fastest legal mapping of ``op`` (see the module docstring): the best of the space,
+    or, when ``budget`` candidates were simulated first, the best found with its gap."""
     pins.validate(arch)
-    key = (replace(op, name=""), pins, repr(arch), top, keep)  # ops differing only in name share it
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
+                          "mapping search")
+    key = (replace(op, name=""), pins, repr(arch), top, keep, budget)  # ops differing only in name share it
     result = CACHE.get(REGION, key, context=arch)  # this process's, or an earlier one's on disk
     if result is None:
         with gc_paused():
-            result = _search(op, arch, pins, top, keep)
+            result = _search(op, arch, pins, top, keep, budget)
         CACHE.put(REGION, key, result)
     return result
 
 
-def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int) -> SearchResult:
-    """Rank every candidate in closed form, then simulate the best few (and the baseline): the
-    bounds cannot see everything the engine does, so the engine picks among the best-bounded."""
+def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> SearchResult:
+    """Rank every candidate in closed form, then simulate in order of lower bound until no
+    unsimulated candidate can beat the fastest simulated one (or the budget is spent)."""
     table = _Candidates(op, arch, pins)
     is_legal = table.a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
-    legal_i, illegal_i = table.best(is_legal, max(keep, 8 * top)), table.best(~is_legal, max(keep, 5))
+    illegal_i = table.best(~is_legal, max(keep, 5))
     by_reason = table.rejected_by_reason(is_legal)
     if not n_legal:
         closest = [table.planned(table.row(i)) for i in illegal_i[:5]]
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
                            f"({len(table.bucket)} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
-    legal = [table.row(i) for i in legal_i]
+    legal = [table.row(i) for i in table.best(is_legal, max(keep, 8 * top))]
     chosen = _distinct(legal, top)
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         _add_baseline(op, arch, legal, chosen)
-    for r in chosen:
-        table.planned(r)
-    _simulate(op, arch, chosen)
-    ok = [r for r in chosen if r["status"] == "ok"]
-    if not ok:
-        raise ConfigError([f"{op.name}: every simulated candidate failed: "
-                           + "; ".join(f"{r['mapping'].label()}: {r['status']}" for r in chosen)], "mapping search")
-    fastest = min(ok, key=lambda r: (r["cycles"], r["energy_pj"], chosen.index(r)))
-    ranked = [_public(table.planned(r), fastest) for r in legal[:keep]]
-    ranked += [_public(r, fastest) for r in chosen if all(r is not x for x in legal[:keep])]
+    explored = _BranchAndBound(op, arch, table, is_legal, budget)
+    fastest = explored.run(chosen)
+    ranked = [_public(table.planned(explored.known(r)), fastest) for r in legal[:keep]]
+    ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
     rejected = [dict(_public(r, None), reason=r["reason"])
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
-                        by_reason, fastest["design"], fastest["simulation"], fastest["lowered"])
+                        by_reason, fastest["design"], fastest["simulation"], fastest["lowered"],
+                        explored.count, explored.unexplored_bound())
+
+
+class _BranchAndBound:
+    """Simulate candidates in batches, best-bounded first, until the smallest lower bound left
+    unsimulated is no better than the fastest simulated cycles (or ``budget`` is spent). A batch
+    doubles each round: one engine call amortizes over more designs once the bounds are loose."""
+
+    def __init__(self, op: Matmul, arch: Arch, table: "_Candidates", is_legal, budget: int | None):
+        self.op, self.arch, self.table, self.budget = op, arch, table, budget
+        self.left = is_legal.copy()  # legal candidates not yet simulated
+        self.rows: list[dict] = []  # every simulated row, in simulation order
+        self.by_design: dict[tuple, dict] = {}  # same design -> its simulated row
+        self.count = 0
+
+    def run(self, first: list[dict]) -> dict:
+        batch, size = first, 4
+        while batch:
+            if self.budget is not None:
+                batch = batch[:max(1, self.budget - self.count)] if self.count else batch
+            self._simulate(batch)
+            ok = [r for r in self.rows if r["status"] == "ok"]
+            best = min(r["cycles"] for r in ok) if ok else np.inf
+            if self.unexplored_bound() >= best or (self.budget is not None and self.count >= self.budget):
+                break
+            size *= 2
+            t = self.table
+            batch = [t.row(i) for i in t.best(self.left & (t.a["bound"] < best), size)]
+        ok = [r for r in self.rows if r["status"] == "ok"]
+        if not ok:
+            raise ConfigError([f"{self.op.name}: every simulated candidate failed: " + "; ".join(
+                f"{r['mapping'].label()}: {r['status']}" for r in self.rows)], "mapping search")
+        return min(ok, key=lambda r: (r["cycles"], r["energy_pj"], self.rows.index(r)))
+
+    def _cap(self) -> int | None:
+        """Cycles past which a run cannot win (ties still run to the end: energy breaks them)."""
+        ok = [r["cycles"] for r in self.rows if r["status"] == "ok"]
+        return min(ok) + 1 if ok else None
+
+    def unexplored_bound(self) -> float:
+        bounds = self.table.a["bound"][self.left]
+        return float(bounds.min()) if len(bounds) else float("inf")
+
+    def known(self, row: dict) -> dict:
+        """``row`` with its simulation, when one of the same mapping ran."""
+        for r in self.rows:
+            if r["mapping"] == row["mapping"]:
+                return r
+        return row
+
+    def _simulate(self, batch: list[dict]) -> None:
+        new, copies = [], []
+        for r in batch:
+            if "index" in r:
+                self.left[r["index"]] = False
+            self.table.planned(r)
+            same = self.by_design.get(_design_key(r["mapping"]))
+            if same is not None:
+                copies.append((r, same))
+            else:
+                self.by_design[_design_key(r["mapping"])] = r
+                new.append(r)
+        if new:
+            _simulate(self.op, self.arch, new, self._cap())
+        for r, same in copies:
+            r.update({k: same[k] for k in ("design", "lowered", "simulation", "status", "cycles", "bound_by")})
+        self.rows += new + [r for r, _ in copies]
+        self.count += len(new) + len(copies)
+
+
+def _design_key(mp: Mapping) -> Mapping:
+    """One mapping for all that build the same design: with one output producer per column
+    (rows / k_split == 1) the ``n`` split assigns parts as ``2d`` does, and on one column the ``m``
+    split does (``design._consumers`` and ``_hosted_parts`` give the same parts, hosted alike)."""
+    if (mp.split == "n" and mp.rows // mp.k_split == 1) or (mp.split == "m" and mp.cols == 1):
+        return replace(mp, split="2d")
+    return mp
 
 
 class _Candidates:
@@ -343,7 +447,14 @@ def _distinct(rows: list[dict], top: int) -> list[dict]:
     return out
 
 
-def _simulate(op: Matmul, arch: Arch, rows: list[dict]) -> None:
+def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None = None) -> None:
+    """Simulate ``rows`` in one engine call. With ``cap_cycles``, a run stops at that cycle: its
+    candidate cannot beat the one that set the cap, which is all the search needs to know (status
+    ``cycle_limit``, cycles = the cap). The rows keep their uncapped lowered tables."""
+    from dataclasses import replace as replaced
+
+    from fastsim.kernels import layout as L
+
     from ..lower import lower
     from ..report import binding_resource
     from ..simulation import simulate
@@ -351,7 +462,12 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict]) -> None:
 
     designs = [matmul_design(op, r["mapping"], arch) for r in rows]
     lowered = [lower(d) for d in designs]  # kept: a caller that derives the NOOP twin needs them
-    ds = simulate(lowered, on_error="record")
+    runs = lowered
+    if cap_cycles is not None:
+        runs = [replaced(lw, prm=lw.prm.copy()) for lw in lowered]
+        for lw in runs:
+            lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
+    ds = simulate(runs, on_error="record")
     for i, r in enumerate(rows):
         r["design"], r["lowered"], r["simulation"] = designs[i], lowered[i], ds.isel(design=[i])
         r["status"] = str(ds.status.values[i])

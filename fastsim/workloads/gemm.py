@@ -50,6 +50,7 @@ class Gemm:
     rows: int | None = None  # pin: compute rows used per column (1 with cols 1: one core)
     datapath: str | None = None
     stream_split: str | None = None  # pin: equal or proportional (searched on asymmetric columns)
+    budget: int | None = None  # candidates the search simulates; None: until proven the best of its space
 
     @property
     def macs(self) -> int:
@@ -77,7 +78,8 @@ class Gemm:
         """What the GEMM fixes beyond its mapping pins (``pins``): datapath dtype, efficiency,
         per-call overhead, NOOP."""
         return GraphPins(self.dtype, kernel_efficiency=self.kernel_efficiency,
-                         kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else ())
+                         kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else (),
+                         search_budget=self.budget)
 
     def _validate(self) -> None:
         p = Problems("gemm")
@@ -89,6 +91,9 @@ class Gemm:
         p.number("kernel_overhead_cycles", self.kernel_overhead_cycles, integer=True, lo=0, hi=10**6)
         p.number("cast_cycles_per_weight", self.cast_cycles_per_weight, lo=0, hi=10**3)
         p.number("macs_scale", self.macs_scale, lo=0, lo_open=True, hi=1)
+        if self.budget is not None:
+            p.number("budget", self.budget, integer=True, lo=1, hi=100_000,
+                     unit="candidates the search simulates (or unset: exact)")
         if self.weight_bytes is not None:
             p.number("weight_bytes", self.weight_bytes, lo=0, lo_open=True, hi=16)
         for name in ("dtype", "out_dtype", "weight_dtype"):
@@ -123,7 +128,7 @@ class Gemm:
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
     """The mapping search's result for ``g`` (ranked and rejected candidates included)."""
-    return search(g.matmul(), arch, g.pins(), top=top)
+    return search(g.matmul(), arch, g.pins(), top=top, budget=g.budget)
 
 
 def gemm_design(g: Gemm, arch: Arch, mapping: Mapping | None = None) -> Design:

@@ -1,0 +1,148 @@
+"""The mapping search is exact: its lower bounds never exceed what the engine simulates, so branch
+and bound returns the best mapping of the whole space; no pinned sub-search beats it; a budget
+stops it early and says how far from the best it may be."""
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fastsim import NPU1, NPU2
+from fastsim.lower import lower
+from fastsim.mapping import Mapping, Matmul, Pins, matmul_design, search
+
+_search = __import__("fastsim.mapping.search", fromlist=["_Candidates"])  # the module, not the function
+ARCHS = {"npu1": NPU1, "npu2": NPU2}
+EXTENTS = st.sampled_from([1, 3, 8, 16, 31, 64, 100, 256, 384])
+
+
+def _candidates(op, arch, pins):
+    table = _search._Candidates(op, arch, pins)
+    return table, np.nonzero(table.a["reason"] < 0)[0]
+
+
+def _simulated(op, arch, table, indices):
+    rows = [table.planned(table.row(i)) for i in indices]
+    _search._simulate(op, arch, rows)
+    return rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]), arch=st.sampled_from(sorted(ARCHS)),
+       a_on_chip=st.booleans(), c_on_chip=st.booleans(), static_b=st.booleans(), seed=st.integers(0, 2**16))
+def test_bounds__never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c_on_chip, static_b, seed):
+    """Branch and bound is exact only if every bound is valid: simulate the best-bounded
+    candidates and a random sample of the rest, fused variants and static weights included."""
+    arch = ARCHS[arch]
+    op = Matmul(m, k, n, dtype, a_on_chip=a_on_chip, c_on_chip=c_on_chip, static_b=static_b)
+    pins = Pins(dataflow=("ws",)) if static_b else Pins()
+    table, legal = _candidates(op, arch, pins)
+    if not len(legal):
+        return
+    rng = random.Random(seed)
+    picked = sorted(set(table.best(table.a["reason"] < 0, 4)) | set(rng.sample(list(legal), min(8, len(legal)))))
+    rows = _simulated(op, arch, table, picked)
+    assert len(rows) >= min(4, len(legal))
+    for r in rows:
+        assert r["status"] == "ok", r["status"]
+        assert r["cycles"] >= r["lower_bound_cycles"], (r["mapping"].label(), r["cycles"], r["plan"]["bounds"])
+
+
+@pytest.mark.parametrize("arch,op,pins", [
+    (NPU1, Matmul(16, 32, 8, "int8"), Pins(cols=1, rows=1, dataflow=("os",), l2="b")),
+    (NPU2, Matmul(24, 40, 12, "bf16"), Pins(cols=2, rows=1, dataflow=("is",), datapath="bf16", l2="")),
+], ids=["npu1-int8", "npu2-bf16"])
+def test_search__equals_exhaustive_simulation_of_a_small_space(arch, op, pins):
+    table, legal = _candidates(op, arch, pins)
+    assert 20 <= len(legal) <= 200  # small enough to simulate whole, large enough to mean something
+    fastest = min(r["cycles"] for r in _simulated(op, arch, table, legal))
+    found = search(op, arch, pins)
+    assert found.optimal and found.best_cycles == fastest
+    assert found.simulated < len(legal)  # the bounds pruned
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]), arch=st.sampled_from(sorted(ARCHS)),
+       pin=st.sampled_from(["tile", "l2", "cols", "dataflow", "split", "datapath", "k_split", "rows"]))
+def test_search__unpinned_is_never_slower_than_a_pinned_one(m, k, n, dtype, arch, pin):
+    """A pinned search explores a subset of the unpinned space, so it can never find better."""
+    arch = ARCHS[arch]
+    op = Matmul(m, k, n, dtype)
+    free = search(op, arch)
+    assert free.optimal
+    best = free.best
+    value = {"tile": best.tile, "l2": best.l2, "cols": best.cols, "dataflow": (best.dataflow,), "split": best.split,
+             "datapath": best.datapath, "k_split": best.k_split, "rows": best.rows}[pin]
+    # pin the answer's own choice, and a different one where the space has it
+    others = {"tile": [(64, 64, 64)], "l2": ["", "b"], "cols": [1, 2], "dataflow": [("ws",), ("is",)],
+              "split": ["n", "m"], "datapath": [d for d in arch.macs_per_cycle if d != best.datapath][:1],
+              "k_split": [2], "rows": [1]}[pin]
+    for v in [value, *others]:
+        try:
+            pinned = search(op, arch, Pins(**{pin: v}))
+        except Exception as e:  # a pin this op cannot take (no legal mapping) is no comparison
+            assert "mapping" in str(e) or "datapath" in str(e) or "fits" in str(e), e
+            continue
+        assert free.best_cycles <= pinned.best_cycles, (pin, v)
+
+
+def test_search__2048_cube_bf16_is_no_slower_than_its_pinned_tile():
+    """The case that showed the old top-6 search was no search: pinning the tile found a faster
+    mapping than leaving it free."""
+    op = Matmul(2048, 2048, 2048, "bf16")
+    free, pinned = search(op, NPU2), search(op, NPU2, Pins(tile=(64, 64, 64)))
+    assert free.optimal and free.best_cycles <= pinned.best_cycles
+
+
+def test_budget__stops_early_and_reports_its_gap():
+    op = Matmul(512, 512, 512, "int8")
+    exact = search(op, NPU2)
+    cut = search(op, NPU2, budget=8)
+    assert exact.optimal and exact.gap == 0 and "optimal within the space" in exact.optimality()
+    assert cut.simulated <= 8 + 1 and cut.best_cycles >= exact.best_cycles
+    assert not cut.optimal and 0 < cut.gap < 1 and "within" in cut.optimality()
+    # the gap is a true bound: the best of the space is no faster than it promises
+    assert exact.best_cycles >= cut.best_cycles * (1 - cut.gap)
+    with pytest.raises(Exception, match="budget"):
+        search(op, NPU2, budget=0)
+
+
+@pytest.mark.parametrize("same,as_2d", [
+    (Mapping("os", "n", (16, 16, 16), 4, 2, 0, 2, "m", "", "int8", "equal"),  # one producer per column
+     Mapping("os", "2d", (16, 16, 16), 4, 2, 0, 2, "m", "", "int8", "equal")),
+    (Mapping("ws", "m", (16, 16, 16), 1, 2, 0, 1, "m", "", "int8", "equal"),  # one column
+     Mapping("ws", "2d", (16, 16, 16), 1, 2, 0, 1, "m", "", "int8", "equal")),
+])
+def test_same_designs__are_simulated_once(same, as_2d):
+    """Splits that divide nothing differently build the same design, table for table, so the
+    search simulates one of them for both."""
+    op = Matmul(64, 96, 48, "int8")
+    assert _search._design_key(same) == as_2d
+    a, b = lower(matmul_design(op, same, NPU2)), lower(matmul_design(op, as_2d, NPU2))
+    for name in ("prm", "col_rates", "bds", "ch", "cons", "prog", "cores", "host", "lock_init"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    other = Mapping("os", "n", (16, 16, 16), 4, 4, 0, 2, "m", "", "int8", "equal")  # two producers per column
+    assert _search._design_key(other) == other
+
+
+def test_llm__a_budgeted_answer_is_within_its_reported_saving_of_the_exact_one():
+    """The LLM front end searches each op with a budget and reports what better mappings could
+    save at most; the exact answer lies between the two (with program memory to spare: per-op
+    choices do not yet weigh the program reloads their distinct kernels cause)."""
+    from dataclasses import replace
+
+    from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
+    from fastsim.llm.assemble import mapping_search
+    from fastsim.mapping.dispatch import DispatchLimits
+
+    roomy = DispatchLimits(program_memory_bytes=1 << 20)
+
+    tiny = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
+    for regime, tokens in (("decode", 256), ("prefill", 16)):
+        study = LlmStudy(model=tiny, regime=regime, context=tokens, prompt=tokens, search_budget=1)
+        cut, exact = simulate_llm(study, limits=roomy), simulate_llm(replace(study, search_budget=None), limits=roomy)
+        saving = mapping_search(cut)["most_seconds_better_mappings_save"]
+        assert mapping_search(exact)["proven_best"] == mapping_search(exact)["matmul_ops"]
+        assert float(cut.total_seconds) - saving <= float(exact.total_seconds) * (1 + 1e-12)
+        assert float(exact.total_seconds) <= float(cut.total_seconds) * (1 + 1e-12)
