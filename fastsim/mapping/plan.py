@@ -470,14 +470,18 @@ def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: 
     reads end a unit's forwarding, a call and a C drain before the op can; its writes cannot
     start before the first call ends."""
     stream = arch.stream_bytes_per_cycle
-    shim_col = np.zeros(t.one.shape)
-    for col in range(b.hosted_a.shape[1]):
-        read = b.hosted_a[:, col:col + 1] * ddr.a_part + b.hosted_b[:, col:col + 1] * ddr.b_part
-        shim_col = np.maximum(shim_col, np.where(read > 0, read / b.read_rate[:, col:col + 1] + ends.after_read, 0))
-        write = b.groups * c.core_c * np.isfinite(b.write_rate[:, col:col + 1]) * (not op.c_on_chip)
-        shim_col = np.maximum(shim_col, np.where(write > 0, ends.first_c + write / np.minimum(
-            b.write_rate[:, col:col + 1], stream), 0))
-    return shim_col
+    shape = t.one.shape
+    # read cycles of column c: hosted_a[c] / rate[c] x A bytes per part + the same for B, as
+    # (structures, columns, tiles) at once; the busiest column is their maximum
+    per_a, per_b = b.hosted_a / b.read_rate, b.hosted_b / b.read_rate
+    a_part, b_part = (np.broadcast_to(x, shape)[:, None, :] for x in (ddr.a_part, ddr.b_part))
+    read = (per_a[:, :, None] * a_part + per_b[:, :, None] * b_part).max(axis=1)
+    # every column writes its producers' C at its own write rate: the slowest rate bounds
+    finite = np.isfinite(b.write_rate)
+    per_c = np.where(finite, b.groups / np.minimum(np.where(finite, b.write_rate, 1.0), stream), 0.0).max(
+        axis=1, keepdims=True) * (not op.c_on_chip)
+    write = c.core_c * per_c
+    return np.maximum(np.where(read > 0, read + ends.after_read, 0), np.where(write > 0, ends.first_c + write, 0))
 
 
 def _dma_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, c: _CoreMemory, mem: _MemTile,
