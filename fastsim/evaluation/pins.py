@@ -47,9 +47,6 @@ class GraphPins:
         kind or op class of it (a typo, another workload's op) would be silently ignored, and a
         dataflow pin must reach a matmul (vector ops stream). ``kinds``: each op's pattern kind."""
         p = Problems("pins")
-        if self.search_budget is not None:
-            p.number("search_budget", self.search_budget, integer=True, lo=1, hi=100_000,
-                     unit="candidates simulated per op search (or unset: exact)")
         for what, table in (("dataflow", self.dataflow), ("columns", self.columns), ("datapath", self.datapath),
                             ("tiles", self.tiles), ("l2", self.l2)):
             for key, _ in table:
