@@ -149,11 +149,11 @@ def test_engine__matches_reference_on_mapped_designs(design):
 def test_cli__map_gemm_ranks_and_rejects_and_run_takes_pins():
     runner = CliRunner()
     r = runner.invoke(main, ["map", "gemm", "--m", "97", "--k", "31", "--n", "257", "--dtype", "int8", "--json",
-                             "--top", "4", "--budget", "2"])
+                             "--top", "4", "--search-budget", "2"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["best"] and out["ranked"][0]["chosen"] and out["rejected"][0]["reason"]
-    r = runner.invoke(main, ["map", "gemm", "--m", "64", "--k", "64", "--n", "64", "--budget", "1"])
+    r = runner.invoke(main, ["map", "gemm", "--m", "64", "--k", "64", "--n", "64", "--search-budget", "1"])
     assert r.exit_code == 0 and "rejected" in r.output and "*" in r.output
     r = runner.invoke(main, ["run", "--arch", "npu1", "--json", "gemm", "--m", "13", "--k", "7", "--n", "1",
                              "--tile", "4,8,1", "--cols", "2", "--l2", "none"])

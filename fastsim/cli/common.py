@@ -100,10 +100,21 @@ def gemm_options(fn):
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
                           "k_split, stream_split; docs/as_built.md): that design; the rest searched"),
-        click.option("--budget", default=None, type=click.IntRange(min=1),
-                     help="candidates the mapping search simulates, best lower bound first, and then stops "
-                          "with its optimality gap (default: until its answer is proven the best of the space)"),
+        click.option("--search-budget", "budget", default="exact", show_default=True,
+                     callback=lambda ctx, p, v: parse_budget(v),
+                     help="candidates the mapping search simulates (at least its first batch: the best 6 and the "
+                          "fixed whole_array mapping), best lower bound first, before it stops and reports its "
+                          "optimality gap; exact: until its answer is proven the best of the space"),
     ])(fn)
+
+
+def parse_budget(text: str) -> int | None:
+    """"exact" -> None (search until proven); a whole number >= 1 -> that many candidates."""
+    if text == "exact":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise click.BadParameter(f"{text!r}: a whole number of candidates >= 1, or exact", param_hint="--search-budget")
+    return int(text)
 
 
 def parse_tile(text):

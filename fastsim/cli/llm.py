@@ -12,7 +12,7 @@ import click
 from ..errors import ConfigError, SimulationError
 from ..llm.model import WEIGHT_DTYPES
 from ..llm.routing import MODES as ROUTING_MODES
-from .common import MODEL_HELP, SOFT_LIMITS, fail, run_options_here, too_big
+from .common import MODEL_HELP, SOFT_LIMITS, fail, parse_budget, run_options_here, too_big
 from .llm_inputs import TENSOR_KINDS
 
 
@@ -194,15 +194,6 @@ def _study(ctx, o):
                     columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
                     cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
                     stream_split=o.stream_split, search_budget=o.search_budget)
-
-
-def parse_budget(text: str) -> int | None:
-    """"exact" -> None (search until proven); a whole number >= 1 -> that many candidates."""
-    if text == "exact":
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise click.BadParameter(f"{text!r}: a whole number of candidates >= 1, or exact", param_hint="--search-budget")
-    return int(text)
 
 
 def _as_built_precision(ctx, o, precision):

@@ -78,8 +78,8 @@ def _guard_size(g, arch, opts: dict) -> None:
     if g.macs > SOFT_LIMITS["gemm_macs"]:
         floor = g.macs / (arch.compute_tiles * max(arch.macs_per_cycle.values()))
         too_big(opts, [f"{g.macs:,} MACs (more than 4096^3): at least {floor:,.0f} cycles on {arch.name}, and "
-                       "the search simulates candidates until its answer is proven the best of the space (--budget N "
-                       "stops sooner); expect minutes"])
+                       "the search simulates candidates until its answer is proven the best of the space "
+                       "(--search-budget N stops sooner); expect minutes"])
 
 
 def chosen_simulation(found, skip: bool, trace: bool):
