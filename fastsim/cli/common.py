@@ -100,21 +100,28 @@ def gemm_options(fn):
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
                           "k_split, stream_split; docs/as_built.md): that design; the rest searched"),
-        click.option("--search-budget", "budget", default="exact", show_default=True,
-                     callback=lambda ctx, p, v: parse_budget(v),
+        click.option("--search-budget", "budget", default="exact", show_default=True, type=SEARCH_BUDGET,
                      help="candidates the mapping search simulates (at least its first batch: the best 6 and the "
                           "fixed whole_array mapping), best lower bound first, before it stops and reports its "
                           "optimality gap; exact: until its answer is proven the best of the space"),
     ])(fn)
 
 
-def parse_budget(text: str) -> int | None:
-    """"exact" -> None (search until proven); a whole number >= 1 -> that many candidates."""
-    if text == "exact":
-        return None
-    if not text.isdigit() or int(text) < 1:
-        raise click.BadParameter(f"{text!r}: a whole number of candidates >= 1, or exact", param_hint="--search-budget")
-    return int(text)
+class SearchBudget(click.ParamType):
+    """"exact" -> None (search until proven); a whole number >= 1 -> that many candidates. A type,
+    not a callback, so that defaults convert too (``run`` invokes ``run gemm`` with its defaults)."""
+
+    name = "N|exact"
+
+    def convert(self, value, param, ctx):
+        if value is None or value == "exact" or (isinstance(value, int) and value >= 1):
+            return None if value == "exact" else value
+        if isinstance(value, str) and value.isdigit() and int(value) >= 1:
+            return int(value)
+        self.fail(f"{value!r}: a whole number of candidates >= 1, or exact", param, ctx)
+
+
+SEARCH_BUDGET = SearchBudget()
 
 
 def parse_tile(text):

@@ -12,7 +12,7 @@ import click
 from ..errors import ConfigError, SimulationError
 from ..llm.model import WEIGHT_DTYPES
 from ..llm.routing import MODES as ROUTING_MODES
-from .common import MODEL_HELP, SOFT_LIMITS, fail, parse_budget, run_options_here, too_big
+from .common import MODEL_HELP, SEARCH_BUDGET, SOFT_LIMITS, fail, run_options_here, too_big
 from .llm_inputs import TENSOR_KINDS
 
 
@@ -71,7 +71,7 @@ from .llm_inputs import TENSOR_KINDS
 @click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
               show_default=True, help="how streamed tensors are shared among columns (auto: proportional "
               "for element-wise ops, searched for matmuls)")
-@click.option("--search-budget", default="3", show_default=True, callback=lambda ctx, p, v: parse_budget(v),
+@click.option("--search-budget", default="3", show_default=True, type=SEARCH_BUDGET,
               help="candidates each matmul's mapping search simulates, best lower bound first; 'exact': until "
                    "each op's mapping is proven the best of its space (slower; the report gives what the budget "
                    "may leave on the table)")
