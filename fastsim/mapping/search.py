@@ -258,7 +258,7 @@ class _BranchAndBound:
         self.op, self.arch, self.table, self.budget = op, arch, table, budget
         self.left = is_legal.copy()  # legal candidates not yet simulated
         self.rows: list[dict] = []  # every simulated row, in simulation order
-        self.by_design: dict[tuple, dict] = {}  # same design -> its simulated row
+        self.by_design: dict[Mapping, dict] = {}  # a design's key mapping (``_design_key``) -> its simulated row
         self.count = 0
 
     def run(self, first: list[dict]) -> dict:
