@@ -114,8 +114,10 @@ class SearchBudget(click.ParamType):
     name = "N|exact"
 
     def convert(self, value, param, ctx):
-        if value is None or value == "exact" or (isinstance(value, int) and value >= 1):
-            return None if value == "exact" else value
+        if value in (None, "exact"):
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
         if isinstance(value, str) and value.isdigit() and int(value) >= 1:
             return int(value)
         self.fail(f"{value!r}: a whole number of candidates >= 1, or exact", param, ctx)

@@ -94,7 +94,7 @@ class SearchResult:
     best_design: object = None  # the Design of ``best``
     best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
     best_lowered: object = None  # its lowered tables (None when read from disk: lower the design)
-    simulated: int = 0  # candidates whose cycles the engine gave (designs the same as another's count once)
+    simulated: int = 0  # candidates whose cycles are known (one that builds an earlier one's design counts too)
     # smallest lower bound of the legal candidates left unsimulated (inf: none left)
     unexplored_bound_cycles: float = float("inf")
 
