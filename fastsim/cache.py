@@ -14,6 +14,7 @@ engine    a design's final state and outputs          its lowered tables' digest
 search    a mapping search's result                   op, pins, arch, top, keep            memory, disk
 op        an op instance's evaluation result          placement, pins, arch, ablation      memory
 hosting   how many stream parts each column hosts     parts, columns, rates, split         memory
+vector    a vector op's design and lowered tables     the vector op, arch                  memory
 ========  ==========================================  ===================================  ======
 
 ``clear()`` empties every region's memory (and, with ``disk=True``, this code version's disk

@@ -9,13 +9,13 @@ from typing import Callable, NamedTuple
 from ..arch import Arch
 from ..design import Design
 from ..errors import ConfigError
-from ..lower import LoweredDesign, lower
+from ..lower import LoweredDesign
 from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..graph import VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
-from ..mapping.vector import VectorOp, vector_design
+from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
 from .pins import GraphPins
 
 _TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
@@ -144,10 +144,10 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         spec = VectorOp(op.m, op.n, op.x.elem_bytes, op.y.elem_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
                         cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0,
                         "proportional" if pins.stream_split == "auto" else pins.stream_split)
-        design = vector_design(spec, arch)
         # lowering validates: on-chip buffers must fit next to the stream buffers, say so now
+        design, lowered = lowered_vector_design(spec, arch)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
-        return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lower(design))
+        return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     real = matmul_of(p, pins)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())

@@ -189,11 +189,23 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
                                              op.kernel_efficiency or arch.efficiency(keys[0]),
                                              op.kernel_overhead_cycles, op.macs_scale))
         return f(m, k, n).astype(np.float64)
-    shapes = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in keys])  # (S, 3)
-    r, s_, t = (shapes[:, i:i + 1] for i in range(3))
-    rate = np.array([[arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key))] for key in keys])
-    call = np.array([[arch.call_cycles(key)] for key in keys], dtype=np.float64)
-    block = np.array([[arch.block_cycles(key)] for key in keys], dtype=np.float64)
+    # the cycles depend on the tile and the datapath only: computed once per distinct datapath
+    # (most batches have one: then they keep the tiles' shape), then each structure takes its own
+    distinct = sorted(set(keys))
+    per_key = [_call_cycles(op, key, arch, m, k, n) for key in distinct]
+    out = per_key[0]
+    if len(distinct) > 1:
+        which = np.array([[distinct.index(key)] for key in keys])
+        for i in range(1, len(distinct)):
+            out = np.where(which == i, per_key[i], out)
+    return out
+
+
+def _call_cycles(op: Matmul, key: str, arch: Arch, m, k, n):
+    """``matmul_cycles`` on one datapath."""
+    r, s_, t = arch.mmul_shapes.get(key, (1, 1, 1))
+    rate = arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key))
+    call, block = float(arch.call_cycles(key)), float(arch.block_cycles(key))
     fixed = call + cdiv(m, 2 * r) * cdiv(n, 2 * t) * block  # c_call + N_blk * c_blk (2x2 intrinsic blocks)
     m, k, n = cdiv(m, r) * r, cdiv(k, s_) * s_, cdiv(n, t) * t
     macs = np.ceil(np.asarray(m * k * n, dtype=np.float64) * op.macs_scale)
@@ -473,15 +485,34 @@ def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: 
     shape = t.one.shape
     # read cycles of column c: hosted_a[c] / rate[c] x A bytes per part + the same for B, as
     # (structures, columns, tiles) at once; the busiest column is their maximum
-    per_a, per_b = b.hosted_a / b.read_rate, b.hosted_b / b.read_rate
-    a_part, b_part = (np.broadcast_to(x, shape)[:, None, :] for x in (ddr.a_part, ddr.b_part))
-    read = (per_a[:, :, None] * a_part + per_b[:, :, None] * b_part).max(axis=1)
+    per_a, per_b = _undominated(b.hosted_a / b.read_rate, b.hosted_b / b.read_rate)
+    a_part, b_part = (np.broadcast_to(x, shape) for x in (ddr.a_part, ddr.b_part))
+    read = per_a[:, :1] * a_part + per_b[:, :1] * b_part
+    for col in range(1, per_a.shape[1]):
+        np.maximum(read, per_a[:, col:col + 1] * a_part + per_b[:, col:col + 1] * b_part, out=read)
     # every column writes its producers' C at its own write rate: the slowest rate bounds
     finite = np.isfinite(b.write_rate)
     per_c = np.where(finite, b.groups / np.minimum(np.where(finite, b.write_rate, 1.0), stream), 0.0).max(
         axis=1, keepdims=True) * (not op.c_on_chip)
     write = c.core_c * per_c
     return np.maximum(np.where(read > 0, read + ends.after_read, 0), np.where(write > 0, ends.first_c + write, 0))
+
+
+def _undominated(per_a, per_b):
+    """Per structure (row), the columns whose A and B read cycles per byte no other column's
+    match or exceed in both: parts are never negative, so only they can be the busiest column of
+    any tile. As (S, P) arrays, rows padded with their first such column (most rows keep one or two
+    of eight columns, which is what makes the busiest-column bound cheap)."""
+    a_i, a_j = per_a[:, :, None], per_a[:, None, :]  # [s, i, j]: column i against column j
+    b_i, b_j = per_b[:, :, None], per_b[:, None, :]
+    covers = (a_j >= a_i) & (b_j >= b_i)
+    earlier = np.arange(per_a.shape[1])[None, :] < np.arange(per_a.shape[1])[:, None]  # [i, j]: j < i
+    # i is dropped when some j covers it and is larger in one, or is the same and comes first
+    dropped = (covers & ((a_j > a_i) | (b_j > b_i) | earlier[None])).any(axis=2)
+    order = np.argsort(dropped, axis=1, kind="stable")[:, :max(1, int((~dropped).sum(axis=1).max()))]
+    kept = ~np.take_along_axis(dropped, order, 1)
+    out_a, out_b = (np.take_along_axis(x, order, 1) for x in (per_a, per_b))
+    return np.where(kept, out_a, out_a[:, :1]), np.where(kept, out_b, out_b[:, :1])
 
 
 def _dma_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, c: _CoreMemory, mem: _MemTile,
@@ -507,8 +538,19 @@ def _dma_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams
         unit_in_b = mem.unit_b / stream
         channels += [(c.core_b, c.core_b / c.l1_b, unit_in_b, last_call), (c.core_b, mem_out_b, unit_in_b, last_call),
                      (mem.hb * ddr.b_part, mem.hb * ddr.b_part / mem.unit_b, 0, ends.after_unit_b)]
-    return np.maximum.reduce([np.where(nbytes > 0, before + nbytes / stream + per_bd * count + after, 0)
-                              for nbytes, count, before, after in channels])
+    busiest = None
+    for nbytes, count, before, after in channels:  # before + bytes / stream + per_bd * count + after
+        cycles = np.add(before, np.divide(nbytes, stream))
+        cycles = np.add(cycles, np.multiply(per_bd, count), out=_fits(cycles, count))
+        cycles = np.add(cycles, after, out=_fits(cycles, after))
+        cycles = np.where(np.greater(nbytes, 0), cycles, 0)
+        busiest = cycles if busiest is None else np.maximum(busiest, cycles, out=_fits(busiest, cycles))
+    return busiest
+
+
+def _fits(out, other):
+    """``out`` when a result with ``other`` can be written into it in place, else None."""
+    return out if np.ndim(out) and np.broadcast_shapes(np.shape(out), np.shape(other)) == out.shape else None
 
 
 def _energy(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr, m, k, n) -> tuple:

@@ -191,7 +191,22 @@ def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
 
 def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     """Resolved structures grouped by what changes the plan's branches (dataflow, order, L2), in
-    enumeration order, in batches of at most 256."""
+    enumeration order, in batches of at most 256. They depend on the op's extents, dtype and
+    static weights only: a workload searches the same shape again with operands on chip (fusion),
+    so they are kept in the one cache (region "structures")."""
+    key = (op.m, op.k, op.n, op.dtype, op.static_b, repr(arch), pins)
+    found = CACHE.get(STRUCTURES, key)
+    if found is None:
+        found = _batches_of(op, arch, pins)
+        CACHE.put(STRUCTURES, key, found)
+    return found
+
+
+STRUCTURES = "structures"
+CACHE.add_region(Region(STRUCTURES, 64))
+
+
+def _batches_of(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     groups: dict[tuple, list] = {}
     for base in structures(op, arch, pins):
         st = structure(op, base, arch)

@@ -19,8 +19,10 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from ..arch import Arch
+from ..cache import CACHE, Region
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import Problems
+from ..lower import LoweredDesign, lower
 from .paths import STREAM_SPLITS, join_outputs, onchip_bytes, push_round, shares, stream_rates, whole_words
 
 ROWS_PER_TILE = 32  # rows of a tile (fewer when the op has fewer)
@@ -68,6 +70,23 @@ def vector_design(op: VectorOp, arch: Arch) -> Design:
     keeps = _outputs_and_cores(d, op, used, col_tiles, t, x_in)
     _host_sequence(d, op, used, col_tiles, t, x_sends, keeps)
     return d
+
+
+VECTOR_REGION = "vector"
+CACHE.add_region(Region(VECTOR_REGION, 256))
+
+
+def lowered_vector_design(op: VectorOp, arch: Arch) -> tuple[Design, LoweredDesign]:
+    """``vector_design(op, arch)`` and its lowered (so validated) tables. A vector op's design is
+    its mapping, nothing is searched: like a matmul's searched design, it is kept in the one cache
+    (region "vector"), so a workload that runs the same op again only simulates it."""
+    key = (op, repr(arch))
+    found = CACHE.get(VECTOR_REGION, key)
+    if found is None:
+        design = vector_design(op, arch)
+        found = (design, lower(design))
+        CACHE.put(VECTOR_REGION, key, found)
+    return found
 
 
 def _checked_cols(op: VectorOp, arch: Arch) -> int:
