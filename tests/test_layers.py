@@ -27,7 +27,7 @@ LAYERS = [
     ("graph", {"graph"}),
     ("mapping", {"mapping"}),
     ("evaluation", {"evaluation"}),
-    ("front ends", {"workloads", "llm"}),
+    ("front ends", {"workloads", "llm", "mlir"}),
     ("figures", {"figures"}),
     ("studies", {"studies"}),
     ("calibration", {"calibration"}),

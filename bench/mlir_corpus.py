@@ -1,0 +1,108 @@
+"""Run every ``.mlir`` file under a directory (an mlir-aie checkout, e.g. its ``test/npu-xrt``)
+through fastsim: which parse, read, validate and simulate, and for the rest the op or problem that
+stops each.
+
+    python bench/mlir_corpus.py DIR [--kernel-cycles N] [--json] [--list]
+
+A file passes a stage when every ``aie.device`` in it does. Kernels have no measured costs here:
+every ``func.call`` takes ``--kernel-cycles`` (default 1000) cycles, so the cycle counts printed
+with ``--list`` say that the design runs, not how fast it runs on silicon.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from fastsim.errors import ConfigError, SimulationError
+from fastsim.mlir import MlirError, read_all, simulate_design
+from fastsim.mlir.syntax import parse
+from fastsim.validate import validate_design
+
+STAGES = ("parse", "read", "validate", "simulate")
+
+
+def run_file(path: Path, kernel_cycles: int) -> dict:
+    """{'file', 'stage' (the last stage passed, or 'simulate' for all), 'stop' (why not further),
+    'cycles' (per device)}."""
+    text = path.read_text(errors="replace")
+    out = {"file": str(path), "stage": "none", "stop": "", "cycles": []}
+    try:
+        parse(text, str(path))
+    except ConfigError as e:
+        out["stop"] = "syntax: " + e.problems[0].split("\n")[0].split(": ", 1)[-1]
+        return out
+    out["stage"] = "parse"
+    try:
+        infos = read_all(text, {}, source=str(path), default_kernel_cycles=kernel_cycles)
+    except MlirError as e:
+        out["stop"] = e.stops[0][0] if e.stops else _problem(e)
+        return out
+    if not infos:
+        out["stop"] = "no aie.device"
+        return out
+    out["stage"] = "read"
+    try:
+        for info in infos:
+            validate_design(info.design)
+    except ConfigError as e:
+        out["stop"] = "validate: " + _problem(e)
+        return out
+    out["stage"] = "validate"
+    try:
+        for info in infos:
+            out["cycles"].append(int(simulate_design(info).total_cycles[0]))
+    except SimulationError as e:
+        out["stop"] = f"simulate: {type(e).__name__}"
+        return out
+    out["stage"] = "simulate"
+    return out
+
+
+def _guarded(path: Path, kernel_cycles: int) -> dict:
+    """``run_file``, with an unexpected exception recorded as the file's stop (a bug of fastsim's
+    reader to fix, not a reason to lose the other files' results)."""
+    try:
+        return run_file(path, kernel_cycles)
+    except Exception as e:  # noqa: BLE001 - recorded and reported per file
+        return {"file": str(path), "stage": "none", "stop": f"crash: {type(e).__name__}: {e}"[:120], "cycles": []}
+
+
+def _problem(e: ConfigError) -> str:
+    """A problem without its file and line, so that the same cause counts once."""
+    text = e.problems[0].split("\n")[0]
+    parts = text.split(": ", 2)
+    return parts[-1] if parts[0].endswith(".mlir") or ".mlir:" in parts[0] else text
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--kernel-cycles", type=int, default=1000, help="cycles of every kernel call (default 1000)")
+    ap.add_argument("--json", action="store_true", help="one JSON object with every file's result")
+    ap.add_argument("--list", action="store_true", help="one line per file")
+    args = ap.parse_args(argv)
+    files = sorted(args.dir.rglob("*.mlir"))
+    results = [_guarded(f, args.kernel_cycles) for f in files]
+    passed = {s: sum(STAGES.index(r["stage"]) >= i for r in results if r["stage"] in STAGES)
+              for i, s in enumerate(STAGES)}
+    stops = Counter(r["stop"] for r in results if r["stop"])
+    if args.json:
+        print(json.dumps({"files": len(files), "passed": passed, "stops": dict(stops), "results": results}))
+        return 0
+    print(f"{len(files)} .mlir files under {args.dir}")
+    for s in STAGES:
+        print(f"  {s:<9} {passed[s]}")
+    print("stopped by")
+    for stop, n in stops.most_common():
+        print(f"  {n:4d}  {stop}")
+    if args.list:
+        for r in results:
+            print(f"{r['stage']:<9} {Path(r['file']).relative_to(args.dir)}  {r['cycles'] or r['stop']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""``fastsim run design FILE.mlir [--kernels costs.toml] [--device NAME]``: simulate an mlir-aie
+design (docs/mlir.md)."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..errors import ConfigError, SimulationError
+from .common import fail, run_options_here
+
+
+@click.command("design")
+@click.argument("path", type=click.Path(dir_okay=False, exists=True))
+@click.option("--kernels", "kernels_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="TOML with a [kernels] table: kernel name = cycles per call (every func.call needs one)")
+@click.option("--device", default=None, help="the aie.device @NAME to run, for a file that holds several")
+@run_options_here
+@click.pass_context
+def design_cmd(ctx, path, kernels_path, device):
+    """Simulate an mlir-aie design: the aie dialect's physical or object-FIFO form with its runtime
+    sequence. The device's name picks the arch (npu1*, npu2*; others: --arch).
+
+    Example: fastsim run design aie.mlir --kernels costs.toml --json"""
+    from ..mlir import read_design, simulate_design
+    from ..mlir.run import format_design_summary, summary
+
+    opts = ctx.obj
+    explicit = _arch_given(ctx)
+    try:
+        info = read_design(path, kernels_path, arch=opts["arch"] if explicit else None, device=device)
+        ds = simulate_design(info, skip=opts["skip"], trace=bool(opts["trace"]))
+    except (ConfigError, SimulationError) as e:
+        fail(e)
+    s = summary(ds, info)
+    if opts["trace"]:
+        from ..trace import write_trace
+
+        s["trace_events"] = write_trace(ds, opts["trace"], raw=opts["trace_raw"])
+    if opts["json"]:
+        click.echo(json.dumps(s))
+        return
+    click.echo(format_design_summary(s))
+    if opts["trace"]:
+        click.echo(f"  trace           {opts['trace']} ({s['trace_events']} slices)")
+
+
+def _arch_given(ctx) -> bool:
+    """Whether --arch was given (before or after ``design``); otherwise the device names the arch."""
+    parent = ctx.parent
+    given = parent is not None and parent.get_parameter_source("arch_name") == click.core.ParameterSource.COMMANDLINE
+    return given or ctx.get_parameter_source("arch_here") == click.core.ParameterSource.COMMANDLINE

@@ -1,0 +1,33 @@
+"""Bring your own design: mlir-aie's ``aie`` dialect read into a fastsim Design and simulated.
+
+``read_design(path, kernels=...)`` parses the MLIR text with a lark grammar (``syntax``), lowers the
+physical form (buffers, locks, flows, DMA BD chains, cores) and the object-FIFO form (``fifo``),
+cores (``core``) and the runtime sequence (``sequence``) into a ``Design``; ``simulate_design``
+runs it. docs/mlir.md lists the subset and the assumptions.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .kernels import INLINE_OP_CYCLES, kernel_costs, load_kernel_costs
+from .reader import DesignInfo, MlirError, read, read_all
+from .run import simulate_design
+
+__all__ = ["read_design", "read_text", "simulate_design", "load_kernel_costs", "kernel_costs", "DesignInfo",
+           "MlirError", "INLINE_OP_CYCLES", "read_all"]
+
+
+def read_text(text: str, kernels: dict[str, int] | None = None, *, arch=None, source: str = "<mlir>",
+              device: str | None = None) -> DesignInfo:
+    """Read MLIR text (its one ``aie.device``, or the one named ``device``); ``kernels`` maps
+    kernel names to cycles per call."""
+    return read(text, kernels, arch=arch, source=source, device=device)
+
+
+def read_design(path, kernels=None, *, arch=None, device: str | None = None) -> DesignInfo:
+    """Read an ``.mlir`` file. ``kernels`` is a {name: cycles} dict or a TOML file with a
+    ``[kernels]`` table; ``arch`` overrides the one the device names (npu1*, npu2*); ``device``
+    picks one ``aie.device @name`` of a file that holds several."""
+    if kernels is not None and not isinstance(kernels, dict):
+        kernels = load_kernel_costs(kernels)
+    return read(Path(path).read_text(), kernels, arch=arch, source=str(path), device=device)

@@ -1,0 +1,129 @@
+"""Core bodies: an ``aie.core`` region becomes a core program of Acquire, Release, Compute and Loop.
+
+``aie.use_lock`` and object-FIFO ``acquire``/``release`` become lock operations, ``func.call``
+takes its kernel's cycles, inline ops ``INLINE_OP_CYCLES`` each, and ``scf.for``/``affine.for``
+with constant bounds become loops. Adjacent inline costs merge into one Compute.
+"""
+from __future__ import annotations
+
+from ..design import Acquire, Compute, Loop, Release
+from .kernels import FREE_OPS, INLINE_DIALECTS, INLINE_OP_CYCLES
+from .syntax import Atom, Group
+from .values import Unreadable, groups, int_of, split, word
+
+# a loop at least this long runs "forever" (IRON's persistent cores loop to sys.maxsize or 2^32-1)
+ENDLESS = 2**31 - 1
+INLINE = "inline"
+
+
+class CoreReader:
+    """Lowers one core's body. ``reader`` is the design reader (values, locks, fifo endpoints,
+    kernel costs, problems); ``held`` counts the object-FIFO elements the core holds per
+    (fifo, port), as mlir-aie tracks them: acquiring n while holding h takes only n - h more."""
+
+    def __init__(self, reader, tile):
+        self.r, self.tile = reader, tile
+        self.endless = False
+
+    def body(self, ops, held: dict) -> list:
+        out: list = []
+        for op in ops:
+            try:
+                self._op(op, out, held)
+            except Unreadable as e:
+                self.r.problem(op, str(e))
+        return _merge(out)
+
+    def _op(self, op, out: list, held: dict) -> None:
+        r, name = self.r, op.name
+        if name == "arith.constant":
+            r.constant(op)
+        elif name in FREE_OPS:
+            pass
+        elif name in ("scf.for", "affine.for"):
+            self._loop(op, out, held)
+        elif name == "aie.use_lock":
+            lock, action, value = r.use_lock(op)
+            out.append(Acquire(lock, value) if action.startswith("Acquire") else Release(lock, value))
+        elif name == "aie.objectfifo.acquire":
+            fifo, port, n = self._fifo_args(op)
+            acq, _ = r.fifo_locks(op, fifo, port, self.tile)
+            have = held.get((fifo, port), 0)
+            if n > have:
+                out.append(Acquire(acq, n - have))
+                held[(fifo, port)] = n
+        elif name == "aie.objectfifo.release":
+            fifo, port, n = self._fifo_args(op)
+            _, rel = r.fifo_locks(op, fifo, port, self.tile)
+            out.append(Release(rel, n))
+            held[(fifo, port)] = max(0, held.get((fifo, port), 0) - n)
+        elif name == "func.call":
+            callee = word([i for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"][:1]).lstrip("@")
+            out.append(Compute(r.kernel_cycles(op, callee), callee))
+        elif name.startswith(INLINE_DIALECTS):
+            out.append(Compute(INLINE_OP_CYCLES, INLINE))
+        else:
+            r.unsupported(op)
+
+    def _fifo_args(self, op) -> tuple[str, str, int]:
+        sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
+        args = split(groups(op, "(")[0].items) if groups(op, "(") else []
+        if sym is None or len(args) != 2:
+            raise Unreadable("expected @fifo(Produce|Consume, N)")
+        return sym, word(args[0]), int_of(args[1], self.r.env)
+
+    def _loop(self, op, out: list, held: dict) -> None:
+        """``scf.for %i = %lb to %ub step %s``: count = ceil((ub - lb) / step). A loop whose body
+        holds a different number of FIFO elements after one pass than before (a sliding window)
+        runs its first pass alone, then the steady body."""
+        items = [i for i in op.items if not isinstance(i, Group) or i.kind != "{"]
+        texts = [i.text if isinstance(i, Atom) else None for i in items]
+        try:
+            lb = int_of(items[texts.index("=") + 1:texts.index("to")], self.r.env)
+            ub = int_of(items[texts.index("to") + 1:texts.index("step")], self.r.env)
+            step = int_of(items[texts.index("step") + 1:], self.r.env) if "step" in texts else 1
+        except ValueError:
+            raise Unreadable("loop bounds: expected %i = LB to UB step S") from None
+        count = max(0, -(-(ub - lb) // step)) if step > 0 else 0
+        if count >= ENDLESS:
+            self.endless = True
+        body_ops = op.regions[0].ops if op.regions else ()
+        if count == 0:
+            return
+        before = _holding(held)
+        first = self.body(body_ops, held)
+        if _holding(held) == before or count == 1:
+            out.append(_loop(count, first))
+            return
+        settled = _holding(held)
+        steady = self.body(body_ops, held)
+        if _holding(held) != settled:
+            raise Unreadable("object-FIFO acquires and releases in this loop never settle into a steady pattern")
+        out.extend(first)
+        out.append(_loop(count - 1, steady))
+
+
+def _holding(held: dict) -> dict:
+    return {k: v for k, v in held.items() if v}
+
+
+def _loop(count: int, body: list):
+    """A loop, or one Compute when its body is only inline/kernel time of one name."""
+    if count == 1:
+        return body
+    if len(body) == 1 and isinstance(body[0], Compute):
+        return Compute(body[0].cycles * count, body[0].name)
+    return Loop(count, tuple(body)) if body else []
+
+
+def _merge(ops: list) -> list:
+    """Flatten nested lists and merge adjacent inline Computes."""
+    flat = []
+    for op in ops:
+        for x in (op if isinstance(op, list) else [op]):
+            if (flat and isinstance(x, Compute) and isinstance(flat[-1], Compute)
+                    and x.name == INLINE and flat[-1].name == INLINE):
+                flat[-1] = Compute(flat[-1].cycles + x.cycles, INLINE)
+            else:
+                flat.append(x)
+    return flat

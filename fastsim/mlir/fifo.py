@@ -1,0 +1,255 @@
+"""Object FIFOs lowered the way mlir-aie's stateful transform lowers them.
+
+A FIFO of depth d between two tiles that share memory (adjacent compute tiles, one consumer, no
+DMA features asked for) is d buffers and one producer/consumer lock pair that both cores use.
+Otherwise each tile end gets d buffers, a producer lock initialised to d and a consumer lock to 0,
+and a cyclic BD ring on a DMA channel of its own; a shim end gets a shim channel that the runtime
+sequence pushes tasks to (named by the FIFO). ``aie.objectfifo.link`` makes a mem tile the
+consumer of its input FIFOs and the producer of its outputs over one set of buffers: a distribute
+(one input, several outputs) writes each output's slice under that output's lock pair and each
+output reads its slice; a join is the mirror image.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..design import MM2S, S2MM, Tile
+from .syntax import Atom, Group
+from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+
+
+@dataclass
+class Fifo:
+    name: str
+    producer: Tile
+    consumers: list
+    depths: list           # one per end: producer first, then each consumer
+    size_bytes: int
+    bits: int
+    attrs: dict
+    line: int
+    dims_to_stream: tuple = ()
+    link_in: object = None   # the link this FIFO feeds (it is one of its inputs)
+    link_out: object = None  # the link this FIFO leaves (it is one of its outputs)
+
+
+@dataclass
+class Link:
+    ins: list
+    outs: list
+    src_offsets: list
+    dst_offsets: list
+    line: int
+    tile: Tile | None = None
+
+
+@dataclass
+class Fifos:
+    reader: object
+    fifos: dict = field(default_factory=dict)
+    links: list = field(default_factory=list)
+    ends: dict = field(default_factory=dict)  # (fifo, port, tile) -> (acquire lock, release lock)
+
+    def declare(self, op) -> None:
+        if op.name == "aie.objectfifo":
+            self._fifo(op)
+        else:
+            self._link(op)
+
+    def _fifo(self, op) -> None:
+        r = self.reader
+        name = next(i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL")
+        args = split(groups(op, "(")[0].items)
+        producer = r.value(args[0])
+        consumers = [r.value([i]) for i in args[1][0].items if isinstance(i, Atom) and i.kind == "VALUE"]
+        depth_items = args[2]
+        if isinstance(depth_items[0], Group):
+            depths = int_list(depth_items[0])
+        else:
+            depths = [int_of(depth_items)] * (1 + len(consumers))
+        shape, bits = memref_of(op.items)
+        a = attrs(op)
+        for key in ("repeat_count", "init_values", "plio", "aie_stream", "disable_synchronization",
+                    "padDimensions", "iter_count"):
+            if key in a:
+                raise Unreadable(f"object FIFO {name}: attribute {key} is not modelled")
+        dims = ()
+        texts = [i.text if isinstance(i, Atom) else None for i in op.items]
+        if "dimensionsToStream" in texts:
+            dims = _layout(op.items[texts.index("dimensionsToStream") + 1])
+        self.fifos[name] = Fifo(name, producer, consumers, depths, memref_bytes(shape, bits), bits, a, op.line, dims)
+
+    def _link(self, op) -> None:
+        squares = groups(op, "[")
+        ins = [i.text.lstrip("@") for i in squares[0].items if isinstance(i, Atom) and i.kind == "SYMBOL"]
+        outs = [i.text.lstrip("@") for i in squares[1].items if isinstance(i, Atom) and i.kind == "SYMBOL"]
+        offsets = [g for g in groups(op, "(")]
+        src, dst = [], []
+        if offsets:
+            inner = [i for i in offsets[0].items if isinstance(i, Group)]
+            src = int_list(inner[0]) if inner else []
+            dst = int_list(inner[1]) if len(inner) > 1 else []
+        self.links.append(Link(ins, outs, src, dst, op.line))
+
+    # -- expansion ---------------------------------------------------------------------------------
+    def expand(self) -> None:
+        for link in self.links:
+            for n in link.ins + link.outs:
+                if n not in self.fifos:
+                    raise Unreadable(f"line {link.line}: aie.objectfifo.link names unknown FIFO @{n}")
+            for n in link.ins:
+                self.fifos[n].link_in = link
+            for n in link.outs:
+                self.fifos[n].link_out = link
+            link.tile = self.fifos[link.outs[0]].producer
+        for f in self.fifos.values():
+            self._expand(f)
+        for link in self.links:
+            self._expand_link(link)
+
+    def _expand(self, f: Fifo) -> None:
+        r, d = self.reader, self.reader.design
+        if self._shared(f):
+            prod = d.lock(f.producer, f.depths[0], f"{f.name}_prod_lock")
+            cons = d.lock(f.producer, 0, f"{f.name}_cons_lock")
+            for i in range(f.depths[0]):
+                d.buffer(f.producer, f.size_bytes, f"{f.name}_buff_{i}")
+            self.ends[(f.name, "Produce", f.producer)] = (prod, cons)
+            self.ends[(f.name, "Consume", f.consumers[0])] = (cons, prod)
+            return
+        # the producer's end
+        if f.link_out is not None:
+            src = self._link_channel(f.link_out, f, MM2S)
+        elif f.producer.row == 0:
+            src = r.channel_for(f.producer, MM2S)
+            r.symbols.setdefault(f.name, src)
+        else:
+            src = r.channel_for(f.producer, MM2S)
+            ring = self._ring(src, f.producer, f.depths[0], f.size_bytes, f.bits, f.name, f.dims_to_stream, send=True)
+            self.ends[(f.name, "Produce", f.producer)] = ring
+        for j, tile in enumerate(f.consumers):
+            depth = f.depths[1 + j] if 1 + j < len(f.depths) else f.depths[-1]
+            if f.link_in is not None and tile == f.link_in.tile:
+                dst = self._link_channel(f.link_in, f, S2MM)
+            elif tile.row == 0:
+                dst = r.channel_for(tile, S2MM)
+                r.symbols.setdefault(f.name, dst)
+            else:
+                dst = r.channel_for(tile, S2MM)
+                ring = self._ring(dst, tile, depth, f.size_bytes, f.bits, f"{f.name}_cons", (), send=False)
+                self.ends[(f.name, "Consume", tile)] = (ring[1], ring[0])
+            r.connect(src, dst)
+
+    def _shared(self, f: Fifo) -> bool:
+        """Whether mlir-aie would pass this FIFO through shared memory instead of DMAs."""
+        if len(f.consumers) != 1 or f.link_in or f.link_out or f.dims_to_stream or "via_DMA" in f.attrs:
+            return False
+        a, b = f.producer, f.consumers[0]
+        arch = self.reader.design.arch
+        if arch.tile_kind_name(a.row) != "compute" or arch.tile_kind_name(b.row) != "compute":
+            return False
+        return abs(a.col - b.col) + abs(a.row - b.row) <= 1
+
+    def _ring(self, ch, tile, depth, size_bytes, bits, name, dims, send: bool):
+        """``depth`` buffers, a producer lock (init depth) and consumer lock (init 0) and a cyclic BD
+        ring on ``ch``: an MM2S acquires the consumer lock and releases the producer lock, an S2MM
+        the other way round. Returns (producer lock, consumer lock)."""
+        d = self.reader.design
+        prod = d.lock(tile, depth, f"{name}_prod_lock")
+        cons = d.lock(tile, 0, f"{name}_cons_lock")
+        bds = []
+        for i in range(depth):
+            buf = d.buffer(tile, size_bytes, f"{name}_buff_{i}")
+            acq, rel = ((cons, 1), (prod, 1)) if send else ((prod, 1), (cons, 1))
+            bds.append(self.reader.make_bd(ch, buf, bits, 0, size_bytes * 8 // bits, *_sizes(dims), acquire=acq,
+                                           release=rel, name=buf.name))
+        d.start_chain(ch, d.chain(*bds, cyclic=True))
+        return prod, cons
+
+    # -- links ------------------------------------------------------------------------------------
+    def _link_channel(self, link: Link, f: Fifo, direction: str):
+        chans = getattr(link, "channels", None)
+        if chans is None:
+            chans = link.channels = {}
+        key = (f.name, direction)
+        if key not in chans:
+            chans[key] = self.reader.channel_for(link.tile, direction)
+        return chans[key]
+
+    def _expand_link(self, link: Link) -> None:
+        r, d = self.reader, self.reader.design
+        ins = [self.fifos[n] for n in link.ins]
+        outs = [self.fifos[n] for n in link.outs]
+        tile = link.tile
+        if any(tile not in f.consumers for f in ins):
+            raise Unreadable(f"line {link.line}: the link's tile must consume its input FIFOs")
+        distribute, join = len(outs) > 1, len(ins) > 1
+        if distribute and join:
+            raise Unreadable(f"line {link.line}: a link with several inputs and several outputs")
+        if distribute:
+            target, parts, offsets = ins[0], outs, link.dst_offsets or _running(outs)
+        elif join:
+            target, parts, offsets = outs[0], ins, link.src_offsets or _running(ins)
+        else:
+            target = ins[0] if ins[0].size_bytes >= outs[0].size_bytes else outs[0]
+            parts, offsets = [target], [0]
+        in_depth = ins[0].depths[1 + ins[0].consumers.index(tile)] if len(ins[0].depths) > 1 else ins[0].depths[0]
+        depth = max(in_depth, outs[0].depths[0]) if not (distribute or join) else target.depths[0] \
+            if target is outs[0] else in_depth
+        bufs = [d.buffer(tile, target.size_bytes, f"{target.name}_link_buff_{i}") for i in range(depth)]
+        pairs = [(d.lock(tile, depth, f"{p.name}_link_prod_lock"), d.lock(tile, 0, f"{p.name}_link_cons_lock"))
+                 for p in parts]
+        bits = target.bits
+        for f in ins:  # S2MM side: writes slices under each slice's lock pair
+            ch = self._link_channel(link, f, S2MM)
+            mine = [i for i, p in enumerate(parts) if p is f] if join else range(len(parts))
+            self._link_ring(ch, bufs, [(pairs[i], offsets[i], parts[i].size_bytes) for i in mine], bits, (), send=False)
+        for f in outs:
+            ch = self._link_channel(link, f, MM2S)
+            mine = [i for i, p in enumerate(parts) if p is f] if distribute else range(len(parts))
+            self._link_ring(ch, bufs, [(pairs[i], offsets[i], parts[i].size_bytes) for i in mine], bits,
+                            f.dims_to_stream, send=True)
+
+    def _link_ring(self, ch, bufs, slices, bits, dims, send: bool) -> None:
+        d = self.reader.design
+        bds = []
+        for buf in bufs:
+            for (prod, cons), offset_elems, size_bytes in slices:
+                acq, rel = ((cons, 1), (prod, 1)) if send else ((prod, 1), (cons, 1))
+                bds.append(self.reader.make_bd(ch, buf, bits, offset_elems, size_bytes * 8 // bits, *_sizes(dims),
+                                               acquire=acq, release=rel, name=f"{buf.name}@{offset_elems}"))
+        d.start_chain(ch, d.chain(*bds, cyclic=True))
+
+    def core_locks(self, fifo: str, port: str, tile: Tile):
+        end = self.ends.get((fifo, port, tile))
+        if end is None:
+            raise Unreadable(f"no {port} end of object FIFO @{fifo} on {tile}")
+        return end
+
+
+def _running(fifos) -> list[int]:
+    """Offsets (in elements) of slices laid end to end."""
+    out, at = [], 0
+    for f in fifos:
+        out.append(at)
+        at += f.size_bytes * 8 // f.bits
+    return out
+
+
+def _layout(group) -> tuple:
+    """``[<size = 4, stride = 16>, ...]`` -> ((size, stride), ...) outermost first."""
+    out = []
+    for entry in split(group.items):
+        g = next((i for i in entry if isinstance(i, Group) and i.kind == "<"), None)
+        if g is None:
+            continue
+        kv = {}
+        for part in split(g.items):
+            if len(part) >= 3:
+                kv[word(part[:1])] = int_of(part[2:])
+        out.append((kv.get("size", 1), kv.get("stride", 1)))
+    return tuple(out)
+
+
+def _sizes(dims) -> tuple[list, list]:
+    return [s for s, _ in dims], [t for _, t in dims]

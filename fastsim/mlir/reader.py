@@ -1,0 +1,529 @@
+"""The ``aie`` dialect read into a fastsim Design.
+
+``read`` walks one ``aie.device``: tiles, buffers and locks first, then object FIFOs, flows and
+shim allocations, then DMA programs and cores, and last the runtime sequence, so that the order of
+ops in the file does not matter (MLIR allows a symbol to be used before it is defined). Every op it
+cannot read is a problem naming the op and its line; all are reported together in one MlirError.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..arch import NPU1, NPU2, Arch
+from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
+from ..errors import ConfigError
+from .core import CoreReader
+from .syntax import Atom, Group, Op, parse
+from .values import Unreadable, attr_dict, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+
+
+class MlirError(ConfigError):
+    """An MLIR design fastsim cannot read. ``stops`` lists (op name, line) of every op outside the
+    subset (docs/mlir.md), so a caller can say which op stops a design without reading the text."""
+
+    def __init__(self, problems: list[str], source: str, stops: list[tuple[str, int]]):
+        self.stops = list(stops)
+        super().__init__(problems, f"MLIR design {source}")
+
+
+# ops that describe observation or configuration with no effect on the modelled timing
+NO_TIMING = frozenset({
+    "aie.trace", "aie.trace.event", "aie.trace.port", "aie.trace.mode", "aie.trace.packet",
+    "aie.trace.start", "aie.trace.stop", "aie.trace.start_config", "aie.trace.host_config",
+    "aie.end", "memref.global", "aiex.npu.rtp_write", "aiex.dma_free_task", "aie.device_property",
+})
+ENDLESS_FLOW_BUNDLES = ("Trace",)
+
+
+@dataclass
+class Task:
+    """A runtime-sequence DMA task (``dma_configure_task``): its channel, first BD and repeats."""
+
+    channel: Channel
+    bd: BD
+    repeat: int
+
+
+@dataclass
+class DesignInfo:
+    """What ``read`` returns: the Design, the cores whose loops never end (persistent kernels),
+    and the ops it read without giving them time (trace setup, runtime parameters)."""
+
+    design: Design
+    endless_cores: set = field(default_factory=set)
+    untimed: list = field(default_factory=list)
+    kernels: dict = field(default_factory=dict)
+
+
+def device_arch(name: str, default: Arch) -> Arch:
+    """``npu1*`` -> NPU1, ``npu2*`` -> NPU2, anything else (``NPUDEVICE``, a test's placeholder) ->
+    the default."""
+    if name.startswith("npu1"):
+        return NPU1
+    if name.startswith("npu2"):
+        return NPU2
+    return default
+
+
+def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
+         source: str = "<mlir>", default_arch: Arch = NPU2, device: str | None = None,
+         default_kernel_cycles: int | None = None) -> DesignInfo:
+    """Read the MLIR text of one ``aie.device`` into a Design (see ``fastsim.mlir.read_design``):
+    the file's only device, or the one whose symbol is ``device``."""
+    devices = _devices(parse(text, source))
+    names = [_device_symbol(d) for d in devices]
+    if device is not None:
+        if device.lstrip("@") not in names:
+            raise MlirError([f"{source}: no aie.device @{device.lstrip('@')} (devices: {names})"], source, [])
+        dev = devices[names.index(device.lstrip("@"))]
+    elif len(devices) != 1:
+        raise MlirError([f"{source}: {len(devices)} aie.device ops ({', '.join('@' + n for n in names)}): "
+                         "choose one (device=...)"], source, [("aie.device", d.line) for d in devices[1:]])
+    else:
+        dev = devices[0]
+    return _read_device(dev, kernel_cycles, arch, source, default_arch, default_kernel_cycles)
+
+
+def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
+             source: str = "<mlir>", default_arch: Arch = NPU2,
+             default_kernel_cycles: int | None = None) -> list[DesignInfo]:
+    """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
+    that the host runs one after the other)."""
+    return [_read_device(d, kernel_cycles, arch, source, default_arch, default_kernel_cycles)
+            for d in _devices(parse(text, source))]
+
+
+def _devices(top) -> list[Op]:
+    return [op for op in _walk_top(top) if op.name == "aie.device"]
+
+
+def _device_symbol(dev: Op) -> str:
+    return next((i.text.lstrip("@") for i in dev.items if isinstance(i, Atom) and i.kind == "SYMBOL"), "")
+
+
+def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_kernel_cycles) -> DesignInfo:
+    name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
+    if arch is None:
+        arch = device_arch(name, default_arch)
+    symbol = _device_symbol(dev)
+    r = Reader(Design(arch, _design_name(source) + (f"@{symbol}" if symbol else "")), kernel_cycles or {}, source)
+    r.default_kernel_cycles = default_kernel_cycles
+    r.read_device(dev)
+    if r.problems:
+        raise MlirError(r.problems, source, r.stops)
+    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used)
+
+
+def _design_name(source: str) -> str:
+    parts = source.replace("\\", "/").split("/")
+    return "/".join(parts[-2:]) if len(parts) > 1 else source
+
+
+def _walk_top(ops):
+    for op in ops:
+        if op.name == "module":
+            yield from _walk_top(op.regions[0].ops if op.regions else ())
+        else:
+            yield op
+
+
+class Reader:
+    """State while reading one device: SSA values, symbols, allocated channels and problems."""
+
+    def __init__(self, design: Design, kernel_cycles: dict, source: str):
+        self.design, self.kernel_costs, self.source = design, kernel_cycles, source
+        self.env: dict = {}       # SSA name -> Tile, Buffer, Lock, int, Task
+        self.symbols: dict = {}   # symbol -> Buffer, Lock, Channel (shim allocation), fifo
+        self.problems: list[str] = []
+        self.stops: list[tuple[str, int]] = []
+        self.routes: dict[Channel, list[Channel]] = {}
+        self.endless: set = set()
+        self.untimed: list[tuple[str, int]] = []
+        self.kernels_used: dict[str, int] = {}
+        self.next_channel: dict[tuple[Tile, str], int] = {}
+        self.fifos = None  # fastsim.mlir.fifo.Fifos, made when the device has object FIFOs
+        self.element_bits: dict[int, int] = {}
+        self.default_kernel_cycles: int | None = None  # for kernels the costs do not name  # buffer id -> bits of its memref's element type
+
+    # -- problems ---------------------------------------------------------------------------------
+    def problem(self, op: Op, text: str) -> None:
+        self.problems.append(f"{self.source}:{op.line}: {op.name}: {text}")
+
+    def unsupported(self, op: Op, why: str = "") -> None:
+        self.stops.append((op.name, op.line))
+        self.problems.append(f"{self.source}:{op.line}: op '{op.name}' is outside the subset fastsim reads"
+                             + (f" ({why})" if why else "") + " (docs/mlir.md)")
+
+    # -- values -----------------------------------------------------------------------------------
+    def value(self, items, kind=None):
+        """The object an SSA value among ``items`` names (its first VALUE atom)."""
+        for it in items:
+            if isinstance(it, Atom) and it.kind == "VALUE":
+                v = self.env.get(it.text)
+                if v is None or (kind is not None and not isinstance(v, kind)):
+                    raise Unreadable(f"{it.text} is not a known {kind.__name__ if kind else 'value'}")
+                return v
+        raise Unreadable("expected an SSA value")
+
+    def constant(self, op: Op) -> None:
+        try:
+            self.env[op.results[0]] = int_of(op.items, None)
+        except (Unreadable, IndexError):
+            pass  # a float or vector constant: no integer value, no time
+
+    def kernel_cycles(self, op: Op, name: str) -> int:
+        cycles = self.kernel_costs.get(name, self.default_kernel_cycles)
+        if cycles is None:
+            raise Unreadable(f"kernel '{name}' has no cost: give its cycles per call in the kernel costs TOML "
+                             f"([kernels] {name} = CYCLES, fastsim run design --kernels FILE)")
+        self.kernels_used[name] = cycles
+        return cycles
+
+    # -- the device ---------------------------------------------------------------------------------
+    def read_device(self, dev: Op) -> None:
+        from .fifo import Fifos
+
+        ops = dev.regions[0].ops if dev.regions else ()
+        later, dmas, cores, sequences = [], [], [], []
+        for op in ops:  # pass 1: tiles, buffers, locks (also those inside DMA regions)
+            self._guard(self._declare, op, later, dmas, cores, sequences)
+        self.fifos = Fifos(self)
+        for op in later:  # pass 2: FIFOs, flows, allocations
+            self._guard(self._connect, op)
+        self._guard_all(self.fifos.expand)
+        for op in dmas:
+            self._guard(self._dma_program, op)
+        for op in cores:
+            self._guard(self._core, op)
+        for src, dsts in self.routes.items():
+            self.design.route(src, *dsts)
+        for op in sequences:
+            self._guard(self._sequence, op)
+
+    def _guard(self, fn, op: Op, *args) -> None:
+        try:
+            fn(op, *args)
+        except Unreadable as e:
+            self.problem(op, str(e))
+        except (IndexError, KeyError, ValueError) as e:
+            self.problem(op, f"cannot read its operands ({type(e).__name__}: {e})")
+
+    def _guard_all(self, fn) -> None:
+        try:
+            fn()
+        except Unreadable as e:
+            self.problems.append(f"{self.source}: {e}")
+
+    def _declare(self, op: Op, later, dmas, cores, sequences) -> None:
+        name = op.name
+        if name == "aie.tile":
+            col, row = int_list(groups(op, "(")[0])
+            self.env[op.results[0]] = Tile(col, row)
+        elif name == "aie.logical_tile":
+            self.unsupported(op, "tiles placed by the compiler")
+        elif name == "aie.buffer":
+            self._buffer(op)
+        elif name == "aie.lock":
+            self._lock(op)
+        elif name == "arith.constant":
+            self.constant(op)
+        elif name in ("aie.mem", "aie.memtile_dma"):
+            for inner in op.regions[0].blocks[0].ops if op.regions else ():
+                if inner.name in ("aie.buffer", "aie.lock"):
+                    self._declare(inner, later, dmas, cores, sequences)
+            dmas.append(op)
+        elif name == "aie.core":
+            cores.append(op)
+        elif name in ("aie.runtime_sequence", "aiex.runtime_sequence"):
+            sequences.append(op)
+        elif name == "func.func":
+            sym = next((i.text for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), "")
+            if op.regions and sym == "@sequence":
+                sequences.append(op)
+            elif op.regions:
+                self.unsupported(op, "a function with a body other than @sequence")
+        elif name in ("aie.objectfifo", "aie.objectfifo.link", "aie.flow", "aie.packet_flow",
+                      "aie.shim_dma_allocation"):
+            later.append(op)
+        elif name in NO_TIMING:
+            self.untimed.append((name, op.line))
+        else:
+            self.unsupported(op)
+
+    def _buffer(self, op: Op) -> None:
+        tile = self.value(groups(op, "(")[0].items, Tile)
+        shape, bits = memref_of(op.items)
+        a = attrs(op)
+        name = word(a["sym_name"]) if "sym_name" in a else (op.results[0].lstrip("%") if op.results else "")
+        b = self.design.buffer(tile, memref_bytes(shape, bits), name)
+        if op.results:
+            self.env[op.results[0]] = b
+        self.symbols[name] = b
+        self.element_bits[b.id] = bits
+
+    def _lock(self, op: Op) -> None:
+        args = split(groups(op, "(")[0].items)
+        tile = self.value(args[0], Tile)
+        a = attrs(op)
+        init = int_of(a["init"]) if "init" in a else 0
+        name = word(a["sym_name"]) if "sym_name" in a else (op.results[0].lstrip("%") if op.results else "")
+        lk = self.design.lock(tile, init, name)
+        if op.results:
+            self.env[op.results[0]] = lk
+        self.symbols[name] = lk
+
+    def bits_of(self, buffer) -> int:
+        return self.element_bits.get(buffer.id, 32)
+
+    # -- connections ----------------------------------------------------------------------------------
+    def _connect(self, op: Op) -> None:
+        if op.name == "aie.flow":
+            a = split(groups(op, "(")[0].items)
+            self._flow(op, a[0], a[1], a[2], a[3])
+        elif op.name == "aie.packet_flow":
+            self._packet_flow(op)
+        elif op.name == "aie.shim_dma_allocation":
+            self._allocation(op)
+        else:
+            self.fifos.declare(op)
+
+    def _port(self, tile_items, port_items) -> tuple[Tile, str, int]:
+        tile = self.value(tile_items, Tile)
+        bundle = word(port_items)
+        index = int_of([i for i in port_items if isinstance(i, Atom) and i.kind == "INT"][-1:])
+        return tile, bundle, index
+
+    def _flow(self, op: Op, src_t, src_p, dst_t, dst_p) -> None:
+        (st, sb, si), (dt, db, di) = self._port(src_t, src_p), self._port(dst_t, dst_p)
+        if sb in ENDLESS_FLOW_BUNDLES or db in ENDLESS_FLOW_BUNDLES:
+            self.untimed.append((op.name, op.line))
+            return
+        if sb != "DMA" or db != "DMA":
+            self.unsupported(op, f"a {sb} -> {db} stream: only DMA -> DMA streams are modelled")
+            return
+        self.connect(Channel(st, MM2S, si), Channel(dt, S2MM, di), op)
+
+    def connect(self, src: Channel, dst: Channel, op: Op | None = None) -> None:
+        dsts = self.routes.setdefault(src, [])
+        if dst not in dsts:
+            dsts.append(dst)
+
+    def _packet_flow(self, op: Op) -> None:
+        """A packet flow with one source and its destinations is a circuit as far as timing goes;
+        several flows sharing a source or a destination (packet switching) are not modelled."""
+        inner = op.regions[0].ops if op.regions else ()
+        srcs = [i for i in inner if i.name == "aie.packet_source"]
+        dsts = [i for i in inner if i.name == "aie.packet_dest"]
+        if len(srcs) != 1 or not dsts:
+            raise Unreadable("expected one aie.packet_source and at least one aie.packet_dest")
+        s = split(groups(srcs[0], "<")[0].items)
+        st, sb, si = self._port(s[0], s[1])
+        if sb in ENDLESS_FLOW_BUNDLES:
+            self.untimed.append((op.name, op.line))
+            return
+        for d in dsts:
+            dd = split(groups(d, "<")[0].items)
+            dt, db, di = self._port(dd[0], dd[1])
+            if sb != "DMA" or db != "DMA":
+                self.unsupported(op, f"a {sb} -> {db} packet stream: only DMA -> DMA streams are modelled")
+                return
+            src, dst = Channel(st, MM2S, si), Channel(dt, S2MM, di)
+            if any(dst in v for v in self.routes.values()) or src in self.routes and dst not in self.routes[src]:
+                self.unsupported(op, "packet-switched sharing of a channel by several flows")
+                return
+            self.connect(src, dst, op)
+
+    def _allocation(self, op: Op) -> None:
+        sym = next(i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL")
+        args = split(groups(op, "(")[0].items)
+        tile = self.value(args[0], Tile)
+        direction = MM2S if word(args[1]) == "MM2S" else S2MM
+        ch = Channel(tile, direction, int_of(args[2]))
+        self.symbols.setdefault(sym, ch)
+
+    def channel_for(self, tile: Tile, direction: str) -> Channel:
+        """The next free channel of a direction on a tile (how mlir-aie assigns FIFO channels)."""
+        key = (tile, direction)
+        index = self.next_channel.get(key, 0)
+        self.next_channel[key] = index + 1
+        return Channel(tile, direction, index)
+
+    # -- DMA programs ---------------------------------------------------------------------------------
+    def _dma_program(self, op: Op) -> None:
+        """``aie.mem``/``aie.memtile_dma``: ``aie.dma_start(dir, ch, ^first, ^next)`` over BD blocks,
+        or ``aie.dma(dir, ch) [{bd}, {bd}]`` (a cyclic ring unless ``loop = false``)."""
+        tile = self.value(groups(op, "(")[0].items, Tile)
+        blocks = {b.label: b for b in op.regions[0].blocks}
+        for block in op.regions[0].blocks:
+            for inner in block.ops:
+                if inner.name == "aie.dma_start":
+                    a = split(groups(inner, "(")[0].items)
+                    ch = Channel(tile, MM2S if word(a[0]) == "MM2S" else S2MM, int_of(a[1], self.env))
+                    first = self.bd_chain(blocks, word(a[2]), ch, inner)
+                    if first is not None:
+                        self.design.start_chain(ch, first)
+                elif inner.name == "aie.dma":
+                    self._dma_op(inner, tile)
+                elif inner.name in ("aie.buffer", "aie.lock", "aie.end", "arith.constant",
+                                    "aie.use_lock", "aie.dma_bd", "aie.next_bd"):
+                    if inner.name == "arith.constant":
+                        self.constant(inner)
+                else:
+                    self.unsupported(inner)
+
+    def _dma_op(self, op: Op, tile: Tile) -> None:
+        a = split(groups(op, "(")[0].items)
+        ch = Channel(tile, MM2S if word(a[0]) == "MM2S" else S2MM, int_of(a[1], self.env))
+        regions = [i for g in groups(op, "[") for i in g.items if hasattr(i, "blocks")]
+        at = attrs(op)
+        bds = []
+        repeat = int_of(at["repeat_count"]) + 1 if "repeat_count" in at else 1
+        for _ in range(repeat):
+            for region in regions:
+                bds.append(self.bd_block(region.ops, ch, op))
+        if not bds:
+            return
+        cyclic = not ("loop" in at and int_of(at["loop"]) == 0)
+        self.design.start_chain(ch, self.design.chain(*bds, cyclic=cyclic))
+
+    def bd_chain(self, blocks: dict, label: str, ch: Channel, op: Op) -> BD | None:
+        """BDs from block ``label`` along ``aie.next_bd`` until a block without a BD (``aie.end``)
+        or back to a BD already made (a cyclic chain)."""
+        made: dict[str, BD] = {}
+        order: list[tuple[str, BD, str | None]] = []
+        cur = label
+        while cur is not None and cur not in made and cur in blocks:
+            ops = blocks[cur].ops
+            if not any(o.name == "aie.dma_bd" for o in ops):
+                break
+            bd = self.bd_block(ops, ch, op)
+            made[cur] = bd
+            nxt = next((o for o in ops if o.name == "aie.next_bd"), None)
+            target = None
+            if nxt is not None:
+                target = next(i.text for i in nxt.items if isinstance(i, Atom) and i.kind == "BLOCK")
+            order.append((cur, bd, target))
+            cur = target
+        for _, bd, target in order:
+            if target in made:
+                bd.next = made[target]
+        for (_, bd, target), (_, nxt_bd, _) in zip(order, order[1:]):
+            bd.next = nxt_bd
+        return order[0][1] if order else None
+
+    def bd_block(self, ops, ch: Channel, where: Op) -> BD:
+        """One BD from a block's ``use_lock`` (acquire before, release after) and ``dma_bd``."""
+        acquire = release = None
+        bd_op = None
+        for o in ops:
+            if o.name == "aie.use_lock":
+                lock, action, value = self.use_lock(o)
+                if action.startswith("Acquire"):
+                    acquire = (lock, value)
+                else:
+                    release = (lock, value)
+            elif o.name == "aie.dma_bd":
+                bd_op = o
+            elif o.name == "arith.constant":
+                self.constant(o)
+            elif o.name not in ("aie.next_bd", "aie.end"):
+                self.unsupported(o)
+        if bd_op is None:
+            raise Unreadable("a DMA block without aie.dma_bd")
+        return self.dma_bd(bd_op, ch, acquire, release)
+
+    def use_lock(self, op: Op):
+        """(lock, action, value) of ``aie.use_lock(%lock, AcquireGreaterEqual|Acquire|Release, v)``.
+        ``Acquire`` (acquire-equal) is read as AcquireGreaterEqual: fastsim's locks are semaphores."""
+        a = split(groups(op, "(")[0].items)
+        lock = self.value(a[0], Lock)
+        value = int_of(a[2], self.env) if len(a) > 2 else 1
+        return lock, word(a[1]), value
+
+    def dma_bd(self, op: Op, ch: Channel, acquire, release) -> BD:
+        """``aie.dma_bd(%buf : memref<..> offset = O len = L sizes = [..] strides = [..])``: offset,
+        length, sizes and strides in elements (outermost first), as mlir-aie writes them."""
+        inner = groups(op, "(")[0].items
+        buf = self.value(inner)
+        texts = [i.text if isinstance(i, Atom) else None for i in inner]
+        _, bits = memref_of(inner)
+
+        def after(key):
+            if key not in texts:
+                return None
+            i = texts.index(key) + 1
+            i += 1 if texts[i] == "=" else 0
+            return inner[i:]
+
+        if "pad" in texts:
+            raise Unreadable("zero padding (pad [...]) is not modelled")
+        offset = int_of(after("offset"), self.env) if "offset" in texts else 0
+        at = attrs(op)
+        length_items = after("len") if "len" in texts else at.get("len")
+        length = int_of(length_items, self.env) if length_items else None
+        positional = [e for e in split(inner) if e][1:]  # the older form: (%buf : type, offset, len)
+        if positional and "offset" not in texts and length_items is None and len(positional) >= 2:
+            offset, length = int_of(positional[0], self.env), int_of(positional[1], self.env)
+        sizes = int_list(after("sizes")[0], self.env) if "sizes" in texts else []
+        strides = int_list(after("strides")[0], self.env) if "strides" in texts else []
+        if length is None:
+            length = buf.size_bytes * 8 // bits - offset
+        return self.make_bd(ch, buf, bits, offset, length, sizes, strides, acquire, release)
+
+    def make_bd(self, ch: Channel, buf, bits: int, offset: int, length: int, sizes, strides,
+                acquire=None, release=None, name: str = "") -> BD:
+        dims, iterations, length_bytes = access_pattern(sizes, strides, bits, length)
+        return self.design.bd(ch, buf, length_bytes, offset_bytes=offset * bits // 8, dims=dims,
+                              acquire=acquire, release=release, iterations=iterations, name=name or buf.name)
+
+    # -- cores ----------------------------------------------------------------------------------------
+    def _core(self, op: Op) -> None:
+        tile = self.value(groups(op, "(")[0].items, Tile)
+        cr = CoreReader(self, tile)
+        program = cr.body(op.regions[0].ops if op.regions else (), {})
+        for extra in op.regions[0].blocks[1:] if op.regions else ():
+            if extra.ops and not all(o.name == "aie.end" for o in extra.ops):
+                self.unsupported(extra.ops[0], "a core body of several blocks (cf.br loops)")
+        if cr.endless:
+            self.endless.add(tile)
+        if program:
+            self.design.core_program(tile, *program)
+
+    def fifo_locks(self, op: Op, fifo: str, port: str, tile: Tile):
+        return self.fifos.core_locks(fifo, port, tile)
+
+    # -- runtime sequence -------------------------------------------------------------------------------
+    def _sequence(self, op: Op) -> None:
+        from .sequence import SequenceReader
+
+        SequenceReader(self).read(op)
+
+
+def access_pattern(sizes, strides, bits: int, length: int):
+    """(dims in words innermost first, iterations, bytes per iteration) of an n-d access pattern
+    given outermost first in elements. A pattern that reads contiguously needs no dims; a fourth
+    (outermost) dimension becomes the BD's iteration count. Sizes that do not fill whole 32-bit
+    words are moved as their byte count without dims."""
+    sizes, strides = list(sizes), list(strides)
+    if not sizes:
+        return (), 1, length * bits // 8
+    while len(sizes) > 1 and sizes[0] == 1:
+        sizes, strides = sizes[1:], strides[1:]
+    iterations = 1
+    if len(sizes) == 4:
+        iterations, sizes, strides = sizes[0], sizes[1:], strides[1:]
+    total = 1
+    for s in sizes:
+        total *= s
+    length_bytes = total * bits // 8
+    contiguous, expect = True, 1
+    for s, t in reversed(list(zip(sizes, strides))):
+        if s > 1 and t != expect:
+            contiguous = False
+        expect *= s
+    if contiguous or (sizes[-1] * bits) % 32 or any((t * bits) % 32 for t in strides[:-1]):
+        return (), iterations, length_bytes
+    dims = [(sizes[-1] * bits // 32, 1)] + [(s, t * bits // 32) for s, t in zip(sizes[-2::-1], strides[-2::-1])]
+    while len(dims) > 1 and dims[-1][0] == 1:
+        dims.pop()
+    return tuple(dims), iterations, length_bytes

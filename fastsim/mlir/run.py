@@ -1,0 +1,92 @@
+"""Simulating a design read from MLIR, with persistent cores.
+
+IRON's cores often loop "forever" (to sys.maxsize): they wait for the next object after the host's
+data has gone through. Such a run ends in the engine's deadlock state with only those cores
+waiting; that is the design's natural end, and the cycle at which nothing could move any more is
+its length. Any other deadlock is raised as usual.
+"""
+from __future__ import annotations
+
+from fastsim.kernels import layout as L
+
+from ..lower import lower
+from ..results import to_dataset
+from ..simulation import raise_on_failure, run_batch
+from .reader import DesignInfo
+
+
+def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False, max_events: int = 200_000,
+                    max_cycles: int = 2**40):
+    """Simulate ``info.design``; returns the engine's Dataset with attr ``persistent_cores``: how
+    many endless cores were left waiting when the run ended (0 when every core finished)."""
+    lowered = lower(info.design, skip=skip, max_cycles=max_cycles, max_events=max_events if trace else 0)
+    batch = run_batch([lowered])
+    left = _only_endless_cores_left(batch, info)
+    if left is None:
+        raise_on_failure(batch, 0)
+        left = 0
+    ds = to_dataset(batch, trace=trace)
+    ds.attrs["persistent_cores"] = left
+    return ds
+
+
+def _only_endless_cores_left(batch, info: DesignInfo) -> int | None:
+    """The number of endless cores still running, when the run stopped in a deadlock with the
+    host's sequence done and every unfinished core one of the endless ones; else None."""
+    res = batch.outputs["res"][0]
+    if int(res[L.R_STATUS]) != L.ST_DEADLOCK or not info.endless_cores:
+        return None
+    lw = batch.designs[0]
+    _, _, kst, _, hst, _ = (a[0] for a in batch.state[:6])
+    if int(hst[0]) < len(info.design.host):
+        return None
+    waiting = [tile for k, tile in enumerate(lw.core_tiles) if int(kst[k, L.K_STATE]) != L.KS_DONE]
+    if not waiting or any(t not in info.endless_cores for t in waiting):
+        return None
+    return len(waiting)
+
+
+def summary(ds, info: DesignInfo) -> dict:
+    """The headline numbers of a simulated MLIR design (``report.summarize`` without op counts:
+    an MLIR design does not say how many operations its kernels do), its kernels and the ops read
+    without time."""
+    from ..design import compute_cycles_by_kernel
+    from ..report import summarize
+
+    arch = info.design.arch
+    s = summarize(ds, 0, arch, 0.0, "bf16")
+    for key in ("ops", "ops_per_s", "peak_ops_per_s", "peak_fraction"):
+        s.pop(key)
+    per_kernel: dict[str, int] = {}
+    for ops in info.design.cores.values():
+        compute_cycles_by_kernel(ops, 1, per_kernel)
+    s["design"] = {"name": info.design.name, "cores": len(info.design.cores), "bds": len(info.design.bds),
+                   "locks": len(info.design.locks), "buffers": len(info.design.buffers),
+                   "host_steps": len(info.design.host), "persistent_cores": int(ds.attrs.get("persistent_cores", 0))}
+    s["kernels"] = {"cycles_per_call": dict(info.kernels), "total_cycles_per_core_program": per_kernel}
+    s["untimed_ops"] = sorted({name for name, _ in info.untimed})
+    return s
+
+
+def format_design_summary(s: dict) -> str:
+    """``summary`` as the table ``fastsim run design`` prints."""
+    d = s["design"]
+    lines = [f"{d['name']} on {s['arch']}",
+             f"  cycles          {s['total_cycles']:,}",
+             f"  time            {s['seconds'] * 1e6:,.1f} us  (kernel {s['kernel_seconds'] * 1e6:,.1f} us"
+             f" + dispatch {s['dispatch_overhead_s'] * 1e6:,.1f} us)",
+             f"  design          {d['cores']} cores, {d['bds']} BDs, {d['locks']} locks, {d['buffers']} buffers, "
+             f"{d['host_steps']} host steps",
+             "  bytes by level"]
+    lines += [f"    {level:<16}{b:,.0f} B" for level, b in s["bytes_by_level"].items() if b]
+    lines.append("  utilization")
+    lines += [f"    {k:<16}{100 * v:5.1f} %" for k, v in sorted(s["utilization"].items(), key=lambda kv: -kv[1])]
+    lines.append(f"  bound by        {s['bound_by']}")
+    for name, cycles in sorted(s["kernels"]["total_cycles_per_core_program"].items()):
+        lines.append(f"  kernel          {name}: {cycles:,} cycles over all calls of all cores")
+    if d["persistent_cores"]:
+        lines.append(f"  persistent      {d['persistent_cores']} core(s) loop forever; the run ends when "
+                     "they wait for data that no longer comes")
+    if s["untimed_ops"]:
+        lines.append(f"  read, no time   {', '.join(s['untimed_ops'])}")
+    return "\n".join(lines)

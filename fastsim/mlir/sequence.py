@@ -1,0 +1,139 @@
+"""The runtime sequence: what the host does, as Push and Wait steps.
+
+``aiex.npu.dma_memcpy_nd`` makes a shim BD over a runtime argument (a DDR buffer) and pushes it to
+the channel its ``metadata`` symbol names (a shim allocation or an object FIFO's shim end);
+``dma_wait`` and ``npu.sync`` wait for that channel's tasks. ``dma_configure_task(_for)`` makes a
+BD chain that ``dma_start_task`` pushes (``repeat_count`` more times) and ``dma_await_task``
+waits for.
+"""
+from __future__ import annotations
+
+from ..design import MM2S, S2MM, Channel, Tile
+from .reader import NO_TIMING, Task
+from .syntax import Atom, Group
+from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+
+
+class SequenceReader:
+    def __init__(self, reader):
+        self.r = reader
+        self.d = reader.design
+        self.bds: dict = {}  # identical shim BDs are one BD (a sequence reuses a few BD ids)
+
+    def read(self, op) -> None:
+        self._arguments(op)
+        for inner in op.regions[0].ops if op.regions else ():
+            try:
+                self._op(inner)
+            except Unreadable as e:
+                self.r.problem(inner, str(e))
+            except (IndexError, KeyError, ValueError) as e:
+                self.r.problem(inner, f"cannot read its operands ({type(e).__name__}: {e})")
+
+    def _arguments(self, op) -> None:
+        """Runtime arguments (``%a: memref<64xi32>``) become DDR buffers."""
+        params = groups(op, "(")
+        if not params:
+            return
+        for entry in split(params[0].items):
+            values = [i for i in entry if isinstance(i, Atom) and i.kind == "VALUE"]
+            if not values:
+                continue
+            shape, bits = memref_of(entry)
+            buf = self.d.ddr_buffer(memref_bytes(shape, bits), values[0].text.lstrip("%"))
+            self.r.env[values[0].text] = buf
+            self.r.element_bits[buf.id] = bits
+
+    def _op(self, op) -> None:
+        name = op.name
+        if name == "arith.constant":
+            self.r.constant(op)
+        elif name == "aiex.npu.dma_memcpy_nd":
+            self._memcpy(op)
+        elif name == "aiex.npu.dma_wait":
+            self.d.wait(self._symbol_channel(op, attrs(op)["symbol"]))
+        elif name == "aiex.npu.sync":
+            a = attrs(op)
+            if "column" not in a:  # the positional form: (column, row, direction, channel, ...)
+                values = split(groups(op, "(")[0].items)
+                a = dict(zip(("column", "row", "direction", "channel"), values))
+            env = self.r.env
+            tile = Tile(int_of(a["column"], env), int_of(a["row"], env))
+            direction = S2MM if int_of(a["direction"], env) == 0 else MM2S
+            self.d.wait(Channel(tile, direction, int_of(a["channel"], env)))
+        elif name in ("aiex.dma_configure_task", "aiex.dma_configure_task_for"):
+            self._configure(op)
+        elif name == "aiex.dma_start_task":
+            for task in self._tasks(op):
+                self.d.push(task.channel, task.bd, task.repeat)
+        elif name == "aiex.dma_await_task":
+            for task in self._tasks(op):
+                self.d.wait(task.channel)
+        elif name in NO_TIMING or name == "func.return":
+            if name != "aie.end":
+                self.r.untimed.append((name, op.line))
+        else:
+            self.r.unsupported(op)
+
+    def _symbol_channel(self, op, items) -> Channel:
+        sym = word(items).lstrip("@")
+        ch = self.r.symbols.get(sym)
+        if not isinstance(ch, Channel):
+            raise Unreadable(f"@{sym} names no shim DMA channel (aie.shim_dma_allocation or an object FIFO's "
+                             "shim end)")
+        return ch
+
+    def _memcpy(self, op) -> None:
+        """``dma_memcpy_nd(%arg[offsets][sizes][strides]) {metadata = @x, id = n}``: four dims,
+        outermost first, in elements; the outermost becomes the BD's iteration count."""
+        a = attrs(op)
+        ch = self._symbol_channel(op, a["metadata"])
+        inner = groups(op, "(")[0].items
+        at = next(i for i, it in enumerate(inner) if isinstance(it, Atom) and it.kind == "VALUE")
+        buf = self.r.value(inner[at:at + 1])
+        squares = [g for g in inner[at + 1:] if isinstance(g, Group) and g.kind == "["]
+        offsets, sizes, strides = (int_list(g, self.r.env) for g in squares[:3])
+        bits = self.r.bits_of(buf)
+        offset = sum(o * s for o, s in zip(offsets, strides)) if strides else 0
+        if sizes and len(sizes) == len(strides) and strides[-1] == 0:
+            strides[-1] = 1
+        bd = self._bd(ch, buf, bits, offset, sizes, strides)
+        self.d.push(ch, bd)
+
+    def _bd(self, ch, buf, bits, offset, sizes, strides):
+        key = (ch, buf.id, offset, tuple(sizes), tuple(strides))
+        bd = self.bds.get(key)
+        if bd is None:
+            length = 1
+            for s in sizes:
+                length *= s
+            bd = self.bds[key] = self.r.make_bd(ch, buf, bits, offset, length, sizes, strides)
+        return bd
+
+    def _configure(self, op) -> None:
+        """A task: a channel (``(%tile, MM2S, 0)`` or ``_for @fifo``) and a BD chain in its region."""
+        a = attrs(op)
+        if op.name == "aiex.dma_configure_task_for":
+            ch = self._symbol_channel(op, [i for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"])
+        else:
+            args = split(groups(op, "(")[0].items)
+            tile = self.r.value(args[0], Tile)
+            ch = Channel(tile, MM2S if word(args[1]) == "MM2S" else S2MM, int_of(args[2], self.r.env))
+        region = op.regions[0]
+        blocks = {b.label: b for b in region.blocks}
+        first = self.r.bd_chain(blocks, region.blocks[0].label, ch, op)
+        if first is None:
+            raise Unreadable("a task without aie.dma_bd")
+        repeat = int_of(a["repeat_count"]) + 1 if "repeat_count" in a else 1
+        self.r.env[op.results[0]] = Task(ch, first, repeat)
+
+    def _tasks(self, op) -> list[Task]:
+        out = []
+        for g in groups(op, "("):
+            for it in g.items:
+                if isinstance(it, Atom) and it.kind == "VALUE":
+                    t = self.r.env.get(it.text)
+                    if not isinstance(t, Task):
+                        raise Unreadable(f"{it.text} is not a DMA task")
+                    out.append(t)
+        return out

@@ -1,0 +1,127 @@
+"""Reading the items of a parsed op: comma-separated arguments, attribute dictionaries, integers
+(literal or through ``arith.constant`` values) and memref types."""
+from __future__ import annotations
+
+from math import prod
+
+from .syntax import Atom, Group
+
+# element type -> bits; i<N>, ui<N>, si<N> and f<N> are read from their names
+_NAMED_BITS = {"bf16": 16, "index": 64, "f8E4M3FN": 8, "f8E5M2": 8}
+
+
+class Unreadable(Exception):
+    """An item is not of the form an op's reader needs (the reader turns it into a problem)."""
+
+
+def split(items) -> list[tuple]:
+    """Items separated by top-level commas."""
+    out, cur = [], []
+    for it in items:
+        if isinstance(it, Atom) and it.kind == "COMMA":
+            out.append(tuple(cur))
+            cur = []
+        else:
+            cur.append(it)
+    if cur or out:
+        out.append(tuple(cur))
+    return out
+
+
+def groups(op, kind: str) -> list[Group]:
+    """The op's top-level groups of one kind ('(', '[', '<', '{')."""
+    return [i for i in op.items if isinstance(i, Group) and i.kind == kind]
+
+
+def attr_dict(group: Group) -> dict:
+    """``{name = value, flag}`` -> {name: items of the value} (a flag maps to ())."""
+    out = {}
+    for entry in split(group.items):
+        if not entry:
+            continue
+        name = entry[0].text.strip('"') if isinstance(entry[0], Atom) else str(entry[0])
+        value = entry[2:] if len(entry) > 1 and isinstance(entry[1], Atom) and entry[1].kind == "EQ" else ()
+        out[name] = value
+    return out
+
+
+def attrs(op) -> dict:
+    """Every attribute dictionary of the op merged (``{...}`` groups at its top level that hold
+    ``name = value`` entries)."""
+    out = {}
+    for g in groups(op, "{"):
+        if g.items and isinstance(g.items[0], Atom) and g.items[0].kind in ("WORD", "DOTTED", "STRING"):
+            out.update(attr_dict(g))
+    return out
+
+
+def int_of(items, env: dict | None = None) -> int:
+    """An integer from ``5``, ``-5``, ``5 : i32``, ``true``, or an SSA value bound to a constant."""
+    items = tuple(items)
+    if not items:
+        raise Unreadable("missing integer")
+    sign = 1
+    if isinstance(items[0], Atom) and items[0].kind == "MINUS":
+        sign, items = -1, items[1:]
+    first = items[0]
+    if isinstance(first, Atom):
+        if first.kind == "INT":
+            return sign * int(first.text, 0)
+        if first.kind == "WORD" and first.text in ("true", "false"):
+            return int(first.text == "true")
+        if first.kind == "VALUE" and env is not None and isinstance(env.get(first.text), int):
+            return sign * env[first.text]
+        if first.kind == "FLOAT" and float(first.text).is_integer():
+            return sign * int(float(first.text))
+    raise Unreadable(f"expected an integer, found {' '.join(str(i) for i in items)!r}")
+
+
+def int_list(group: Group, env: dict | None = None) -> list[int]:
+    return [int_of(e, env) for e in split(group.items) if e]
+
+
+def word(items) -> str:
+    """The text of a single word or symbol item (``S2MM``, ``@of``, ``"x"``)."""
+    items = tuple(items)
+    if len(items) >= 1 and isinstance(items[0], Atom):
+        return items[0].text.strip('"')
+    raise Unreadable(f"expected a name, found {' '.join(str(i) for i in items)!r}")
+
+
+def element_bits(name: str) -> int:
+    if name in _NAMED_BITS:
+        return _NAMED_BITS[name]
+    digits = name.lstrip("uisf")
+    if digits.isdigit() and name[: len(name) - len(digits)] in ("i", "ui", "si", "f"):
+        return int(digits)
+    raise Unreadable(f"element type {name!r}")
+
+
+def memref_of(items) -> tuple[tuple[int, ...], int]:
+    """(shape, element bits) of the first ``memref<...>`` among ``items`` (searched through
+    groups too, so ``!aie.objectfifo<memref<16xi32>>`` works)."""
+    items = tuple(items)
+    for i, it in enumerate(items):
+        if isinstance(it, Atom) and it.kind == "WORD" and it.text == "memref" and i + 1 < len(items) \
+                and isinstance(items[i + 1], Group) and items[i + 1].kind == "<":
+            return _shape(items[i + 1])
+        if isinstance(it, Group):
+            try:
+                return memref_of(it.items)
+            except Unreadable:
+                pass
+    raise Unreadable("expected a memref type")
+
+
+def _shape(g: Group) -> tuple[tuple[int, ...], int]:
+    """``16x8xi32`` is lexed as INT 16 and WORD x8xi32: join the first entry's texts and split at 'x'."""
+    first = split(g.items)[0]
+    text = "".join(str(i) for i in first if isinstance(i, Atom))
+    parts = text.split("x")
+    if not parts or any(not p.isdigit() for p in parts[:-1]):
+        raise Unreadable(f"memref<{text}>: only static shapes are read")
+    return tuple(int(p) for p in parts[:-1]), element_bits(parts[-1])
+
+
+def memref_bytes(shape: tuple[int, ...], bits: int) -> int:
+    return prod(shape) * bits // 8

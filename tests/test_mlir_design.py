@@ -1,0 +1,159 @@
+"""mlir-aie designs read into fastsim Designs: each construct of tests/mlir/ simulated, with cycles
+checked against a hand-built Design of the same hardware program (identical cycles)."""
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import fastsim
+from fastsim import NPU1, NPU2, Acquire, Compute, Design, Loop, Release, mm2s, object_fifo, s2mm
+from fastsim.errors import ConfigError
+from fastsim.mlir import MlirError, load_kernel_costs, read_design, read_text, simulate_design
+
+HERE = Path(__file__).parent / "mlir"
+
+
+def cycles(name: str, kernels=None) -> int:
+    ds = simulate_design(read_design(HERE / f"{name}.mlir", kernels))
+    return int(ds.total_cycles[0])
+
+
+def hand_passthrough(kernel_cycles: int) -> Design:
+    """What both passthrough fixtures mean, built with the Python API."""
+    d = Design(NPU2, "passthrough")
+    sh, ct = d.shim(0), d.compute(0, 0)
+    src, dst = d.ddr_buffer(4096, "src"), d.ddr_buffer(4096, "dst")
+    fin = object_fifo(d, mm2s(sh, 0), [s2mm(ct, 0)], 2, 1024, "in")
+    fout = object_fifo(d, mm2s(ct, 0), [s2mm(sh, 0)], 2, 1024, "out")
+    c = fin["consumers"][0]
+    d.core_program(ct, Loop(4, (Acquire(c["cons_lock"]), Acquire(fout["producer_prod_lock"]),
+                                Compute(kernel_cycles, "kernel"), Release(c["prod_lock"]),
+                                Release(fout["producer_cons_lock"]))))
+    d.push(mm2s(sh, 0), d.bd(mm2s(sh, 0), src, 1024, iterations=4))
+    d.push(s2mm(sh, 0), d.bd(s2mm(sh, 0), dst, 1024, iterations=4))
+    d.wait(s2mm(sh, 0))
+    return d
+
+
+@pytest.mark.parametrize("kernel_cycles", [1, 300, 2000])
+def test_physical__passthrough_matches_the_hand_built_design(kernel_cycles):
+    hand = int(fastsim.simulate(hand_passthrough(kernel_cycles)).total_cycles[0])
+    assert cycles("physical_passthrough", {"kernel": kernel_cycles}) == hand
+
+
+@pytest.mark.parametrize("kernel_cycles", [1, 300, 2000])
+def test_objectfifo__passthrough_equals_its_physical_form(kernel_cycles):
+    k = {"kernel": kernel_cycles}
+    assert cycles("objectfifo_passthrough", k) == cycles("physical_passthrough", k)
+
+
+def test_physical__reads_buffers_locks_bds_and_host_steps():
+    info = read_design(HERE / "physical_passthrough.mlir", {"kernel": 300})
+    d = info.design
+    assert d.arch is NPU2
+    assert {b.name: b.size_bytes for b in d.buffers if b.tile is not None} == {
+        "in_a": 1024, "in_b": 1024, "out_a": 1024, "out_b": 1024}
+    assert [(lk.name, lk.init) for lk in d.locks] == [("in_free", 2), ("in_full", 0), ("out_free", 2),
+                                                       ("out_full", 0)]
+    ring = d.static_chains[s2mm(d.compute(0, 0), 0)]
+    assert ring.next.next is ring and ring.acquire[0].name == "in_free"
+    pushes = [op for op in d.host if hasattr(op, "bd")]
+    assert [(p.bd.length_bytes, p.bd.iterations) for p in pushes] == [(1024, 4), (1024, 4)]
+
+
+def test_link__distribute_and_join_move_every_byte_through_the_mem_tile():
+    ds = simulate_design(read_design(HERE / "link_distribute.mlir", {"scale": 500}))
+    level = dict(zip(ds.level.values, ds.level_bytes.values[0]))
+    assert level["ddr_read"] == level["ddr_write"] == 8 * 2048
+    assert level["shim_mem"] == level["mem_compute"] == 2 * 8 * 2048
+    # two cores share the work: 8 calls each of 500 cycles, overlapped with the streams
+    assert 8 * 500 < int(ds.total_cycles[0]) < 2 * 8 * 500
+
+
+def test_link__distribute_gives_each_output_its_own_slice_and_locks():
+    d = read_design(HERE / "link_distribute.mlir", {"scale": 500}).design
+    mem = d.mem(0)
+    sends = [b for b in d.bds if b.channel.tile == mem and b.channel.direction == "mm2s"
+             and b.acquire[0].name.startswith("half_in")]
+    assert {b.length_bytes for b in sends} == {1024}
+    assert {(b.channel.index, b.offset_bytes, b.acquire[0].name) for b in sends} == {
+        (0, 0, "half_in0_link_cons_lock"), (1, 1024, "half_in1_link_cons_lock")}
+
+
+def test_shared_memory__adjacent_cores_use_locks_without_dma():
+    info = read_design(HERE / "shared_memory.mlir")
+    d = info.design
+    assert d.arch is NPU1 and not d.bds and not d.routes
+    hand = Design(NPU1)
+    a, b = hand.compute(0, 0), hand.compute(0, 1)
+    prod, cons = hand.lock(a, 1), hand.lock(a, 0)
+    hand.core_program(a, Loop(3, (Acquire(prod), Compute(16 * 3, "inline"), Release(cons))))
+    hand.core_program(b, Loop(3, (Acquire(cons), Release(prod))))
+    assert cycles("shared_memory") == int(fastsim.simulate(hand).total_cycles[0])
+
+
+def test_inline__ops_cost_one_cycle_each_and_constants_none():
+    info = read_design(HERE / "shared_memory.mlir")
+    prog = info.design.cores[info.design.compute(0, 0)]
+    assert prog == [Loop(3, (Acquire(info.design.locks[0]), Compute(48, "inline"), Release(info.design.locks[1])))]
+
+
+def test_dma_task__persistent_core_ends_when_data_stops():
+    info = read_design(HERE / "dma_task.mlir", {"add_one": 100})
+    assert info.endless_cores == {info.design.compute(1, 0)}
+    ds = simulate_design(info)
+    assert ds.attrs["persistent_cores"] == 1
+    level = dict(zip(ds.level.values, ds.level_bytes.values[0]))
+    assert level["ddr_read"] == level["ddr_write"] == 1024
+    assert 4 * 100 < int(ds.total_cycles[0]) < 4 * 100 + 400
+
+
+def test_unsupported__op_is_named_with_its_line():
+    with pytest.raises(MlirError) as e:
+        read_design(HERE / "unsupported_op.mlir")
+    assert e.value.stops == [("aie.cascade_flow", 6)]
+    assert "unsupported_op.mlir:6: op 'aie.cascade_flow'" in str(e.value)
+    assert isinstance(e.value, ConfigError)
+
+
+def test_kernels__a_call_without_a_cost_is_an_error_naming_the_kernel():
+    with pytest.raises(MlirError, match="kernel 'kernel' has no cost"):
+        read_design(HERE / "physical_passthrough.mlir")
+
+
+def test_kernels__toml_costs_are_read_and_checked(tmp_path):
+    good = tmp_path / "costs.toml"
+    good.write_text('[kernels]\nkernel = 300\nother = { cycles = 7 }\n')
+    assert load_kernel_costs(good) == {"kernel": 300, "other": 7}
+    assert cycles("physical_passthrough", good) == cycles("physical_passthrough", {"kernel": 300})
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[kernels]\nkernel = 0\nother = "fast"\n')
+    with pytest.raises(ConfigError) as e:
+        load_kernel_costs(bad)
+    assert len(e.value.problems) == 2
+
+
+def test_devices__a_file_of_several_devices_needs_a_choice():
+    text = (HERE / "shared_memory.mlir").read_text().replace("aie.device(npu1_1col)", "aie.device(npu1_1col) @one")
+    two = text.replace("module {", "module {\n  aie.device(npu2) @empty {\n  }", 1)
+    with pytest.raises(MlirError, match="2 aie.device ops"):
+        read_text(two)
+    assert read_text(two, device="one").design.cores
+
+
+def test_cli__run_design_prints_the_summary_and_json(tmp_path):
+    from fastsim.cli import main
+
+    costs = tmp_path / "costs.toml"
+    costs.write_text("[kernels]\nkernel = 300\n")
+    path = str(HERE / "objectfifo_passthrough.mlir")
+    out = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs)])
+    assert out.exit_code == 0, out.output
+    assert f"cycles          {cycles('physical_passthrough', {'kernel': 300}):,}" in out.output
+    js = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--json"])
+    import json
+
+    s = json.loads(js.output)
+    assert s["kernels"]["cycles_per_call"] == {"kernel": 300} and s["design"]["cores"] == 1
+    missing = CliRunner().invoke(main, ["run", "design", path])
+    assert missing.exit_code == 2 and "kernel 'kernel' has no cost" in missing.output
