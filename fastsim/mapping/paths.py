@@ -116,14 +116,23 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
 
 def push_round(d: Design, entries, times: int = 1) -> None:
     """Push one round of host tasks ``times`` times over, interleaving every (bd, count) entry's
-    chunks (at most max_task_repeat each) so that no channel's queue fills while another channel of
-    the round still has nothing (which deadlocks a broadcast)."""
-    ops = []
-    left = [[bd, count] for bd, count in entries if bd is not None and count > 0]
-    while left:
-        for entry in left:
-            step = min(entry[1], d.arch.max_task_repeat)
-            ops.append(d.push_op(entry[0].channel, entry[0], step))
-            entry[1] -= step
-        left = [e for e in left if e[1] > 0]
+    chunks (at most max_task_repeat each) in proportion to the counts: the entry with the most
+    tasks pushes a whole chunk per pass and every other entry as much of its own count as that
+    entry has done of its count. A channel's queue then never fills while the tasks another
+    channel needs to drain it are still unpushed (a broadcast, or on-chip A sends several per B
+    task, deadlock otherwise). Entries of equal counts push exactly as plain round robin does."""
+    cap = d.arch.max_task_repeat
+    live = [[bd, count, 0] for bd, count in entries if bd is not None and count > 0]
+    most = max((count for _, count, _ in live), default=0)
+    ops, done_most = [], 0
+    while done_most < most:
+        done_most = min(most, done_most + cap)
+        for entry in live:
+            bd, count, done = entry
+            target = -(-count * done_most // most)  # ceil: a smaller entry is never behind
+            while done < target:
+                step = min(target - done, cap)
+                ops.append(d.push_op(bd.channel, bd, step))
+                done += step
+            entry[2] = done
     d.host.extend(ops * times)
