@@ -1,0 +1,53 @@
+"""The whole-run search: kernels shared across ops pay where per-op choices overflow program
+memory; what it answers replays, is never slower than the per-op choices, and a run without
+program reloads keeps them."""
+from dataclasses import replace
+
+import pytest
+
+from fastsim.errors import ConfigError
+from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
+from fastsim.mapping.dispatch import DispatchLimits
+from fastsim.studies.whole_run import whole_run_search
+
+TINY = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
+# room for four matmul kernels and the vector ones: the tiny model's per-op choices use more
+TIGHT = DispatchLimits(program_memory_bytes=4 * 2048 + 8 * 512)
+
+
+@pytest.fixture(scope="module")
+def tight_decode():
+    study = LlmStudy(model=TINY, regime="decode", context=256, search_budget=1)
+    return study, whole_run_search(study, limits=TIGHT)
+
+
+def test_kernel_sharing__pays_when_per_op_kernels_overflow_program_memory(tight_decode):
+    study, found = tight_decode
+    assert found.reload_seconds > 0  # the per-op choices reload programs every layer
+    assert found.moves and found.gain_seconds > 0
+    assert found.seconds == found.moves[-1].seconds
+    before = simulate_llm(study, limits=TIGHT)
+    after = simulate_llm(found.study, limits=TIGHT)
+    assert len({tuple(t) for t, dp in zip(after.matmul_tile.values, after.matmul_datapath.values) if dp}) < \
+        len({tuple(t) for t, dp in zip(before.matmul_tile.values, before.matmul_datapath.values) if dp})
+    assert "faster" in found.summary()
+
+
+def test_whole_run_answer__replays_and_is_never_slower(tight_decode):
+    study, found = tight_decode
+    assert float(simulate_llm(found.study, limits=TIGHT).total_seconds) == found.seconds
+    assert found.seconds <= found.per_op_seconds == float(simulate_llm(study, limits=TIGHT).total_seconds)
+
+
+def test_no_program_reloads__keeps_the_per_op_choices():
+    study = LlmStudy(model=TINY, regime="decode", context=256, search_budget=1)
+    found = whole_run_search(study, limits=DispatchLimits(program_memory_bytes=1 << 20))
+    assert found.reload_seconds == 0 and not found.moves and found.runs == 1
+    assert found.study == study and found.seconds == found.per_op_seconds
+    assert "no program reloads" in found.summary()
+
+
+@pytest.mark.parametrize("rounds", [0, -1, 1.5, True])
+def test_rounds__must_be_a_whole_number(rounds):
+    with pytest.raises(ConfigError, match="rounds"):
+        whole_run_search(replace(LlmStudy(model=TINY, context=64)), rounds=rounds)
