@@ -18,6 +18,7 @@ from .arch import show_arch
 from .calibrate import calibrate_cmd
 from .common import error_text
 from .design import design_cmd
+from .export import export_group
 from .llm import llm_cmd
 from .mapping import map_group
 from .models import models_cmd
@@ -69,6 +70,7 @@ def main(ctx, threads, debug):
 
 run_group.add_command(llm_cmd)
 run_group.add_command(design_cmd)
+main.add_command(export_group)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,
                 calibrate_cmd, models_cmd):
     main.add_command(command)

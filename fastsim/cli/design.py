@@ -1,5 +1,5 @@
-"""``fastsim run design FILE.mlir [--kernels costs.toml] [--device NAME]``: simulate an mlir-aie
-design (docs/mlir.md)."""
+"""``fastsim run design FILE.mlir [--kernels costs.toml] [--device NAME] [--ablate]``: simulate an
+mlir-aie design, and with ``--ablate`` rank its kernels by the time each costs it (docs/mlir.md)."""
 from __future__ import annotations
 
 import json
@@ -15,13 +15,14 @@ from .common import fail, run_options_here
 @click.option("--kernels", "kernels_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="TOML with a [kernels] table: kernel name = cycles per call (every func.call needs one)")
 @click.option("--device", default=None, help="the aie.device @NAME to run, for a file that holds several")
+@click.option("--ablate", is_flag=True, help="also rank the kernels: each in turn a 1-cycle pass, by cycles saved")
 @run_options_here
 @click.pass_context
-def design_cmd(ctx, path, kernels_path, device):
+def design_cmd(ctx, path, kernels_path, device, ablate):
     """Simulate an mlir-aie design: the aie dialect's physical or object-FIFO form with its runtime
     sequence. The device's name picks the arch (npu1*, npu2*; others: --arch).
 
-    Example: fastsim run design aie.mlir --kernels costs.toml --json"""
+    Example: fastsim run design aie.mlir --kernels costs.toml --json (--ablate: rank the kernels)"""
     from ..mlir import read_design, simulate_design
     from ..mlir.run import format_design_summary, summary
 
@@ -33,6 +34,15 @@ def design_cmd(ctx, path, kernels_path, device):
     except (ConfigError, SimulationError) as e:
         fail(e)
     s = summary(ds, info)
+    if ablate:
+        from ..mlir.ablate import ablate as run_ablation
+
+        try:
+            base, rows = run_ablation(info, skip=opts["skip"])
+        except (ConfigError, SimulationError) as e:
+            fail(e)
+        s["ablation"] = [{"kernel": a.kernel, "calls": a.calls, "cycles": a.cycles, "saved_cycles": a.saved_cycles}
+                         for a in rows]
     if opts["trace"]:
         from ..trace import write_trace
 
@@ -41,6 +51,10 @@ def design_cmd(ctx, path, kernels_path, device):
         click.echo(json.dumps(s))
         return
     click.echo(format_design_summary(s))
+    if ablate:
+        from ..mlir.ablate import format_ablation
+
+        click.echo(format_ablation(s["total_cycles"], rows))
     if opts["trace"]:
         click.echo(f"  trace           {opts['trace']} ({s['trace_events']} slices)")
 

@@ -25,6 +25,36 @@ class CoreReader:
         self.r, self.tile = reader, tile
         self.endless = False
 
+    def blocks(self, blocks) -> list:
+        """A core region: its entry block, then along ``cf.br``: a jump forward continues there,
+        a block that jumps to itself is an endless loop (how ``while (true)`` lowers); any other
+        control flow is outside the subset."""
+        by_label = {b.label: b for b in blocks}
+        out: list = []
+        held: dict = {}
+        done: set = set()
+        block = blocks[0]
+        while block is not None:
+            done.add(block.label)
+            ops, last = list(block.ops), block.ops[-1] if block.ops else None
+            target = None
+            if last is not None and last.name == "cf.br":
+                ops.pop()
+                target = next((i.text for i in last.items if isinstance(i, Atom) and i.kind == "BLOCK"), None)
+            if target == block.label:
+                self.endless = True
+                out.append(Loop(ENDLESS, tuple(self.body(ops, held))))
+                break
+            out += self.body(ops, held)
+            if target is None:
+                break
+            if target in done or target not in by_label:
+                self.r.unsupported(last, "a branch back to an earlier block (only a block's jump to itself, "
+                                         "an endless loop, is read)")
+                break
+            block = by_label[target]
+        return _merge(out)
+
     def body(self, ops, held: dict) -> list:
         out: list = []
         for op in ops:

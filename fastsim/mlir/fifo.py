@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..design import MM2S, S2MM, Tile
 from .syntax import Atom, Group
+from .reader import pad_layout
 from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
 
 
@@ -29,6 +30,7 @@ class Fifo:
     attrs: dict
     line: int
     dims_to_stream: tuple = ()
+    pads: tuple = ()  # padDimensions: zero padding the producer's MM2S adds, outermost first
     link_in: object = None   # the link this FIFO feeds (it is one of its inputs)
     link_out: object = None  # the link this FIFO leaves (it is one of its outputs)
 
@@ -69,15 +71,17 @@ class Fifos:
             depths = [int_of(depth_items)] * (1 + len(consumers))
         shape, bits = memref_of(op.items)
         a = attrs(op)
-        for key in ("repeat_count", "init_values", "plio", "aie_stream", "disable_synchronization",
-                    "padDimensions", "iter_count"):
+        for key in ("repeat_count", "init_values", "plio", "aie_stream", "disable_synchronization", "iter_count"):
             if key in a:
                 raise Unreadable(f"object FIFO {name}: attribute {key} is not modelled")
         dims = ()
-        texts = [i.text if isinstance(i, Atom) else None for i in op.items]
-        if "dimensionsToStream" in texts:
-            dims = _layout(op.items[texts.index("dimensionsToStream") + 1])
-        self.fifos[name] = Fifo(name, producer, consumers, depths, memref_bytes(shape, bits), bits, a, op.line, dims)
+        for items in (op.items, args[0]):  # IRON writes it after the producer: (%t dimensionsToStream [...], ...)
+            texts = [i.text if isinstance(i, Atom) else None for i in items]
+            if "dimensionsToStream" in texts:
+                dims = _layout(items[texts.index("dimensionsToStream") + 1])
+        pads = pad_layout(_first_square(a["padDimensions"])) if "padDimensions" in a else ()
+        self.fifos[name] = Fifo(name, producer, consumers, depths, memref_bytes(shape, bits), bits, a, op.line, dims,
+                                pads)
 
     def _link(self, op) -> None:
         squares = groups(op, "[")
@@ -125,7 +129,8 @@ class Fifos:
             r.symbols.setdefault(f.name, src)
         else:
             src = r.channel_for(f.producer, MM2S)
-            ring = self._ring(src, f.producer, f.depths[0], f.size_bytes, f.bits, f.name, f.dims_to_stream, send=True)
+            ring = self._ring(src, f.producer, f.depths[0], f.size_bytes, f.bits, f.name, f.dims_to_stream, send=True,
+                              pads=f.pads)
             self.ends[(f.name, "Produce", f.producer)] = ring
         for j, tile in enumerate(f.consumers):
             depth = f.depths[1 + j] if 1 + j < len(f.depths) else f.depths[-1]
@@ -150,7 +155,7 @@ class Fifos:
             return False
         return abs(a.col - b.col) + abs(a.row - b.row) <= 1
 
-    def _ring(self, ch, tile, depth, size_bytes, bits, name, dims, send: bool):
+    def _ring(self, ch, tile, depth, size_bytes, bits, name, dims, send: bool, pads=()):
         """``depth`` buffers, a producer lock (init depth) and consumer lock (init 0) and a cyclic BD
         ring on ``ch``: an MM2S acquires the consumer lock and releases the producer lock, an S2MM
         the other way round. Returns (producer lock, consumer lock)."""
@@ -161,8 +166,9 @@ class Fifos:
         for i in range(depth):
             buf = d.buffer(tile, size_bytes, f"{name}_buff_{i}")
             acq, rel = ((cons, 1), (prod, 1)) if send else ((prod, 1), (cons, 1))
-            bds.append(self.reader.make_bd(ch, buf, bits, 0, size_bytes * 8 // bits, *_sizes(dims), acquire=acq,
-                                           release=rel, name=buf.name))
+            bds.append(self.reader.make_bd(ch, buf, bits, 0, size_bytes * 8 // bits, *_sizes(dims, size_bytes, bits,
+                                                                                              pads),
+                                           acquire=acq, release=rel, name=buf.name, pads=pads))
         d.start_chain(ch, d.chain(*bds, cyclic=True))
         return prod, cons
 
@@ -203,21 +209,23 @@ class Fifos:
         for f in ins:  # S2MM side: writes slices under each slice's lock pair
             ch = self._link_channel(link, f, S2MM)
             mine = [i for i, p in enumerate(parts) if p is f] if join else range(len(parts))
-            self._link_ring(ch, bufs, [(pairs[i], offsets[i], parts[i].size_bytes) for i in mine], bits, (), send=False)
+            self._link_ring(ch, bufs, [(pairs[i], offsets[i], _slice(parts[i], f, parts)) for i in mine], bits, (),
+                            send=False)
         for f in outs:
             ch = self._link_channel(link, f, MM2S)
             mine = [i for i, p in enumerate(parts) if p is f] if distribute else range(len(parts))
-            self._link_ring(ch, bufs, [(pairs[i], offsets[i], parts[i].size_bytes) for i in mine], bits,
-                            f.dims_to_stream, send=True)
+            self._link_ring(ch, bufs, [(pairs[i], offsets[i], _slice(parts[i], f, parts)) for i in mine], bits,
+                            f.dims_to_stream, send=True, pads=f.pads)
 
-    def _link_ring(self, ch, bufs, slices, bits, dims, send: bool) -> None:
+    def _link_ring(self, ch, bufs, slices, bits, dims, send: bool, pads=()) -> None:
         d = self.reader.design
         bds = []
         for buf in bufs:
             for (prod, cons), offset_elems, size_bytes in slices:
                 acq, rel = ((cons, 1), (prod, 1)) if send else ((prod, 1), (cons, 1))
-                bds.append(self.reader.make_bd(ch, buf, bits, offset_elems, size_bytes * 8 // bits, *_sizes(dims),
-                                               acquire=acq, release=rel, name=f"{buf.name}@{offset_elems}"))
+                bds.append(self.reader.make_bd(ch, buf, bits, offset_elems, size_bytes * 8 // bits,
+                                               *_sizes(dims, size_bytes, bits, pads), acquire=acq, release=rel,
+                                               name=f"{buf.name}@{offset_elems}", pads=pads))
         d.start_chain(ch, d.chain(*bds, cyclic=True))
 
     def core_locks(self, fifo: str, port: str, tile: Tile):
@@ -225,6 +233,12 @@ class Fifos:
         if end is None:
             raise Unreadable(f"no {port} end of object FIFO @{fifo} on {tile}")
         return end
+
+
+def _slice(part: Fifo, end: Fifo, parts: list) -> int:
+    """Bytes one BD of a link's side moves: its slice of a distribute or join; in a one-to-one
+    link each side its own FIFO's element (they may differ, e.g. 13 words in, padded to 16 out)."""
+    return end.size_bytes if len(parts) == 1 and parts[0] is not end else part.size_bytes
 
 
 def _running(fifos) -> list[int]:
@@ -251,5 +265,20 @@ def _layout(group) -> tuple:
     return tuple(out)
 
 
-def _sizes(dims) -> tuple[list, list]:
+def _sizes(dims, size_bytes: int = 0, bits: int = 8, pads=()) -> tuple[list, list]:
+    """Sizes and strides of a FIFO's layout; a padded FIFO without one reads its element whole."""
+    if not dims and pads:
+        return [size_bytes * 8 // bits], [1]
     return [s for s, _ in dims], [t for _, t in dims]
+
+
+def _first_square(items):
+    """The first ``[...]`` group among items, searched through groups (``#aie<x[...]>``)."""
+    for it in items:
+        if isinstance(it, Group):
+            if it.kind == "[":
+                return it
+            found = _first_square(it.items)
+            if found is not None:
+                return found
+    return None

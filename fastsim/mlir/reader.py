@@ -14,7 +14,7 @@ from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
 from ..errors import ConfigError
 from .core import CoreReader
 from .syntax import Atom, Group, Op, parse
-from .values import Unreadable, attr_dict, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
 
 
 class MlirError(ConfigError):
@@ -33,6 +33,9 @@ NO_TIMING = frozenset({
     "aie.end", "memref.global", "aiex.npu.rtp_write", "aiex.dma_free_task", "aie.device_property",
 })
 ENDLESS_FLOW_BUNDLES = ("Trace",)
+# task-completion tokens a tile's controller sends south to the host (``issue_token``): a few words
+# that tell the host a task is done, which fastsim's Wait already models
+TOKEN_FLOW_BUNDLES = ("TileControl", "CTRL", "Ctrl")
 
 
 @dataclass
@@ -53,6 +56,7 @@ class DesignInfo:
     endless_cores: set = field(default_factory=set)
     untimed: list = field(default_factory=list)
     kernels: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)  # what the reader changed to run the design, and why
 
 
 def device_arch(name: str, default: Arch) -> Arch:
@@ -81,7 +85,7 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
                          "choose one (device=...)"], source, [("aie.device", d.line) for d in devices[1:]])
     else:
         dev = devices[0]
-    return _read_device(dev, kernel_cycles, arch, source, default_arch, default_kernel_cycles)
+    return _read_device(dev, kernel_cycles, arch, source, default_arch, default_kernel_cycles, _empty(devices))
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
@@ -89,8 +93,14 @@ def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Ar
              default_kernel_cycles: int | None = None) -> list[DesignInfo]:
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
-    return [_read_device(d, kernel_cycles, arch, source, default_arch, default_kernel_cycles)
-            for d in _devices(parse(text, source))]
+    devices = _devices(parse(text, source))
+    return [_read_device(d, kernel_cycles, arch, source, default_arch, default_kernel_cycles, _empty(devices))
+            for d in devices]
+
+
+def _empty(devices: list[Op]) -> frozenset:
+    """Symbols of the devices that hold no ops (a blank configuration ``load_pdi`` resets to)."""
+    return frozenset(_device_symbol(d) for d in devices if not (d.regions and d.regions[0].ops))
 
 
 def _devices(top) -> list[Op]:
@@ -101,17 +111,21 @@ def _device_symbol(dev: Op) -> str:
     return next((i.text.lstrip("@") for i in dev.items if isinstance(i, Atom) and i.kind == "SYMBOL"), "")
 
 
-def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_kernel_cycles) -> DesignInfo:
+def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_kernel_cycles,
+                 empty_devices: frozenset = frozenset()) -> DesignInfo:
     name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
     if arch is None:
         arch = device_arch(name, default_arch)
     symbol = _device_symbol(dev)
     r = Reader(Design(arch, _design_name(source) + (f"@{symbol}" if symbol else "")), kernel_cycles or {}, source)
     r.default_kernel_cycles = default_kernel_cycles
+    r.device_symbol = symbol
+    r.empty_devices = empty_devices
     r.read_device(dev)
+    r.design.output_on_chip = "fastsim.output_on_chip" in attrs(dev)
     if r.problems:
         raise MlirError(r.problems, source, r.stops)
-    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used)
+    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes)
 
 
 def _design_name(source: str) -> str:
@@ -139,11 +153,15 @@ class Reader:
         self.routes: dict[Channel, list[Channel]] = {}
         self.endless: set = set()
         self.untimed: list[tuple[str, int]] = []
+        self.notes: list[str] = []
         self.kernels_used: dict[str, int] = {}
         self.next_channel: dict[tuple[Tile, str], int] = {}
         self.fifos = None  # fastsim.mlir.fifo.Fifos, made when the device has object FIFOs
-        self.element_bits: dict[int, int] = {}
-        self.default_kernel_cycles: int | None = None  # for kernels the costs do not name  # buffer id -> bits of its memref's element type
+        self.element_bits: dict[int, int] = {}  # buffer id -> bits of its memref's element type
+        self.default_kernel_cycles: int | None = None  # for kernels the costs do not name
+        self.declared_costs: dict[str, int] = {}  # fastsim.cycles of func.func declarations
+        self.device_symbol = ""
+        self.empty_devices: set[str] = set()  # symbols of the file's devices that hold no ops
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -172,7 +190,12 @@ class Reader:
             pass  # a float or vector constant: no integer value, no time
 
     def kernel_cycles(self, op: Op, name: str) -> int:
-        cycles = self.kernel_costs.get(name, self.default_kernel_cycles)
+        """A call's cycles: the costs file's, else the call's own ``fastsim.cycles``, else its
+        declaration's (both written by ``fastsim export``), else the default."""
+        cycles = self.kernel_costs.get(name)
+        if cycles is None:
+            own = attrs(op).get("fastsim.cycles")
+            cycles = int_of(own) if own else self.declared_costs.get(name, self.default_kernel_cycles)
         if cycles is None:
             raise Unreadable(f"kernel '{name}' has no cost: give its cycles per call in the kernel costs TOML "
                              f"([kernels] {name} = CYCLES, fastsim run design --kernels FILE)")
@@ -242,6 +265,8 @@ class Reader:
                 sequences.append(op)
             elif op.regions:
                 self.unsupported(op, "a function with a body other than @sequence")
+            elif "fastsim.cycles" in attrs(op):
+                self.declared_costs[sym.lstrip("@").strip('"')] = int_of(attrs(op)["fastsim.cycles"])
         elif name in ("aie.objectfifo", "aie.objectfifo.link", "aie.flow", "aie.packet_flow",
                       "aie.shim_dma_allocation"):
             later.append(op)
@@ -318,7 +343,8 @@ class Reader:
             raise Unreadable("expected one aie.packet_source and at least one aie.packet_dest")
         s = split(groups(srcs[0], "<")[0].items)
         st, sb, si = self._port(s[0], s[1])
-        if sb in ENDLESS_FLOW_BUNDLES:
+        ends = {self._port(*split(groups(d, "<")[0].items)[:2])[1] for d in dsts}
+        if sb in ENDLESS_FLOW_BUNDLES or sb in TOKEN_FLOW_BUNDLES and ends == {"South"}:
             self.untimed.append((op.name, op.line))
             return
         for d in dsts:
@@ -357,11 +383,7 @@ class Reader:
         for block in op.regions[0].blocks:
             for inner in block.ops:
                 if inner.name == "aie.dma_start":
-                    a = split(groups(inner, "(")[0].items)
-                    ch = Channel(tile, MM2S if word(a[0]) == "MM2S" else S2MM, int_of(a[1], self.env))
-                    first = self.bd_chain(blocks, word(a[2]), ch, inner)
-                    if first is not None:
-                        self.design.start_chain(ch, first)
+                    self._dma_start(inner, tile, blocks)
                 elif inner.name == "aie.dma":
                     self._dma_op(inner, tile)
                 elif inner.name in ("aie.buffer", "aie.lock", "aie.end", "arith.constant",
@@ -370,6 +392,39 @@ class Reader:
                         self.constant(inner)
                 else:
                     self.unsupported(inner)
+
+    def _dma_start(self, op: Op, tile: Tile, blocks: dict) -> None:
+        """``aie.dma_start(dir, ch, ^first, ^next[, repeat_count = n])``: the chain from ``^first``,
+        n + 1 times over when it ends. A second start on the same channel queues its chain after
+        the first (the channel's task queue), as the hardware runs them."""
+        a = split(groups(op, "(")[0].items)
+        ch = Channel(tile, MM2S if word(a[0]) == "MM2S" else S2MM, int_of(a[1], self.env))
+        named = {word(e[:1]): e[2:] for e in a[4:] if len(e) >= 3}
+        runs = int_of(named["repeat_count"], self.env) + 1 if "repeat_count" in named else 1
+        chains = [self.bd_chain(blocks, word(a[2]), ch, op) for _ in range(runs)]
+        if chains[0] is None:
+            return
+        if self.chain_end(chains[0]) is None:  # cyclic: it never ends, repeats change nothing
+            chains = chains[:1]
+        if ch in self.design.static_chains:
+            chains.insert(0, self.design.static_chains[ch])
+        for before, after in zip(chains, chains[1:]):
+            end = self.chain_end(before)
+            if end is None:
+                raise Unreadable(f"a chain queued on {ch} after a chain that never ends")
+            end.next = after
+        self.design.start_chain(ch, chains[0])
+
+    @staticmethod
+    def chain_end(first: BD) -> BD | None:
+        """The last BD of a chain, None when it is cyclic."""
+        seen, cur = set(), first
+        while cur.next is not None:
+            if cur.id in seen:
+                return None
+            seen.add(cur.id)
+            cur = cur.next
+        return cur
 
     def _dma_op(self, op: Op, tile: Tile) -> None:
         a = split(groups(op, "(")[0].items)
@@ -455,8 +510,7 @@ class Reader:
             i += 1 if texts[i] == "=" else 0
             return inner[i:]
 
-        if "pad" in texts:
-            raise Unreadable("zero padding (pad [...]) is not modelled")
+        pads = pad_layout(after("pad")[0]) if "pad" in texts else ()
         offset = int_of(after("offset"), self.env) if "offset" in texts else 0
         at = attrs(op)
         length_items = after("len") if "len" in texts else at.get("len")
@@ -468,10 +522,19 @@ class Reader:
         strides = int_list(after("strides")[0], self.env) if "strides" in texts else []
         if length is None:
             length = buf.size_bytes * 8 // bits - offset
-        return self.make_bd(ch, buf, bits, offset, length, sizes, strides, acquire, release)
+        if pads and not sizes:
+            sizes, strides = [length], [1]
+        bd = self.make_bd(ch, buf, bits, offset, length, sizes, strides, acquire, release, pads=pads)
+        if "fastsim.iterations" in at:
+            bd.iterations *= int_of(at["fastsim.iterations"])
+        if "fastsim.compression_ratio" in at:
+            bd.compression_ratio = float(str(at["fastsim.compression_ratio"][0]))
+        return bd
 
     def make_bd(self, ch: Channel, buf, bits: int, offset: int, length: int, sizes, strides,
-                acquire=None, release=None, name: str = "") -> BD:
+                acquire=None, release=None, name: str = "", pads=()) -> BD:
+        if pads:
+            sizes, strides = padded(sizes, strides, pads, bits)
         dims, iterations, length_bytes = access_pattern(sizes, strides, bits, length)
         return self.design.bd(ch, buf, length_bytes, offset_bytes=offset * bits // 8, dims=dims,
                               acquire=acquire, release=release, iterations=iterations, name=name or buf.name)
@@ -480,10 +543,7 @@ class Reader:
     def _core(self, op: Op) -> None:
         tile = self.value(groups(op, "(")[0].items, Tile)
         cr = CoreReader(self, tile)
-        program = cr.body(op.regions[0].ops if op.regions else (), {})
-        for extra in op.regions[0].blocks[1:] if op.regions else ():
-            if extra.ops and not all(o.name == "aie.end" for o in extra.ops):
-                self.unsupported(extra.ops[0], "a core body of several blocks (cf.br loops)")
+        program = cr.blocks(op.regions[0].blocks) if op.regions else []
         if cr.endless:
             self.endless.add(tile)
         if program:
@@ -497,6 +557,35 @@ class Reader:
         from .sequence import SequenceReader
 
         SequenceReader(self).read(op)
+
+
+def pad_layout(group: Group) -> tuple:
+    """``[<const_pad_before = b, const_pad_after = a>, ...]`` -> ((b, a), ...), outermost first."""
+    out = []
+    for entry in split(group.items):
+        g = next((i for i in entry if isinstance(i, Group) and i.kind == "<"), None)
+        if g is not None:
+            kv = {word(part[:1]): int_of(part[2:]) for part in split(g.items) if len(part) >= 3}
+            out.append((kv.get("const_pad_before", 0), kv.get("const_pad_after", 0)))
+    return tuple(out)
+
+
+def padded(sizes, strides, pads, bits: int) -> tuple[list, list]:
+    """Sizes of the stream a zero-padding MM2S sends: each dimension grows by its pads (matched to
+    the dimensions from the innermost, as mlir-aie matches them). fastsim's DMA does not model
+    padding: the BD moves the padded byte count contiguously (the zeros cost stream time as data
+    would; the memory reads they save are not modelled)."""
+    sizes = list(sizes)
+    if len(pads) > len(sizes) or len(sizes) == 4 and len(pads) == 4:
+        raise Unreadable(f"{len(pads)} pads for {len(sizes)} dimensions")
+    first = len(sizes) - len(pads)
+    grown = sizes[:first] + [s + b + a for s, (b, a) in zip(sizes[first:], pads)]
+    if len(grown) == 4:  # the outermost of four is the iteration count, never padded
+        return [grown[0], 1, 1, grown[1] * grown[2] * grown[3]], [0, 0, 0, 1]
+    total = 1
+    for s in grown:
+        total *= s
+    return [total], [1]
 
 
 def access_pattern(sizes, strides, bits: int, length: int):
@@ -521,9 +610,11 @@ def access_pattern(sizes, strides, bits: int, length: int):
         if s > 1 and t != expect:
             contiguous = False
         expect *= s
-    if contiguous or (sizes[-1] * bits) % 32 or any((t * bits) % 32 for t in strides[:-1]):
+    word_inner = strides[-1] == 1 or bits == 32  # a strided innermost dimension only over whole words
+    if contiguous or not word_inner or (sizes[-1] * bits) % 32 or any((t * bits) % 32 for t in strides[:-1]):
         return (), iterations, length_bytes
-    dims = [(sizes[-1] * bits // 32, 1)] + [(s, t * bits // 32) for s, t in zip(sizes[-2::-1], strides[-2::-1])]
+    inner = (sizes[-1] * bits // 32, 1) if strides[-1] == 1 else (sizes[-1], strides[-1])
+    dims = [inner] + [(s, t * bits // 32) for s, t in zip(sizes[-2::-1], strides[-2::-1])]
     while len(dims) > 1 and dims[-1][0] == 1:
         dims.pop()
     return tuple(dims), iterations, length_bytes

@@ -1,14 +1,16 @@
-"""Simulating a design read from MLIR, with persistent cores.
+"""Simulating a design read from MLIR, with persistent and stranded cores.
 
 IRON's cores often loop "forever" (to sys.maxsize): they wait for the next object after the host's
 data has gone through. Such a run ends in the engine's deadlock state with only those cores
 waiting; that is the design's natural end, and the cycle at which nothing could move any more is
-its length. Any other deadlock is raised as usual.
+its length. The same holds for cores whose loops expect more data than the host sends, once the
+host's sequence (its waits included) has run to its end. Any other deadlock is raised as usual.
 """
 from __future__ import annotations
 
 from fastsim.kernels import layout as L
 
+from ..design import Wait
 from ..lower import lower
 from ..results import to_dataset
 from ..simulation import raise_on_failure, run_batch
@@ -17,33 +19,39 @@ from .reader import DesignInfo
 
 def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False, max_events: int = 200_000,
                     max_cycles: int = 2**40):
-    """Simulate ``info.design``; returns the engine's Dataset with attr ``persistent_cores``: how
-    many endless cores were left waiting when the run ended (0 when every core finished)."""
+    """Simulate ``info.design``; returns the engine's Dataset with attrs ``persistent_cores`` (endless
+    cores left waiting when the run ended) and ``stranded_cores`` (cores whose loops expected more
+    data than the host sent, left waiting likewise); both 0 when every core finished."""
     lowered = lower(info.design, skip=skip, max_cycles=max_cycles, max_events=max_events if trace else 0)
     batch = run_batch([lowered])
-    left = _only_endless_cores_left(batch, info)
+    left = _cores_left_after_host(batch, info)
     if left is None:
         raise_on_failure(batch, 0)
-        left = 0
+        left = []
     ds = to_dataset(batch, trace=trace)
-    ds.attrs["persistent_cores"] = left
+    ds.attrs["persistent_cores"] = sum(t in info.endless_cores for t in left)
+    ds.attrs["stranded_cores"] = sum(t not in info.endless_cores for t in left)
     return ds
 
 
-def _only_endless_cores_left(batch, info: DesignInfo) -> int | None:
-    """The number of endless cores still running, when the run stopped in a deadlock with the
-    host's sequence done and every unfinished core one of the endless ones; else None."""
+def _cores_left_after_host(batch, info: DesignInfo) -> list | None:
+    """The cores still waiting when the run stopped with nothing left to move after the host's
+    sequence had run to its end, waits included; None for any other stop.
+
+    That is how a run ends on the part: the host's last wait returns and XRT's call completes,
+    whatever the cores still wait for. Persistent cores always end so; a core whose loop count
+    exceeds the data the host sends (mlir-aie's ``two_col`` loops 4096 times over 16 objects)
+    too. A host that never waits proves nothing, so its stop stays a deadlock."""
     res = batch.outputs["res"][0]
-    if int(res[L.R_STATUS]) != L.ST_DEADLOCK or not info.endless_cores:
+    if int(res[L.R_STATUS]) != L.ST_DEADLOCK:
         return None
     lw = batch.designs[0]
     _, _, kst, _, hst, _ = (a[0] for a in batch.state[:6])
-    if int(hst[0]) < len(info.design.host):
+    host = info.design.host
+    if int(hst[0]) < len(host) or not (info.endless_cores or any(isinstance(op, Wait) for op in host)):
         return None
     waiting = [tile for k, tile in enumerate(lw.core_tiles) if int(kst[k, L.K_STATE]) != L.KS_DONE]
-    if not waiting or any(t not in info.endless_cores for t in waiting):
-        return None
-    return len(waiting)
+    return waiting or None
 
 
 def summary(ds, info: DesignInfo) -> dict:
@@ -62,7 +70,8 @@ def summary(ds, info: DesignInfo) -> dict:
         compute_cycles_by_kernel(ops, 1, per_kernel)
     s["design"] = {"name": info.design.name, "cores": len(info.design.cores), "bds": len(info.design.bds),
                    "locks": len(info.design.locks), "buffers": len(info.design.buffers),
-                   "host_steps": len(info.design.host), "persistent_cores": int(ds.attrs.get("persistent_cores", 0))}
+                   "host_steps": len(info.design.host), "persistent_cores": int(ds.attrs.get("persistent_cores", 0)),
+                   "stranded_cores": int(ds.attrs.get("stranded_cores", 0))}
     s["kernels"] = {"cycles_per_call": dict(info.kernels), "total_cycles_per_core_program": per_kernel}
     s["untimed_ops"] = sorted({name for name, _ in info.untimed})
     return s
@@ -87,6 +96,9 @@ def format_design_summary(s: dict) -> str:
     if d["persistent_cores"]:
         lines.append(f"  persistent      {d['persistent_cores']} core(s) loop forever; the run ends when "
                      "they wait for data that no longer comes")
+    if d["stranded_cores"]:
+        lines.append(f"  stranded        {d['stranded_cores']} core(s) loop more often than the host sends data; "
+                     "the run ends with the host's last wait, as on the part")
     if s["untimed_ops"]:
         lines.append(f"  read, no time   {', '.join(s['untimed_ops'])}")
     return "\n".join(lines)

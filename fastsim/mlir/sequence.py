@@ -8,10 +8,17 @@ waits for.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, Task
 from .syntax import Atom, Group
 from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+
+
+# register addresses (within a tile) whose writes change nothing fastsim models: the core's
+# processor-bus enable (AM025 Core_Processor_Bus), which lets a core reach memory-mapped registers
+INERT_REGISTERS = {0x32038: "Core_Processor_Bus"}
 
 
 class SequenceReader:
@@ -22,13 +29,36 @@ class SequenceReader:
 
     def read(self, op) -> None:
         self._arguments(op)
-        for inner in op.regions[0].ops if op.regions else ():
+        self._ops(op.regions[0].ops if op.regions else ())
+        self._fit_arguments()
+
+    def _ops(self, ops) -> None:
+        for inner in ops:
             try:
                 self._op(inner)
             except Unreadable as e:
                 self.r.problem(inner, str(e))
             except (IndexError, KeyError, ValueError) as e:
                 self.r.problem(inner, f"cannot read its operands ({type(e).__name__}: {e})")
+
+    def _fit_arguments(self) -> None:
+        """Grow a runtime argument to the furthest byte its shim BDs reach. The memref type of a
+        runtime argument does not bound the buffer: the host allocates it (mlir-aie's
+        ``add_one_ctrl_packet_col_overlay`` declares ``memref<8xi32>`` and its host 64 words), and
+        mlir-aie does not check accesses against the type."""
+        reach: dict[int, int] = {}
+        for bd in self.d.bds:
+            if bd.buffer.tile is None:
+                reach[bd.buffer.id] = max(reach.get(bd.buffer.id, 0), bd.offset_bytes + bd_extent(bd))
+        for i, b in enumerate(self.d.buffers):
+            if b.tile is None and reach.get(b.id, 0) > b.size_bytes:
+                grown = replace(b, size_bytes=reach[b.id])
+                self.d.buffers[i] = grown
+                for bd in self.d.bds:
+                    if bd.buffer is b:
+                        bd.buffer = grown
+                self.r.notes.append(f"runtime argument %{b.name}: declared {b.size_bytes} bytes, accessed up to "
+                                    f"byte {grown.size_bytes}: sized to the access")
 
     def _arguments(self, op) -> None:
         """Runtime arguments (``%a: memref<64xi32>``) become DDR buffers."""
@@ -61,6 +91,13 @@ class SequenceReader:
             tile = Tile(int_of(a["column"], env), int_of(a["row"], env))
             direction = S2MM if int_of(a["direction"], env) == 0 else MM2S
             self.d.wait(Channel(tile, direction, int_of(a["channel"], env)))
+        elif name == "aiex.npu.load_pdi" and self._loads_itself_or_nothing(op):
+            self.r.untimed.append((name, op.line))
+        elif name == "aiex.npu.maskwrite32" and self._inert_register(op):
+            self.r.untimed.append((name, op.line))
+        elif name == "aiex.configure" and self._configures_itself(op):
+            self.r.untimed.append((name, op.line))  # loading the configuration: not modelled
+            self._ops(op.regions[0].ops if op.regions else ())
         elif name in ("aiex.dma_configure_task", "aiex.dma_configure_task_for"):
             self._configure(op)
         elif name == "aiex.dma_start_task":
@@ -74,6 +111,29 @@ class SequenceReader:
                 self.r.untimed.append((name, op.line))
         else:
             self.r.unsupported(op)
+
+    def _configures_itself(self, op) -> bool:
+        """``aiex.configure @this_device {ops}`` (re)loads the device's own configuration (by
+        control packets or a PDI), then runs the ops; a run list that configures other devices
+        (``aiex.run``) is outside the subset."""
+        sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
+        return sym is not None and sym == self.r.device_symbol
+
+    def _loads_itself_or_nothing(self, op) -> bool:
+        """``load_pdi {device_ref = @d}`` of this device (its configuration, already what fastsim
+        simulates) or of an empty device (a reset before it) changes no modelled state; the time a
+        load takes is not modelled."""
+        ref = attrs(op).get("device_ref")
+        sym = word(ref).lstrip("@") if ref else None
+        return sym is not None and (sym == self.r.device_symbol or sym in self.r.empty_devices)
+
+    def _inert_register(self, op) -> bool:
+        """A register write fastsim knows to change nothing it models (``INERT_REGISTERS``)."""
+        values = split(groups(op, "(")[0].items) if groups(op, "(") else []
+        try:
+            return bool(values) and int_of(values[0], self.r.env) in INERT_REGISTERS
+        except Unreadable:
+            return False
 
     def _symbol_channel(self, op, items) -> Channel:
         sym = word(items).lstrip("@")
@@ -93,6 +153,11 @@ class SequenceReader:
         buf = self.r.value(inner[at:at + 1])
         squares = [g for g in inner[at + 1:] if isinstance(g, Group) and g.kind == "["]
         offsets, sizes, strides = (int_list(g, self.r.env) for g in squares[:3])
+        if ch.direction == MM2S and ch not in self.r.routes and any(
+                isinstance(i, Atom) and i.text == "packet" for i in inner):
+            self.r.unsupported(op, f"packets from @{word(a['metadata']).lstrip('@')} go to no DMA: control "
+                                   "packets to tile control ports are not modelled")
+            return
         bits = self.r.bits_of(buf)
         offset = sum(o * s for o, s in zip(offsets, strides)) if strides else 0
         if sizes and len(sizes) == len(strides) and strides[-1] == 0:
@@ -137,3 +202,11 @@ class SequenceReader:
                         raise Unreadable(f"{it.text} is not a DMA task")
                     out.append(t)
         return out
+
+
+def bd_extent(bd) -> int:
+    """Bytes from a BD's offset to the end of the last word its dimensions address (as validation
+    measures it)."""
+    if not bd.dims:
+        return bd.length_bytes
+    return (sum((max(size, 1) - 1) * max(stride, 0) for size, stride in bd.dims) + 1) * 4
