@@ -158,31 +158,3 @@ def test_fused_a_on_one_column__runs_without_deadlock():
     op = Matmul(256, 256, 256, "bf16", a_on_chip=True)
     design = matmul_design(op, Mapping("os", "m", (4, 64, 8), 1, 1, 0, 1, "m", "", "bf16", "equal"), NPU2)
     assert str(fastsim.simulate(design, on_error="record").status.values[0]) == "ok"
-
-
-@pytest.mark.parametrize("arch,op,tile", [
-    (NPU2, Matmul(512, 256, 512, "bf16"), (128, 32, 128)),
-    (NPU1, Matmul(256, 256, 256, "int8"), (128, 64, 64)),
-])
-def test_single_buffered_c__fits_where_double_does_not_and_its_bound_holds(arch, op, tile):
-    """Where two C buffers do not fit next to the streamed A and B, one does (mlir-air's GEMMs
-    hold one accumulator): the core then waits for each C tile to leave, which the bound counts."""
-    from fastsim.mapping.plan import plan_one, structure
-
-    mp = Mapping("os", "2d", tile, 0, 0, 0, 1, "m", "", "", "equal")
-    plan = plan_one(op, structure(op, mp, arch), arch, tile)
-    assert plan["depth_c"] == 1 and plan["l1_bytes"] <= arch.compute.memory_bytes
-    assert plan["l1_bytes"] + plan["c_tile"] > arch.compute.memory_bytes  # a second C would not fit
-    rows = [{"mapping": replace_tile(mp, tile), "lower_bound_cycles": float(plan["lower_bound_cycles"])}]
-    _search._simulate(op, arch, rows)
-    assert rows[0]["status"] == "ok"
-    assert rows[0]["cycles"] >= plan["lower_bound_cycles"]
-    core_c = [b for b in matmul_design(op, mp, arch).buffers if b.tile is not None and b.tile.row >= 2
-              and b.name.startswith("C")]
-    assert core_c and all(b.name.endswith("_0") for b in core_c)  # one C buffer per output core
-
-
-def replace_tile(mp, tile):
-    from dataclasses import replace
-
-    return replace(mp, tile=tile)

@@ -170,7 +170,7 @@ def _cores(d: Design, op: Matmul, mp: Mapping, s: Structure, ev: dict, hosted: d
         drain_ch = len(hosted["A"][ci]) + len(hosted["B"][ci])
         drains.append(c)
         y_locks, keeps[c] = join_outputs(d, c, producers, ev["c_tile"], drain_ch, "C",
-                                         keep_bytes=ev["chip_c"] if op.c_on_chip else 0, core_depth=int(ev["depth_c"]))
+                                         keep_bytes=ev["chip_c"] if op.c_on_chip else 0)
         for g in range(s.groups):
             _group_programs(d, op, mp.dataflow, ev, c, g, s.pk, y_locks[g], ends, kernels)
     return drains, keeps

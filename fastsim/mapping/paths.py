@@ -66,10 +66,10 @@ def onchip_bytes(nbytes, window: int, unit):
 
 
 def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_channel: int,
-                 name: str, keep_bytes: int = 0, core_depth: int = 2) -> tuple[list[tuple[Lock, Lock]], list[BD]]:
+                 name: str, keep_bytes: int = 0) -> tuple[list[tuple[Lock, Lock]], list[BD]]:
     """Each core of column ``col`` (compute rows ``rows``: a count or a list) sends its output tile
     (``unit`` bytes, double-buffered) over MM2S0 to mem-tile S2MM(2 + i) for the i-th of those
-    cores (``core_depth`` buffers in the core); the mem tile joins the column's tiles and drains them through
+    cores; the mem tile joins the column's tiles and drains them through
     MM2S ``drain_channel`` to shim S2MM0 (ObjectFifo join).
 
     ``keep_bytes`` > 0 keeps the output on chip instead (a fused group's intermediate): each core's
@@ -95,9 +95,9 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
             d.start_chain(ch, d.chain(*bds, cyclic=True))
             parts.append((prod, cons))
         core = d.compute(col, core_row)
-        core_prod = d.lock(core, core_depth, f"{name}{col}_{r}_core_prod")
+        core_prod = d.lock(core, 2, f"{name}{col}_{r}_core_prod")
         core_cons = d.lock(core, 0, f"{name}{col}_{r}_core_cons")
-        bufs = [d.buffer(core, unit, f"{name}{col}_{r}_{i}") for i in range(core_depth)]
+        bufs = [d.buffer(core, unit, f"{name}{col}_{r}_{i}") for i in range(2)]
         out = mm2s(core, 0)
         d.start_chain(out, d.chain(*[d.bd(out, b, unit, acquire=(core_cons, 1), release=(core_prod, 1),
                                           name=f"{name}{col}_{r}_out{i}") for i, b in enumerate(bufs)],

@@ -226,9 +226,7 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     ddr_cycles = np.maximum((ddr.read + ddr.write) / arch.ddr_bytes_per_cycle,
                             np.maximum(ddr.read / arch.ddr_bytes_per_cycle + ends.after_read,
                                        np.where(ddr.write > 0, ends.first_c + ddr.write / arch.ddr_bytes_per_cycle, 0)))
-    # one C buffer: before each tile but the first, the core waits for the last one to leave
-    c_waits = np.where(c.depth_c == 1, (t.mt * t.nt - 1) * t.c_tile / arch.stream_bytes_per_cycle, 0)
-    bounds = np.stack(np.broadcast_arrays(ends.first_call + cyc.core_cycles + c_waits + ends.c_out, ddr_cycles,
+    bounds = np.stack(np.broadcast_arrays(ends.first_call + cyc.core_cycles + ends.c_out, ddr_cycles,
                                           _shim_column_bound(op, b, arch, t, c, ddr, ends),
                                           _dma_bound(op, b, arch, t, s, c, mem, ddr, ends))).astype(np.float64)
     padded_macs, psum_bytes, mem_compute, energy = _energy(op, b, arch, t, c, ddr, m, k, n)
@@ -236,7 +234,7 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     ha, hb = mem.ha, mem.hb
     return dict(
         mt=t.mt, nt=t.nt, kt=t.kt, a_tile=t.a_tile, psum_tile=c.psum_tile, b_tile=t.b_tile, c_tile=t.c_tile,
-        l1_a=c.l1_a, l1_b=c.l1_b, depth_a=c.depth_a, depth_b=c.depth_b, depth_c=c.depth_c, l1_bytes=c.l1,
+        l1_a=c.l1_a, l1_b=c.l1_b, depth_a=c.depth_a, depth_b=c.depth_b, l1_bytes=c.l1,
         unit_a=s.unit_a, unit_b=s.unit_b, units_a=s.units_a, units_b=s.units_b, reps_a=s.reps_a, reps_b=s.reps_b,
         mem_unit_a=mem.unit_a, mem_unit_b=mem.unit_b, mem_depth_a=mem.depth_a, mem_depth_b=mem.depth_b,
         l2_bytes=mem.l2, mem_bds=mem.bds, send_bds_a=mem.send_bds_a, send_bds_b=mem.send_bds_b,
@@ -321,7 +319,6 @@ class _CoreMemory(NamedTuple):
     psum_tile: np.ndarray
     depth_a: np.ndarray  # buffers per received A transfer
     depth_b: np.ndarray
-    depth_c: np.ndarray  # C tile buffers of an output core (1: it waits for each to leave)
     l1: np.ndarray  # core memory bytes
 
 
@@ -337,22 +334,16 @@ def _core_memory(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, n) -> 
     core_b = 0 * nt if static else nt * kt * b_tile * (1 if flow == "ws" else mt)
     core_c = mt * nt * c_tile
     psum_tile = m * n * ACC_BYTES * one
-
-    def held(depth_c):  # C buffers, or a K-split group's partial sums (double-buffered)
-        return np.where(b.pk > 1, np.maximum(depth_c * c_tile, 2 * psum_tile), depth_c * c_tile)
-
-    depth_a, depth_c = 2 * one, 2 * one
+    fixed = np.where(b.pk > 1, np.maximum(2 * c_tile, 2 * psum_tile), 2 * c_tile)
+    depth_a = 2 * one
     depth_b = (1 if static else 2) * one
-    over = held(depth_c) + depth_a * l1_a + depth_b * l1_b > arch.compute.memory_bytes
+    over = fixed + depth_a * l1_a + depth_b * l1_b > arch.compute.memory_bytes
     if flow == "is":
         depth_a = np.where(over, 1, depth_a)
     if flow == "ws" and not static:
         depth_b = np.where(over, 1, depth_b)
-    # still too big: one C buffer, as mlir-air's GEMMs hold their accumulator (the core then waits
-    # for each C tile to leave before it starts the next)
-    depth_c = np.where(held(depth_c) + depth_a * l1_a + depth_b * l1_b > arch.compute.memory_bytes, 1, depth_c)
-    l1 = held(depth_c) + depth_a * l1_a + depth_b * l1_b
-    return _CoreMemory(l1_a, l1_b, core_a, core_b, core_c, psum_tile, depth_a, depth_b, depth_c, l1)
+    l1 = fixed + depth_a * l1_a + depth_b * l1_b
+    return _CoreMemory(l1_a, l1_b, core_a, core_b, core_c, psum_tile, depth_a, depth_b, l1)
 
 
 class _MemTile(NamedTuple):
