@@ -17,6 +17,7 @@ from ..errors import ConfigError, SimulationError
 from .arch import show_arch
 from .calibrate import calibrate_cmd
 from .common import error_text
+from .conv import conv_cmd
 from .design import design_cmd
 from .export import export_group
 from .llm import llm_cmd
@@ -70,6 +71,7 @@ def main(ctx, threads, debug):
 
 run_group.add_command(llm_cmd)
 run_group.add_command(design_cmd)
+run_group.add_command(conv_cmd)
 main.add_command(export_group)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,
                 calibrate_cmd, models_cmd):

@@ -1,0 +1,255 @@
+"""Search the mapping space of a convolution: enumerate, check and bound in closed form
+(``conv_plan``), then simulate candidates cycle-exactly, best lower bound first, until the fastest
+simulated one is no slower than every unsimulated bound (the answer is then the best of the space).
+
+Pointwise convolutions are GEMMs and go to the matmul mapper (``fastsim.mapping.search``) unchanged;
+depthwise and dense ones search the conv space (``ConvMapping``): split, columns, rows, output rows
+per call (``rpc``), output channels per call (``kb``), weights resident / streamed by output-channel
+block / streamed by (output, input)-channel block with its input-channel block (``cb``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..arch import Arch
+from ..cache import CACHE, Region
+from ..errors import ConfigError, Problems
+from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
+from .conv_plan import plan, problems
+
+FIRST_BATCH = 4  # candidates simulated in the first engine call (then 8, 16, ... while bounds allow)
+
+
+@dataclass(frozen=True)
+class ConvPins:
+    """Constraints on the conv search: each set field fixes that choice."""
+
+    split: str | None = None
+    cols: int | None = None
+    rows: int | None = None
+    rpc: int | None = None
+    kb: int | None = None
+    weights: str | None = None
+    cb: int | None = None
+
+    def validate(self, arch: Arch) -> "ConvPins":
+        p = Problems("conv mapping pins")
+        p.check(self.split in (None, *SPLITS), "split", self.split, f"one of {SPLITS}")
+        p.check(self.weights in (None, *WEIGHTS), "weights", self.weights, f"one of {WEIGHTS}")
+        for name, hi in (("cols", arch.columns), ("rows", arch.compute_rows), ("rpc", 4096), ("kb", 4096),
+                         ("cb", 4096)):
+            if getattr(self, name) is not None:
+                p.number(name, getattr(self, name), integer=True, lo=1, hi=hi)
+        p.raise_if_any()
+        return self
+
+
+@dataclass
+class ConvSearchResult:
+    """The chosen mapping of a conv (a ``ConvMapping``, or for pointwise the GEMM's ``Mapping``),
+    its simulated cycles and how sure the search is."""
+
+    op: Conv2d
+    kind: str
+    best: object
+    best_cycles: int
+    best_plan: dict
+    best_design: object
+    best_simulation: object
+    ranked: list[dict]  # legal candidates in bound order (simulated ones carry their cycles)
+    enumerated: int
+    legal: int
+    simulated: int
+    unexplored_bound_cycles: float = float("inf")
+    rejected_by_reason: dict[str, int] = field(default_factory=dict)
+    gemm: object = None  # the matmul SearchResult of a pointwise conv
+
+    @property
+    def optimal(self) -> bool:
+        return self.unexplored_bound_cycles >= self.best_cycles
+
+    @property
+    def gap(self) -> float:
+        return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_cycles)
+
+    def optimality(self) -> str:
+        if self.gemm is not None:
+            return f"pointwise: the GEMM mapper's answer; {self.gemm.optimality()}"
+        if self.optimal:
+            return f"optimal within the space ({self.simulated:,} of {self.legal:,} legal candidates simulated)"
+        return (f"within {100 * self.gap:.1f} % of the best of the space (budget: {self.simulated:,} of "
+                f"{self.legal:,} legal candidates simulated)")
+
+
+REGION = "conv_search"
+CACHE.add_region(Region(REGION, 64))
+
+
+def search_conv(op: Conv2d, arch: Arch, pins: ConvPins = ConvPins(), budget: int | None = None) -> ConvSearchResult:
+    """The fastest mapping of ``op`` on ``arch`` (module docstring); results are kept in the one
+    cache (region "conv_search", memory only) on everything the search reads."""
+    op.validate(arch)
+    pins.validate(arch)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1"], "conv search")
+    key = (replace(op, name=""), pins, repr(arch), budget)
+    found = CACHE.get(REGION, key)
+    if found is None:
+        found = _pointwise(op, arch, budget) if op.kind == "pointwise" and pins == ConvPins() else \
+            _search(op, arch, pins, budget)
+        CACHE.put(REGION, key, found)
+    return found
+
+
+def gemm_of(op: Conv2d):
+    """The GEMM a pointwise conv is: M = n*oh*ow pixels, K = c, N = k (strided 1x1 convs read
+    every stride-th pixel: the shim's BD gathers them)."""
+    from .space import Matmul
+
+    return Matmul(op.n * op.oh * op.ow, op.c, op.k, op.dtype, c_bytes=op.out_bytes,
+                  kernel_efficiency=op.kernel_efficiency, name=op.name)
+
+
+def _pointwise(op: Conv2d, arch: Arch, budget: int | None) -> ConvSearchResult:
+    from .search import search
+
+    found = search(gemm_of(op), arch, budget=budget)
+    chosen = next(r for r in found.ranked if r["chosen"])
+    return ConvSearchResult(op, "pointwise", found.best, found.best_cycles, chosen, found.best_design,
+                            found.best_simulation, found.ranked, found.enumerated, found.legal, found.simulated,
+                            found.unexplored_bound_cycles, found.rejected_by_reason, gemm=found)
+
+
+def _pow2_cover(x: int, lo: int = 1) -> list[int]:
+    """Powers of two from ``lo`` (or less when ``x`` is smaller) up to the first that covers ``x``,
+    and ``x`` itself (a block that fits a dimension exactly pads nothing)."""
+    out, v = [], min(lo, 1 << max(0, (x - 1).bit_length()))
+    while True:
+        out.append(v)
+        if v >= x:
+            break
+        v *= 2
+    return sorted(set(out) | {x})
+
+
+def candidates(op: Conv2d, arch: Arch, pins: ConvPins) -> list[ConvMapping]:
+    """Every mapping worth planning: splits that would leave whole parts as padding are skipped;
+    blocks below 8 channels only when r input rows of 8 channels take over a quarter of core memory."""
+    cols_opts = [pins.cols] if pins.cols else sorted({c for c in (1, 2, 4, 8, 16) if c <= arch.columns}
+                                                      | {arch.columns})
+    rows_opts = [pins.rows] if pins.rows else sorted({r for r in (1, 2, 4) if r <= arch.compute_rows}
+                                                      | {arch.compute_rows})
+    quarter = arch.compute.memory_bytes / 4
+    width_in = (op.ow - 1) * op.stride + (op.s - 1) * op.dilation + 1
+    wide = op.r * width_in * min(8, op.cg) * op.in_bytes > quarter  # rows so wide that blocks shrink below 8
+    least = 1 if wide else 8
+    out = []
+    for split in [pins.split] if pins.split else SPLITS:
+        for cols in cols_opts:
+            for rows in rows_opts:
+                cores = cols * rows
+                ph, pk = {"rows": (cores, 1), "oc": (1, cores), "rows_by_col": (cols, rows),
+                          "oc_by_col": (rows, cols)}[split]
+                if (ph > op.oh or pk > op.k) and not pins.split:
+                    continue
+                ohp, kp = cdiv(op.oh, ph), cdiv(op.k, pk)
+                for rpc in [pins.rpc] if pins.rpc else _pow2_cover(ohp):
+                    for kb in [pins.kb] if pins.kb else _pow2_cover(kp, least):
+                        for weights in [pins.weights] if pins.weights else WEIGHTS:
+                            if weights != "ci":
+                                out.append(ConvMapping(split, cols, rows, rpc, kb, weights, 0))
+                            elif op.groups == 1:
+                                for cb in [pins.cb] if pins.cb else [x for x in _pow2_cover(op.cg, least)
+                                                                     if x < op.cg]:
+                                    out.append(ConvMapping(split, cols, rows, rpc, kb, weights, cb))
+    return out
+
+
+def _search(op: Conv2d, arch: Arch, pins: ConvPins, budget: int | None) -> ConvSearchResult:
+    """Plan every candidate, then branch and bound over the legal ones (module docstring)."""
+    memo: dict = {}
+    legal, reasons, enumerated = [], {}, 0
+    for mp in candidates(op, arch, pins):
+        enumerated += 1
+        try:
+            pl = plan(op, mp, arch, memo)
+        except ConfigError as e:
+            reasons[str(e).split(":")[0]] = reasons.get(str(e).split(":")[0], 0) + 1
+            continue
+        if mp.weights == "oc" and pl["kt"] == 1 and pins.weights is None:
+            continue  # one output-channel block: the same loads as resident weights
+        broken = problems(pl, arch)
+        if broken:
+            short = broken[0].split(":")[0]
+            reasons[short] = reasons.get(short, 0) + 1
+            continue
+        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl["lower_bound_cycles"]})
+    if not legal:
+        raise ConfigError([f"no legal mapping for conv {op.name} (c={op.c}, h={op.h}, w={op.w}, k={op.k}, "
+                           f"r={op.r}, s={op.s}, groups={op.groups}, dtype={op.dtype}) among {enumerated} "
+                           f"candidates; rejected: {reasons}"], "conv search")
+    legal.sort(key=lambda r: (r["lower_bound_cycles"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
+                              r["mapping"]))
+    best, simulated, left = _branch_and_bound(op, arch, legal, budget)
+    return ConvSearchResult(op, op.kind, best["mapping"], best["cycles"], best["plan"], best["design"],
+                            best["simulation"], legal, enumerated, len(legal), simulated, left, reasons)
+
+
+def _branch_and_bound(op: Conv2d, arch: Arch, legal: list[dict], budget: int | None) -> tuple[dict, int, float]:
+    """Simulate in bound order, batches doubling, until the fastest simulated cycles are no more
+    than the best unsimulated bound (or the budget is spent). Returns the best row, how many were
+    simulated and the best bound left."""
+    done, size = 0, FIRST_BATCH
+    while done < len(legal):
+        best = min((r["cycles"] for r in legal[:done] if r["status"] == "ok"), default=None)
+        if best is not None and legal[done]["lower_bound_cycles"] >= best:
+            break
+        if budget is not None and done >= budget:
+            break
+        batch = legal[done:done + (size if budget is None else min(size, budget - done))]
+        if best is not None:
+            batch = [r for r in batch if r["lower_bound_cycles"] < best] or batch[:1]
+        _simulate(op, arch, batch, None if best is None else best + 1)
+        done += len(batch)
+        size *= 2
+    ok = [r for r in legal[:done] if r["status"] == "ok"]
+    if not ok:
+        raise ConfigError([f"conv {op.name}: every simulated candidate failed: " + "; ".join(
+            f"{r['mapping'].label()}: {r['status']}" for r in legal[:done])], "conv search")
+    left = legal[done]["lower_bound_cycles"] if done < len(legal) else float("inf")
+    return min(ok, key=lambda r: (r["cycles"], legal.index(r))), done, left
+
+
+def _simulate(op: Conv2d, arch: Arch, rows: list[dict], cap_cycles: int | None) -> None:
+    """Simulate ``rows`` in one engine call; a run past ``cap_cycles`` cannot win and stops there
+    (status ``cycle_limit``)."""
+    from dataclasses import replace as replaced
+
+    from fastsim.kernels import layout as L
+
+    from ..lower import lower
+    from ..report import binding_resource
+    from ..simulation import simulate
+    from .conv_design import conv_design
+
+    designs = [conv_design(op, r["mapping"], arch, r["plan"]) for r in rows]
+    runs = [lower(d) for d in designs]
+    if cap_cycles is not None:
+        runs = [replaced(lw, prm=lw.prm.copy()) for lw in runs]
+        for lw in runs:
+            lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
+    ds = simulate(runs, on_error="record")
+    for i, r in enumerate(rows):
+        r["design"], r["simulation"] = designs[i], ds.isel(design=[i])
+        r["status"] = str(ds.status.values[i])
+        r["cycles"] = int(ds.total_cycles.values[i])
+        r["bound_by"] = binding_resource(ds, i, arch) if r["status"] == "ok" else r["status"]
+
+
+def pinned_design(op: Conv2d, mp: ConvMapping, arch: Arch):
+    """The design of one explicit conv mapping (checked: a ConfigError lists what it breaks)."""
+    from .conv_design import conv_design
+
+    op.validate(arch)
+    check_mapping(mp, arch)
+    return conv_design(op, mp, arch)
