@@ -131,20 +131,75 @@ def _check_locks(v: _Checker, design: Design) -> None:
 
 
 def _check_bds(v: _Checker, design: Design) -> None:
-    """Every BD against its tile kind's DMA, and how many BDs each tile holds (counted first, one
-    problem per tile)."""
+    """Every BD against its tile kind's DMA, and how many BDs each tile holds at once (counted
+    first, one problem per tile): every BD the host does not push is resident throughout; a BD
+    the host pushes only while it may still run (``host_bds_at_once``)."""
     arch = v.arch
     bd_per_tile = Counter()
     kinds = {row: (arch.tile_kind_name(row), arch.tile_kind(row)) for row in range(arch.rows)}
+    pushed = _host_pushed_bds(design)
     for b in design.bds:
         if not v.channel_ok(b.channel, lambda: f"{_bd_name(b)}.channel"):
             continue
         kind_name, kind = kinds[b.channel.tile.row]
-        bd_per_tile[b.channel.tile] += 1
+        bd_per_tile[b.channel.tile] += b.id not in pushed
         _check_bd(v, b, kind_name, kind)
+    at_once = host_bds_at_once(design, pushed)
+    for tile in set(bd_per_tile) | set(at_once):
+        bd_per_tile[tile] += at_once.get(tile, 0)
     for tile, n in sorted(bd_per_tile.items()):
         cap = arch.tile_kind(tile.row).bd_count
-        v.p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type")
+        v.p.check(n <= cap, f"{tile} BDs", n, f"at most {cap} BDs on this tile type"
+                  + (" (host-pushed BDs counted while their tasks may run)" if tile in at_once else ""))
+
+
+def _host_pushed_bds(design: Design) -> set[int]:
+    """Ids of the BDs only the runtime sequence uses: those of its pushed chains that no static
+    chain runs."""
+    static: set[int] = set()
+    for bd in design.static_chains.values():
+        static.update(b.id for b in chain_of(bd)[0])
+    seen: set[int] = set()  # Push objects (a sequence repeats a few of them many times)
+    pushed: set[int] = set()
+    for op in design.host:
+        if type(op) is Push and id(op) not in seen:
+            seen.add(id(op))
+            pushed.update(b.id for b in chain_of(op.bd)[0] if b.id not in static)
+    return pushed
+
+
+def host_bds_at_once(design: Design, pushed: set[int] | None = None) -> dict[Tile, int]:
+    """The most host-pushed BDs of each tile that are resident at one time. A BD is resident from
+    its first push until the first ``Wait`` on its channel after its last push (every task pushed
+    to a channel before a wait on it is done when the wait returns, so the host may write another
+    BD into its slot, as mlir-aie's ``dma_free_task`` after ``dma_await_task`` does), or to the
+    end of the sequence."""
+    if pushed is None:
+        pushed = _host_pushed_bds(design)
+    last_push: dict[int, int] = {}
+    chains: dict[int, list[BD]] = {}  # id(Push) -> its host-pushed BDs
+    for i, op in enumerate(design.host):
+        if type(op) is Push:
+            if id(op) not in chains:
+                chains[id(op)] = [b for b in chain_of(op.bd)[0] if b.id in pushed]
+            for b in chains[id(op)]:
+                last_push[b.id] = i
+    live: dict[Channel, set[int]] = {}
+    count: Counter = Counter()
+    peak: dict[Tile, int] = {}
+    for i, op in enumerate(design.host):
+        if type(op) is Push:
+            for b in chains[id(op)]:
+                here = live.setdefault(b.channel, set())
+                if b.id not in here:
+                    here.add(b.id)
+                    count[b.channel.tile] += 1
+                    peak[b.channel.tile] = max(peak.get(b.channel.tile, 0), count[b.channel.tile])
+        elif isinstance(op, Wait) and live.get(op.channel):
+            done = {b for b in live[op.channel] if last_push[b] < i}
+            live[op.channel] -= done
+            count[op.channel.tile] -= len(done)
+    return peak
 
 
 def _check_bd(v: _Checker, b: BD, kind_name: str, kind) -> None:

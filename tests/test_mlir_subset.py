@@ -117,3 +117,64 @@ def test_cli__run_design_ablate_prints_and_returns_the_ranking(tmp_path):
     js = json.loads(CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--ablate",
                                               "--json"]).output)
     assert [a["kernel"] for a in js["ablation"]] == ["scale"] and js["ablation"][0]["saved_cycles"] > 0
+
+
+def bd_reuse(groups: int, per_group: int, wait_between: bool = True) -> str:
+    """dma_task.mlir's design with its host streaming ``groups`` x ``per_group`` objects, each in
+    and out by a task of its own BD; with ``wait_between`` each group is awaited (both channels)
+    before the next group's tasks are configured, so later groups reuse the slots of earlier ones."""
+    text = (HERE / "dma_task.mlir").read_text()
+    head, rest = text.split("    aie.runtime_sequence", 1)
+    n = groups * per_group * 64
+    lines = [f"    aie.runtime_sequence @seq(%x: memref<{n}xi32>, %y: memref<{n}xi32>) {{"]
+    for g in range(groups):
+        for j in range(per_group):
+            k = g * per_group + j
+            for fifo, buf in (("in", "x"), ("out", "y")):
+                lines += [f"      %t{fifo}{k} = aiex.dma_configure_task_for @{fifo} {{",
+                          f"        aie.dma_bd(%{buf} : memref<{n}xi32> offset = {k * 64} len = 64)",
+                          "        aie.end", "      }", f"      aiex.dma_start_task(%t{fifo}{k})"]
+        if wait_between or g == groups - 1:
+            last = g * per_group + per_group - 1
+            lines += [f"      aiex.dma_await_task(%tin{last})", f"      aiex.dma_await_task(%tout{last})"]
+    return head + "\n".join(lines) + "\n    }\n  }\n}\n"
+
+
+def test_shim_bd_reuse__host_bds_count_while_their_tasks_may_run():
+    from fastsim.validate import host_bds_at_once, validate_design
+
+    info = read_text(bd_reuse(3, 6), {"add_one": 10})
+    shim = info.design.shim(1)
+    assert sum(b.channel.tile == shim for b in info.design.bds) == 36
+    assert host_bds_at_once(info.design) == {shim: 12}
+    validate_design(info.design)
+    assert int(simulate_design(info).total_cycles[0]) > 0
+
+
+def test_shim_bd_reuse__without_waits_every_pushed_bd_is_resident():
+    from fastsim.errors import ConfigError
+    from fastsim.validate import host_bds_at_once, validate_design
+
+    design = read_text(bd_reuse(3, 6, wait_between=False), {"add_one": 10}).design
+    assert host_bds_at_once(design) == {design.shim(1): 36}
+    with pytest.raises(ConfigError, match=r"tile\(1,0\) BDs = 36: at most 16 BDs"):
+        validate_design(design)
+
+
+def test_shim_bd_reuse__a_bd_pushed_again_after_a_wait_stays_resident():
+    from fastsim import NPU2, Design, mm2s
+    from fastsim.validate import host_bds_at_once
+
+    def peak(push_a_again: bool) -> int:
+        d = Design(NPU2)
+        ch = mm2s(d.shim(0), 0)
+        buf = d.ddr_buffer(256)
+        a, b = d.bd(ch, buf, 64), d.bd(ch, buf, 64, offset_bytes=64)
+        d.push(ch, a)
+        d.wait(ch)
+        d.push(ch, b)
+        if push_a_again:
+            d.push(ch, a)
+        return host_bds_at_once(d)[d.shim(0)]
+
+    assert (peak(False), peak(True)) == (1, 2)

@@ -3,7 +3,7 @@ dictionaries, regions with blocks, nested types; and says where a syntax error i
 import pytest
 
 from fastsim.errors import ConfigError
-from fastsim.mlir.syntax import Atom, Group, Region, parse
+from fastsim.mlir.syntax import Group, parse
 from fastsim.mlir.values import attrs, memref_of
 
 

@@ -1,5 +1,7 @@
 """``fastsim run design FILE.mlir [--kernels costs.toml] [--device NAME] [--ablate]``: simulate an
-mlir-aie design, and with ``--ablate`` rank its kernels by the time each costs it (docs/mlir.md)."""
+mlir-aie design, and with ``--ablate`` rank its kernels by the time each costs it; a run list
+(``aiex.configure`` of other devices with ``aiex.run``) runs its configurations in order
+(docs/mlir.md)."""
 from __future__ import annotations
 
 import json
@@ -13,12 +15,15 @@ from .common import fail, run_options_here
 @click.command("design")
 @click.argument("path", type=click.Path(dir_okay=False, exists=True))
 @click.option("--kernels", "kernels_path", type=click.Path(dir_okay=False, exists=True), default=None,
-              help="TOML with a [kernels] table: kernel name = cycles per call (every func.call needs one)")
+              help="TOML with a [kernels] table: kernel name = cycles per call (without it, fastsim guesses "
+                   "matmul and vector kernels it recognises and names the rest)")
 @click.option("--device", default=None, help="the aie.device @NAME to run, for a file that holds several")
 @click.option("--ablate", is_flag=True, help="also rank the kernels: each in turn a 1-cycle pass, by cycles saved")
+@click.option("--reconfigure-cycles", type=int, default=0, show_default=True,
+              help="a run list: cycles each switch to another configuration takes (not modelled)")
 @run_options_here
 @click.pass_context
-def design_cmd(ctx, path, kernels_path, device, ablate):
+def design_cmd(ctx, path, kernels_path, device, ablate, reconfigure_cycles):
     """Simulate an mlir-aie design: the aie dialect's physical or object-FIFO form with its runtime
     sequence. The device's name picks the arch (npu1*, npu2*; others: --arch).
 
@@ -30,6 +35,9 @@ def design_cmd(ctx, path, kernels_path, device, ablate):
     explicit = _arch_given(ctx)
     try:
         info = read_design(path, kernels_path, arch=opts["arch"] if explicit else None, device=device)
+        if info.run_list:
+            _run_list(info, opts, reconfigure_cycles, ablate)
+            return
         ds = simulate_design(info, skip=opts["skip"], trace=bool(opts["trace"]))
     except (ConfigError, SimulationError) as e:
         fail(e)
@@ -57,6 +65,18 @@ def design_cmd(ctx, path, kernels_path, device, ablate):
         click.echo(format_ablation(s["total_cycles"], rows))
     if opts["trace"]:
         click.echo(f"  trace           {opts['trace']} ({s['trace_events']} slices)")
+
+
+def _run_list(info, opts, reconfigure_cycles: int, ablate: bool) -> None:
+    """A run list: each configuration simulated in turn, and the sum."""
+    from ..mlir import simulate_run_list
+    from ..mlir.runlist import format_run_list, run_list_summary
+
+    if ablate or opts["trace"]:
+        raise ConfigError([f"{info.design.name} is a run list: --ablate and --trace take one of its devices "
+                           f"(--device {', '.join(s.device for s in info.run_list)})"], "command")
+    s = run_list_summary(simulate_run_list(info, reconfigure_cycles=reconfigure_cycles, skip=opts["skip"]), info)
+    click.echo(json.dumps(s) if opts["json"] else format_run_list(s))
 
 
 def _arch_given(ctx) -> bool:

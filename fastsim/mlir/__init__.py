@@ -4,7 +4,8 @@
 physical form (buffers, locks, flows, DMA BD chains, cores) and the object-FIFO form (``fifo``),
 cores (``core``) and the runtime sequence (``sequence``) into a ``Design``; ``simulate_design``
 runs it. ``write_design`` writes any Design as physical-form MLIR that reads back to the same
-cycles (``export``). docs/mlir.md lists the subset and the assumptions.
+cycles (``export``). A file whose runtime sequence configures and runs other devices (a run
+list) is simulated by ``simulate_run_list``. docs/mlir.md lists the subset and the assumptions.
 """
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from .export import ExportError, write_design, write_kernel_costs
 from .kernels import INLINE_OP_CYCLES, kernel_costs, load_kernel_costs
 from .reader import DesignInfo, MlirError, read, read_all
 from .run import simulate_design
+from .runlist import RunListResult, simulate_run_list
 
 __all__ = ["read_design", "read_text", "simulate_design", "load_kernel_costs", "kernel_costs", "DesignInfo",
-           "MlirError", "INLINE_OP_CYCLES", "read_all", "write_design", "write_kernel_costs", "ExportError"]
+           "MlirError", "INLINE_OP_CYCLES", "read_all", "write_design", "write_kernel_costs", "ExportError",
+           "simulate_run_list", "RunListResult"]
 
 
 def read_text(text: str, kernels: dict[str, int] | None = None, *, arch=None, source: str = "<mlir>",

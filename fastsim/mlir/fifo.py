@@ -183,7 +183,7 @@ class Fifos:
         return chans[key]
 
     def _expand_link(self, link: Link) -> None:
-        r, d = self.reader, self.reader.design
+        d = self.reader.design
         ins = [self.fifos[n] for n in link.ins]
         outs = [self.fifos[n] for n in link.outs]
         tile = link.tile

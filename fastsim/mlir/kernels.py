@@ -1,8 +1,11 @@
 """Kernel costs: the cycles each external kernel (a ``func.call``) takes, from the user's TOML,
+else fastsim's own cost model for kernels it recognises by name and shapes (``default_kernel_cost``),
 and the documented per-op cost of inline code."""
 from __future__ import annotations
 
+import math
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import Problems
@@ -46,3 +49,94 @@ def kernel_costs(table: dict, source: str = "kernel costs") -> dict[str, int]:
             out[str(name)] = int(cycles)
     p.raise_if_any()
     return out
+
+
+@dataclass(frozen=True)
+class DefaultCost:
+    """A kernel cost fastsim guessed from a call's kernel name and memref shapes (no cost was
+    given): the cycles per call and the rule, in words, that gave them."""
+
+    kernel: str
+    cycles: int
+    rule: str
+
+
+# A kernel is recognised by a word of its name (split at '_', lower case): matmul words first,
+# then the vector-op kinds of ``Arch.vector_cycles_per_elem`` (fastsim.arch.VECTOR_KINDS).
+MATMUL_WORDS = frozenset({"matmul", "mm", "gemm"})
+VECTOR_WORDS = {
+    "softmax": "softmax", "layernorm": "layer_norm", "rmsnorm": "norm", "gelu": "gelu", "silu": "silu_mul",
+    "swiglu": "silu_mul", "rope": "rope",
+    "passthrough": "elementwise", "passthroughline": "elementwise", "copy": "elementwise", "relu": "elementwise",
+    "add": "elementwise", "sub": "elementwise", "mul": "elementwise", "eltwise": "elementwise",
+    "scale": "elementwise", "zero": "elementwise",
+}
+# memref element type -> the matmul dtype key of Arch.macs_per_cycle
+MATMUL_DTYPES = {"i8": "int8", "ui8": "int8", "si8": "int8", "i16": "int16", "si16": "int16", "bf16": "bf16"}
+
+
+def _words(name: str) -> list[str]:
+    words = [w for w in name.lower().split("_") if w]
+    joined = name.lower()
+    for two in ("layer_norm", "rms_norm", "matrix_multiplication"):
+        if two in joined:
+            words.append(two.replace("_", "") if "norm" in two else "matmul")
+    return words
+
+
+def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
+    """fastsim's own cost of a call to ``name`` with memref arguments ``memrefs`` ([(shape, element
+    type)], as ``values.call_memrefs`` reads them) on ``arch``: (the cost, "") when the kernel is
+    one fastsim recognises, else (None, why not). Rules (docs/mlir.md "Kernel costs"):
+
+    - matmul (a name word ``matmul``, ``mm``, ``gemm``), the first three memrefs A, B, C:
+      m, k, n from their element counts (m k, k n, m n: any layout); per call the mapper's core
+      cycles (``fastsim.mapping.plan``): ``fastsim.cost.matmul_cycles`` on the fastest datapath of
+      A's dtype, at least the A and B loads, plus the C tile's load and store and the datapath's
+      conversion of A and B;
+    - vector ops (``VECTOR_WORDS``: element-wise passthrough, copy, add, mul, scale, relu, zero;
+      softmax, norms, gelu, silu, rope): the largest memref's elements times the arch's cycles per
+      element of that kind (``Arch.vector_cost``)."""
+    words = _words(name)
+    if any(w in MATMUL_WORDS for w in words):
+        return _matmul(name, memrefs, arch)
+    kind = next((VECTOR_WORDS[w] for w in words if w in VECTOR_WORDS), None)
+    if kind is None:
+        return None, "not a kernel fastsim recognises by its name"
+    if not memrefs:
+        return None, f"a {kind} kernel by its name, but its call passes no memref of known shape"
+    elements = max(math.prod(shape) for shape, _ in memrefs)
+    per_elem = arch.vector_cost(kind)
+    cycles = max(1, math.ceil(elements * per_elem))
+    return DefaultCost(name, cycles, f"{kind}: {elements} elements x {per_elem:g} cycles per element "
+                                     f"({arch.name} vector_cycles_per_elem.{kind})"), ""
+
+
+def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
+    from ..cost import matmul_cycles
+
+    if len(memrefs) < 3:
+        return None, f"a matmul by its name, but its call passes {len(memrefs)} memrefs of known shape (needs A, B, C)"
+    (sa, ta), (sb, tb), (sc, _) = memrefs[:3]
+    a, b, c = math.prod(sa), math.prod(sb), math.prod(sc)
+    m, k, n = (math.isqrt(x * y // z) for x, y, z in ((a, c, b), (a, b, c), (b, c, a)))
+    if (m * k, k * n, m * n) != (a, b, c) or not m * k * n:
+        return None, f"a matmul by its name, but A, B, C of {a}, {b}, {c} elements are no m x k, k x n, m x n"
+    dtype = "int8xint4" if MATMUL_DTYPES.get(ta) == "int8" and tb == "i4" else MATMUL_DTYPES.get(ta)
+    options = dict(arch.datapath_options(dtype)) if dtype else {}
+    if not options:
+        return None, f"a matmul of {ta} by its name, but {arch.name} has no MAC rate for it " \
+                     f"(rates: {sorted(arch.macs_per_cycle)})"
+    key = max(options, key=lambda x: arch.macs_per_cycle[x])  # the fastest datapath, as the mapper's default
+    from .values import element_bits
+
+    a_bytes, b_bytes, c_bytes = (math.prod(s) * element_bits(t) // 8 for s, t in memrefs[:3])
+    load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
+    core = matmul_cycles(m, k, n, key, arch, arch.efficiency(key))
+    loads = math.ceil((a_bytes + b_bytes) / load)
+    conv = math.ceil((m * k + k * n) * options[key])
+    cycles = max(core, loads) + math.ceil(c_bytes / load) + math.ceil(c_bytes / store) + conv
+    return DefaultCost(name, cycles, f"matmul {m}x{k}x{n} {dtype} on the {key} datapath: fastsim.cost.matmul_cycles "
+                                     f"{core} (A, B loads {loads}) + C load and store "
+                                     f"{math.ceil(c_bytes / load) + math.ceil(c_bytes / store)}"
+                                     + (f" + conversion {conv}" if conv else "")), ""

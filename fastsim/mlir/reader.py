@@ -13,8 +13,10 @@ from ..arch import NPU1, NPU2, Arch
 from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
 from ..errors import ConfigError
 from .core import CoreReader
+from .kernels import DefaultCost, default_kernel_cost
 from .syntax import Atom, Group, Op, parse
-from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of, split,
+                     word)
 
 
 class MlirError(ConfigError):
@@ -50,13 +52,37 @@ class Task:
 @dataclass
 class DesignInfo:
     """What ``read`` returns: the Design, the cores whose loops never end (persistent kernels),
-    and the ops it read without giving them time (trace setup, runtime parameters)."""
+    and the ops it read without giving them time (trace setup, runtime parameters). A device
+    whose runtime sequence is a run list has an empty Design and its configurations in
+    ``run_list`` (``fastsim.mlir.runlist``)."""
 
     design: Design
     endless_cores: set = field(default_factory=set)
     untimed: list = field(default_factory=list)
     kernels: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)  # what the reader changed to run the design, and why
+    run_list: list = field(default_factory=list)  # RunStep per aiex.configure of another device
+    defaulted: list = field(default_factory=list)  # kernels.DefaultCost: costs fastsim guessed, with the rule
+
+
+@dataclass
+class RunStep:
+    """One ``aiex.configure @device {aiex.run @seq(...) ...}`` of a run list: the configured
+    device, read with its runtime sequences inlined once per ``aiex.run`` in ``sequences`` order."""
+
+    device: str
+    sequences: tuple
+    info: DesignInfo
+
+
+@dataclass
+class RunCall:
+    """An ``aiex.configure`` of another device as the sequence reader finds it, resolved against
+    the file's devices after the device is read."""
+
+    device: str
+    sequences: list
+    op: Op
 
 
 def device_arch(name: str, default: Arch) -> Arch:
@@ -80,12 +106,14 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
         if device.lstrip("@") not in names:
             raise MlirError([f"{source}: no aie.device @{device.lstrip('@')} (devices: {names})"], source, [])
         dev = devices[names.index(device.lstrip("@"))]
+    elif len(devices) != 1 and len(_run_list_devices(devices)) == 1:
+        dev = _run_list_devices(devices)[0]
     elif len(devices) != 1:
         raise MlirError([f"{source}: {len(devices)} aie.device ops ({', '.join('@' + n for n in names)}): "
                          "choose one (device=...)"], source, [("aie.device", d.line) for d in devices[1:]])
     else:
         dev = devices[0]
-    return _read_device(dev, kernel_cycles, arch, source, default_arch, default_kernel_cycles, _empty(devices))
+    return _read_device(dev, kernel_cycles, arch, source, default_arch, default_kernel_cycles, devices)
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
@@ -94,8 +122,20 @@ def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Ar
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
     devices = _devices(parse(text, source))
-    return [_read_device(d, kernel_cycles, arch, source, default_arch, default_kernel_cycles, _empty(devices))
+    return [_read_device(d, kernel_cycles, arch, source, default_arch, default_kernel_cycles, devices)
             for d in devices]
+
+
+def _run_list_devices(devices: list[Op]) -> list[Op]:
+    """The devices whose runtime sequence configures another device and runs it (a run list)."""
+    def configures_other(op: Op, own: str) -> bool:
+        return any(inner.name == "aiex.configure" and _symbol(inner) not in (None, own)
+                   or configures_other(inner, own) for region in op.regions for inner in region.ops)
+    return [d for d in devices if configures_other(d, _device_symbol(d))]
+
+
+def _symbol(op: Op) -> str | None:
+    return next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
 
 
 def _empty(devices: list[Op]) -> frozenset:
@@ -112,20 +152,41 @@ def _device_symbol(dev: Op) -> str:
 
 
 def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_kernel_cycles,
-                 empty_devices: frozenset = frozenset()) -> DesignInfo:
+                 devices: list[Op], sequences: list[str] | None = None) -> DesignInfo:
+    """One device. ``sequences``: the runtime sequences to inline, in order (a run list's
+    ``aiex.run``s); None reads every sequence once."""
     name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
-    if arch is None:
-        arch = device_arch(name, default_arch)
+    arch_here = device_arch(name, default_arch) if arch is None else arch
     symbol = _device_symbol(dev)
-    r = Reader(Design(arch, _design_name(source) + (f"@{symbol}" if symbol else "")), kernel_cycles or {}, source)
+    r = Reader(Design(arch_here, _design_name(source) + (f"@{symbol}" if symbol else "")), kernel_cycles or {},
+               source)
     r.default_kernel_cycles = default_kernel_cycles
     r.device_symbol = symbol
-    r.empty_devices = empty_devices
+    r.empty_devices = _empty(devices)
+    r.run_sequences = sequences
     r.read_device(dev)
     r.design.output_on_chip = "fastsim.output_on_chip" in attrs(dev)
+    steps = []
+    by_symbol = {_device_symbol(d): d for d in devices}
+    for call in r.run_calls:
+        target = by_symbol.get(call.device)
+        if target is None or sequences is not None or _run_list_devices([target]):
+            r.unsupported(call.op, f"@{call.device} is no device of this file" if target is None
+                          else "a run list inside a run list")
+            continue
+        try:
+            step = _read_device(target, kernel_cycles, arch, source, default_arch, default_kernel_cycles, devices,
+                                call.sequences)
+        except MlirError as e:
+            r.problems += e.problems
+            r.stops += e.stops
+            continue
+        steps.append(RunStep(call.device, tuple(call.sequences), step))
+    if steps and (r.design.host or r.design.cores):
+        r.problem(r.run_calls[0].op, "a run list beside the device's own cores or host steps")
     if r.problems:
         raise MlirError(r.problems, source, r.stops)
-    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes)
+    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes, steps, r.defaulted)
 
 
 def _design_name(source: str) -> str:
@@ -155,6 +216,7 @@ class Reader:
         self.untimed: list[tuple[str, int]] = []
         self.notes: list[str] = []
         self.kernels_used: dict[str, int] = {}
+        self.defaulted: list[DefaultCost] = []  # costs fastsim guessed for kernels the costs do not name
         self.next_channel: dict[tuple[Tile, str], int] = {}
         self.fifos = None  # fastsim.mlir.fifo.Fifos, made when the device has object FIFOs
         self.element_bits: dict[int, int] = {}  # buffer id -> bits of its memref's element type
@@ -162,6 +224,8 @@ class Reader:
         self.declared_costs: dict[str, int] = {}  # fastsim.cycles of func.func declarations
         self.device_symbol = ""
         self.empty_devices: set[str] = set()  # symbols of the file's devices that hold no ops
+        self.run_sequences: list[str] | None = None  # sequences to inline in order (a run list's aiex.run)
+        self.run_calls: list[RunCall] = []  # aiex.configure of other devices in the runtime sequence
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -191,14 +255,25 @@ class Reader:
 
     def kernel_cycles(self, op: Op, name: str) -> int:
         """A call's cycles: the costs file's, else the call's own ``fastsim.cycles``, else its
-        declaration's (both written by ``fastsim export``), else the default."""
+        declaration's (both written by ``fastsim export``), else fastsim's cost model for a kernel
+        it recognises by name and memref shapes (recorded in ``defaulted``), else the reader's
+        default (the corpus script's), else an error naming the kernel."""
         cycles = self.kernel_costs.get(name)
         if cycles is None:
             own = attrs(op).get("fastsim.cycles")
-            cycles = int_of(own) if own else self.declared_costs.get(name, self.default_kernel_cycles)
+            cycles = int_of(own) if own else self.declared_costs.get(name)
+        why = ""
         if cycles is None:
-            raise Unreadable(f"kernel '{name}' has no cost: give its cycles per call in the kernel costs TOML "
-                             f"([kernels] {name} = CYCLES, fastsim run design --kernels FILE)")
+            guess, why = default_kernel_cost(name, call_memrefs(op), self.design.arch)
+            if guess is not None:
+                cycles = guess.cycles
+                if guess not in self.defaulted:
+                    self.defaulted.append(guess)
+        if cycles is None:
+            cycles = self.default_kernel_cycles
+        if cycles is None:
+            raise Unreadable(f"kernel '{name}' has no cost ({why}): give its cycles per call in the kernel costs "
+                             f"TOML ([kernels] {name} = CYCLES, fastsim run design --kernels FILE)")
         self.kernels_used[name] = cycles
         return cycles
 
@@ -220,8 +295,7 @@ class Reader:
             self._guard(self._core, op)
         for src, dsts in self.routes.items():
             self.design.route(src, *dsts)
-        for op in sequences:
-            self._guard(self._sequence, op)
+        self._sequences(sequences)
 
     def _guard(self, fn, op: Op, *args) -> None:
         try:
@@ -553,10 +627,36 @@ class Reader:
         return self.fifos.core_locks(fifo, port, tile)
 
     # -- runtime sequence -------------------------------------------------------------------------------
+    def _sequences(self, ops: list[Op]) -> None:
+        """Every runtime sequence once, or, for a configuration of a run list, the sequences its
+        ``aiex.run``s name, each read once and its host steps inlined once per run."""
+        if self.run_sequences is None:
+            for op in ops:
+                self._guard(self._sequence, op)
+            return
+        named = {sequence_name(op): op for op in ops}
+        steps: dict[str, list] = {}
+        for name in dict.fromkeys(self.run_sequences):
+            if name not in named:
+                self.problems.append(f"{self.source}: aiex.run @{name}: @{self.device_symbol} has no runtime "
+                                     f"sequence @{name} (it has {sorted(named)})")
+                continue
+            start = len(self.design.host)
+            self._guard(self._sequence, named[name])
+            steps[name] = self.design.host[start:]
+        self.design.host = [step for name in self.run_sequences for step in steps.get(name, [])]
+
     def _sequence(self, op: Op) -> None:
         from .sequence import SequenceReader
 
         SequenceReader(self).read(op)
+
+
+def sequence_name(op: Op) -> str:
+    """A runtime sequence's symbol; ``sequence`` when it has none (the name ``aiex.run`` and XRT
+    use for it)."""
+    sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
+    return sym or "sequence"
 
 
 def pad_layout(group: Group) -> tuple:

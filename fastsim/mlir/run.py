@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastsim.kernels import layout as L
 
 from ..design import Wait
+from ..errors import ConfigError
 from ..lower import lower
 from ..results import to_dataset
 from ..simulation import raise_on_failure, run_batch
@@ -21,7 +22,11 @@ def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False,
                     max_cycles: int = 2**40):
     """Simulate ``info.design``; returns the engine's Dataset with attrs ``persistent_cores`` (endless
     cores left waiting when the run ended) and ``stranded_cores`` (cores whose loops expected more
-    data than the host sent, left waiting likewise); both 0 when every core finished."""
+    data than the host sent, left waiting likewise); both 0 when every core finished. A run list
+    is simulated by ``fastsim.mlir.simulate_run_list``."""
+    if info.run_list:
+        raise ConfigError([f"{info.design.name} is a run list of {len(info.run_list)} configuration(s): "
+                           "simulate it with simulate_run_list"], "MLIR design")
     lowered = lower(info.design, skip=skip, max_cycles=max_cycles, max_events=max_events if trace else 0)
     batch = run_batch([lowered])
     left = _cores_left_after_host(batch, info)
@@ -72,7 +77,8 @@ def summary(ds, info: DesignInfo) -> dict:
                    "locks": len(info.design.locks), "buffers": len(info.design.buffers),
                    "host_steps": len(info.design.host), "persistent_cores": int(ds.attrs.get("persistent_cores", 0)),
                    "stranded_cores": int(ds.attrs.get("stranded_cores", 0))}
-    s["kernels"] = {"cycles_per_call": dict(info.kernels), "total_cycles_per_core_program": per_kernel}
+    s["kernels"] = {"cycles_per_call": dict(info.kernels), "total_cycles_per_core_program": per_kernel,
+                    "defaulted": [{"kernel": d.kernel, "cycles": d.cycles, "rule": d.rule} for d in info.defaulted]}
     s["untimed_ops"] = sorted({name for name, _ in info.untimed})
     return s
 
@@ -93,6 +99,9 @@ def format_design_summary(s: dict) -> str:
     lines.append(f"  bound by        {s['bound_by']}")
     for name, cycles in sorted(s["kernels"]["total_cycles_per_core_program"].items()):
         lines.append(f"  kernel          {name}: {cycles:,} cycles over all calls of all cores")
+    for guess in s["kernels"]["defaulted"]:
+        lines.append(f"  guessed cost    {guess['kernel']}: {guess['cycles']:,} cycles per call, fastsim's cost "
+                     f"model ({guess['rule']}); give a measured cost with --kernels")
     if d["persistent_cores"]:
         lines.append(f"  persistent      {d['persistent_cores']} core(s) loop forever; the run ends when "
                      "they wait for data that no longer comes")

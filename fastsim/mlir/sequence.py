@@ -19,6 +19,8 @@ from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, m
 # register addresses (within a tile) whose writes change nothing fastsim models: the core's
 # processor-bus enable (AM025 Core_Processor_Bus), which lets a core reach memory-mapped registers
 INERT_REGISTERS = {0x32038: "Core_Processor_Bus"}
+# ops that name runtime-argument views for an aiex.run (no host time)
+VIEW_OPS = frozenset({"memref.subview", "memref.reinterpret_cast", "memref.cast", "arith.constant"})
 
 
 class SequenceReader:
@@ -98,6 +100,8 @@ class SequenceReader:
         elif name == "aiex.configure" and self._configures_itself(op):
             self.r.untimed.append((name, op.line))  # loading the configuration: not modelled
             self._ops(op.regions[0].ops if op.regions else ())
+        elif name == "aiex.configure":
+            self._run_list_entry(op)
         elif name in ("aiex.dma_configure_task", "aiex.dma_configure_task_for"):
             self._configure(op)
         elif name == "aiex.dma_start_task":
@@ -118,6 +122,30 @@ class SequenceReader:
         (``aiex.run``) is outside the subset."""
         sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
         return sym is not None and sym == self.r.device_symbol
+
+    def _run_list_entry(self, op) -> None:
+        """``aiex.configure @other { aiex.run @seq(%view) ... }``: an entry of a run list, read by
+        ``reader`` once the device is read. Inside, only ``aiex.run`` and the views of runtime
+        arguments it passes are read: a run's arguments are host buffers, whose addresses do not
+        change timing."""
+        from .reader import RunCall
+
+        sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
+        runs = []
+        for inner in op.regions[0].ops if op.regions else ():
+            if inner.name == "aiex.run":
+                runs.append(word([i for i in inner.items if isinstance(i, Atom) and i.kind == "SYMBOL"][:1])
+                            .lstrip("@"))
+            elif inner.name in VIEW_OPS:
+                if inner.name == "arith.constant":
+                    self.r.constant(inner)
+            else:
+                self.r.unsupported(inner, f"inside aiex.configure of another device (@{sym}) only aiex.run "
+                                          "and views of runtime arguments are read")
+        if sym is None or not runs:
+            self.r.unsupported(op, "a configuration of another device without aiex.run")
+            return
+        self.r.run_calls.append(RunCall(sym, runs, op))
 
     def _loads_itself_or_nothing(self, op) -> bool:
         """``load_pdi {device_ref = @d}`` of this device (its configuration, already what fastsim

@@ -114,13 +114,37 @@ def memref_of(items) -> tuple[tuple[int, ...], int]:
 
 
 def _shape(g: Group) -> tuple[tuple[int, ...], int]:
+    shape, element = _shape_and_element(g)
+    return shape, element_bits(element)
+
+
+def _shape_and_element(g: Group) -> tuple[tuple[int, ...], str]:
     """``16x8xi32`` is lexed as INT 16 and WORD x8xi32: join the first entry's texts and split at 'x'."""
     first = split(g.items)[0]
     text = "".join(str(i) for i in first if isinstance(i, Atom))
     parts = text.split("x")
     if not parts or any(not p.isdigit() for p in parts[:-1]):
         raise Unreadable(f"memref<{text}>: only static shapes are read")
-    return tuple(int(p) for p in parts[:-1]), element_bits(parts[-1])
+    return tuple(int(p) for p in parts[:-1]), parts[-1]
+
+
+def call_memrefs(op) -> list[tuple[tuple[int, ...], str]]:
+    """(shape, element type name) of each memref argument of a ``func.call`` (its types after
+    ``:``), in order; scalars and memrefs of unknown shape are left out."""
+    items = list(op.items)
+    colon = next((i for i, it in enumerate(items) if isinstance(it, Atom) and it.kind == "COLON"), None)
+    if colon is None or colon + 1 >= len(items) or not isinstance(items[colon + 1], Group):
+        return []
+    out = []
+    for entry in split(items[colon + 1].items):
+        for i, it in enumerate(entry[:-1]):
+            if isinstance(it, Atom) and it.text == "memref" and isinstance(entry[i + 1], Group):
+                try:
+                    out.append(_shape_and_element(entry[i + 1]))
+                except Unreadable:
+                    pass
+                break
+    return out
 
 
 def memref_bytes(shape: tuple[int, ...], bits: int) -> int:

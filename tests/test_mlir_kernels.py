@@ -1,0 +1,88 @@
+"""Default kernel costs: a func.call whose kernel has no given cost takes fastsim's own cost model
+when fastsim recognises the kernel by its name and memref shapes, and says so; any other kernel
+without a cost is an error naming it."""
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fastsim import NPU1, NPU2
+from fastsim.cost import matmul_cycles
+from fastsim.mlir import MlirError, read_design, read_text, simulate_design
+from fastsim.mlir.kernels import default_kernel_cost
+
+HERE = Path(__file__).parent / "mlir"
+
+
+def by_hand_matmul(m, k, n, key, arch, in_bytes, c_bytes, conv_per_elem=0.0) -> int:
+    """The mapper's core cycles of one m x k x n call (fastsim.mapping.plan._core_cycles), written
+    out: the microkernel (at least the A and B loads), the C tile's load and store, conversion."""
+    load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
+    core = matmul_cycles(m, k, n, key, arch, arch.efficiency(key))
+    return (max(core, math.ceil((m * k + k * n) * in_bytes / load)) + math.ceil(m * n * c_bytes / load)
+            + math.ceil(m * n * c_bytes / store) + math.ceil((m * k + k * n) * conv_per_elem))
+
+
+@pytest.mark.parametrize("arch, element, key, in_bytes", [(NPU2, "bf16", "bfp16", 2), (NPU1, "bf16", "bf16", 2),
+                                                          (NPU2, "i8", "int8", 1), (NPU1, "i16", "int16", 2)])
+def test_matmul__the_mappers_core_cycles_on_the_fastest_datapath(arch, element, key, in_bytes):
+    guess, why = default_kernel_cost("matmul_x", [((32, 64), element), ((64, 48), element), ((32, 48), "f32")],
+                                     arch)
+    conv = dict(arch.datapath_options({"bf16": "bf16", "i8": "int8", "i16": "int16"}[element]))[key]
+    assert why == "" and guess.cycles == by_hand_matmul(32, 64, 48, key, arch, in_bytes, 4, conv)
+    assert guess.rule.startswith("matmul 32x64x48 ") and f"on the {key} datapath" in guess.rule
+
+
+def test_matmul__m_k_n_come_from_element_counts_in_any_layout():
+    flat, _ = default_kernel_cost("mm_64", [((64, 32), "i8"), ((32, 64), "i8"), ((64, 64), "i32")], NPU2)
+    blocked, _ = default_kernel_cost("matmul_4x2x4", [((4, 8, 8, 8), "i8"), ((8, 4, 8, 8), "i8"),
+                                                      ((8, 8, 8, 8), "i32")], NPU2)
+    assert blocked.cycles == flat.cycles and "64x32x64" in blocked.rule
+
+
+def test_matmul__without_a_mac_rate_or_a_consistent_shape_it_says_why():
+    none, why = default_kernel_cost("matmul_scalar_i32", [((4, 8), "i32"), ((8, 4), "i32"), ((4, 4), "i32")], NPU2)
+    assert none is None and "no MAC rate" in why
+    none, why = default_kernel_cost("matmul", [((4, 8), "i8"), ((5, 4), "i8"), ((4, 4), "i32")], NPU2)
+    assert none is None and "m x k, k x n, m x n" in why
+
+
+@pytest.mark.parametrize("name, kind", [("passThroughLine", "elementwise"), ("vector_scalar_mul_aie", "elementwise"),
+                                        ("bf16_relu", "elementwise"), ("eltwise_add_bf16", "elementwise"),
+                                        ("zero_f32", "elementwise"), ("softmax_bf16", "softmax"),
+                                        ("layer_norm", "layer_norm"), ("rms_norm_bf16", "norm")])
+def test_vector__elements_of_the_largest_memref_times_the_arch_cost(name, kind):
+    guess, _ = default_kernel_cost(name, [((1024,), "bf16"), ((1,), "i32"), ((1000,), "bf16")], NPU1)
+    assert guess.cycles == math.ceil(1024 * NPU1.vector_cost(kind)) and guess.rule.startswith(f"{kind}: 1024 elements")
+
+
+def test_design__defaulted_costs_are_used_and_reported_with_their_rules():
+    info = read_design(HERE / "matmul_default_costs.mlir")
+    got = {d.kernel: d for d in info.defaulted}
+    assert set(got) == {"zero_f32", "matmul_bf16_f32"}
+    assert got["matmul_bf16_f32"].cycles == by_hand_matmul(64, 64, 64, "bfp16", NPU2, 2, 4, 1 / 32)
+    assert got["zero_f32"].cycles == math.ceil(4096 * NPU2.vector_cost("elementwise"))
+    assert info.kernels == {d.kernel: d.cycles for d in info.defaulted}
+    measured = read_design(HERE / "matmul_default_costs.mlir", {"matmul_bf16_f32": 5000})
+    assert [d.kernel for d in measured.defaulted] == ["zero_f32"] and measured.kernels["matmul_bf16_f32"] == 5000
+    assert int(simulate_design(measured).total_cycles[0]) > int(simulate_design(info).total_cycles[0])
+
+
+def test_design__a_kernel_fastsim_does_not_recognise_stays_an_error():
+    text = (HERE / "matmul_default_costs.mlir").read_text().replace("zero_f32", "clear_tile")
+    with pytest.raises(MlirError, match="kernel 'clear_tile' has no cost .not a kernel fastsim recognises"):
+        read_text(text)
+
+
+def test_cli__guessed_costs_are_in_the_summary_and_the_json():
+    from fastsim.cli import main
+
+    path = str(HERE / "matmul_default_costs.mlir")
+    out = CliRunner().invoke(main, ["run", "design", path])
+    assert out.exit_code == 0, out.output
+    assert "guessed cost    matmul_bf16_f32: " in out.output and "fastsim.cost.matmul_cycles" in out.output
+    js = json.loads(CliRunner().invoke(main, ["run", "design", path, "--json"]).output)
+    assert {d["kernel"] for d in js["kernels"]["defaulted"]} == {"zero_f32", "matmul_bf16_f32"}
+    assert all(d["rule"] and d["cycles"] >= 1 for d in js["kernels"]["defaulted"])

@@ -1,0 +1,80 @@
+"""Run lists: a runtime sequence that configures other devices of the file (``aiex.configure``)
+and runs their sequences (``aiex.run``), one simulation per configure block, cycles summed."""
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fastsim.errors import ConfigError
+from fastsim.mlir import MlirError, read_design, read_text, simulate_design, simulate_run_list
+
+HERE = Path(__file__).parent / "mlir"
+COSTS = {"scale": 300}
+
+
+def alone(device: str) -> int:
+    """Cycles of one device of run_list.mlir simulated on its own (its sequence once)."""
+    return int(simulate_design(read_design(HERE / "run_list.mlir", COSTS, device=device)).total_cycles[0])
+
+
+def test_run_list__is_the_files_default_and_reads_each_configuration():
+    info = read_design(HERE / "run_list.mlir", COSTS)
+    assert [(s.device, s.sequences) for s in info.run_list] == [("twice", ("stream", "stream")),
+                                                                 ("once", ("sequence",))]
+    twice, once = (s.info.design for s in info.run_list)
+    assert len(twice.host) == 2 * len(read_design(HERE / "run_list.mlir", COSTS, device="twice").design.host)
+    assert len(once.host) == 3 and not info.design.host and not info.design.cores
+
+
+def test_run_list__runs_of_one_block_share_state_and_blocks_sum():
+    result = simulate_run_list(read_design(HERE / "run_list.mlir", COSTS))
+    (_, twice), (_, once) = result.steps
+    # one run leaves @twice's core waiting for the 4 objects the second run brings
+    assert simulate_design(read_design(HERE / "run_list.mlir", COSTS, device="twice")).attrs["stranded_cores"] == 1
+    assert twice.attrs["stranded_cores"] == 0
+    assert alone("twice") < int(twice.total_cycles[0]) < 2 * alone("twice")
+    assert int(once.total_cycles[0]) == alone("once")
+    assert result.total_cycles == int(twice.total_cycles[0]) + int(once.total_cycles[0])
+
+
+def test_run_list__reconfiguration_time_is_added_per_switch():
+    info = read_design(HERE / "run_list.mlir", COSTS)
+    base = simulate_run_list(info).total_cycles
+    assert simulate_run_list(info, reconfigure_cycles=500).total_cycles == base + 500
+    with pytest.raises(ConfigError, match="reconfigure_cycles"):
+        simulate_run_list(info, reconfigure_cycles=-1)
+    with pytest.raises(ConfigError, match="simulate_run_list"):
+        simulate_design(info)
+
+
+def test_run_list__a_run_of_a_missing_sequence_is_named():
+    text = (HERE / "run_list.mlir").read_text().replace("aiex.run @sequence(%host)", "aiex.run @nothing(%host)")
+    with pytest.raises(MlirError, match="no runtime sequence @nothing"):
+        read_text(text, COSTS)
+
+
+def test_run_list__other_ops_inside_a_configure_block_are_named():
+    run = "        aiex.run @sequence(%host) : (memref<2048xi32>)\n"
+    text = (HERE / "run_list.mlir").read_text().replace(
+        run, run + "        aiex.npu.write32 {address = 0 : ui32, value = 1 : ui32}\n")
+    with pytest.raises(MlirError, match="aiex.npu.write32") as e:
+        read_text(text, COSTS)
+    assert [name for name, _ in e.value.stops] == ["aiex.npu.write32"]
+
+
+def test_cli__run_design_prints_the_run_list_and_its_total(tmp_path):
+    from fastsim.cli import main
+
+    costs = tmp_path / "costs.toml"
+    costs.write_text("[kernels]\nscale = 300\n")
+    path = str(HERE / "run_list.mlir")
+    base = simulate_run_list(read_design(HERE / "run_list.mlir", COSTS)).total_cycles
+    out = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--reconfigure-cycles", "100"])
+    assert out.exit_code == 0, out.output
+    assert "aiex.configure @twice: 2 run(s) of @stream" in out.output
+    assert f"total cycles    {base + 100:,}" in out.output
+    js = json.loads(CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--json"]).output)
+    assert js["total_cycles"] == base and [s["device"] for s in js["run_list"]] == ["twice", "once"]
+    ablate = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--ablate"])
+    assert ablate.exit_code == 2 and "--device twice, once" in ablate.output
