@@ -148,7 +148,7 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "activation_reuse": (op_dim, _ratio(macs, kind_bytes[:, 1]),
                              {"units": "MAC/byte", "description": "MACs per byte of activations fetched from DDR"}),
         "bound_by": (op_dim, per_op["bound"], {"description": "resource with the highest utilization in the op"}),
-        "dataflow": (op_dim, per_op["flow_of"], {"description": "ws, is, os, or stream (vector ops)"}),
+        "dataflow": (op_dim, per_op["flow_of"], {"description": "ws, is, os, stream (vector ops) or conv"}),
         "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
         "op_columns": (op_dim, np.array([results[p.key].columns for p in placed], np.int64),
                        {"units": "columns", "description": "columns the op's cores occupy"}),

@@ -9,10 +9,10 @@ from typing import Callable, NamedTuple
 from ..arch import Arch
 from ..design import Design
 from ..errors import ConfigError
-from ..lower import LoweredDesign
+from ..lower import LoweredDesign, lower, noop_twin
 from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
-from ..graph import VECTOR, Op, OpGraph
+from ..graph import CONV, VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
@@ -148,6 +148,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         design, lowered = lowered_vector_design(spec, arch)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
+    if op.kind == CONV:
+        return _conv_design(p, arch, pins, noop)
     real = matmul_of(p, pins)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
@@ -169,3 +171,31 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
     return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None,
                     found.gap)
+
+
+def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool) -> OpDesign:
+    """A conv op through the conv mapper's search (``fastsim.mapping.conv_search``). Its designs
+    read and write DDR: a fusion that would keep its input or output on chip is refused, so the
+    evaluation keeps it unfused. NOOP (ablation) derives the data-only twin from its tables."""
+    from ..mapping.conv import Conv2d
+    from ..mapping.conv_search import search_conv
+
+    op, g = p.op, p.op.conv
+    if p.chip.x or p.chip.y:
+        raise ConfigError([f"{op.name}: a conv reads and writes DDR; it does not fuse with its neighbours"],
+                          "mapping")
+    dtype = "int8" if op.x.elem_bytes == 1 else pins.compute_dtype
+    out = "int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None)
+    conv = Conv2d(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.padding, g.dilation, g.groups, dtype, out,
+                  pins.kernel_efficiency, op.name)
+    found = search_conv(conv, arch, budget=pins.search_budget)
+    kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", dtype)})
+    if noop:
+        return OpDesign(found.best_design, "conv", None, kernels, None, noop_twin(lower(found.best_design)),
+                        found.gap)
+    twin = NoopTwin(lambda: _refuse_pipeline(op.name))
+    return OpDesign(found.best_design, "conv", found.best_simulation, kernels, twin, None, found.gap)
+
+
+def _refuse_pipeline(name: str):
+    raise ConfigError([f"{name}: a conv does not run in a spatial pipeline"], "mapping")

@@ -1,7 +1,9 @@
 """Ops, their operands and the graph of producer edges between them.
 
 A matmul op computes Y[m x n] = X[m x k] @ W[k x n]; a vector op reads ``x_inputs`` operands of
-m x n elements and writes one. ``repeat`` identical instances run one after another: per attention
+m x n elements and writes one; a conv op is a 2-D convolution (``conv`` holds its geometry; m, k, n
+are those of the GEMM it equals in MACs: m = n*oh*ow output pixels, k = (c/groups)*r*s, n = output
+channels). ``repeat`` identical instances run one after another: per attention
 head and, where every sequence of a batch has its own operand (its KV cache), per sequence. The W
 operand of attention is the KV cache, so KV bytes and attention MACs scale with batch while a
 weight is read once per step for the whole batch (its rows, M, grow with batch instead).
@@ -12,9 +14,10 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-MATMUL, VECTOR = "matmul", "vector"
-OP_KINDS = (MATMUL, VECTOR)
-OP_CLASSES = ("embedding", "norm", "gemm", "rope", "kv", "attention", "softmax", "elementwise", "cast")
+MATMUL, VECTOR, CONV = "matmul", "vector", "conv"
+OP_KINDS = (MATMUL, VECTOR, CONV)
+OP_CLASSES = ("embedding", "norm", "gemm", "rope", "kv", "attention", "softmax", "elementwise", "cast", "conv",
+              "pool")
 TENSOR_KINDS = ("weights", "activations", "kv", "psum")  # what DDR traffic is attributed to
 NONE = "none"  # an operand the op does not have (a vector op's W)
 
@@ -28,6 +31,36 @@ class Operand:
 
 
 NO_OPERAND = Operand(NONE, 0.0)
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A 2-D convolution over an NCHW input: ``k`` output channels of ``r`` x ``s`` filters,
+    ``groups`` as in ONNX and PyTorch (``groups == c``: depthwise)."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    r: int
+    s: int
+    stride: int = 1
+    padding: int = 0
+    dilation: int = 1
+    groups: int = 1
+
+    @property
+    def oh(self) -> int:
+        return (self.h + 2 * self.padding - self.dilation * (self.r - 1) - 1) // self.stride + 1
+
+    @property
+    def ow(self) -> int:
+        return (self.w + 2 * self.padding - self.dilation * (self.s - 1) - 1) // self.stride + 1
+
+    def gemm_extents(self) -> tuple[int, int, int]:
+        """(m, k, n) of the GEMM with the same MACs: output pixels, MACs per output, channels."""
+        return self.n * self.oh * self.ow, (self.c // max(1, self.groups)) * self.r * self.s, self.k
 
 
 @dataclass(frozen=True)
@@ -55,16 +88,18 @@ class Op:
     # which weight tensor the op reads (the front end's kinds, e.g. "attention", "ffn"); "" none.
     # Reports only: ops differing in it alone have identical designs
     weight_kind: str = ""
+    conv: ConvGeometry | None = None  # a conv op's geometry (kind CONV only)
 
     @property
     def macs(self) -> int:
-        return int(self.m * self.k * self.n * self.macs_scale) * self.repeat if self.kind == MATMUL else 0
+        return int(self.m * self.k * self.n * self.macs_scale) * self.repeat if self.kind in (MATMUL, CONV) else 0
 
     @property
     def shape_key(self) -> tuple:
         """Ops with equal keys have identical designs (simulated once)."""
         return (self.op_class, self.kind, self.m, self.k, self.n, self.x, self.w, self.y, self.x_inputs,
-                self.vector_cycles_per_elem, self.cast_cycles_per_weight, self.macs_scale, self.online_rescale_cycles)
+                self.vector_cycles_per_elem, self.cast_cycles_per_weight, self.macs_scale, self.online_rescale_cycles,
+                self.conv)
 
     @property
     def streams_weights(self) -> bool:
@@ -95,6 +130,12 @@ class OpGraph:
                          for j in ps if not 0 <= j < i]
         problems += [f"ops[{i}].kind = {op.kind!r}: one of {OP_KINDS}" for i, op in enumerate(self.ops)
                      if op.kind not in OP_KINDS]
+        for i, op in enumerate(self.ops):
+            if (op.kind == CONV) != (op.conv is not None):
+                problems.append(f"ops[{i}].conv: a conv op (and only one) has a geometry")
+            elif op.conv is not None and (op.m, op.k, op.n) != op.conv.gemm_extents():
+                problems.append(f"ops[{i}] (m, k, n) = {(op.m, op.k, op.n)}: a conv op's must be its geometry's "
+                                f"{op.conv.gemm_extents()}")
         if problems:
             raise ConfigError(problems, "op graph")
 

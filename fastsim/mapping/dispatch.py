@@ -74,10 +74,11 @@ def sequence_words(counts: tuple[int, int], limits: DispatchLimits) -> int:
 
 
 def program_bytes(kernels: set, limits: DispatchLimits) -> int:
-    """Program memory of a core that runs ``kernels`` (("matmul", ...) or ("vector", class))."""
+    """Program memory of a core that runs ``kernels`` (("matmul", ...), ("conv", ...): as large as a
+    matmul microkernel, an assumption; or ("vector", class))."""
     size = limits.core_loop_bytes
     for k in kernels:
-        size += limits.matmul_kernel_bytes if k[0] == "matmul" else limits.vector_kernel_bytes
+        size += limits.matmul_kernel_bytes if k[0] in ("matmul", "conv") else limits.vector_kernel_bytes
     return size
 
 
