@@ -163,6 +163,11 @@ class Arch:
         return self.columns * self.compute_rows
 
     @property
+    def on_chip_bytes(self) -> int:
+        """Core and mem-tile memory of the whole array: the most that static weights can occupy."""
+        return self.compute_tiles * self.compute.memory_bytes + self.columns * self.mem_rows * self.mem.memory_bytes
+
+    @property
     def ddr_bytes_per_cycle(self) -> float:
         return self.ddr_bytes_per_s / self.clock_hz
 

@@ -294,6 +294,7 @@ class Calibration:
     predicted: np.ndarray
     loo_predicted: np.ndarray
     unused: list[str]  # parameters no measurement depends on (left at their starting values)
+    warnings: list[str] = dataclasses.field(default_factory=list)  # what the fit may hide (``diagnose``)
 
     @property
     def residuals(self) -> np.ndarray:
@@ -406,8 +407,46 @@ def calibrate(measurements: list[Measurement], arch: Arch = PRESETS["npu2"], fit
             start = np.where([_bounds(n)[2] for n in names], x, x0)
             xi = _fit(pred, arch, names, [j for j in rows if j != i], start, polish=False)
             loo[i] = pred.predict(measurements[i], with_params(arch, names, xi))
-    return Calibration(dataclasses.replace(fitted, name=f"{arch.name}-calibrated"), names, x, low, high, x0,
-                       measurements, predicted, loo, unused)
+    cal = Calibration(dataclasses.replace(fitted, name=f"{arch.name}-calibrated"), names, x, low, high, x0,
+                      measurements, predicted, loo, unused)
+    cal.warnings = diagnose(cal, pred)
+    return cal
+
+
+def diagnose(cal: Calibration, pred: Predictor) -> list[str]:
+    """What a good-looking fit can hide, one sentence each: a parameter pinned at a bound (the
+    measurements push it past what is allowed), a 95 % interval wider than the value (the
+    measurements do not determine it), a measurement faster than the part's peak allows."""
+    out = []
+    for name, v, lo95, hi95 in zip(cal.names, cal.values, cal.low95, cal.high95):
+        lo, hi, _ = _bounds(name)
+        for side, bound in (("lower", lo), ("upper", hi)):
+            if math.isclose(v, bound, rel_tol=1e-9, abs_tol=1e-15):
+                out.append(f"{name} = {v:.6g} is at its {side} bound ({bound:g}): the measurements push it past "
+                           "the allowed range; check them, or the model misses a cost they contain")
+        half = (hi95 - lo95) / 2
+        if np.isfinite(half) and half > abs(v):
+            out.append(f"{name}: its 95 % interval (+-{half:.3g}) is wider than its value ({v:.6g}): the "
+                       "measurements do not determine it; add measurements that depend on it")
+    for m in cal.measurements:
+        floor = peak_seconds(m, pred)
+        if floor is not None and m.seconds < floor:
+            out.append(f"{m.name}: measured {m.seconds:.6g} s, faster than {pred.arch.name}'s peak MAC rate allows "
+                       f"({floor:.6g} s): check its units, sizes and calls")
+    return out
+
+
+def peak_seconds(m: Measurement, pred: Predictor) -> float | None:
+    """The least time a ``kernel`` or ``gemm`` measurement can take at the part's peak MAC rate
+    (one core for a kernel, every core for a GEMM); None for other kinds."""
+    arch = pred.arch
+    if m.kind == "kernel":
+        mm, kk, nn, path, calls = pred._kernel(m)
+        return calls * mm * kk * nn / (arch.macs_per_cycle[path] * arch.clock_hz)
+    if m.kind == "gemm":
+        g, _, _ = pred._gemm(m)
+        return g.m * g.k * g.n / arch.peak_macs_per_s(g.dtype)
+    return None
 
 
 def _intervals(pred: Predictor, arch: Arch, names, x, measurements):
@@ -437,7 +476,7 @@ def _intervals(pred: Predictor, arch: Arch, names, x, measurements):
 
 def write_toml(cal: Calibration, path: str | Path) -> Path:
     """The whole fitted arch as TOML (every field, so it needs no base; ``--arch PATH`` anywhere),
-    the fitted parameters listed in a comment."""
+    the fitted parameters and the fit's warnings listed in comments."""
     import tomli_w
 
     table = {}
@@ -448,7 +487,8 @@ def write_toml(cal: Calibration, path: str | Path) -> Path:
         table[f.name] = dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v
     fitted = ", ".join(f"{n} = {v:.6g}" for n, v in zip(cal.names, cal.values))
     path = Path(path)
-    path.write_text(f"# fitted by fastsim calibrate: {fitted}\n" + tomli_w.dumps({"arch": table}))
+    warned = "".join(f"# warning: {w}\n" for w in cal.warnings)
+    path.write_text(f"# fitted by fastsim calibrate: {fitted}\n{warned}" + tomli_w.dumps({"arch": table}))
     return path
 
 
@@ -465,4 +505,6 @@ def report(cal: Calibration) -> str:
     for m, p, r, lo in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors):
         lo_text = "-" if not np.isfinite(lo) else f"{100 * lo:+.2f} %"
         lines.append(f"{m.name:<20}{m.seconds:>14.6g}{p:>14.6g}{100 * r:>+9.2f}%{lo_text:>15}")
+    if cal.warnings:
+        lines += ["", "warnings:"] + [f"  - {w}" for w in cal.warnings]
     return "\n".join(lines)

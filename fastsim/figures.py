@@ -13,7 +13,8 @@ one for a result; study reports (``studies/report.py``) draw with the same headl
 - ``roofline_figure``: achieved ops/s against ops per DDR byte with the arch's compute and DDR
   ceilings (a GEMM run);
 - ``mismatch_figure``: the systolic tile-mismatch histogram (a systolic run);
-- ``occupancy_figure``: busy share of every core and DMA channel over time (a run's ``--trace`` file).
+- ``occupancy_figure``: busy share of every core and DMA channel over time (a run's ``--trace`` file;
+  an LLM run's trace: the share of core- and channel-cycles in each state, op by op).
 """
 from __future__ import annotations
 
@@ -85,12 +86,14 @@ def heatmap_figure(ds, var: str, x: str, y: str):
 
 def kv_crossover(context, kv_bytes, weight_bytes) -> float:
     """The context at which KV bytes overtake weight bytes: the first pair of grid points where KV
-    goes from at most the weights to above them, interpolated linearly in log2(context) between
-    those two points. NaN where no pair brackets a crossing (KV above the weights from the first
-    context on, or never above); points with a NaN (failed points) are left out.
+    goes from at most the weights to above them, interpolated linearly in context between those two
+    points (KV bytes grow linearly with context, so this is exact wherever they do; interpolated in
+    log2 of the context it came out 4 % early for Llama-3.2-1B between 16,384 and 32,768). NaN where no
+    pair brackets a crossing (KV above the weights from the first context on, or never above);
+    points with a NaN (failed points) are left out.
 
-    >>> kv_crossover([1024, 2048, 4096], [100, 200, 400], [300, 300, 300])  # 2 ** 11.5
-    2896.309375740099
+    >>> kv_crossover([1024, 2048, 4096], [100, 200, 400], [300, 300, 300])
+    3072.0
     """
     c, kv, w = (np.asarray(a, dtype=float) for a in (context, kv_bytes, weight_bytes))
     w = np.broadcast_to(w, c.shape)
@@ -99,7 +102,7 @@ def kv_crossover(context, kv_bytes, weight_bytes) -> float:
     for i in range(len(c) - 1):
         if d[i] <= 0 < d[i + 1]:
             t = -d[i] / (d[i + 1] - d[i])
-            return float(2.0 ** (np.log2(c[i]) + t * (np.log2(c[i + 1]) - np.log2(c[i]))))
+            return float(c[i] + t * (c[i + 1] - c[i]))
     return float("nan")
 
 
@@ -137,7 +140,7 @@ def kv_crossovers(ds, x: str = "context", batch=None):
     dims = [d for d in kv.dims if d != x]
     return xr.DataArray(out.reshape([kv.sizes[d] for d in dims]), dims=dims, coords={d: good[d].values for d in dims},
                         name="kv_crossover", attrs={"units": "tokens", "description": "context where KV bytes "
-                                                    "overtake weight bytes (interpolated in log2 context)"})
+                                                    "overtake weight bytes (interpolated between grid points)"})
 
 
 def _model_fact(ds, model: str, name: str, fallback):
@@ -174,11 +177,11 @@ def kv_figure(ds, x: str = "context", batch=None):
     panel per ``batch`` value (``batch`` picks one value or a list; without a batch axis, one panel);
     in each, one KV curve per model, coloured by family (the ``family`` output, else the preset's),
     its weight bytes as a dashed horizontal line of the same colour, the crossover where KV
-    overtakes the weights marked at the context interpolated in log2 (``kv_crossover``), and a
+    overtakes the weights marked at the context interpolated between grid points (``kv_crossover``), and a
     dotted vertical line at the model's largest sliding window, where the sliding layers' KV stops
     growing (the curve flattens, fully when every layer slides). Other axes are fixed at decode
-    (a regime axis) or their first value. A store over ``context`` alone: the two curves, the first
-    swept context where KV exceeds the weights marked.
+    (a regime axis) or their first value. A store over ``context`` alone: the two curves, the
+    crossover marked where it is interpolated.
     """
     if "kv_bytes" not in ds or "model" not in ds.kv_bytes.dims:
         return _kv_single_figure(ds, x)
@@ -249,7 +252,8 @@ def _model_name(model: str) -> str:
 
 
 def _kv_single_figure(ds, x: str = "context"):
-    """KV and weight DDR bytes per step over context; the first context where KV exceeds weights."""
+    """KV and weight DDR bytes per step over context; the context where KV overtakes the weights,
+    interpolated between grid points (``kv_crossover``)."""
     for name in ("kv_bytes", "weight_bytes"):
         if name not in ds:
             raise ConfigError([f"kind kv needs outputs kv_bytes and weight_bytes (and a {x} axis)"], "plot")
@@ -260,9 +264,9 @@ def _kv_single_figure(ds, x: str = "context"):
     fig, ax = _figure()
     ax.plot(kv[x].values, w.values / 1e6, "s-", label="weights")
     ax.plot(kv[x].values, kv.values / 1e6, "^-", label="KV cache")
-    over = np.flatnonzero(kv.values > w.values)
-    if over.size:
-        ax.axvline(kv[x].values[over[0]], color="grey", ls="--", lw=0.8, label="KV > weights")
+    crossing = kv_crossover(kv[x].values, kv.values, w.values)
+    if np.isfinite(crossing):  # where it is, interpolated, not the first grid point past it
+        ax.axvline(crossing, color="grey", ls="--", lw=0.8, label=f"KV > weights at {crossing:,.0f}")
     ax.set_xscale("log", base=2)
     ax.set_xlabel(_label(ds[x]) if x in ds.coords else x)
     ax.set_ylabel("DDR MB per step")
@@ -363,7 +367,8 @@ def occupancy(trace: dict, bins: int = 120):
             share = a.get("busy_cycles", length) / length if length else 0.0
             spans.setdefault(key, []).append((a["start_cycle"], a["end_cycle"], share))
     if not spans:
-        raise ConfigError(["kind occupancy needs a trace with slices (fastsim run gemm --trace t.json)"], "plot")
+        raise ConfigError(["kind occupancy needs a trace of fastsim run gemm --trace or fastsim run llm --trace; "
+                           "this one has neither channel slices nor per-op counters"], "plot")
     keys = sorted(spans, key=lambda k: (not names.get(k, "").startswith("core"), k))
     end = max(e for k in keys for _, e, _ in spans[k])
     edges = np.linspace(0, end, bins + 1)
@@ -380,6 +385,8 @@ def occupancy(trace: dict, bins: int = 120):
 def occupancy_figure(trace: dict, bins: int = 120):
     """Occupancy over time: one row per core and DMA channel of a traced run, the share of each
     time bin it was busy (cores first)."""
+    if not any(e.get("ph") == "X" and "start_cycle" in e.get("args", {}) for e in trace.get("traceEvents", [])):
+        return counter_occupancy_figure(trace)
     tracks, edges, share = occupancy(trace, bins)
     fig, ax = _figure(7.0, max(2.5, min(9.0, 0.12 * len(tracks) + 1.5)))
     image = ax.imshow(100 * share, aspect="auto", interpolation="nearest", cmap="viridis", vmin=0, vmax=100,
@@ -390,5 +397,43 @@ def occupancy_figure(trace: dict, bins: int = 120):
     ax.set_ylabel("core / DMA channel")
     fig.colorbar(image, ax=ax, label="busy (%)")
     ax.set_title(f"occupancy of {len(tracks)} tracks over {edges[-1]:,.0f} cycles", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def counters(trace: dict) -> dict[str, tuple[np.ndarray, list[str], np.ndarray]]:
+    """Per counter track of an LLM trace (``fastsim run llm --trace``: one sample per op, the share of
+    core- or channel-cycles in each state): (start times in us with the run's end appended, states,
+    percent per state and sample)."""
+    samples, end = {}, 0.0
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") == "C":
+            samples.setdefault(e["name"], []).append((float(e["ts"]), e["args"]))
+        elif e.get("ph") == "X":
+            end = max(end, float(e["ts"]) + float(e.get("dur", 0.0)))
+    out = {}
+    for name, rows in samples.items():
+        rows.sort(key=lambda r: r[0])
+        states = list(rows[0][1])
+        times = np.array([t for t, _ in rows] + [max(end, rows[-1][0])])
+        out[name] = (times, states, np.array([[float(a.get(k, 0.0)) for _, a in rows] for k in states]))
+    return out
+
+
+def counter_occupancy_figure(trace: dict):
+    """Occupancy of an LLM run's trace: per counter track (cores, DMA channels) the share of
+    cycles in each state over time, op by op, as stacked areas."""
+    tracks = counters(trace)
+    if not tracks:
+        raise ConfigError(["kind occupancy needs a trace of fastsim run gemm --trace or fastsim run llm --trace; "
+                           "this one has neither channel slices nor per-op counters"], "plot")
+    fig, axes = pyplot().subplots(len(tracks), 1, figsize=(7.0, 2.2 * len(tracks) + 0.6), sharex=True, squeeze=False)
+    for ax, (name, (times, states, pct)) in zip(axes[:, 0], tracks.items()):
+        ax.stackplot(times, np.concatenate([pct, pct[:, -1:]], axis=1), labels=states, step="post")
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("% of cycles")
+        ax.set_title(name, fontsize=9)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes[-1, 0].set_xlabel("time (us)")
     fig.tight_layout()
     return fig

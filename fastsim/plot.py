@@ -8,7 +8,7 @@ it, so that tests can check axes, series and labels, and study reports can reuse
 - ``sweep``: any output over one axis (lines, one per value of a second axis) or two (a heatmap);
 - ``kv``: KV-cache vs weight DDR bytes over context (an LLM sweep): with a ``model`` axis one curve
   per model coloured by family, one panel per ``batch`` value (``batch=`` picks some), the crossover
-  interpolated in log2 context and sliding windows marked (``figures.kv_figure``);
+  interpolated between grid points and sliding windows marked (``figures.kv_figure``);
 - ``classes``: time by op class and by layer (an LLM run);
 - ``stalls``: stall attribution per op, what its DMA channels did, for the ops taking the most time
   (an LLM run);

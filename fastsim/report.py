@@ -99,3 +99,29 @@ def format_summary(title: str, s: dict) -> str:
         lines.append(f"    {k:<16}{100 * v:5.1f} %")
     lines.append(f"  bound by        {s['bound_by']}")
     return "\n".join(lines)
+
+
+# Units of a run's JSON keys whose names do not say them (the rest follow their suffix, ``units_of``).
+NAMED_UNITS = {"seconds": "s", "by_class": "s", "by_layer": "s", "time_by_bound": "s", "stalls_by_op": "s (seconds)",
+               "context": "tokens", "prompt": "tokens", "new_tokens": "tokens", "prefill_context": "tokens",
+               "batch": "requests", "macs": "MAC", "params": "weights", "active_params": "weights",
+               "dispatches": "1", "cycles": "cycles", "ops_per_s": "ops/s", "trace_events": "slices"}
+SUFFIX_UNITS = (("_seconds", "s"), ("_s", "s"), ("_bytes", "bytes"), ("_bytes_by_kind", "bytes"), ("_j", "J"),
+                ("_cycles", "cycles"), ("_share", "1"), ("_pj", "pJ"))
+
+
+def units_of(summary: dict) -> dict[str, str]:
+    """The ``units`` block of a run's JSON: the unit of every numeric key (and of the numbers inside
+    its dicts), from its name (``NAMED_UNITS``) or its suffix; ``tokens_per_s`` and the like are
+    per second of what they count."""
+    out = {}
+    for key, value in summary.items():
+        if key in NAMED_UNITS:
+            out[key] = NAMED_UNITS[key]
+        elif key.endswith("_per_s"):
+            out[key] = key[:-len("_per_s")] + "/s"
+        else:
+            unit = next((u for suffix, u in SUFFIX_UNITS if key.endswith(suffix)), None)
+            if unit and not isinstance(value, str):
+                out[key] = unit
+    return out

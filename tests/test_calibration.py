@@ -83,3 +83,33 @@ def test_bad_measurements_are_config_errors_with_line_numbers(tmp_path):
     csv.write_text("name,workload,seconds\na,dispatch,0.0001\n")
     with pytest.raises(ConfigError, match="not a fitted parameter"):
         calibrate(read_measurements(csv), NPU2, fit=["warp_factor"])
+
+
+def test_calibrate__warns_of_bounds_wide_intervals_and_measurements_faster_than_peak(tmp_path):
+    """A kernel measured 30x faster than the part's peak MAC rate: the fit pins efficiency at its
+    upper bound and the overhead at its lower one, and says so by name in the report, the JSON and
+    the TOML's comments."""
+    csv = tmp_path / "m.csv"
+    csv.write_text("name,workload,seconds\n"
+                   "empty,dispatch,0.00006\n"
+                   "empty again,dispatch,0.00005\n"
+                   "mm,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.0001\n"
+                   "mm small,kernel m=32 k=64 n=64 dtype=bf16 calls=10000,0.00009\n")
+    cal = calibrate(read_measurements(csv), NPU2, leave_one_out=False)
+    text = "\n".join(cal.warnings)
+    assert "kernel_efficiency.bfp16 = 1 is at its upper bound" in text
+    assert "dispatch_overhead_s" in text and "at its lower bound" in text
+    assert "is wider than its value" in text
+    assert "mm: measured 0.0001 s, faster than npu2's peak MAC rate allows" in text
+    out = tmp_path / "cal.toml"
+    r = CliRunner().invoke(main, ["calibrate", str(csv), "--out", str(out), "--no-loo"])
+    assert r.exit_code == 0, r.output
+    assert "warnings:" in r.output and "faster than npu2's peak" in r.output
+    assert sum(line.startswith("# warning: ") for line in out.read_text().splitlines()) == len(cal.warnings)
+    r = CliRunner().invoke(main, ["calibrate", str(csv), "--out", str(out), "--no-loo", "--json"])
+    assert json.loads(r.output)["warnings"] == cal.warnings
+
+
+def test_calibrate__a_clean_fit_has_no_warnings():
+    cal = calibrate(_synthetic(), NPU2, leave_one_out=False)
+    assert cal.warnings == []

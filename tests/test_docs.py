@@ -18,3 +18,46 @@ def test_validation_table_lists_at_least_8_measurements_and_the_readme_quotes_it
     assert int(count) == len(rows)
     readme = " ".join((ROOT / "README.md").read_text().split())  # line breaks anywhere
     assert f"median absolute error {median} %, worst {worst} % over {count} measurements" in readme
+
+
+def test_docs_and_help__name_no_path_outside_the_repository():
+    """Docs, examples and every command's --help stand alone: no ../ path out of the repository,
+    no shared folder of the machine they were written on."""
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    outside = re.compile(r"\.\./shared|/work/shared|\.\./\.\./")
+    texts = {p: p.read_text() for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md"),
+                                         *(ROOT / "examples").rglob("*.py")]}
+
+    def helps(group, prefix):
+        yield " ".join(prefix), CliRunner().invoke(main, [*prefix, "--help"]).output
+        for name, command in getattr(group, "commands", {}).items():
+            yield from helps(command, [*prefix, name])
+
+    texts.update(dict(helps(main, [])))
+    assert [str(where) for where, text in texts.items() if outside.search(text)] == []
+    # an example's arch file is one the repository ships (study bandwidth's help once showed one it did not)
+    examples = {m for where, text in texts.items() if isinstance(where, str)
+                for m in re.findall(r"--arch\s+(\S+\.toml)", text)}
+    assert examples and all((ROOT / m).is_file() for m in examples), examples
+
+
+def test_model_doc__states_the_presets_mac_rates():
+    """docs/model.md's npu2 bf16 rate is the preset's (it once said 128 while the preset said 64)."""
+    from fastsim.arch import NPU2
+
+    text = " ".join((ROOT / "docs" / "model.md").read_text().split())
+    native = re.search(r"`npu2` runs native bf16 at (\d+) MACs/cycle", text)
+    assert native and int(native[1]) == NPU2.macs_per_cycle["bf16"]
+    assert f"bfp16 datapath ({NPU2.macs_per_cycle['bfp16']} MACs/cycle)" in text
+
+
+def test_method_doc__names_each_step_of_the_optimize_memo():
+    from fastsim.studies.memo import STEPS
+
+    text = (ROOT / "docs" / "method.md").read_text().lower()
+    for n, step in enumerate(("ablate", "cut", "overlay", "dataflow"), 1):
+        assert f"## {n}. {step}" in text
+    assert len(STEPS) == 4

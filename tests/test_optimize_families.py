@@ -25,7 +25,7 @@ def test_compare_playbooks__names_the_ops_whose_style_differs():
 
 def test_optimize_models__one_folder_per_model_and_a_comparison(tmp_path):
     bases = [LlmStudy(model=from_dict(cfg, name)) for cfg, name in ((DENSE, "tiny-dense"), (MOE, "tiny-moe"))]
-    comparison = optimize_models(bases, ["decode:128", "prefill:32"], out=tmp_path)
+    comparison = optimize_models(bases, ["decode:128", "prefill:32"], out=tmp_path, levers=False)
     for name in ("tiny-dense", "tiny-moe"):
         assert (tmp_path / name / "plan.json").exists() and (tmp_path / name / "report.md").exists()
     assert comparison["models"]["tiny-moe"]["family"] == "mixtral"

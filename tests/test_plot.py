@@ -72,8 +72,12 @@ def test_sweeps_give_lines_heatmaps_and_the_kv_crossover():
     assert fig.axes[0].images and len(fig.axes) == 2  # the map and its colour bar
     fig = plot(ds)  # default for a store with kv and weight bytes over context
     labels = [line.get_label() for line in fig.axes[0].lines]
-    assert labels == ["weights", "KV cache", "KV > weights"]
-    assert fig.axes[0].lines[2].get_xdata()[0] == 65536  # first context where KV exceeds weights
+    assert labels[:2] == ["weights", "KV cache"] and labels[2].startswith("KV > weights at ")
+    # where KV overtakes the weights, interpolated between 16,384 and 65,536; not the grid point past it
+    from fastsim.figures import kv_crossover
+
+    x = fig.axes[0].lines[2].get_xdata()[0]
+    assert 16384 < x < 65536 and x == kv_crossover(ds.context.values, ds.kv_bytes.values, ds.weight_bytes.values)
 
 
 def test_systolic_mismatch_histogram_and_cli_writes_svg(tmp_path, runs):

@@ -259,27 +259,6 @@ def test_dataflow__playbook_numbers_are_the_datasets(styles, tmp_path):
         assert rule in md
 
 
-def test_optimize__writes_the_directory_and_the_plan_replays_exactly(tmp_path):
-    from fastsim.studies.optimize import optimize
-
-    steps = []
-    plan = optimize(LlmStudy(model=SMALL), ["decode:256", "prefill:128"], ["128:16"], out=tmp_path,
-                    progress=lambda step, text: steps.append(step))
-    assert steps[:4] == ["ablate", "cuts", "overlays", "dataflow"] and steps[-1] == "done"
-    report = (tmp_path / "report.md").read_text()
-    assert "Plan vs baseline" in report
-    for step in ("ablate", "cuts", "overlays", "dataflow"):
-        assert (tmp_path / "studies" / f"{step}.md").exists() and (tmp_path / "studies" / f"{step}.png").exists()
-        assert (tmp_path / f"{step}.zarr").is_dir()
-    res = CliRunner().invoke(main, ["run", "--json", "llm", "--plan", str(tmp_path / "plan.json")])
-    assert res.exit_code == 0, res.output
-    replay = json.loads(res.stdout)
-    assert replay["matches_prediction"]
-    for label, r in plan["regimes"].items():
-        assert replay["regimes"][label] == r["predicted"]
-        assert r["predicted"]["seconds"] <= r["baseline"]["seconds"]  # never a slower plan
-
-
 def test_sweep__dataflow_kind_never_stores_a_hybrid_slower_than_the_best_style(tmp_path):
     ds = _study_sweep(tmp_path, "dataflow", {"regime": "decode"}, "context", [128],
                       ["seconds", "baseline_seconds", "hybrid_seconds", "style_seconds"])

@@ -377,3 +377,53 @@ def test_store__axes_carry_units_and_structured_inputs_are_json(tmp_path):
     from fastsim.sweeping.variables import parameter_units
     assert [parameter_units(n) for n in ("context", "arch.shim_read_bytes_per_cycle", "dispatch_overhead_s",
                                          "kernel_efficiency")] == ["tokens", "bytes/cycle", "s", "1"]
+
+
+# ---- Ctrl-C and consolidated metadata (issue 28) ---------------------------------------------------
+
+def test_sweep__ctrl_c_stops_at_once_with_one_line_and_no_worker_tracebacks(tmp_path):
+    """Ctrl-C reaches the whole process group, as from a terminal: the sweep stops within a
+    second or two, says in one line how many points are stored and how to resume, and the store
+    opens without a warning."""
+    spec_path = tmp_path / "slow.toml"
+    spec_path.write_text(SLOW_SPEC)
+    out = tmp_path / "s.zarr"
+    cmd = [sys.executable, "-m", "fastsim.cli", "sweep", str(spec_path), "--out", str(out), "--workers", "2",
+           "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out / "zarr.json").exists():
+        time.sleep(0.2)
+    time.sleep(4)  # the workers are up and computing
+    assert proc.poll() is None, "the sweep finished before Ctrl-C"
+    start = time.time()
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.time() - start < 2.0
+    assert proc.returncode == 130
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("interrupted: ") and "run the same command again to resume" in err
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        stored = int(xr.open_zarr(out)["done"].values.sum())
+    assert f"{stored} of 32 points stored" in err
+
+
+def test_sweep__a_finished_store_opens_with_open_zarr_without_a_warning(tmp_path):
+    import warnings
+
+    sweep(parse_spec(_GEMM_SPEC.replace("[32, 64, 96, 128]", "[32]")), tmp_path / "s.zarr", workers=0, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = xr.open_zarr(tmp_path / "s.zarr")
+    assert bool(ds.done.values.all())
+
+
+def test_sweep__takes_a_spec_as_a_dict_the_same_as_its_toml(tmp_path):
+    tables = {"study": {"kind": "gemm"}, "axes": {"m": [32, 64]}, "run": {"chunk_points": 1, "outputs": ["seconds"]}}
+    from_dict = sweep(tables, workers=0, progress=False)
+    from_text = sweep(parse_spec(_GEMM_SPEC.replace("[32, 64, 96, 128]", "[32, 64]")), workers=0, progress=False)
+    assert from_dict.seconds.values.tolist() == from_text.seconds.values.tolist()
+    with pytest.raises(fastsim.ConfigError, match="study.kind"):
+        sweep({"study": {"kind": "warp"}, "axes": {"m": [32]}}, workers=0, progress=False)

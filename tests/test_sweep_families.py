@@ -113,15 +113,19 @@ def test_families_sweep__sliding_window_kv_saturates_while_global_kv_grows_linea
     assert np.allclose(glob.kv_bytes.sel(batch=2), 2 * glob.kv_bytes.sel(batch=1))
 
 
-def test_kv_crossover__interpolates_in_log2_context_between_the_bracketing_points():
-    assert kv_crossover([1024, 2048, 4096], [100, 200, 400], [300, 300, 300]) == pytest.approx(2 ** 11.5, rel=1e-15)
-    # a quarter of the way in log2 from 1024 to 4096 (two octaves): 2 ** 10.5
-    assert kv_crossover([1024, 4096], [100, 500], 200) == pytest.approx(2 ** 10.5, rel=1e-15)
+def test_kv_crossover__interpolates_linearly_in_context_between_the_bracketing_points():
+    """KV bytes grow linearly with context: linear interpolation is exact between grid points
+    (in log2 of the context it put Llama-3.2-1B's crossover at 18,634 instead of 19,446)."""
+    assert kv_crossover([1024, 2048, 4096], [100, 200, 400], [300, 300, 300]) == 3072.0
+    assert kv_crossover([1024, 4096], [100, 500], 200) == 1792.0  # a quarter of the way from 1024 to 4096
     assert kv_crossover([1, 2, 4], [1, 3, 9], [3, 3, 3]) == 2.0  # equal at a grid point: that point
-    assert kv_crossover([1, 2, 4, 8], [1, 2, 9, 16], [3, 3, 3, 3]) == pytest.approx(2 ** (1 + 1 / 7), rel=1e-15)
-    assert kv_crossover([1, 2, 4], [1, np.nan, 7], 3) == pytest.approx(2 ** (2 / 3), rel=1e-15)  # failed point left out
+    assert kv_crossover([1, 2, 4, 8], [1, 2, 9, 16], [3, 3, 3, 3]) == pytest.approx(2 + 2 / 7, rel=1e-15)
+    assert kv_crossover([1, 2, 4], [1, np.nan, 7], 3) == pytest.approx(2.0, rel=1e-15)  # failed point left out
     assert math.isnan(kv_crossover([1, 2, 4], [5, 6, 7], 3))  # above from the start: not inside the sweep
     assert math.isnan(kv_crossover([1, 2, 4], [1, 2, 2.5], 3))  # never above
+    per_token, weights = 32768.0, 637.2e6  # Llama-3.2-1B: the closed form's crossover, from a coarse grid
+    grid = np.array([16384, 32768])
+    assert kv_crossover(grid, per_token * grid, weights) == pytest.approx(weights / per_token, rel=1e-12)
 
 
 def test_kv_figure__panels_per_batch_curves_per_model_and_the_interpolated_crossover(store, tiny):
@@ -154,11 +158,14 @@ def test_kv_figure__panels_per_batch_curves_per_model_and_the_interpolated_cross
     assert len(one.axes) == 1 and one.axes[0].get_title().startswith("batch 2")
 
 
-def test_kv_figure__old_single_model_layout_still_marks_the_first_context_over():
+def test_kv_figure__old_single_model_layout_marks_the_interpolated_crossover():
     ctx = np.array([1024, 4096, 16384, 65536])
     kv = xr.DataArray(ctx * 32768.0, dims="context", coords={"context": ctx})
     fig = plot(xr.Dataset({"kv_bytes": kv, "weight_bytes": kv * 0 + 6.4e8}), "kv")
-    assert [line.get_label() for line in fig.axes[0].lines] == ["weights", "KV cache", "KV > weights"]
+    labels = [line.get_label() for line in fig.axes[0].lines]
+    assert labels[:2] == ["weights", "KV cache"] and labels[2].startswith("KV > weights at ")
+    x = fig.axes[0].lines[2].get_xdata()[0]
+    assert x == kv_crossover(ctx, kv.values, 6.4e8) and 16384 < x < 65536  # not the grid point past it
 
 
 def test_kv_figure__kv_growth_layout_without_model_facts_reads_them_from_the_presets():
@@ -172,8 +179,8 @@ def test_kv_figure__kv_growth_layout_without_model_facts_reads_them_from_the_pre
     labels = [line.get_label() for line in fig.axes[0].lines]
     assert "llama-3.2-1b (llama)" in labels and "gemma-3-1b (gemma3, window 512)" in labels
     assert fig.texts[0].get_text() == "regime = decode"
-    # between 4096 and 16384 (two octaves), where KV goes from 4.096e7 to 1.6384e8 bytes past 1e8
-    expected = 2 ** (12 + 2 * (1e8 - 4.096e7) / (1.6384e8 - 4.096e7))
+    # between 4096 and 16384, where KV (1e4 bytes per token) passes 1e8 bytes: at 10,000 exactly
+    expected = 4096 + (16384 - 4096) * (1e8 - 4.096e7) / (1.6384e8 - 4.096e7)
     assert float(kv_crossovers(ds).sel(model="llama-3.2-1b")) == pytest.approx(expected, rel=1e-12)
 
 

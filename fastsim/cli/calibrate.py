@@ -23,7 +23,9 @@ def calibrate_cmd(measurements, arch_name, out_path, fit, no_loo, as_json):
     """Fit kernel efficiency per datapath, dispatch overhead, design-switch times, sustained DDR
     bandwidth, BD setup and lock costs to your own measurements (CSV: name,workload,seconds; see
     docs/calibration.md) by bounded least squares; prints each value with a 95 % interval and each
-    measurement's residual and leave-one-out error, and writes an arch TOML.
+    measurement's residual and leave-one-out error, and writes an arch TOML. Warns, by name, of
+    parameters at a bound, intervals wider than their value and measurements faster than the part's
+    peak (in the output and in the TOML's comments).
 
     Example: fastsim calibrate measured.csv --arch npu2 --out calibrated.toml
     """
@@ -41,7 +43,8 @@ def calibrate_cmd(measurements, arch_name, out_path, fit, no_loo, as_json):
             for n, s, v, lo, hi in zip(cal.names, cal.start, cal.values, cal.low95, cal.high95)},
             "measurements": [{"name": m.name, "measured_s": m.seconds, "predicted_s": float(p),
                               "residual": float(r), "loo_error": float(e)}
-                             for m, p, r, e in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors)]}))
+                             for m, p, r, e in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors)],
+            "warnings": cal.warnings}))
     else:
         click.echo(report(cal))
         click.echo(f"\narch TOML: {path}")

@@ -172,12 +172,15 @@ def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
 WEIGHT_CHOICES = ["int4", "mxfp4", "int8", "fp8", "bf16", "fp16", "fp32"]  # fastsim.llm.model.WEIGHT_DTYPES
 
 
-def model_options(fn, several: bool = False):
+def model_options(fn, several: bool = False, regimes: bool = True):
     """What every LLM study takes: the model (``several``: repeatable, into ``models``), its
-    precision, the arch and the regimes."""
+    precision, the arch and (``regimes``) the regimes."""
     model = (click.option("--model", "models", multiple=True, default=("llama-3.2-1b",), show_default=True,
                           help=MODEL_HELP + " (repeatable: one section per model and a comparison)")
              if several else click.option("--model", default="llama-3.2-1b", show_default=True, help=MODEL_HELP))
+    regime = [click.option("--regime", "regimes", multiple=True,
+                           help="decode:CONTEXT, prefill:PROMPT, optionally :BATCH (repeatable; default "
+                                "decode:4096 and prefill:1024)")] if regimes else []
     return with_options([
         model,
         click.option("--weights", type=click.Choice(WEIGHT_CHOICES), default="int4", show_default=True),
@@ -185,9 +188,7 @@ def model_options(fn, several: bool = False):
         click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
         click.option("--arch", "arch_name", default="npu2", show_default=True,
                      help="preset (npu1, npu2) or a TOML file with an [arch] table"),
-        click.option("--regime", "regimes", multiple=True,
-                     help="decode:CONTEXT, prefill:PROMPT, optionally :BATCH (repeatable; default "
-                          "decode:4096 and prefill:1024)"),
+        *regime,
         click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)"),
         click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
                      help="write <study>.md and <study>.png into this directory"),

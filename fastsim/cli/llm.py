@@ -12,6 +12,7 @@ import click
 from ..errors import ConfigError, SimulationError
 from ..llm.model import WEIGHT_DTYPES
 from ..llm.routing import MODES as ROUTING_MODES
+from ..report import units_of
 from .common import MODEL_HELP, SEARCH_BUDGET, SOFT_LIMITS, fail, run_options_here, too_big
 from .llm_inputs import TENSOR_KINDS
 
@@ -272,6 +273,8 @@ def _simulate(study, o, arch):
     from ..mapping import overlay as overlay_io
 
     overlays = o.as_built.overlays if o.overlay_path else {}
+    for regime in (("prefill", "decode") if o.regime == "generate" else (o.regime,)):
+        static_weights_fit(apply_overlay(study, overlays.get(regime)), arch)
     if o.regime == "generate":
         from ..llm.run import simulate_generation
 
@@ -294,6 +297,18 @@ def _simulate(study, o, arch):
     return result, tails
 
 
+def static_weights_fit(study, arch) -> None:
+    """Static residency keeps every weight on chip: say so in one line when they cannot fit, rather
+    than listing each op that finds no mapping."""
+    if study.residency != "static":
+        return
+    weight_bytes = study.model_config().params * study.precision.weight_bytes
+    if weight_bytes > arch.on_chip_bytes:
+        raise ConfigError([f"--residency static: {weight_bytes / 1e6:,.1f} MB of weights do not fit in "
+                           f"{arch.on_chip_bytes / 1e6:.1f} MB of on-chip memory ({arch.name}'s core and mem-tile "
+                           "memory); use --residency streamed"], "llm study")
+
+
 def _latency(tails, o) -> dict | None:
     if tails is None:
         return None
@@ -310,11 +325,11 @@ def _echo_generation(g: dict, latency: dict | None, o, opts: dict) -> None:
     if latency:
         g["latency"] = latency
     if opts["json"]:
-        click.echo(json.dumps(g))
+        click.echo(json.dumps({**g, "units": units_of(g)}))
         return
     click.echo(f"{g['model']}: prompt {o.prompt} + {o.new_tokens} new tokens on {g['arch']}")
     click.echo(f"  time to first token  {g['ttft_s'] * 1e3:,.2f} ms (prefill)")
-    click.echo(f"  overlay switch       {g['overlay_s'] * 1e6:,.0f} us ({g['overlay_change']}; "
+    click.echo(f"  overlay switch       {g['overlay_s'] * 1e3:,.2f} ms ({g['overlay_change']}; "
                f"prefill {g['prefill_fusion']}, decode {g['decode_fusion']})")
     click.echo(f"  decode               {g['decode_s'] * 1e3:,.2f} ms ({g['tpot_s'] * 1e3:,.3f} ms/token mean)")
     click.echo(f"  total                {g['seconds'] * 1e3:,.2f} ms ({g['tokens_per_s']:,.1f} new tokens/s)")
@@ -342,7 +357,7 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         s["trace_events"] = write_trace(ds, opts["trace"])
         click.echo(f"trace: {opts['trace']} ({s['trace_events']} slices; open in ui.perfetto.dev)", err=True)
     if opts["json"]:
-        click.echo(json.dumps(s))
+        click.echo(json.dumps({**s, "units": units_of(s)}))
         return
     what = {"decode": f"decode step at context {o.context}", "prefill": f"prefill of {o.prompt} tokens",
             "encode": f"encode of {o.prompt} tokens"}[o.regime]
@@ -415,7 +430,7 @@ def _echo_pass_table(s: dict, ds, unit: str) -> None:
     click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
                f"KV {s['kv_bytes'] / 1e6:,.1f}, activations {s['activation_bytes'] / 1e6:,.1f})")
     click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
-    click.echo(f"  dispatch        {s['dispatches']} x {1e6 * s['dispatch_seconds'] / s['dispatches']:,.0f} us "
+    click.echo(f"  dispatch        {s['dispatches']} x {1e3 * s['dispatch_seconds'] / s['dispatches']:,.3f} ms "
                f"({100 * s['dispatch_share']:.1f} %), cuts after layers [{ds.attrs['cuts']}]")
     if s["program_reload_seconds"]:
         click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")

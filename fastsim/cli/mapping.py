@@ -58,17 +58,17 @@ def _as_json(g, arch, found, ranked: list[dict], top: int) -> dict:
 def _echo_table(g, arch, found, ranked: list[dict], top: int) -> None:
     click.echo(f"GEMM {g.m}x{g.k}x{g.n} {g.dtype} on {arch.name}: {found.enumerated:,} candidates, "
                f"{found.legal:,} legal; the answer (*) is {found.optimality()}")
-    click.echo(f"  {'mapping':<44}{'bound':>12}{'simulated':>12}  {'bound by':<12}{'DDR MB':>8}"
-               f"{'L1 kB':>7}{'L2 kB':>7}{'uJ':>8}")
+    click.echo(f"  {'mapping':<44}{'bound cycles':>14}{'simulated cycles':>18}  {'bound by':<12}{'DDR MB':>8}"
+               f"{'L1 KiB':>8}{'L2 KiB':>8}{'uJ':>8}")
     for r in ranked:
         sim = (f"{r['simulated_cycles']:,}" if r["status"] == "ok" else
                f">{r['simulated_cycles'] - 1:,}" if r["status"] == "cycle_limit" else r["status"] or "-")
         mark = "*" if r["chosen"] else " "
-        click.echo(f"{mark} {r['label']:<44}{r['lower_bound_cycles']:>12,.0f}{sim:>12}  "
+        click.echo(f"{mark} {r['label']:<44}{r['lower_bound_cycles']:>14,.0f}{sim:>18}  "
                    f"{r['simulated_bound_by'] or r['bound_resource']:<12}"
-                   f"{(r['ddr_read_bytes'] + r['ddr_write_bytes']) / 1e6:>8.2f}{r['l1_bytes'] / 1024:>7.1f}"
-                   f"{r['l2_bytes'] / 1024:>7.1f}{r['energy_pj'] / 1e6:>8.1f}")
+                   f"{(r['ddr_read_bytes'] + r['ddr_write_bytes']) / 1e6:>8.2f}{r['l1_bytes'] / 1024:>8.1f}"
+                   f"{r['l2_bytes'] / 1024:>8.1f}{r['energy_pj'] / 1e6:>8.1f}")
     click.echo("  rejected (best bounds), and why:")
     for r in found.rejected[:min(top, 5)]:
-        click.echo(f"    {r['label']:<44}{r['lower_bound_cycles']:>12,.0f}  {r['reason']}")
+        click.echo(f"    {r['label']:<44}{r['lower_bound_cycles']:>12,.0f} cycles  {r['reason']}")
     click.echo("  rejections by reason: " + ", ".join(f"{k} {v:,}" for k, v in sorted(found.rejected_by_reason.items())))

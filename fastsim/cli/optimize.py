@@ -17,7 +17,8 @@ from .common import base_study, fail, load_arch, several_models_options
               help="directory for report.md, plan.json, the studies' reports, figures and zarr Datasets")
 def optimize_cmd(models, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix, out_dir):
     """The whole checklist in order: ablate -> cuts -> overlays -> dataflow, then the combined plan
-    simulated as a whole. Writes OUT/report.md (each decision with its evidence), OUT/plan.json
+    simulated as a whole. Writes OUT/report.md and OUT/report.html (a memo: each decision with its
+    numbers, the rejected alternatives, the biggest levers left simulated, latency tails), OUT/plan.json
     (replay it: fastsim run llm --plan OUT/plan.json), the studies' reports and figures, and their
     Datasets as zarr. With several --model: one such folder per model under OUT and OUT/report.md
     comparing their plans and dataflow playbooks regime by regime.
@@ -39,7 +40,7 @@ def optimize_cmd(models, weights, kv, activations, arch_name, regimes, as_json, 
             comparison = optimize_models(bases, regimes, list(mix) or None, arch, out_dir, progress=say)
             click.echo(json.dumps(comparison) if as_json else _compared(comparison))
             return
-        plan = optimize(bases[0], regimes, list(mix) or None, arch, out_dir, progress=say)
+        plan = optimize(bases[0], regimes, list(mix) or None, arch, out_dir, progress=say, command=_command())
     except (ConfigError, SimulationError, ValueError) as e:
         fail(e)
     if as_json:
@@ -50,6 +51,14 @@ def optimize_cmd(models, weights, kv, activations, arch_name, regimes, as_json, 
         click.echo(f"{label}: baseline {b['seconds'] * 1e3:,.3f} ms -> plan {p['seconds'] * 1e3:,.3f} ms "
                    f"({r['decisions']['dataflow_point']}, cuts [{r['decisions']['cuts']}], optimize first: "
                    f"{r['decisions']['top_class']})")
+
+
+def _command() -> str:
+    """This command line as typed (quoted for a shell), for the memo's reproducibility block."""
+    import shlex
+    import sys
+
+    return shlex.join(["fastsim", *sys.argv[1:]])
 
 
 def _compared(comparison: dict) -> str:

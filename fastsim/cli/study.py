@@ -66,17 +66,22 @@ def cuts_cmd(model, weights, kv, activations, arch_name, regimes, as_json, repor
                             max_dispatches=max_dispatches), as_json, report_dir)
 
 
+def _one_model_no_regimes(fn):
+    """``model_options`` without --regime (the study's regimes come from elsewhere)."""
+    return model_options(fn, regimes=False)
+
+
 @study_group.command("overlays")
-@model_options
+@_one_model_no_regimes
 @click.option("--mix", "mix", multiple=True,
               help="a request kind PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]] (repeatable; default 1024:128); its "
                    "regimes are prefill:PROMPT and decode at the mean context")
-def overlays_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix):
+def overlays_cmd(model, weights, kv, activations, arch_name, as_json, report_dir, mix):
     """One placement per regime, or one for all? Finds each regime's best overlay (fusion, columns,
     dataflow, static or streamed weights), runs every overlay in every regime, and compares
     per-regime overlays (switch costs included) with the best single overlay on a request mix.
-    Lists the op classes bound by different resources in different regimes. (--regime is not used:
-    the mix sets the regimes.)
+    Lists the op classes bound by different resources in different regimes. The mix sets the
+    regimes (no --regime).
 
     Example: fastsim study overlays --mix 1024:128 --mix 4096:512:1:0.25 --report out/
     """
@@ -103,6 +108,49 @@ def dataflow_cmd(model, weights, kv, activations, arch_name, regimes, as_json, r
                as_json, report_dir)
 
 
+def _models_options(fn):
+    """``model_options`` with a repeatable --model and no --regime (the study sets its own grid)."""
+    return model_options(fn, several=True, regimes=False)
+
+
+@study_group.command("kv")
+@_models_options
+@click.option("--context", "contexts", multiple=True, type=click.IntRange(min=1),
+              help="decode contexts to simulate (repeatable; default 1,024 to 131,071 in powers of two)")
+@click.option("--batch", "batches", multiple=True, type=click.IntRange(min=1),
+              help="batch sizes (repeatable; default 1)")
+def kv_cmd(models, weights, kv, activations, arch_name, as_json, report_dir, contexts, batches):
+    """Where does KV-cache traffic overtake weight traffic? Simulates decode steps per model and
+    batch over a grid of contexts and prints, per model and batch, the context where KV bytes per
+    step overtake weight bytes, interpolated between the grid points that bracket it (--report
+    also draws it).
+
+    Example: fastsim study kv --model llama-3.2-1b --model llama-3.2-3b --batch 1 --batch 4 --report out/
+    """
+    from ..studies.kv import DEFAULT_CONTEXTS
+    from ..studies.kv import kv as kv_study
+
+    _run_study(lambda: kv_study([base_study(m, weights, kv, activations) for m in dict.fromkeys(models)],
+                                contexts or DEFAULT_CONTEXTS, batches or (1,), load_arch(arch_name)),
+               as_json, report_dir)
+
+
+@study_group.command("traffic")
+@model_options
+def traffic_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir):
+    """Where does every byte go? The traffic decomposition sheet per layer and op: DDR bytes by
+    tensor kind (activations, weights, KV, partial sums), bytes per level, where the activations
+    live, buffer pressure (core and mem-tile peaks) and refill cadence. --report writes it as
+    Markdown (per op), CSV (every layer: traffic.csv) and a buffer-pressure figure.
+
+    Example: fastsim study traffic --regime decode:4096 --regime prefill:1024 --report out/
+    """
+    from ..studies.traffic import traffic
+
+    _run_study(lambda: traffic(base_study(model, weights, kv, activations), regimes, load_arch(arch_name)),
+               as_json, report_dir)
+
+
 @study_group.command("bandwidth")
 @click.option("--arch", "arch_name", default="npu2", show_default=True,
               help="preset (npu1, npu2) or a TOML file with an [arch] table (asymmetric columns, DDR cap)")
@@ -119,7 +167,7 @@ def bandwidth_cmd(arch_name, sizes, total_bytes, as_json, report_dir):
     tensor split equally over the columns is compared with a split in proportion to the measured
     bandwidths.
 
-    Example: fastsim study bandwidth --arch my_asymmetric.toml --report out/
+    Example: fastsim study bandwidth --arch examples/wide_array.toml --report out/
     """
     from ..studies import bandwidth
 

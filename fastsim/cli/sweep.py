@@ -1,6 +1,8 @@
 """``fastsim sweep``: run or resume a sweep spec into a zarr store."""
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..errors import ConfigError
@@ -16,13 +18,18 @@ from .common import fail
 @click.option("--no-progress", is_flag=True, help="no progress bar")
 def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
     """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT).
+    Ctrl-C stops it, keeping the points stored; the same command resumes.
 
     Example: fastsim sweep sweeps/gemm_quick.toml --out quick.zarr --workers 2"""
     from ..sweeping import sweep
+    from ..sweeping.engine import SweepInterrupted
 
     report = []
     try:
         sweep(spec_path, out, workers=workers, scheduler=scheduler, progress=not no_progress, report=report)
     except ConfigError as e:
         fail(e)
+    except SweepInterrupted as e:
+        click.echo(str(e), err=True)
+        sys.exit(130)
     click.echo(str(report[0]))

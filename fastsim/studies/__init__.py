@@ -5,8 +5,10 @@ from .bandwidth import bandwidth
 from .compression import compression
 from .cuts import cuts
 from .dataflow import dataflow, playbook
+from .kv import kv
 from .overlays import Request, overlays, parse_request
 from .regimes import Regime, parse_regime, parse_regimes
+from .traffic import traffic
 
-__all__ = ["ablate", "bandwidth", "compression", "cuts", "dataflow", "playbook", "overlays", "Request", "parse_request", "Regime",
-           "parse_regime", "parse_regimes"]
+__all__ = ["ablate", "bandwidth", "compression", "cuts", "dataflow", "playbook", "kv", "overlays", "Request", "parse_request", "Regime",
+           "parse_regime", "parse_regimes", "traffic"]

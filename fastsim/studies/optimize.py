@@ -10,6 +10,10 @@ dataflow study's chosen point (its per-op pins). The plan is then simulated as a
 where the combination is slower than the baseline, the baseline is kept and says so): those are
 the predicted numbers, written to ``plan.json`` with everything ``fastsim run llm --plan``
 needs to replay them exactly (same inputs, same deterministic code path).
+
+``report.md`` and ``report.html`` are the memo (``memo.py``): the decisions with their numbers and
+rejected alternatives, the biggest levers left simulated on the plan (``levers.py``), the latency
+tails and what reproduces the run; their extra numbers are in plan.json under ``notes``.
 """
 from __future__ import annotations
 
@@ -18,16 +22,19 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..arch import NPU2, Arch
+from ..errors import ConfigError, SimulationError
 from ..llm import LlmStudy, Precision, simulate_llm
 from ..llm.run import llm_summary
 from .ablate import ablate
 from .cuts import cuts
 from .dataflow import STYLES, dataflow
+from .levers import fingerprint, latency_tails, what_ifs
+from .memo import STEPS, memo
 from .overlays import overlays
 from .regimes import parse_regimes
-from .report import ms, table, write_report
+from .report import write_report
 
-STEPS = ("ablate", "cuts", "overlays", "dataflow")
+__all__ = ["STEPS", "optimize", "plan_study", "study_from_json", "study_to_json"]
 
 
 def _pins(ds_dataflow, regime_label: str) -> dict:
@@ -86,8 +93,11 @@ def study_from_json(d: dict) -> LlmStudy:
 
 
 def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = NPU2, out: str | Path = "optimize",
-             progress=None) -> dict:
-    """Run the four studies in order, write the directory, return the plan (as in plan.json)."""
+             progress=None, command: str | None = None, levers: bool = True) -> dict:
+    """Run the four studies in order, write the directory, return the plan (as in plan.json).
+
+    ``command`` is the line the memo's reproducibility block quotes (default: this call in Python);
+    ``levers=False`` skips the what-ifs and latency tails (the memo says so)."""
     regimes = parse_regimes(regimes)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,10 +112,32 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     say("dataflow", "choosing a style per op")
     results["dataflow"] = dataflow(base, regimes, arch)
     say("plan", "simulating the plan")
+    plan, studies = _plan(base, regimes, arch, results)
+    command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), regimes="
+                          f"{[r.label.replace('@', ':') for r in regimes]!r}, mix={mix!r}, arch={arch.name!r})")
+    plan["notes"] = _notes(base, regimes, arch, studies, command, levers, say)
+    (out / "plan.json").write_text(json.dumps(plan, indent=1))
+    for name, ds in results.items():
+        write_report(ds, out / "studies")
+        ds.to_zarr(out / f"{name}.zarr", mode="w", zarr_format=2, consolidated=True)
+    doc = memo(plan, results, plan["notes"])
+    (out / "report.md").write_text(doc.markdown())
+    (out / "report.html").write_text(doc.html(out))
+    say("done", str(out / "report.md"))
+    return plan
+
+
+SUMMARY_KEYS = ("seconds", "tokens_per_s", "ddr_bytes", "energy_j", "dispatches", "fusion")
+
+
+def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dict]:
+    """The plan per regime (decisions combined, simulated as a whole, never slower than the
+    baseline), and each regime's planned LlmStudy."""
     plan = {"inputs": {"model": results["ablate"].attrs["model"], "arch": arch.name,
                        "weights": base.precision.weights, "kv": base.precision.kv,
                        "activations": base.precision.activations, "arch_definition": repr(arch)},
             "regimes": {}}
+    studies = {}
     for regime in regimes:
         label = regime.label
         fusion = str(results["dataflow"].fusion.sel(regime=label).values)
@@ -117,41 +149,36 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
         kept = predicted["seconds"] > baseline["seconds"]
         if kept:  # decisions measured one at a time need not combine: never plan anything slower
             study, predicted = regime.study(base), baseline
+        studies[label] = study
         plan["regimes"][label] = {
             "study": study_to_json(study),
-            "predicted": {k: predicted[k] for k in ("seconds", "tokens_per_s", "ddr_bytes", "energy_j",
-                                                    "dispatches", "fusion")},
-            "baseline": {k: baseline[k] for k in ("seconds", "tokens_per_s", "ddr_bytes", "energy_j",
-                                                  "dispatches", "fusion")},
+            "predicted": {k: predicted[k] for k in SUMMARY_KEYS},
+            "baseline": {k: baseline[k] for k in SUMMARY_KEYS},
             "decisions": {"top_class": str(results["ablate"].top_class.sel(regime=label).values),
                           "cuts": cut_text, "dataflow_point": str(results["dataflow"].chosen.sel(regime=label).values),
                           "dataflow_pins": pins,
                           "kept_baseline": kept}}
-    (out / "plan.json").write_text(json.dumps(plan, indent=1))
-    for name, ds in results.items():
-        write_report(ds, out / "studies")
-        ds.to_zarr(out / f"{name}.zarr", mode="w", zarr_format=2, consolidated=False)
-    (out / "report.md").write_text(_report(plan, results))
-    say("done", str(out / "report.md"))
-    return plan
+    return plan, studies
 
 
-def _report(plan: dict, results: dict) -> str:
-    i = plan["inputs"]
-    lines = [f"# Optimization report: {i['model']} on {i['arch']} ({i['weights']} weights, {i['kv']} KV)", "",
-             "The method's steps in order (`docs/tutorial.md`): ablate → cuts → overlays → dataflow. Each "
-             "decision links to its evidence below; the plan is simulated as a whole and replays exactly with "
-             "`fastsim run llm --plan plan.json`.", "", "## Plan vs baseline (the searched layout, default cuts)", ""]
-    rows = []
-    for label, r in plan["regimes"].items():
-        b, p, d = r["baseline"], r["predicted"], r["decisions"]
-        rows.append([label, ms(b["seconds"]), ms(p["seconds"]), f"{100 * (1 - p['seconds'] / b['seconds']):.2f} %",
-                     f"{b['energy_j'] * 1e3:.4g} → {p['energy_j'] * 1e3:.4g}", d["top_class"],
-                     f"{p['dispatches']} [{d['cuts']}]", d["dataflow_point"]])
-    lines += [table(["regime", "baseline ms", "plan ms", "saved", "mJ", "optimize first", "dispatches [cuts]",
-                     "dataflow"], rows), ""]
-    for step in STEPS:
-        text = (Path("studies") / f"{step}.md").as_posix()
-        lines += [f"## {STEPS.index(step) + 1}. {step}", "", f"Evidence: [{text}]({text}), "
-                  f"![{step}](studies/{step}.png), data `{step}.zarr`.", ""]
-    return "\n".join(lines)
+def _notes(base: LlmStudy, regimes, arch: Arch, studies: dict, command: str, with_levers: bool, say) -> dict:
+    """What the memo adds to the studies: the levers (simulated), the latency tails, what reproduces
+    the run, and how many of the arch's parameters are assumptions."""
+    notes = {"reproduce": fingerprint(base, arch, command),
+             "assumptions": sum("assum" in str(v).lower() for v in arch.notes.values())}
+    if not with_levers:
+        return notes
+    say("levers", "simulating the what-ifs on the plan")
+    notes["levers"] = what_ifs(studies, base, arch)
+    decode = next((r for r in regimes if r.regime == "decode"), None)
+    prefill = next((r for r in regimes if r.regime == "prefill"), None)
+    if decode is None:
+        notes["latency"] = {"why": "no decode regime (per-token latency needs one)"}
+        return notes
+    say("latency", "sampling per-token latency and time to first token")
+    try:
+        notes["latency"] = latency_tails(replace(base, batch=decode.batch), decode.tokens,
+                                         prefill.tokens if prefill else base.prompt, arch)
+    except (ConfigError, SimulationError, ValueError) as e:
+        notes["latency"] = {"why": str(e).splitlines()[0]}
+    return notes

@@ -76,7 +76,7 @@ def _own(study: LlmStudy, arch: Arch):
     streamed = simulate_llm(study, arch)
     model = study.model_config()
     weights = model.params * study.precision.weight_bytes
-    on_chip = arch.compute_tiles * arch.compute.memory_bytes + arch.columns * arch.mem_rows * arch.mem.memory_bytes
+    on_chip = arch.on_chip_bytes
     if weights > on_chip:
         return streamed, f"streamed: {weights / 1e6:,.1f} MB of weights, {on_chip / 1e6:.1f} MB on chip"
     try:

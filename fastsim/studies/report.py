@@ -9,10 +9,14 @@ import xarray as xr
 from ..figures import pyplot  # one headless matplotlib setup for every figure fastsim draws
 
 
-def _save(plt, fig, path: Path) -> None:
+def _save(plt, fig, path: Path | None):
+    """Lay out; write and close the figure, or return it (``path`` None: for tests to inspect)."""
     fig.tight_layout()
+    if path is None:
+        return fig
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return None
 
 
 def ms(seconds: float) -> str:
@@ -60,6 +64,14 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
+def _few_ticks(axis, n: int = 4) -> None:
+    """At most ``n`` tick intervals in small type: long decimal labels side by side stay apart."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=n))
+    axis.set_tick_params(labelsize=8)
+
+
 def _regime_panels(ds: xr.Dataset, height: float):
     """(pyplot, figure, [(axes, regime label)]): one panel per regime, side by side."""
     plt = pyplot()
@@ -68,7 +80,7 @@ def _regime_panels(ds: xr.Dataset, height: float):
     return plt, fig, list(zip(axes[0], ds.regime.values))
 
 
-def ablate_figure(ds: xr.Dataset, path: Path) -> None:
+def ablate_figure(ds: xr.Dataset, path: Path | None = None):
     plt, fig, panels = _regime_panels(ds, 3.2)
     for ax, regime in panels:
         r = ds.sel(regime=regime)
@@ -78,8 +90,9 @@ def ablate_figure(ds: xr.Dataset, path: Path) -> None:
         ax.barh(present, delta, color=["tab:red" if c == str(r.top_class.values) else "tab:gray" for c in present])
         ax.set_title(f"{regime} (baseline {ms(float(r.baseline_seconds))} ms)", fontsize=9)
         ax.set_xlabel("time saved without its compute (ms)")
+        _few_ticks(ax.xaxis)
     fig.suptitle(f"Ablation: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
-    _save(plt, fig, path)
+    return _save(plt, fig, path)
 
 
 def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -125,7 +138,7 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def cuts_figure(ds: xr.Dataset, path: Path) -> None:
+def cuts_figure(ds: xr.Dataset, path: Path | None = None):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     for regime in ds.regime.values:
@@ -138,7 +151,7 @@ def cuts_figure(ds: xr.Dataset, path: Path) -> None:
     ax.set_ylabel("time / best time")
     ax.set_title(f"Dispatch cuts: {ds.attrs['model']} on {ds.attrs['arch']} (squares: Pareto)", fontsize=9)
     ax.legend(fontsize=7)
-    _save(plt, fig, path)
+    return _save(plt, fig, path)
 
 
 def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -182,7 +195,7 @@ def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def overlays_figure(ds: xr.Dataset, path: Path) -> None:
+def overlays_figure(ds: xr.Dataset, path: Path | None = None):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.0))
     plans = [str(p) for p in ds.plan.values]
@@ -194,7 +207,7 @@ def overlays_figure(ds: xr.Dataset, path: Path) -> None:
             ax.text(0, i, " cannot run every regime", va="center", fontsize=7)
     ax.set_xlabel("request mix time (ms)")
     ax.set_title(f"Overlays: {ds.attrs['model']} on {ds.attrs['arch']} (mix {ds.attrs['mix']})", fontsize=9)
-    _save(plt, fig, path)
+    return _save(plt, fig, path)
 
 
 def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -233,21 +246,32 @@ def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def dataflow_figure(ds: xr.Dataset, path: Path) -> None:
+def dataflow_figure(ds: xr.Dataset, path: Path | None = None):
+    """Latency vs energy of every run per regime; the runs told apart by colour in one legend (labels
+    written beside close points overlap and cannot be read)."""
+    from matplotlib.lines import Line2D
+
     plt, fig, panels = _regime_panels(ds, 3.3)
+    points = [str(p) for p in ds.point.values]
+    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
     for ax, g in panels:
         r = ds.sel(regime=g)
-        for p in ds.point.values:
+        for p in points:
             x, y = float(r.seconds.sel(point=p)) * 1e3, float(r.energy_j.sel(point=p)) * 1e3
-            if np.isnan(x):
-                continue
-            ax.plot(x, y, "o" if bool(r.pareto.sel(point=p)) else "x")
-            ax.annotate(str(p), (x, y), fontsize=7)
+            if not np.isnan(x):
+                ax.plot(x, y, "o" if bool(r.pareto.sel(point=p)) else "x", color=colour[p], ms=6)
         ax.set_xlabel("latency (ms)")
         ax.set_ylabel("energy (mJ)")
         ax.set_title(str(g), fontsize=9)
-    fig.suptitle(f"Dataflow: {ds.attrs['model']} on {ds.attrs['arch']} (o: Pareto)", fontsize=10)
-    _save(plt, fig, path)
+        ax.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4), useOffset=False)
+        _few_ticks(ax.xaxis)
+        _few_ticks(ax.yaxis, 6)
+    handles = [Line2D([], [], ls="", marker="s", color=colour[p], label=p) for p in points]
+    panels[-1][0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="run",
+                         title_fontsize=7)
+    fig.suptitle(f"Dataflow: {ds.attrs['model']} on {ds.attrs['arch']} (o: on the Pareto front, x: off it)",
+                 fontsize=10)
+    return _save(plt, fig, path)
 
 
 def bandwidth_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -274,7 +298,7 @@ def bandwidth_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def bandwidth_figure(ds: xr.Dataset, path: Path) -> None:
+def bandwidth_figure(ds: xr.Dataset, path: Path | None = None):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
     for col in ("0", "all"):
@@ -286,7 +310,7 @@ def bandwidth_figure(ds: xr.Dataset, path: Path) -> None:
     ax.set_ylabel("GB/s")
     ax.set_title(f"Bandwidth harness: {ds.attrs['arch']} ({int(ds.channels.values[0])} channel)", fontsize=9)
     ax.legend(fontsize=7)
-    _save(plt, fig, path)
+    return _save(plt, fig, path)
 
 
 def compression_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -307,7 +331,7 @@ def compression_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def compression_figure(ds: xr.Dataset, path: Path) -> None:
+def compression_figure(ds: xr.Dataset, path: Path | None = None):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.4))
     x = np.arange(ds.sizes["scheme"])
@@ -318,18 +342,97 @@ def compression_figure(ds: xr.Dataset, path: Path) -> None:
     ax.set_ylabel("compression ratio (baseline / stored bytes)")
     ax.set_title("Compression on real weights", fontsize=9)
     ax.legend(fontsize=7)
-    _save(plt, fig, path)
+    return _save(plt, fig, path)
+
+
+def kv_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    from .kv import crossover_rows
+
+    contexts = ", ".join(f"{int(c):,}" for c in ds.context.values)
+    out = [f"# KV cache vs weights: decode on {ds.attrs['arch']} ({ds.attrs['weights']} weights, "
+           f"{ds.attrs['kv']} KV)", "",
+           f"Decode steps simulated at contexts {contexts}. The crossover is where KV bytes per step overtake "
+           "weight bytes, interpolated linearly in context between the grid points that bracket it; past it, the "
+           "KV cache (its dtype, compression, sliding windows) is the bandwidth lever, not the weights.", "",
+           table(["model", "batch", "KV > weights at context", "between grid points", "weights MB",
+                  f"KV MB at {int(ds.context.values[-1]):,}", "KV share there"], crossover_rows(ds)), ""]
+    if figure:
+        out += [f"![KV vs weight bytes per step]({figure})", ""]
+    return "\n".join(out)
+
+
+def kv_figure(ds: xr.Dataset, path: Path | None = None):
+    from ..figures import kv_figure as draw
+
+    fig = draw(ds, "context")
+    return _save(pyplot(), fig, path)
+
+
+def traffic_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    from .traffic import by_op
+
+    a = ds.attrs
+    out = [f"# Traffic decomposition: {a['model']} on {a['arch']} ({a['weights']} weights, {a['kv']} KV)", "",
+           "Per op, summed over the layers (`traffic.csv` beside this file has every layer): DDR bytes by tensor "
+           "kind, bytes into the mem tiles and into the cores, where the activations live, the buffer pressure "
+           f"(largest peak of any tile; capacity L1 {a['l1_bytes'] // 1024} KiB, L2 {a['l2_bytes'] // 1024} KiB) and "
+           "the refill cadence (times the cores' or mem tiles' memory is filled over). Fusion: "
+           f"{a['fusion']}.", ""]
+    for g in ds.regime.values:
+        r = by_op(ds, str(g))
+        level = [str(x) for x in ds.level.values]
+        rows = []
+        for op in r.op.values:
+            x = r.sel(op=op)
+            ddr = " / ".join(f"{float(x.ddr_bytes.sel(tensor_kind=k)) / 1e6:.3g}" for k in ("activations", "weights",
+                                                                                          "kv", "psum"))
+            into_mem = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("shim_mem", "mem_mem"))
+            into_cores = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("mem_compute", "shim_compute"))
+            rows.append([op, int(x.layers) or "outside", ms(float(x.op_seconds)), ddr, f"{into_mem / 1e6:.3g}",
+                         f"{into_cores / 1e6:.3g}", f"{'mem tile' if bool(x.input_on_chip) else 'DDR'} -> "
+                         f"{'mem tile' if bool(x.output_on_chip) else 'DDR'}",
+                         f"{float(x.l1_peak_bytes) / 1024:.3g} / {float(x.l2_peak_bytes) / 1024:.3g}",
+                         f"{float(x.l1_fills):.3g} / {float(x.l2_fills):.3g}"])
+        out += [f"## {g}", "", table(["op", "layers", "ms", "DDR MB act/wgt/kv/psum", "into mem tiles MB",
+                                      "into cores MB", "activations in -> out", "L1 / L2 peak KiB",
+                                      "L1 / L2 fills"], rows), ""]
+    if figure:
+        out += [f"![buffer pressure per op]({figure})", ""]
+    return "\n".join(out)
+
+
+def traffic_figure(ds: xr.Dataset, path: Path | None = None):
+    """Buffer pressure per op (largest over the layers) against each memory's capacity, per regime."""
+    from .traffic import by_op
+
+    plt, fig, panels = _regime_panels(ds, 3.6)
+    for ax, g in panels:
+        r = by_op(ds, str(g))
+        y = np.arange(r.sizes["op"])
+        ax.barh(y - 0.2, r.l1_peak_bytes.values / 1024, 0.4, label="core (L1)")
+        ax.barh(y + 0.2, r.l2_peak_bytes.values / 1024, 0.4, label="mem tile (L2)")
+        ax.axvline(ds.attrs["l1_bytes"] / 1024, color="C0", ls="--", lw=0.8)
+        ax.axvline(ds.attrs["l2_bytes"] / 1024, color="C1", ls="--", lw=0.8)
+        ax.set_yticks(y, [str(o) for o in r.op.values], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("peak KiB (dashed: capacity)")
+        ax.set_title(str(g), fontsize=9)
+    panels[-1][0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(f"Buffer pressure: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
+    return _save(plt, fig, path)
 
 
 WRITERS = {"ablate": (ablate_markdown, ablate_figure), "bandwidth": (bandwidth_markdown, bandwidth_figure),
            "compression": (compression_markdown, compression_figure),
            "cuts": (cuts_markdown, cuts_figure), "overlays": (overlays_markdown, overlays_figure),
-           "dataflow": (dataflow_markdown, dataflow_figure)}
+           "dataflow": (dataflow_markdown, dataflow_figure), "kv": (kv_markdown, kv_figure),
+           "traffic": (traffic_markdown, traffic_figure)}
 
 
 def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
     """``<study>.md`` and ``<study>.png`` in ``out_dir`` (created; the dataflow playbook also as
-    ``dataflow.json``); returns the Markdown path."""
+    ``dataflow.json``, the traffic sheet's every layer as ``traffic.csv``); returns the Markdown path."""
     study = ds.attrs["study"]
     markdown, figure = WRITERS[study]
     out = Path(out_dir)
@@ -344,4 +447,8 @@ def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
         from .dataflow import playbook
 
         (out / "dataflow.json").write_text(json.dumps(playbook(ds), indent=1))
+    if study == "traffic":
+        from .traffic import sheet_csv
+
+        (out / "traffic.csv").write_text(sheet_csv(ds))
     return md

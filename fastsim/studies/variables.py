@@ -118,6 +118,36 @@ VARIABLES = {
         "gain_seconds": _v(("regime", "op"), "s", "time the op saves against the baseline style"),
         "gain_j": _v(("regime", "op"), "J", "energy the op saves against the baseline style"),
     },
+    "traffic": {
+        "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
+           "DDR traffic of the op (this layer) by tensor kind: weights, activations, kv, psum"),
+        "level_bytes": _v(("regime", "op", "level"), "bytes",
+           "traffic of the op (this layer) per level of the hierarchy (DDR read and write, shim to mem tile, "
+           "mem tile to core, core to core, shim to core, mem tile to mem tile)"),
+        "l1_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most core memory any core of the op uses"),
+        "l2_peak_bytes": _v(("regime", "op"), "bytes",
+           "buffer pressure: most mem-tile memory any mem tile of the op uses"),
+        "l1_fills": _v(("regime", "op"), "1",
+           "refill cadence: bytes delivered into the op's cores (from mem tiles and shims) over the peak "
+           "occupancy times the cores of the op's columns: how many times core memory is filled over (an op "
+           "that leaves some of those cores idle reads low; NaN: no core buffer)"),
+        "l2_fills": _v(("regime", "op"), "1",
+           "refill cadence: bytes delivered into the op's mem tiles over their peak occupancy, times the number "
+           "of mem tiles (NaN: no mem-tile buffer)"),
+        "input_on_chip": _v(("regime", "op"), "1", "activation residency: the input is read from mem tiles (fused), "
+                                                   "not DDR"),
+        "output_on_chip": _v(("regime", "op"), "1", "activation residency: the output stays in mem tiles for the "
+                                                    "next op"),
+        "op_seconds": _v(("regime", "op"), "s", "time of the op (this layer)"),
+    },
+    "kv": {
+        "kv_bytes": _v(("model", "batch", "context"), "bytes", "DDR bytes of the KV cache one decode step reads and writes"),
+        "weight_bytes": _v(("model", "batch", "context"), "bytes", "DDR bytes of weights one decode step reads"),
+        "seconds": _v(("model", "batch", "context"), "s", "time of one decode step"),
+        "kv_crossover": _v(("model", "batch"), "tokens",
+           "context where KV bytes overtake weight bytes, interpolated linearly in context between the two grid "
+           "points that bracket it (NaN: not within the grid)"),
+    },
     "overlays": {
         "seconds": _v(("regime", "overlay"), "s",
            "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); NaN: "

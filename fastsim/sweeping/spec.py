@@ -156,6 +156,15 @@ def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError([f"{source}: not valid TOML: {e}"], "sweep spec") from None
+    return spec_from_dict(raw, source)
+
+
+def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
+    """A spec from the tables a TOML spec holds, as a dict (``{"study": {"kind": ...}, "axes":
+    {...}}``): the same validation, every problem listed at once."""
+    if not isinstance(raw, dict):
+        raise ConfigError([f"{source}: a sweep spec is a dict of tables (study, arch, axes, points, run), "
+                           f"not {type(raw).__name__}"], "sweep spec")
     p = Problems(f"sweep spec {source}")
     for key in raw:
         p.check(key in ("study", "arch", "axes", "points", "run"), key, "table", "known tables: study, arch, axes, points, run")

@@ -107,6 +107,20 @@ def create(spec: SweepSpec, path: str | Path) -> None:
                                                  region={d: slice(None) for d in dims})
     finally:
         ctx.__exit__(None, None, None)
+    consolidate(path)
+
+
+def consolidate(path: str | Path) -> None:
+    """Write the store's consolidated metadata, so that ``xarray.open_zarr(path)`` opens it without
+    a warning (the metadata is fixed at creation; chunk writes do not change it)."""
+    import zarr
+
+    ctx = _quiet()
+    try:
+        warnings.filterwarnings("ignore", message=".*Consolidated metadata.*not part.*")
+        zarr.consolidate_metadata(str(path))
+    finally:
+        ctx.__exit__(None, None, None)
 
 
 def open_store(path: str | Path) -> xr.Dataset:

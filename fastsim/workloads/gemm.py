@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..design import Design
 from ..dtypes import DTYPE_BYTES, OUT_DTYPE
-from ..errors import Problems
+from ..errors import ConfigError, Problems
 from ..evaluation import GraphPins
 from ..evaluation.place import Placed, matmul_of
 from ..graph import MATMUL, Op, OpGraph, Operand
@@ -100,11 +100,11 @@ class Gemm:
             v = getattr(self, name)
             p.check(v is None or isinstance(v, str), name, v, "a dtype name")
         p.raise_if_any()
-        out = self.out_dtype or OUT_DTYPE.get(self.dtype, self.dtype)
+        # out_dtype and weight_dtype default to dtype: only a value the user set is reported
         p.check(self.dtype in DTYPE_BYTES, "dtype", self.dtype, f"one of {sorted(DTYPE_BYTES)}")
-        p.check(out in DTYPE_BYTES, "out_dtype", out, f"one of {sorted(DTYPE_BYTES)}")
-        p.check((self.weight_dtype or self.dtype) in DTYPE_BYTES, "weight_dtype", self.weight_dtype,
-                f"one of {sorted(DTYPE_BYTES)}")
+        for name in ("out_dtype", "weight_dtype"):
+            v = getattr(self, name)
+            p.check(v is None or v in DTYPE_BYTES, name, v, f"one of {sorted(DTYPE_BYTES)}")
         if self.kernel_efficiency is not None:
             p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
         p.raise_if_any()
@@ -128,6 +128,10 @@ class Gemm:
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
     """The mapping search's result for ``g`` (ranked and rejected candidates included)."""
+    if not arch.datapath_options(g.dtype):
+        usable = [d for d in sorted(DTYPE_BYTES) if arch.datapath_options(d)]
+        raise ConfigError([f"dtype = {g.dtype!r}: {arch.name} has no {g.dtype} matmul datapath (MAC rates for "
+                           f"{', '.join(sorted(arch.macs_per_cycle))}); use --dtype {' or '.join(usable)}"], "gemm")
     return search(g.matmul(), arch, g.pins(), top=top, budget=g.budget)
 
 

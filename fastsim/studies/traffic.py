@@ -1,0 +1,102 @@
+"""Where does every byte go? (``fastsim study traffic``)
+
+The traffic decomposition sheet of a run, per layer and op: DDR bytes by tensor kind (activations,
+weights, KV, partial sums), bytes per level of the hierarchy (shim to mem tile, mem tile to core,
+core to core, ...), where the activations live (read from and kept in mem tiles when fused, else
+DDR), the buffer pressure (the most core and mem-tile memory any tile of the op uses) and the
+refill cadence: how many times the op's core (mem-tile) memory is filled over, bytes delivered into
+those tiles over their peak occupancy. Every number is the simulated run's; the sheet only lays
+them out (Markdown, CSV, and a buffer-pressure figure).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import numpy as np
+import xarray as xr
+
+from ..arch import NPU2, Arch
+from ..llm import LlmStudy, simulate_llm
+from ..version import __version__
+from .regimes import parse_regimes
+from .variables import build
+
+INTO_CORES = ("mem_compute", "shim_compute")  # levels whose bytes land in core memory from outside
+INTO_MEM_TILES = ("shim_mem", "mem_mem")
+
+
+def traffic(base: LlmStudy, regimes=None, arch: Arch = NPU2) -> xr.Dataset:
+    """The sheet of each regime's searched layout (one whole run per regime)."""
+    regimes = parse_regimes(regimes)
+    runs = [simulate_llm(r.study(base), arch) for r in regimes]
+    first = runs[0]
+    for r, run in zip(regimes, runs):
+        if list(run.op_name.values) != list(first.op_name.values):
+            raise ValueError(f"{r.label}: its ops differ from {regimes[0].label}'s; run the regimes apart")
+    level = [str(x) for x in first.level.values]
+    cores = np.array([[int(c) * arch.compute_rows for c in run.op_columns.values] for run in runs])
+    mem_tiles = np.array([[int(c) * arch.mem_rows for c in run.op_columns.values] for run in runs])
+    stack = {name: np.stack([run[name].values for run in runs]) for name in
+             ("ddr_bytes", "level_bytes", "l1_peak_bytes", "l2_peak_bytes", "op_seconds")}
+    into_cores = stack["level_bytes"][..., [level.index(x) for x in INTO_CORES]].sum(-1)
+    into_mem = stack["level_bytes"][..., [level.index(x) for x in INTO_MEM_TILES]].sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        l1_fills = np.where(stack["l1_peak_bytes"] > 0, into_cores / (stack["l1_peak_bytes"] * cores), np.nan)
+        l2_fills = np.where(stack["l2_peak_bytes"] > 0, into_mem / (stack["l2_peak_bytes"] * mem_tiles), np.nan)
+    data = {**stack, "l1_fills": l1_fills, "l2_fills": l2_fills,
+            "input_on_chip": np.stack([run.input_on_chip.values.astype(bool) for run in runs]),
+            "output_on_chip": np.stack([run.output_on_chip.values.astype(bool) for run in runs])}
+    coords = {"regime": ("regime", [r.label for r in regimes]), "op_name": ("op", first.op_name.values.astype(str)),
+              "layer": ("op", first.layer.values), "op_class": ("op", first.op_class.values.astype(str)),
+              "tensor_kind": first.tensor_kind.values, "level": first.level.values}
+    return build("traffic", data, coords,
+                 {"study": "traffic", "model": str(first.attrs["model"]), "arch": arch.name,
+                  "weights": base.precision.weights, "kv": base.precision.kv, "version": __version__,
+                  "l1_bytes": arch.compute.memory_bytes, "l2_bytes": arch.mem.memory_bytes,
+                  "fusion": ";".join(f"{r.label} {run.attrs['fusion']}" for r, run in zip(regimes, runs))})
+
+
+def sheet_rows(ds: xr.Dataset) -> tuple[list[str], list[list]]:
+    """The sheet as (header, rows): one row per regime, layer and op (layer -1: outside the layers)."""
+    kinds, levels = [str(k) for k in ds.tensor_kind.values], [str(x) for x in ds.level.values]
+    header = (["regime", "layer", "op", "class", "seconds"] + [f"ddr_{k}_bytes" for k in kinds]
+              + [f"{x}_bytes" for x in levels]
+              + ["activations_in", "activations_out", "l1_peak_bytes", "l2_peak_bytes", "l1_fills", "l2_fills"])
+    rows = []
+    for g in ds.regime.values:
+        r = ds.sel(regime=g)
+        for i in range(ds.sizes["op"]):
+            x = r.isel(op=i)
+            rows.append([str(g), int(x.layer), str(x.op_name.values), str(x.op_class.values), float(x.op_seconds)]
+                        + [float(v) for v in x.ddr_bytes.values] + [float(v) for v in x.level_bytes.values]
+                        + ["mem tile" if bool(x.input_on_chip) else "DDR",
+                           "mem tile" if bool(x.output_on_chip) else "DDR",
+                           float(x.l1_peak_bytes), float(x.l2_peak_bytes), float(x.l1_fills), float(x.l2_fills)])
+    return header, rows
+
+
+def sheet_csv(ds: xr.Dataset) -> str:
+    header, rows = sheet_rows(ds)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def by_op(ds: xr.Dataset, regime: str) -> xr.Dataset:
+    """One regime's sheet summed over the layers per op name (peaks and fills: their largest)."""
+    r = ds.sel(regime=regime)
+    names = list(dict.fromkeys(str(n) for n in r.op_name.values))
+    parts = []
+    for name in names:
+        x = r.isel(op=np.flatnonzero(r.op_name.values.astype(str) == name))
+        parts.append(xr.Dataset({
+            **{k: x[k].sum("op") for k in ("ddr_bytes", "level_bytes", "op_seconds")},
+            **{k: x[k].max("op", skipna=True) for k in ("l1_peak_bytes", "l2_peak_bytes", "l1_fills", "l2_fills")},
+            "input_on_chip": x.input_on_chip.all("op"), "output_on_chip": x.output_on_chip.all("op"),
+            "layers": xr.DataArray(int((x.layer.values >= 0).sum()))}))
+    return xr.concat(parts, dim="op").assign_coords(op=names)
+
+
+__all__ = ["traffic", "sheet_rows", "sheet_csv", "by_op"]
