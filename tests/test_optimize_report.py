@@ -146,3 +146,17 @@ def test_overlapping_labels__finds_labels_written_on_top_of_each_other():
     ax.annotate("hybrid_latency", (1, 1))
     ax.annotate("hybrid_energy", (1.001, 1.001))
     assert ("hybrid_latency", "hybrid_energy") in overlapping_labels(fig)
+
+
+def test_memo__reports_the_whole_run_search_per_regime(run):
+    """Every regime's plan went through the whole-run search: its result is in plan.json, the
+    memo states it with its numbers, and the plan is never slower than the per-op choices."""
+    out, plan, _, _ = run
+    text = (out / "report.md").read_text()
+    assert f"## {len(STEPS) + 1}. whole-run mapping" in text
+    for label, r in plan["regimes"].items():
+        w = r["whole_run"]
+        assert w["seconds"] <= w["per_op_seconds"] and w["runs"] >= 1
+        assert r["predicted"]["seconds"] == pytest.approx(w["seconds"], rel=1e-12)
+        assert f"**{label}**" in text.split("whole-run mapping", 1)[1]
+        assert ms(w["per_op_seconds"]) in text

@@ -51,3 +51,23 @@ def test_no_program_reloads__keeps_the_per_op_choices():
 def test_rounds__must_be_a_whole_number(rounds):
     with pytest.raises(ConfigError, match="rounds"):
         whole_run_search(replace(LlmStudy(model=TINY, context=64)), rounds=rounds)
+
+
+def test_cli__run_llm_whole_run_reports_the_search_and_refuses_generate(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    cfg = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024, "max_position_embeddings": 4096}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = CliRunner().invoke(main, ["run", "--json", "llm", "--model", str(path), "--context", "256", "--whole-run"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["whole_run"]["seconds"] <= out["whole_run"]["per_op_seconds"]
+    assert out["seconds"] == out["whole_run"]["seconds"]
+    r = CliRunner().invoke(main, ["run", "llm", "--model", str(path), "--regime", "generate", "--whole-run"])
+    assert r.exit_code != 0 and "--whole-run does not apply to --regime generate" in r.output

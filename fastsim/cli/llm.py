@@ -76,6 +76,10 @@ from .llm_inputs import TENSOR_KINDS
               help="candidates each matmul's mapping search simulates, best lower bound first; 'exact': until "
                    "each op's mapping is proven the best of its space (slower; the report gives what the budget "
                    "may leave on the table)")
+@click.option("--whole-run", is_flag=True,
+              help="choose the matmuls' kernels for the whole pass, not op by op: where their distinct kernels "
+                   "outgrow program memory (a reload every layer), move ops onto kernels others use when the "
+                   "whole pass gets faster (coordinate descent judged by whole-pass simulations)")
 @click.option("--compression", "compression_path", type=click.Path(dir_okay=False, exists=True), default=None,
               help="measured.json from fastsim study compression: compress weight and KV streams by the "
                    "measured ratios of their dtypes")
@@ -124,6 +128,8 @@ REGIME_OPTIONS = (("context", ("decode",), "generate decodes from the prompt's l
                   ("prompt", ("prefill", "encode", "generate"), "decode reads --context cached tokens"),
                   ("prefill_context", ("prefill", "generate"), "decode reads --context cached tokens"),
                   ("new_tokens", ("generate",), "only --regime generate decodes new tokens"),
+                  ("whole_run", ("decode", "prefill", "encode"), "a generation runs two layouts: search each with "
+                   "--regime decode and --regime prefill"),
                   ("save_overlay", ("decode", "prefill", "encode"), "a generation runs two layouts: save each "
                    "regime's with --regime decode and --regime prefill"))
 
@@ -284,6 +290,8 @@ def _simulate(study, o, arch):
         # (instruction buffer, program memory) report what they would not fit, never veto it
         layout = overlays.get(o.regime)
         result = simulate_llm(apply_overlay(study, layout), arch, strict=layout is None or layout.cuts is None)
+        if o.whole_run:
+            result = _whole_run(apply_overlay(study, layout), result, arch)
         if o.save_overlay:
             from ..llm.assemble import overlay_of
 
@@ -295,6 +303,22 @@ def _simulate(study, o, arch):
         tails = latency_distribution(apply_overlay(study, overlays.get(o.regime)), arch, o.samples, o.seed,
                                      VarianceModel(load=o.load))
     return result, tails
+
+
+def _whole_run(study, per_op, arch):
+    """The pass with its kernels chosen for the whole run (``fastsim.studies.whole_run``); the
+    search's verdict travels in the Dataset's attrs."""
+    from ..llm import simulate_llm
+    from ..studies.whole_run import whole_run_search
+
+    found = whole_run_search(study, arch)
+    result = simulate_llm(found.study, arch) if found.moves else per_op
+    result.attrs["whole_run"] = json.dumps({
+        "summary": found.summary(), "per_op_seconds": found.per_op_seconds, "seconds": found.seconds,
+        "reload_seconds": found.reload_seconds, "runs": found.runs,
+        "moves": [{"op": m.op, "tile": list(m.tile), "datapath": m.datapath, "seconds": m.seconds}
+                  for m in found.moves]})
+    return result
 
 
 def static_weights_fit(study, arch) -> None:
@@ -347,6 +371,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         s["latency"] = latency
     if spread:
         s["routing_spread"] = spread
+    if "whole_run" in ds.attrs:
+        s["whole_run"] = json.loads(ds.attrs["whole_run"])
     if o.overlay_path:
         s["as_built"] = _as_built_summary(o)
         if ds.attrs.get("dispatch_problems"):
@@ -375,6 +401,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
             click.echo(f"  as built        runs although fastsim's assumed dispatch limits say: "
                        f"{a['beyond_assumed_limits']}")
     _echo_pass_table(s, ds, "ms/token" if o.regime == "decode" else "ms")
+    if "whole_run" in s:
+        click.echo(f"  {s['whole_run']['summary']}")
     _echo_latency(latency)
     _echo_spread(spread)
 

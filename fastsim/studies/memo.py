@@ -49,6 +49,8 @@ def memo(plan: dict, results: dict, notes: dict) -> Document:
         section(doc, results[step])
         doc.paragraph(f"Evidence: [studies/{step}.md](studies/{step}.md), data `{step}.zarr`.")
         doc.image(f"{step}: figure of the study", f"studies/{step}.png")
+    doc.heading(f"{len(STEPS) + 1}. whole-run mapping")
+    _whole_run(doc, plan)
     _levers(doc, plan, notes.get("levers"))
     _latency(doc, notes.get("latency"))
     _reproduce(doc, notes["reproduce"])
@@ -231,6 +233,24 @@ def _dataflow(doc: Document, ds) -> None:
         doc.bullets(rules[:6] + ([f"... and {len(rules) - 6} more"] if len(rules) > 6 else []))
     else:
         doc.paragraph("Every op keeps its style across these regimes (no transition rules).")
+
+
+def _whole_run(doc: Document, plan: dict) -> None:
+    """Per regime: what choosing the ops' kernels for the whole run (not op by op) changed."""
+    for label, r in plan["regimes"].items():
+        w = r.get("whole_run")
+        if w is None:
+            continue
+        if not w["moves"]:
+            why = ("its kernels fit program memory, so no program reloads are left to save" if w["reload_seconds"] == 0
+                   else f"no shared kernel paid ({w['runs'] - 1} tried against {ms(w['reload_seconds'])} ms of reloads)")
+            doc.paragraph(f"**{label}**: the per-op mappings stand ({ms(w['per_op_seconds'])} ms): {why}.")
+            continue
+        moves = ", ".join(f"{m['op']} onto the {'x'.join(map(str, m['tile']))} {m['datapath']} kernel" for m in w["moves"])
+        doc.paragraph(f"**{label}**: the per-op mappings link more kernels than program memory holds and reload "
+                      f"them every layer ({ms(w['reload_seconds'])} ms); moving {moves} takes the pass to "
+                      f"{ms(w['seconds'])} ms ({saved(w['per_op_seconds'], w['seconds'])}; {w['runs']} whole-run "
+                      f"simulations). Rejected: each op's own best mapping, {ms(w['per_op_seconds'])} ms.")
 
 
 def _best_levers(plan: dict, levers: list | None) -> list[str]:

@@ -33,6 +33,7 @@ from .memo import STEPS, memo
 from .overlays import overlays
 from .regimes import parse_regimes
 from .report import write_report
+from .whole_run import whole_run_search
 
 __all__ = ["STEPS", "optimize", "plan_study", "study_from_json", "study_to_json"]
 
@@ -149,6 +150,9 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dic
         kept = predicted["seconds"] > baseline["seconds"]
         if kept:  # decisions measured one at a time need not combine: never plan anything slower
             study, predicted = regime.study(base), baseline
+        whole = whole_run_search(study, arch)  # kernels shared across ops where programs reload
+        if whole.moves:
+            study, predicted = whole.study, llm_summary(simulate_llm(whole.study, arch))
         studies[label] = study
         plan["regimes"][label] = {
             "study": study_to_json(study),
@@ -157,7 +161,11 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dic
             "decisions": {"top_class": str(results["ablate"].top_class.sel(regime=label).values),
                           "cuts": cut_text, "dataflow_point": str(results["dataflow"].chosen.sel(regime=label).values),
                           "dataflow_pins": pins,
-                          "kept_baseline": kept}}
+                          "kept_baseline": kept},
+            "whole_run": {"per_op_seconds": whole.per_op_seconds, "seconds": whole.seconds,
+                          "reload_seconds": whole.reload_seconds, "runs": whole.runs, "summary": whole.summary(),
+                          "moves": [{"op": m.op, "tile": list(m.tile), "datapath": m.datapath, "seconds": m.seconds}
+                                    for m in whole.moves]}}
     return plan, studies
 
 
