@@ -27,7 +27,7 @@ LAYERS = [
     ("graph", {"graph"}),
     ("mapping", {"mapping"}),
     ("evaluation", {"evaluation"}),
-    ("front ends", {"workloads", "llm", "mlir"}),
+    ("front ends", {"workloads", "llm", "mlir", "onnx"}),
     ("figures", {"figures"}),
     ("studies", {"studies"}),
     ("calibration", {"calibration"}),

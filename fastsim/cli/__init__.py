@@ -21,6 +21,7 @@ from .conv import conv_cmd
 from .design import design_cmd
 from .export import export_group
 from .llm import llm_cmd
+from .onnx import onnx_cmd
 from .mapping import map_group
 from .models import models_cmd
 from .optimize import optimize_cmd
@@ -72,6 +73,7 @@ def main(ctx, threads, debug):
 run_group.add_command(llm_cmd)
 run_group.add_command(design_cmd)
 run_group.add_command(conv_cmd)
+run_group.add_command(onnx_cmd)
 main.add_command(export_group)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,
                 calibrate_cmd, models_cmd):
