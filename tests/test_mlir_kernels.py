@@ -86,3 +86,25 @@ def test_cli__guessed_costs_are_in_the_summary_and_the_json():
     js = json.loads(CliRunner().invoke(main, ["run", "design", path, "--json"]).output)
     assert {d["kernel"] for d in js["kernels"]["defaulted"]} == {"zero_f32", "matmul_bf16_f32"}
     assert all(d["rule"] and d["cycles"] >= 1 for d in js["kernels"]["defaulted"])
+
+
+def test_study_ablate__ranks_the_kernels_of_a_design_and_refuses_model_options():
+    """``fastsim study ablate --design`` asks the method's first question of a user's own design:
+    each kernel in turn a 1-cycle pass, ranked by the cycles that saves."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    from pathlib import Path
+
+    design = str(Path(__file__).parent / "mlir" / "matmul_default_costs.mlir")
+    r = CliRunner().invoke(main, ["study", "ablate", "--design", design, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    saved = [a["saved_cycles"] for a in out["ablation"]]
+    assert [a["kernel"] for a in out["ablation"]][0] == "matmul_bf16_f32" and saved == sorted(saved, reverse=True)
+    assert saved[0] > 0 and all(out["total_cycles"] - a["cycles"] == a["saved_cycles"] for a in out["ablation"])
+    r = CliRunner().invoke(main, ["study", "ablate", "--design", design, "--model", "llama-3.2-3b"])
+    assert r.exit_code == 2 and "--model: a model's options do not apply to --design" in r.output

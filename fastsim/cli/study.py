@@ -35,17 +35,54 @@ def study_group():
 
 @study_group.command("ablate")
 @model_options
-def ablate_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir):
+@click.option("--design", "design_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="an mlir-aie design (.mlir, docs/mlir.md): rank its kernels instead of a model's op classes")
+@click.option("--kernels", "kernels_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="with --design: the kernels' cycles per call ([kernels] NAME = CYCLES)")
+@click.pass_context
+def ablate_cmd(ctx, model, weights, kv, activations, arch_name, regimes, as_json, report_dir, design_path,
+               kernels_path):
     """Which op class is worth optimizing? Each class in turn computes nothing while its data still
     moves; classes are ranked per regime by the end-to-end time that saves (whole-run differences,
-    layout pinned). One more pass removes all compute: the pure data-movement time.
+    layout pinned). One more pass removes all compute: the pure data-movement time. With
+    --design, the same question for the kernels of your own mlir-aie design.
 
     Example: fastsim study ablate --regime decode:4096 --regime prefill:1024 --report out/
     """
+    if design_path or kernels_path:
+        _ablate_design(ctx, design_path, kernels_path, arch_name, as_json)
+        return
     from ..studies import ablate
 
     _run_study(lambda: ablate(base_study(model, weights, kv, activations), regimes, load_arch(arch_name)),
                as_json, report_dir)
+
+
+def _ablate_design(ctx, design_path, kernels_path, arch_name, as_json: bool) -> None:
+    """``study ablate --design``: each kernel of an mlir-aie design in turn a 1-cycle pass, ranked
+    by the cycles that saves (``fastsim.mlir.ablate``); the model's options do not apply."""
+    from ..mlir import read_design
+    from ..mlir.ablate import ablate, format_ablation
+    from .llm_inputs import given
+
+    unused = [f"--{name.replace('_', '-')}" for name in ("model", "weights", "kv", "activations", "regimes",
+                                                        "report_dir") if given(ctx, name)]
+    problems = ([f"{', '.join(unused)}: a model's options do not apply to --design"] if unused else [])
+    if not design_path:
+        problems.append("--kernels: gives the kernel costs of --design; no design given")
+    try:
+        if problems:
+            raise ConfigError(problems, "study ablate")
+        arch = load_arch(arch_name) if given(ctx, "arch_name") else None
+        base, rows = ablate(read_design(design_path, kernels_path, arch=arch))
+    except (ConfigError, SimulationError) as e:
+        fail(e)
+    if as_json:
+        click.echo(json.dumps({"design": design_path, "total_cycles": base, "ablation": [
+            {"kernel": a.kernel, "calls": a.calls, "cycles": a.cycles, "saved_cycles": a.saved_cycles} for a in rows]}))
+    else:
+        click.echo(f"{design_path}: {base:,} cycles")
+        click.echo(format_ablation(base, rows))
 
 
 @study_group.command("cuts")
