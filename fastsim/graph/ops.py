@@ -33,6 +33,11 @@ class Operand:
 NO_OPERAND = Operand(NONE, 0.0)
 
 
+def conv_out(extent: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
+    """Output extent of a convolution along one axis (as ONNX and PyTorch define it)."""
+    return (extent + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
 @dataclass(frozen=True)
 class ConvGeometry:
     """A 2-D convolution over an NCHW input: ``k`` output channels of ``r`` x ``s`` filters,
@@ -52,11 +57,11 @@ class ConvGeometry:
 
     @property
     def oh(self) -> int:
-        return (self.h + 2 * self.padding - self.dilation * (self.r - 1) - 1) // self.stride + 1
+        return conv_out(self.h, self.r, self.stride, self.padding, self.dilation)
 
     @property
     def ow(self) -> int:
-        return (self.w + 2 * self.padding - self.dilation * (self.s - 1) - 1) // self.stride + 1
+        return conv_out(self.w, self.s, self.stride, self.padding, self.dilation)
 
     def gemm_extents(self) -> tuple[int, int, int]:
         """(m, k, n) of the GEMM with the same MACs: output pixels, MACs per output, channels."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import ConfigError, Problems
+from ..graph.ops import conv_out
 
 SPLITS = ("rows", "oc", "rows_by_col", "oc_by_col")
 WEIGHTS = ("resident", "oc", "ci")
@@ -59,11 +60,11 @@ class Conv2d:
 
     @property
     def oh(self) -> int:
-        return (self.h + 2 * self.padding - self.dilation * (self.r - 1) - 1) // self.stride + 1
+        return conv_out(self.h, self.r, self.stride, self.padding, self.dilation)
 
     @property
     def ow(self) -> int:
-        return (self.w + 2 * self.padding - self.dilation * (self.s - 1) - 1) // self.stride + 1
+        return conv_out(self.w, self.s, self.stride, self.padding, self.dilation)
 
     @property
     def cg(self) -> int:
