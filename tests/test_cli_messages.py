@@ -93,3 +93,17 @@ def test_study_overlays__refuses_regime_the_mix_sets_the_regimes():
     r = invoke("study", "overlays", "--regime", "decode:128")
     assert r.exit_code == 2 and "--regime" in r.output
     assert "--regime TEXT" not in invoke("study", "overlays", "--help").output  # no longer an option
+
+
+def test_stream_split__one_value_set_on_every_command():
+    """run gemm, map gemm and run llm take the same --stream-split values with the same default
+    (auto: fastsim chooses), and a GEMM's auto is its unpinned search."""
+    from fastsim.cli import main
+    from fastsim.workloads.gemm import Gemm
+
+    commands = {"run gemm": main.commands["run"].commands["gemm"], "map gemm": main.commands["map"].commands["gemm"],
+                "run llm": main.commands["run"].commands["llm"]}
+    found = {name: next(p for p in cmd.params if p.name == "stream_split") for name, cmd in commands.items()}
+    assert {tuple(p.type.choices) for p in found.values()} == {("auto", "equal", "proportional")}
+    assert {p.default for p in found.values()} == {"auto"}
+    assert Gemm(64, 64, 64, stream_split="auto").pins() == Gemm(64, 64, 64).pins()

@@ -95,8 +95,9 @@ def gemm_options(fn):
         click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
                      help="matmul kernel efficiency, fraction of the MAC array's peak (default: the arch's "
                           "measured one-core figure per datapath)"),
-        click.option("--stream-split", type=click.Choice(["equal", "proportional"]), default=None,
-                     help="pin how shared operands are streamed over columns (default: searched)"),
+        click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
+                     show_default=True, help="how shared operands are streamed over columns (auto: searched; "
+                     "the same values as run llm's)"),
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
                           "k_split, stream_split; docs/as_built.md): that design; the rest searched"),
@@ -149,7 +150,7 @@ def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     t = parse_tile(tile) or (None, None, None)
     g = Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
              dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
-             stream_split=stream_split, budget=budget)
+             stream_split=None if stream_split == "auto" else stream_split, budget=budget)
     if not overlay_path:
         return g
     from ..mapping.overlay import load_as_built

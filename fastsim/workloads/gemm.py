@@ -49,7 +49,7 @@ class Gemm:
     k_split: int | None = None
     rows: int | None = None  # pin: compute rows used per column (1 with cols 1: one core)
     datapath: str | None = None
-    stream_split: str | None = None  # pin: equal or proportional (searched on asymmetric columns)
+    stream_split: str | None = None  # pin: equal or proportional; None or "auto": searched (as LLM runs say)
     budget: int | None = None  # candidates the search simulates; None: until proven the best of its space
 
     @property
@@ -123,7 +123,8 @@ class Gemm:
         p.raise_if_any()
         return Pins(dataflow=(self.dataflow,) if self.dataflow else (),
                     tile=None if self.tile_m is None else tiles, cols=self.cols, l2=self.l2,
-                    k_split=self.k_split, datapath=self.datapath, stream_split=self.stream_split, rows=self.rows)
+                    k_split=self.k_split, datapath=self.datapath,
+                    stream_split=None if self.stream_split == "auto" else self.stream_split, rows=self.rows)
 
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
