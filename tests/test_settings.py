@@ -95,5 +95,5 @@ def test_sweep__workers_run_under_the_callers_settings_local_ones_on_one_thread(
         local, remote = engine.worker_settings(local=True), engine.worker_settings(local=False)
         assert local == settings.Settings(threads=1, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
         assert remote == settings.Settings(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
-    assert engine._run_chunk_with(None, "", 7, local) == (7, local)
+    assert engine._run_chunk_with(None, "", 7, local) == (7, local, "")  # no dask worker: no address
     assert settings.current() == settings.Settings()

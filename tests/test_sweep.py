@@ -92,12 +92,31 @@ def test_sweep__changed_spec_is_refused(tmp_path):
 
 
 @settings(max_examples=5)
-@given(st.integers(1, 16))
-def test_sweep__chunking_never_changes_results(tmp_path_factory, chunk):
+@given(st.integers(1, 16), st.integers(1, 20))
+def test_sweep__chunking_never_changes_results(tmp_path_factory, chunk, slots):
+    """Neither the spec's chunk_points nor the chunk size a cluster of ``slots`` task slots gets."""
+    from fastsim.sweeping import store
+
     base = sweep(gemm_spec(3), tmp_path_factory.mktemp("a") / "a.zarr", workers=0, progress=False)
-    other = sweep(gemm_spec(chunk), tmp_path_factory.mktemp("b") / "b.zarr", workers=0, progress=False)
+    out = tmp_path_factory.mktemp("b") / "b.zarr"
+    store.create(gemm_spec(chunk), out, slots=slots)  # as a sweep on such a cluster creates it
+    other = sweep(gemm_spec(chunk), out, workers=0, progress=False)
+    assert len(store.regions(gemm_spec(chunk), out)) >= min(slots, 16)  # every slot gets a chunk
     for name in base.data_vars:
         np.testing.assert_array_equal(base[name].values, other[name].values)
+
+
+def test_store__chunks_come_from_the_cluster_size_and_keep_neighbours_along_context_together():
+    from fastsim.sweeping.store import chunk_shape, chunk_target
+
+    sixteen = gemm_spec(8)  # 2 x 4 x 2 points, 8 per chunk
+    assert [chunk_target(sixteen, slots) for slots in (0, 1, 2, 3, 4, 16, 64)] == [8, 8, 8, 5, 4, 1, 1]
+    assert chunk_target(gemm_spec(100), 2) == 8  # 2 slots: 8 points each
+    assert chunk_shape((2, 4, 2), 8, ("m", "k", "n")) == (1, 4, 2)  # trailing axes whole, as before
+    # context reshapes attention only, model every op: context whole, model outermost
+    assert chunk_shape((3, 4, 5), 5, ("context", "model", "batch")) == (3, 1, 1)
+    assert chunk_shape((5, 4, 3), 15, ("context", "model", "batch")) == (5, 1, 3)
+    assert chunk_shape((5, 4, 3), 40, ("model", "context", "batch")) == (3, 4, 3)
 
 
 def test_sweep__invalid_points_are_recorded_not_fatal(tmp_path):

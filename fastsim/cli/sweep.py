@@ -14,15 +14,18 @@ from .common import fail
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="zarr store (created or resumed)")
 @click.option("--workers", type=int, default=None,
               help="worker processes of a local dask cluster (default: one per core; 0: run in this process)")
-@click.option("--scheduler", default=None, help="address or scheduler file of a running dask scheduler")
-@click.option("--no-progress", is_flag=True, help="no progress bar")
+@click.option("--scheduler", default=None,
+              help="address (tcp://host:8786) or scheduler file of a running dask scheduler (dask-jobqueue, "
+                   "a Kubernetes deployment); a new store's chunks are sized so that every worker gets one")
+@click.option("--no-progress", is_flag=True, help="no progress line (points done, ETA, points/s, failed points)")
 def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
     """Run or resume a sweep spec (TOML) into a zarr store; open it with xarray.open_zarr(OUT).
-    Ctrl-C stops it, keeping the points stored; the same command resumes.
+    Ctrl-C stops it, keeping the points stored; the same command resumes (exit status 130). A
+    running scheduler that goes away stops it the same way (exit status 75: run it again).
 
     Example: fastsim sweep sweeps/gemm_quick.toml --out quick.zarr --workers 2"""
     from ..sweeping import sweep
-    from ..sweeping.engine import SweepInterrupted
+    from ..sweeping.engine import SchedulerLost, SweepInterrupted
 
     report = []
     try:
@@ -32,4 +35,7 @@ def sweep_cmd(spec_path, out, workers, scheduler, no_progress):
     except SweepInterrupted as e:
         click.echo(str(e), err=True)
         sys.exit(130)
+    except SchedulerLost as e:
+        click.echo(str(e), err=True)
+        sys.exit(75)  # EX_TEMPFAIL (sysexits.h): try again
     click.echo(str(report[0]))

@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass, replace
+from concurrent.futures import CancelledError
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import xarray as xr
@@ -18,19 +19,24 @@ from .tasks import run_chunk
 
 @dataclass
 class SweepReport:
+    """What a sweep did: ``by_worker`` holds the points each dask worker (by address) computed
+    now; it is empty for a sweep run in this process."""
     points: int
     computed: int
     chunks: int
     wall_s: float
     store: str
+    failed: int = 0
+    by_worker: dict[str, int] = field(default_factory=dict)
 
     @property
     def points_per_s(self) -> float:
         return self.computed / self.wall_s if self.wall_s else 0.0
 
     def __str__(self) -> str:
-        return (f"{self.points} points ({self.computed} computed now, in {self.chunks} chunks) in "
-                f"{self.wall_s:.1f} s: {self.points_per_s:.2f} points/s -> {self.store}")
+        where = f"on {len(self.by_worker)} workers" if self.by_worker else "in this process"
+        return (f"{self.points} points ({self.computed} computed now, in {self.chunks} chunks {where}; "
+                f"{self.failed} failed) in {self.wall_s:.1f} s: {self.points_per_s:.2f} points/s -> {self.store}")
 
 
 # dask's nannies start workers with MALLOC_TRIM_THRESHOLD_ set, and once it is set glibc stops
@@ -44,13 +50,16 @@ WORKER_MALLOC_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_
 WORKER_NUMBA_THREADS = "distributed.nanny.environ.NUMBA_NUM_THREADS"
 
 
-def _client(workers: int | None, scheduler: str | None):
+def _client(workers: int | None, scheduler):
+    """(client, the local cluster it runs on, or None for a running scheduler's client)."""
     import dask
     from dask.distributed import Client, LocalCluster
 
+    if scheduler is not None and not isinstance(scheduler, (str, os.PathLike)):
+        return scheduler, None  # a client the caller connected (dask-gateway, say): used, never closed
     if scheduler:
         if Path(scheduler).exists():
-            return Client(scheduler_file=scheduler), None
+            return Client(scheduler_file=str(scheduler)), None
         return Client(scheduler), None
     # one single-threaded worker process per core; neither numba (WORKER_NUMBA_THREADS) nor the
     # engine's batch threads (worker_settings) start threads there
@@ -67,7 +76,7 @@ def _client(workers: int | None, scheduler: str | None):
 
 
 def sweep(spec: SweepSpec | dict | str | Path, out: str | Path | None = None, *, workers: int | None = None,
-          scheduler: str | None = None, progress: bool = True, report: list | None = None) -> xr.Dataset:
+          scheduler=None, progress: bool = True, report: list | None = None) -> xr.Dataset:
     """Run (or resume) a sweep into the zarr store ``out`` and return the stored Dataset.
     ``spec``: a parsed spec, a TOML file's path, or its tables as a dict (``spec_from_dict``).
 
@@ -76,7 +85,12 @@ def sweep(spec: SweepSpec | dict | str | Path, out: str | Path | None = None, *,
 
     workers=0 runs every chunk in this process; otherwise chunks go to a dask LocalCluster with
     ``workers`` processes (default: one per core), or to the running scheduler at ``scheduler``
-    (an address such as tcp://host:8786, or a scheduler file).
+    (an address such as tcp://host:8786, a scheduler file, or a connected ``distributed.Client``,
+    which is left open). A new store's chunk size comes from the cluster's size
+    (``store.chunk_target``): every worker gets a chunk.
+
+    Raises ``SweepInterrupted`` on Ctrl-C and ``SchedulerLost`` when a running scheduler goes
+    away; in both cases the points stored stay stored and the same call resumes.
     """
     if isinstance(spec, dict):
         spec = spec_from_dict(spec)
@@ -104,90 +118,152 @@ class SweepInterrupted(KeyboardInterrupt):
                 "command again to resume")
 
 
+class SchedulerLost(ConnectionError):
+    """The running scheduler went away during a sweep (its chunks in flight were dropped): what is
+    stored stays stored, and the same sweep against a running scheduler resumes."""
+
+    def __init__(self, scheduler: str, stored: int, points: int, store: str):
+        super().__init__(scheduler, stored, points, store)
+        self.scheduler, self.stored, self.points, self.store = scheduler, stored, points, store
+
+    def __str__(self) -> str:
+        return (f"lost the dask scheduler {self.scheduler}: {self.stored} of {self.points} points stored in "
+                f"{self.store}; run the same command again (with a running scheduler) to resume")
+
+
+class _Tally:
+    """Points computed and failed, per worker; drives the progress line and the lock's heartbeat."""
+
+    def __init__(self, bar, lock: StoreLock):
+        self.bar, self.lock = bar, lock
+        self.computed, self.failed, self.by_worker = 0, 0, {}
+
+    def add(self, points: int, failed: int, worker: str = "") -> None:
+        self.computed += points
+        self.failed += failed
+        if worker:
+            self.by_worker[worker] = self.by_worker.get(worker, 0) + points
+        self.bar.set_postfix(failed=self.failed, refresh=False)
+        self.bar.update(points)
+        self.lock.refresh()
+
+
 def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progress, report) -> xr.Dataset:
-    if not Path(out).exists() or st.half_created(out):
-        st.create(spec, out)  # new, or a creation that died half-way (no spec digest yet): nothing to keep
-    else:
+    fresh = not Path(out).exists() or st.half_created(out)  # new, or a creation that died half-way
+    if not fresh:
         st.check_matches(spec, out)
-    todo = st.pending(spec, out)
-    all_regions = st.regions(spec)
-    start = time.perf_counter()
-    bar = _bar(sum(st.n_points(all_regions[i]) for i in todo), progress)
+    dask = None
+    if (workers != 0 or scheduler is not None) and (fresh or st.pending(spec, out)):
+        dask = _Dask(workers, scheduler)  # before the store: its chunk size comes from the cluster's size
     try:
-        if workers == 0 and not scheduler:
-            computed = _run_here(spec, out, todo, lock, bar)
-        else:
-            computed = _run_on_dask(spec, out, todo, lock, bar, workers, scheduler) if todo else 0
-    except KeyboardInterrupt:
+        if fresh:
+            st.create(spec, out, slots=dask.slots() if dask else 1)
+        todo = st.pending(spec, out)
+        start = time.perf_counter()
+        bar = _bar(sum(st.n_points(r) for r in todo), progress)
+        tally = _Tally(bar, lock)
+        try:
+            if dask is None:
+                for region in todo:
+                    tally.add(*run_chunk(spec, out, region))
+            else:
+                _run_on_dask(spec, out, todo, dask, tally)
+        except KeyboardInterrupt:
+            bar.close()
+            stopping, dask = dask, None
+            if stopping is not None:
+                stopping.stop_now()
+            raise SweepInterrupted(_stored(out), spec.n_points, out) from None
+        except _Lost:
+            bar.close()
+            stopping, dask = dask, None
+            stopping.stop_now()
+            raise SchedulerLost(stopping.address, _stored(out), spec.n_points, out) from None
         bar.close()
-        st.consolidate(out)
-        raise SweepInterrupted(int(st.open_store(out)["done"].values.sum()), spec.n_points, out) from None
-    bar.close()
+    finally:
+        if dask is not None:
+            dask.close()
     st.consolidate(out)
-    rep = SweepReport(spec.n_points, computed, len(todo), time.perf_counter() - start, out)
+    rep = SweepReport(spec.n_points, tally.computed, len(todo), time.perf_counter() - start, out,
+                      tally.failed, tally.by_worker)
     if report is not None:
         report.append(rep)
     return st.open_store(out)
 
 
-def _run_here(spec: SweepSpec, out: str, todo: list[int], lock: StoreLock, bar) -> int:
-    """Every pending chunk in this process; the points computed."""
-    computed = 0
-    for chunk in todo:
-        _, n = run_chunk(spec, out, chunk)
-        computed += n
-        bar.update(n)
-        lock.refresh()
-    return computed
+def _stored(out: str) -> int:
+    """Points stored now (after consolidating the store's metadata)."""
+    st.consolidate(out)
+    return int(st.done_mask(out).sum())
 
 
-def _run_on_dask(spec: SweepSpec, out: str, todo: list[int], lock: StoreLock, bar, workers, scheduler) -> int:
-    """Every pending chunk on dask workers; the points computed. On Ctrl-C the local cluster's
-    workers (which ignore SIGINT) are closed without waiting for their chunks."""
+class _Lost(Exception):
+    """The client lost its scheduler (dask cancels every future with this reason)."""
+
+
+class _Dask:
+    """The client a sweep submits to and the local cluster it started (None for a running
+    scheduler), closed when the sweep ends."""
+
+    def __init__(self, workers: int | None, scheduler):
+        self.client, self.cluster = _client(workers, scheduler)
+        self.owned = scheduler is None or isinstance(scheduler, (str, os.PathLike))
+        self.address = str(self.client.scheduler.address if self.client.scheduler else scheduler)
+        self.pids = list(self.client.run(os.getpid).values()) if self.cluster is not None else []
+
+    def slots(self) -> int:
+        """Tasks the cluster runs at once: its workers' threads (0 while no worker has joined)."""
+        return sum(self.client.nthreads().values())
+
+    def close(self) -> None:
+        if self.owned:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def stop_now(self) -> None:
+        """Stop at once (Ctrl-C, or the scheduler gone): a chunk in flight cannot be interrupted
+        (its points are computed again on resume), so the local workers are killed rather than
+        waited for, and dask's log of the shutdown is silenced (the caller says what happened in
+        one line)."""
+        import logging
+
+        logging.getLogger("distributed").setLevel(logging.CRITICAL)
+        for pid in self.pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for closing in (self.client if self.owned else None, self.cluster):
+            if closing is not None:
+                try:
+                    closing.close(timeout=5)
+                except Exception:  # noqa: BLE001 - shutting down: nothing left to report
+                    pass
+
+
+def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tally) -> None:
+    """Every pending chunk on dask workers, each chunk's count in ``tally`` as it completes (the
+    progress line is drawn here, so it works as well for a remote cluster). On Ctrl-C a running
+    scheduler's chunks are cancelled (its workers outlive this process); raises ``_Lost`` when the
+    scheduler goes away."""
     from dask.distributed import as_completed
 
-    client, cluster = _client(workers, scheduler)
-    chosen = worker_settings(local=cluster is not None)
-    pids = list(client.run(os.getpid).values()) if cluster is not None else []
-    computed, futures = 0, []
+    chosen = worker_settings(local=dask.cluster is not None)
+    n = len(todo)
+    futures = dask.client.map(_run_chunk_with, [spec] * n, [out] * n, todo, [chosen] * n, pure=False)
     try:
-        futures = client.map(_run_chunk_with, [spec] * len(todo), [out] * len(todo), todo,
-                             [chosen] * len(todo), pure=False)
         for fut in as_completed(futures):
-            _, n = fut.result()
-            computed += n
-            bar.update(n)
-            lock.refresh()
-    except KeyboardInterrupt:
-        if cluster is None:  # a running scheduler's workers outlive this process: stop its chunks there
-            client.cancel(futures)
-        _stop_now(client, cluster, pids)
-        raise
-    client.close()
-    if cluster is not None:
-        cluster.close()
-    return computed
-
-
-def _stop_now(client, cluster, pids: list[int]) -> None:
-    """Stop at once after Ctrl-C: a chunk in flight cannot be interrupted (its points are computed
-    again on resume), so the local workers are killed rather than waited for, and dask's log of
-    the shutdown is silenced (the caller says what happened in one line)."""
-    import logging
-    import signal as sig
-
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    for pid in pids:
-        try:
-            os.kill(pid, sig.SIGKILL)
-        except OSError:
-            pass
-    for closing in (client, cluster):
-        if closing is not None:
             try:
-                closing.close(timeout=5)
-            except Exception:  # noqa: BLE001 - shutting down after Ctrl-C: nothing left to report
-                pass
+                tally.add(*fut.result())
+            except CancelledError as e:
+                if getattr(e, "reason", "") == "scheduler-connection-lost":
+                    raise _Lost() from e
+                raise
+    except KeyboardInterrupt:
+        if dask.cluster is None:
+            dask.client.cancel(futures)
+        raise
 
 
 def worker_settings(local: bool) -> settings.Settings:
@@ -198,24 +274,34 @@ def worker_settings(local: bool) -> settings.Settings:
     return replace(chosen, threads=1) if local else chosen
 
 
-def _run_chunk_with(spec: SweepSpec, out: str, chunk: int, chosen: settings.Settings) -> tuple[int, int]:
+def _run_chunk_with(spec: SweepSpec, out: str, region: tuple[slice, ...], chosen: settings.Settings) -> tuple:
     """``run_chunk`` in a worker under the caller's settings (local workers: one thread each, the
-    workers are the parallelism, whatever the worker's environment says). tqdm's lock is a thread
-    lock there: its default, a multiprocessing semaphore, is reported leaked when Ctrl-C kills the
-    worker, and a worker draws no bars (tqdm.set_lock, its public API)."""
+    workers are the parallelism, whatever the worker's environment says), and the worker's
+    address. tqdm's lock is a thread lock there: its default, a multiprocessing semaphore, is
+    reported leaked when Ctrl-C kills the worker, and a worker draws no bars (tqdm.set_lock, its
+    public API)."""
     import threading
 
+    from distributed import get_worker
     from tqdm import tqdm
 
     tqdm.set_lock(threading.RLock())
     with settings.use(chosen):
-        return run_chunk(spec, out, chunk)
+        result = run_chunk(spec, out, region)
+    try:
+        worker = get_worker().address
+    except ValueError:  # not in a dask worker
+        worker = ""
+    return (*result, worker)
 
 
 def _bar(total: int, enabled: bool):
+    """One line that updates: points done of all, elapsed < ETA, points/s, failed points."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, unit="pt", disable=not enabled, smoothing=0.1)
+    return tqdm(total=total, unit="pt", disable=not enabled, smoothing=0.1, dynamic_ncols=True,
+                mininterval=0.5, postfix={"failed": 0},  # points/s even below 1 (tqdm shows s/pt there)
+                bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_noinv_fmt}{postfix}]")
 
 
-__all__ = ["sweep", "SweepReport", "SweepInterrupted", "parse_spec", "spec_from_dict", "load_spec"]
+__all__ = ["sweep", "SweepReport", "SweepInterrupted", "SchedulerLost", "parse_spec", "spec_from_dict", "load_spec"]

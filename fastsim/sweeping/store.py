@@ -20,11 +20,21 @@ from .spec import SweepSpec
 from .variables import REGISTRY, parameter_units
 
 
-def chunk_shape(shape: tuple[int, ...], target: int) -> tuple[int, ...]:
-    """Chunk of about ``target`` points: whole trailing axes, then a block of the next one."""
+# How many of a point's ops a step along an axis reshapes (fewer first; any other parameter: 2).
+# A chunk holds whole axes from the first of this order on, so a worker gets neighbours that share
+# most ops (and with them its in-memory searches and simulations). Latency sampling runs after the
+# simulation; context reshapes attention only (decode and prefill; encode's context is its prompt,
+# which reshapes every op: a heuristic, never a question of results); model changes every op.
+OPS_RESHAPED = {"samples": 0, "seed": 0, "load": 0, "context": 1, "prefill_context": 1, "model": 3}
+
+
+def chunk_shape(shape: tuple[int, ...], target: int, dims: tuple[str, ...] = ()) -> tuple[int, ...]:
+    """Chunk of about ``target`` points: whole axes, those that reshape fewest ops first
+    (``OPS_RESHAPED``; between equals the trailing ones first), then a block of the next one."""
     chunks = [1] * len(shape)
     size = 1
-    for i in reversed(range(len(shape))):
+    names = dims or ("",) * len(shape)
+    for i in sorted(range(len(shape)), key=lambda i: (OPS_RESHAPED.get(names[i], 2), -i)):
         if size * shape[i] <= target:
             chunks[i] = shape[i]
             size *= shape[i]
@@ -32,6 +42,13 @@ def chunk_shape(shape: tuple[int, ...], target: int) -> tuple[int, ...]:
             chunks[i] = max(1, target // size)
             break
     return tuple(chunks)
+
+
+def chunk_target(spec: SweepSpec, slots: int) -> int:
+    """Points per chunk for a cluster that runs ``slots`` tasks at once (its workers' threads):
+    the spec's ``chunk_points``, fewer where that would leave a slot without a chunk. 0 slots (no
+    worker has joined yet) counts as 1."""
+    return max(1, min(spec.chunk_points, spec.n_points // max(1, slots)))
 
 
 def chunk_regions(shape, chunks) -> list[tuple[slice, ...]]:
@@ -64,9 +81,11 @@ def _quiet():
     return ctx
 
 
-def create(spec: SweepSpec, path: str | Path) -> None:
+def create(spec: SweepSpec, path: str | Path, slots: int = 1) -> None:
+    """Create the store, chunked for a cluster of ``slots`` task slots (``chunk_target``); the
+    chunking is the store's from then on (a resume on another cluster keeps it)."""
     shape, dims = spec.shape, spec.dims
-    chunks = chunk_shape(shape, spec.chunk_points)
+    chunks = chunk_shape(shape, chunk_target(spec, slots), dims)
     registry = REGISTRY[spec.kind]
     data = {}
     for name in spec.outputs:
@@ -123,12 +142,20 @@ def consolidate(path: str | Path) -> None:
         ctx.__exit__(None, None, None)
 
 
-def open_store(path: str | Path) -> xr.Dataset:
+def open_store(path: str | Path, lazy: bool = True) -> xr.Dataset:
+    """The store as a Dataset: dask arrays (``lazy``), or zarr-backed arrays read on access, which
+    never go through a dask client (reading with a distributed Client active would queue the
+    read behind the sweep's own chunks on the cluster)."""
     ctx = _quiet()
     try:
-        return xr.open_zarr(str(path), consolidated=False)
+        return xr.open_zarr(str(path), consolidated=False, **({} if lazy else {"chunks": None}))
     finally:
         ctx.__exit__(None, None, None)
+
+
+def done_mask(path: str | Path) -> np.ndarray:
+    """The store's completion mask, read here (not through any dask client)."""
+    return open_store(path, lazy=False)["done"].values
 
 
 def _is_zarr_group(root: Path) -> bool:
@@ -173,13 +200,20 @@ def write_region(spec: SweepSpec, path, region: tuple[slice, ...], results: dict
         ctx.__exit__(None, None, None)
 
 
-def regions(spec: SweepSpec) -> list[tuple[slice, ...]]:
-    return chunk_regions(spec.shape, chunk_shape(spec.shape, spec.chunk_points))
+def regions(spec: SweepSpec, path=None) -> list[tuple[slice, ...]]:
+    """The chunks of the store at ``path`` as regions (one task each), in order; without a path,
+    those ``create`` gives for one task slot."""
+    if path is None:
+        chunks = chunk_shape(spec.shape, chunk_target(spec, 1), spec.dims)
+    else:
+        chunks = tuple(open_store(path, lazy=False)["done"].encoding["chunks"])
+    return chunk_regions(spec.shape, chunks)
 
 
-def pending(spec: SweepSpec, path) -> list[int]:
-    done = open_store(path)["done"].values
-    return [i for i, r in enumerate(regions(spec)) if not done[r].all()]
+def pending(spec: SweepSpec, path) -> list[tuple[slice, ...]]:
+    """The regions of the store's chunks that are not done yet."""
+    done = done_mask(path)
+    return [r for r in regions(spec, path) if not done[r].all()]
 
 
 def n_points(region) -> int:

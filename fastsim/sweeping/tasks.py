@@ -9,12 +9,13 @@ import numpy as np
 
 from .points import evaluate
 from .spec import SweepSpec
-from .store import regions, write_region
+from .store import write_region
 from .variables import REGISTRY
 
 
-def run_chunk(spec: SweepSpec, store: str, chunk: int) -> tuple[int, int]:
-    region = regions(spec)[chunk]
+def run_chunk(spec: SweepSpec, store: str, region: tuple[slice, ...]) -> tuple[int, int]:
+    """Compute the points of ``region`` (exactly one chunk of the store) and write them; returns
+    (points, failed points: those with a status other than 0)."""
     shape = tuple(s.stop - s.start for s in region)
     registry = REGISTRY[spec.kind]
     results = {}
@@ -27,4 +28,4 @@ def run_chunk(spec: SweepSpec, store: str, chunk: int) -> tuple[int, int]:
         for name, value in evaluate(spec, spec.point(index)).items():
             results[name][local] = value
     write_region(spec, store, region, results)
-    return chunk, int(np.prod(shape))
+    return int(np.prod(shape)), int(np.count_nonzero(results["status"]))
