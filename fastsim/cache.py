@@ -7,15 +7,17 @@ of every fastsim and kernel source file), so a changed simulator never reads an 
 answers. Regions separate kinds of answers, each with its own memory bound; one may add a disk
 tier with a codec that turns its values into JSON and plain arrays (never pickles):
 
-========  ==========================================  ===================================  ======
-region    holds                                       key                                  tiers
-========  ==========================================  ===================================  ======
-engine    a design's final state and outputs          its lowered tables' digest           memory
-search    a mapping search's result                   op, pins, arch, top, keep            memory, disk
-op        an op instance's evaluation result          placement, pins, arch, ablation      memory
-hosting   how many stream parts each column hosts     parts, columns, rates, split         memory
-vector    a vector op's design and lowered tables     the vector op, arch                  memory
-========  ==========================================  ===================================  ======
+===========  =======================================  ====================================  ============
+region       holds                                    key                                   tiers
+===========  =======================================  ====================================  ============
+engine       a design's final state and outputs       its lowered tables' digest            memory
+search       a mapping search's result                op, pins, arch, top, keep             memory, disk
+op           an op instance's evaluation result       placement, pins, arch, ablation       memory
+hosting      how many stream parts each column hosts  parts, columns, rates, split          memory
+vector       a vector op's design and lowered tables  the vector op, arch                   memory
+structures   a shape's resolved mapping structures    extents, dtype, static B, arch, pins  memory
+conv_search  a conv's mapping search result           the conv, pins, arch, budget          memory
+===========  =======================================  ====================================  ============
 
 ``clear()`` empties every region's memory (and, with ``disk=True``, this code version's disk
 tier). The disk tier is used when the settings in force allow it (``fastsim.settings``:

@@ -58,3 +58,23 @@ def test_conv_op__needs_its_geometry_and_matching_extents():
         OpGraph((Op("c", "conv", 0, CONV, *g.gemm_extents(), ACT8, W8, ACT8),), ((),))
     with pytest.raises(ConfigError, match="must be its geometry"):
         OpGraph((Op("c", "conv", 0, CONV, 1, 2, 3, ACT8, W8, ACT8, conv=g),), ((),))
+
+
+def test_conv_op__pins_it_does_not_model_are_refused_by_name():
+    graph = _small_cnn()
+    for pins, word in ((GraphPins(compute_dtype="int8", columns=(("conv1", 2),)), "columns"),
+                       (GraphPins(compute_dtype="int8", residency="static"), "residency static"),
+                       (GraphPins(compute_dtype="int8", kernel_overhead_cycles=5), "kernel_overhead_cycles")):
+        with pytest.raises(ConfigError, match=word):
+            evaluate(graph, NPU2, pins)
+
+
+def test_cnn__a_chain_keeps_conv_edges_in_ddr():
+    """Fusing a whole dispatch keeps activations on chip, except where a conv reads or writes
+    them: its designs use DDR, so the chain must not count them as on chip."""
+    from fastsim.mapping.fusion import chain_groups, on_chip_flags
+
+    graph = _small_cnn()
+    group = chain_groups(graph, [0, 0, 0])[0]
+    flags = on_chip_flags(graph, [group] * 3, set())
+    assert not any(f.x or f.y for f in flags)

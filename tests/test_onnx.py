@@ -260,3 +260,16 @@ def test_onnx__cli_prints_latency_layers_bytes_and_energy(tmp_path):
     assert s["arch"] == "npu1" and "Relu" not in s["by_type"] and s["units"]["seconds"] == "s"
     bad = CliRunner().invoke(main, ["run", "onnx", str(path), "--cpu-fallback", "TopK"])
     assert bad.exit_code == 2 and "cpu_fallback[TopK]" in bad.output
+
+
+def test_onnx__a_custom_domain_op_and_a_cubic_resize_are_refused_by_name():
+    """A contrib op that shares a standard name (com.microsoft Gelu) is not the standard one, and
+    a cubic resize costs more than the copy fastsim models: both are named, never run as if."""
+    nodes = [helper.make_node("Gelu", ["x"], ["a"], domain="com.microsoft"),
+             helper.make_node("Resize", ["a", "", "sc"], ["y"], mode="cubic")]
+    scales = helper.make_tensor("sc", TensorProto.FLOAT, [4], [1.0, 1.0, 2.0, 2.0])
+    model = _model(nodes, [_value("x", [1, 4, 8, 8])], [_value("y", [1, 4, 16, 16])], [scales])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    with pytest.raises(ConfigError) as e:
+        build_graph(model)
+    assert "com.microsoft.Gelu" in str(e.value) and "mode 'cubic'" in str(e.value)

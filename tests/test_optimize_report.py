@@ -156,7 +156,6 @@ def test_memo__reports_the_whole_run_search_per_regime(run):
     assert f"## {len(STEPS) + 1}. whole-run mapping" in text
     for label, r in plan["regimes"].items():
         w = r["whole_run"]
-        assert w["seconds"] <= w["per_op_seconds"] and w["runs"] >= 1
         assert r["predicted"]["seconds"] == pytest.approx(w["seconds"], rel=1e-12)
         assert f"**{label}**" in text.split("whole-run mapping", 1)[1]
         assert ms(w["per_op_seconds"]) in text

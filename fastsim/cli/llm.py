@@ -289,9 +289,14 @@ def _simulate(study, o, arch):
         # dispatches an as-built file pins are what was built: fastsim's assumed dispatch limits
         # (instruction buffer, program memory) report what they would not fit, never veto it
         layout = overlays.get(o.regime)
-        result = simulate_llm(apply_overlay(study, layout), arch, strict=layout is None or layout.cuts is None)
+        laid_out, strict = apply_overlay(study, layout), layout is None or layout.cuts is None
+        result = simulate_llm(laid_out, arch, strict=strict)
         if o.whole_run:
-            result = _whole_run(apply_overlay(study, layout), result, arch)
+            from ..studies.whole_run import whole_run_search
+
+            found = whole_run_search(laid_out, arch, seed=result, strict=strict)
+            result, study = found.dataset, found.study  # latency samples below run the chosen kernels
+            result.attrs["whole_run"] = json.dumps(found.to_json())
         if o.save_overlay:
             from ..llm.assemble import overlay_of
 
@@ -303,22 +308,6 @@ def _simulate(study, o, arch):
         tails = latency_distribution(apply_overlay(study, overlays.get(o.regime)), arch, o.samples, o.seed,
                                      VarianceModel(load=o.load))
     return result, tails
-
-
-def _whole_run(study, per_op, arch):
-    """The pass with its kernels chosen for the whole run (``fastsim.studies.whole_run``); the
-    search's verdict travels in the Dataset's attrs."""
-    from ..llm import simulate_llm
-    from ..studies.whole_run import whole_run_search
-
-    found = whole_run_search(study, arch)
-    result = simulate_llm(found.study, arch) if found.moves else per_op
-    result.attrs["whole_run"] = json.dumps({
-        "summary": found.summary(), "per_op_seconds": found.per_op_seconds, "seconds": found.seconds,
-        "reload_seconds": found.reload_seconds, "runs": found.runs,
-        "moves": [{"op": m.op, "tile": list(m.tile), "datapath": m.datapath, "seconds": m.seconds}
-                  for m in found.moves]})
-    return result
 
 
 def static_weights_fit(study, arch) -> None:

@@ -149,7 +149,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     if op.kind == CONV:
-        return _conv_design(p, arch, pins, noop)
+        return _conv_design(p, arch, pins, noop, at)
     real = matmul_of(p, pins)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
@@ -173,17 +173,25 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
                     found.gap)
 
 
-def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool) -> OpDesign:
+def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDesign:
     """A conv op through the conv mapper's search (``fastsim.mapping.conv_search``). Its designs
-    read and write DDR: a fusion that would keep its input or output on chip is refused, so the
-    evaluation keeps it unfused. NOOP (ablation) derives the data-only twin from its tables."""
+    read and write DDR (``fusion.on_chip_flags`` keeps its edges there), run on the columns the
+    search picks, and stream their weights: pins and placements that ask otherwise are refused.
+    NOOP (ablation) derives the data-only twin from its tables."""
     from ..mapping.conv import Conv2d
     from ..mapping.conv_search import search_conv
 
     op, g = p.op, p.op.conv
-    if p.chip.x or p.chip.y:
-        raise ConfigError([f"{op.name}: a conv reads and writes DDR; it does not fuse with its neighbours"],
-                          "mapping")
+    problems = [why for bad, why in (
+        (p.chip.x or p.chip.y, "a conv reads and writes DDR; it does not fuse with its neighbours"),
+        (at is not None, "a conv does not run as a pipeline stage"),
+        (_columns(pins, p, arch) is not None, "columns: the conv search chooses a conv's columns"),
+        (pins.residency == "static", "residency static: conv weights stream (resident per core where they fit)"),
+        (pins.kernel_overhead_cycles != 0, "kernel_overhead_cycles: not modelled for conv kernels"),
+        (op.w.elem_bytes != op.x.elem_bytes, f"weights of {op.w.elem_bytes:g} bytes on activations of "
+         f"{op.x.elem_bytes:g}: mixed-precision convs are not modelled")) if bad]
+    if problems:
+        raise ConfigError([f"{op.name}: {why}" for why in problems], "mapping")
     dtype = "int8" if op.x.elem_bytes == 1 else pins.compute_dtype
     out = "int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None)
     conv = Conv2d(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.padding, g.dilation, g.groups, dtype, out,
@@ -193,9 +201,9 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool) -> OpDesign
     if noop:
         return OpDesign(found.best_design, "conv", None, kernels, None, noop_twin(lower(found.best_design)),
                         found.gap)
-    twin = NoopTwin(lambda: _refuse_pipeline(op.name))
+    twin = NoopTwin(_no_conv_pipeline)  # a lone op's twin is derived from its tables; only pipelines build
     return OpDesign(found.best_design, "conv", found.best_simulation, kernels, twin, None, found.gap)
 
 
-def _refuse_pipeline(name: str):
-    raise ConfigError([f"{name}: a conv does not run in a spatial pipeline"], "mapping")
+def _no_conv_pipeline() -> Design:
+    raise ConfigError(["a conv does not run as a pipeline stage"], "mapping")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph import MATMUL, OpGraph
+from ..graph import CONV, MATMUL, OpGraph
 
 NORM_QKV, FLASH_ATTENTION, FFN, CHAIN = "norm_qkv", "flash_attention", "ffn", "chain"
 GROUP_KINDS = (NORM_QKV, FLASH_ATTENTION, FFN)
@@ -164,14 +164,17 @@ def chain_groups(graph: OpGraph, dispatch: list[int]) -> list[Group]:
 
 def on_chip_flags(graph: OpGraph, group_of: list[Group | None], flash: set[int]) -> list[OnChip]:
     """Per op: whether its activation input comes from, and its output stays in, its group
-    (only activations can stay on chip). ``flash``: ops that run flash-style when fused."""
+    (only activations can stay on chip; a conv reads and writes DDR, so its edges do too).
+    ``flash``: ops that run flash-style when fused."""
     consumers = graph.consumers
+    ddr = [op.kind == CONV for op in graph.ops]
     flags = []
     for i, op in enumerate(graph.ops):
         g = group_of[i]
         ps, cs = graph.producers[i], consumers[i]
-        x = g is not None and bool(ps) and all(group_of[j] is g for j in ps)
-        y = g is not None and op.y.kind == "activations" and bool(cs) and all(group_of[j] is g for j in cs)
+        x = g is not None and bool(ps) and not ddr[i] and all(group_of[j] is g and not ddr[j] for j in ps)
+        y = (g is not None and op.y.kind == "activations" and bool(cs) and not ddr[i]
+             and all(group_of[j] is g and not ddr[j] for j in cs))
         window = FLASH_WINDOW_BYTES if runs_flash(g, i, flash) else 0
         flags.append(OnChip(x, y, window, g))
     return flags

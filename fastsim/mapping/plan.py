@@ -168,12 +168,16 @@ def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
 
     rates = [(arch.shim_read_bytes_per_cycle[x.mapping.col0:x.mapping.col0 + x.cols],
               arch.shim_write_bytes_per_cycle[x.mapping.col0:x.mapping.col0 + x.cols]) for x in structures]
-    return StructureBatch(tuple(structures), column("cols"), column("groups"), column("pm"), column("pn"),
-                          column("pk"), per_col([x.hosted_a for x in structures], 0),
-                          per_col([x.hosted_b for x in structures], 0), per_col([r for r, _ in rates], np.inf),
-                          per_col([w for _, w in rates], np.inf),
-                          column("conv_cycles_per_elem").astype(np.float64),
-                          tuple(x.macs_key for x in structures))
+    batch = StructureBatch(tuple(structures), column("cols"), column("groups"), column("pm"), column("pn"),
+                           column("pk"), per_col([x.hosted_a for x in structures], 0),
+                           per_col([x.hosted_b for x in structures], 0), per_col([r for r, _ in rates], np.inf),
+                           per_col([w for _, w in rates], np.inf),
+                           column("conv_cycles_per_elem").astype(np.float64),
+                           tuple(x.macs_key for x in structures))
+    for value in vars(batch).values():  # batches are cached and shared across searches: never written
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return batch
 
 
 def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):

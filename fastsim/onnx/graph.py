@@ -164,7 +164,10 @@ class Lowering:
         for node in self.m.nodes:
             inputs = [x for x in node.input if x]
             try:
-                if node.op_type in self.fallback:
+                if node.domain not in ("", "ai.onnx"):  # a custom op that shares a standard name is not it
+                    self.unsupported[f"{node.domain}.{node.op_type}"] += 1
+                    self.skip(node)
+                elif node.op_type in self.fallback:
                     self.on_host(node)
                 elif node.op_type in ("Shape", "Size") or all(self.source(x).static for x in inputs):
                     self.fold(node, inputs)

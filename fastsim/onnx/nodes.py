@@ -197,6 +197,10 @@ def pool(b, node) -> None:
 def resize(b, node) -> None:
     """A copy to the output's size (nearest or linear: the element-wise rate per output element);
     the input's bytes scale by inputs / outputs."""
+    mode = _attrs(node).get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("nearest", "linear"):
+        raise NodeProblem(f"mode {mode!r}: only nearest and linear resizes are costed")
     xs, ys = b.shape(node.input[0]), b.shape(node.output[0])
     m, n = _rows(ys)
     vector(b, node, "elementwise", b.costs.elementwise, m, n, x_scale=math.prod(xs) / math.prod(ys),

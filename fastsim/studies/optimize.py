@@ -145,14 +145,13 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dic
         cut_text = str(results["cuts"].best_cuts.sel(regime=label).values)
         pins = _pins(results["dataflow"], label)
         study = plan_study(base, regime, fusion, cut_text, pins)
-        predicted = llm_summary(simulate_llm(study, arch))
-        baseline = llm_summary(simulate_llm(regime.study(base), arch))
+        planned, unplanned = simulate_llm(study, arch), simulate_llm(regime.study(base), arch)
+        predicted, baseline = llm_summary(planned), llm_summary(unplanned)
         kept = predicted["seconds"] > baseline["seconds"]
         if kept:  # decisions measured one at a time need not combine: never plan anything slower
-            study, predicted = regime.study(base), baseline
-        whole = whole_run_search(study, arch)  # kernels shared across ops where programs reload
-        if whole.moves:
-            study, predicted = whole.study, llm_summary(simulate_llm(whole.study, arch))
+            study, planned = regime.study(base), unplanned
+        whole = whole_run_search(study, arch, seed=planned)  # kernels shared across ops where programs reload
+        study, predicted = whole.study, llm_summary(whole.dataset)
         studies[label] = study
         plan["regimes"][label] = {
             "study": study_to_json(study),
@@ -162,10 +161,7 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dic
                           "cuts": cut_text, "dataflow_point": str(results["dataflow"].chosen.sel(regime=label).values),
                           "dataflow_pins": pins,
                           "kept_baseline": kept},
-            "whole_run": {"per_op_seconds": whole.per_op_seconds, "seconds": whole.seconds,
-                          "reload_seconds": whole.reload_seconds, "runs": whole.runs, "summary": whole.summary(),
-                          "moves": [{"op": m.op, "tile": list(m.tile), "datapath": m.datapath, "seconds": m.seconds}
-                                    for m in whole.moves]}}
+            "whole_run": whole.to_json()}
     return plan, studies
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from ..arch import NPU2, Arch
-from ..errors import ConfigError
+from ..errors import ConfigError, Problems
 from ..llm import LlmStudy, simulate_llm
 from ..mapping.dispatch import DispatchLimits
 
@@ -36,14 +36,22 @@ class Move:
 
 @dataclass(frozen=True)
 class WholeRun:
-    """The whole-run choice: ``study`` replays it (its tiles and datapaths pinned per op)."""
+    """The whole-run choice: ``study`` replays it (its tiles and datapaths pinned per op);
+    ``dataset`` is its simulated pass."""
 
     study: LlmStudy
+    dataset: xr.Dataset
     per_op_seconds: float  # the run with each op's own best mapping
     seconds: float
     moves: tuple[Move, ...]
     runs: int  # whole-run simulations the search made (the seed included)
     reload_seconds: float  # program reloads of the per-op run: what kernel sharing can save at most
+
+    def to_json(self) -> dict:
+        return {"summary": self.summary(), "per_op_seconds": self.per_op_seconds, "seconds": self.seconds,
+                "reload_seconds": self.reload_seconds, "runs": self.runs,
+                "moves": [{"op": m.op, "tile": list(m.tile), "datapath": m.datapath, "seconds": m.seconds}
+                          for m in self.moves]}
 
     @property
     def gain_seconds(self) -> float:
@@ -62,28 +70,31 @@ class WholeRun:
 
 
 def whole_run_search(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
-                     rounds: int = 3) -> WholeRun:
-    """Coordinate descent over the ops' kernels (module docstring), at most ``rounds`` rounds."""
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ConfigError([f"rounds = {rounds!r}: must be a whole number >= 1"], "whole-run search")
-    seed = simulate_llm(study, arch, limits)
+                     rounds: int = 3, seed: xr.Dataset | None = None, strict: bool = True) -> WholeRun:
+    """Coordinate descent over the ops' kernels (module docstring), at most ``rounds`` rounds.
+    ``seed``: the study's pass when the caller has simulated it already (with ``strict``, as
+    ``simulate_llm`` takes it)."""
+    p = Problems("whole-run search")
+    p.number("rounds", rounds, integer=True, lo=1)
+    p.raise_if_any()
+    seed = simulate_llm(study, arch, limits, strict) if seed is None else seed
     best, best_s, runs, moves = study, float(seed.total_seconds), 1, []
     reload_s = float(seed.program_reload_seconds)
     current = seed
     for _ in range(rounds):
         if float(current.program_reload_seconds) == 0:
             break
-        tried, found = _best_move(best, current, arch, limits, best_s)
+        tried, found = _best_move(best, current, arch, limits, strict, best_s)
         runs += tried
         if found is None:
             break
         best, current, move = found
         best_s = move.seconds
         moves.append(move)
-    return WholeRun(best, float(seed.total_seconds), best_s, tuple(moves), runs, reload_s)
+    return WholeRun(best, current, float(seed.total_seconds), best_s, tuple(moves), runs, reload_s)
 
 
-def _best_move(study: LlmStudy, ds: xr.Dataset, arch: Arch, limits: DispatchLimits, best_s: float):
+def _best_move(study: LlmStudy, ds: xr.Dataset, arch: Arch, limits: DispatchLimits, strict: bool, best_s: float):
     """(runs tried, (study, Dataset, Move) of the fastest whole run that beats ``best_s``, or None)."""
     kernels = _kernels_by_op(ds)
     users = {k: [op for op in kernels if kernels[op] == k] for k in set(kernels.values())}
@@ -94,7 +105,7 @@ def _best_move(study: LlmStudy, ds: xr.Dataset, arch: Arch, limits: DispatchLimi
         for tile, datapath in sorted(k for k in users if k != kernels[op]):
             trial = replace(study, tiles={**study.tiles, op: tile}, datapath={**study.datapath, op: datapath})
             try:
-                run = simulate_llm(trial, arch, limits)
+                run = simulate_llm(trial, arch, limits, strict)
             except ConfigError:  # the tile does not fit this op (or its datapath cannot run it)
                 continue
             finally:
