@@ -57,10 +57,12 @@ def _client(workers: int | None, scheduler):
 
     if scheduler is not None and not isinstance(scheduler, (str, os.PathLike)):
         return scheduler, None  # a client the caller connected (dask-gateway, say): used, never closed
+    # never the process's default client: dask work of this process (reading a store) stays local,
+    # and a client that dies with its scheduler leaves no default scheduler behind
     if scheduler:
         if Path(scheduler).exists():
-            return Client(scheduler_file=str(scheduler)), None
-        return Client(scheduler), None
+            return Client(scheduler_file=str(scheduler), set_as_default=False), None
+        return Client(scheduler, set_as_default=False), None
     # one single-threaded worker process per core; neither numba (WORKER_NUMBA_THREADS) nor the
     # engine's batch threads (worker_settings) start threads there
     # workers start with SIGINT ignored (inherited): Ctrl-C reaches this process only, which stops
@@ -72,7 +74,7 @@ def _client(workers: int | None, scheduler):
                                    dashboard_address=None)
     finally:
         signal.signal(signal.SIGINT, previous)
-    return Client(cluster), cluster
+    return Client(cluster, set_as_default=False), cluster
 
 
 def sweep(spec: SweepSpec | dict | str | Path, out: str | Path | None = None, *, workers: int | None = None,
@@ -253,7 +255,7 @@ def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tal
     n = len(todo)
     futures = dask.client.map(_run_chunk_with, [spec] * n, [out] * n, todo, [chosen] * n, pure=False)
     try:
-        for fut in as_completed(futures):
+        for fut in as_completed(futures, loop=dask.client.loop):
             try:
                 tally.add(*fut.result())
             except CancelledError as e:
