@@ -588,23 +588,38 @@ def problems(ev: dict, arch: Arch, static_b: bool) -> list[tuple[np.ndarray, str
     """(violated mask, reason template) for every capacity and resource limit of a candidate;
     ``reason_text`` fills a template with one candidate's numbers."""
     mem, core = arch.mem, arch.compute
+    masks = [
+        ev["l1_bytes"] > core.memory_bytes,
+        ev["l2_bytes"] > mem.memory_bytes,
+        ev["mem_bds"] > mem.bd_count,
+        np.maximum(ev["mem_unit_a"], ev["mem_unit_b"]) / 4 >= 2 ** mem.bd_length_bits,
+        np.maximum(ev["l1_a"], ev["l1_b"]) / 4 >= 2 ** core.bd_length_bits,
+        ev["mem_mm2s"] > mem.mm2s_channels,
+        ev["mem_s2mm"] > mem.s2mm_channels,
+        ev["ports_down"] > arch.stream_ports_down,
+        ev["ports_up"] > arch.stream_ports_up,
+        ev["mem_locks"] > mem.lock_count,
+        (np.asarray(ev["nt"]) > 1) & static_b,
+    ]
+    return list(zip(masks, problem_templates(arch)))
+
+
+def problem_templates(arch: Arch) -> list[str]:
+    """The reason template of each limit ``problems`` checks, in its order (the compiled closed
+    form, ``fastsim.kernels.closed_form``, reports a limit by its index here)."""
+    mem, core = arch.mem, arch.compute
     return [
-        (ev["l1_bytes"] > core.memory_bytes, f"core memory: needs {{l1_bytes}} bytes; {core.memory_bytes} available"),
-        (ev["l2_bytes"] > mem.memory_bytes, f"mem tile: needs {{l2_bytes}} bytes; {mem.memory_bytes} available"),
-        (ev["mem_bds"] > mem.bd_count, f"mem tile: needs {{mem_bds}} BDs; {mem.bd_count} available"),
-        (np.maximum(ev["mem_unit_a"], ev["mem_unit_b"]) / 4 >= 2 ** mem.bd_length_bits,
-         f"mem tile BD length field holds < 2**{mem.bd_length_bits} words"),
-        (np.maximum(ev["l1_a"], ev["l1_b"]) / 4 >= 2 ** core.bd_length_bits,
-         f"compute tile BD length field holds < 2**{core.bd_length_bits} words"),
-        (ev["mem_mm2s"] > mem.mm2s_channels, f"mem tile: needs {{mem_mm2s}} MM2S channels; {mem.mm2s_channels} available"),
-        (ev["mem_s2mm"] > mem.s2mm_channels, f"mem tile: needs {{mem_s2mm}} S2MM channels; {mem.s2mm_channels} available"),
-        (ev["ports_down"] > arch.stream_ports_down,
-         f"stream ports: {{ports_down}} streams down one column; {arch.stream_ports_down} available"),
-        (ev["ports_up"] > arch.stream_ports_up,
-         f"stream ports: {{ports_up}} streams up one column; {arch.stream_ports_up} available"),
-        (ev["mem_locks"] > mem.lock_count, f"mem tile: needs {{mem_locks}} locks; {mem.lock_count} available"),
-        ((np.asarray(ev["nt"]) > 1) & static_b,
-         "static weights: the B slice of a core must be resident for the whole op ({nt} rounds needed)"),
+        f"core memory: needs {{l1_bytes}} bytes; {core.memory_bytes} available",
+        f"mem tile: needs {{l2_bytes}} bytes; {mem.memory_bytes} available",
+        f"mem tile: needs {{mem_bds}} BDs; {mem.bd_count} available",
+        f"mem tile BD length field holds < 2**{mem.bd_length_bits} words",
+        f"compute tile BD length field holds < 2**{core.bd_length_bits} words",
+        f"mem tile: needs {{mem_mm2s}} MM2S channels; {mem.mm2s_channels} available",
+        f"mem tile: needs {{mem_s2mm}} S2MM channels; {mem.s2mm_channels} available",
+        f"stream ports: {{ports_down}} streams down one column; {arch.stream_ports_down} available",
+        f"stream ports: {{ports_up}} streams up one column; {arch.stream_ports_up} available",
+        f"mem tile: needs {{mem_locks}} locks; {mem.lock_count} available",
+        "static weights: the B slice of a core must be resident for the whole op ({nt} rounds needed)",
     ]
 
 

@@ -30,7 +30,9 @@ from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
-from .plan import RESOURCES, StructureBatch, check, same_as_equal_split, evaluate, plan_one, problems, reason_text, stack, structure
+from .candidates import ranked
+from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
+                   stack, structure)
 from .search_store import CODEC
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
@@ -129,12 +131,6 @@ def _pow2_up_to(x: int) -> tuple[int, ...]:
 _TILES_BY_BITS = tuple(tuple(t for t in TILE_SIZES if min(4, 1 << bits) <= t <= 1 << bits) for bits in range(64))
 
 
-def _size_range(x: int) -> tuple[int, int]:
-    """Smallest and largest of ``_pow2_up_to(x)``."""
-    sizes = _pow2_up_to(x)
-    return sizes[0], sizes[-1]
-
-
 def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
     """Tile-independent mappings worth evaluating (splits that would leave whole parts padding
     are skipped)."""
@@ -178,14 +174,19 @@ def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
     if pins.tile:
         m, k, n = (np.array([[x]]) for x in pins.tile)
         return m, k, n, np.ones((len(batch.structures), 1), bool)
-    extents = [(-(-op.m // s.pm), -(-op.k // s.pk), -(-op.n // s.pn)) for s in batch.structures]
-    sizes = [sorted({t for e in extents for t in _pow2_up_to(e[axis])}) for axis in range(3)]
+    sizes, ranges = [], []
+    for extent in (-(-op.m // batch.pm), -(-op.k // batch.pk), -(-op.n // batch.pn)):
+        # few distinct extents per axis: their tile sizes are looked up once each
+        values, inverse = np.unique(extent, return_inverse=True)
+        tiles = [_pow2_up_to(int(v)) for v in values]
+        sizes.append(sorted({t for ts in tiles for t in ts}))
+        inverse = inverse.reshape(-1, 1)
+        ranges.append((np.array([ts[0] for ts in tiles])[inverse], np.array([ts[-1] for ts in tiles])[inverse]))
     m, k, n = (g.ravel()[None, :] for g in np.meshgrid(*sizes, indexing="ij"))
     # each structure keeps the tiles within its own sizes' range (lowest and highest of _pow2_up_to)
-    ranges = np.array([[_size_range(e) for e in ext] for ext in extents])  # (S, 3, 2)
-    keep = np.ones((len(extents), m.shape[1]), bool)
-    for axis, t in enumerate((m, k, n)):
-        keep &= (t >= ranges[:, axis, :1]) & (t <= ranges[:, axis, 1:])
+    keep = np.ones((len(batch.structures), m.shape[1]), bool)
+    for (lo, hi), t in zip(ranges, (m, k, n)):
+        keep &= (t >= lo) & (t <= hi)
     return m, k, n, keep
 
 
@@ -361,23 +362,17 @@ class _Candidates:
         self.bucket = np.floor(np.log(np.maximum(self.a["bound"], 1)) / np.log(1.005))
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
-        """Evaluate one batch's tile grid and append the candidates its structures consider;
+        """Rank one batch's tile grid and append the candidates its structures consider;
         ``reason`` is the first violated check (-1: legal)."""
         m, k, n, considered = _grid(self.op, batch, pins)
-        ev = evaluate(self.op, batch, self.arch, m, k, n)
-        shape = ev["lower_bound_cycles"].shape
-        considered = considered & np.broadcast_to(ev["useful"], shape)
-        reason = np.full(shape, -1)
-        checks = problems(ev, self.arch, batch.static_b)
-        for r, (mask, _) in enumerate(checks):
-            reason = np.where((reason < 0) & np.broadcast_to(mask, shape), r, reason)
-        self.checks_of.append([why for _, why in checks])
-        rows_i, tiles_i = np.nonzero(considered)
-        for name, v in (("m", m), ("k", k), ("n", n), ("bound", ev["lower_bound_cycles"]),
-                        ("energy", ev["energy_pj"]), ("reason", reason), ("transfers", ev["transfers"])):
-            cols[name].append(np.broadcast_to(v, shape)[rows_i, tiles_i])
-        cols["base"].append(len(self.bases) + rows_i)
-        cols["batch"].append(np.full(len(rows_i), len(self.checks_of) - 1))
+        found = ranked(self.op, batch, self.arch, m, k, n, considered)
+        self.checks_of.append(problem_templates(self.arch))
+        for name, v in (("m", m), ("k", k), ("n", n)):
+            cols[name].append(v.reshape(-1)[found["t"]])
+        for name in ("bound", "energy", "reason", "transfers"):
+            cols[name].append(found[name])
+        cols["base"].append(len(self.bases) + found["s"])
+        cols["batch"].append(np.full(len(found["s"]), len(self.checks_of) - 1))
         self.bases += [st.mapping for st in batch.structures]
 
     def best(self, mask, count: int):

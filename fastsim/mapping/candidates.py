@@ -1,0 +1,95 @@
+"""Rank a batch of structures over its tile grid: the five numbers the search keeps per candidate
+(lower bound, energy, first violated limit, DMA transfers, and whether it is worth enumerating).
+
+Two implementations with one answer: ``ranked_numpy`` runs the full closed form (``plan.evaluate``
+and ``plan.problems``) and keeps those five; ``ranked`` runs the compiled loop of
+``fastsim.kernels.closed_form``, which computes only them and is bit-identical (property-tested).
+The compiled one is used unless JIT is off or the arch models mesh cores (whose microkernel cost is
+another model, ``fastsim.cost``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..arch import Arch
+from fastsim.kernels import closed_form as K
+from ..settings import resolve_jit
+from .paths import whole_words
+from .plan import StructureBatch, evaluate, problems
+from .space import Matmul
+
+COLUMNS = ("s", "t", "bound", "energy", "reason", "transfers")
+FLOWS = {"os": K.FLOW_OS, "ws": K.FLOW_WS, "is": K.FLOW_IS}
+
+
+def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
+    """Per kept and useful (structure, tile) pair, in row-major order: its structure ``s`` and tile
+    ``t`` indices, ``bound`` (cycles), ``energy`` (pJ), ``reason`` (index into ``plan.problems``,
+    -1 legal) and ``transfers``; ``m, k, n`` are (1, T) tile rows and ``keep`` (S, T)."""
+    if arch.core_mesh_rows or not resolve_jit():
+        return ranked_numpy(op, batch, arch, m, k, n, keep)
+    return ranked_compiled(op, batch, arch, m, k, n, keep)
+
+
+def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
+    """The reference: the whole closed form, then the five numbers of the pairs kept."""
+    ev = evaluate(op, batch, arch, m, k, n)
+    shape = ev["lower_bound_cycles"].shape
+    considered = keep & np.broadcast_to(ev["useful"], shape)
+    reason = np.full(shape, -1)
+    for r, (mask, _) in enumerate(problems(ev, arch, batch.static_b)):
+        reason = np.where((reason < 0) & np.broadcast_to(mask, shape), r, reason)
+    s, t = np.nonzero(considered)
+    out = {"s": s, "t": t}
+    for name, v in (("bound", ev["lower_bound_cycles"]), ("energy", ev["energy_pj"]), ("reason", reason),
+                    ("transfers", ev["transfers"])):
+        out[name] = np.broadcast_to(v, shape)[s, t]
+    return out
+
+
+def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
+    """``ranked_numpy``'s answer from the compiled loop."""
+    keep = np.ascontiguousarray(np.broadcast_to(keep, (len(batch.structures), m.shape[-1])))
+    size = int(np.count_nonzero(keep))
+    out = {"s": np.empty(size, np.int64), "t": np.empty(size, np.int64), "bound": np.empty(size),
+           "energy": np.empty(size), "reason": np.empty(size, np.int64), "transfers": np.empty(size)}
+    tiles = [np.ascontiguousarray(np.asarray(x, np.int64).reshape(-1)) for x in (m, k, n)]
+    count = K.candidates(*_parameters(op, batch, arch), *tiles, keep, *(out[c] for c in COLUMNS))
+    return {c: v[:count] for c, v in out.items()}
+
+
+def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
+    """The kernel's flat parameter arrays (names in ``fastsim.kernels.closed_form``)."""
+    mp = batch.mapping
+    ip = np.zeros(K.N_IP, np.int64)
+    for index, value in ((K.I_M, op.m), (K.I_K, op.k), (K.I_N, op.n), (K.I_A_CHIP, op.a_on_chip),
+                         (K.I_C_CHIP, op.c_on_chip), (K.I_STATIC_B, batch.static_b), (K.I_FLOW, FLOWS[mp.dataflow]),
+                         (K.I_ORDER_M, mp.order == "m"), (K.I_RES_A, "a" in mp.l2 and not op.a_on_chip),
+                         (K.I_RES_B, "b" in mp.l2), (K.I_L2_A, "a" in mp.l2), (K.I_L2_B, "b" in mp.l2),
+                         (K.I_OVERHEAD, op.kernel_overhead_cycles), (K.I_ITMAX, arch.bd_iterations_max),
+                         (K.I_PER_BD, arch.bd_chain_cycles + arch.lock_acquire_cycles + arch.lock_release_cycles),
+                         (K.I_MEM_BDS, arch.mem.bd_count), (K.I_MEM_MM2S, arch.mem.mm2s_channels),
+                         (K.I_MEM_S2MM, arch.mem.s2mm_channels), (K.I_PORTS_DOWN, arch.stream_ports_down),
+                         (K.I_PORTS_UP, arch.stream_ports_up), (K.I_MEM_LOCKS, arch.mem.lock_count),
+                         (K.I_WINDOW, op.onchip_window_bytes != 0)):
+        ip[index] = value
+    e = arch.pj_per_byte
+    fp = np.zeros(K.N_FP)
+    for index, value in ((K.F_A_EB, op.a_elem_bytes), (K.F_B_EB, op.b_elem_bytes), (K.F_C_EB, op.c_elem_bytes),
+                         (K.F_MACS_SCALE, op.macs_scale), (K.F_CAST_CPW, op.cast_cycles_per_weight),
+                         (K.F_CORE_MEM, arch.compute.memory_bytes), (K.F_MEM_MEM, arch.mem.memory_bytes),
+                         (K.F_LOAD, arch.core_load_bytes_per_cycle), (K.F_STORE, arch.core_store_bytes_per_cycle),
+                         (K.F_ACC, arch.accumulate_elems_per_cycle), (K.F_STREAM, arch.stream_bytes_per_cycle),
+                         (K.F_DDR, arch.ddr_bytes_per_cycle), (K.F_PJ_MAC, arch.pj_per_mac.get(op.dtype, 0.0)),
+                         (K.F_E_DDR, e.get("ddr", 0.0)), (K.F_E_SHIM, e.get("shim_mem", 0.0)),
+                         (K.F_E_MC, e.get("mem_compute", 0.0)), (K.F_E_CC, e.get("compute_compute", 0.0)),
+                         (K.F_MEM_LEN, 2 ** arch.mem.bd_length_bits), (K.F_CORE_LEN, 2 ** arch.compute.bd_length_bits),
+                         (K.F_WINDOW_BYTES, whole_words(op.onchip_window_bytes) if op.onchip_window_bytes else 0)):
+        fp[index] = value
+    dims = np.concatenate([batch.cols, batch.groups, batch.pm, batch.pn, batch.pk], axis=1).astype(np.int64)
+    shape = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in batch.keys], np.int64)
+    dp = np.array([(arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key)),
+                    float(arch.call_cycles(key)), float(arch.block_cycles(key))) for key in batch.keys])
+    return (ip, fp, np.ascontiguousarray(dims), shape, dp, np.ascontiguousarray(batch.hosted_a, np.int64),
+            np.ascontiguousarray(batch.hosted_b, np.int64), np.ascontiguousarray(batch.read_rate),
+            np.ascontiguousarray(batch.write_rate), np.ascontiguousarray(batch.conv_cycles_per_elem.reshape(-1)))

@@ -1,0 +1,234 @@
+"""The mapping search's closed form over every (structure, tile) candidate in one compiled loop.
+
+``fastsim.mapping.plan.evaluate`` is the reference: numpy over (structures, tiles) arrays, every
+quantity a plan reports. A search needs five of them per candidate (lower bound, energy, the first
+violated limit, DMA transfers, whether its L2 choice re-sends anything) over 10^5-10^6 candidates;
+numpy spent most of a cold LLM pass's closed-form time allocating temporaries for the others. This
+kernel computes just those five, candidate by candidate, with the same operations in the same
+order, so its results are bit-identical to the reference (property-tested in
+``tests/test_closed_form_kernel.py``). Whatever the reference grows, this loop must grow too: the
+test fails otherwise.
+
+Parameters arrive in flat arrays indexed by the names below (``fastsim.mapping.candidates`` packs
+them); a structure's datapath constants come per structure.
+"""
+import math
+
+import numpy as np
+
+from ._jit import kernel
+
+# integer parameters (``ip``)
+(I_M, I_K, I_N, I_A_CHIP, I_C_CHIP, I_STATIC_B, I_FLOW, I_ORDER_M, I_RES_A, I_RES_B, I_L2_A, I_L2_B,
+ I_OVERHEAD, I_ITMAX, I_PER_BD, I_MEM_BDS, I_MEM_MM2S, I_MEM_S2MM, I_PORTS_DOWN, I_PORTS_UP, I_MEM_LOCKS,
+ I_WINDOW, N_IP) = range(23)
+# float parameters (``fp``)
+(F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
+ F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, N_FP) = range(21)
+# per structure: its numbers (``dims``), its datapath's intrinsic shape (``shape``) and its MAC rate,
+# cycles per call and per output block (``dp``)
+S_COLS, S_GROUPS, S_PM, S_PN, S_PK, N_DIMS = range(6)
+D_RATE, D_CALL, D_BLOCK, N_DP = range(4)
+FLOW_OS, FLOW_WS, FLOW_IS = range(3)
+
+
+@kernel
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+@kernel
+def _words(nbytes):
+    return max(4.0, np.ceil(nbytes / 4) * 4)
+
+
+@kernel
+def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, conv_cpe, tm, tk, tn, keep,
+               out_s, out_t, out_bound, out_energy, out_reason, out_transfers):
+    """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
+    check (-1: legal) and transfers, in (structure, tile) order; return how many."""
+    big_m, big_k, big_n = ip[I_M], ip[I_K], ip[I_N]
+    a_chip, c_chip, static = ip[I_A_CHIP] != 0, ip[I_C_CHIP] != 0, ip[I_STATIC_B] != 0
+    flow, order_m, res_a, res_b = ip[I_FLOW], ip[I_ORDER_M] != 0, ip[I_RES_A] != 0, ip[I_RES_B] != 0
+    stream, ddr_bpc = fp[F_STREAM], fp[F_DDR]
+    per_bd = ip[I_PER_BD]
+    count = 0
+    for s in range(keep.shape[0]):
+        cols, groups, pm, pn, pk = dims[s, S_COLS], dims[s, S_GROUPS], dims[s, S_PM], dims[s, S_PN], dims[s, S_PK]
+        ha, hb, sum_a, sum_b = 0, 0, 0, 0
+        for c in range(hosted_a.shape[1]):
+            ha, hb = max(ha, hosted_a[s, c]), max(hb, hosted_b[s, c])
+            sum_a, sum_b = sum_a + hosted_a[s, c], sum_b + hosted_b[s, c]
+        per_c = 0.0  # shim write cycles per C byte of a producer: the slowest column's rate
+        for c in range(write_rate.shape[1]):
+            w = write_rate[s, c]
+            if math.isfinite(w):
+                per_c = max(per_c, groups / min(w, stream))
+        if c_chip:
+            per_c = per_c * 0
+        for t in range(keep.shape[1]):
+            if not keep[s, t]:
+                continue
+            m, k, n = tm[t], tk[t], tn[t]
+            # tiles
+            mt, nt, kt = _cdiv(big_m, pm * m), _cdiv(big_n, pn * n), _cdiv(big_k, pk * k)
+            reps_a = nt if flow != FLOW_IS else 1
+            reps_b = mt if flow != FLOW_WS else 1
+            useful = True
+            if ip[I_L2_A] != 0:
+                useful = useful and reps_a > 1 and not a_chip
+            if ip[I_L2_B] != 0:
+                useful = useful and reps_b > 1
+            if not useful:
+                continue
+            a_tile, b_tile = _words(m * k * fp[F_A_EB]), _words(k * n * fp[F_B_EB])
+            c_tile = _words(m * n * fp[F_C_EB])
+            # streams
+            part_a, part_b = mt * kt * a_tile, nt * kt * b_tile
+            if flow == FLOW_OS and order_m:
+                unit_a, units_a, unit_b, units_b = kt * a_tile, mt, part_b, 1
+            elif flow == FLOW_OS:
+                unit_a, units_a, unit_b, units_b = part_a, 1, kt * b_tile, nt
+            else:
+                unit_a, units_a, unit_b, units_b = part_a, 1, part_b, 1
+            # core memory
+            l1_a = kt * a_tile if flow == FLOW_IS else a_tile
+            l1_b = kt * b_tile if flow == FLOW_WS else b_tile
+            core_a = mt * kt * a_tile * (1 if flow == FLOW_IS else nt)
+            core_b = 0.0 if static else nt * kt * b_tile * (1 if flow == FLOW_WS else mt)
+            core_c = mt * nt * c_tile
+            psum_tile = m * n * 4
+            fixed = max(2 * c_tile, 2 * psum_tile) if pk > 1 else 2 * c_tile
+            depth_a, depth_b = 2, (1 if static else 2)
+            over = fixed + depth_a * l1_a + depth_b * l1_b > fp[F_CORE_MEM]
+            if flow == FLOW_IS and over:
+                depth_a = 1
+            if flow == FLOW_WS and not static and over:
+                depth_b = 1
+            l1 = fixed + depth_a * l1_a + depth_b * l1_b
+            # mem tile
+            mdepth_a = (2 if units_a > 1 else 1) if res_a else 2
+            mdepth_b = (2 if units_b > 1 else 1) if res_b else 2
+            mem_unit_a = unit_a if res_a else l1_a
+            mem_unit_b = unit_b if res_b else l1_b
+            chip_a, chip_c = part_a, mt * nt * c_tile
+            if ip[I_WINDOW] != 0:
+                chip_a = max(min(part_a, fp[F_WINDOW_BYTES]), l1_a)
+                chip_c = max(min(chip_c, fp[F_WINDOW_BYTES]), c_tile)
+            join = groups * chip_c if c_chip else 2 * groups * c_tile
+            held_a = chip_a if a_chip else mdepth_a * mem_unit_a
+            if ha * held_a + hb * mdepth_b * mem_unit_b + join > fp[F_MEM_MEM]:
+                if res_a:
+                    mdepth_a = 1
+                if res_b:
+                    mdepth_b = 1
+            held_a = chip_a if a_chip else mdepth_a * mem_unit_a
+            l2 = ha * held_a + hb * mdepth_b * mem_unit_b + join
+            send_bds_a = _cdiv(reps_a, ip[I_ITMAX]) if res_a else 1
+            send_bds_b = _cdiv(reps_b, ip[I_ITMAX]) if res_b else 1
+            bds_a = ha if a_chip else ha * mdepth_a * (1 + send_bds_a)
+            mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 4) * groups
+            # DDR traffic
+            a_part = 0.0 if a_chip else part_a * (1 if res_a else reps_a)
+            b_part = 0.0 if static else part_b * (1 if res_b else reps_b)
+            read = sum_a * a_part + sum_b * b_part
+            write = 0.0 if c_chip else cols * groups * core_c
+            # core cycles: the microkernel call (``plan._call_cycles``), conversions, partial sums
+            r, s_, t_ = shape[s, 0], shape[s, 1], shape[s, 2]
+            call_fixed = dp[s, D_CALL] + _cdiv(m, 2 * r) * _cdiv(n, 2 * t_) * dp[s, D_BLOCK]
+            macs = np.ceil(float(_cdiv(m, r) * r * (_cdiv(k, s_) * s_) * (_cdiv(n, t_) * t_)) * fp[F_MACS_SCALE])
+            kernel_cycles = max(1.0, np.ceil(macs / dp[s, D_RATE] + call_fixed) + ip[I_OVERHEAD])
+            mm = (max(kernel_cycles, np.ceil((a_tile + b_tile) / fp[F_LOAD])) + np.ceil(c_tile / fp[F_LOAD])
+                  + np.ceil(c_tile / fp[F_STORE]))
+            conv = np.ceil((m * k + k * n) * conv_cpe[s])
+            cast = np.ceil(k * n * fp[F_CAST_CPW])
+            add = np.ceil(m * n / fp[F_ACC]) if pk > 1 else 0
+            core_cycles = mt * nt * (kt * (mm + conv + cast) + add)
+            # pipeline ends
+            call = mm + conv + cast
+            c_out = (1 if c_chip else 2) * c_tile / stream
+            fill_a = (0 if a_chip else mem_unit_a / stream) + l1_a / stream
+            fill_b = 0.0 if static else mem_unit_b / stream + l1_b / stream
+            first_call = max(fill_a, fill_b)
+            after_a = mem_unit_a / stream + call + c_out
+            after_b = mem_unit_b / stream + call + c_out
+            if not a_chip and not static:
+                after_read = min(after_a, after_b)
+            elif not a_chip:
+                after_read = after_a
+            elif not static:
+                after_read = after_b
+            else:
+                after_read = 0.0
+            first_c = first_call + call
+            # bounds: compute, DDR, busiest shim column, busiest DMA channel
+            compute = first_call + core_cycles + c_out
+            ddr = max((read + write) / ddr_bpc,
+                      max(read / ddr_bpc + after_read, first_c + write / ddr_bpc if write > 0 else 0.0))
+            col_read = 0.0
+            for c in range(hosted_a.shape[1]):
+                col_read = max(col_read, hosted_a[s, c] / read_rate[s, c] * a_part
+                               + hosted_b[s, c] / read_rate[s, c] * b_part)
+            col_write = core_c * per_c
+            shim = max(col_read + after_read if col_read > 0 else 0.0, first_c + col_write if col_write > 0 else 0.0)
+            mem_out_a = units_a * send_bds_a if res_a else core_a / l1_a
+            mem_out_b = units_b * send_bds_b if res_b else core_b / l1_b
+            drain = 0 if c_chip else 1
+            unit_in_a = 0.0 if a_chip else mem_unit_a / stream
+            last_call = call + c_out
+            dma = _channel(core_a, core_a / l1_a, unit_in_a, last_call, stream, per_bd)
+            dma = max(dma, _channel(core_c, mt * nt, first_c, c_out - c_tile / stream, stream, per_bd))
+            dma = max(dma, _channel(core_a, mem_out_a, unit_in_a, last_call, stream, per_bd))
+            dma = max(dma, _channel(drain * groups * core_c, drain * groups * mt * nt, first_c + c_tile / stream, 0.0,
+                                    stream, per_bd))
+            dma = max(dma, _channel(ha * a_part, ha * a_part / mem_unit_a, 0.0, after_a, stream, per_bd))
+            if not static:
+                unit_in_b = mem_unit_b / stream
+                dma = max(dma, _channel(core_b, core_b / l1_b, unit_in_b, last_call, stream, per_bd))
+                dma = max(dma, _channel(core_b, mem_out_b, unit_in_b, last_call, stream, per_bd))
+                dma = max(dma, _channel(hb * b_part, hb * b_part / mem_unit_b, 0.0, after_b, stream, per_bd))
+            bound = max(max(max(compute, ddr), shim), dma)
+            # energy (ranks candidates whose bounds tie)
+            padded_macs = (pm * m * mt) * (pk * k * kt) * (pn * n * nt)
+            psum_bytes = (pk - 1) * (cols * groups) * mt * nt * psum_tile
+            mem_compute = cols * (groups * pk) * (core_a + core_b) + write
+            energy = (padded_macs * fp[F_MACS_SCALE] * fp[F_PJ_MAC] + (read + write) * fp[F_E_DDR]
+                      + (read + write) * fp[F_E_SHIM] + mem_compute * fp[F_E_MC] + psum_bytes * fp[F_E_CC])
+            # the first violated limit, in ``plan.problems`` order
+            reason = -1
+            if l1 > fp[F_CORE_MEM]:
+                reason = 0
+            elif l2 > fp[F_MEM_MEM]:
+                reason = 1
+            elif mem_bds > ip[I_MEM_BDS]:
+                reason = 2
+            elif max(mem_unit_a, mem_unit_b) / 4 >= fp[F_MEM_LEN]:
+                reason = 3
+            elif max(l1_a, l1_b) / 4 >= fp[F_CORE_LEN]:
+                reason = 4
+            elif ha + hb + (0 if c_chip else 1) > ip[I_MEM_MM2S]:
+                reason = 5
+            elif (1 if ha > 0 and not a_chip else 0) + (1 if hb > 0 else 0) + groups > ip[I_MEM_S2MM]:
+                reason = 6
+            elif ha + hb > ip[I_PORTS_DOWN]:
+                reason = 7
+            elif groups > ip[I_PORTS_UP]:
+                reason = 8
+            elif 2 * ha * (0 if a_chip else 1) + 2 * hb + 2 * groups * (0 if c_chip else 1) > ip[I_MEM_LOCKS]:
+                reason = 9
+            elif nt > 1 and static:
+                reason = 10
+            out_s[count], out_t[count] = s, t
+            out_bound[count], out_energy[count], out_reason[count] = bound, energy, reason
+            out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt
+            count += 1
+    return count
+
+
+@kernel
+def _channel(nbytes, count, before, after, stream, per_bd):
+    """One DMA channel's cycles: it cannot start before ``before``, moves its bytes at the stream
+    rate, pays BD chaining and locks per transfer, and ``after`` follows its last buffer."""
+    if not nbytes > 0:
+        return 0.0
+    return before + nbytes / stream + per_bd * count + after

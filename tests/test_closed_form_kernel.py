@@ -1,0 +1,59 @@
+"""The compiled closed form (``fastsim.kernels.closed_form``) against its reference, the numpy
+closed form (``plan.evaluate`` and ``plan.problems``): bit-identical on random ops, arches and
+pins, on every batch and tile a search ranks."""
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from fastsim import NPU1, NPU2
+from fastsim.mapping.candidates import COLUMNS, ranked_compiled, ranked_numpy
+from fastsim.mapping.search import Pins, _batches, _grid
+from fastsim.mapping.space import Matmul
+
+# columns that differ in read and write bandwidth, and a part whose kernels cost more per call
+ASYM = NPU2.replace(name="asym", shim_read_bytes_per_cycle=(1.0,) * 4 + (4.0,) * 4,
+                    shim_write_bytes_per_cycle=(2.0,) * 4 + (3.0,) * 4)
+SLOW_CALLS = NPU1.replace(name="slow_calls", kernel_call_cycles={"int8": 40, "bf16": 25},
+                          kernel_block_cycles={"int8": 3.5, "bf16": 2})
+ARCHES = (NPU1, NPU2, ASYM, SLOW_CALLS)
+
+
+@st.composite
+def ops(draw):
+    dtype = draw(st.sampled_from(("bf16", "int8")))
+    return Matmul(draw(st.integers(1, 700)), draw(st.integers(1, 900)), draw(st.integers(1, 700)), dtype,
+                  b_bytes=draw(st.sampled_from((None, 0.5625, 1.0))),
+                  kernel_efficiency=draw(st.sampled_from((None, 0.37))),
+                  kernel_overhead_cycles=draw(st.sampled_from((0, 17))),
+                  cast_cycles_per_weight=draw(st.sampled_from((0.0, 0.125))),
+                  macs_scale=draw(st.sampled_from((1.0, 0.5))),
+                  static_b=draw(st.booleans()), a_on_chip=draw(st.booleans()), c_on_chip=draw(st.booleans()),
+                  onchip_window_bytes=draw(st.sampled_from((0, 3000, 65536))))
+
+
+def _assert_same(op, arch, pins):
+    pairs = 0
+    for batch in _batches(op, arch, pins):
+        m, k, n, keep = _grid(op, batch, pins)
+        want = ranked_numpy(op, batch, arch, m, k, n, keep)
+        got = ranked_compiled(op, batch, arch, m, k, n, keep)
+        for c in COLUMNS:
+            assert got[c].dtype.kind == want[c].dtype.kind, c
+            np.testing.assert_array_equal(got[c], want[c], err_msg=f"{c} of {op} on {arch.name}, {batch.mapping}")
+        pairs += len(want["s"])
+    return pairs
+
+
+@settings(max_examples=40, deadline=None)
+@given(op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)))
+def test_compiled_closed_form_equals_numpy(op, arch, cols):
+    pins = Pins(cols=cols) if cols else Pins()
+    if op.static_b:
+        pins = Pins(cols=cols, dataflow=("ws",)) if cols else Pins(dataflow=("ws",))
+    _assert_same(op, arch, pins)
+
+
+def test_compiled_closed_form_equals_numpy_on_llm_shapes():
+    """Decode GEMVs with int4 weights and a prefill projection: the shapes a cold LLM pass ranks."""
+    shapes = [Matmul(1, 2048, 8192, "bf16", b_bytes=0.5625, cast_cycles_per_weight=0.0625),
+              Matmul(2048, 2048, 512, "bf16"), Matmul(512, 64, 4096, "bf16", macs_scale=0.5, a_on_chip=True)]
+    assert sum(_assert_same(op, arch, Pins()) for op in shapes for arch in (NPU1, NPU2)) > 10_000
