@@ -77,15 +77,20 @@ def _us(gflops, m, k, n):
 
 AIR_GEMM_BUILT = ("8x4 herd, bf16 emulated on the bfp16 MMA, C stationary over K, L1 tile {}; not describable: "
                   "tile_k_l2 {} (mem-tile K panel){}")
+AIR_HOW = {"drain": ", the f32 accumulator kept in L1 across K and cast once by a drain herd",
+           "fused-cast": ", C written as an f32 scratch in a single-buffered L1 accumulator, then the separate "
+                         "f32->bf16 cast launch"}
 AIR_GEMM_SUSPECT = ("per-call core overhead of the 64x32x128 mm call (k_l1 = 32: few MMAs per call) and the "
                     "A/B stream rate into the cores. Micro-benchmark: one core, mm_aie2p.cc {} in a loop, "
                     "cycles per call from trace event0/event1 at k_l1 = 32, 64, 128")
 AIR_SMALL_SUSPECT = ("fixed cost of a launch (herd start, BD setup, pipeline fill and drain) against a few "
                      "tiles per core. Micro-benchmark: the registry harness (kernel-only) on the same design "
                      "at 256^3 and 512^3 and with an empty kernel, to split the fixed from the per-tile cost")
-GEMV_SUSPECT = ("the DDR read rate of an 8 x 1 herd streaming A, and the fixed cost per host-timed run "
-                "(dispatch, instruction load, XRT sync): see the line fitted in the notes. Micro-benchmark: the same GEMV harness on an empty kernel (fixed cost) "
-                "and a DMA-only stream of A through the 8 columns (rate)")
+GEMV_SUSPECT = ("its buffers: matvec.py passes omit_pingpong, so nothing is double-buffered at L1 or L2 and each "
+                "column's DMA legs and its kernel take turns, which the [gemm] table cannot say (fastsim double-"
+                "buffers what fits); the one-core row (mlir-air PR #1360) shows the same per-column rate, 4.1 GB/s "
+                "against 7.2 simulated. Micro-benchmark: the same one-column design with and without omit_pingpong, "
+                "bytes/s of A")
 FLM_DECODE_BUILT = ("AWQ uint4 g32 repacked with bf16 scale and int32 zero (0.6875 B/weight), LM head on the "
                     "NPU in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, "
                     "columns and datapath searched; part clock and power mode (FLM 'Performance') not modelled")
@@ -119,19 +124,20 @@ AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn m
 
 
 ROWS = [
-    # GEMM: mlir-air kernel registry, bf16 on npu2 (kernel-only timing after 10 warm-ups)
-    *[Row("gemm", REG_GEMM.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16, 8x4 herd", _us(g, m, k, n), "us",
-          _gemm(m, k, n), AB + f, AIR_GEMM_BUILT.format(tile, kl2, cast),
-          AIR_SMALL_SUSPECT if m * k * n < 2 ** 31 else AIR_GEMM_SUSPECT.format(tile), scope="kernel")
-      for m, k, n, g, line, f, tile, kl2, cast in (
-          (512, 512, 512, 482, 130, "air_gemm_bf16_512.toml", "32x32x128", 256, ""),
-          (1024, 1024, 1024, 2502, 131, "air_gemm_bf16_2048.toml", "64x32x128", 256, ""),
-          (2048, 2048, 2048, 6215, 126, "air_gemm_bf16_2048.toml", "64x32x128", 512,
-           ", the separate f32->bf16 cast launch (fused-cast, M*K*N >= 4e9)"),
-          (4096, 4096, 4096, 8423, 132, "air_gemm_bf16_2048.toml", "64x32x128", 512,
-           ", the separate f32->bf16 cast launch (fused-cast)"),
-          (2048, 8192, 2048, 8898, 129, "air_gemm_bf16_2048.toml", "64x32x128", 256,
-           ", the separate f32->bf16 cast launch (fused-cast)"))],
+    # GEMM: mlir-air kernel registry, bf16 on npu2, the method its default ("auto") builds: drain below
+    # M*K*N = 4e9, fused-cast (a second launch casts the f32 C) above. Its "kernel-only" time is the
+    # host wall time of one synchronous dispatch (python/air/backend/xrt.py:868-885: kernel call +
+    # wait, buffer syncs excluded), so the dispatch is in it
+    *[Row("gemm", REG_GEMM.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16, 8x4 herd, {how}", _us(g, m, k, n), "us",
+          _gemm(m, k, n), AB + f"air_gemm_bf16_{how.replace('-', '_')}.toml",
+          AIR_GEMM_BUILT.format(tile, kl2, AIR_HOW[how]),
+          AIR_SMALL_SUSPECT if m * k * n < 2 ** 31 else AIR_GEMM_SUSPECT.format(tile))
+      for m, k, n, g, line, how, tile, kl2 in (
+          (512, 512, 512, 1703, 183, "drain", "32x32x128", 256),
+          (1024, 1024, 1024, 4637, 184, "drain", "32x32x128", 256),
+          (2048, 2048, 2048, 6215, 126, "fused-cast", "64x32x128", 512),
+          (4096, 4096, 4096, 8423, 132, "fused-cast", "64x32x128", 512),
+          (2048, 8192, 2048, 8898, 129, "fused-cast", "64x32x128", 256))],
     Row("gemm", "amd/IRON issue #55", "Strix Halo (npu2)", "GEMM 2048x2048x2048 (IRON operator)", 24679.3, "us",
         _gemm(2048, 2048, 2048), AB + "iron_gemm_2048.toml",
         "8 columns, 64x64x64 tiles (its test id); datapath, dataflow, L2 not stated (searched); host-measured "
@@ -144,12 +150,18 @@ ROWS = [
           _gemm(1, kk, mm), AB + f, built, GEMV_SUSPECT)
       for mm, kk, us, line, f, built in (
           (512, 2048, 136, 93, "air_gemv_bf16.toml", "8 columns x 1 row, fp32 vector MAC, tile_m 8, whole K per "
-           "call; not describable: 1 row, the vector-MAC datapath"),
+           "call, x re-read from DDR per call; not describable: the vector-MAC datapath, single buffers"),
           (2048, 2048, 330, 92, "air_gemv_bf16.toml", "as above"),
           (8192, 2048, 1067, 94, "air_gemv_bf16.toml", "as above"),
           (16384, 2048, 2193, 96, "air_gemv_bf16.toml", "as above"),
           (2048, 8192, 1082, 95, "air_gemv_bf16_k8192.toml", "as above, tile_m 2; not describable: its "
            "[1, 8192, 2] call (above the format's 4096 tile limit: tile searched)"))],
+    Row("gemv", "Xilinx/mlir-air PR #1360 (first version of the same GEMV)", STRIX,
+        "GEMV 2048x8192 bf16 (y = A x), one core (1x1 herd)", 8095.5, "us", _gemm(1, 8192, 2048),
+        AB + "air_gemv_bf16_one_core.toml",
+        "one compute tile, fp32 vector MAC; host-timed by its test.cpp (10 warm-ups, 20 runs), power mode not "
+        "stated, an older revision of the registry design; not describable: its tile (searched), single buffers",
+        GEMV_SUSPECT),
     # decode: FastFlowLM v0.9.30 on Krackan
     *[Row("decode", FLM_LLAMA, KRACKAN, f"{model} decode at {ctx // 1024}k context", tps, "tokens/s",
           _decode(model, ctx), AB + f, FLM_DECODE_BUILT,
@@ -314,8 +326,11 @@ def _document(table, apart, built_err, searched_err, elapsed, gemv) -> str:
         "fastsim claims over what was built. Error = predicted / measured - 1 in the row's unit (a "
         "positive error on a rate and a negative one on a time both mean fastsim predicts faster than "
         "measured). Timing "
-        "scope follows the measurement: kernel-only rows compare `run gemm`'s `kernel_seconds`, the others "
-        "`seconds` (one dispatch included); LLM rows compare tokens/s or seconds of the pass.",
+        "scope follows the measurement: rows whose measurement excludes the dispatch compare `run gemm`'s "
+        "`kernel_seconds`, the others `seconds` (one dispatch included; the kernel registry's "
+        "'kernel-only' times are of this kind: the host wall time of one synchronous kernel call and its "
+        "wait, `python/air/backend/xrt.py:868-885`, buffer syncs excluded); LLM rows compare tokens/s "
+        "or seconds of the pass.",
         "",
         f"**Summary: as built, median absolute error {100 * med:.0f} %, worst {100 * worst:.0f} % over "
         f"{len(built_err)} measurements; searched, median absolute error {100 * s_med:.0f} %, worst "
@@ -332,7 +347,9 @@ def _document(table, apart, built_err, searched_err, elapsed, gemv) -> str:
         "## Notes",
         "",
         "- Sources: mlir-air is `Xilinx/mlir-air` (`programming_examples/`; kernel registry tables measured "
-        "with `run.py --perf-iters`, kernel-only after 10 warm-ups, GEMV host-timed per run in turbo mode); "
+        "with `run.py --perf-iters`, 'kernel-only' (one synchronous dispatch each) after 10 warm-ups; GEMM "
+        "rows are the method the registry's default builds (drain below M*K*N = 4e9, fused-cast above); GEMV "
+        "host-timed per run in turbo mode); "
         "FastFlowLM rows are `FastFlowLM/FastFlowLM` `docs/benchmarks/llama3_results.md` of v0.9.30 "
         "(docs.fastflowlm.com), Ryzen AI 7 350, decode 'starting @' each context and prefill as prompt "
         "tokens / `prefill()` time; its as-built facts come from its open headers (`src/model_list.json`, "

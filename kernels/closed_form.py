@@ -21,7 +21,7 @@ from ._jit import kernel
 # integer parameters (``ip``)
 (I_M, I_K, I_N, I_A_CHIP, I_C_CHIP, I_STATIC_B, I_FLOW, I_ORDER_M, I_RES_A, I_RES_B, I_L2_A, I_L2_B,
  I_OVERHEAD, I_ITMAX, I_PER_BD, I_MEM_BDS, I_MEM_MM2S, I_MEM_S2MM, I_PORTS_DOWN, I_PORTS_UP, I_MEM_LOCKS,
- I_WINDOW, N_IP) = range(23)
+ I_WINDOW, I_BUFFERS, N_IP) = range(24)
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
  F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, N_FP) = range(21)
@@ -99,7 +99,8 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             core_c = mt * nt * c_tile
             psum_tile = m * n * 4
             fixed = max(2 * c_tile, 2 * psum_tile) if pk > 1 else 2 * c_tile
-            depth_a, depth_b = 2, (1 if static else 2)
+            buffers = ip[I_BUFFERS]
+            depth_a, depth_b = buffers, (1 if static else buffers)
             over = fixed + depth_a * l1_a + depth_b * l1_b > fp[F_CORE_MEM]
             if flow == FLOW_IS and over:
                 depth_a = 1
@@ -107,8 +108,8 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
                 depth_b = 1
             l1 = fixed + depth_a * l1_a + depth_b * l1_b
             # mem tile
-            mdepth_a = (2 if units_a > 1 else 1) if res_a else 2
-            mdepth_b = (2 if units_b > 1 else 1) if res_b else 2
+            mdepth_a = (buffers if units_a > 1 else 1) if res_a else buffers
+            mdepth_b = (buffers if units_b > 1 else 1) if res_b else buffers
             mem_unit_a = unit_a if res_a else l1_a
             mem_unit_b = unit_b if res_b else l1_b
             chip_a, chip_c = part_a, mt * nt * c_tile

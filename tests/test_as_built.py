@@ -188,6 +188,33 @@ def test_cli__run_gemm_as_built_one_core(tmp_path):
     assert out["as_built"]["pinned"] == ["cols", "rows"]
 
 
+def test_cli__run_gemm_as_built_out_dtype_writes_wider_c(tmp_path):
+    """An f32 C (an implementation that casts in a later launch) writes twice the bf16 bytes."""
+    args = ["run", "--json", "gemm", "--m", "128", "--k", "256", "--n", "128", "--overlay"]
+    wide = _file(tmp_path, '[gemm]\ntile = [32, 32, 64]\nout_dtype = "f32"\n')
+    r = CliRunner().invoke(main, [*args, str(wide)])
+    narrow = tmp_path / "narrow.toml"
+    narrow.write_text('[gemm]\ntile = [32, 32, 64]\n')
+    b = CliRunner().invoke(main, [*args, str(narrow)])
+    assert r.exit_code == 0 and b.exit_code == 0, r.output + b.output
+    f32, bf16 = json.loads(r.output), json.loads(b.output)
+    assert f32["as_built"]["pinned"] == ["tile", "out_dtype"]
+    assert f32["bytes_by_level"]["ddr_write"] == 2 * bf16["bytes_by_level"]["ddr_write"] == 2 * 2 * 128 * 128
+    bad = _file(tmp_path, '[gemm]\nout_dtype = "f33"\n')
+    r = CliRunner().invoke(main, [*args, str(bad)])
+    assert r.exit_code != 0 and "out_dtype" in r.output
+
+
+def test_cli__run_gemm_as_built_single_buffers(tmp_path):
+    path = _file(tmp_path, '[gemm]\ncols = 2\nrows = 1\nbuffers = 1\n')
+    r = CliRunner().invoke(main, ["run", "--json", "gemm", "--m", "1", "--k", "1024", "--n", "256", "--overlay",
+                                  str(path)])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["as_built"]["pinned"] == ["cols", "rows", "buffers"]
+    assert "single-buffered" in out["mapping"]["label"]
+
+
 def test_cli__as_built_cuts_run_beyond_assumed_limits_and_say_so(tmp_path, monkeypatch):
     """A dispatch the file pins was built and ran: fastsim's assumed limits report, never veto it."""
     from fastsim.arch import NPU2

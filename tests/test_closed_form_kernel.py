@@ -44,11 +44,9 @@ def _assert_same(op, arch, pins):
 
 
 @settings(max_examples=40, deadline=None)
-@given(op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)))
-def test_compiled_closed_form_equals_numpy(op, arch, cols):
-    pins = Pins(cols=cols) if cols else Pins()
-    if op.static_b:
-        pins = Pins(cols=cols, dataflow=("ws",)) if cols else Pins(dataflow=("ws",))
+@given(op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)), buffers=st.sampled_from((None, 1)))
+def test_compiled_closed_form_equals_numpy(op, arch, cols, buffers):
+    pins = Pins(cols=cols, buffers=buffers, dataflow=("ws",) if op.static_b else ())
     _assert_same(op, arch, pins)
 
 

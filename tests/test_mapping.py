@@ -127,7 +127,8 @@ def small_mapped_designs(draw):
     mp = Mapping(flow, draw(st.sampled_from(SPLITS)),
                  tuple(draw(st.sampled_from([1, 2, 4, 8])) for _ in range(3)),
                  draw(st.integers(1, 2)), 2, 0, draw(st.sampled_from([1, 2])), draw(st.sampled_from("mn")),
-                 draw(st.sampled_from(["", "a", "b", "ab"] if flow == "os" else ["", "a" if flow == "ws" else "b"])))
+                 draw(st.sampled_from(["", "a", "b", "ab"] if flow == "os" else ["", "a" if flow == "ws" else "b"])),
+                 buffers=draw(st.sampled_from([1, 2])))
     try:
         return matmul_design(op, mp, arch)
     except fastsim.ConfigError:
@@ -197,3 +198,17 @@ def test_plan__vectorised_kernel_cost_equals_the_scalar_cost_model(m, k, n, key,
     op = Matmul(m, k, n, "bf16", kernel_efficiency=efficiency, macs_scale=scale)
     got = vectorised(op, key, NPU2, np.array([m]), np.array([k]), np.array([n]))[0]
     assert got == matmul_cycles(m, k, n, key, NPU2, efficiency, 0, scale)
+
+
+@pytest.mark.parametrize("m,k,n,flow", [(1, 2048, 512, "os"), (96, 256, 128, "ws"), (64, 512, 256, "is"),
+                                        (128, 128, 128, "os")])
+def test_single_buffers__never_faster_and_named(m, k, n, flow):
+    """An implementation that double-buffers nothing (``buffers = 1``) waits for each transfer
+    before the next: never faster than the same space double-buffered, and the mapping says so."""
+    op, pins = Matmul(m, k, n), dict(cols=2, rows=1, dataflow=(flow,), l2="")
+    double = search(op, NPU2, Pins(**pins))
+    single = search(op, NPU2, Pins(**pins, buffers=1))
+    assert single.best_cycles >= double.best_cycles
+    assert single.best.buffers == 1 and "single-buffered" in single.best.label()
+    with pytest.raises(fastsim.ConfigError, match="buffers"):
+        search(op, NPU2, Pins(buffers=3))

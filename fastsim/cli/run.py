@@ -67,7 +67,8 @@ def _as_built(g, path: str) -> dict:
 
     pins = {"tile": g.tile_m, "cols": g.cols, "rows": g.rows, "dataflow": g.dataflow, "l2": g.l2,
             "datapath": g.datapath,
-            "k_split": g.k_split, "stream_split": g.stream_split}
+            "k_split": g.k_split, "stream_split": g.stream_split, "out_dtype": g.out_dtype,
+            "buffers": g.buffers}
     a = load_as_built(path)
     return {"file": path, "pinned": [k for k, v in pins.items() if v is not None],
             "searched": [k for k, v in pins.items() if v is None],

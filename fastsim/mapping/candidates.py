@@ -71,7 +71,7 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
                          (K.I_MEM_BDS, arch.mem.bd_count), (K.I_MEM_MM2S, arch.mem.mm2s_channels),
                          (K.I_MEM_S2MM, arch.mem.s2mm_channels), (K.I_PORTS_DOWN, arch.stream_ports_down),
                          (K.I_PORTS_UP, arch.stream_ports_up), (K.I_MEM_LOCKS, arch.mem.lock_count),
-                         (K.I_WINDOW, op.onchip_window_bytes != 0)):
+                         (K.I_WINDOW, op.onchip_window_bytes != 0), (K.I_BUFFERS, mp.buffers)):
         ip[index] = value
     e = arch.pj_per_byte
     fp = np.zeros(K.N_FP)

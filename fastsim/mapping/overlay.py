@@ -23,7 +23,7 @@ not its own searched optimum (``docs/as_built.md``)::
     residency = "streamed"       # or "static": weights loaded once into on-chip memory
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
-    tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split
+    tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers
 
     [sources]                    # where each choice comes from (shown in reports)
     "decode.cuts" = "repo/path/file.py:123"
@@ -48,7 +48,7 @@ from .space import DATAFLOWS, L2_CHOICES
 REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host")
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
-GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split")
+GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 

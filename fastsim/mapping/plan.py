@@ -153,8 +153,9 @@ class StructureBatch:
 def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
     """One batch of structures that agree on dataflow, order, l2 and static weights."""
     first = structures[0].mapping
-    assert all((x.mapping.dataflow, x.mapping.order, x.mapping.l2) == (first.dataflow, first.order, first.l2)
-               for x in structures), "a batch shares dataflow, order and l2"
+    assert all((x.mapping.dataflow, x.mapping.order, x.mapping.l2, x.mapping.buffers)
+               == (first.dataflow, first.order, first.l2, first.buffers)
+               for x in structures), "a batch shares dataflow, order, l2 and buffers"
     width = max(x.cols for x in structures)
 
     def column(name):
@@ -339,8 +340,9 @@ def _core_memory(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, n) -> 
     core_c = mt * nt * c_tile
     psum_tile = m * n * ACC_BYTES * one
     fixed = np.where(b.pk > 1, np.maximum(2 * c_tile, 2 * psum_tile), 2 * c_tile)
-    depth_a = 2 * one
-    depth_b = (1 if static else 2) * one
+    buffers = b.mapping.buffers
+    depth_a = buffers * one
+    depth_b = (1 if static else buffers) * one
     over = fixed + depth_a * l1_a + depth_b * l1_b > arch.compute.memory_bytes
     if flow == "is":
         depth_a = np.where(over, 1, depth_a)
@@ -374,8 +376,9 @@ def _mem_tile(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams,
     one = t.one
     res_a, res_b = s.res_a, s.res_b
     ha, hb = b.hosted_a.max(axis=1, keepdims=True), b.hosted_b.max(axis=1, keepdims=True)
-    mdepth_a = np.where(s.units_a > 1, 2, 1) if res_a else 2 * one
-    mdepth_b = np.where(s.units_b > 1, 2, 1) if res_b else 2 * one
+    buffers = b.mapping.buffers
+    mdepth_a = np.where(s.units_a > 1, buffers, 1) if res_a else buffers * one
+    mdepth_b = np.where(s.units_b > 1, buffers, 1) if res_b else buffers * one
     mem_unit_a = s.unit_a if res_a else c.l1_a
     mem_unit_b = s.unit_b if res_b else c.l1_b
     a_chip, c_chip = op.a_on_chip, op.c_on_chip

@@ -54,6 +54,7 @@ class Pins:
     l2: str | None = None
     datapath: str | None = None
     stream_split: str | None = None
+    buffers: int | None = None  # 1: single-buffered A and B (an implementation that double-buffers nothing)
 
     def validate(self, arch: Arch) -> "Pins":
         from ..errors import Problems
@@ -77,6 +78,8 @@ class Pins:
         p.check(self.l2 is None or self.l2 in L2_CHOICES, "l2", self.l2, "'', a, b or ab")
         p.check(self.stream_split in (None, *STREAM_SPLITS), "stream_split", self.stream_split,
                 f"one of {STREAM_SPLITS}")
+        p.check(self.buffers in (None, 1, 2) and not isinstance(self.buffers, bool), "buffers", self.buffers,
+                "1 or 2 (buffers per streamed A/B transfer)")
         p.raise_if_any()
         return self
 
@@ -164,7 +167,7 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
                                     for dp in paths:
                                         for how in stream_splits:
                                             out.append(Mapping(flow, split, (0, 0, 0), cols, rows, col0, ks,
-                                                               order, l2, dp, how))
+                                                               order, l2, dp, how, pins.buffers or 2))
     return out
 
 
@@ -212,7 +215,7 @@ def _batches_of(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     for base in structures(op, arch, pins):
         st = structure(op, base, arch)
         if not isinstance(st, str) and (pins.stream_split or not same_as_equal_split(st, arch)):
-            groups.setdefault((base.dataflow, base.order, base.l2), []).append(st)
+            groups.setdefault((base.dataflow, base.order, base.l2, base.buffers), []).append(st)
     return [stack(g[i:i + 256], arch) for g in groups.values() for i in range(0, len(g), 256)]
 
 

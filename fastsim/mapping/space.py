@@ -97,6 +97,7 @@ class Mapping:
     l2: str = ""
     datapath: str = ""
     stream_split: str = "equal"
+    buffers: int = 2  # buffers per streamed A/B transfer in core and mem tile: 2 (where it fits) or 1
 
     def label(self) -> str:
         m, k, n = self.tile
@@ -113,6 +114,8 @@ class Mapping:
             parts.append(self.datapath)
         if self.stream_split != "equal":
             parts.append(f"split:{self.stream_split}")
+        if self.buffers == 1:
+            parts.append("single-buffered")
         return " ".join(parts)
 
 

@@ -51,6 +51,7 @@ class Gemm:
     datapath: str | None = None
     stream_split: str | None = None  # pin: equal or proportional; None or "auto": searched (as LLM runs say)
     budget: int | None = None  # candidates the search simulates; None: until proven the best of its space
+    buffers: int | None = None  # pin: 1 = A and B single-buffered (as built without ping-pong); None: 2
 
     @property
     def macs(self) -> int:
@@ -112,7 +113,7 @@ class Gemm:
     def pins(self) -> Pins:
         tiles = (self.tile_m, self.tile_k, self.tile_n)
         p = Problems("gemm")
-        for name in ("tile_m", "tile_k", "tile_n", "cols", "rows", "k_split"):
+        for name in ("tile_m", "tile_k", "tile_n", "cols", "rows", "k_split", "buffers"):
             if getattr(self, name) is not None:
                 p.number(name, getattr(self, name), integer=True, lo=1, hi=4096)
         for name in ("dataflow", "l2", "datapath", "stream_split"):
@@ -124,7 +125,8 @@ class Gemm:
         return Pins(dataflow=(self.dataflow,) if self.dataflow else (),
                     tile=None if self.tile_m is None else tiles, cols=self.cols, l2=self.l2,
                     k_split=self.k_split, datapath=self.datapath,
-                    stream_split=None if self.stream_split == "auto" else self.stream_split, rows=self.rows)
+                    stream_split=None if self.stream_split == "auto" else self.stream_split, rows=self.rows,
+                    buffers=self.buffers)
 
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
