@@ -105,12 +105,18 @@ def weight_bytes_by_kind(ds: xr.Dataset) -> dict[str, float]:
 def stalls_by_op(ds: xr.Dataset) -> list[dict]:
     """Per op: its time, binding resource and the share of its DMA channel-cycles and core-cycles
     in each state (stall attribution)."""
+    # each column read once: an xarray lookup per op and field cost more than the whole pass
+    names, classes, layers = ds.op_name.values, ds.op_class.values, ds.layer.values
+    seconds, bound = ds.op_seconds.values, ds.bound_by.values
+    channels, cores = ds.channel_state_cycles.values, ds.core_state_cycles.values
+    channel_states = [str(k) for k in ds.channel_state.values]
+    core_states = [str(k) for k in ds.core_state.values]
     out = []
     for i in range(ds.sizes["op"]):
-        ch, core = ds.channel_state_cycles.values[i], ds.core_state_cycles.values[i]
-        out.append({"op": str(ds.op_name.values[i]), "class": str(ds.op_class.values[i]),
-                    "layer": int(ds.layer.values[i]),
-                    "seconds": float(ds.op_seconds.values[i]), "bound_by": str(ds.bound_by.values[i]),
-                    "channels": {str(k): float(v) / max(1.0, float(ch.sum())) for k, v in zip(ds.channel_state.values, ch)},
-                    "cores": {str(k): float(v) / max(1.0, float(core.sum())) for k, v in zip(ds.core_state.values, core)}})
+        ch, core = channels[i], cores[i]
+        ch_total, core_total = max(1.0, float(ch.sum())), max(1.0, float(core.sum()))
+        out.append({"op": str(names[i]), "class": str(classes[i]), "layer": int(layers[i]),
+                    "seconds": float(seconds[i]), "bound_by": str(bound[i]),
+                    "channels": {k: float(v) / ch_total for k, v in zip(channel_states, ch)},
+                    "cores": {k: float(v) / core_total for k, v in zip(core_states, core)}})
     return out
