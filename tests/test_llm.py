@@ -269,3 +269,13 @@ def test_llm_trace_lays_ops_out_in_dispatches_and_adds_up(tmp_path):
     r = CliRunner().invoke(main, ["run", "llm", "--model", str(config), "--context", "128", "--trace", str(out)])
     assert r.exit_code == 0, r.output
     assert len([e for e in json.loads(out.read_text())["traceEvents"] if e["ph"] == "X"]) > 10
+
+
+def test_study__takes_the_precision_names_of_the_cli_and_specs():
+    """``weights``, ``kv`` and ``activations`` mean what ``--weights`` and a spec's ``weights`` mean;
+    given twice (also in ``precision``) they are refused, naming both."""
+    s = LlmStudy(weights="int8", kv="int8")
+    assert s == LlmStudy(precision=Precision(weights="int8", kv="int8"))
+    assert dataclasses.replace(s, context=64).precision.weights == "int8"
+    with pytest.raises(fastsim.ConfigError, match="precision.weights"):
+        LlmStudy(precision=Precision(weights="bf16"), weights="int8")

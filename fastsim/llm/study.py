@@ -2,7 +2,7 @@
 dispatch cuts (``LlmStudy``), with every field checked at once."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 
 from ..errors import ConfigError, Problems
 from ..graph import OP_CLASSES
@@ -52,6 +52,23 @@ class LlmStudy:
     routing: Routing = Routing()  # which experts tokens select (mixture-of-experts models)
     # candidates each matmul's mapping search simulates; None: until proven the best of its space
     search_budget: int | None = 3
+    # the CLI's and sweep specs' names for the storage precisions: LlmStudy(weights="int8", kv="int8")
+    # is LlmStudy(precision=Precision(weights="int8", kv="int8")); not stored apart (see __post_init__)
+    weights: InitVar[str | None] = None
+    kv: InitVar[str | None] = None
+    activations: InitVar[str | None] = None
+
+    def __post_init__(self, weights, kv, activations):
+        given = {k: v for k, v in (("weights", weights), ("kv", kv), ("activations", activations)) if v is not None}
+        if not given:
+            return
+        if not isinstance(self.precision, Precision):
+            return  # validate() reports the bad precision
+        clash = [k for k in given if getattr(self.precision, k) != getattr(Precision(), k)]
+        if clash:
+            raise ConfigError([f"{k} = {given[k]!r} and precision.{k} = {getattr(self.precision, k)!r}: give it in "
+                               "one place" for k in clash], "llm study")
+        object.__setattr__(self, "precision", replace(self.precision, **given))
 
     def model_config(self) -> ModelConfig:
         return self.model if isinstance(self.model, ModelConfig) else get_model(self.model)
