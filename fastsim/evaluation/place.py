@@ -178,10 +178,9 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDe
     read and write DDR (``fusion.on_chip_flags`` keeps its edges there), run on the columns the
     search picks, and stream their weights: pins and placements that ask otherwise are refused.
     NOOP (ablation) derives the data-only twin from its tables."""
-    from ..mapping.conv import Conv2d
     from ..mapping.conv_search import search_conv
 
-    op, g = p.op, p.op.conv
+    op = p.op
     problems = [why for bad, why in (
         (p.chip.x or p.chip.y, "a conv reads and writes DDR; it does not fuse with its neighbours"),
         (at is not None, "a conv does not run as a pipeline stage"),
@@ -192,17 +191,26 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDe
          f"{op.x.elem_bytes:g}: mixed-precision convs are not modelled")) if bad]
     if problems:
         raise ConfigError([f"{op.name}: {why}" for why in problems], "mapping")
-    dtype = "int8" if op.x.elem_bytes == 1 else pins.compute_dtype
-    out = "int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None)
-    conv = Conv2d(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.padding, g.dilation, g.groups, dtype, out,
-                  pins.kernel_efficiency, op.name)
+    conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency)
     found = search_conv(conv, arch, budget=pins.search_budget)
-    kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", dtype)})
+    kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", conv.dtype)})
     if noop:
         return OpDesign(found.best_design, "conv", None, kernels, None, noop_twin(lower(found.best_design)),
                         found.gap)
     twin = NoopTwin(_no_conv_pipeline)  # a lone op's twin is derived from its tables; only pipelines build
     return OpDesign(found.best_design, "conv", found.best_simulation, kernels, twin, None, found.gap)
+
+
+def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None):
+    """The conv mapper's ``Conv2d`` of a graph CONV op (int8 activations run int8; an int8 conv
+    without an int8 output writes bf16)."""
+    from ..mapping.conv import Conv2d
+
+    g = op.conv
+    dtype = "int8" if op.x.elem_bytes == 1 else compute_dtype
+    out = "int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None)
+    return Conv2d(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.padding, g.dilation, g.groups, dtype, out,
+                  kernel_efficiency, op.name)
 
 
 def _no_conv_pipeline() -> Design:

@@ -15,16 +15,18 @@ from .graph import OnnxGraph, build_graph
 
 def simulate_onnx(model, arch: Arch = NPU2, *, dims: dict[str, int] | None = None, cpu_fallback=(),
                   host_seconds=None, fold_epilogues: bool = False, fusion: str = "auto", search_budget: int | None = 3,
-                  limits: DispatchLimits = DispatchLimits()) -> xr.Dataset:
+                  limits: DispatchLimits = DispatchLimits(), noop: tuple[str, ...] = ()) -> xr.Dataset:
     """One inference of ``model`` (a path, a ``ModelProto`` or an ``OnnxGraph``): the per-op
     Dataset of ``fastsim.evaluation`` with the ops' ONNX types (``onnx_op_type``), the compute
-    dtype and, where ops run on the host, their given seconds (``host_seconds``)."""
+    dtype and, where ops run on the host, their given seconds (``host_seconds``). ``noop``: op
+    classes (and "cast") replaced by data-only passes (``GraphPins.noop``; ablation)."""
     with gc_paused():
         g = model if isinstance(model, OnnxGraph) else build_graph(
             model, arch, dims=dims, cpu_fallback=cpu_fallback, host_seconds=host_seconds,
             fold_epilogues=fold_epilogues)
         graph = host.offload(g.graph, g.host) if g.host else g.graph
-        pins = GraphPins(compute_dtype=g.compute_dtype, fusion=fusion, search_budget=search_budget)
+        pins = GraphPins(compute_dtype=g.compute_dtype, fusion=fusion, noop=tuple(noop),
+                         search_budget=search_budget)
         result = evaluate(graph, arch, pins, limits)
         attrs = {"model": g.name, "regime": "inference", "batch": graph.batch, "tokens": graph.tokens,
                  "compute_dtype": g.compute_dtype, "fold_epilogues": int(fold_epilogues)}

@@ -1,0 +1,127 @@
+"""fastsim optimize --onnx: a CNN's engineering report (fastsim.studies.cnn_optimize, cnn_memo).
+
+One CLI run on the zoo's small CNN (a strided 3x3, a 3x3, a 1x1, a depthwise 3x3, pools, a Gemm)
+serves the module; the checks re-simulate what the report claims with simulate_onnx directly."""
+import hashlib
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from fastsim.arch import NPU2
+from fastsim.cli import main
+from fastsim.onnx import simulate_onnx, zoo
+from fastsim.studies.cnn_optimize import layer_group
+from fastsim.version import __version__
+
+SECTIONS = ("## Summary", "## 1. Baseline", "## 2. Ablation", "## 3. Dispatch and fusion", "## 4. Dataflow per layer",
+            "## 5. Levers", "## 6. Reproduce")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cnn")
+    path = root / "small_cnn.onnx"
+    zoo.save("small_cnn", str(path), size=16)
+    out = root / "opt"
+    result = CliRunner().invoke(main, ["optimize", "--onnx", str(path), "--arch", "npu2", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    return path, out, json.loads(result.stdout)
+
+
+def test_cnn_optimize__cli_writes_report_html_and_plan_with_every_section(run):
+    path, out, printed = run
+    plan = json.loads((out / "plan.json").read_text())
+    assert printed == plan  # --json prints plan.json's content
+    md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
+    positions = [md.find(s) for s in SECTIONS]
+    assert -1 not in positions and positions == sorted(positions), positions
+    b = plan["baseline"]
+    assert f"{b['seconds'] * 1e6:.4g} us" in md and f"{b['tops']:.3g} TOPS" in md  # numbers inline
+    assert hashlib.sha256(path.read_bytes()).hexdigest() in md and f"fastsim {__version__}" in md
+    assert "optimize --onnx" in plan["reproduce"]["command"] and plan["reproduce"]["search_budget"] == 3
+    for op in ("conv1", "conv2", "conv3", "dw", "fc"):
+        assert f"| {op} |" in md
+    assert html.startswith("<!DOCTYPE html>") and "<table>" in html and "http" not in html.replace("http-equiv", "")
+
+
+def test_cnn_optimize__ablation_ranking_matches_whole_network_noop_runs(run):
+    path, _, plan = run
+    a = plan["ablation"]
+    t0 = a["baseline_seconds"]
+    assert {r["class"] for r in a["classes"]} == {"conv", "elementwise", "pool", "gemm"}
+    saved = [r["saved_seconds"] for r in a["classes"]]
+    assert saved == sorted(saved, reverse=True) and [r["rank"] for r in a["classes"]] == list(range(1, len(saved) + 1))
+    for r in a["classes"]:
+        assert r["noop_seconds"] <= t0 and r["saved_seconds"] == pytest.approx(t0 - r["noop_seconds"])
+        assert a["data_movement_seconds"] <= r["noop_seconds"]
+    top = a["classes"][0]
+    again = simulate_onnx(str(path), NPU2, fusion=a["fusion"], noop=(top["class"],))
+    assert float(again.total_seconds) == pytest.approx(top["noop_seconds"], rel=1e-12)
+    assert a["exposed_compute_seconds"] == pytest.approx(t0 - a["data_movement_seconds"])
+
+
+def test_cnn_optimize__chosen_fusion_is_the_fastest_option(run):
+    path, _, plan = run
+    f = plan["fusion"]
+    ran = [o for o in f["options"] if o["seconds"] is not None]
+    assert len(ran) >= 2 and {o["fold_epilogues"] for o in f["options"]} == {False, True}
+    assert f["chosen"]["seconds"] == min(o["seconds"] for o in ran)
+    assert plan["plan"]["seconds"] <= plan["baseline"]["seconds"]
+    c = f["chosen"]
+    again = simulate_onnx(str(path), NPU2, fusion=c["fusion"], fold_epilogues=c["fold_epilogues"])
+    assert float(again.total_seconds) == pytest.approx(c["seconds"], rel=1e-12)
+
+
+def test_cnn_optimize__per_layer_table_groups_layers_and_states_their_mappings(run):
+    _, _, plan = run
+    d = plan["dataflow"]
+    layers = {r["op"]: r for r in d["layers"]}
+    assert [layers[op]["group"] for op in ("conv1", "conv2", "conv3", "dw", "fc")] == [
+        "strided", "3x3", "1x1", "depthwise", "fc"]
+    assert (layers["dw"]["kernel"], layers["dw"]["groups"], layers["conv1"]["stride"]) == ("3x3", 16, 2)
+    for op in ("conv1", "conv2", "dw"):  # the label is the evaluator's conv search's: its columns agree
+        assert layers[op]["dataflow"].startswith("conv ")
+        assert f"{layers[op]['columns']}c" in layers[op]["mapping"].split()[1]
+    assert layers["conv3"]["dataflow"] in ("ws", "is", "os") and layers["fc"]["dataflow"] in ("ws", "is", "os")
+    total = sum(r["seconds"] for r in d["layers"])
+    assert sum(g["seconds"] for g in d["groups"]) == pytest.approx(total)
+    assert len(d["rules"]) == len(d["groups"]) and all(g["group"] in rule for g, rule in zip(d["groups"], d["rules"]))
+
+
+def test_cnn_optimize__levers_are_simulated_on_the_plan(run):
+    _, _, plan = run
+    levers = {re.sub(r" \(.*", "", lv["lever"]): lv for lv in plan["levers"]}
+    assert {"DDR bandwidth +25 %", "one more column", "host dispatch overhead x0.5", "int8 weights and activations"} \
+        <= set(levers)
+    p = plan["plan"]["seconds"]
+    for lv in levers.values():
+        assert lv["error"] == "" and lv["gain_seconds"] == pytest.approx(p - lv["seconds"])
+    assert levers["DDR bandwidth +25 %"]["seconds"] <= p
+    assert levers["host dispatch overhead x0.5"]["gain_seconds"] == pytest.approx(
+        plan["plan"]["dispatches"] * NPU2.dispatch_overhead_s / 2)
+
+
+@pytest.mark.parametrize("option", [["--model", "llama-3.2-1b"], ["--weights", "int8"], ["--kv", "int8"],
+                                    ["--activations", "int8"], ["--regime", "decode:128"], ["--mix", "128:8"]])
+def test_cnn_optimize__refuses_an_llm_option_by_name(run, tmp_path, option):
+    path, _, _ = run
+    result = CliRunner().invoke(main, ["optimize", "--onnx", str(path), *option, "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and f"{option[0]}: an LLM option" in result.output
+    assert not (tmp_path / "x").exists()
+
+
+def test_cnn_optimize__onnx_options_without_onnx_are_refused_by_name():
+    result = CliRunner().invoke(main, ["optimize", "--dim", "batch=1", "--fold-epilogues"])
+    assert result.exit_code == 2
+    assert "--dim: applies only with --onnx" in result.output and "--fold-epilogues" in result.output
+
+
+def test_layer_group__names_each_layer_type():
+    from fastsim.onnx import build_graph
+
+    g = build_graph(zoo.mobilenet_v2(size=32, shapes_only=True))
+    groups = [layer_group(op) for op in g.graph.ops]
+    assert groups.count("depthwise") == 17 and groups.count("fc") == 1 and "strided" in groups
+    assert {"1x1", "elementwise", "pool"} <= set(groups)
