@@ -100,7 +100,8 @@ def gemm_options(fn):
                      "the same values as run llm's)"),
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
-                          "k_split, stream_split; docs/as_built.md): that design; the rest searched"),
+                          "k_split, stream_split, out_dtype, buffers; docs/as_built.md): that design; the rest "
+                          "searched"),
         click.option("--search-budget", "budget", default="exact", show_default=True, type=SEARCH_BUDGET,
                      help="candidates the mapping search simulates (at least its first batch: the best 6 and the "
                           "fixed whole_array mapping), best lower bound first, before it stops and reports its "
