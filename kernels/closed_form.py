@@ -65,7 +65,7 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             if math.isfinite(w):
                 per_c = max(per_c, groups / min(w, stream))
         if c_chip:
-            per_c = per_c * 0
+            per_c = 0.0  # C stays on chip: no shim writes
         for t in range(keep.shape[1]):
             if not keep[s, t]:
                 continue

@@ -352,8 +352,8 @@ class _Candidates:
     def __init__(self, op: Matmul, arch: Arch, pins: Pins):
         self.op, self.arch = op, arch
         self.bases: list[Mapping] = []
-        self.checks_of: list[list[str]] = []  # per batch, the reason template of each check
-        cols = {"base": [], "batch": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
+        self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
+        cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
                 "transfers": []}
         for batch in _batches(op, arch, pins):
             self._add(batch, pins, cols)
@@ -369,13 +369,11 @@ class _Candidates:
         ``reason`` is the first violated check (-1: legal)."""
         m, k, n, considered = _grid(self.op, batch, pins)
         found = ranked(self.op, batch, self.arch, m, k, n, considered)
-        self.checks_of.append(problem_templates(self.arch))
         for name, v in (("m", m), ("k", k), ("n", n)):
             cols[name].append(v.reshape(-1)[found["t"]])
         for name in ("bound", "energy", "reason", "transfers"):
             cols[name].append(found[name])
         cols["base"].append(len(self.bases) + found["s"])
-        cols["batch"].append(np.full(len(found["s"]), len(self.checks_of) - 1))
         self.bases += [st.mapping for st in batch.structures]
 
     def best(self, mask, count: int):
@@ -393,14 +391,12 @@ class _Candidates:
 
     def rejected_by_reason(self, is_legal) -> dict[str, int]:
         """How many illegal candidates each check rejected, by the check's short name, counted
-        per (batch, check) at once rather than candidate by candidate."""
-        a, checks_of = self.a, self.checks_of
+        per check at once rather than candidate by candidate."""
         by_reason = {}
-        width = 1 + max((len(c) for c in checks_of), default=0)
-        counts = np.bincount(a["batch"][~is_legal] * width + a["reason"][~is_legal])  # per (batch, reason)
-        for key in np.nonzero(counts)[0]:
-            short = checks_of[key // width][key % width].split(":")[0]
-            by_reason[short] = by_reason.get(short, 0) + int(counts[key])
+        counts = np.bincount(self.a["reason"][~is_legal])
+        for r in np.nonzero(counts)[0]:
+            short = self.checks[r].split(":")[0]
+            by_reason[short] = by_reason.get(short, 0) + int(counts[r])
         return by_reason
 
     def row(self, i) -> dict:
@@ -416,7 +412,7 @@ class _Candidates:
             r.update(_row(self.op, r["mapping"], self.arch))
             i = r.get("index", -1)
             if i >= 0 and self.a["reason"][i] >= 0:
-                r["reason"] = reason_text(self.checks_of[self.a["batch"][i]][self.a["reason"][i]], r["plan"])
+                r["reason"] = reason_text(self.checks[self.a["reason"][i]], r["plan"])
         return r
 
 
