@@ -34,7 +34,7 @@ from ..graph import CONV, MATMUL
 from ..onnx import OnnxGraph, build_graph, onnx_summary, simulate_onnx
 from ..version import __version__
 from .cnn_memo import dur
-from .levers import DDR_FACTOR, digest
+from .levers import arch_levers, digest
 from .regimes import binding
 
 FUSIONS = ("none", "groups", "chain")  # the evaluator's fusion settings ("auto" picks the best of them)
@@ -316,9 +316,7 @@ def _rule(g: dict) -> str:
 # -- levers and reproducibility -----------------------------------------------------------------
 
 def _arch_levers(arch: Arch) -> list[tuple[str, Arch]]:
-    return [(f"DDR bandwidth +{100 * (DDR_FACTOR - 1):.0f} % ({arch.ddr_bytes_per_s * DDR_FACTOR / 1e9:.4g} GB/s)",
-             arch.replace(ddr_bytes_per_s=arch.ddr_bytes_per_s * DDR_FACTOR)),
-            (f"one more column ({arch.columns + 1})", arch.replace(columns=arch.columns + 1)),
+    return [*arch_levers(arch),
             (f"host dispatch overhead x{DISPATCH_FACTOR:g} ({arch.dispatch_overhead_s * 1e6:.3g} -> "
              f"{arch.dispatch_overhead_s * DISPATCH_FACTOR * 1e6:.3g} us)",
              arch.replace(dispatch_overhead_s=arch.dispatch_overhead_s * DISPATCH_FACTOR))]

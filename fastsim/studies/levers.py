@@ -37,11 +37,16 @@ def _weights(dtype: str) -> Callable:
     return lambda s, a: (replace(s, precision=replace(s.precision, weights=dtype)), a)
 
 
+def arch_levers(arch: Arch) -> list[tuple[str, Arch]]:
+    """The hardware what-ifs every memo simulates (LLM and CNN): (name, the changed arch)."""
+    return [(f"DDR bandwidth +{100 * (DDR_FACTOR - 1):.0f} % ({arch.ddr_bytes_per_s * DDR_FACTOR / 1e9:.4g} GB/s)",
+             arch.replace(ddr_bytes_per_s=arch.ddr_bytes_per_s * DDR_FACTOR)),
+            (f"one more column ({arch.columns + 1})", arch.replace(columns=arch.columns + 1))]
+
+
 def levers(base: LlmStudy, arch: Arch) -> list[Lever]:
     """The levers that apply to this model and arch (a wider or narrower weight dtype where one exists)."""
-    out = [Lever(f"DDR bandwidth +{100 * (DDR_FACTOR - 1):.0f} % ({arch.ddr_bytes_per_s * DDR_FACTOR / 1e9:.4g} GB/s)",
-                 lambda s, a: (s, a.replace(ddr_bytes_per_s=a.ddr_bytes_per_s * DDR_FACTOR))),
-           Lever(f"one more column ({arch.columns + 1})", lambda s, a: (s, a.replace(columns=a.columns + 1)))]
+    out = [Lever(name, lambda s, a, changed=changed: (s, changed)) for name, changed in arch_levers(arch)]
     w = base.precision.weights
     if w in WIDER:
         out.append(Lever(f"wider weights ({w} -> {WIDER[w]})", _weights(WIDER[w])))
