@@ -63,3 +63,27 @@ def test_cli_reports_p50_p95_p99(tmp_path):
     lat = json.loads(r.output)["latency"]
     assert lat["quantiles"] == [0.5, 0.95, 0.99] and len(lat["ttft_s"]) == 3
     assert lat["token_latency_s"] == sorted(lat["token_latency_s"])
+
+
+def test_less_ddr_keeps_the_deployed_layout_and_mappings():
+    """Background traffic slows a deployed design; it does not re-map it: every op keeps the
+    mapping, fusion and cuts searched at full bandwidth, and the step is never faster."""
+    from fastsim.llm import simulate_llm
+    from fastsim.llm.run import pinned_layout
+
+    full = simulate_llm(SMALL, NPU2)
+    slower = NPU2.replace(ddr_bytes_per_s=NPU2.ddr_bytes_per_s * 0.5)
+    kept = simulate_llm(pinned_layout(SMALL, full), slower, mapped_on=NPU2)
+    for name in ("matmul_tile", "dataflow", "op_columns", "matmul_datapath", "fusion_group", "dispatch"):
+        assert np.array_equal(kept[name].values, full[name].values), name
+    assert float(kept.total_seconds) > float(full.total_seconds)
+    again = simulate_llm(pinned_layout(SMALL, full), NPU2, mapped_on=NPU2)  # the same part: the same run
+    assert float(again.total_seconds) == float(full.total_seconds)
+
+
+def test_mapped_on_another_part_is_refused():
+    from fastsim.arch import NPU1
+    from fastsim.llm import simulate_llm
+
+    with pytest.raises(ConfigError, match="mapped_on = npu1.*DDR bandwidth"):
+        simulate_llm(SMALL, NPU2, mapped_on=NPU1)

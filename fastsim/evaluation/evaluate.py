@@ -70,6 +70,12 @@ class Evaluation:
     def __post_init__(self):
         self.groups = find_groups(self.graph)
         self.pins.check(self.graph, kind_by_op(self.graph, self.groups))
+        on = self.pins.mapped_on
+        if on is not None and on.replace(ddr_bytes_per_s=self.arch.ddr_bytes_per_s) != self.arch:
+            raise ConfigError([f"mapped_on = {on.name}: a mapping is kept only on the same part with another DDR "
+                               f"bandwidth; {self.arch.name} differs in more"], "pins")
+        if on is not None and on == self.arch:
+            self.pins = replace(self.pins, mapped_on=None)  # the same arch: searched as usual (one cache key)
         self.mapping = _mapping_key(self.pins, self.arch)
         arch = self.arch
         self.capacity = (arch.compute_tiles * arch.compute.memory_bytes
@@ -299,4 +305,5 @@ def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
     op_design reads."""
     return (repr(arch), tuple(sorted(pins.dataflow)), tuple(sorted(pins.columns)), pins.residency,
             pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype,
-            tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)), pins.search_budget)
+            tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)), pins.search_budget,
+            None if pins.mapped_on is None else repr(pins.mapped_on))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arch import Arch
 from ..errors import Problems
 from ..graph import MATMUL, OpGraph
 
@@ -36,6 +37,10 @@ class GraphPins:
     # candidates each op's mapping search simulates (its best-bounded first); None: until the
     # answer is proven the best of its space (exact, slower); each op reports its optimality gap
     search_budget: int | None = 3
+    # the arch the searched mappings are chosen for (None: the one it runs on). A deployed design
+    # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
+    # share): search on the nominal arch, build and simulate on the one given to ``evaluate``
+    mapped_on: Arch | None = None
 
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):
         """A pin by op name, else by fusion pattern kind (overlays place groups), else by class."""

@@ -151,10 +151,11 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     if op.kind == CONV:
         return _conv_design(p, arch, pins, noop, at)
     real = matmul_of(p, pins)
+    on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
     tile = pins.pinned(pins.tiles, op.name, p.kind, op.op_class)
-    found = search(real, arch, Pins(dataflow=flows, cols=cols, col0=col0,
+    found = search(real, on, Pins(dataflow=flows, cols=cols, col0=col0,
                                   stream_split=None if pins.stream_split == "auto" else pins.stream_split,
                                   tile=tuple(tile) if tile else None,
                                   datapath=_datapath(pins, p, arch, real),
@@ -165,7 +166,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     if real.cast_cycles_per_weight:
         kernels.add(("vector", "cast"))
     twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), MATMUL_NOOP_DROPS)
-    if not noop and "cast" not in pins.noop:
+    if not noop and "cast" not in pins.noop and on is arch:
         return OpDesign(found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin,
                         found.best_lowered, found.gap)
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
@@ -191,6 +192,9 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDe
          f"{op.x.elem_bytes:g}: mixed-precision convs are not modelled")) if bad]
     if problems:
         raise ConfigError([f"{op.name}: {why}" for why in problems], "mapping")
+    if pins.mapped_on is not None:
+        raise ConfigError([f"{op.name}: a conv's mapping is searched on the arch it runs on (mapped_on is for "
+                           "matmul and vector ops)"], "mapping")
     conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency)
     found = search_conv(conv, arch, budget=pins.search_budget)
     kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", conv.dtype)})

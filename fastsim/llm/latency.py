@@ -7,6 +7,8 @@ between tokens and requests, on top of simulated times:
   drifts over time: an AR(1) process from token to token, with a uniform marginal on
   ``[0, ddr_share_max]``. Its effect is simulated, not scaled: the step is simulated with DDR
   bandwidth reduced by ``levels`` shares across that range and interpolated linearly in between.
+  The deployed layout runs at every share: fusion, cuts and op mappings are those searched at full
+  bandwidth (a running design does not re-map itself when other traffic takes bandwidth).
 - **Dispatch-overhead jitter**: every dispatch's host overhead is multiplied by a lognormal factor of
   mean 1 and coefficient of variation ``dispatch_jitter_cv``.
 - **Bursty arrivals and queueing**: requests come in bursts (Poisson bursts, geometric burst sizes of
@@ -61,14 +63,18 @@ class VarianceModel:
 
 def _steps_at_shares(study: LlmStudy, arch: Arch, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Decode-step and prefill seconds at each DDR share taken, and their dispatch counts."""
-    from .run import simulate_llm
+    from .run import pinned_layout, simulate_llm
 
     decode, prefill = [], []
     n_dec = n_pre = 1
+    deployed = {}  # regime -> its layout as searched at full bandwidth
+    for regime in ("decode", "prefill"):
+        full = simulate_llm(replace(study, regime=regime), arch)
+        deployed[regime] = (pinned_layout(replace(study, regime=regime), full), full)
     for s in shares:
         slower = arch.replace(ddr_bytes_per_s=arch.ddr_bytes_per_s * (1 - float(s)))
-        d = simulate_llm(replace(study, regime="decode"), slower)
-        p = simulate_llm(replace(study, regime="prefill"), slower)
+        d, p = (full if s == 0 else simulate_llm(layout, slower, mapped_on=arch)
+                for layout, full in (deployed["decode"], deployed["prefill"]))
         decode.append(float(d.total_seconds))
         prefill.append(float(p.total_seconds))
         n_dec, n_pre = int(d.attrs["dispatches"]), int(p.attrs["dispatches"])

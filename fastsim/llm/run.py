@@ -21,10 +21,13 @@ from .transformer import Pass, VectorCosts, build_graph, kv_bytes_per_token
 
 
 def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
-                 strict: bool = True) -> xr.Dataset:
+                 strict: bool = True, mapped_on: Arch | None = None) -> xr.Dataset:
     """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals.
     ``strict=False`` runs explicit cuts that do not fit a dispatch anyway and records what does not
-    fit (``dispatch_fits``, attr ``dispatch_problems``) instead of raising: a cut search's input."""
+    fit (``dispatch_fits``, attr ``dispatch_problems``) instead of raising: a cut search's input.
+    ``mapped_on``: the arch the op mappings were chosen for, when ``arch`` is that part with less
+    DDR bandwidth (a deployed layout under background traffic keeps its mappings; pin its fusion
+    and cuts too, ``pinned_layout``)."""
     with gc_paused():
         model = study.model_config().validate()
         study.validate(model)
@@ -32,7 +35,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         graph = build_graph(model, precision, study_pass(study, arch))
         on_host = host.selected(graph, study.host) if study.host else {}
         graph = host.offload(graph, on_host) if on_host else graph
-        pins = study_pins(study, precision)
+        pins = replace(study_pins(study, precision), mapped_on=mapped_on)
         result = evaluate(graph, arch, pins, limits, strict)
         attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
                  "prefill_context": study.prefill_context, "layers": model.num_layers, "batch": study.batch,
@@ -47,6 +50,13 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
             ds = host.account(ds, on_host, arch.dispatch_overhead_s)
             ds.attrs["dispatches"] = int(ds.attrs["dispatches"]) + host.islands(on_host)
         return ds
+
+
+def pinned_layout(study: LlmStudy, run: xr.Dataset) -> LlmStudy:
+    """``study`` with the layout of ``run`` (a ``simulate_llm`` Dataset) fixed: its fusion and its
+    cuts (no cuts pins one dispatch), so that a study varies one thing and keeps the rest."""
+    cuts = tuple(int(c) for c in run.attrs["cuts"].split(",") if c)
+    return replace(study, fusion=run.attrs["fusion"], cuts=cuts)
 
 
 def study_pass(study: LlmStudy, arch: Arch = NPU2) -> Pass:

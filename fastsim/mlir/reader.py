@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..arch import NPU1, NPU2, Arch
 from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
 from ..errors import ConfigError
+from .cascade import Cascades
 from .core import CoreReader
 from .kernels import DefaultCost, default_kernel_cost
 from .syntax import Atom, Group, Op, parse
@@ -226,6 +227,7 @@ class Reader:
         self.empty_devices: set[str] = set()  # symbols of the file's devices that hold no ops
         self.run_sequences: list[str] | None = None  # sequences to inline in order (a run list's aiex.run)
         self.run_calls: list[RunCall] = []  # aiex.configure of other devices in the runtime sequence
+        self.cascades = Cascades(self)  # aie.cascade_flow between cores
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -342,7 +344,7 @@ class Reader:
             elif "fastsim.cycles" in attrs(op):
                 self.declared_costs[sym.lstrip("@").strip('"')] = int_of(attrs(op)["fastsim.cycles"])
         elif name in ("aie.objectfifo", "aie.objectfifo.link", "aie.flow", "aie.packet_flow",
-                      "aie.shim_dma_allocation"):
+                      "aie.shim_dma_allocation", "aie.cascade_flow"):
             later.append(op)
         elif name in NO_TIMING:
             self.untimed.append((name, op.line))
@@ -383,6 +385,8 @@ class Reader:
             self._packet_flow(op)
         elif op.name == "aie.shim_dma_allocation":
             self._allocation(op)
+        elif op.name == "aie.cascade_flow":
+            self.cascades.declare(op)
         else:
             self.fifos.declare(op)
 

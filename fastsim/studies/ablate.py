@@ -19,7 +19,8 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
-from .regimes import binding, parse_regimes, pin_layout
+from ..llm.run import pinned_layout
+from .regimes import binding, parse_regimes
 from .variables import build
 
 
@@ -58,7 +59,7 @@ def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.D
     for regime in regimes:
         study = regime.study(base)
         baseline = simulate_llm(study, arch)
-        pinned = pin_layout(study, baseline)
+        pinned = pinned_layout(study, baseline)
         classes = _classes(baseline)
         ablated = {c: float(simulate_llm(replace(pinned, noop=(c,)), arch).total_seconds) for c in classes}
         movement = float(simulate_llm(replace(pinned, noop=tuple(classes)), arch).total_seconds)

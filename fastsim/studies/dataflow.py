@@ -28,7 +28,8 @@ from ..arch import NPU2, Arch
 from ..errors import ConfigError
 from ..graph import TENSOR_KINDS
 from ..llm import LlmStudy, simulate_llm
-from .regimes import parse_regimes, pin_layout
+from ..llm.run import pinned_layout
+from .regimes import parse_regimes
 from .variables import build
 
 STYLES = ("ws", "is", "os")
@@ -73,7 +74,7 @@ def dataflow(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr
     for regime in regimes:
         study = regime.study(base)
         searched = simulate_llm(study, arch)
-        pinned = pin_layout(study, searched)
+        pinned = pinned_layout(study, searched)
         runs = {s: _run(pinned, arch, {c: s for c in MATMUL_CLASSES}) for s in STYLES}
         runs["searched"] = searched  # its own layout pinned reproduces it exactly: no second run
         per_style = {s: _per_op(ds) for s, ds in runs.items() if ds is not None and s in STYLES}

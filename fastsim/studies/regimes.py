@@ -56,13 +56,6 @@ def parse_regimes(texts) -> list[Regime]:
     return out
 
 
-def pin_layout(study, run):
-    """``study`` with the layout of ``run`` (an LLM Dataset) fixed: its fusion and its cuts (no cuts
-    pins one dispatch), so that a study varies one thing and keeps the rest."""
-    cuts = tuple(int(c) for c in run.attrs["cuts"].split(",") if c)
-    return replace(study, fusion=run.attrs["fusion"], cuts=cuts)
-
-
 def binding(run, pick) -> str:
     """The resource with the highest utilization over most of the picked ops' time in ``run``."""
     time = {}
