@@ -111,8 +111,8 @@ def test_dma_task__persistent_core_ends_when_data_stops():
 def test_unsupported__op_is_named_with_its_line():
     with pytest.raises(MlirError) as e:
         read_design(HERE / "unsupported_op.mlir")
-    assert e.value.stops == [("aie.cascade_flow", 6)]
-    assert "unsupported_op.mlir:6: op 'aie.cascade_flow'" in str(e.value)
+    assert e.value.stops == [("aie.switchbox", 6)]
+    assert "unsupported_op.mlir:6: op 'aie.switchbox'" in str(e.value)
     assert isinstance(e.value, ConfigError)
 
 

@@ -58,6 +58,9 @@ class Cascades:
         arch = self.r.design.arch
         if abs(src.col - dst.col) + abs(src.row - dst.row) != 1:
             raise Unreadable(f"a cascade joins neighbouring tiles; {src} and {dst} are not neighbours")
+        if dst.col < src.col or dst.row > src.row:
+            raise Unreadable(f"an AIE-ML cascade runs east or south (its input is North or West); {src} -> {dst} "
+                             "does not")
         if any(arch.tile_kind_name(t.row) != "compute" for t in (src, dst)):
             raise Unreadable(f"a cascade joins compute tiles' cores ({src} -> {dst})")
         if src in self.out or dst in self.into:

@@ -7,6 +7,7 @@ with constant bounds become loops. Adjacent inline costs merge into one Compute.
 from __future__ import annotations
 
 from ..design import Acquire, Compute, Loop, Release
+from .cascade import cascade_words
 from .kernels import FREE_OPS, INLINE_DIALECTS, INLINE_OP_CYCLES
 from .syntax import Atom, Group
 from .values import Unreadable, groups, int_of, split, word
@@ -24,12 +25,15 @@ class CoreReader:
     def __init__(self, reader, tile):
         self.r, self.tile = reader, tile
         self.endless = False
+        self.cascade_named = False  # a kernel called here says put or get (fastsim.mlir.cascade)
 
     def blocks(self, blocks) -> list:
         """A core region: its entry block, then along ``cf.br``: a jump forward continues there,
         a block that jumps to itself is an endless loop (how ``while (true)`` lowers); any other
         control flow is outside the subset."""
         by_label = {b.label: b for b in blocks}
+        self.cascade_named = any(cascade_words(_callee(op)) for b in blocks for op in _walk(b.ops)
+                                 if op.name == "func.call")
         out: list = []
         held: dict = {}
         done: set = set()
@@ -88,7 +92,8 @@ class CoreReader:
             out.append(Release(rel, n))
             held[(fifo, port)] = max(0, held.get((fifo, port), 0) - n)
         elif name == "func.call":
-            callee = word([i for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"][:1]).lstrip("@")
+            callee = _callee(op)
+            out += r.cascades.rendezvous(*r.cascades.flows_of_call(self.tile, callee, self.cascade_named))
             out.append(Compute(r.kernel_cycles(op, callee), callee))
         elif name.startswith(INLINE_DIALECTS):
             out.append(Compute(INLINE_OP_CYCLES, INLINE))
@@ -131,6 +136,19 @@ class CoreReader:
             raise Unreadable("object-FIFO acquires and releases in this loop never settle into a steady pattern")
         out.extend(first)
         out.append(_loop(count - 1, steady))
+
+
+def _callee(op) -> str:
+    return word([i for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"][:1]).lstrip("@")
+
+
+def _walk(ops):
+    """Ops and the ops of their regions, depth first."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            for block in region.blocks:
+                yield from _walk(block.ops)
 
 
 def _holding(held: dict) -> dict:

@@ -228,6 +228,7 @@ class Reader:
         self.run_sequences: list[str] | None = None  # sequences to inline in order (a run list's aiex.run)
         self.run_calls: list[RunCall] = []  # aiex.configure of other devices in the runtime sequence
         self.cascades = Cascades(self)  # aie.cascade_flow between cores
+        self.trace_sinks: set[Channel] = set()  # S2MM channels that flows from Trace ports reach
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -386,7 +387,10 @@ class Reader:
         elif op.name == "aie.shim_dma_allocation":
             self._allocation(op)
         elif op.name == "aie.cascade_flow":
-            self.cascades.declare(op)
+            try:
+                self.cascades.declare(op)
+            except Unreadable as e:  # a cascade fastsim cannot model: named as a stop
+                self.unsupported(op, str(e))
         else:
             self.fifos.declare(op)
 
@@ -399,12 +403,18 @@ class Reader:
     def _flow(self, op: Op, src_t, src_p, dst_t, dst_p) -> None:
         (st, sb, si), (dt, db, di) = self._port(src_t, src_p), self._port(dst_t, dst_p)
         if sb in ENDLESS_FLOW_BUNDLES or db in ENDLESS_FLOW_BUNDLES:
+            if sb in ENDLESS_FLOW_BUNDLES and db == "DMA":
+                self.trace_sinks.add(Channel(dt, S2MM, di))
             self.untimed.append((op.name, op.line))
             return
         if sb != "DMA" or db != "DMA":
             self.unsupported(op, f"a {sb} -> {db} stream: only DMA -> DMA streams are modelled")
             return
         self.connect(Channel(st, MM2S, si), Channel(dt, S2MM, di), op)
+
+    def is_trace_sink(self, ch: Channel) -> bool:
+        """Only flows from Trace ports reach this S2MM channel: what it writes is trace."""
+        return ch in self.trace_sinks and not any(ch in dsts for dsts in self.routes.values())
 
     def connect(self, src: Channel, dst: Channel, op: Op | None = None) -> None:
         dsts = self.routes.setdefault(src, [])
@@ -423,6 +433,11 @@ class Reader:
         st, sb, si = self._port(s[0], s[1])
         ends = {self._port(*split(groups(d, "<")[0].items)[:2])[1] for d in dsts}
         if sb in ENDLESS_FLOW_BUNDLES or sb in TOKEN_FLOW_BUNDLES and ends == {"South"}:
+            if sb in ENDLESS_FLOW_BUNDLES:
+                for d in dsts:
+                    dt, db, di = self._port(*split(groups(d, "<")[0].items)[:2])
+                    if db == "DMA":
+                        self.trace_sinks.add(Channel(dt, S2MM, di))
             self.untimed.append((op.name, op.line))
             return
         for d in dsts:

@@ -13,12 +13,11 @@ from dataclasses import replace
 from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, Task
 from .syntax import Atom, Group
+from .trace_setup import INERT_REGISTERS, TraceSetup
 from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
 
 
-# register addresses (within a tile) whose writes change nothing fastsim models: the core's
-# processor-bus enable (AM025 Core_Processor_Bus), which lets a core reach memory-mapped registers
-INERT_REGISTERS = {0x32038: "Core_Processor_Bus"}
+__all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent"]
 # ops that name runtime-argument views for an aiex.run (no host time)
 VIEW_OPS = frozenset({"memref.subview", "memref.reinterpret_cast", "memref.cast", "arith.constant"})
 
@@ -28,10 +27,12 @@ class SequenceReader:
         self.r = reader
         self.d = reader.design
         self.bds: dict = {}  # identical shim BDs are one BD (a sequence reuses a few BD ids)
+        self.trace = TraceSetup(reader)  # trace set up by register writes: no time
 
     def read(self, op) -> None:
         self._arguments(op)
         self._ops(op.regions[0].ops if op.regions else ())
+        self.trace.finish()
         self._fit_arguments()
 
     def _ops(self, ops) -> None:
@@ -95,8 +96,14 @@ class SequenceReader:
             self.d.wait(Channel(tile, direction, int_of(a["channel"], env)))
         elif name == "aiex.npu.load_pdi" and self._loads_itself_or_nothing(op):
             self.r.untimed.append((name, op.line))
-        elif name == "aiex.npu.maskwrite32" and self._inert_register(op):
+        elif name in ("aiex.npu.write32", "aiex.npu.maskwrite32") and self.trace.write(op):
             self.r.untimed.append((name, op.line))
+        elif name == "aiex.npu.writebd":
+            self.trace.writebd(op)  # trace setup when a trace channel's task queue starts it (finish)
+        elif name == "aiex.npu.address_patch":
+            self.trace.address_patch(op)  # likewise, with the BD it patches
+        elif name == "memref.assume_alignment":
+            pass  # a promise about a runtime argument's address: no host time
         elif name == "aiex.configure" and self._configures_itself(op):
             self.r.untimed.append((name, op.line))  # loading the configuration: not modelled
             self._ops(op.regions[0].ops if op.regions else ())
@@ -154,14 +161,6 @@ class SequenceReader:
         ref = attrs(op).get("device_ref")
         sym = word(ref).lstrip("@") if ref else None
         return sym is not None and (sym == self.r.device_symbol or sym in self.r.empty_devices)
-
-    def _inert_register(self, op) -> bool:
-        """A register write fastsim knows to change nothing it models (``INERT_REGISTERS``)."""
-        values = split(groups(op, "(")[0].items) if groups(op, "(") else []
-        try:
-            return bool(values) and int_of(values[0], self.r.env) in INERT_REGISTERS
-        except Unreadable:
-            return False
 
     def _symbol_channel(self, op, items) -> Channel:
         sym = word(items).lstrip("@")
