@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from fastsim import NPU1, NPU2
 from fastsim.lower import lower
+from fastsim.validate import validate_design
 from fastsim.mapping import Mapping, Matmul, Pins, matmul_design, search
 
 _search = __import__("fastsim.mapping.search", fromlist=["_Candidates"])  # the module, not the function
@@ -46,6 +47,9 @@ def test_bounds__never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_ch
     rows = _simulated(op, arch, table, picked)
     assert len(rows) >= min(4, len(legal))
     for r in rows:
+        # the search simulates candidates unvalidated and validates only its answer: sound only if
+        # every legal candidate's design is valid
+        validate_design(r["design"])
         assert r["status"] == "ok", (r["mapping"].label(), r["status"])  # no legal candidate deadlocks
         assert r["cycles"] >= r["lower_bound_cycles"], (r["mapping"].label(), r["cycles"], r["plan"]["bounds"])
 

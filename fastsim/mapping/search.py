@@ -29,6 +29,7 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
+from ..validate import validate_design
 from .paths import STREAM_SPLITS, stream_rates
 from .candidates import ranked
 from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
@@ -259,6 +260,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
         _add_baseline(op, arch, legal, chosen)
     explored = _BranchAndBound(op, arch, table, is_legal, budget)
     fastest = explored.run(chosen)
+    validate_design(fastest["design"])  # candidates were simulated unvalidated (``_simulate``)
     ranked = [_public(table.planned(explored.known(r)), fastest) for r in legal[:keep]]
     ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
     rejected = [dict(_public(r, None), reason=r["reason"])
@@ -470,7 +472,10 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
     from .design import matmul_design
 
     designs = [matmul_design(op, r["mapping"], arch) for r in rows]
-    lowered = [lower(d) for d in designs]  # kept: a caller that derives the NOOP twin needs them
+    # kept: a caller that derives the NOOP twin needs them. Unvalidated: the search validates the
+    # design it answers with (``_search``); a loser cannot change the answer, so its checks (a
+    # fifth of a decode sweep point's time) are skipped
+    lowered = [lower(d, validate=False) for d in designs]
     runs = lowered
     if cap_cycles is not None:
         runs = [replaced(lw, prm=lw.prm.copy()) for lw in lowered]
