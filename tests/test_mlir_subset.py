@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from fastsim.errors import SimulationError
-from fastsim.mlir import read_design, read_text, simulate_design
+from fastsim.mlir import MlirError, read_design, read_text, simulate_design
 from fastsim.mlir.ablate import ablate
 
 HERE = Path(__file__).parent / "mlir"
@@ -178,3 +178,23 @@ def test_shim_bd_reuse__a_bd_pushed_again_after_a_wait_stays_resident():
         return host_bds_at_once(d)[d.shim(0)]
 
     assert (peak(False), peak(True)) == (1, 2)
+
+
+def test_sequence__a_scalar_runtime_argument_stops_only_the_op_that_needs_its_value():
+    """``%n: i64`` is a value the host passes at run time, not a DDR buffer: a sequence that only
+    receives it reads; one whose host code computes with it stops at that op, named."""
+    design = """module {
+  aie.device(npu2) {
+    %shim = aie.tile(0, 0)
+    %core = aie.tile(0, 2)
+    aie.objectfifo @in(%shim, {%core}, 2 : i32) : !aie.objectfifo<memref<16xi32>>
+    aie.runtime_sequence(%a: memref<16xi32>, %n: i64) {
+      BODY
+      aiex.npu.dma_memcpy_nd(%a[0, 0, 0, 0][1, 1, 1, 16][0, 0, 0, 1]) {id = 0 : i64, metadata = @in} : memref<16xi32>
+    }
+  }
+}"""
+    read_text(design.replace("BODY", ""), source="passes_n")
+    with pytest.raises(MlirError) as e:
+        read_text(design.replace("BODY", "%i = arith.index_cast %n : i64 to index"), source="uses_n")
+    assert e.value.stops == [("arith.index_cast", 7)]

@@ -2,7 +2,8 @@
 
 ``read_design(path, kernels=...)`` parses the MLIR text with a lark grammar (``syntax``), lowers the
 physical form (buffers, locks, flows, DMA BD chains, cores) and the object-FIFO form (``fifo``),
-cores (``core``) and the runtime sequence (``sequence``) into a ``Design``; ``simulate_design``
+cores (``core``) and the runtime sequence (``sequence``) into a ``Design``, after placing
+``aie.logical_tile``s as mlir-aie's placer does (``place``); ``simulate_design``
 runs it. ``write_design`` writes any Design as physical-form MLIR that reads back to the same
 cycles (``export``). A file whose runtime sequence configures and runs other devices (a run
 list) is simulated by ``simulate_run_list``. docs/mlir.md lists the subset and the assumptions.

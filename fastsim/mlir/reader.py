@@ -15,7 +15,10 @@ from ..errors import ConfigError
 from .cascade import Cascades
 from .core import CoreReader
 from .kernels import DefaultCost, default_kernel_cost
+from .place import PlacementError, place
+from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Group, Op, parse
+from .tile_array import tile_array
 from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of, split,
                      word)
 
@@ -163,6 +166,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_ker
                source)
     r.default_kernel_cycles = default_kernel_cycles
     r.device_symbol = symbol
+    r.device_name = name
     r.empty_devices = _empty(devices)
     r.run_sequences = sequences
     r.read_device(dev)
@@ -229,6 +233,8 @@ class Reader:
         self.run_calls: list[RunCall] = []  # aiex.configure of other devices in the runtime sequence
         self.cascades = Cascades(self)  # aie.cascade_flow between cores
         self.trace_sinks: set[Channel] = set()  # S2MM channels that flows from Trace ports reach
+        self.device_name = ""  # the aie.device's target (npu1, npu2_4col, ...)
+        self.placed: dict = {}  # logical tile value -> (col, row) (fastsim.mlir.place)
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -285,6 +291,8 @@ class Reader:
         from .fifo import Fifos
 
         ops = dev.regions[0].ops if dev.regions else ()
+        if not self._place_logical_tiles(dev):
+            return
         later, dmas, cores, sequences = [], [], [], []
         for op in ops:  # pass 1: tiles, buffers, locks (also those inside DMA regions)
             self._guard(self._declare, op, later, dmas, cores, sequences)
@@ -299,6 +307,32 @@ class Reader:
         for src, dsts in self.routes.items():
             self.design.route(src, *dsts)
         self._sequences(sequences)
+
+    def _place_logical_tiles(self, dev: Op) -> bool:
+        """Place the device's ``aie.logical_tile``s as ``aie-opt --aie-place-tiles`` does
+        (``fastsim.mlir.place``); False, with the problem recorded, when they cannot be."""
+        if not has_logical_tiles(dev):
+            return True
+        try:
+            graph = read_graph(dev)
+        except Unreadable as e:
+            op = next(o for o in dev.regions[0].ops if o.name == "aie.logical_tile")
+            self.problem(op, str(e))
+            return False
+        array = tile_array(self.device_name)
+        if array is None:
+            self.unsupported(graph.logical[0].op, f"placing logical tiles on device {self.device_name!r}: "
+                                                  "only the npu1* and npu2* tile arrays are known")
+            return False
+        try:
+            self.placed = place(graph, array)
+        except PlacementError as e:
+            op = next((t.op for t in graph.logical if t.value == e.value), dev)
+            self.problem(op, str(e))
+            return False
+        self.notes.append("logical tiles placed as aie-opt --aie-place-tiles places them: " + ", ".join(
+            f"{t.value} -> ({self.placed[t.value][0]}, {self.placed[t.value][1]})" for t in graph.logical))
+        return True
 
     def _guard(self, fn, op: Op, *args) -> None:
         try:
@@ -320,7 +354,7 @@ class Reader:
             col, row = int_list(groups(op, "(")[0])
             self.env[op.results[0]] = Tile(col, row)
         elif name == "aie.logical_tile":
-            self.unsupported(op, "tiles placed by the compiler")
+            self.env[op.results[0]] = Tile(*self.placed[op.results[0]])
         elif name == "aie.buffer":
             self._buffer(op)
         elif name == "aie.lock":

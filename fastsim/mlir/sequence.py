@@ -72,6 +72,8 @@ class SequenceReader:
             values = [i for i in entry if isinstance(i, Atom) and i.kind == "VALUE"]
             if not values:
                 continue
+            if not any(isinstance(i, Atom) and i.text == "memref" for i in entry):
+                continue  # a scalar the host passes (%n: i64): ops that need its value say so
             shape, bits = memref_of(entry)
             buf = self.d.ddr_buffer(memref_bytes(shape, bits), values[0].text.lstrip("%"))
             self.r.env[values[0].text] = buf
