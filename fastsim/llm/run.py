@@ -21,7 +21,7 @@ from .transformer import Pass, VectorCosts, build_graph, kv_bytes_per_token
 
 
 def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
-                 strict: bool = True, mapped_on: Arch | None = None) -> xr.Dataset:
+                 strict: bool = True, *, mapped_on: Arch | None = None) -> xr.Dataset:
     """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals.
     ``strict=False`` runs explicit cuts that do not fit a dispatch anyway and records what does not
     fit (``dispatch_fits``, attr ``dispatch_problems``) instead of raising: a cut search's input.

@@ -7,7 +7,8 @@
    compute, DDR, shim columns and DMA streams.
 3. Branch and bound: rank legal candidates by lower bound (then closed-form energy, then fewer
    transfers: deterministic) and simulate them cycle-exactly in batched engine calls, best-bounded
-   first (the first batch: the best ``top`` of distinct families, plus the baseline mapping), until
+   first (the first batch: the best ``top`` of distinct families; then the baseline mapping, if its
+   bound says it could win), until
    no candidate left unsimulated has a lower bound below the fastest simulated cycles. The answer is
    then the fastest mapping of the whole space (``optimal``), ties broken by energy. With a
    ``budget`` (candidates simulated) the search may stop first and reports its optimality gap:
@@ -256,10 +257,11 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
     legal = [table.row(i) for i in table.best(is_legal, max(keep, 8 * top))]
     chosen = _distinct(legal, top)
+    baseline = None
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
-        _add_baseline(op, arch, legal, chosen)
+        baseline = _baseline(op, arch, legal, chosen)
     explored = _BranchAndBound(op, arch, table, is_legal, budget)
-    fastest = explored.run(chosen)
+    fastest = explored.run(chosen, baseline)
     validate_design(fastest["design"])  # candidates were simulated unvalidated (``_simulate``)
     ranked = [_public(table.planned(explored.known(r)), fastest) for r in legal[:keep]]
     ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
@@ -282,7 +284,10 @@ class _BranchAndBound:
         self.by_design: dict[Mapping, dict] = {}  # a design's key mapping (``_design_key``) -> its simulated row
         self.count = 0
 
-    def run(self, first: list[dict]) -> dict:
+    def run(self, first: list[dict], baseline: dict | None = None) -> dict:
+        """``baseline``: the fixed whole-array mapping's row, simulated after the first batch
+        whenever its (valid) bound says it could still win or tie, budget or not: the answer is
+        never slower than it."""
         batch, size = first, 4
         while batch:
             if self.budget is not None:
@@ -290,6 +295,12 @@ class _BranchAndBound:
             self._simulate(batch)
             ok = [r for r in self.rows if r["status"] == "ok"]
             best = min(r["cycles"] for r in ok) if ok else np.inf
+            if baseline is not None:
+                if self.table.planned(baseline)["lower_bound_cycles"] <= best:
+                    self._simulate([baseline])
+                    ok = [r for r in self.rows if r["status"] == "ok"]
+                    best = min(r["cycles"] for r in ok) if ok else np.inf
+                baseline = None
             if self.unexplored_bound() >= best or (self.budget is not None and self.count >= self.budget):
                 break
             size *= 2
@@ -424,21 +435,22 @@ def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:
             "energy_pj": float(plan["energy_pj"]), "plan": plan}
 
 
-def _add_baseline(op: Matmul, arch: Arch, legal: list[dict], chosen: list[dict]) -> None:
-    """Simulate the fixed whole_array mapping too (when legal, and unless it would leave whole rows
-    or columns of cores computing padding, as ``structures`` skips), so the answer is never slower."""
+def _baseline(op: Matmul, arch: Arch, legal: list[dict], chosen: list[dict]) -> dict | None:
+    """The fixed whole_array mapping's row, to be simulated when it could win (when legal, not in
+    the first batch already, and unless it would leave whole rows or columns of cores computing
+    padding, as ``structures`` skips), so that the answer is never slower."""
     baseline = baseline_mapping(arch)
     s = structure(op, baseline, arch)
     if isinstance(s, str) or s.pm > op.m or s.pn > op.n:  # whole M or N parts of padding: skipped
-        return
+        return None
     baseline = replace(baseline, datapath=s.macs_key)
     if any(r["mapping"] == baseline for r in chosen):
-        return
+        return None
     try:
         check(op, baseline, arch)
     except ConfigError:
-        return
-    chosen.append(next((r for r in legal if r["mapping"] == baseline), None) or _row(op, baseline, arch))
+        return None
+    return next((r for r in legal if r["mapping"] == baseline), None) or _row(op, baseline, arch)
 
 
 def _distinct(rows: list[dict], top: int) -> list[dict]:
