@@ -309,7 +309,7 @@ TEXT = st.sampled_from(["0", "-1", "1", "7", "64", "100", "x", "", "1e3", "nan",
 GEMM_OPTIONS = st.sampled_from(["--m", "--k", "--n", "--dtype", "--tile", "--l2", "--cols", "--dataflow",
                                 "--efficiency", "--stream-split"])
 LLM_OPTIONS = st.sampled_from(["--context", "--prompt", "--batch", "--weights", "--kv", "--cuts", "--fusion",
-                               "--residency", "--efficiency", "--stream-split", "--noop", "--dataflow", "--columns"])
+                               "--residency", "--kernel-efficiency", "--stream-split", "--noop", "--dataflow", "--columns"])
 
 
 @st.composite

@@ -1,6 +1,7 @@
 """What the commands share: loading an arch, ending on an error, the size guard, and the option
 groups several commands take (the GEMM and its pins, the LLM study's model, the ``run`` options
-that may also follow the workload)."""
+that may also follow the workload), and the option of each declared LLM study parameter
+(``study_option``, from ``fastsim.llm.parameters``)."""
 from __future__ import annotations
 
 import sys
@@ -9,6 +10,7 @@ import click
 
 from ..arch import load
 from ..errors import ConfigError
+from ..llm.parameters import BY_NAME, Parameter
 
 # Sizes past which a run takes minutes or more here: the CLI asks for --yes (the API's hard limits
 # are in the workload validators).
@@ -95,7 +97,7 @@ def gemm_options(fn):
         click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
                      help="matmul kernel efficiency, fraction of the MAC array's peak (default: the arch's "
                           "measured one-core figure per datapath)"),
-        click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
+        click.option("--stream-split", type=click.Choice(BY_NAME["stream_split"].choices), default="auto",
                      show_default=True, help="how shared operands are streamed over columns (auto: searched; "
                      "the same values as run llm's)"),
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
@@ -171,7 +173,39 @@ def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     return replace(g, **table)
 
 
-WEIGHT_CHOICES = ["int4", "mxfp4", "int8", "fp8", "bf16", "fp16", "fp32"]  # fastsim.llm.model.WEIGHT_DTYPES
+class Unsettable(click.ParamType):
+    """A declared parameter whose unset word (``exact``) means None; any other value is converted
+    by the parameter's type and range-checked by the study, so the CLI and the API say the same."""
+
+    def __init__(self, param: Parameter):
+        self.param, self.name = param, f"N|{param.unset}"
+
+    def convert(self, value, param, ctx):
+        if value in (None, self.param.unset):
+            return None
+        try:
+            return self.param.type(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r}: {self.param.allowed()}, or {self.param.unset}", param, ctx)
+
+
+def study_option(name: str, *, extra_choices: tuple[str, ...] = (), more_help: str = ""):
+    """The click option of a declared LLM study parameter (``fastsim.llm.parameters``): named
+    ``--name-with-dashes``, with its type, choices (and ``extra_choices`` a command adds), default
+    and help. Ranges are stated in the help and checked by ``LlmStudy.validate``, so a value out of
+    range gets the one message the API gives too."""
+    p = BY_NAME[name]
+    flag = "--" + name.replace("_", "-")
+    text = p.help + (f"; {more_help}" if more_help else "")
+    if p.type is bool:
+        return click.option(f"{flag}/--no-{flag[2:]}", name, default=p.default, show_default=True, help=text)
+    if p.choices:
+        kind = click.Choice([*p.choices, *extra_choices])
+    else:
+        kind = Unsettable(p) if p.unset else {int: click.INT, float: click.FLOAT}[p.type]
+        text += f" ({p.allowed()})"
+    default = p.unset if p.unset and p.default is None else p.default
+    return click.option(flag, name, type=kind, default=default, show_default=p.default is not None, help=text)
 
 
 def model_options(fn, several: bool = False, regimes: bool = True):
@@ -185,9 +219,9 @@ def model_options(fn, several: bool = False, regimes: bool = True):
                                 "decode:4096 and prefill:1024)")] if regimes else []
     return with_options([
         model,
-        click.option("--weights", type=click.Choice(WEIGHT_CHOICES), default="int4", show_default=True),
-        click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
-        click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True),
+        study_option("weights"),
+        study_option("kv"),
+        study_option("activations"),
         click.option("--arch", "arch_name", default="npu2", show_default=True,
                      help="preset (npu1, npu2) or a TOML file with an [arch] table"),
         *regime,

@@ -10,27 +10,23 @@ from types import SimpleNamespace
 import click
 
 from ..errors import ConfigError, SimulationError
-from ..llm.model import WEIGHT_DTYPES
 from ..llm.routing import MODES as ROUTING_MODES
 from ..report import units_of
-from .common import MODEL_HELP, SEARCH_BUDGET, SOFT_LIMITS, fail, run_options_here, too_big
+from .common import MODEL_HELP, SOFT_LIMITS, fail, run_options_here, study_option, too_big
 from .llm_inputs import TENSOR_KINDS
 
 
 @click.command("llm")
 @run_options_here
 @click.option("--model", default="llama-3.2-1b", show_default=True, help=MODEL_HELP)
-@click.option("--regime", type=click.Choice(["decode", "prefill", "encode", "generate"]), default="decode",
-              show_default=True, help="generate: prefill, overlay switch, then --new-tokens decode steps; "
-                                      "encode: --prompt tokens through an encoder (bert-base)")
+@study_option("regime", extra_choices=("generate",),
+              more_help="generate: prefill, overlay switch, then --new-tokens decode steps")
 @click.option("--new-tokens", default=128, show_default=True, type=int, help="generate: tokens to decode")
-@click.option("--context", default=4096, show_default=True, type=int, help="decode: cached tokens")
-@click.option("--prompt", default=2048, show_default=True, type=int, help="prefill and encode: prompt tokens")
-@click.option("--prefill-context", default=0, show_default=True, type=int,
-              help="prefill: tokens already cached before the prompt (chunked prefill)")
-@click.option("--batch", default=1, show_default=True, type=int)
-@click.option("--weights", type=click.Choice(WEIGHT_DTYPES), default="int4", show_default=True,
-              help="every weight tensor's dtype unless --tensor-dtype or --checkpoint says otherwise")
+@study_option("context")
+@study_option("prompt")
+@study_option("prefill_context")
+@study_option("batch")
+@study_option("weights", more_help="set one kind with --tensor-dtype, or measure them with --checkpoint")
 @click.option("--tensor-dtype", "tensor_dtypes", multiple=True, metavar="KIND=DTYPE",
               help=f"one kind of weight tensor stored differently (repeatable), KIND one of {', '.join(TENSOR_KINDS)}, "
                    "DTYPE as --weights, e.g. --tensor-dtype lm_head=bf16 --tensor-dtype embedding=bf16")
@@ -38,8 +34,8 @@ from .llm_inputs import TENSOR_KINDS
               help="a .safetensors file, a folder of .safetensors shards or a .gguf file: bytes per weight of "
                    f"each kind ({', '.join(TENSOR_KINDS)}) measured from its headers (its weight counts must "
                    "match the model's within 2 %)")
-@click.option("--kv", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
-@click.option("--activations", type=click.Choice(["bf16", "int8"]), default="bf16", show_default=True)
+@study_option("kv")
+@study_option("activations")
 @click.option("--routing", type=click.Choice(ROUTING_MODES), default="expected", show_default=True,
               help="mixture-of-experts models: which experts tokens pick; expected: the routing closest to the "
                    "expectation, sampled: drawn with --routing-seed")
@@ -60,22 +56,18 @@ from .llm_inputs import TENSOR_KINDS
                    "spatial pipeline, e.g. ffn:pipeline+flash_attention")
 @click.option("--dataflow", "dataflows", multiple=True, help="CLASS_OR_OP=ws|is|os (repeatable)")
 @click.option("--columns", "columns", multiple=True, help="CLASS_OR_OP=N columns to run on (repeatable)")
-@click.option("--residency", type=click.Choice(["streamed", "static"]), default="streamed", show_default=True)
+@study_option("residency")
 @click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False), default=None,
               help="an overlay or as-built TOML (docs/as_built.md): [model] precision and per-regime "
                    "[prefill]/[decode]/[encode] tables (fusion, cuts, columns, dataflow, datapath, tiles, l2); "
                    "what it leaves open is searched and reported")
 @click.option("--save-overlay", "save_overlay", type=click.Path(dir_okay=False), default=None,
               help="write the layout this run used as an overlay TOML")
-@click.option("--efficiency", default=None, type=click.FloatRange(0, 1, min_open=True),
-              help="matmul kernel efficiency (default: the arch's measured one-core figure per datapath)")
-@click.option("--stream-split", type=click.Choice(["auto", "equal", "proportional"]), default="auto",
-              show_default=True, help="how streamed tensors are shared among columns (auto: proportional "
-              "for element-wise ops, searched for matmuls)")
-@click.option("--search-budget", default="3", show_default=True, type=SEARCH_BUDGET,
-              help="candidates each matmul's mapping search simulates, best lower bound first; 'exact': until "
-                   "each op's mapping is proven the best of its space (slower; the report gives what the budget "
-                   "may leave on the table)")
+@study_option("kernel_efficiency")
+@study_option("stream_split")
+@study_option("search_budget", more_help="exact is slower; the report gives what the budget may leave on the table")
+@study_option("causal_halving")
+@study_option("lm_head_last_only")
 @click.option("--whole-run", is_flag=True,
               help="choose the matmuls' kernels for the whole pass, not op by op: where their distinct kernels "
                    "outgrow program memory (a reload every layer), move ops onto kernels others use when the "
@@ -128,6 +120,8 @@ REGIME_OPTIONS = (("context", ("decode",), "generate decodes from the prompt's l
                   ("prompt", ("prefill", "encode", "generate"), "decode reads --context cached tokens"),
                   ("prefill_context", ("prefill", "generate"), "decode reads --context cached tokens"),
                   ("new_tokens", ("generate",), "only --regime generate decodes new tokens"),
+                  ("causal_halving", ("prefill", "generate"), "only a prefill's causal attention skips masked keys"),
+                  ("lm_head_last_only", ("prefill", "generate"), "only a prefill has tokens before the last"),
                   ("whole_run", ("decode", "prefill", "encode"), "a generation runs two layouts: search each with "
                    "--regime decode and --regime prefill"),
                   ("save_overlay", ("decode", "prefill", "encode"), "a generation runs two layouts: save each "
@@ -199,8 +193,9 @@ def _study(ctx, o):
                     precision=precision, routing=routing_from(ctx, o, model),
                     dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
                     columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
-                    cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.efficiency, fusion=o.fusion,
-                    stream_split=o.stream_split, search_budget=o.search_budget)
+                    cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.kernel_efficiency,
+                    fusion=o.fusion, stream_split=o.stream_split, search_budget=o.search_budget,
+                    causal_halving=o.causal_halving, lm_head_last_only=o.lm_head_last_only)
 
 
 def _as_built_precision(ctx, o, precision):

@@ -8,16 +8,11 @@ from ..errors import ConfigError, Problems
 from ..graph import OP_CLASSES
 from ..mapping.fusion import GROUP_KINDS, MODES as FUSION_MODES, PIPELINABLE, valid_fusion
 from ..mapping.space import DATAFLOWS, L2_CHOICES
-from ..mapping.paths import STREAM_SPLITS
+from .parameters import study_checks
 from .routing import Routing
 from .transformer import REGIMES, VectorCosts, check_regime
 from .model import ModelConfig, Precision
 from .presets import get_model
-
-
-MAX_TOKENS = 1 << 20  # context and cached tokens
-MAX_PROMPT = 1 << 17
-MAX_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -75,17 +70,12 @@ class LlmStudy:
 
     def validate(self, model: ModelConfig) -> None:
         p = Problems("llm study")
-        if p.check(isinstance(self.regime, str) and self.regime in REGIMES, "regime", self.regime,
-                   f"one of {', '.join(REGIMES)}"):
+        study_checks(p, self)  # the scalar fields, against their declarations (parameters.py)
+        if isinstance(self.regime, str) and self.regime in REGIMES:
             try:
                 check_regime(model, self.regime)
             except ConfigError as e:
                 p.items += e.problems
-        # sizes beyond these take minutes to hours to simulate (a 10M-token context did not finish)
-        p.number("context", self.context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
-        p.number("prompt", self.prompt, integer=True, lo=1, hi=MAX_PROMPT, unit="tokens")
-        p.number("prefill_context", self.prefill_context, integer=True, lo=0, hi=MAX_TOKENS, unit="tokens")
-        p.number("batch", self.batch, integer=True, lo=1, hi=MAX_BATCH)
         if isinstance(self.precision, Precision):
             _check_weight_kinds(p, self.precision, model)
         if model.max_context and isinstance(self.context, int) and isinstance(self.prompt, int):
@@ -102,7 +92,6 @@ class LlmStudy:
                     f"applies to mixture-of-experts models; {model.name} has none")
         else:
             p.add("routing", self.routing, "a Routing")
-        p.check(isinstance(self.residency, str) and self.residency in ("streamed", "static"), "residency", self.residency, "streamed or static")
         if p.check(isinstance(self.host, dict), "host", self.host, "a table: op name or class -> seconds"):
             for key, seconds in self.host.items():
                 p.number(f"host[{key}]", seconds, lo=0, hi=1000, unit="s per op instance (given, not simulated)")
@@ -119,18 +108,9 @@ class LlmStudy:
                                              "a list of layer indices, () for one dispatch, None for the greedy cut"):
             for c in self.cuts:
                 p.number("cuts", c, integer=True, lo=0, hi=model.num_layers - 2, unit="(layer indices)")
-        if self.kernel_efficiency is not None:
-            p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
-        if self.search_budget is not None:
-            p.number("search_budget", self.search_budget, integer=True, lo=1, hi=100_000,
-                     unit="candidates simulated per op search (or unset: exact)")
-        p.check(isinstance(self.stream_split, str) and self.stream_split in ("auto", *STREAM_SPLITS), "stream_split",
-                self.stream_split, f"auto or one of {STREAM_SPLITS}")
         p.check(isinstance(self.fusion, str) and valid_fusion(self.fusion), "fusion", self.fusion,
                 f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUP_KINDS)}), "
                 f"KIND:pipeline for {', '.join(PIPELINABLE)}")
-        for name in ("causal_halving", "lm_head_last_only"):
-            p.check(isinstance(getattr(self, name), bool), name, getattr(self, name), "true or false")
         p.raise_if_any()
 
 

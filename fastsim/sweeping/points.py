@@ -10,7 +10,8 @@ import numpy as np
 
 from ..arch import PRESETS
 from ..errors import ConfigError, SimulationError
-from .spec import ARCH_FIELDS, SweepSpec, spec_dir
+from ..llm.parameters import from_words
+from .spec import ARCH_FIELDS, LLM_KINDS, SweepSpec, prefill_context_refusal, spec_dir
 from .variables import BOUND_RESOURCES, OPERANDS, REGISTRY
 
 
@@ -52,20 +53,22 @@ def llm_study(params: dict):
 
     ``routing`` / ``routing_seed`` become ``Routing(mode, seed)``; the per-kind weight dtypes
     (``embedding``, ``lm_head``, ``attention``, ``ffn``, ``router``; "" = as ``weights``) go to
-    ``Precision``. ``context`` means prior cached tokens for prefill and, for encode (which keeps no
-    cache), the input length when no ``prompt`` is given.
+    ``Precision``; ``search_budget = "exact"`` is None. A prefill point's ``context`` is refused
+    (its cached tokens are ``prefill_context``); for encode (which keeps no cache) ``context`` is the
+    input length when no ``prompt`` is given.
     """
     from ..llm import LlmStudy, Precision
     from ..llm.routing import Routing
 
-    p = dict(params)
+    why = prefill_context_refusal(params)
+    if why:
+        raise ConfigError([f"context = {params['context']!r}: {why}"], "llm study")
+    p = from_words(params)
     precision = Precision(**{k: p.pop(k) for k in PRECISION_PARAMS if k in p})
     precision = replace(precision, **{k: getattr(precision, k) or None for k in WEIGHT_KIND_PARAMS})
     routing = Routing(**{f: p.pop(k) for k, f in (("routing", "mode"), ("routing_seed", "seed")) if k in p})
     dataflow = {k.split(".", 1)[1]: p.pop(k) for k in list(p) if k.startswith("dataflow.")}
     columns = {k.split(".", 1)[1]: int(p.pop(k)) for k in list(p) if k.startswith("columns.")}
-    if p.get("regime") == "prefill" and "context" in p and "prefill_context" not in p:
-        p["prefill_context"] = p.pop("context")  # for prefill, context means prior cached tokens
     if p.get("regime") == "encode" and "context" in p and "prompt" not in p:
         p["prompt"] = p.pop("context")  # an encoder keeps no cache: context is the input's length
     if "noop" in p:
@@ -75,10 +78,22 @@ def llm_study(params: dict):
     return LlmStudy(precision=precision, dataflow=dataflow, columns=columns, routing=routing, **p)
 
 
+def cached_tokens(spec: SweepSpec, params: dict) -> dict:
+    """A point's parameters with a ``context`` crossed with a ``regime`` axis read as each point's
+    tokens cached before its pass: decode's ``context``, prefill's ``prefill_context``. Only where
+    the spec gives no ``prefill_context``: a cartesian product has no other way to pair them
+    (``sweeps/kv_growth.toml``). A spec that fixes the regime to prefill writes ``prefill_context``."""
+    crossed = spec.kind in LLM_KINDS and "regime" in spec.axes and "prefill_context" not in spec.base | spec.axes
+    if crossed and params.get("regime") == "prefill" and "context" in params:
+        params = dict(params)
+        params["prefill_context"] = params.pop("context")
+    return params
+
+
 def evaluate(spec: SweepSpec, params: dict) -> dict:
     """Outputs of one point (NaN or -1 where a point failed)."""
     registry = REGISTRY[spec.kind]
-    study_params, arch_overrides = split_params(params)
+    study_params, arch_overrides = split_params(cached_tokens(spec, params))
     try:
         if spec.kind == "systolic":
             values = _systolic(params, spec)

@@ -16,12 +16,17 @@
 
 Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``). Axis and base
 names are study parameters or arch fields (bare, or as ``arch.NAME``); ``dataflow.CLASS`` and
-``columns.CLASS`` set one op class. For prefill points, ``context`` is the prior cached context; for
-encode points (encoder models such as ``bert-base``) it is the input length unless ``prompt`` is
-given. LLM points also take ``routing`` ("expected" or "sampled") and ``routing_seed`` for
-mixture-of-experts models, and per-kind weight dtypes ``embedding``, ``lm_head``, ``attention``,
-``ffn``, ``router`` ("" or absent: as ``weights``). A point whose model and regime do not go
-together (decode on an encoder) fails on its own (status 1), as any invalid point does.
+``columns.CLASS`` set one op class. LLM parameters have the names, values and types of
+``LlmStudy`` and ``fastsim run llm`` (declared once in ``fastsim.llm.parameters``; values outside
+the declared set are refused here). A prefill point's cached tokens are ``prefill_context``;
+``context`` on a point whose regime is fixed to prefill is refused. Only a ``regime`` axis crossed
+with ``context`` (and no ``prefill_context``) pairs them: each prefill point takes ``context`` as its
+``prefill_context``. For encode points (encoder models such as ``bert-base``) ``context`` is the
+input length unless ``prompt`` is given. LLM points also take ``routing`` ("expected" or
+"sampled") and ``routing_seed`` for mixture-of-experts models, and per-kind weight dtypes
+``embedding``, ``lm_head``, ``attention``, ``ffn``, ``router`` ("" or absent: as ``weights``). A
+point whose model and regime do not go together (decode on an encoder) fails on its own (status
+1), as any invalid point does.
 A ``systolic`` study runs every layer of a SCALE-Sim topology CSV (``topology``, relative to the
 spec file) on a mesh per point, named by ``MeshConfig``'s fields (``rows``, ``cols``, ``dataflow``,
 SRAM kB, ``bandwidth_words_per_cycle`` with 0 = unlimited, ...); it has no arch.
@@ -40,19 +45,21 @@ import numpy as np
 
 from ..arch import PRESETS, Arch
 from ..errors import ConfigError, Problems
+from ..llm.parameters import BY_NAME as DECLARED, from_words
 from ..systolic.inputs import MeshConfig
 from .variables import REGISTRY
 
-LLM_PARAMS = {"model", "regime", "context", "prompt", "prefill_context", "batch", "weights", "kv",
-              "activations", "group_size", "weight_compression", "kv_compression", "noop", "cuts", "residency", "kernel_efficiency",
-              "stream_split", "causal_halving", "lm_head_last_only",
-              "routing", "routing_seed",  # mixture-of-experts routing: "expected" | "sampled", and its seed
-              "embedding", "lm_head", "attention", "ffn", "router"}  # per-kind weight dtypes ("": as weights)
+# the declared study parameters (fastsim.llm.parameters: the CLI's and LlmStudy's names) and the rest
+LLM_PARAMS = set(DECLARED) | {
+    "model", "group_size", "weight_compression", "kv_compression", "noop", "cuts",
+    "routing", "routing_seed",  # mixture-of-experts routing: "expected" | "sampled", and its seed
+    "embedding", "lm_head", "attention", "ffn", "router"}  # per-kind weight dtypes ("": as weights)
 GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
                "kernel_overhead_cycles", "out_dtype", "stream_split"}
 # a systolic point's parameters are MeshConfig's fields (one name in Python, specs and stores)
 SYSTOLIC_PARAMS = {"topology"} | {f.name for f in dataclasses.fields(MeshConfig)} - {"name", "address_offsets"}
 LATENCY_PARAMS = {"samples", "seed", "load"}  # llm points: latency quantiles (fastsim.llm.latency)
+LLM_KINDS = ("llm", "ablate", "cuts", "overlays", "dataflow")  # kinds whose points are LlmStudy's
 STUDY_PARAMS = {"llm": LLM_PARAMS | LATENCY_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
                 "ablate": LLM_PARAMS - {"noop"},  # one regime's ranking per point
                 "cuts": LLM_PARAMS - {"noop", "cuts"},  # one regime's cut search per point
@@ -151,6 +158,38 @@ def _check_name(kind: str, name: str, where: str, p: Problems) -> None:
             f"not a {kind} parameter ({sorted(STUDY_PARAMS.get(kind, set()))}) or arch field")
 
 
+def _check_values(kind: str, name: str, values: list, where: str, p: Problems) -> None:
+    """A declared LLM parameter's values against its declaration, before anything runs."""
+    if kind in LLM_KINDS and name in DECLARED:
+        for value in values:
+            DECLARED[name].check(p, from_words({name: value})[name], where)
+
+
+def prefill_context_refusal(params: dict) -> str | None:
+    """Why a prefill point's ``context`` is refused, or None: tokens cached before a prompt are
+    ``prefill_context``, as on the command line and in ``LlmStudy``; ``context`` is decode's."""
+    if params.get("regime") == "prefill" and "context" in params and "prefill_context" not in params:
+        return ("a prefill point's tokens cached before the prompt are prefill_context, as in LlmStudy and "
+                "fastsim run llm (context is decode's): write prefill_context")
+    return None
+
+
+def _check_prefill_context(base: dict, axes: dict, points, p: Problems) -> None:
+    """Refuse ``context`` where the spec fixes a point's regime to prefill. (A ``regime`` axis
+    crossed with ``context`` is the one place context pairs with prefill: ``points.cached_tokens``.)"""
+    if points is not None:
+        for i, pt in enumerate(points):
+            point = {**base, **pt}
+            why = prefill_context_refusal(point)
+            if why:
+                p.add(f"points[{i}].context", point["context"], why)
+    elif "regime" not in axes:
+        why = prefill_context_refusal({**base, **axes})
+        if why:
+            where = "axes.context" if "context" in axes else "study.base.context"
+            p.add(where, axes.get("context", base.get("context")), why)
+
+
 def parse_spec(text: str, source: str = "<string>") -> SweepSpec:
     try:
         raw = tomllib.loads(text)
@@ -175,6 +214,7 @@ def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
     base = dict(_table_of(study, "base", p))
     for name in base:
         _check_name(kind, name, f"study.base.{name}", p)
+        _check_values(kind, name, [base[name]], f"study.base.{name}", p)
     arch = dict(_table_of(raw, "arch", p))
     p.check(isinstance(arch.get("base", "npu2"), str) and arch.get("base", "npu2") in PRESETS, "arch.base", arch.get("base"), f"one of {sorted(PRESETS)}")
     for name in arch:
@@ -191,16 +231,20 @@ def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
         for i, pt in enumerate(points):
             for name in pt:
                 _check_name(kind, name, f"points[{i}].{name}", p)
+                _check_values(kind, name, [pt[name]], f"points[{i}].{name}", p)
     else:
         raw_axes = _table_of(raw, "axes", p)
         p.check(len(raw_axes) >= 1, "axes", "{}", "needs at least one axis (or [[points]])")
         for name, values in raw_axes.items():
             _check_name(kind, name, f"axes.{name}", p)
             axes[name] = _axis_values(name, values, p)
+            _check_values(kind, name, axes[name], f"axes.{name}", p)
             if name in base:
                 p.add(f"axes.{name}", name, "is also in study.base; give it in one place")
     if kind == "systolic":
         _check_topologies(base, axes, points, source, p)
+    if kind in LLM_KINDS:
+        _check_prefill_context(base, axes, points, p)
     if axes and all(axes.values()):
         total = math.prod(len(v) for v in axes.values())
         p.check(total <= MAX_POINTS, "axes", f"{total:,} points", f"at most {MAX_POINTS:,} points per sweep "

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..graph import OP_CLASSES
 from ..llm.latency import QUANTILES
+from ..llm.parameters import PARAMETERS as STUDY_PARAMETERS
 from ..studies.variables import VARIABLES as STUDY_VARIABLES
 from ..systolic.inputs import OPERANDS
 
@@ -146,8 +147,9 @@ for _registry in REGISTRY.values():  # every kind stores why a point failed
 
 
 # units of sweep parameters (axis coordinates): by name, else by the unit suffix of the name
-PARAMETER_UNITS = {"context": "tokens", "prompt": "tokens", "prefill_context": "tokens", "new_tokens": "tokens",
-                   "batch": "sequences", "m": "elements", "k": "elements", "n": "elements", "tile_m": "elements",
+# the declared LLM study parameters' units (fastsim.llm.parameters), then the other parameters'
+PARAMETER_UNITS = {**{p.name: p.units for p in STUDY_PARAMETERS}, "new_tokens": "tokens",
+                   "m": "elements", "k": "elements", "n": "elements", "tile_m": "elements",
                    "tile_k": "elements", "tile_n": "elements", "cols": "columns", "columns": "columns",
                    "rows": "PEs", "group_size": "weights", "samples": "1", "clock_hz": "Hz",
                    "word_bytes": "bytes"}
