@@ -86,13 +86,17 @@ def test_noop__one_class_is_measured_by_difference(decode_4k):
 
 
 def test_ddr__doubling_bandwidth_never_slows_decode_or_prefill():
-    """End to end (each op searched on each arch), and op by op with the mapping held fixed (a
-    search may choose differently on another arch, so only a fixed design is monotone)."""
-    from fastsim.llm.run import study_pins
+    """End to end with the deployed layout held (fusion, cuts and every op's mapping as searched
+    at 1x, run at 2x DDR), and op by op with the mapping held fixed. Searched answers are not held
+    to it across arches: a search may choose differently on another arch, and op-by-op choices
+    share program memory (at 2x DDR the prefill-128 per-op picks need one more kernel than fits and
+    reload programs every layer: 24.48 vs 24.08 ms; the whole-run search then finds 23.28 ms)."""
+    from fastsim.llm.run import pinned_layout, study_pins
 
     fast = NPU2.replace(ddr_bytes_per_s=2 * NPU2.ddr_bytes_per_s)
     for study in (LlmStudy(regime="decode", context=2048), LlmStudy(regime="prefill", prompt=128)):
-        base, quick = simulate_llm(study, NPU2), simulate_llm(study, fast)
+        base = simulate_llm(study, NPU2)
+        quick = simulate_llm(pinned_layout(study, base), fast, mapped_on=NPU2)
         assert float(quick.total_seconds) <= float(base.total_seconds)
         model, precision = study.model_config(), study.precision
         graph = build_graph(model, precision, Pass(study.regime, context=study.context, prompt=study.prompt))

@@ -256,7 +256,10 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
                            f"({len(table.bucket)} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
     legal = [table.row(i) for i in table.best(is_legal, max(keep, 8 * top))]
-    chosen = _distinct(legal, top)
+    # a budget spends few simulations: spread them over families (``_distinct``); an exact search
+    # simulates every candidate that could win anyway, so it goes by bound alone and never runs a
+    # family whose bound is already beaten
+    chosen = _distinct(legal, top) if budget is not None else legal[:top]
     baseline = None
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         baseline = _baseline(op, arch, legal, chosen)
