@@ -67,14 +67,13 @@ def _steps_at_shares(study: LlmStudy, arch: Arch, shares: np.ndarray) -> tuple[n
 
     decode, prefill = [], []
     n_dec = n_pre = 1
-    deployed = {}  # regime -> its layout as searched at full bandwidth
-    for regime in ("decode", "prefill"):
-        full = simulate_llm(replace(study, regime=regime), arch)
-        deployed[regime] = (pinned_layout(replace(study, regime=regime), full), full)
+    at_full = {r: simulate_llm(replace(study, regime=r), arch) for r in ("decode", "prefill")}
+    # the layout each regime deploys: as searched at full bandwidth
+    deployed = {r: pinned_layout(replace(study, regime=r), run) for r, run in at_full.items()}
     for s in shares:
         slower = arch.replace(ddr_bytes_per_s=arch.ddr_bytes_per_s * (1 - float(s)))
-        d, p = (full if s == 0 else simulate_llm(layout, slower, mapped_on=arch)
-                for layout, full in (deployed["decode"], deployed["prefill"]))
+        d, p = (at_full[r] if s == 0 else simulate_llm(deployed[r], slower, mapped_on=arch)
+                for r in ("decode", "prefill"))
         decode.append(float(d.total_seconds))
         prefill.append(float(p.total_seconds))
         n_dec, n_pre = int(d.attrs["dispatches"]), int(p.attrs["dispatches"])

@@ -296,14 +296,10 @@ class _BranchAndBound:
             if self.budget is not None:
                 batch = batch[:max(1, self.budget - self.count)] if self.count else batch
             self._simulate(batch)
-            ok = [r for r in self.rows if r["status"] == "ok"]
-            best = min(r["cycles"] for r in ok) if ok else np.inf
-            if baseline is not None:
-                if self.table.planned(baseline)["lower_bound_cycles"] <= best:
-                    self._simulate([baseline])
-                    ok = [r for r in self.rows if r["status"] == "ok"]
-                    best = min(r["cycles"] for r in ok) if ok else np.inf
-                baseline = None
+            if baseline is not None and self.table.planned(baseline)["lower_bound_cycles"] <= self._fastest():
+                self._simulate([baseline])
+            baseline = None
+            best = self._fastest()
             if self.unexplored_bound() >= best or (self.budget is not None and self.count >= self.budget):
                 break
             size *= 2
@@ -315,10 +311,14 @@ class _BranchAndBound:
                 f"{r['mapping'].label()}: {r['status']}" for r in self.rows)], "mapping search")
         return min(ok, key=lambda r: (r["cycles"], r["energy_pj"], self.rows.index(r)))
 
+    def _fastest(self) -> float:
+        """The fewest cycles simulated so far (inf before any candidate ran to its end)."""
+        return min((r["cycles"] for r in self.rows if r["status"] == "ok"), default=np.inf)
+
     def _cap(self) -> int | None:
         """Cycles past which a run cannot win (ties still run to the end: energy breaks them)."""
-        ok = [r["cycles"] for r in self.rows if r["status"] == "ok"]
-        return min(ok) + 1 if ok else None
+        fastest = self._fastest()
+        return None if fastest == np.inf else int(fastest) + 1
 
     def unexplored_bound(self) -> float:
         bounds = self.table.a["bound"][self.left]
