@@ -132,6 +132,16 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     return ds
 
 
+def dataset_of(batch: Batch, i: int) -> xr.Dataset:
+    """Design ``i`` of a batch ``run_batch`` simulated, as the Dataset ``simulate`` returns for it
+    alone: a search simulates many candidates in one batch and keeps one Dataset, its answer's."""
+    one = pack([batch.designs[i]])
+    result_cache.transfer(batch, i, one, 0)
+    ds = to_dataset(one)
+    _check_outputs_leave(ds, [batch.designs[i].design], strict=False)
+    return ds
+
+
 class UndrainedOutputWarning(UserWarning):
     """A design's cores produced output, but nothing reached DDR (see ``simulate(strict=...)``)."""
 

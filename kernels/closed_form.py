@@ -161,9 +161,16 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
                 after_read = after_b
             else:
                 after_read = 0.0
-            first_c = first_call + call
+            in_a = (0 if a_chip else mem_unit_a / stream) + kt * a_tile / stream
+            in_b = 0.0 if static else mem_unit_b / stream + kt * b_tile / stream
+            first_c = max(first_call + kt * call, max(in_a, in_b) + call)
+            last_a = (0 if a_chip else ha * mem_unit_a / stream) + l1_a / stream
+            last_b = 0.0 if static else hb * mem_unit_b / stream + l1_b / stream
+            last_first_call = max(last_a, last_b)
             # bounds: compute, DDR, busiest shim column, busiest DMA channel
-            compute = first_call + core_cycles + c_out
+            compute = last_first_call + core_cycles + c_out
+            compute = max(compute, _paced(core_a, l1_a, depth_a, mt * nt * kt, last_first_call, call, c_out, stream))
+            compute = max(compute, _paced(core_b, l1_b, depth_b, mt * nt * kt, last_first_call, call, c_out, stream))
             ddr = max((read + write) / ddr_bpc,
                       max(read / ddr_bpc + after_read, first_c + write / ddr_bpc if write > 0 else 0.0))
             col_read = 0.0
@@ -224,6 +231,21 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt
             count += 1
     return count
+
+
+@kernel
+def _paced(moved, size, depth, calls, start, call, c_out, stream):
+    """The last core's waits for one operand's L1 buffers (``plan._compute_bound``)."""
+    n = moved / size
+    uses = call * calls / max(n, 1)
+    xfer = size / stream
+    waits = np.floor((n - 1) / depth)
+    bound = 0.0
+    if n >= 1:
+        bound = start + uses + waits * xfer + (n - 1 - waits * (depth - 1)) * uses + c_out
+    if n > depth:
+        bound = max(bound, start + uses + (n - depth) * xfer + uses + c_out)
+    return bound
 
 
 @kernel

@@ -231,7 +231,7 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     ddr_cycles = np.maximum((ddr.read + ddr.write) / arch.ddr_bytes_per_cycle,
                             np.maximum(ddr.read / arch.ddr_bytes_per_cycle + ends.after_read,
                                        np.where(ddr.write > 0, ends.first_c + ddr.write / arch.ddr_bytes_per_cycle, 0)))
-    bounds = np.stack(np.broadcast_arrays(ends.first_call + cyc.core_cycles + ends.c_out, ddr_cycles,
+    bounds = np.stack(np.broadcast_arrays(_compute_bound(arch, t, c, cyc, ends), ddr_cycles,
                                           _shim_column_bound(op, b, arch, t, c, ddr, ends),
                                           _dma_bound(op, b, arch, t, s, c, mem, ddr, ends))).astype(np.float64)
     padded_macs, psum_bytes, mem_compute, energy = _energy(op, b, arch, t, c, ddr, m, k, n)
@@ -455,8 +455,9 @@ class _PipelineEnds(NamedTuple):
     arrives one more call runs and its C tile crosses the DMAs to DDR (or to the mem tile, when C
     stays on chip)."""
 
-    first_call: np.ndarray  # before the busiest core's first call can start
-    first_c: np.ndarray  # before the first C byte can leave a core
+    first_call: np.ndarray  # before the first core's first call can start
+    last_first_call: np.ndarray  # before the last core's first call can start (its parts are filled last)
+    first_c: np.ndarray  # before the first C tile is whole: K tiles of each operand in, K calls run
     call: np.ndarray  # one microkernel call with its conversion and dequantization
     c_out: np.ndarray  # a C tile from its core to where the op leaves it
     after_unit_a: np.ndarray  # after a mem-tile A unit is in: forward it whole, compute, drain
@@ -474,12 +475,46 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
     fill_a = (0 if op.a_on_chip else mem.unit_a / stream) + c.l1_a / stream
     fill_b = 0 * one if b.static_b else mem.unit_b / stream + c.l1_b / stream
     first_call = np.maximum(fill_a, fill_b) * one
+    # one S2MM chain fills a mem tile's parts of an operand in turn: the last part's first unit
+    # is in only after a unit of every part hosted there
+    last_a = (0 if op.a_on_chip else mem.ha * mem.unit_a / stream) + c.l1_a / stream
+    last_b = 0 * one if b.static_b else mem.hb * mem.unit_b / stream + c.l1_b / stream
+    last_first_call = np.maximum(last_a, last_b) * one
     after_a = mem.unit_a / stream + call + c_out
     after_b = mem.unit_b / stream + call + c_out
     read_a, read_b = not op.a_on_chip, not b.static_b
     after_read = (np.minimum(after_a, after_b) if read_a and read_b else after_a if read_a
                   else after_b if read_b else 0 * one)
-    return _PipelineEnds(first_call, first_call + call, call, c_out, after_a * one, after_b * one, after_read * one)
+    # a C tile is whole after the K calls that sum it, which need K tiles of each operand
+    in_a = (0 if op.a_on_chip else mem.unit_a / stream) + t.kt * t.a_tile / stream
+    in_b = 0 * one if b.static_b else mem.unit_b / stream + t.kt * t.b_tile / stream
+    first_c = np.maximum(first_call + t.kt * call, np.maximum(in_a, in_b) + call)
+    return _PipelineEnds(first_call, last_first_call, first_c, call, c_out, after_a * one, after_b * one,
+                         after_read * one)
+
+
+def _compute_bound(arch: Arch, t: _Tiles, c: _CoreMemory, cyc: _CoreCycles, ends: _PipelineEnds):
+    """Cycles of the last core to start (``start``): its calls, and the waits its L1 buffers
+    impose on them. Say an operand arrives in ``n`` transfers into ``depth`` buffers, each used by
+    ``u`` calls in turn: transfer i cannot start before the calls of transfer i - depth have freed
+    its buffer, and the transfers follow each other on one channel. Two chains follow: every
+    ``depth``-th transfer waits for a buffer (a transfer and u calls each, the calls in between
+    add u calls per transfer); or, after the first transfer's calls, the remaining n - depth
+    transfers and the last transfer's calls."""
+    stream = arch.stream_bytes_per_cycle
+    start = ends.last_first_call
+    bound = start + cyc.core_cycles + ends.c_out
+    calls = t.mt * t.nt * t.kt
+    for moved, size, depth in ((c.core_a, c.l1_a, c.depth_a), (c.core_b, c.l1_b, c.depth_b)):
+        n = moved / size
+        uses = ends.call * calls / np.maximum(n, 1)  # cycles of the calls one transfer feeds
+        xfer = size / stream
+        waits = np.floor((n - 1) / depth)
+        chained = start + uses + waits * xfer + (n - 1 - waits * (depth - 1)) * uses + ends.c_out
+        streamed = start + uses + (n - depth) * xfer + uses + ends.c_out
+        bound = np.maximum(bound, np.where(n >= 1, chained, 0))
+        bound = np.maximum(bound, np.where(n > depth, streamed, 0))
+    return bound
 
 
 def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr,

@@ -245,6 +245,8 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
 def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> SearchResult:
     """Rank every candidate in closed form, then simulate in order of lower bound until no
     unsimulated candidate can beat the fastest simulated one (or the budget is spent)."""
+    from ..simulation import dataset_of
+
     table = _Candidates(op, arch, pins)
     is_legal = table.a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
@@ -271,7 +273,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     rejected = [dict(_public(r, None), reason=r["reason"])
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
-                        by_reason, fastest["design"], fastest["simulation"], fastest["lowered"],
+                        by_reason, fastest["design"], dataset_of(*fastest["run"]), fastest["lowered"],
                         explored.count, explored.unexplored_bound())
 
 
@@ -346,7 +348,7 @@ class _BranchAndBound:
         if new:
             _simulate(self.op, self.arch, new, self._cap())
         for r, same in copies:
-            r.update({k: same[k] for k in ("design", "lowered", "simulation", "status", "cycles", "bound_by")})
+            r.update({k: same[k] for k in ("design", "lowered", "run", "status", "cycles", "bound_by")})
         self.rows += new + [r for r, _ in copies]
         self.count += len(new) + len(copies)
 
@@ -482,8 +484,9 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
     from fastsim.kernels import layout as L
 
     from ..lower import lower
-    from ..report import binding_resource
-    from ..simulation import simulate
+    from ..report import utilization_of
+    from ..results import STATUS_NAMES, design_arrays
+    from ..simulation import run_batch
     from .design import matmul_design
 
     designs = [matmul_design(op, r["mapping"], arch) for r in rows]
@@ -496,12 +499,16 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
         runs = [replaced(lw, prm=lw.prm.copy()) for lw in lowered]
         for lw in runs:
             lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
-    ds = simulate(runs, on_error="record")
+    batch = run_batch(runs)
     for i, r in enumerate(rows):
-        r["design"], r["lowered"], r["simulation"] = designs[i], lowered[i], ds.isel(design=[i])
-        r["status"] = str(ds.status.values[i])
-        r["cycles"] = int(ds.total_cycles.values[i])
-        r["bound_by"] = binding_resource(ds, i, arch) if r["status"] == "ok" else r["status"]
+        a = design_arrays(batch, i)
+        r["design"], r["lowered"], r["run"] = designs[i], lowered[i], (batch, i)
+        r["status"], r["cycles"] = STATUS_NAMES[a.status], a.cycles
+        if a.status == L.ST_OK:
+            use = utilization_of(a, arch, 0.0)
+            r["bound_by"] = max(use, key=use.get)
+        else:
+            r["bound_by"] = r["status"]
 
 
 def _public(r: dict, best: dict | None) -> dict:
