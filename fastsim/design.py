@@ -194,6 +194,13 @@ class Design:
         self.bds.append(b)
         return b
 
+    def discard(self) -> None:
+        """Unlink the BD chains, which are reference cycles when cyclic, so that reference counting
+        frees the design as soon as nothing holds it (a mapping search builds dozens and keeps
+        one; the cycle collector would otherwise walk them all). The design is unusable after."""
+        for b in self.bds:
+            b.next = None
+
     def chain(self, *bds: BD, cyclic: bool = False) -> BD:
         """Link BDs in order (and back to the first when ``cyclic``); returns the first."""
         for a, b in zip(bds, bds[1:]):

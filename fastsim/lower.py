@@ -132,27 +132,30 @@ def _core_tables(design: Design, lock_index: dict) -> tuple[list, np.ndarray, np
     kernel_names: list[str] = []
     cores = np.zeros((len(core_tiles), L.CORE_NCOL), np.int64)
 
-    def emit(ops):
-        for op in ops:
-            if isinstance(op, Acquire):
-                prog_rows.append((L.OP_ACQUIRE, lock_index[op.lock.id], op.value))
-            elif isinstance(op, Release):
-                prog_rows.append((L.OP_RELEASE, lock_index[op.lock.id], op.value))
-            elif isinstance(op, Compute):
-                if op.name not in kernel_names:
-                    kernel_names.append(op.name)
-                prog_rows.append((L.OP_COMPUTE, op.cycles, kernel_names.index(op.name)))
-            elif isinstance(op, Loop):
-                prog_rows.append((L.OP_LOOP, op.count, 0))
-                emit(op.body)
-                prog_rows.append((L.OP_END, 0, 0))
-
     for k, tile in enumerate(core_tiles):
         cores[k, L.CORE_START] = len(prog_rows)
-        emit(design.cores[tile])
+        _emit(design.cores[tile], lock_index, prog_rows, kernel_names)
         cores[k, L.CORE_END] = len(prog_rows)
     prog = np.array(prog_rows, np.int64).reshape(-1, L.PROG_NCOL)
     return core_tiles, cores, prog, kernel_names
+
+
+def _emit(ops: list, lock_index: dict, prog_rows: list, kernel_names: list[str]) -> None:
+    """Append a core program's rows (a module function, not a closure: a recursive closure is a
+    reference cycle that keeps every lowered design alive until the cycle collector runs)."""
+    for op in ops:
+        if isinstance(op, Acquire):
+            prog_rows.append((L.OP_ACQUIRE, lock_index[op.lock.id], op.value))
+        elif isinstance(op, Release):
+            prog_rows.append((L.OP_RELEASE, lock_index[op.lock.id], op.value))
+        elif isinstance(op, Compute):
+            if op.name not in kernel_names:
+                kernel_names.append(op.name)
+            prog_rows.append((L.OP_COMPUTE, op.cycles, kernel_names.index(op.name)))
+        elif isinstance(op, Loop):
+            prog_rows.append((L.OP_LOOP, op.count, 0))
+            _emit(op.body, lock_index, prog_rows, kernel_names)
+            prog_rows.append((L.OP_END, 0, 0))
 
 
 def _col_rates(arch) -> np.ndarray:

@@ -267,6 +267,9 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
         baseline = _baseline(op, arch, legal, chosen)
     explored = _BranchAndBound(op, arch, table, is_legal, budget)
     fastest = explored.run(chosen, baseline)
+    for r in explored.rows:
+        if r["design"] is not fastest["design"]:
+            r["design"].discard()
     validate_design(fastest["design"])  # candidates were simulated unvalidated (``_simulate``)
     ranked = [_public(table.planned(explored.known(r)), fastest) for r in legal[:keep]]
     ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
