@@ -1,4 +1,5 @@
 """What a small command imports, and how kernels run compiled or as plain Python (kernels/_jit.py)."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,15 @@ def test_jit__plain_and_compiled_variants_agree_and_numba_config_is_put_back():
         np.testing.assert_array_equal(plain, compiled)
     assert numba.config.CACHE_DIR == before
     assert "fastsim-kernels-" in K.systolic_batch.compiled.stats.cache_path  # stamped with the kernel sources
+
+
+def test_script__the_command_exits_with_its_status_and_its_whole_output():
+    """``fastsim`` (``python -m fastsim.cli``) skips the interpreter's last collection of cycles:
+    output, exit status and error messages stay those of the command."""
+    ok = subprocess.run([sys.executable, "-m", "fastsim.cli", "run", "--json", "gemm", "--m", "64", "--k", "64",
+                         "--n", "64"], capture_output=True, text=True, cwd=ROOT)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["total_cycles"] > 0
+    bad = subprocess.run([sys.executable, "-m", "fastsim.cli", "run", "gemm", "--dtype", "fp8"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and "fp8" in bad.stderr

