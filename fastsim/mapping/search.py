@@ -197,10 +197,13 @@ def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
 
 def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     """Resolved structures grouped by what changes the plan's branches (dataflow, order, L2), in
-    enumeration order, in batches of at most 256. They depend on the op's extents, dtype and
-    static weights only: a workload searches the same shape again with operands on chip (fusion),
-    so they are kept in the one cache (region "structures")."""
-    key = (op.m, op.k, op.n, op.dtype, op.static_b, repr(arch), pins)
+    enumeration order, in batches of at most 256. They depend on the op's dtype, static weights
+    and extents, and on an extent only up to the most parts a split can make of it (``structures``
+    drops splits into more parts than the extent): every context of a sweep, and every fused
+    variant of an op, shares them through the one cache (region "structures")."""
+    most_parts = arch.columns * arch.compute_rows  # of M or N; K splits into at most 8
+    key = (min(op.m, most_parts + 1), min(op.k, 9), min(op.n, most_parts + 1), op.dtype, op.static_b, repr(arch),
+           pins)
     found = CACHE.get(STRUCTURES, key)
     if found is None:
         found = _batches_of(op, arch, pins)
