@@ -17,8 +17,13 @@ class ConfigError(ValueError):
         # some tile's buffers exceed its memory: a caller that can shrink them (smaller token
         # blocks) retries on this, never on the message's words
         self.over_capacity = over_capacity
+        self.what = what
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"invalid {what} ({len(self.problems)} problem(s)):\n{lines}")
+
+    def __reduce__(self):
+        """Rebuilt from its fields in another process (a study run in a worker process raises it there)."""
+        return type(self), (self.problems, self.what, self.over_capacity)
 
 
 def shown(value, most: int = 80) -> str:
@@ -83,8 +88,13 @@ class SimulationError(RuntimeError):
         self.design_index = design_index
         self.cycle = cycle
         self.stuck = list(stuck)
+        self.message = message
         detail = "\n".join(f"  - {s}" for s in self.stuck)
         super().__init__(f"design {design_index}: {message} at cycle {cycle}\n{detail}")
+
+    def __reduce__(self):
+        """Rebuilt from its fields in another process, as ``ConfigError``."""
+        return type(self), (self.message, self.design_index, self.cycle, self.stuck)
 
 
 class DeadlockError(SimulationError):

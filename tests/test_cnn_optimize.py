@@ -104,7 +104,8 @@ def test_cnn_optimize__levers_are_simulated_on_the_plan(run):
 
 
 @pytest.mark.parametrize("option", [["--model", "llama-3.2-1b"], ["--weights", "int8"], ["--kv", "int8"],
-                                    ["--activations", "int8"], ["--regime", "decode:128"], ["--mix", "128:8"]])
+                                    ["--activations", "int8"], ["--regime", "decode:128"], ["--mix", "128:8"],
+                                    ["--workers", "2"]])
 def test_cnn_optimize__refuses_an_llm_option_by_name(run, tmp_path, option):
     path, _, _ = run
     result = CliRunner().invoke(main, ["optimize", "--onnx", str(path), *option, "--out", str(tmp_path / "x")])

@@ -12,7 +12,7 @@ from .onnx import _pairs
 
 # options of the LLM checklist that a CNN (--onnx) does not take, by parameter name
 LLM_ONLY = {"models": "--model", "weights": "--weights", "kv": "--kv", "activations": "--activations",
-            "regimes": "--regime", "mix": "--mix"}
+            "regimes": "--regime", "mix": "--mix", "workers": "--workers"}
 ONNX_ONLY = {"dims": "--dim", "fold_epilogues": "--fold-epilogues"}
 
 
@@ -30,9 +30,12 @@ ONNX_ONLY = {"dims": "--dim", "fold_epilogues": "--fold-epilogues"}
 @click.option("--fold-epilogues", is_flag=True,
               help="with --onnx: the baseline runs a Relu/Clip read only by the op before it inside that op "
                    "(the fusion step tries both ways)")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="processes the four studies run in at once (default: one per core; 1: one after another in "
+                   "this process; the same results either way)")
 @click.pass_context
 def optimize_cmd(ctx, models, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix, out_dir,
-                 onnx_file, dims, fold_epilogues):
+                 onnx_file, dims, fold_epilogues, workers):
     """The whole checklist in order: ablate -> cuts -> overlays -> dataflow, then the combined plan
     simulated as a whole. Writes OUT/report.md and OUT/report.html (a memo: each decision with its
     numbers, the rejected alternatives, the biggest levers left simulated, latency tails), OUT/plan.json
@@ -65,10 +68,12 @@ def optimize_cmd(ctx, models, weights, kv, activations, arch_name, regimes, as_j
         bases = [base_study(m, weights, kv, activations) for m in dict.fromkeys(models)]
         arch = load_arch(arch_name)
         if len(bases) > 1:
-            comparison = optimize_models(bases, regimes, list(mix) or None, arch, out_dir, progress=say)
+            comparison = optimize_models(bases, regimes, list(mix) or None, arch, out_dir, progress=say,
+                                         workers=workers)
             click.echo(json.dumps(comparison) if as_json else _compared(comparison))
             return
-        plan = optimize(bases[0], regimes, list(mix) or None, arch, out_dir, progress=say, command=_command())
+        plan = optimize(bases[0], regimes, list(mix) or None, arch, out_dir, progress=say, command=_command(),
+                        workers=workers)
     except (ConfigError, SimulationError, ValueError) as e:
         fail(e)
     if as_json:

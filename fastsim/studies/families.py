@@ -23,7 +23,8 @@ from .report import ms, table
 
 
 def optimize_models(bases: list[LlmStudy], regimes=None, mix=None, arch: Arch = NPU2,
-                    out: str | Path = "optimize", progress=None, levers: bool = True) -> dict:
+                    out: str | Path = "optimize", progress=None, levers: bool = True,
+                    workers: int | None = 1) -> dict:
     """The method for each model into ``out/<model>/``, then ``out/report.md`` and
     ``out/comparison.json``: one section per family and where the playbooks differ (``levers``:
     as ``optimize``'s)."""
@@ -33,7 +34,7 @@ def optimize_models(bases: list[LlmStudy], regimes=None, mix=None, arch: Arch = 
     for base in bases:
         model = base.model_config()
         folder = out / _folder(model.name)
-        plans[model.name] = optimize(base, regimes, mix, arch, folder, progress, levers=levers)
+        plans[model.name] = optimize(base, regimes, mix, arch, folder, progress, levers=levers, workers=workers)
         ds = xr.open_zarr(folder / "dataflow.zarr", consolidated=False).load()
         books[model.name], families[model.name] = playbook(ds), model.family
     comparison = {"models": {m: {"family": families[m], "folder": _folder(m)} for m in plans},

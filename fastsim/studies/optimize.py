@@ -31,6 +31,7 @@ from .dataflow import STYLES, dataflow
 from .levers import fingerprint, latency_tails, what_ifs
 from .memo import STEPS, memo
 from .overlays import overlays
+from .parallel import run_studies
 from .regimes import parse_regimes
 from .report import write_report
 from .whole_run import whole_run_search
@@ -94,24 +95,19 @@ def study_from_json(d: dict) -> LlmStudy:
 
 
 def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = NPU2, out: str | Path = "optimize",
-             progress=None, command: str | None = None, levers: bool = True) -> dict:
-    """Run the four studies in order, write the directory, return the plan (as in plan.json).
+             progress=None, command: str | None = None, levers: bool = True, workers: int | None = 1) -> dict:
+    """Run the four studies, write the directory, return the plan (as in plan.json).
 
     ``command`` is the line the memo's reproducibility block quotes (default: this call in Python);
-    ``levers=False`` skips the what-ifs and latency tails (the memo says so)."""
+    ``levers=False`` skips the what-ifs and latency tails (the memo says so); ``workers``
+    processes run the studies at once (``run_studies``: the same results; None: one per core)."""
     regimes = parse_regimes(regimes)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda step, text: None)
-    results = {}
-    say("ablate", "ranking op classes by whole-run NOOP deltas")
-    results["ablate"] = ablate(base, regimes, arch)
-    say("cuts", "searching dispatch cuts (dynamic programming over layer boundaries)")
-    results["cuts"] = cuts(base, regimes, arch)
-    say("overlays", "placing each regime (request mix)")
-    results["overlays"] = overlays(base, mix, arch)
-    say("dataflow", "choosing a style per op")
-    results["dataflow"] = dataflow(base, regimes, arch)
+    results = run_studies({"ablate": (ablate, (base, regimes, arch)), "cuts": (cuts, (base, regimes, arch)),
+                           "overlays": (overlays, (base, mix, arch)), "dataflow": (dataflow, (base, regimes, arch))},
+                          workers, say)
     say("plan", "simulating the plan")
     plan, studies = _plan(base, regimes, arch, results)
     command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), regimes="
