@@ -157,3 +157,24 @@ def test_cli__run_design_prints_the_summary_and_json(tmp_path):
     assert s["kernels"]["cycles_per_call"] == {"kernel": 300} and s["design"]["cores"] == 1
     missing = CliRunner().invoke(main, ["run", "design", path])
     assert missing.exit_code == 2 and "kernel 'kernel' has no cost" in missing.output
+
+
+def test_static_if__the_branch_a_known_condition_takes_is_read():
+    info = read_design(HERE / "static_if.mlir")
+    d = info.design
+    free = next(lk for lk in d.locks if lk.name == "free")
+    # the loop that runs once is its body: a compare, the then-branch (a load and a store inline,
+    # 1 cycle each, between the lock's acquire and release), then the second compare; neither
+    # branch on the never-released lock is read
+    assert d.cores[d.compute(0, 0)] == [Compute(1, "inline"), Acquire(free), Compute(2, "inline"), Release(free),
+                                        Compute(1, "inline")]
+    assert int(simulate_design(info).total_cycles[0]) > 0
+
+
+def test_static_if__a_condition_computed_at_run_time_is_refused(tmp_path):
+    text = (HERE / "static_if.mlir").read_text().replace("scf.for %k = %c0 to %c1 step %c1",
+                                                         "scf.for %k = %c0 to %c3 step %c1")
+    path = tmp_path / "dynamic_if.mlir"
+    path.write_text(text)
+    with pytest.raises(MlirError, match="scf.if on %first: only a condition known before the run"):
+        read_design(path)

@@ -91,6 +91,11 @@ class CoreReader:
             _, rel = r.fifo_locks(op, fifo, port, self.tile)
             out.append(Release(rel, n))
             held[(fifo, port)] = max(0, held.get((fifo, port), 0) - n)
+        elif name == "arith.cmpi":
+            self._compare(op)
+            out.append(Compute(INLINE_OP_CYCLES, INLINE))
+        elif name == "scf.if":
+            self._if(op, out, held)
         elif name == "func.call":
             callee = _callee(op)
             out += r.cascades.rendezvous(*r.cascades.flows_of_call(self.tile, callee, self.cascade_named))
@@ -99,6 +104,35 @@ class CoreReader:
             out.append(Compute(INLINE_OP_CYCLES, INLINE))
         else:
             r.unsupported(op)
+
+    def _compare(self, op) -> None:
+        """``%r = arith.cmpi PRED, %a, %b``: its value, when both sides are known before the run
+        (constants, or the index of a loop that runs once); otherwise the comparison only costs
+        its cycle, and an ``scf.if`` on it is refused."""
+        parts = split(op.items[:_colon(op.items)])
+        if len(parts) != 3 or not parts[0]:
+            return
+        predicate = parts[0][0].text.strip('"')
+        try:
+            a, b = int_of(parts[1], self.r.env), int_of(parts[2], self.r.env)
+        except Unreadable:
+            return
+        if predicate in _PREDICATES and op.results:
+            self.r.env[op.results[0]] = int(_PREDICATES[predicate](a, b))
+
+    def _if(self, op, out: list, held: dict) -> None:
+        """``scf.if %c { ... } else { ... }`` whose condition is known before the run: the branch
+        taken is read (a condition computed at run time would make the program data dependent,
+        which fastsim does not model)."""
+        cond = next((i for i in op.items if isinstance(i, Atom) and i.kind == "VALUE"), None)
+        known = self.r.env.get(cond.text) if cond is not None else None
+        if not isinstance(known, int):
+            raise Unreadable(f"scf.if on {cond.text if cond else '?'}: only a condition known before the run "
+                             "is read (a comparison of constants or of the index of a loop that runs once); "
+                             "this one is computed at run time")
+        taken = op.regions[0] if known else (op.regions[1] if len(op.regions) > 1 else None)
+        if taken is not None:
+            out += self.body(taken.ops, held)
 
     def _fifo_args(self, op) -> tuple[str, str, int]:
         sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
@@ -125,8 +159,12 @@ class CoreReader:
         body_ops = op.regions[0].ops if op.regions else ()
         if count == 0:
             return
+        index = items[0].text if items and isinstance(items[0], Atom) and items[0].kind == "VALUE" else None
+        if count == 1 and index:  # its index is known: a condition on it can be read
+            self.r.env[index] = lb
         before = _holding(held)
         first = self.body(body_ops, held)
+        self.r.env.pop(index, None)
         if _holding(held) == before or count == 1:
             out.append(_loop(count, first))
             return
@@ -162,6 +200,17 @@ def _loop(count: int, body: list):
     if len(body) == 1 and isinstance(body[0], Compute):
         return Compute(body[0].cycles * count, body[0].name)
     return Loop(count, tuple(body)) if body else []
+
+
+_PREDICATES = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "slt": lambda a, b: a < b,
+               "sle": lambda a, b: a <= b, "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+               "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b, "ugt": lambda a, b: a > b,
+               "uge": lambda a, b: a >= b}
+
+
+def _colon(items) -> int:
+    """Index of the first top-level ``:`` (the type that ends an op), or the end."""
+    return next((i for i, x in enumerate(items) if isinstance(x, Atom) and x.kind == "COLON"), len(items))
 
 
 def _merge(ops: list) -> list:
