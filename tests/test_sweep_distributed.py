@@ -150,10 +150,14 @@ def test_sweep__every_worker_of_a_running_scheduler_gets_points(tmp_path, cluste
     """8 points at the default chunk_points (8) went out as one chunk: one worker did them all."""
     client, local = cluster
     report = []
+    began = time.perf_counter()
     ds = sweep(parse_spec(EIGHT_GEMMS, "eight"), tmp_path / "s.zarr", scheduler=local.scheduler_address,
                progress=False, report=report)
+    elapsed = time.perf_counter() - began
     assert set(report[0].by_worker) == set(client.nthreads()), report[0]
     assert sorted(report[0].by_worker.values()) == [4, 4] and report[0].chunks == 2
+    # the first chunk is stored after the sweep started and before it returned
+    assert 0 < report[0].first_result_s < elapsed
     here = sweep(parse_spec(EIGHT_GEMMS, "eight"), workers=0, progress=False)  # one chunk of 8
     assert ds.load().drop_attrs().identical(here.drop_attrs())
 

@@ -28,6 +28,10 @@ class SweepReport:
     store: str
     failed: int = 0
     by_worker: dict[str, int] = field(default_factory=dict)
+    # from the sweep's start (a local cluster's start and the store's creation included) until the
+    # first chunk was stored: what a cluster's start-up and a worker's imports and JIT cost, beside
+    # the steady rate (None: nothing computed)
+    first_result_s: float | None = None
 
     @property
     def points_per_s(self) -> float:
@@ -139,8 +143,11 @@ class _Tally:
     def __init__(self, bar, lock: StoreLock):
         self.bar, self.lock = bar, lock
         self.computed, self.failed, self.by_worker = 0, 0, {}
+        self.first_at = None  # time.perf_counter() when the first chunk was stored
 
     def add(self, points: int, failed: int, worker: str = "") -> None:
+        if self.first_at is None:
+            self.first_at = time.perf_counter()
         self.computed += points
         self.failed += failed
         if worker:
@@ -151,6 +158,7 @@ class _Tally:
 
 
 def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progress, report) -> xr.Dataset:
+    began = time.perf_counter()
     fresh = not Path(out).exists() or st.half_created(out)  # new, or a creation that died half-way
     if not fresh:
         st.check_matches(spec, out)
@@ -187,7 +195,7 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
             dask.close()
     st.consolidate(out)
     rep = SweepReport(spec.n_points, tally.computed, len(todo), time.perf_counter() - start, out,
-                      tally.failed, tally.by_worker)
+                      tally.failed, tally.by_worker, None if tally.first_at is None else tally.first_at - began)
     if report is not None:
         report.append(rep)
     return st.open_store(out)
