@@ -495,12 +495,12 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
 
 def _compute_bound(arch: Arch, t: _Tiles, c: _CoreMemory, cyc: _CoreCycles, ends: _PipelineEnds):
     """Cycles of the last core to start (``start``): its calls, and the waits its L1 buffers
-    impose on them. Say an operand arrives in ``n`` transfers into ``depth`` buffers, each used by
-    ``u`` calls in turn: transfer i cannot start before the calls of transfer i - depth have freed
-    its buffer, and the transfers follow each other on one channel. Two chains follow: every
-    ``depth``-th transfer waits for a buffer (a transfer and u calls each, the calls in between
-    add u calls per transfer); or, after the first transfer's calls, the remaining n - depth
-    transfers and the last transfer's calls."""
+    impose on them. Say an operand arrives in ``n`` transfers into ``depth`` buffers, the calls of
+    each transfer taking ``uses`` cycles in turn: transfer i cannot start before the calls of
+    transfer i - depth have freed its buffer, and the transfers follow each other on one channel.
+    Two chains follow: every ``depth``-th transfer waits for a buffer (a transfer and its calls
+    each, the transfers in between add their calls); or, after the first transfer's calls, the
+    remaining n - depth transfers and the last transfer's calls."""
     stream = arch.stream_bytes_per_cycle
     start = ends.last_first_call
     bound = start + cyc.core_cycles + ends.c_out
