@@ -105,14 +105,17 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda step, text: None)
-    results = run_studies({"ablate": (ablate, (base, regimes, arch)), "cuts": (cuts, (base, regimes, arch)),
-                           "overlays": (overlays, (base, mix, arch)), "dataflow": (dataflow, (base, regimes, arch))},
-                          workers, say)
+    calls = {"ablate": (ablate, (base, regimes, arch)), "cuts": (cuts, (base, regimes, arch)),
+             "overlays": (overlays, (base, mix, arch)), "dataflow": (dataflow, (base, regimes, arch))}
+    if levers:  # the latency tails need no study: they run beside them
+        calls["latency"] = (latency_notes, (base, regimes, arch))
+    done = run_studies(calls, workers, say)
+    results = {name: done[name] for name in ("ablate", "cuts", "overlays", "dataflow")}
     say("plan", "simulating the plan")
     plan, studies = _plan(base, regimes, arch, results)
     command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), regimes="
                           f"{[r.label.replace('@', ':') for r in regimes]!r}, mix={mix!r}, arch={arch.name!r})")
-    plan["notes"] = _notes(base, regimes, arch, studies, command, levers, say)
+    plan["notes"] = _notes(base, arch, studies, command, done.get("latency"), say)
     (out / "plan.json").write_text(json.dumps(plan, indent=1))
     for name, ds in results.items():
         write_report(ds, out / "studies")
@@ -161,24 +164,29 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dic
     return plan, studies
 
 
-def _notes(base: LlmStudy, regimes, arch: Arch, studies: dict, command: str, with_levers: bool, say) -> dict:
-    """What the memo adds to the studies: the levers (simulated), the latency tails, what reproduces
-    the run, and how many of the arch's parameters are assumptions."""
+def _notes(base: LlmStudy, arch: Arch, studies: dict, command: str, latency: dict | None, say) -> dict:
+    """What the memo adds to the studies: the levers (simulated) and the latency tails (already
+    sampled; None: ``levers=False``, neither is run), what reproduces the run, and how many of the
+    arch's parameters are assumptions."""
     notes = {"reproduce": fingerprint(base, arch, command),
              "assumptions": sum("assum" in str(v).lower() for v in arch.notes.values())}
-    if not with_levers:
+    if latency is None:
         return notes
     say("levers", "simulating the what-ifs on the plan")
     notes["levers"] = what_ifs(studies, base, arch)
+    notes["latency"] = latency
+    return notes
+
+
+def latency_notes(base: LlmStudy, regimes, arch: Arch) -> dict:
+    """The latency tails of the decode regime's batch (the prefill regime's prompt, else the
+    study's), or why there are none: they depend on no study, so they run beside them."""
     decode = next((r for r in regimes if r.regime == "decode"), None)
     prefill = next((r for r in regimes if r.regime == "prefill"), None)
     if decode is None:
-        notes["latency"] = {"why": "no decode regime (per-token latency needs one)"}
-        return notes
-    say("latency", "sampling per-token latency and time to first token")
+        return {"why": "no decode regime (per-token latency needs one)"}
     try:
-        notes["latency"] = latency_tails(replace(base, batch=decode.batch), decode.tokens,
-                                         prefill.tokens if prefill else base.prompt, arch)
+        return latency_tails(replace(base, batch=decode.batch), decode.tokens,
+                             prefill.tokens if prefill else base.prompt, arch)
     except (ConfigError, SimulationError, ValueError) as e:
-        notes["latency"] = {"why": str(e).splitlines()[0]}
-    return notes
+        return {"why": str(e).splitlines()[0]}

@@ -22,11 +22,12 @@ from ..threads import available_cores
 WHAT = {"ablate": "ranking op classes by whole-run NOOP deltas",
         "cuts": "searching dispatch cuts (dynamic programming over layer boundaries)",
         "overlays": "placing each regime (request mix)",
-        "dataflow": "choosing a style per op"}
+        "dataflow": "choosing a style per op",
+        "latency": "sampling per-token latency and time to first token"}
 # longest first, so that the short ones fill in beside it (Llama-3.1-8B, one process: the dataflow
-# study 54 s; overlays 21 s; ablation 8 s; cuts less). Splitting the dataflow study by regime
+# study 54 s; overlays 21 s; ablation 8 s; latency tails 7 s; cuts less). Splitting the dataflow study by regime
 # gained nothing there: its prefill regime alone takes as long (one run each, 84 s against 77 s)
-LONGEST_FIRST = ("dataflow", "overlays", "ablate", "cuts")
+LONGEST_FIRST = ("dataflow", "overlays", "ablate", "latency", "cuts")
 
 
 def run_studies(calls: dict[str, tuple[Callable, tuple]], workers: int | None, say) -> dict:
