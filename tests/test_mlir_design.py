@@ -178,3 +178,14 @@ def test_static_if__a_condition_computed_at_run_time_is_refused(tmp_path):
     path.write_text(text)
     with pytest.raises(MlirError, match="scf.if on %first: only a condition known before the run"):
         read_design(path)
+
+
+def test_static_if__an_unsigned_compare_of_a_negative_value_is_not_guessed(tmp_path):
+    """Its result depends on the operands' width: the scf.if on it is refused, not read either way."""
+    text = (HERE / "static_if.mlir").read_text().replace('%small = arith.cmpi "sgt", %c1, %c3 : index',
+                                                         '%m1 = arith.constant -1 : i32\n'
+                                                         '      %small = arith.cmpi ugt, %m1, %c3 : i32')
+    path = tmp_path / "unsigned_if.mlir"
+    path.write_text(text)
+    with pytest.raises(MlirError, match="scf.if on %small: only a condition known before the run"):
+        read_design(path)

@@ -31,8 +31,8 @@ ONNX_ONLY = {"dims": "--dim", "fold_epilogues": "--fold-epilogues"}
               help="with --onnx: the baseline runs a Relu/Clip read only by the op before it inside that op "
                    "(the fusion step tries both ways)")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="processes the four studies run in at once (default: one per core; 1: one after another in "
-                   "this process; the same results either way)")
+              help="processes the four studies and the latency tails run in at once (default: one per core; 1: "
+                   "one after another in this process; the same results either way)")
 @click.pass_context
 def optimize_cmd(ctx, models, weights, kv, activations, arch_name, regimes, as_json, report_dir, mix, out_dir,
                  onnx_file, dims, fold_epilogues, workers):

@@ -117,6 +117,8 @@ class CoreReader:
             a, b = int_of(parts[1], self.r.env), int_of(parts[2], self.r.env)
         except Unreadable:
             return
+        if predicate.startswith("u") and min(a, b) < 0:
+            return  # an unsigned compare of a negative value depends on the width: left unknown
         if predicate in _PREDICATES and op.results:
             self.r.env[op.results[0]] = int(_PREDICATES[predicate](a, b))
 

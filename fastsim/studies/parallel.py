@@ -1,6 +1,6 @@
 """The optimization checklist's four studies are independent of each other (each starts from the
-baseline), so they may run in worker processes at once: on two cores the longest (the dataflow
-study) runs beside the other three. The results are the same Datasets as in one process: every
+baseline), and so are the latency tails, so they may run in worker processes at once: on two
+cores the longest (the dataflow study) runs beside the others. The results are the same Datasets as in one process: every
 study is deterministic and the one cache only remembers answers (it never changes one).
 
 Workers are spawned processes that ignore Ctrl-C (the caller stops them); each runs its studies
