@@ -8,8 +8,11 @@ host's sequence (its waits included) has run to its end. Any other deadlock is r
 """
 from __future__ import annotations
 
+import numpy as np
+
 from fastsim.kernels import layout as L
 
+from ..calls_done import calls_done
 from ..design import Wait
 from ..errors import ConfigError
 from ..lower import lower
@@ -34,9 +37,25 @@ def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False,
         raise_on_failure(batch, 0)
         left = []
     ds = to_dataset(batch, trace=trace)
+    _add_kernel_calls(ds, batch)
     ds.attrs["persistent_cores"] = sum(t in info.endless_cores for t in left)
     ds.attrs["stranded_cores"] = sum(t not in info.endless_cores for t in left)
     return ds
+
+
+def _add_kernel_calls(ds, batch) -> None:
+    """The calls each kernel completed in the run (``calls_done``: a persistent core's program
+    has no end to multiply out) as ``kernel_calls`` and ``kernel_cycles`` over a ``kernel`` axis."""
+    lw = batch.designs[0]
+    done = calls_done(lw.prog, lw.cores, batch.state[2][0], batch.state[3][0], lw.kernel_names)
+    names = sorted(done)
+    calls = np.array([[done[n][0] for n in names]], np.int64).reshape(1, len(names))
+    cycles = np.array([[done[n][1] for n in names]], np.int64).reshape(1, len(names))
+    ds.coords["kernel"] = np.array(names, dtype=object)
+    ds["kernel_calls"] = (("design", "kernel"), calls, {"units": "calls",
+                          "description": "kernel calls completed during the run, all cores"})
+    ds["kernel_cycles"] = (("design", "kernel"), cycles, {"units": "cycles",
+                           "description": "compute cycles of the completed kernel calls, all cores"})
 
 
 def _cores_left_after_host(batch, info: DesignInfo) -> list | None:
@@ -63,21 +82,19 @@ def summary(ds, info: DesignInfo) -> dict:
     """The headline numbers of a simulated MLIR design (``report.summarize`` without op counts:
     an MLIR design does not say how many operations its kernels do), its kernels and the ops read
     without time."""
-    from ..design import compute_cycles_by_kernel
     from ..report import summarize
 
     arch = info.design.arch
     s = summarize(ds, 0, arch, 0.0, "bf16")
     for key in ("ops", "ops_per_s", "peak_ops_per_s", "peak_fraction"):
         s.pop(key)
-    per_kernel: dict[str, int] = {}
-    for ops in info.design.cores.values():
-        compute_cycles_by_kernel(ops, 1, per_kernel)
+    per_kernel = {str(name): {"calls": int(ds.kernel_calls[0, i]), "cycles": int(ds.kernel_cycles[0, i])}
+                  for i, name in enumerate(ds.kernel.values)}
     s["design"] = {"name": info.design.name, "cores": len(info.design.cores), "bds": len(info.design.bds),
                    "locks": len(info.design.locks), "buffers": len(info.design.buffers),
                    "host_steps": len(info.design.host), "persistent_cores": int(ds.attrs.get("persistent_cores", 0)),
                    "stranded_cores": int(ds.attrs.get("stranded_cores", 0))}
-    s["kernels"] = {"cycles_per_call": dict(info.kernels), "total_cycles_per_core_program": per_kernel,
+    s["kernels"] = {"cycles_per_call": dict(info.kernels), "completed": per_kernel,
                     "defaulted": [{"kernel": d.kernel, "cycles": d.cycles, "rule": d.rule} for d in info.defaulted]}
     s["untimed_ops"] = sorted({name for name, _ in info.untimed})
     return s
@@ -97,8 +114,8 @@ def format_design_summary(s: dict) -> str:
     lines.append("  utilization")
     lines += [f"    {k:<16}{100 * v:5.1f} %" for k, v in sorted(s["utilization"].items(), key=lambda kv: -kv[1])]
     lines.append(f"  bound by        {s['bound_by']}")
-    for name, cycles in sorted(s["kernels"]["total_cycles_per_core_program"].items()):
-        lines.append(f"  kernel          {name}: {cycles:,} cycles over all calls of all cores")
+    for name, done in sorted(s["kernels"]["completed"].items()):
+        lines.append(f"  kernel          {name}: {done['calls']:,} calls, {done['cycles']:,} cycles (all cores)")
     for guess in s["kernels"]["defaulted"]:
         lines.append(f"  guessed cost    {guess['kernel']}: {guess['cycles']:,} cycles per call, fastsim's cost "
                      f"model ({guess['rule']}); give a measured cost with --kernels")
