@@ -47,6 +47,19 @@ def test_objectfifo__passthrough_equals_its_physical_form(kernel_cycles):
     assert cycles("objectfifo_passthrough", k) == cycles("physical_passthrough", k)
 
 
+def test_physical__shim_allocation_by_column_is_the_same_channel():
+    """``shim_dma_allocation @s(MM2S, 0, 0)`` (direction, channel, column: the form before the tile
+    operand) names the channel ``(%shim, MM2S, 0)`` names; a PLIO allocation is refused."""
+    text = (HERE / "physical_passthrough.mlir").read_text()
+    old = text.replace("@to_core (%shim, MM2S, 0)", "@to_core(MM2S, 0, 0)").replace(
+        "@from_core (%shim, S2MM, 0)", "@from_core(S2MM, 0, 0)")
+    assert old != text
+    k = {"kernel": 300}
+    assert int(simulate_design(read_text(old, k)).total_cycles[0]) == cycles("physical_passthrough", k)
+    with pytest.raises(MlirError, match="plio"):
+        read_text(old.replace("@to_core(MM2S, 0, 0)", "@to_core(MM2S, 0, 0) {plio = true}"), k)
+
+
 def test_physical__reads_buffers_locks_bds_and_host_steps():
     info = read_design(HERE / "physical_passthrough.mlir", {"kernel": 300})
     d = info.design

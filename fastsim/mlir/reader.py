@@ -489,7 +489,13 @@ class Reader:
     def _allocation(self, op: Op) -> None:
         sym = next(i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL")
         args = split(groups(op, "(")[0].items)
-        tile = self.value(args[0], Tile)
+        plio = attrs(op).get("plio")
+        if plio is not None and (not plio or int_of(plio)):
+            raise Unreadable("plio = true: a PLIO shim port, not a shim DMA (fastsim models no PL)")
+        if word(args[0]) in ("MM2S", "S2MM"):  # (dir, channel, column): the form before the tile operand
+            tile, args = Tile(int_of(args[2]), 0), [None, *args]
+        else:  # (%shim_tile, dir, channel)
+            tile = self.value(args[0], Tile)
         direction = MM2S if word(args[1]) == "MM2S" else S2MM
         ch = Channel(tile, direction, int_of(args[2]))
         self.symbols.setdefault(sym, ch)
