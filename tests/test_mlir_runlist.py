@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from fastsim.errors import ConfigError
 from fastsim.mlir import MlirError, read_design, read_text, simulate_design, simulate_run_list
+from fastsim.mlir.runlist import run_list_summary
 
 HERE = Path(__file__).parent / "mlir"
 COSTS = {"scale": 300}
@@ -78,3 +79,74 @@ def test_cli__run_design_prints_the_run_list_and_its_total(tmp_path):
     assert js["total_cycles"] == base and [s["device"] for s in js["run_list"]] == ["twice", "once"]
     ablate = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--ablate"])
     assert ablate.exit_code == 2 and "--device twice, once" in ablate.output
+
+
+# -- the SSA form (%c = aiex.configure @dev; aiex.run %c -> @seq(...)) ----------------------------------------
+SSA = HERE / "run_list_ssa.mlir"
+
+
+def ssa_error(old: str, new: str) -> MlirError:
+    """The MlirError run_list_ssa.mlir gives with ``old`` replaced by ``new``."""
+    text = SSA.read_text()
+    assert old in text
+    with pytest.raises(MlirError) as e:
+        read_text(text.replace(old, new), COSTS)
+    return e.value
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(k for k, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_run_list_ssa__reads_to_the_same_steps_cycles_and_results_as_the_region_form():
+    regions, ssa = read_design(HERE / "run_list.mlir", COSTS), read_design(SSA, COSTS)
+    assert [(s.device, s.sequences, len(s.info.design.host)) for s in ssa.run_list] == \
+           [(s.device, s.sequences, len(s.info.design.host)) for s in regions.run_list]
+    assert [s.line for s in ssa.run_list] == [line_of(SSA.read_text(), f"= aiex.configure @{d}")
+                                              for d in ("twice", "once")]
+    a, b = (run_list_summary(simulate_run_list(info, reconfigure_cycles=7), info) for info in (regions, ssa))
+    for step in a["run_list"] + b["run_list"]:
+        step["design"].pop("name")  # the file's name
+    assert a["run_list"] == b["run_list"] and a["total_cycles"] == b["total_cycles"]
+    # the patch_marker + load_pdi pair is the second configure's load: no host step of its own
+    assert {"aiex.npu.patch_marker", "aiex.npu.load_pdi"} <= {name for name, _ in ssa.untimed}
+
+
+def test_run_list_ssa__a_run_of_an_unknown_value_is_named():
+    e = ssa_error("aiex.run %once -> @sequence", "aiex.run %nothing -> @sequence")
+    assert "%nothing is no %c = aiex.configure" in str(e)
+    # and the configuration it leaves without a run
+    assert e.stops == [("aiex.run", line_of(SSA.read_text(), "aiex.run %once")),
+                       ("aiex.configure", line_of(SSA.read_text(), "%once = aiex.configure"))]
+
+
+def test_run_list_ssa__a_run_of_a_replaced_configuration_is_refused():
+    # @once is loaded after @twice: running @twice's sequence now would need @twice loaded again
+    run = "      aiex.run %once -> @sequence(%host) : (memref<2048xi32>)\n"
+    e = ssa_error(run, run + "      aiex.run %twice -> @stream(%lo) : (memref<1024xi32>)\n")
+    configure_once = line_of(SSA.read_text(), "%once = aiex.configure")
+    assert f"was replaced by aiex.configure at line {configure_once}" in str(e)
+    assert e.stops == [("aiex.run", configure_once + 2)]
+
+
+def test_run_list_ssa__a_load_pdi_between_runs_replaces_the_configuration():
+    # a load_pdi that loads no named device, anywhere but right before an aiex.configure, is refused,
+    # and so is the run after it
+    run = "      aiex.run %twice -> @stream(%lo) : (memref<1024xi32>)\n"
+    e = ssa_error(run, run + "      aiex.npu.load_pdi {id = 1 : ui16, size = 1 : ui32, address = 2 : ui64}\n")
+    assert [name for name, _ in e.stops] == ["aiex.npu.load_pdi", "aiex.run"]
+    assert "was replaced by aiex.npu.load_pdi" in str(e)
+
+
+def test_run_list_ssa__a_configuration_without_runs_or_with_parameters_is_named():
+    e = ssa_error("      aiex.run %once -> @sequence(%host) : (memref<2048xi32>)\n", "")
+    assert "without aiex.run" in str(e) and e.stops == [("aiex.configure", line_of(SSA.read_text(), "%once ="))]
+    e = ssa_error("%once = aiex.configure @once", "%once = aiex.configure @once(1) : (ui32)")
+    assert "no parameters" in str(e) and [name for name, _ in e.stops] == ["aiex.configure", "aiex.run"]
+
+
+def test_run_list__a_configurations_design_error_names_its_configure():
+    fifo = "aie.objectfifo @in(%shim, {%mem}, 2 : i32)"
+    text = SSA.read_text().replace(fifo, fifo.replace("2 : i32", "200 : i32"))
+    with pytest.raises(ConfigError, match=r"run list configuration 2 \(aiex.configure @once, line \d+\)"):
+        simulate_run_list(read_text(text, COSTS))

@@ -71,12 +71,15 @@ class DesignInfo:
 
 @dataclass
 class RunStep:
-    """One ``aiex.configure @device {aiex.run @seq(...) ...}`` of a run list: the configured
-    device, read with its runtime sequences inlined once per ``aiex.run`` in ``sequences`` order."""
+    """One ``aiex.configure @device {aiex.run @seq(...) ...}`` of a run list (or its SSA form,
+    ``%c = aiex.configure @device`` and the ``aiex.run %c -> @seq(...)`` ops after it): the
+    configured device, read with its runtime sequences inlined once per ``aiex.run`` in
+    ``sequences`` order; ``line``, the configure op's, names the step in errors."""
 
     device: str
     sequences: tuple
     info: DesignInfo
+    line: int = 0
 
 
 @dataclass
@@ -186,7 +189,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_ker
             r.problems += e.problems
             r.stops += e.stops
             continue
-        steps.append(RunStep(call.device, tuple(call.sequences), step))
+        steps.append(RunStep(call.device, tuple(call.sequences), step, call.op.line))
     if steps and (r.design.host or r.design.cores):
         r.problem(r.run_calls[0].op, "a run list beside the device's own cores or host steps")
     if r.problems:

@@ -1,7 +1,9 @@
 """Run lists: a runtime sequence that configures other devices of the file and runs them.
 
 ``aiex.configure @dev { aiex.run @seq(...) aiex.run @seq(...) }`` loads the configuration ``@dev``
-and inlines its runtime sequence once per ``aiex.run``. Each configure block is one simulation of
+and inlines its runtime sequence once per ``aiex.run``; the SSA form of mlir-aie's earlier syntax,
+``%c = aiex.configure @dev`` then ``aiex.run %c -> @seq(...)`` ops, is read to the same blocks
+(``fastsim.mlir.sequence``). Each configure block is one simulation of
 its device with the runs' host steps one after the other: cores, locks and DMA state carry over
 from one run to the next within a block, as on the part (the configuration is not reloaded). The
 next block starts from that device's reset state. A run list's cycles are the sum of its blocks'
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import Problems
+from ..errors import ConfigError, Problems
 from .reader import DesignInfo
 from .run import simulate_design, summary
 
@@ -37,8 +39,18 @@ def simulate_run_list(info: DesignInfo, *, reconfigure_cycles: int = 0, skip: bo
     p.check(bool(info.run_list), "run_list", [], f"{info.design.name} holds no aiex.configure of another device")
     p.number("reconfigure_cycles", reconfigure_cycles, integer=True, lo=0, unit="cycles per switch")
     p.raise_if_any()
-    return RunListResult([(step, simulate_design(step.info, skip=skip, trace=trace, max_events=max_events))
-                          for step in info.run_list], int(reconfigure_cycles))
+    return RunListResult([(step, _simulate_step(k, step, skip=skip, trace=trace, max_events=max_events))
+                          for k, step in enumerate(info.run_list, 1)], int(reconfigure_cycles))
+
+
+def _simulate_step(k: int, step, **options):
+    """One configure block's simulation; a design error names the block, since every block's
+    design is otherwise reported by its device alone."""
+    try:
+        return simulate_design(step.info, **options)
+    except ConfigError as e:
+        where = f"run list configuration {k} (aiex.configure @{step.device}, line {step.line})"
+        raise ConfigError([f"{where}: {problem}" for problem in e.problems], e.what, e.over_capacity) from e
 
 
 def run_list_summary(result: RunListResult, info: DesignInfo) -> dict:

@@ -5,13 +5,18 @@ the channel its ``metadata`` symbol names (a shim allocation or an object FIFO's
 ``dma_wait`` and ``npu.sync`` wait for that channel's tasks. ``dma_configure_task(_for)`` makes a
 BD chain that ``dma_start_task`` pushes (``repeat_count`` more times) and ``dma_await_task``
 waits for.
+
+A run list (``fastsim.mlir.runlist``) configures other devices of the file and runs their
+sequences, in one of two forms read to the same RunCalls: regions
+(``aiex.configure @dev { aiex.run @seq(...) }``) or SSA values (``%c = aiex.configure @dev``, then
+``aiex.run %c -> @seq(...)``, mlir-aie's earlier syntax).
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ..design import MM2S, S2MM, Channel, Tile
-from .reader import NO_TIMING, Task
+from .reader import NO_TIMING, RunCall, Task
 from .syntax import Atom, Group
 from .trace_setup import INERT_REGISTERS, TraceSetup
 from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
@@ -20,6 +25,8 @@ from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, m
 __all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent"]
 # ops that name runtime-argument views for an aiex.run (no host time)
 VIEW_OPS = frozenset({"memref.subview", "memref.reinterpret_cast", "memref.cast", "arith.constant"})
+# ops that load a configuration, replacing the one an SSA aiex.run could still name
+LOADS = frozenset({"aiex.configure", "aiex.npu.load_pdi"})
 
 
 class SequenceReader:
@@ -28,10 +35,19 @@ class SequenceReader:
         self.d = reader.design
         self.bds: dict = {}  # identical shim BDs are one BD (a sequence reuses a few BD ids)
         self.trace = TraceSetup(reader)  # trace set up by register writes: no time
+        self.configs: dict = {}  # SSA value of an aiex.configure of another device -> its RunCall
+        self.loaded = None  # the RunCall of the last SSA aiex.configure, while no load replaced it
+        self.last_load = None  # the op that loaded the current configuration (configure or load_pdi)
+        self.reloads: set = set()  # id() of the ops that load an SSA aiex.configure's configuration
+        self.ssa_run_list = False  # the sequence loads another device by SSA aiex.configure
 
     def read(self, op) -> None:
         self._arguments(op)
-        self._ops(op.regions[0].ops if op.regions else ())
+        ops = op.regions[0].ops if op.regions else ()
+        self.ssa_run_list = any(_loads_other(inner, self.r.device_symbol) for inner in ops)
+        self.reloads = _reconfiguration_loads(ops, self.r.device_symbol)
+        self._ops(ops)
+        self._close_loaded(None)
         self.trace.finish()
         self._fit_arguments()
 
@@ -81,6 +97,8 @@ class SequenceReader:
 
     def _op(self, op) -> None:
         name = op.name
+        if name in LOADS:
+            self._close_loaded(op)
         if name == "arith.constant":
             self.r.constant(op)
         elif name == "aiex.npu.dma_memcpy_nd":
@@ -98,6 +116,8 @@ class SequenceReader:
             self.d.wait(Channel(tile, direction, int_of(a["channel"], env)))
         elif name == "aiex.npu.load_pdi" and self._loads_itself_or_nothing(op):
             self.r.untimed.append((name, op.line))
+        elif name in ("aiex.npu.patch_marker", "aiex.npu.load_pdi") and id(op) in self.reloads:
+            self.r.untimed.append((name, op.line))  # part of the next configure: reconfigure_cycles
         elif name in ("aiex.npu.write32", "aiex.npu.maskwrite32") and self.trace.write(op):
             self.r.untimed.append((name, op.line))
         elif name == "aiex.npu.writebd":
@@ -106,11 +126,17 @@ class SequenceReader:
             self.trace.address_patch(op)  # likewise, with the BD it patches
         elif name == "memref.assume_alignment":
             pass  # a promise about a runtime argument's address: no host time
+        elif name in VIEW_OPS and self.ssa_run_list:
+            pass  # a view of a runtime argument for an aiex.run (SSA form): no host time
         elif name == "aiex.configure" and self._configures_itself(op):
             self.r.untimed.append((name, op.line))  # loading the configuration: not modelled
             self._ops(op.regions[0].ops if op.regions else ())
+        elif name == "aiex.configure" and not op.regions:
+            self._load(op)
         elif name == "aiex.configure":
             self._run_list_entry(op)
+        elif name == "aiex.run":
+            self._run(op)
         elif name in ("aiex.dma_configure_task", "aiex.dma_configure_task_for"):
             self._configure(op)
         elif name == "aiex.dma_start_task":
@@ -127,8 +153,8 @@ class SequenceReader:
 
     def _configures_itself(self, op) -> bool:
         """``aiex.configure @this_device {ops}`` (re)loads the device's own configuration (by
-        control packets or a PDI), then runs the ops; a run list that configures other devices
-        (``aiex.run``) is outside the subset."""
+        control packets or a PDI), then runs the ops; a configuration of another device is an
+        entry of a run list (``_run_list_entry``, ``_load``)."""
         sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
         return sym is not None and sym == self.r.device_symbol
 
@@ -155,6 +181,49 @@ class SequenceReader:
             self.r.unsupported(op, "a configuration of another device without aiex.run")
             return
         self.r.run_calls.append(RunCall(sym, runs, op))
+
+    def _load(self, op) -> None:
+        """``%c = aiex.configure @other`` (SSA form): loads @other's configuration; the
+        ``aiex.run %c -> @seq(...)`` ops that follow, until the next load, are one RunCall, as the
+        ``aiex.run`` ops of a configure block are. A parametrised configuration
+        (``@mm(1024, ...)``) names values fastsim cannot bind."""
+        sym = _symbol(op)
+        if sym is None or not op.results or groups(op, "("):
+            self.r.unsupported(op, "an aiex.configure without a region is read as %c = aiex.configure @device "
+                                   "(no parameters)")
+            return
+        self.loaded = self.configs[op.results[0]] = RunCall(sym, [], op)
+
+    def _run(self, op) -> None:
+        """``aiex.run %c -> @seq(args)``: one more run of the configuration ``%c`` loaded, its
+        arguments read as a configure block's (views of runtime arguments, no host time). The run
+        must follow ``%c``'s load with no other load between: loading a configuration replaces the
+        previous one, and a run of a replaced one would need a reload the op does not say."""
+        ref = next((i.text for i in op.items if isinstance(i, Atom) and i.kind == "VALUE"), None)
+        sym = _symbol(op)
+        call = self.configs.get(ref)
+        if ref is None or sym is None:
+            self.r.unsupported(op, "an aiex.run outside aiex.configure { } is read as aiex.run %c -> @sequence(...) "
+                                   "of a %c = aiex.configure @device")
+        elif call is None:
+            self.r.unsupported(op, f"{ref} is no %c = aiex.configure of another device before it")
+        elif call is not self.loaded:
+            self.r.unsupported(op, f"{ref} (aiex.configure @{call.device}, line {call.op.line}) was replaced by "
+                                   f"{self.last_load.name} at line {self.last_load.line}: loading a "
+                                   f"configuration replaces the previous one; configure @{call.device} again")
+        else:
+            call.sequences.append(sym)
+
+    def _close_loaded(self, op) -> None:
+        """A load (``op``; None at the sequence's end) replaces the configuration an SSA
+        ``aiex.configure`` loaded: its runs are complete, a RunCall of the run list in load order."""
+        call, self.loaded = self.loaded, None
+        if call is not None and call.sequences:
+            self.r.run_calls.append(call)
+        elif call is not None:
+            self.r.unsupported(call.op, "a configuration of another device without aiex.run")
+        if op is not None:
+            self.last_load = op
 
     def _loads_itself_or_nothing(self, op) -> bool:
         """``load_pdi {device_ref = @d}`` of this device (its configuration, already what fastsim
@@ -239,3 +308,35 @@ def bd_extent(bd) -> int:
     if not bd.dims:
         return bd.length_bytes
     return (sum((max(size, 1) - 1) * max(stride, 0) for size, stride in bd.dims) + 1) * 4
+
+
+def _symbol(op) -> str | None:
+    return next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
+
+
+def _loads_other(op, own: str) -> bool:
+    """``%c = aiex.configure @other`` (SSA form of a run list's entry)."""
+    return op.name == "aiex.configure" and not op.regions and _symbol(op) not in (None, own)
+
+
+def _reconfiguration_loads(ops, own: str) -> set:
+    """``id()`` of the ``aiex.npu.patch_marker {id = "loadpdi"}`` and ``aiex.npu.load_pdi`` without
+    ``device_ref`` right before an SSA ``aiex.configure @other``: mlir-aie's SSA-form run lists reset
+    the part and load the next configuration with them (a placeholder PDI the host patches), which
+    the region form does inside ``aiex.configure``. They are that configure's load: its time is the
+    run list's ``reconfigure_cycles``. Anywhere else they stay outside the subset."""
+    def reload(op) -> bool:
+        if op.name == "aiex.npu.patch_marker":
+            marker = attrs(op).get("id")
+            return bool(marker) and word(marker) == "loadpdi"
+        return op.name == "aiex.npu.load_pdi" and "device_ref" not in attrs(op)
+
+    marked, pending = set(), []
+    for op in ops:
+        if reload(op):
+            pending.append(id(op))
+            continue
+        if _loads_other(op, own):
+            marked.update(pending)
+        pending = []
+    return marked
