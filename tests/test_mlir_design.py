@@ -119,6 +119,12 @@ def test_dma_task__persistent_core_ends_when_data_stops():
     level = dict(zip(ds.level.values, ds.level_bytes.values[0]))
     assert level["ddr_read"] == level["ddr_write"] == 1024
     assert 4 * 100 < int(ds.total_cycles[0]) < 4 * 100 + 400
+    # four objects of 64 came, so four calls completed (the endless loop's static total is useless)
+    assert ds.kernel_calls.sel(kernel="add_one").values.tolist() == [4]
+    assert ds.kernel_cycles.sel(kernel="add_one").values.tolist() == [400]
+    from fastsim.mlir.ablate import ablate
+    _, rows = ablate(info)
+    assert [(a.kernel, a.calls) for a in rows] == [("add_one", 4)]
 
 
 def test_unsupported__op_is_named_with_its_line():

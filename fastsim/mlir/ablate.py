@@ -18,7 +18,7 @@ class Ablation:
     """One kernel made a 1-cycle pass: the design's cycles then, and what that saved."""
 
     kernel: str
-    calls: int  # calls over all cores (loops multiplied out)
+    calls: int  # calls the design's run completed, all cores (a persistent core's loops never end)
     cycles: int
     saved_cycles: int
 
@@ -30,9 +30,12 @@ class Ablation:
 def ablate(info: DesignInfo, *, skip: bool = True) -> tuple[int, list[Ablation]]:
     """The design's cycles, and one Ablation per kernel (``func.call`` target and inline code),
     most time saved first."""
-    base = int(simulate_design(info, skip=skip).total_cycles[0])
+    ran = simulate_design(info, skip=skip)
+    base = int(ran.total_cycles[0])
+    done = {str(k): int(c) for k, c in zip(ran.kernel.values, ran.kernel_calls.values[0])}
     out = []
-    for name, calls in sorted(_calls(info).items()):
+    for name in sorted(_kernels(info)):
+        calls = done.get(name, 0)
         cores = {tile: _as_pass(ops, name) for tile, ops in info.design.cores.items()}
         twin = replace(info, design=replace(info.design, cores=cores))
         cycles = int(simulate_design(twin, skip=skip).total_cycles[0])
@@ -41,18 +44,19 @@ def ablate(info: DesignInfo, *, skip: bool = True) -> tuple[int, list[Ablation]]
     return base, out
 
 
-def _calls(info: DesignInfo) -> dict[str, int]:
-    out: dict[str, int] = {}
+def _kernels(info: DesignInfo) -> set[str]:
+    """Every kernel a core program calls (reached in the run or not)."""
+    out: set[str] = set()
 
-    def walk(ops, times):
+    def walk(ops):
         for op in ops:
             if isinstance(op, Compute):
-                out[op.name] = out.get(op.name, 0) + times
+                out.add(op.name)
             elif isinstance(op, Loop):
-                walk(op.body, times * op.count)
+                walk(op.body)
 
     for ops in info.design.cores.values():
-        walk(ops, 1)
+        walk(ops)
     return out
 
 
