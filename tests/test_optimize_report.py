@@ -159,3 +159,18 @@ def test_memo__reports_the_whole_run_search_per_regime(run):
         assert r["predicted"]["seconds"] == pytest.approx(w["seconds"], rel=1e-12)
         assert f"**{label}**" in text.split("whole-run mapping", 1)[1]
         assert ms(w["per_op_seconds"]) in text
+
+
+def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, tmp_path):
+    """Two workers (studies, then the regimes' plans, then the what-ifs, each phase at once) give
+    byte for byte the plan and memo of the one-process run."""
+    from fastsim.studies.optimize import optimize
+
+    out, plan, _, _ = run
+    said = []
+    together = optimize(LlmStudy(model=SMALL), ["decode:256", "prefill:128"], ["128:16"], out=tmp_path,
+                        progress=lambda step, text: said.append(step), workers=2)
+    assert together == plan
+    for name in ("plan.json", "report.md"):
+        assert (tmp_path / name).read_text() == (out / name).read_text()
+    assert {"studies", "plan", "levers"} <= set(said)

@@ -58,21 +58,36 @@ def levers(base: LlmStudy, arch: Arch) -> list[Lever]:
     return out
 
 
-def what_ifs(plans: dict[str, LlmStudy], base: LlmStudy, arch: Arch) -> list[dict]:
+def what_ifs(plans: dict[str, LlmStudy], base: LlmStudy, arch: Arch, run=None) -> list[dict]:
     """Each lever simulated on each regime's plan: {"lever", "regimes": {label: seconds or None,
     "errors": {label: why}}}. A plan the lever makes impossible (a pinned cut that no longer fits)
-    is reported with its reason, not skipped."""
+    is reported with its reason, not skipped. ``run`` runs the simulations (``Workers.run``: in
+    worker processes at once); None: here, one after another."""
+    names = [lever.name for lever in levers(base, arch)]
+    calls = {f"{name} on {label}": (lever_on_plan, (i, study, base, arch))
+             for i, name in enumerate(names) for label, study in plans.items()}
+    done = run(calls, phase="levers") if run else {key: fn(*args) for key, (fn, args) in calls.items()}
     out = []
-    for lever in levers(base, arch):
+    for name in names:
         seconds, errors = {}, {}
-        for label, study in plans.items():
-            s, a = lever.change(study, arch)
-            try:
-                seconds[label] = float(simulate_llm(s, a).total_seconds)
-            except (ConfigError, SimulationError, ValueError) as e:
-                seconds[label], errors[label] = None, str(e).splitlines()[0]
-        out.append({"lever": lever.name, "seconds": seconds, "errors": errors})
+        for label in plans:
+            seconds[label], why = done[f"{name} on {label}"]
+            if why is not None:
+                errors[label] = why
+        out.append({"lever": name, "seconds": seconds, "errors": errors})
     return out
+
+
+def lever_on_plan(index: int, study: LlmStudy, base: LlmStudy, arch: Arch) -> tuple[float | None, str | None]:
+    """The seconds of ``study`` with lever ``index`` of ``levers(base, arch)`` applied, or None and
+    why it cannot run (a module function: a worker process rebuilds the lever, whose change is a
+    closure)."""
+    lever = levers(base, arch)[index]
+    s, a = lever.change(study, arch)
+    try:
+        return float(simulate_llm(s, a).total_seconds), None
+    except (ConfigError, SimulationError, ValueError) as e:
+        return None, str(e).splitlines()[0]
 
 
 def latency_tails(base: LlmStudy, context: int, prompt: int, arch: Arch) -> dict:

@@ -31,7 +31,7 @@ from .dataflow import STYLES, dataflow
 from .levers import fingerprint, latency_tails, what_ifs
 from .memo import STEPS, memo
 from .overlays import overlays
-from .parallel import run_studies
+from .parallel import Workers
 from .regimes import parse_regimes
 from .report import write_report
 from .whole_run import whole_run_search
@@ -100,7 +100,8 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
 
     ``command`` is the line the memo's reproducibility block quotes (default: this call in Python);
     ``levers=False`` skips the what-ifs and latency tails (the memo says so); ``workers``
-    processes run the studies at once (``run_studies``: the same results; None: one per core)."""
+    processes run the studies at once, then the regimes' plans, then the what-ifs (``Workers``:
+    the same results; None: one per core)."""
     regimes = parse_regimes(regimes)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,13 +110,15 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
              "overlays": (overlays, (base, mix, arch)), "dataflow": (dataflow, (base, regimes, arch))}
     if levers:  # the latency tails need no study: they run beside them
         calls["latency"] = (latency_notes, (base, regimes, arch))
-    done = run_studies(calls, workers, say)
-    results = {name: done[name] for name in ("ablate", "cuts", "overlays", "dataflow")}
-    say("plan", "simulating the plan")
-    plan, studies = _plan(base, regimes, arch, results)
-    command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), regimes="
-                          f"{[r.label.replace('@', ':') for r in regimes]!r}, mix={mix!r}, arch={arch.name!r})")
-    plan["notes"] = _notes(base, arch, studies, command, done.get("latency"), say)
+    with Workers(workers, len(calls)) as pool:
+        done = pool.run(calls, say, phase="studies")
+        results = {name: done[name] for name in ("ablate", "cuts", "overlays", "dataflow")}
+        say("plan", "simulating the plan")
+        plan, studies = _plan(base, regimes, arch, results, pool)
+        command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), "
+                              f"regimes={[r.label.replace('@', ':') for r in regimes]!r}, mix={mix!r}, "
+                              f"arch={arch.name!r})")
+        plan["notes"] = _notes(base, arch, studies, command, done.get("latency"), say, pool)
     (out / "plan.json").write_text(json.dumps(plan, indent=1))
     for name, ds in results.items():
         write_report(ds, out / "studies")
@@ -130,41 +133,51 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
 SUMMARY_KEYS = ("seconds", "tokens_per_s", "ddr_bytes", "energy_j", "dispatches", "fusion")
 
 
-def _plan(base: LlmStudy, regimes, arch: Arch, results: dict) -> tuple[dict, dict]:
+def _plan(base: LlmStudy, regimes, arch: Arch, results: dict, pool: Workers) -> tuple[dict, dict]:
     """The plan per regime (decisions combined, simulated as a whole, never slower than the
-    baseline), and each regime's planned LlmStudy."""
+    baseline), and each regime's planned LlmStudy; the regimes are planned in ``pool`` at once."""
     plan = {"inputs": {"model": results["ablate"].attrs["model"], "arch": arch.name,
                        "weights": base.precision.weights, "kv": base.precision.kv,
                        "activations": base.precision.activations, "arch_definition": repr(arch)},
             "regimes": {}}
-    studies = {}
+    calls = {}
     for regime in regimes:
         label = regime.label
+        decisions = {"top_class": str(results["ablate"].top_class.sel(regime=label).values),
+                     "cuts": str(results["cuts"].best_cuts.sel(regime=label).values),
+                     "dataflow_point": str(results["dataflow"].chosen.sel(regime=label).values),
+                     "dataflow_pins": _pins(results["dataflow"], label)}
         fusion = str(results["dataflow"].fusion.sel(regime=label).values)
-        cut_text = str(results["cuts"].best_cuts.sel(regime=label).values)
-        pins = _pins(results["dataflow"], label)
-        study = plan_study(base, regime, fusion, cut_text, pins)
-        planned, unplanned = simulate_llm(study, arch), simulate_llm(regime.study(base), arch)
-        predicted, baseline = llm_summary(planned), llm_summary(unplanned)
-        kept = predicted["seconds"] > baseline["seconds"]
-        if kept:  # decisions measured one at a time need not combine: never plan anything slower
-            study, planned = regime.study(base), unplanned
-        whole = whole_run_search(study, arch, seed=planned)  # kernels shared across ops where programs reload
-        study, predicted = whole.study, llm_summary(whole.dataset)
-        studies[label] = study
-        plan["regimes"][label] = {
-            "study": study_to_json(study),
-            "predicted": {k: predicted[k] for k in SUMMARY_KEYS},
-            "baseline": {k: baseline[k] for k in SUMMARY_KEYS},
-            "decisions": {"top_class": str(results["ablate"].top_class.sel(regime=label).values),
-                          "cuts": cut_text, "dataflow_point": str(results["dataflow"].chosen.sel(regime=label).values),
-                          "dataflow_pins": pins,
-                          "kept_baseline": kept},
-            "whole_run": whole.to_json()}
+        calls[f"plan {label}"] = (plan_regime, (base, regime, arch, fusion, decisions))
+    planned = pool.run(calls, phase="plan")
+    studies = {}
+    for regime in regimes:
+        plan["regimes"][regime.label], studies[regime.label] = planned[f"plan {regime.label}"]
     return plan, studies
 
 
-def _notes(base: LlmStudy, arch: Arch, studies: dict, command: str, latency: dict | None, say) -> dict:
+def plan_regime(base: LlmStudy, regime, arch: Arch, fusion: str, decisions: dict) -> tuple[dict, LlmStudy]:
+    """One regime's plan entry (plan.json) and its planned study: the decisions combined and
+    simulated as a whole run, the baseline kept where they combine slower, then the whole-run
+    search seeded from it."""
+    study = plan_study(base, regime, fusion, decisions["cuts"], decisions["dataflow_pins"])
+    planned, unplanned = simulate_llm(study, arch), simulate_llm(regime.study(base), arch)
+    predicted, baseline = llm_summary(planned), llm_summary(unplanned)
+    kept = predicted["seconds"] > baseline["seconds"]
+    if kept:  # decisions measured one at a time need not combine: never plan anything slower
+        study, planned = regime.study(base), unplanned
+    whole = whole_run_search(study, arch, seed=planned)  # kernels shared across ops where programs reload
+    study, predicted = whole.study, llm_summary(whole.dataset)
+    entry = {"study": study_to_json(study),
+             "predicted": {k: predicted[k] for k in SUMMARY_KEYS},
+             "baseline": {k: baseline[k] for k in SUMMARY_KEYS},
+             "decisions": {**decisions, "kept_baseline": kept},
+             "whole_run": whole.to_json()}
+    return entry, study
+
+
+def _notes(base: LlmStudy, arch: Arch, studies: dict, command: str, latency: dict | None, say,
+           pool: Workers) -> dict:
     """What the memo adds to the studies: the levers (simulated) and the latency tails (already
     sampled; None: ``levers=False``, neither is run), what reproduces the run, and how many of the
     arch's parameters are assumptions."""
@@ -173,7 +186,7 @@ def _notes(base: LlmStudy, arch: Arch, studies: dict, command: str, latency: dic
     if latency is None:
         return notes
     say("levers", "simulating the what-ifs on the plan")
-    notes["levers"] = what_ifs(studies, base, arch)
+    notes["levers"] = what_ifs(studies, base, arch, pool.run)
     notes["latency"] = latency
     return notes
 

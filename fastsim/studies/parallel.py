@@ -1,12 +1,14 @@
 """The optimization checklist's four studies are independent of each other (each starts from the
 baseline), and so are the latency tails, so they may run in worker processes at once: on two
-cores the longest (the dataflow study) runs beside the others. The results are the same Datasets as in one process: every
-study is deterministic and the one cache only remembers answers (it never changes one).
+cores the longest (the dataflow study) runs beside the others. So are the regimes' plans, and the
+what-ifs (each lever on each regime's plan), after them. The results are those of one process:
+every task is deterministic and the one cache only remembers answers (it never changes one).
 
-Workers are spawned processes that ignore Ctrl-C (the caller stops them); each runs its studies
-under the caller's settings with its share of the cores as engine threads, and shares the
-caller's disk cache directory (``FASTSIM_CACHE_DIR``), so what one worker searched the plan
-step finds on disk.
+Workers are spawned processes that ignore Ctrl-C (the caller stops them); each runs its tasks
+under the caller's settings with every core as engine threads (a worker whose partner has gone
+idle then batches on both cores; while both are busy the engine's threads share the cores, at no
+cost to the results), and shares the caller's disk cache directory (``FASTSIM_CACHE_DIR``), so
+what one worker searched another finds on disk.
 """
 from __future__ import annotations
 
@@ -34,33 +36,58 @@ def run_studies(calls: dict[str, tuple[Callable, tuple]], workers: int | None, s
     """``{name: fn(*args)}`` for ``calls`` (name -> (function, arguments)), in ``calls``' order:
     in this process one after another (``workers`` 1), else in ``workers`` processes at once
     (None: one per core, at most one per study), the longest first."""
-    workers = min(len(calls), available_cores() if workers is None else workers)
-    if workers < 1:
-        raise ValueError(f"workers = {workers}: must be >= 1 (or None: one per core)")
-    if workers == 1:
-        results = {}
-        for name, (fn, args) in calls.items():
-            say(name, WHAT.get(name, name))
-            results[name] = fn(*args)
-        return results
-    say("studies", f"{', '.join(calls)} in {workers} worker processes at once")
-    chosen = replace(settings.current(), threads=max(1, available_cores() // workers), progress=False)
-    order = sorted(calls, key=_expected_rank)
-    pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_worker_start)
-    try:
+    with Workers(workers, len(calls)) as pool:
+        return pool.run(calls, say, phase="studies")
+
+
+class Workers:
+    """Worker processes kept for every phase of a run (the studies, then the plan of each regime,
+    then the what-ifs): each worker imports fastsim and loads the compiled kernels once (seconds on
+    a small machine), and keeps in memory what its earlier tasks searched. One worker: every task
+    runs in this process. Leaving the ``with`` block on an error (Ctrl-C, a failed task) stops the
+    workers at once."""
+
+    def __init__(self, workers: int | None, most: int):
+        self.size = min(most, available_cores() if workers is None else workers)
+        if self.size < 1:
+            raise ValueError(f"workers = {workers}: must be >= 1 (or None: one per core)")
+        self.pool = None
+        self.chosen = replace(settings.current(), threads=available_cores(), progress=False)
+        if self.size > 1:
+            self.pool = multiprocessing.get_context("spawn").Pool(self.size, initializer=_worker_start)
+
+    def __enter__(self) -> "Workers":
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if self.pool is None:
+            return
+        if kind is None:
+            self.pool.close()  # the workers end on their own
+        else:
+            self.pool.terminate()  # Ctrl-C or a failed task: the others stop too
+        self.pool.join()
+
+    def run(self, calls: dict[str, tuple[Callable, tuple]], say=None, phase: str = "tasks") -> dict:
+        """``{name: fn(*args)}`` in ``calls``' order, the tasks sent longest first (``say``:
+        progress per task, None for none; ``phase`` names the batch in it)."""
+        say = say or (lambda step, text: None)
+        if self.pool is None:
+            results = {}
+            for name, (fn, args) in calls.items():
+                say(name, WHAT.get(name, name))
+                results[name] = fn(*args)
+            return results
+        say(phase, f"{', '.join(calls)} in {self.size} worker processes at once")
+        order = sorted(calls, key=_expected_rank)
         start = time.perf_counter()
-        pending = {name: pool.apply_async(_study, (calls[name][0], calls[name][1], chosen)) for name in order}
+        pending = {name: self.pool.apply_async(_study, (calls[name][0], calls[name][1], self.chosen))
+                   for name in order}
         results = {}
         for name in order:
             results[name] = pending[name].get()
             say(name, f"done ({time.perf_counter() - start:.0f} s)")
-        pool.close()  # the workers end on their own
-        pool.join()
-    except BaseException:
-        pool.terminate()  # Ctrl-C or a failed study: the others stop too
-        pool.join()
-        raise
-    return {name: results[name] for name in calls}
+        return {name: results[name] for name in calls}
 
 
 def _expected_rank(name: str) -> int:
