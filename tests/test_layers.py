@@ -23,7 +23,7 @@ LAYERS = [
     ("kernels", {"kernels"}),
     ("hardware", {"errors", "dtypes", "arch", "gc_pause", "version", "settings"}),
     ("engine interface", {"design", "validate", "lower", "results", "report", "simulation", "cache",
-                          "result_cache", "threads", "trace", "cost", "systolic"}),
+                          "result_cache", "threads", "trace", "cost", "systolic", "calls_done"}),
     ("graph", {"graph"}),
     ("mapping", {"mapping"}),
     ("evaluation", {"evaluation"}),
