@@ -10,13 +10,20 @@ from fastsim.llm import LlmStudy
 from fastsim.llm.model import ModelConfig
 from fastsim.studies.ablate import ablate
 from fastsim.studies.cuts import cuts
-from fastsim.studies.parallel import run_studies
+from fastsim.studies.parallel import Workers
 from fastsim.studies.regimes import parse_regimes
+
+
+def run_studies(calls, workers, say):
+    """The studies of ``calls`` on a pool of ``workers`` (1: in this process), as optimize runs them."""
+    with Workers(workers, len(calls)) as pool:
+        return pool.run(calls, say, phase="studies")
+
 
 SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
 
 
-def test_run_studies__worker_processes_give_the_datasets_of_one_process():
+def test_workers__worker_processes_give_the_datasets_of_one_process():
     regimes = parse_regimes(["decode:256"])
     calls = {"ablate": (ablate, (LlmStudy(model=SMALL), regimes, NPU2)),
              "cuts": (cuts, (LlmStudy(model=SMALL), regimes, NPU2))}
@@ -29,7 +36,7 @@ def test_run_studies__worker_processes_give_the_datasets_of_one_process():
     assert said[0] == "studies" and sorted(said[1:]) == ["ablate", "cuts"]
 
 
-def test_run_studies__a_studys_config_error_reaches_the_caller_with_its_problems():
+def test_workers__a_studys_config_error_reaches_the_caller_with_its_problems():
     regimes = parse_regimes(["decode:4096"])
     calls = {"ablate": (ablate, (LlmStudy(model=SMALL, weights="int3"), regimes, NPU2)),
              "cuts": (cuts, (LlmStudy(model=SMALL), parse_regimes(["decode:256"]), NPU2))}
@@ -40,6 +47,6 @@ def test_run_studies__a_studys_config_error_reaches_the_caller_with_its_problems
     assert together.value.problems == alone.value.problems and together.value.problems
 
 
-def test_run_studies__zero_workers_is_refused():
+def test_workers__zero_workers_is_refused():
     with pytest.raises(ValueError, match="workers = 0"):
         run_studies({"ablate": (ablate, ())}, 0, lambda step, text: None)

@@ -32,14 +32,6 @@ WHAT = {"ablate": "ranking op classes by whole-run NOOP deltas",
 LONGEST_FIRST = ("dataflow", "overlays", "ablate", "latency", "cuts")
 
 
-def run_studies(calls: dict[str, tuple[Callable, tuple]], workers: int | None, say) -> dict:
-    """``{name: fn(*args)}`` for ``calls`` (name -> (function, arguments)), in ``calls``' order:
-    in this process one after another (``workers`` 1), else in ``workers`` processes at once
-    (None: one per core, at most one per study), the longest first."""
-    with Workers(workers, len(calls)) as pool:
-        return pool.run(calls, say, phase="studies")
-
-
 class Workers:
     """Worker processes kept for every phase of a run (the studies, then the plan of each regime,
     then the what-ifs): each worker imports fastsim and loads the compiled kernels once (seconds on
