@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from fastsim import NPU2
+
 from fastsim.mlir import read_text, simulate_design
 from fastsim.mlir.place import PlacementError, place
 from fastsim.mlir.place_graph import read_graph, values_of
@@ -260,8 +262,11 @@ def test_place__unknown_device_is_a_stop():
     %core = aie.logical_tile<CoreTile>(?, ?)
   }
 }"""
-    with pytest.raises(MlirError) as e:
+    with pytest.raises(MlirError) as e:  # a part fastsim does not model: refused, never simulated as an NPU
         read_text(text, source="versal")
+    assert e.value.stops == [("aie.device", 2)] and "aie.device(xcve2802): not a part fastsim models" in str(e.value)
+    with pytest.raises(MlirError) as e:  # an arch chosen: its tiles still cannot be placed on that part's array
+        read_text(text, source="versal", arch=NPU2)
     assert e.value.stops == [("aie.logical_tile", 3)]
 
 

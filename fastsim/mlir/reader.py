@@ -92,18 +92,23 @@ class RunCall:
     op: Op
 
 
-def device_arch(name: str, default: Arch) -> Arch:
-    """``npu1*`` -> NPU1, ``npu2*`` -> NPU2, anything else (``NPUDEVICE``, a test's placeholder) ->
-    the default."""
+def device_arch(name: str, default: Arch | None) -> Arch:
+    """``npu1*`` -> NPU1, ``npu2*`` -> NPU2; any other part (``xcve2802``, ``xcvc1902``, a test's
+    ``NPUDEVICE`` placeholder) -> ``default`` when the caller chose one, else an error: simulating
+    a part fastsim does not model on an NPU's numbers would be a plausible answer for the wrong
+    hardware."""
     if name.startswith("npu1"):
         return NPU1
     if name.startswith("npu2"):
         return NPU2
+    if default is None:
+        raise Unreadable(f"aie.device({name}): not a part fastsim models (npu1*, npu2*); choose an arch to "
+                         "simulate it on (fastsim run design --arch npu1|npu2|FILE)")
     return default
 
 
 def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
-         source: str = "<mlir>", default_arch: Arch = NPU2, device: str | None = None,
+         source: str = "<mlir>", default_arch: Arch | None = None, device: str | None = None,
          default_kernel_cycles: int | None = None) -> DesignInfo:
     """Read the MLIR text of one ``aie.device`` into a Design (see ``fastsim.mlir.read_design``):
     the file's only device, or the one whose symbol is ``device``."""
@@ -124,7 +129,7 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
-             source: str = "<mlir>", default_arch: Arch = NPU2,
+             source: str = "<mlir>", default_arch: Arch | None = None,
              default_kernel_cycles: int | None = None) -> list[DesignInfo]:
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
@@ -163,7 +168,10 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_ker
     """One device. ``sequences``: the runtime sequences to inline, in order (a run list's
     ``aiex.run``s); None reads every sequence once."""
     name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
-    arch_here = device_arch(name, default_arch) if arch is None else arch
+    try:
+        arch_here = device_arch(name, default_arch) if arch is None else arch
+    except Unreadable as e:
+        raise MlirError([f"{source}:{dev.line}: {e}"], source, [("aie.device", dev.line)]) from None
     symbol = _device_symbol(dev)
     r = Reader(Design(arch_here, _design_name(source) + (f"@{symbol}" if symbol else "")), kernel_cycles or {},
                source)
