@@ -93,11 +93,11 @@ class RunCall:
 
 
 def device_arch(name: str, default: Arch | None) -> Arch:
-    """``npu1*`` -> NPU1, ``npu2*`` -> NPU2; any other part (``xcve2802``, ``xcvc1902``, a test's
+    """``npu1*`` (and its earlier names ``npu``, ``ipu``) -> NPU1, ``npu2*`` -> NPU2; any other part (``xcve2802``, ``xcvc1902``, a test's
     ``NPUDEVICE`` placeholder) -> ``default`` when the caller chose one, else an error: simulating
     a part fastsim does not model on an NPU's numbers would be a plausible answer for the wrong
     hardware."""
-    if name.startswith("npu1"):
+    if name.startswith("npu1") or name in ("npu", "ipu"):  # npu1's names before May 2024 (mlir-aie #1443, #1305)
         return NPU1
     if name.startswith("npu2"):
         return NPU2
