@@ -260,7 +260,7 @@ def test_device__earlier_names_of_npu1_read_as_npu1():
     from fastsim import NPU1
     from fastsim.mlir.reader import device_arch
 
-    assert [device_arch(name, None) for name in ("npu", "ipu", "npu1_2col")] == [NPU1] * 3
+    assert [device_arch(name) for name in ("npu", "ipu", "npu1_2col")] == [NPU1] * 3
 
 
 def test_place__unknown_device_is_a_stop():

@@ -92,23 +92,21 @@ class RunCall:
     op: Op
 
 
-def device_arch(name: str, default: Arch | None) -> Arch:
-    """``npu1*`` (and its earlier names ``npu``, ``ipu``) -> NPU1, ``npu2*`` -> NPU2; any other part (``xcve2802``, ``xcvc1902``, a test's
-    ``NPUDEVICE`` placeholder) -> ``default`` when the caller chose one, else an error: simulating
-    a part fastsim does not model on an NPU's numbers would be a plausible answer for the wrong
-    hardware."""
+def device_arch(name: str) -> Arch:
+    """``npu1*`` (and its earlier names ``npu``, ``ipu``) -> NPU1, ``npu2*`` -> NPU2; any other part
+    (``xcve2802``, ``xcvc1902``, a test's ``NPUDEVICE`` placeholder) is an error unless the caller
+    chose an arch: simulating a part fastsim does not model on an NPU's numbers would be a
+    plausible answer for the wrong hardware."""
     if name.startswith("npu1") or name in ("npu", "ipu"):  # npu1's names before May 2024 (mlir-aie #1443, #1305)
         return NPU1
     if name.startswith("npu2"):
         return NPU2
-    if default is None:
-        raise Unreadable(f"aie.device({name}): not a part fastsim models (npu1*, npu2*); choose an arch to "
-                         "simulate it on (fastsim run design --arch npu1|npu2|FILE)")
-    return default
+    raise Unreadable(f"aie.device({name}): not a part fastsim models (npu1*, npu2*); choose an arch to "
+                     "simulate it on (fastsim run design --arch npu1|npu2|FILE)")
 
 
 def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
-         source: str = "<mlir>", default_arch: Arch | None = None, device: str | None = None,
+         source: str = "<mlir>", device: str | None = None,
          default_kernel_cycles: int | None = None) -> DesignInfo:
     """Read the MLIR text of one ``aie.device`` into a Design (see ``fastsim.mlir.read_design``):
     the file's only device, or the one whose symbol is ``device``."""
@@ -125,16 +123,16 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
                          "choose one (device=...)"], source, [("aie.device", d.line) for d in devices[1:]])
     else:
         dev = devices[0]
-    return _read_device(dev, kernel_cycles, arch, source, default_arch, default_kernel_cycles, devices)
+    return _read_device(dev, kernel_cycles, arch, source, default_kernel_cycles, devices)
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
-             source: str = "<mlir>", default_arch: Arch | None = None,
+             source: str = "<mlir>",
              default_kernel_cycles: int | None = None) -> list[DesignInfo]:
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
     devices = _devices(parse(text, source))
-    return [_read_device(d, kernel_cycles, arch, source, default_arch, default_kernel_cycles, devices)
+    return [_read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices)
             for d in devices]
 
 
@@ -163,13 +161,13 @@ def _device_symbol(dev: Op) -> str:
     return next((i.text.lstrip("@") for i in dev.items if isinstance(i, Atom) and i.kind == "SYMBOL"), "")
 
 
-def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_kernel_cycles,
+def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
                  devices: list[Op], sequences: list[str] | None = None) -> DesignInfo:
     """One device. ``sequences``: the runtime sequences to inline, in order (a run list's
     ``aiex.run``s); None reads every sequence once."""
     name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
     try:
-        arch_here = device_arch(name, default_arch) if arch is None else arch
+        arch_here = device_arch(name) if arch is None else arch
     except Unreadable as e:
         raise MlirError([f"{source}:{dev.line}: {e}"], source, [("aie.device", dev.line)]) from None
     symbol = _device_symbol(dev)
@@ -191,7 +189,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_arch, default_ker
                           else "a run list inside a run list")
             continue
         try:
-            step = _read_device(target, kernel_cycles, arch, source, default_arch, default_kernel_cycles, devices,
+            step = _read_device(target, kernel_cycles, arch, source, default_kernel_cycles, devices,
                                 call.sequences)
         except MlirError as e:
             r.problems += e.problems
