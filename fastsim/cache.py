@@ -10,7 +10,7 @@ tier with a codec that turns its values into JSON and plain arrays (never pickle
 ===========  =======================================  ====================================  ============
 region       holds                                    key                                   tiers
 ===========  =======================================  ====================================  ============
-engine       a design's final state and outputs       its lowered tables' digest            memory
+engine       a design's final state and outputs       its lowered tables' digest            memory (+ costly)
 search       a mapping search's result                op, pins, arch, top, keep             memory, disk
 op           an op instance's evaluation result       placement, pins, arch, ablation       memory
 hosting      how many stream parts each column hosts  parts, columns, rates, split          memory
@@ -18,6 +18,12 @@ vector       a vector op's design and lowered tables  the vector op, arch       
 structures   a shape's resolved mapping structures    extents, dtype, static B, arch, pins  memory
 conv_search  a conv's mapping search result           the conv, pins, arch, budget          memory
 ===========  =======================================  ====================================  ============
+
+A region may keep a second, *costly* tier in memory (``Region.costly_size``): entries its owner marks
+costly when storing them (an engine run that stepped long) live there, where cheap entries never
+evict them. A study simulates hundreds of small designs between two uses of one that took seconds
+(the overlays and dataflow studies run the same large prefill candidates), and one plain LRU forgot
+the large ones first.
 
 ``clear()`` empties every region's memory (and, with ``disk=True``, this code version's disk
 tier). The disk tier is used when the settings in force allow it (``fastsim.settings``:
@@ -62,6 +68,7 @@ class Region:
     name: str
     size: int  # entries kept in memory (least recently used dropped first)
     codec: Codec | None = None  # None: memory only
+    costly_size: int = 0  # entries of the costly tier (``put(..., costly=True)``), apart from ``size``
 
 
 class Cache:
@@ -70,6 +77,7 @@ class Cache:
     def __init__(self, regions: tuple[Region, ...] = ()):
         self._regions: dict[str, Region] = {}
         self._memory: dict[str, OrderedDict] = {}
+        self._costly: dict[str, OrderedDict] = {}
         self._lock = threading.Lock()
         for r in regions:
             self.add_region(r)
@@ -83,15 +91,16 @@ class Cache:
                 raise ValueError(f"cache region {region.name!r} declared twice differently")
             self._regions[region.name] = region
             self._memory.setdefault(region.name, OrderedDict())
+            self._costly.setdefault(region.name, OrderedDict())
 
     def get(self, region: str, key, context=None):
         """The entry for ``key`` or None: memory first, then the region's disk tier."""
-        memory = self._memory[region]
         with self._lock:
-            value = memory.get(key)
-            if value is not None:
-                memory.move_to_end(key)
-                return value
+            for memory in (self._memory[region], self._costly[region]):
+                value = memory.get(key)
+                if value is not None:
+                    memory.move_to_end(key)
+                    return value
         codec = self._regions[region].codec
         if codec is None:
             return None
@@ -100,15 +109,18 @@ class Cache:
             self._remember(region, key, value)
         return value
 
-    def put(self, region: str, key, value, disk: bool = True) -> None:
-        """Keep ``value`` in memory and, where the region has a disk tier, on disk."""
-        self._remember(region, key, value)
+    def put(self, region: str, key, value, disk: bool = True, costly: bool = False) -> None:
+        """Keep ``value`` in memory (``costly``: in the region's costly tier, where it has one) and,
+        where the region has a disk tier, on disk."""
+        self._remember(region, key, value, costly)
         codec = self._regions[region].codec
         if disk and codec is not None:
             _save(region, key, value, codec)
 
-    def _remember(self, region: str, key, value) -> None:
+    def _remember(self, region: str, key, value, costly: bool = False) -> None:
         memory, size = self._memory[region], self._regions[region].size
+        if costly and self._regions[region].costly_size:
+            memory, size = self._costly[region], self._regions[region].costly_size
         with self._lock:
             memory[key] = value
             memory.move_to_end(key)
@@ -118,7 +130,7 @@ class Cache:
     def size(self, region: str) -> int:
         """Entries of ``region`` in memory."""
         with self._lock:
-            return len(self._memory[region])
+            return len(self._memory[region]) + len(self._costly[region])
 
     def clear(self, *regions: str, disk: bool = False) -> None:
         """Forget the entries of ``regions`` (default: all) in memory (they are exact: this only
@@ -130,13 +142,15 @@ class Cache:
         with self._lock:
             for name in names:
                 self._memory[name].clear()
+                self._costly[name].clear()
         root = directory()
         if disk and root is not None:
             for name in names:
                 shutil.rmtree(root / name, ignore_errors=True)
 
 
-CACHE = Cache((Region("engine", 128), Region("op", 2048)))
+# a costly engine entry (``result_cache.COSTLY_STEPS``) is up to ~60 kB: 512 of them stay under ~30 MB
+CACHE = Cache((Region("engine", 128, costly_size=512), Region("op", 2048)))
 
 
 def clear(*regions: str, disk: bool = False) -> None:

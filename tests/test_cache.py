@@ -96,3 +96,30 @@ def test_cache__clear_forgets_every_region_or_those_named():
 def test_cache__clearing_a_region_it_does_not_have_is_refused_by_name():
     with pytest.raises(ValueError, match="engin"):
         cache.clear("engin")
+
+
+def test_cache__costly_entries_outlive_any_number_of_cheap_ones():
+    c = cache.Cache((cache.Region("r", 4, costly_size=2),))
+    c.put("r", "slow", 1, costly=True)
+    for i in range(50):  # a study's many small designs between two uses of a large one
+        c.put("r", i, i)
+    assert c.get("r", "slow") == 1 and c.get("r", 0) is None and c.size("r") == 5
+    for name in ("slow2", "slow3"):  # the costly tier is itself bounded, least recently used first
+        c.put("r", name, name, costly=True)
+    assert c.get("r", "slow") is None and c.get("r", "slow3") == "slow3"
+    c.clear("r")
+    assert c.size("r") == 0
+
+
+def test_cache__engine_runs_that_stepped_long_go_to_the_costly_tier(monkeypatch):
+    from fastsim import result_cache
+    from fastsim.simulation import run_batch
+    from helpers import passthrough
+
+    cache.clear("engine")
+    monkeypatch.setattr(result_cache, "COSTLY_STEPS", 10**12)
+    run_batch([lower(passthrough(n_obj=3))])
+    assert len(cache.CACHE._costly["engine"]) == 0 and cache.CACHE.size("engine") == 1
+    monkeypatch.setattr(result_cache, "COSTLY_STEPS", 1)
+    run_batch([lower(passthrough(n_obj=4))])
+    assert len(cache.CACHE._costly["engine"]) == 1 and cache.CACHE.size("engine") == 2

@@ -47,6 +47,18 @@ def test_workers__a_studys_config_error_reaches_the_caller_with_its_problems():
     assert together.value.problems == alone.value.problems and together.value.problems
 
 
+def test_workers__a_group_runs_in_one_worker_and_results_keep_the_callers_order():
+    import os
+
+    calls = {name: (os.getpid, ()) for name in ("cuts", "dataflow@decode@256", "overlays", "dataflow@prefill@64")}
+    with Workers(2, len(calls)) as pool:
+        pids = pool.run(calls, together=(("overlays", "dataflow@prefill@64"),))
+        with pytest.raises(ValueError, match="a task in two groups"):
+            pool.run(calls, together=(("cuts", "overlays"), ("overlays",)))
+    assert list(pids) == list(calls)
+    assert pids["overlays"] == pids["dataflow@prefill@64"] != os.getpid()
+
+
 def test_workers__zero_workers_is_refused():
     with pytest.raises(ValueError, match="workers = 0"):
         run_studies({"ablate": (ablate, ())}, 0, lambda step, text: None)

@@ -69,20 +69,22 @@ def dataflow(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr
     tensor kind, buffer peaks, gain over the best single style); per regime the ``baseline``
     (best single style by latency) and the ``chosen`` point.
     """
-    regimes = parse_regimes(regimes)
-    rows = []
-    for regime in regimes:
-        study = regime.study(base)
-        searched = simulate_llm(study, arch)
-        pinned = pinned_layout(study, searched)
-        runs = {s: _run(pinned, arch, {c: s for c in MATMUL_CLASSES}) for s in STYLES}
-        runs["searched"] = searched  # its own layout pinned reproduces it exactly: no second run
-        per_style = {s: _per_op(ds) for s, ds in runs.items() if ds is not None and s in STYLES}
-        names = list(_per_op(runs["searched"]))
-        by_time, runs["hybrid_latency"] = _hybrid(pinned, arch, runs, per_style, names)
-        runs["hybrid_energy"] = _run(pinned, arch, _pick(per_style, names, STYLES, by_energy=True))
-        rows.append((regime, runs, per_style, names, by_time))
-    return _dataset(rows, base, arch)
+    return dataflow_dataset([dataflow_regime(base, regime, arch) for regime in parse_regimes(regimes)], base, arch)
+
+
+def dataflow_regime(base: LlmStudy, regime, arch: Arch = NPU2) -> tuple:
+    """One regime's measured runs (a row of ``dataflow_dataset``): regimes share nothing, so
+    ``fastsim optimize`` runs them in different worker processes."""
+    study = regime.study(base)
+    searched = simulate_llm(study, arch)
+    pinned = pinned_layout(study, searched)
+    runs = {s: _run(pinned, arch, {c: s for c in MATMUL_CLASSES}) for s in STYLES}
+    runs["searched"] = searched  # its own layout pinned reproduces it exactly: no second run
+    per_style = {s: _per_op(ds) for s, ds in runs.items() if ds is not None and s in STYLES}
+    names = list(_per_op(runs["searched"]))
+    by_time, runs["hybrid_latency"] = _hybrid(pinned, arch, runs, per_style, names)
+    runs["hybrid_energy"] = _run(pinned, arch, _pick(per_style, names, STYLES, by_energy=True))
+    return regime, runs, per_style, names, by_time
 
 
 def _hybrid(pinned, arch, runs, per_style, names):
@@ -134,9 +136,10 @@ def _pareto(seconds: np.ndarray, energy: np.ndarray) -> np.ndarray:
     return out
 
 
-def _dataset(rows, base, arch: Arch) -> xr.Dataset:
-    """The study's Dataset from every regime's runs: the per-point and per-op halves are built
-    apart because only the per-op half needs each regime's baseline style."""
+def dataflow_dataset(rows, base: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
+    """The study's Dataset from every regime's runs (``dataflow_regime``, in regime order): the
+    per-point and per-op halves are built apart because only the per-op half needs each regime's
+    baseline style."""
     from ..results import LEVELS
 
     ops = []

@@ -27,10 +27,10 @@ from ..llm import LlmStudy, Precision, simulate_llm
 from ..llm.run import llm_summary
 from .ablate import ablate
 from .cuts import cuts
-from .dataflow import STYLES, dataflow
+from .dataflow import STYLES, dataflow_dataset, dataflow_regime
 from .levers import fingerprint, latency_tails, what_ifs
 from .memo import STEPS, memo
-from .overlays import overlays
+from .overlays import mix_regimes, overlays
 from .parallel import Workers
 from .regimes import parse_regimes
 from .report import write_report
@@ -107,12 +107,17 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda step, text: None)
     calls = {"ablate": (ablate, (base, regimes, arch)), "cuts": (cuts, (base, regimes, arch)),
-             "overlays": (overlays, (base, mix, arch)), "dataflow": (dataflow, (base, regimes, arch))}
+             "overlays": (overlays, (base, mix, arch))}
+    calls.update({f"dataflow@{r.label}": (dataflow_regime, (base, r, arch)) for r in regimes})
     if levers:  # the latency tails need no study: they run beside them
         calls["latency"] = (latency_notes, (base, regimes, arch))
+    # the overlays study runs its regimes' other layouts with every matmul's style pinned: the
+    # dataflow study's designs for the same regimes, which one worker then simulates once
+    shared = ("overlays", *(f"dataflow@{r.label}" for r in regimes if r in mix_regimes(mix)))
     with Workers(workers, len(calls)) as pool:
-        done = pool.run(calls, say, phase="studies")
-        results = {name: done[name] for name in ("ablate", "cuts", "overlays", "dataflow")}
+        done = pool.run(calls, say, phase="studies", together=(shared,))
+        results = {name: done[name] for name in ("ablate", "cuts", "overlays")}
+        results["dataflow"] = dataflow_dataset([done[f"dataflow@{r.label}"] for r in regimes], base, arch)
         say("plan", "simulating the plan")
         plan, studies = _plan(base, regimes, arch, results, pool)
         command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), "

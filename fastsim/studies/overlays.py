@@ -32,6 +32,7 @@ from ..mapping.overlay import switch_seconds
 from .regimes import Regime, binding
 from .variables import build
 
+DEFAULT_MIX = ("1024:128",)
 SWITCHES_PER_REQUEST = 2  # into the decode overlay and back to the prefill one for the next request
 
 
@@ -69,6 +70,16 @@ def parse_request(text) -> Request:
         raise ConfigError([f"request = {text!r}: expected PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]] with positive "
                            "numbers, e.g. 1024:128"], "request mix") from None
     return r
+
+
+def mix_regimes(mix=None) -> list[Regime]:
+    """The regimes a request mix runs: each request's prefill and decode, each once, in order."""
+    regimes = []
+    for r in (parse_request(x) for x in (mix or DEFAULT_MIX)):
+        for g in (r.prefill, r.decode):
+            if g not in regimes:
+                regimes.append(g)
+    return regimes
 
 
 def _own(study: LlmStudy, arch: Arch):
@@ -113,12 +124,8 @@ def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dat
     (per_regime and each single overlay) the mix's ``mix_seconds``, and ``gain_seconds`` of
     per-regime overlays over the best single one, net of ``switch_seconds`` (attrs).
     """
-    requests = [parse_request(r) for r in (mix or ["1024:128"])]
-    regimes = []
-    for r in requests:
-        for g in (r.prefill, r.decode):
-            if g not in regimes:
-                regimes.append(g)
+    requests = [parse_request(r) for r in (mix or DEFAULT_MIX)]
+    regimes = mix_regimes(requests)
     own, why, layouts = {}, {}, {}
     for g in regimes:
         own[g], why[g] = _own(g.study(base), arch)

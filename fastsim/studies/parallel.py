@@ -1,7 +1,10 @@
 """The optimization checklist's four studies are independent of each other (each starts from the
 baseline), and so are the latency tails, so they may run in worker processes at once: on two
-cores the longest (the dataflow study) runs beside the others. So are the regimes' plans, and the
-what-ifs (each lever on each regime's plan), after them. The results are those of one process:
+cores the longest (the dataflow study's prefill regime) runs beside the others. So are the
+regimes' plans, and the what-ifs (each lever on each regime's plan), after them. Tasks that
+simulate the same large designs (the overlays study and the dataflow study's regimes of the same
+request mix) run in one worker, one after the other, so the second takes the first's engine
+results from memory instead of simulating them again. The results are those of one process:
 every task is deterministic and the one cache only remembers answers (it never changes one).
 
 Workers are spawned processes that ignore Ctrl-C (the caller stops them); each runs its tasks
@@ -26,10 +29,19 @@ WHAT = {"ablate": "ranking op classes by whole-run NOOP deltas",
         "overlays": "placing each regime (request mix)",
         "dataflow": "choosing a style per op",
         "latency": "sampling per-token latency and time to first token"}
-# longest first, so that the short ones fill in beside it (Llama-3.1-8B, one process: the dataflow
-# study 54 s; overlays 21 s; ablation 8 s; latency tails 7 s; cuts less). Splitting the dataflow study by regime
-# gained nothing there: its prefill regime alone takes as long (one run each, 84 s against 77 s)
-LONGEST_FIRST = ("dataflow", "overlays", "ablate", "latency", "cuts")
+# longest first, so that the short ones fill in beside it (Llama-3.1-8B, one process, engine
+# seconds: the dataflow study's prefill regime 100, its decode regime 20, overlays 51 of which 56 %
+# repeat the dataflow study's prefill runs, ablation 8, latency tails 9, cuts less). A task named
+# ``study@regime`` is one regime of a study; its rank is its longest matching prefix's.
+LONGEST_FIRST = ("dataflow@prefill", "dataflow", "overlays", "ablate", "latency", "cuts")
+
+
+def step_of(name: str) -> tuple[str, str]:
+    """A task's progress step (its study) and what it does (``dataflow@prefill@1024``: the
+    dataflow study's prefill regime)."""
+    study, _, regime = name.partition("@")
+    what = WHAT.get(study, study)
+    return study, f"{what} ({regime})" if regime else what
 
 
 class Workers:
@@ -60,26 +72,43 @@ class Workers:
             self.pool.terminate()  # Ctrl-C or a failed task: the others stop too
         self.pool.join()
 
-    def run(self, calls: dict[str, tuple[Callable, tuple]], say=None, phase: str = "tasks") -> dict:
+    def run(self, calls: dict[str, tuple[Callable, tuple]], say=None, phase: str = "tasks",
+            together: tuple[tuple[str, ...], ...] = ()) -> dict:
         """``{name: fn(*args)}`` in ``calls``' order, the tasks sent longest first (``say``:
-        progress per task, None for none; ``phase`` names the batch in it)."""
+        progress per task, None for none; ``phase`` names the batch in it). Each group of names
+        in ``together`` runs in one worker, in ``calls``' order: tasks that simulate the same large
+        designs then share them through that worker's memory instead of both simulating them."""
         say = say or (lambda step, text: None)
         if self.pool is None:
             results = {}
             for name, (fn, args) in calls.items():
-                say(name, WHAT.get(name, name))
+                say(*step_of(name))
                 results[name] = fn(*args)
             return results
         say(phase, f"{', '.join(calls)} in {self.size} worker processes at once")
-        order = sorted(calls, key=_expected_rank)
+        units = sorted(_units(calls, together), key=lambda unit: min(map(_expected_rank, unit)))
         start = time.perf_counter()
-        pending = {name: self.pool.apply_async(_study, (calls[name][0], calls[name][1], self.chosen))
-                   for name in order}
+        pending = [(unit, self.pool.apply_async(_tasks, ([calls[name] for name in unit], self.chosen)))
+                   for unit in units]
         results = {}
-        for name in order:
-            results[name] = pending[name].get()
-            say(name, f"done ({time.perf_counter() - start:.0f} s)")
+        for unit, answer in pending:
+            for name, (value, seconds) in zip(unit, answer.get()):
+                results[name] = value
+                study, regime = name.partition("@")[::2]
+                say(study, f"{regime + ' ' if regime else ''}done ({time.perf_counter() - start:.0f} s; "
+                           f"{seconds:.0f} s in its worker)")
         return {name: results[name] for name in calls}
+
+
+def _units(calls: dict, together) -> list[list[str]]:
+    """The tasks of ``calls`` as units that each run in one worker: every group of ``together``
+    (its names present in ``calls``, in ``calls``' order), every other task alone."""
+    grouped = [[name for name in calls if name in group] for group in together]
+    grouped = [unit for unit in grouped if unit]
+    seen = {name for unit in grouped for name in unit}
+    if len(seen) < sum(map(len, grouped)):
+        raise ValueError(f"together = {together!r}: a task in two groups")
+    return grouped + [[name] for name in calls if name not in seen]
 
 
 def _expected_rank(name: str) -> int:
@@ -99,6 +128,11 @@ def _worker_start() -> None:
     tqdm.set_lock(threading.RLock())
 
 
-def _study(fn: Callable, args: tuple, chosen: settings.Settings):
+def _tasks(tasks: list[tuple[Callable, tuple]], chosen: settings.Settings) -> list[tuple]:
+    """Each task's (result, seconds it took), in order."""
+    out = []
     with settings.use(chosen):
-        return fn(*args)
+        for fn, args in tasks:
+            start = time.perf_counter()
+            out.append((fn(*args), time.perf_counter() - start))
+    return out
