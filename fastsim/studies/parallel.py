@@ -9,8 +9,8 @@ every task is deterministic and the one cache only remembers answers (it never c
 
 Workers are spawned processes that ignore Ctrl-C (the caller stops them); each runs its tasks
 under the caller's settings with its share of the cores as engine threads (all cores per worker
-measured no faster: 342 s of CPU against 288-333 s for Llama-3.1-8B, the walls within the VM's
-noise), and shares the caller's disk cache directory (``FASTSIM_CACHE_DIR``), so what one worker
+measured slower: Llama-3.1-8B 213 s and 324 s of CPU against 175 s and 233 s, though one worker
+idles most of the studies phase), and shares the caller's disk cache directory (``FASTSIM_CACHE_DIR``), so what one worker
 searched another finds on disk.
 """
 from __future__ import annotations
