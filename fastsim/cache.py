@@ -10,7 +10,7 @@ tier with a codec that turns its values into JSON and plain arrays (never pickle
 ===========  =======================================  ====================================  ============
 region       holds                                    key                                   tiers
 ===========  =======================================  ====================================  ============
-engine       a design's final state and outputs       its lowered tables' digest            memory (+ costly)
+engine       a design's final state and outputs       its lowered tables' digest            memory, costly, disk
 search       a mapping search's result                op, pins, arch, top, keep             memory, disk
 op           an op instance's evaluation result       placement, pins, arch, ablation       memory
 hosting      how many stream parts each column hosts  parts, columns, rates, split          memory
@@ -38,6 +38,7 @@ import hashlib
 import json
 import os
 import shutil
+import socket
 import threading
 import time
 from collections import OrderedDict
@@ -149,8 +150,7 @@ class Cache:
                 shutil.rmtree(root / name, ignore_errors=True)
 
 
-# a costly engine entry (``result_cache.COSTLY_STEPS``) is up to ~60 kB: 512 of them stay under ~30 MB
-CACHE = Cache((Region("engine", 128, costly_size=512), Region("op", 2048)))
+CACHE = Cache((Region("op", 2048),))  # fastsim.result_cache declares "engine"
 
 
 def clear(*regions: str, disk: bool = False) -> None:
@@ -224,6 +224,76 @@ def _save(region: str, key, value, codec: Codec) -> None:
         os.replace(tmp, path)
     except (OSError, TypeError, ValueError, AttributeError):  # cannot be stored: computed next time
         return
+
+
+CLAIM_STALE_S = 3600  # a claim older than this is ignored (its process may be on another host, or its pid reused)
+
+
+def claim(region: str, key) -> bool | None:
+    """Try to become the one process that computes ``key`` of ``region`` now (a claim file beside
+    where its entry will be stored): True: claimed (compute, store, then ``release``); False: a
+    live process holds it (``wait_for`` its entry); None: no disk tier, so nothing is shared.
+    Processes sharing a cache directory (a run's workers, a sweep's) thus compute a large answer
+    once instead of each computing it at the same time."""
+    where = _path(region, key)
+    if where is None:
+        return None
+    path = where[0].with_suffix(".claim")
+    for _ in range(2):  # a second try after removing a dead holder's claim
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            if _holder_alive(path):
+                return False
+            path.unlink(missing_ok=True)
+            continue
+        except OSError:  # cannot be written (read-only directory): compute alone
+            return None
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{socket.gethostname()} {os.getpid()}")
+        return True
+    return None
+
+
+def release(region: str, key) -> None:
+    """Give up a claim (after storing the entry, or after failing to)."""
+    where = _path(region, key)
+    if where is not None:
+        where[0].with_suffix(".claim").unlink(missing_ok=True)
+
+
+def wait_for(region: str, key, context=None, poll_s: float = 0.02):
+    """The entry another process claimed, once it is stored; None when its holder released the
+    claim without storing one (an entry not worth storing, a failure) or died: compute it then."""
+    where = _path(region, key)
+    if where is None:
+        return CACHE.get(region, key, context)
+    path = where[0].with_suffix(".claim")
+    while True:
+        value = CACHE.get(region, key, context)
+        if value is not None:
+            return value
+        if not (path.exists() and _holder_alive(path)):
+            return CACHE.get(region, key, context)
+        time.sleep(poll_s)
+
+
+def _holder_alive(path: Path) -> bool:
+    """Whether the process named in a claim file may still be computing: the claim is younger than
+    ``CLAIM_STALE_S`` and, on this host, its pid exists (another host's cannot be checked)."""
+    try:
+        host, pid = path.read_text().split()
+        if time.time() - path.stat().st_mtime >= CLAIM_STALE_S:
+            return False
+        if host != socket.gethostname():
+            return True
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):  # vanished, or half written by its holder this instant
+        return path.exists()
+    return True
 
 
 def _remove_stale_versions(current: Path) -> None:

@@ -23,16 +23,19 @@ _STATE_NAMES = {L.CS_IDLE: "idle", L.CS_SETUP: "BD setup", L.CS_ACQUIRE: "acquir
 
 
 def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: bool = True,
-              jit: bool | None = None) -> Batch:
+              jit: bool | None = None, share: bool = False) -> Batch:
     """Pack lowered designs and run the kernel on ``threads`` threads (default: every core, see
     ``fastsim.threads``), compiled or, with ``jit=False``, as plain Python (default: see
     ``fastsim.settings``); returns the batch with outputs and final state. Each design is simulated
     alone on its slice of the padded tables, so any thread count gives identical results. With
-    ``cache``, a design whose tables equal an earlier one's (in this batch or a recent one) takes
-    its results instead of running again (``fastsim.result_cache``: the same bits either way)."""
+    ``cache``, a design whose tables equal an earlier one's (in this batch or a recent one, or a
+    large one on disk) takes its results instead of running again (``fastsim.result_cache``: the
+    same bits either way). With ``share`` too (a search's candidates, which other processes
+    sharing the cache directory may reach at the same time), each design run here is claimed first
+    and one that another process has claimed is waited for instead of simulated twice."""
     batch = pack(lowered)
     keys = [result_cache.key_of(lw) for lw in lowered] if cache else [None] * len(lowered)
-    todo, first, twins = [], {}, []
+    todo, first, twins, mine, theirs = [], {}, [], [], []
     for i, key in enumerate(keys):
         rows = result_cache.get(key)
         if rows is not None:
@@ -42,7 +45,31 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
         else:
             if key is not None:
                 first[key] = i
-            todo.append(i)
+            claimed = result_cache.claim(key) if share else None
+            (theirs if claimed is False else todo).append(i)
+            if claimed:
+                mine.append(key)
+    try:
+        _simulate_into(batch, lowered, todo, keys, threads, jit)
+    finally:
+        for key in mine:
+            result_cache.release(key)
+    late = []
+    for i in theirs:
+        rows = result_cache.wait_for(keys[i])
+        if rows is None:  # its holder stored nothing (a cheap or failed run) or died
+            late.append(i)
+        else:
+            result_cache.restore(rows, batch, i)
+    _simulate_into(batch, lowered, late, keys, threads, jit)
+    for i, same in twins:
+        result_cache.transfer(batch, same, batch, i)
+    return batch
+
+
+def _simulate_into(batch: Batch, lowered: list[LoweredDesign], todo: list[int], keys, threads, jit) -> None:
+    """Run designs ``todo`` of ``batch`` (all of them in place, or a subset packed apart) and keep
+    their results."""
     if len(todo) == len(lowered):
         _run(batch, threads, jit)
     elif todo:
@@ -52,9 +79,6 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
             result_cache.transfer(ran, j, batch, i)
     for i in todo:
         result_cache.put(keys[i], batch, i)
-    for i, same in twins:
-        result_cache.transfer(batch, same, batch, i)
-    return batch
 
 
 def _run(batch: Batch, threads: int | None, jit: bool | None) -> None:

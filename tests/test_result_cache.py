@@ -6,6 +6,7 @@ import xarray as xr
 
 import fastsim
 from fastsim.cache import CACHE, clear
+from fastsim.kernels import layout as L
 from fastsim.lower import lower
 from fastsim.simulation import run_batch
 from helpers import passthrough
@@ -44,3 +45,16 @@ def test_cache__traced_runs_always_simulate():
     clear("engine")
     ds = fastsim.simulate(passthrough(n_obj=5), trace=True)
     assert CACHE.size("engine") == 0 and ds.sizes["event"] > 0
+
+
+def test_cache__a_run_stopped_at_its_cap_is_kept_and_equals_a_fresh_one_while_other_caps_run_again():
+    clear("engine")
+    design = passthrough(n_obj=40, size=2048)
+    capped = lower(design, max_cycles=500)
+    first = run_batch([capped])
+    assert first.outputs["res"][0, L.R_STATUS] == L.ST_CYCLE_LIMIT and CACHE.size("engine") == 1
+    again, fresh = run_batch([capped]), run_batch([capped], cache=False)
+    for name, a in _outputs(fresh).items():
+        np.testing.assert_array_equal(_outputs(again)[name], a, err_msg=name)
+    run_batch([lower(design, max_cycles=600)])  # another cap: other tables, its own entry
+    assert CACHE.size("engine") == 2

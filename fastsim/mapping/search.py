@@ -489,6 +489,7 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
 
     from fastsim.kernels import layout as L
 
+    from .. import result_cache
     from ..lower import lower
     from ..report import utilization_of
     from ..results import STATUS_NAMES, design_arrays
@@ -505,7 +506,10 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
         runs = [replaced(lw, prm=lw.prm.copy()) for lw in lowered]
         for lw in runs:
             lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
-    batch = run_batch(runs)
+    # another worker may be simulating the same candidates: claim them, unless none can be costly
+    # (a run steps at most its cycles, and every candidate takes at least its lower bound)
+    share = max(r.get("lower_bound_cycles", np.inf) for r in rows) >= result_cache.COSTLY_STEPS
+    batch = run_batch(runs, share=share)
     for i, r in enumerate(rows):
         a = design_arrays(batch, i)
         r["design"], r["lowered"], r["run"] = designs[i], lowered[i], (batch, i)

@@ -87,6 +87,17 @@ def dataflow_regime(base: LlmStudy, regime, arch: Arch = NPU2) -> tuple:
     return regime, runs, per_style, names, by_time
 
 
+def dataflow_prefetch(base: LlmStudy, regime, arch: Arch = NPU2, styles=("os", "is")) -> None:
+    """Simulate ahead what ``dataflow_regime`` asks for after its longest run (the all-ws one):
+    the other style runs, last first. A worker with time to spare beside that regime fills the
+    shared cache with them (``result_cache``: large runs on disk, claimed while they run), so the
+    regime finds them done; its answers are the same bits whoever simulated them."""
+    study = regime.study(base)
+    pinned = pinned_layout(study, simulate_llm(study, arch))
+    for style in styles:
+        _run(pinned, arch, {c: style for c in MATMUL_CLASSES})
+
+
 def _hybrid(pinned, arch, runs, per_style, names):
     """The fastest measured mix: start from the better of the best single style and every op on its
     own fastest style, then move ops one at a time (largest per-op gain first) to their fastest

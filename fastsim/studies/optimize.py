@@ -22,12 +22,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..arch import NPU2, Arch
+from ..cache import directory
 from ..errors import ConfigError, SimulationError
 from ..llm import LlmStudy, Precision, simulate_llm
 from ..llm.run import llm_summary
 from .ablate import ablate
 from .cuts import cuts
-from .dataflow import STYLES, dataflow_dataset, dataflow_regime
+from .dataflow import STYLES, dataflow_dataset, dataflow_prefetch, dataflow_regime
 from .levers import fingerprint, latency_tails, what_ifs
 from .memo import STEPS, memo
 from .overlays import mix_regimes, overlays
@@ -112,10 +113,14 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     if levers:  # the latency tails need no study: they run beside them
         calls["latency"] = (latency_notes, (base, regimes, arch))
     # the overlays study runs its regimes' other layouts with every matmul's style pinned: the
-    # dataflow study's designs for the same regimes, which one worker then simulates once
+    # dataflow study's designs for the same regimes. Workers share them through the disk tier
+    # (``result_cache``); without one, one worker runs both studies and simulates them once
     shared = ("overlays", *(f"dataflow@{r.label}" for r in regimes if r in mix_regimes(mix)))
-    with Workers(workers, len(calls)) as pool:
-        done = pool.run(calls, say, phase="studies", together=(shared,))
+    with Workers(workers, len(calls) + 1) as pool:
+        if pool.size > 1 and directory():  # a worker to spare simulates ahead for the longest task
+            calls.update({f"prefetch@{r.label}": (dataflow_prefetch, (base, r, arch)) for r in regimes
+                          if r.regime == "prefill"})
+        done = pool.run(calls, say, phase="studies", together=() if directory() else (shared,))
         results = {name: done[name] for name in ("ablate", "cuts", "overlays")}
         results["dataflow"] = dataflow_dataset([done[f"dataflow@{r.label}"] for r in regimes], base, arch)
         say("plan", "simulating the plan")

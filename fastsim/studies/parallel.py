@@ -3,8 +3,9 @@ baseline), and so are the latency tails, so they may run in worker processes at 
 cores the longest (the dataflow study's prefill regime) runs beside the others. So are the
 regimes' plans, and the what-ifs (each lever on each regime's plan), after them. Tasks that
 simulate the same large designs (the overlays study and the dataflow study's regimes of the same
-request mix) run in one worker, one after the other, so the second takes the first's engine
-results from memory instead of simulating them again. The results are those of one process:
+request mix) share them through the cache directory: a worker claims a large candidate while it
+simulates it, and another that reaches it waits for its result (``result_cache``); without a
+disk tier such tasks run in one worker, one after the other. The results are those of one process:
 every task is deterministic and the one cache only remembers answers (it never changes one).
 
 Workers are spawned processes that ignore Ctrl-C (the caller stops them); each runs its tasks
@@ -28,12 +29,16 @@ WHAT = {"ablate": "ranking op classes by whole-run NOOP deltas",
         "cuts": "searching dispatch cuts (dynamic programming over layer boundaries)",
         "overlays": "placing each regime (request mix)",
         "dataflow": "choosing a style per op",
-        "latency": "sampling per-token latency and time to first token"}
-# longest first, so that the short ones fill in beside it (Llama-3.1-8B, one process, engine
-# seconds: the dataflow study's prefill regime 100, its decode regime 20, overlays 51 of which 56 %
-# repeat the dataflow study's prefill runs, ablation 8, latency tails 9, cuts less). A task named
-# ``study@regime`` is one regime of a study; its rank is its longest matching prefix's.
-LONGEST_FIRST = ("dataflow@prefill", "dataflow", "overlays", "ablate", "latency", "cuts")
+        "latency": "sampling per-token latency and time to first token",
+        "prefetch": "simulating ahead the dataflow study's other style runs"}
+# longest first, so that the short ones fill in beside it (Llama-3.1-8B, 2 workers, seconds in
+# its worker: the dataflow study's prefill regime 144, overlays 49 once that regime's runs are on
+# disk, latency tails 16, its decode regime 8, ablation 7, cuts 8); the prefill regime's other
+# style runs are simulated ahead beside it (``dataflow_prefetch``), and the overlays study goes
+# last, so that it finds the prefill runs it shares on disk (``result_cache``) rather than waits
+# for them. A task named ``study@regime`` is one regime of a study; its rank is its best
+# matching prefix's.
+LONGEST_FIRST = ("dataflow@prefill", "prefetch", "dataflow", "ablate", "latency", "cuts", "overlays")
 
 
 def step_of(name: str) -> tuple[str, str]:
