@@ -59,13 +59,14 @@ def get(key: bytes | None) -> list[np.ndarray] | None:
     return None if key is None else CACHE.get(REGION, key)
 
 
-def put(key: bytes | None, batch: Batch, i: int) -> None:
-    """Keep design i's final state and outputs if it finished or stopped at its cap."""
+def put(key: bytes | None, batch: Batch, i: int, disk: bool = False) -> None:
+    """Keep design i's final state and outputs if it finished or stopped at its cap: on disk when
+    costly, or when ``disk`` (a claimed run: another process may be waiting for it)."""
     res = batch.outputs["res"][i]
     if key is None or res[L.R_STATUS] not in KEPT:
         return
     costly = bool(res[L.R_STEPS] >= COSTLY_STEPS)
-    CACHE.put(REGION, key, [a[i].copy() for a in _rows(batch)], disk=costly, costly=costly)
+    CACHE.put(REGION, key, [a[i].copy() for a in _rows(batch)], disk=costly or disk, costly=costly)
 
 
 def claim(key: bytes | None) -> bool | None:

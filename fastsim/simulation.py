@@ -50,7 +50,7 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
             if claimed:
                 mine.append(key)
     try:
-        _simulate_into(batch, lowered, todo, keys, threads, jit)
+        _simulate_into(batch, lowered, todo, keys, threads, jit, shared=set(mine))
     finally:
         for key in mine:
             result_cache.release(key)
@@ -67,9 +67,11 @@ def run_batch(lowered: list[LoweredDesign], threads: int | None = None, cache: b
     return batch
 
 
-def _simulate_into(batch: Batch, lowered: list[LoweredDesign], todo: list[int], keys, threads, jit) -> None:
+def _simulate_into(batch: Batch, lowered: list[LoweredDesign], todo: list[int], keys, threads, jit,
+                   shared: set = frozenset()) -> None:
     """Run designs ``todo`` of ``batch`` (all of them in place, or a subset packed apart) and keep
-    their results."""
+    their results (on disk too for those of ``shared``, the claimed keys: another process may be
+    waiting for them, however few cycles they stepped)."""
     if len(todo) == len(lowered):
         _run(batch, threads, jit)
     elif todo:
@@ -78,7 +80,7 @@ def _simulate_into(batch: Batch, lowered: list[LoweredDesign], todo: list[int], 
         for j, i in enumerate(todo):
             result_cache.transfer(ran, j, batch, i)
     for i in todo:
-        result_cache.put(keys[i], batch, i)
+        result_cache.put(keys[i], batch, i, disk=keys[i] in shared)
 
 
 def _run(batch: Batch, threads: int | None, jit: bool | None) -> None:

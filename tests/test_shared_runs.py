@@ -115,3 +115,14 @@ print(len(ran), int(b.outputs["res"][0, L.R_CYCLES]))
     outs = [p.communicate(timeout=120)[0].split() for p in procs]
     assert sorted(int(o[0]) for o in outs) == [0, 1]  # one simulated, the other took its result
     assert outs[0][1] == outs[1][1]
+
+
+def test_shared_runs__a_claimed_run_is_stored_on_disk_however_cheap(shared_dir, monkeypatch):
+    monkeypatch.setattr(result_cache, "COSTLY_STEPS", 10**12)  # nothing is costly
+    lw = lower(passthrough(n_obj=5))
+    key = result_cache.key_of(lw)
+    simulation.run_batch([lw])
+    assert not cache._path(result_cache.REGION, key)[0].exists()  # unshared and cheap: memory only
+    cache.clear("engine")
+    simulation.run_batch([lw], share=True)  # claimed: a waiter elsewhere must find it
+    assert cache._path(result_cache.REGION, key)[0].exists() and not _claim_file(key).exists()
