@@ -10,8 +10,10 @@ only (a trace's events are large), and no other failure (``describe_stuck`` expl
 fresh run). They live in the one cache's memory (``fastsim.cache``, region "engine"); a run that
 stepped ``COSTLY_STEPS`` or more goes to the region's costly tier, which the many small designs of
 a whole-model run never evict, and to its disk tier, where the other processes sharing the cache
-directory find it. Such runs are claimed while they run (``cache.claim``), so two workers that
-reach the same large design (the overlays and dataflow studies do) simulate it once.
+directory find it. A search's candidates that may be costly (their lower bound is past
+``COSTLY_STEPS`` cycles) are claimed while they run (``cache.claim``) and then stored on disk
+however few cycles they stepped, so two workers that reach the same large design (the overlays
+and dataflow studies do) simulate it once.
 """
 from __future__ import annotations
 
