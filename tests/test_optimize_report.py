@@ -161,10 +161,12 @@ def test_memo__reports_the_whole_run_search_per_regime(run):
         assert ms(w["per_op_seconds"]) in text
 
 
-def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, tmp_path):
+def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, tmp_path, monkeypatch):
     """Two workers (studies, then the regimes' plans, then the what-ifs, each phase at once) give
     byte for byte the plan and memo of the one-process run."""
     from fastsim.studies.optimize import optimize
+
+    monkeypatch.setenv("FASTSIM_CACHE", "1")  # workers share runs on disk (the bench modules turn it off)
 
     out, plan, _, _ = run
     said = []
