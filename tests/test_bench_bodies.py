@@ -16,9 +16,23 @@ os.environ["FASTSIM_BENCH_QUICK"] = "1"
 MODULES = sorted(p.stem for p in (BENCH / "benchmarks").glob("bench_*.py"))
 
 
+def _imported(name: str):
+    """A bench module, imported without its process-wide settings: importing one turns the disk
+    cache off (timings must not read earlier results), which would otherwise hold for every test
+    collected after it."""
+    saved = os.environ.get("FASTSIM_CACHE")
+    try:
+        return importlib.import_module(f"benchmarks.{name}")
+    finally:
+        if saved is None:
+            os.environ.pop("FASTSIM_CACHE", None)
+        else:
+            os.environ["FASTSIM_CACHE"] = saved
+
+
 def _cases():
     for name in MODULES:
-        mod = importlib.import_module(f"benchmarks.{name}")
+        mod = _imported(name)
         for cls_name, cls in inspect.getmembers(mod, inspect.isclass):
             if cls.__module__ != mod.__name__:
                 continue

@@ -283,3 +283,26 @@ def test_study__takes_the_precision_names_of_the_cli_and_specs():
     assert dataclasses.replace(s, context=64).precision.weights == "int8"
     with pytest.raises(fastsim.ConfigError, match="precision.weights"):
         LlmStudy(precision=Precision(weights="bf16"), weights="int8")
+
+
+def test_placed_key__found_again_after_a_trip_through_another_process():
+    """Op results are looked up by ``Placed.key``, whose hash is kept: a key unpickled from a
+    process with other string hashes (a sweep's worker) must hash as this process does."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    graph = build_graph(ONE_B, Precision(), Pass("decode", context=512))
+    placed = [Placed(op) for op in graph.ops[:4]]
+    results = {p.key: i for i, p in enumerate(placed)}
+    code = ("import pickle, sys; from fastsim.llm import MODELS, Precision; from fastsim.llm.transformer import "
+            "Pass, build_graph; from fastsim.evaluation.place import Placed; g = build_graph(MODELS['llama-3.2-1b'], "
+            "Precision(), Pass('decode', context=512)); ps = [Placed(op) for op in g.ops[:4]]; "
+            "[p.key for p in ps]; sys.stdout.buffer.write(pickle.dumps(ps))")  # keys made there first
+    for seed in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": seed},
+                             capture_output=True, check=True).stdout
+        theirs = pickle.loads(out)
+        assert [results[p.key] for p in theirs] == [0, 1, 2, 3]
+        assert [hash(p.key) for p in theirs] == [hash(p.key) for p in placed]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Callable, NamedTuple
 
 from ..arch import Arch
@@ -31,11 +32,28 @@ class Placed:
     pipelined: tuple = ()  # (group kind, columns, first column, blocks) when its group is a pipeline
     kind: str = ""
 
-    @property
+    @cached_property
     def key(self) -> tuple:
-        """Instances with equal keys have identical designs (simulated once)."""
-        return self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y, self.chip.window_bytes,
-                                    self.pipelined)
+        """Instances with equal keys have identical designs (simulated once). An evaluation looks
+        its ops' results up thousands of times: the key and its hash are made once."""
+        return _HashedKey(self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y,
+                                               self.chip.window_bytes, self.pipelined))
+
+
+class _HashedKey(tuple):
+    """A tuple whose hash is computed once (a plain tuple rehashes its nested dataclasses on every
+    dict lookup); equal to, and printed as, the plain tuple."""
+
+    def __new__(cls, items):
+        key = super().__new__(cls, items)
+        key._hash = tuple.__hash__(key)
+        return key
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):  # string hashes differ between processes: another one hashes anew
+        return _HashedKey, (tuple(self),)
 
 
 def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch, fused: set[str], chain: bool,

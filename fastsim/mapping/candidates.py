@@ -88,8 +88,9 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
         fp[index] = value
     dims = np.concatenate([batch.cols, batch.groups, batch.pm, batch.pn, batch.pk], axis=1).astype(np.int64)
     shape = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in batch.keys], np.int64)
-    dp = np.array([(arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key)),
-                    float(arch.call_cycles(key)), float(arch.block_cycles(key))) for key in batch.keys])
+    rates = {key: (arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key)),
+                   float(arch.call_cycles(key)), float(arch.block_cycles(key))) for key in set(batch.keys)}
+    dp = np.array([rates[key] for key in batch.keys])  # a batch's structures share a datapath or two
     return (ip, fp, np.ascontiguousarray(dims), shape, dp, np.ascontiguousarray(batch.hosted_a, np.int64),
             np.ascontiguousarray(batch.hosted_b, np.int64), np.ascontiguousarray(batch.read_rate),
             np.ascontiguousarray(batch.write_rate), np.ascontiguousarray(batch.conv_cycles_per_elem.reshape(-1)))

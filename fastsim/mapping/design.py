@@ -25,10 +25,11 @@ NOOP_DROPS = ("conversion", "cast")  # kernels a NOOP design leaves out (the res
 B_CH, A_CH = 0, 1  # shim MM2S and mem-tile S2MM channel per operand (C drains to shim S2MM0)
 
 
-def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False) -> Design:
+def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False, planned: tuple | None = None) -> Design:
     """The design of ``op`` under mapping ``mp``; ``noop`` keeps every byte moving but replaces
-    each kernel by a 1-cycle pass (ablation)."""
-    s, ev = check(op, mp, arch)
+    each kernel by a 1-cycle pass (ablation). ``planned``: the mapping's (structure, plan), when the
+    caller has them (``plan.check``)."""
+    s, ev = check(op, mp, arch, planned)
     d = Design(arch, f"{op.name} {op.m}x{op.k}x{op.n} {mp.label()}")
     consumers = _consumers(d, op, mp, s)
     hosted = _hosted_parts(consumers, mp, arch, s.cols)
@@ -271,36 +272,35 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
             bds[(col, key, length)] = d.bd(ch, buf, length, name=f"{key}{col}_ddr")
         return bds[(col, key, length)]
 
+    # an operand's entries are the same at every step that sends it (its unit when it is resident in
+    # L2, its piece otherwise): made once, in the order the first step makes its BDs (B, A, C)
+    sends = {}
+    for x, ch in (("b", B_CH), ("a", A_CH)):
+        if x == "a" and chip_sends:
+            sends[x] = [(chip_sends[p], piece["a"] // ev["l1_a"]) for parts in hosted["A"].values() for p in parts]
+            continue
+        nbytes = ev[f"unit_{x}"] if x in mp.l2 else piece[x]
+        sends[x] = [(bd_for(mp.col0 + ci, mm2s(d.shim(mp.col0 + ci), ch), x.upper(), len(parts) * nbytes), 1)
+                    for ci, parts in hosted[x.upper()].items() if parts]
+    drained = []
+    for col in drains:
+        if keeps[col]:
+            drained += [(bd, c_per_step) for bd in keeps[col]]
+        else:
+            drained.append((bd_for(col, s2mm(d.shim(col), 0), "C", groups * ev["c_tile"]), c_per_step))
     seen = {"a": set(), "b": set()}
     rounds = []
     for i, j in _steps(mp, ev):
         entries = []
-        for x, ch in (("b", B_CH), ("a", A_CH)):
-            if x == "a":
-                unit_id = i if (flow == "os" and mp.order == "m") else 0
-            else:
-                unit_id = j if (flow == "os" and mp.order == "n") else 0
-            if x == "a" and chip_sends:
-                entries += [(chip_sends[p], piece["a"] // ev["l1_a"]) for parts in hosted["A"].values()
-                            for p in parts]
-                continue
-            if x in mp.l2:
+        for x in ("b", "a"):
+            if x in mp.l2 and not (x == "a" and chip_sends):  # a resident unit is read once, when first needed
+                unit_id = (i if (flow == "os" and mp.order == "m") else 0) if x == "a" else \
+                    (j if (flow == "os" and mp.order == "n") else 0)
                 if unit_id in seen[x]:
                     continue
                 seen[x].add(unit_id)
-                nbytes = ev[f"unit_{x}"]
-            else:
-                nbytes = piece[x]
-            for ci, parts in hosted[x.upper()].items():
-                if parts:
-                    col = mp.col0 + ci
-                    entries.append((bd_for(col, mm2s(d.shim(col), ch), x.upper(), len(parts) * nbytes), 1))
-        for col in drains:
-            if keeps[col]:
-                entries += [(bd, c_per_step) for bd in keeps[col]]
-            else:
-                entries.append((bd_for(col, s2mm(d.shim(col), 0), "C", groups * ev["c_tile"]), c_per_step))
-        rounds.append(entries)
+            entries += sends[x]
+        rounds.append(entries + drained)
     merged = []
     for entries in rounds:
         if merged and [bd for bd, _ in merged[-1][0]] == [bd for bd, _ in entries] and \

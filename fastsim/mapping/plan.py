@@ -680,16 +680,17 @@ def plan_one(op: Matmul, s: Structure, arch: Arch, tile: tuple[int, int, int]) -
     return out
 
 
-def check(op: Matmul, mp: Mapping, arch: Arch) -> tuple[Structure, dict]:
-    """Plan one candidate; raise ConfigError with every violated limit if it is illegal."""
+def check(op: Matmul, mp: Mapping, arch: Arch, planned: tuple | None = None) -> tuple[Structure, dict]:
+    """Plan one candidate; raise ConfigError with every violated limit if it is illegal.
+    ``planned``: its (structure, plan) when the caller made them already (a search has)."""
     from ..errors import ConfigError
 
-    s = structure(op, mp, arch)
+    s = structure(op, mp, arch) if planned is None else planned[0]
     if isinstance(s, str):
         raise ConfigError([s], f"mapping {mp.label()}")
     if min(mp.tile) < 1:
         raise ConfigError([f"tile = {mp.tile}: every size must be >= 1"], f"mapping {mp.label()}")
-    plan = plan_one(op, s, arch, mp.tile)
+    plan = plan_one(op, s, arch, mp.tile) if planned is None else planned[1]
     broken = [reason_text(why, plan) for bad, why in problems(plan, arch, s.static_b) if bool(np.asarray(bad))]
     if broken:
         raise ConfigError(broken, f"mapping {mp.label()}")

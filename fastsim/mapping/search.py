@@ -441,9 +441,10 @@ class _Candidates:
 
 
 def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:
-    plan = plan_one(op, structure(op, mp, arch), arch, mp.tile)
+    s = structure(op, mp, arch)
+    plan = plan_one(op, s, arch, mp.tile)
     return {"mapping": mp, "lower_bound_cycles": float(plan["lower_bound_cycles"]),
-            "energy_pj": float(plan["energy_pj"]), "plan": plan}
+            "energy_pj": float(plan["energy_pj"]), "plan": plan, "structure": s}
 
 
 def _baseline(op: Matmul, arch: Arch, legal: list[dict], chosen: list[dict]) -> dict | None:
@@ -496,7 +497,8 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
     from ..simulation import run_batch
     from .design import matmul_design
 
-    designs = [matmul_design(op, r["mapping"], arch) for r in rows]
+    designs = [matmul_design(op, r["mapping"], arch, planned=(r["structure"], r["plan"]) if "plan" in r else None)
+               for r in rows]
     # kept: a caller that derives the NOOP twin needs them. Unvalidated: the search validates the
     # design it answers with (``_search``); a loser cannot change the answer, so its checks (a
     # fifth of a decode sweep point's time) are skipped
