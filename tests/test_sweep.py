@@ -106,15 +106,16 @@ def test_sweep__chunking_never_changes_results(tmp_path_factory, chunk, slots):
         np.testing.assert_array_equal(base[name].values, other[name].values)
 
 
-def test_store__chunks_come_from_the_cluster_size_and_keep_neighbours_along_context_together():
+def test_store__chunks_come_from_the_cluster_size_and_keep_the_batches_of_a_context_together():
     from fastsim.sweeping.store import chunk_shape, chunk_target
 
     sixteen = gemm_spec(8)  # 2 x 4 x 2 points, 8 per chunk
     assert [chunk_target(sixteen, slots) for slots in (0, 1, 2, 3, 4, 16, 64)] == [8, 8, 8, 5, 4, 1, 1]
     assert chunk_target(gemm_spec(100), 2) == 8  # 2 slots: 8 points each
     assert chunk_shape((2, 4, 2), 8, ("m", "k", "n")) == (1, 4, 2)  # trailing axes whole, as before
-    # context reshapes attention only, model every op: context whole, model outermost
-    assert chunk_shape((3, 4, 5), 5, ("context", "model", "batch")) == (3, 1, 1)
+    # the batches of a context share its attention shapes: batch whole first, then context; model outermost
+    assert chunk_shape((3, 4, 5), 5, ("context", "model", "batch")) == (1, 1, 5)
+    assert chunk_shape((31, 2), 2, ("context", "batch")) == (1, 2)
     assert chunk_shape((5, 4, 3), 15, ("context", "model", "batch")) == (5, 1, 3)
     assert chunk_shape((5, 4, 3), 40, ("model", "context", "batch")) == (3, 4, 3)
 

@@ -20,12 +20,16 @@ from .spec import SweepSpec
 from .variables import REGISTRY, parameter_units
 
 
-# How many of a point's ops a step along an axis reshapes (fewer first; any other parameter: 2).
-# A chunk holds whole axes from the first of this order on, so a worker gets neighbours that share
-# most ops (and with them its in-memory searches and simulations). Latency sampling runs after the
-# simulation; context reshapes attention only (decode and prefill; encode's context is its prompt,
-# which reshapes every op: a heuristic, never a question of results); model changes every op.
-OPS_RESHAPED = {"samples": 0, "seed": 0, "load": 0, "context": 1, "prefill_context": 1, "model": 3}
+# The order in which a chunk takes whole axes (lower first; any other parameter: 2), so that the
+# points that need the same new mapping searches run in one chunk, on one worker. Latency sampling
+# runs after the simulation (nothing reshaped). A batch value reshapes the projections, which every
+# context at that batch shares: a worker searches them once, whichever chunks it gets. A context
+# value reshapes the attention ops, which only that context's points share: a chunk holding every
+# batch of a context keeps them on one worker (chunks that split the batches of a context had two
+# workers search the same attention shapes at once: 2 workers ran no faster than 1). Model
+# changes every op. (Prefill alike; encode's context is its prompt, which reshapes every op: a
+# heuristic, never a question of results.)
+OPS_RESHAPED = {"samples": 0, "seed": 0, "load": 0, "batch": 0.5, "context": 1, "prefill_context": 1, "model": 3}
 
 
 def chunk_shape(shape: tuple[int, ...], target: int, dims: tuple[str, ...] = ()) -> tuple[int, ...]:
