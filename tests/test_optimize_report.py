@@ -166,7 +166,7 @@ def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, 
     byte for byte the plan and memo of the one-process run."""
     from fastsim.studies.optimize import optimize
 
-    monkeypatch.setenv("FASTSIM_CACHE", "1")  # workers share runs on disk (the bench modules turn it off)
+    monkeypatch.setenv("FASTSIM_CACHE", "1")  # workers share runs on disk, whatever the environment says
 
     out, plan, _, _ = run
     said = []

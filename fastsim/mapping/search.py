@@ -497,8 +497,7 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
     from ..simulation import run_batch
     from .design import matmul_design
 
-    designs = [matmul_design(op, r["mapping"], arch, planned=(r["structure"], r["plan"]) if "plan" in r else None)
-               for r in rows]
+    designs = [matmul_design(op, r["mapping"], arch, planned=(r["structure"], r["plan"])) for r in rows]  # planned rows
     # kept: a caller that derives the NOOP twin needs them. Unvalidated: the search validates the
     # design it answers with (``_search``); a loser cannot change the answer, so its checks (a
     # fifth of a decode sweep point's time) are skipped
