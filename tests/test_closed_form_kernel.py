@@ -55,3 +55,28 @@ def test_compiled_closed_form_equals_numpy_on_llm_shapes():
     shapes = [Matmul(1, 2048, 8192, "bf16", b_bytes=0.5625, cast_cycles_per_weight=0.0625),
               Matmul(2048, 2048, 512, "bf16"), Matmul(512, 64, 4096, "bf16", macs_scale=0.5, a_on_chip=True)]
     assert sum(_assert_same(op, arch, Pins()) for op in shapes for arch in (NPU1, NPU2)) > 10_000
+
+
+def _sizes_by_definition(extent: int) -> set[int]:
+    """Powers of two up to the first that covers ``extent`` (at most 512), from 4 on unless that
+    first one is smaller: integer arithmetic, independent of the search's vectorized form."""
+    top = min(1 << (extent - 1).bit_length(), 512)
+    return {1 << b for b in range(10) if min(4, top) <= 1 << b <= top}
+
+
+@settings(max_examples=25, deadline=None)
+@given(op=ops(), arch=st.sampled_from(ARCHES))
+def test_grid_gives_each_structure_exactly_its_own_tile_sizes(op, arch):
+    for batch in _batches(op, arch, Pins()):
+        m, k, n, keep = _grid(op, batch, Pins())
+        axes, union = (m[0], k[0], n[0]), [set(), set(), set()]
+        for s in range(len(batch.structures)):
+            own = [_sizes_by_definition(-(-x // int(p[s, 0])))
+                   for x, p in ((op.m, batch.pm), (op.k, batch.pk), (op.n, batch.pn))]
+            want = np.logical_and.reduce([np.isin(a, sorted(o)) for a, o in zip(axes, own)])
+            np.testing.assert_array_equal(keep[s], want)
+            for u, o in zip(union, own):
+                u |= o
+        # the grid is every combination of the sizes some structure considers, each once
+        assert len(set(zip(*axes))) == len(axes[0]) == np.prod([len(u) for u in union])
+        assert [set(a.tolist()) for a in axes] == union

@@ -125,15 +125,17 @@ class SearchResult:
                 f"{self.unexplored_bound_cycles:,.0f} cycles)")
 
 
-def _pow2_up_to(x: int) -> tuple[int, ...]:
-    """Tile sizes for an extent of ``x``: powers of two up to the first that covers it, from 4 on
-    (below the smallest intrinsic dimension, 4, a tile only pays more calls and transfers) unless
-    the extent itself is smaller."""
-    return _TILES_BY_BITS[min(int(x - 1).bit_length(), len(_TILES_BY_BITS) - 1)]
+# a structure's tile sizes on an axis, by the largest (``_largest_tiles``)
+_SIZES_UP_TO = {top: tuple(t for t in TILE_SIZES if min(4, top) <= t <= top) for top in TILE_SIZES}
 
 
-# the answer depends only on the bit length of x - 1: one immutable table, built once
-_TILES_BY_BITS = tuple(tuple(t for t in TILE_SIZES if min(4, 1 << bits) <= t <= 1 << bits) for bits in range(64))
+def _largest_tiles(extents: np.ndarray) -> np.ndarray:
+    """Per extent, the largest tile size it considers: the smallest power of two that covers
+    it, at most the largest tile size (extents are below 2^53, so the float is exact). Its
+    smallest is 4 (below the smallest intrinsic dimension a tile only pays more calls and
+    transfers), or the largest itself when that is smaller."""
+    bits = np.frexp(np.asarray(extents) - 1.0)[1]  # (x - 1).bit_length()
+    return 1 << np.minimum(bits, len(TILE_SIZES) - 1).astype(np.int64)
 
 
 def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
@@ -174,24 +176,21 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
 
 
 def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
-    """Tiles of a batch as (1, T) rows, and which of them each structure considers (S, T): sizes up
-    to its own extents (``_pow2_up_to``), or just the pinned tile."""
+    """Tiles of a batch as (1, T) rows, and which of them each structure considers (S, T): the
+    power-of-two sizes up to its own extents (``_largest_tiles``), or just the pinned tile."""
     if pins.tile:
         m, k, n = (np.array([[x]]) for x in pins.tile)
         return m, k, n, np.ones((len(batch.structures), 1), bool)
-    sizes, ranges = [], []
+    sizes, masks = [], []
     for extent in (-(-op.m // batch.pm), -(-op.k // batch.pk), -(-op.n // batch.pn)):
-        # few distinct extents per axis: their tile sizes are looked up once each
-        values, inverse = np.unique(extent, return_inverse=True)
-        tiles = [_pow2_up_to(int(v)) for v in values]
-        sizes.append(sorted({t for ts in tiles for t in ts}))
-        inverse = inverse.reshape(-1, 1)
-        ranges.append((np.array([ts[0] for ts in tiles])[inverse], np.array([ts[-1] for ts in tiles])[inverse]))
+        top = _largest_tiles(extent)  # (S, 1)
+        axis = np.array(sorted(set().union(*(_SIZES_UP_TO[x] for x in np.unique(top).tolist()))))
+        sizes.append(axis)
+        masks.append((axis >= np.minimum(top, 4)) & (axis <= top))  # (S, sizes on this axis)
     m, k, n = (g.ravel()[None, :] for g in np.meshgrid(*sizes, indexing="ij"))
-    # each structure keeps the tiles within its own sizes' range (lowest and highest of _pow2_up_to)
-    keep = np.ones((len(batch.structures), m.shape[1]), bool)
-    for (lo, hi), t in zip(ranges, (m, k, n)):
-        keep &= (t >= lo) & (t <= hi)
+    # a structure keeps a tile when each of its sizes is in its range on that axis
+    (km, kk, kn), count = masks, len(batch.structures)
+    keep = (km[:, :, None, None] & kk[:, None, :, None] & kn[:, None, None, :]).reshape(count, -1)
     return m, k, n, keep
 
 
