@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fastsim  # noqa: E402
 import fastsim.workloads.gemm  # noqa: E402
 from benchmarks.bench_engine import _STARTUP  # noqa: E402
-from benchmarks.common import DESIGNS, ENGINE_MODES, gemm_candidates, kernel_run, passthrough_design, reference_rate  # noqa: E402
+from benchmarks.common import COLD_ENV, DESIGNS, ENGINE_MODES, cold, gemm_candidates, kernel_run, passthrough_design, reference_rate  # noqa: E402
 from fastsim.kernels import layout as L  # noqa: E402
 from fastsim.lower import lower  # noqa: E402
 from fastsim.report import summarize  # noqa: E402
@@ -75,7 +75,7 @@ def main():
           f"2 threads {per_thread[2]:.3f} s ({per_thread[1] / per_thread[2]:.2f}x)")
 
     def startup(cache):
-        env = {**os.environ, "FASTSIM_NUMBA_CACHE": cache}
+        env = {**os.environ, **COLD_ENV, "FASTSIM_NUMBA_CACHE": cache}
         out = subprocess.run([sys.executable, "-c", _STARTUP], env=env, capture_output=True, text=True, check=True)
         return float(out.stdout.strip().splitlines()[-1])
     startup("1")
@@ -92,16 +92,15 @@ def main():
 
 def mapping(repeats: int = 3):
     """Searched vs fixed (whole_array 64^3) GEMM mappings on npu2, and the search's wall time."""
-    from fastsim.cache import clear as clear_cache
     from fastsim.mapping import Matmul, search
 
     search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
     times = []
     for _ in range(repeats):
-        clear_cache()
-        t = time.perf_counter()
-        search(Matmul(2048, 2048, 2048), fastsim.NPU2)
-        times.append(time.perf_counter() - t)
+        with cold():
+            t = time.perf_counter()
+            search(Matmul(2048, 2048, 2048), fastsim.NPU2)
+            times.append(time.perf_counter() - t)
     print(f"Search of the 2048^3 bf16 GEMM mapping: {statistics.median(times):.2f} s (median of {repeats})\n")
     print("| GEMM | dtype | fixed 64^3 cycles | fixed % peak | searched cycles | searched % peak | searched mapping |")
     print("|---|---|---:|---:|---:|---:|---|")
@@ -120,31 +119,21 @@ def mapping(repeats: int = 3):
 def sweeps(repeats: int = 3):
     import tempfile
 
-    from benchmarks.bench_sweeps import _spec
+    from benchmarks.bench_sweeps import _spec, first_sweep
     from fastsim.sweeping import sweep
 
     rates, first = {}, {}
-    saved = {name: os.environ.get(name) for name in ("FASTSIM_CACHE_DIR", "FASTSIM_CACHE")}
     for workers in (1, 2):
         runs, firsts = [], []
         for _ in range(repeats):
             spec = _spec()
-            # every run starts from an empty disk cache, shared by its workers (they inherit it), as
-            # a user's first sweep does (the bench modules turn the disk tier off for timings that
-            # must not read earlier results: a sweep's workers share theirs through it)
-            os.environ["FASTSIM_CACHE_DIR"] = tempfile.mkdtemp()
-            os.environ["FASTSIM_CACHE"] = "1"
             report = []
             t = time.perf_counter()
-            sweep(spec, f"{tempfile.mkdtemp()}/s.zarr", workers=workers, progress=False, report=report)
+            with first_sweep():  # each run from an empty disk tier, as a user's first sweep
+                sweep(spec, f"{tempfile.mkdtemp()}/s.zarr", workers=workers, progress=False, report=report)
             runs.append(spec.n_points / (time.perf_counter() - t))
             firsts.append(report[0].first_result_s)
         rates[workers], first[workers] = statistics.median(runs), statistics.median(firsts)
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
     import resource
 
     from benchmarks.bench_sweeps import LargeStore
@@ -169,15 +158,13 @@ def sweeps(repeats: int = 3):
 
 def llm(repeats: int = 5):
     from fastsim.llm import LlmStudy, simulate_llm
-    from fastsim.cache import clear
 
     simulate_llm(LlmStudy(regime="decode", context=128))
 
     def fresh(study, searches: bool):
-        clear("op", "engine")  # neither op results nor engine results by design content answer
-        if searches:
-            clear("search")
-        simulate_llm(study)
+        # neither op results nor engine results by design content answer, nor an earlier run's
+        with cold(*(("op", "engine", "search") if searches else ("op", "engine"))):
+            simulate_llm(study)
 
     for name, study in (("decode step, 4k context", LlmStudy(regime="decode", context=4096)),
                         ("prefill, 2k prompt", LlmStudy(regime="prefill", prompt=2048))):
@@ -206,7 +193,8 @@ def systolic(repeats: int = 5):
     topo = here / "resnet50.csv"
     for cfg in ("mesh32_os.cfg", "mesh32_os_user.cfg"):
         cmd = [sys.executable, "-m", "fastsim.cli", "systolic", "-c", str(here / cfg), "-t", str(topo), "--json"]
-        t = median_time(lambda: subprocess.run(cmd, check=True, capture_output=True), repeats)
+        t = median_time(lambda: subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, **COLD_ENV}),
+                        repeats)
         print(f"fastsim systolic, ResNet-50 (54 layers), {cfg}: {t:.2f} s whole process (median of {repeats})")
     layers, cfg = read_topology(topo), read_config(here / "mesh32_os_user.cfg")
     mesh_metrics(layers[:1], [cfg])

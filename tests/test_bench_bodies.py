@@ -16,23 +16,9 @@ os.environ["FASTSIM_BENCH_QUICK"] = "1"
 MODULES = sorted(p.stem for p in (BENCH / "benchmarks").glob("bench_*.py"))
 
 
-def _imported(name: str):
-    """A bench module, imported without its process-wide settings: importing one turns the disk
-    cache off (timings must not read earlier results), which would otherwise hold for every test
-    collected after it."""
-    saved = os.environ.get("FASTSIM_CACHE")
-    try:
-        return importlib.import_module(f"benchmarks.{name}")
-    finally:
-        if saved is None:
-            os.environ.pop("FASTSIM_CACHE", None)
-        else:
-            os.environ["FASTSIM_CACHE"] = saved
-
-
 def _cases():
     for name in MODULES:
-        mod = _imported(name)
+        mod = importlib.import_module(f"benchmarks.{name}")
         for cls_name, cls in inspect.getmembers(mod, inspect.isclass):
             if cls.__module__ != mod.__name__:
                 continue
@@ -62,3 +48,17 @@ def test_bench__body_runs(cls, combo, method):
     result = getattr(obj, method)(*combo)
     if method.startswith("track_"):
         assert result > 0
+
+
+def test_bench__modules_and_bodies_leave_the_environment_alone():
+    """Benchmarks choose settings for their own blocks (``common.cold``, ``first_sweep``): a
+    process-wide variable written at import would change every test collected after it."""
+    import subprocess
+
+    code = ("import os, sys; sys.path.insert(0, sys.argv[1]); before = dict(os.environ); "
+            "import benchmarks.common, benchmarks.bench_sweeps, benchmarks.bench_workloads, benchmarks.bench_studies; "
+            "from benchmarks.common import cold\n"
+            "with cold(): pass\n"
+            "with benchmarks.bench_sweeps.first_sweep(): pass\n"
+            "assert dict(os.environ) == before, set(os.environ.items()) ^ set(before.items())")
+    subprocess.run([sys.executable, "-c", code, str(BENCH)], check=True, env={**os.environ, "FASTSIM_CACHE": "1"})

@@ -8,7 +8,7 @@ from fastsim.kernels import layout as L
 from fastsim.lower import lower
 from fastsim.simulation import run_batch
 
-from .common import DESIGNS, ENGINE_MODES, QUICK, gemm_candidates, kernel_run, passthrough_design, reference_rate
+from .common import COLD_ENV, DESIGNS, ENGINE_MODES, QUICK, gemm_candidates, kernel_run, passthrough_design, reference_rate
 
 
 class EngineThroughput:
@@ -118,7 +118,7 @@ class Startup:
     number = 1
 
     def _run(self, cache: str) -> float:
-        env = {**__import__("os").environ, "FASTSIM_NUMBA_CACHE": cache}
+        env = {**__import__("os").environ, **COLD_ENV, "FASTSIM_NUMBA_CACHE": cache}
         out = subprocess.run([sys.executable, "-c", _STARTUP], env=env, capture_output=True, text=True,
                              check=True)
         return float(out.stdout.strip().splitlines()[-1])

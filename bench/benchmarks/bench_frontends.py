@@ -1,12 +1,11 @@
 """The newer front doors: a conv layer's mapping search, a whole CNN from ONNX, reading and
 simulating an mlir-aie design, and the whole-run search of a decode step's kernels (wall time
 after JIT warm-up, caches emptied before each call)."""
-from fastsim.cache import clear
 from fastsim.llm import LlmStudy
 from fastsim.mapping.conv import Conv2d
 from fastsim.mapping.conv_search import search_conv
 
-from .common import QUICK, ROOT
+from .common import QUICK, ROOT, cold
 
 import fastsim
 
@@ -23,8 +22,8 @@ class ConvSearch:
         search_conv(Conv2d(1, 8, 8, 8, 8, 3, 3, 1, 1, dtype="int8"), fastsim.NPU2)  # JIT warm-up
 
     def time_search(self):
-        clear()
-        search_conv(self.op, fastsim.NPU2)
+        with cold():
+            search_conv(self.op, fastsim.NPU2)
 
 
 class OnnxNetwork:
@@ -47,8 +46,8 @@ class OnnxNetwork:
         return simulate_onnx(model, fastsim.NPU2)
 
     def time_simulate(self):
-        clear()
-        self._run(self.model)
+        with cold():
+            self._run(self.model)
 
 
 class MlirDesign:
@@ -71,8 +70,8 @@ class MlirDesign:
     def time_read_and_simulate(self):
         from fastsim.mlir import read_design, simulate_design
 
-        clear()
-        simulate_design(read_design(self.path, self.kernels))
+        with cold():
+            simulate_design(read_design(self.path, self.kernels))
 
 
 class WholeRunSearch:
@@ -91,5 +90,5 @@ class WholeRunSearch:
     def time_search(self):
         from fastsim.studies.whole_run import whole_run_search
 
-        clear()
-        whole_run_search(self.study)
+        with cold():
+            whole_run_search(self.study)

@@ -3,12 +3,11 @@ a 1k prefill), on one thread, caches cleared (target: under 5 minutes on one cor
 import tempfile
 
 from fastsim import settings
-from fastsim.cache import clear
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.model import ModelConfig
 from fastsim.studies.optimize import optimize
 
-from .common import QUICK
+from .common import QUICK, cold
 
 
 class Optimize1B:
@@ -25,6 +24,5 @@ class Optimize1B:
             self.base, self.regimes, self.mix = LlmStudy(), ["decode:4096", "prefill:1024"], ["1024:128"]
 
     def time_optimize(self):
-        clear()
-        with tempfile.TemporaryDirectory() as out, settings.use(threads=1):
+        with tempfile.TemporaryDirectory() as out, cold(), settings.use(threads=1):
             optimize(self.base, self.regimes, self.mix, out=out)

@@ -1,11 +1,12 @@
 """End-to-end workloads: the default GEMM, a Llama-3.2-1B decode step at 4k context and a 2k-token
 prefill (wall time of the whole simulate call after warm-up, lowering included)."""
-from fastsim.llm import LlmStudy, simulate_llm
+from fastsim import settings
 from fastsim.cache import clear
+from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.mapping import Matmul, baseline_mapping, search
 from fastsim.workloads.gemm import Gemm, gemm_design
 
-from .common import QUICK, gemm
+from .common import QUICK, cold, gemm
 
 import fastsim
 
@@ -36,19 +37,20 @@ class Llama1B:
         simulate_llm(LlmStudy(regime="decode", context=128))  # JIT warm-up
 
     def time_simulate(self, regime):
-        clear()  # the op-result, search and engine caches would otherwise answer repeats
-        simulate_llm(self.study)
+        with cold():  # the op-result, search and engine caches would otherwise answer repeats
+            simulate_llm(self.study)
 
     def time_simulate_known_mappings(self, regime):
         """The same pass with every op's mapping already searched (a later run, or one that
         reuses the on-disk searches): every design is still built, checked, lowered and simulated."""
-        simulate_llm(self.study)  # searches this study's shapes (kept in memory)
-        clear("op", "engine")
-        simulate_llm(self.study)
+        with settings.use(cache=False):  # the searches from memory only, never from an earlier run
+            simulate_llm(self.study)  # searches this study's shapes (kept in memory)
+            clear("op", "engine")
+            simulate_llm(self.study)
 
     def track_simulated_tokens_per_s(self, regime):
-        clear()
-        return float(simulate_llm(self.study).tokens_per_s)
+        with cold():
+            return float(simulate_llm(self.study).tokens_per_s)
     track_simulated_tokens_per_s.unit = "tokens/s (simulated NPU)"
 
 
@@ -65,12 +67,12 @@ class MapperSearch:
         search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
 
     def time_search_gemm_2048(self):
-        clear()
-        search(self.op, fastsim.NPU2)
+        with cold():
+            search(self.op, fastsim.NPU2)
 
     def track_searched_over_fixed_cycles(self):
-        clear()
-        found = search(self.op, fastsim.NPU2)
+        with cold():
+            found = search(self.op, fastsim.NPU2)
         # the fixed whole-array mapping, simulated here: the search runs it only when it could win
         g = Gemm(self.op.m, self.op.k, self.op.n)
         fixed_cycles = int(fastsim.simulate(gemm_design(g, fastsim.NPU2, baseline_mapping(fastsim.NPU2))).total_cycles[0])

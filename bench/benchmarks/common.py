@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import fastsim
+from fastsim import settings
+from fastsim.cache import clear
 from fastsim.lower import lower
 from fastsim.simulation import run_batch
 from fastsim.mapping import baseline_mapping
@@ -16,7 +19,18 @@ from fastsim.workloads.gemm import Gemm, gemm_design
 
 QUICK = os.environ.get("FASTSIM_BENCH_QUICK") == "1"
 ROOT = Path(__file__).resolve().parents[2]
-os.environ["FASTSIM_CACHE"] = "0"  # timings of searches must not read an earlier run's results
+# a timed whole process (``subprocess``) computes everything: no earlier run's answers from disk
+COLD_ENV = {"FASTSIM_CACHE": "0"}
+
+
+@contextmanager
+def cold(*regions: str):
+    """A timed block that computes everything again: the memory caches emptied (``regions``,
+    default all) and the disk tier off for the block, where an earlier run's answers would
+    otherwise be read. Settings, not the environment: nothing outside the block changes."""
+    clear(*regions)
+    with settings.use(cache=False):
+        yield
 
 
 def reference_sim():
