@@ -439,9 +439,12 @@ class _Candidates:
         return r
 
 
-def _row(op: Matmul, mp: Mapping, arch: Arch) -> dict:
-    s = structure(op, mp, arch)
-    plan = plan_one(op, s, arch, mp.tile)
+def _row(op: Matmul, mp: Mapping, arch: Arch, planned: tuple | None = None) -> dict:
+    """``mp``'s row with its plan (``planned``: its structure and plan, made already)."""
+    if planned is None:
+        s = structure(op, mp, arch)
+        planned = s, plan_one(op, s, arch, mp.tile)
+    s, plan = planned
     return {"mapping": mp, "lower_bound_cycles": float(plan["lower_bound_cycles"]),
             "energy_pj": float(plan["energy_pj"]), "plan": plan, "structure": s}
 
@@ -458,10 +461,10 @@ def _baseline(op: Matmul, arch: Arch, legal: list[dict], chosen: list[dict]) -> 
     if any(r["mapping"] == baseline for r in chosen):
         return None
     try:
-        check(op, baseline, arch)
+        planned = check(op, baseline, arch)
     except ConfigError:
         return None
-    return next((r for r in legal if r["mapping"] == baseline), None) or _row(op, baseline, arch)
+    return next((r for r in legal if r["mapping"] == baseline), None) or _row(op, baseline, arch, planned)
 
 
 def _distinct(rows: list[dict], top: int) -> list[dict]:
