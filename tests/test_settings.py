@@ -87,16 +87,13 @@ def test_cli__run_gemm_reports_the_searchs_design_and_simulation(monkeypatch):
     assert len(designs) == 1 and designs[0] is found.best_design
 
 
-def test_sweep__workers_run_under_the_callers_settings_local_ones_on_their_share_of_the_cores(monkeypatch):
+def test_sweep__workers_run_under_the_callers_settings_local_ones_on_one_thread(monkeypatch):
     import fastsim.sweeping.engine as engine
 
     monkeypatch.setattr(engine, "run_chunk", lambda spec, out, chunk: (chunk, settings.current()))
-    monkeypatch.setattr(engine, "available_cores", lambda: 8)
     with settings.use(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=True):
-        local, remote = engine.worker_settings(8), engine.worker_settings(None)
+        local, remote = engine.worker_settings(local=True), engine.worker_settings(local=False)
         assert local == settings.Settings(threads=1, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
         assert remote == settings.Settings(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
-        # fewer local workers than cores: each runs its batches on its share (3 workers: 2 threads)
-        assert [engine.worker_settings(n).threads for n in (1, 2, 3, 16)] == [8, 4, 2, 1]
     assert engine._run_chunk_with(None, "", 7, local) == (7, local, "")  # no dask worker: no address
     assert settings.current() == settings.Settings()

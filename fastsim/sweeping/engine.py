@@ -11,7 +11,6 @@ from pathlib import Path
 import xarray as xr
 
 from .. import settings
-from ..threads import available_cores
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec, spec_from_dict
@@ -68,9 +67,8 @@ def _client(workers: int | None, scheduler):
         if Path(scheduler).exists():
             return Client(scheduler_file=str(scheduler), set_as_default=False), None
         return Client(scheduler, set_as_default=False), None
-    # one single-threaded worker process per core by default; numba starts no threads there
-    # (WORKER_NUMBA_THREADS), and the engine's batch threads are the worker's share of the cores
-    # (worker_settings)
+    # one single-threaded worker process per core; neither numba (WORKER_NUMBA_THREADS) nor the
+    # engine's batch threads (worker_settings) start threads there
     # workers start with SIGINT ignored (inherited): Ctrl-C reaches this process only, which stops
     # the sweep, instead of every worker printing its own KeyboardInterrupt traceback
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -261,7 +259,7 @@ def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tal
     scheduler goes away."""
     from dask.distributed import as_completed
 
-    chosen = worker_settings(len(dask.pids) if dask.cluster is not None else None)
+    chosen = worker_settings(local=dask.cluster is not None)
     n = len(todo)
     futures = dask.client.map(_run_chunk_with, [spec] * n, [out] * n, todo, [chosen] * n, pure=False)
     try:
@@ -278,21 +276,17 @@ def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tal
         raise
 
 
-def worker_settings(local_workers: int | None) -> settings.Settings:
+def worker_settings(local: bool) -> settings.Settings:
     """The settings a worker runs its chunks under: the caller's (a contextvars scope does not
-    cross processes), without progress bars. ``local_workers`` processes of a local cluster share
-    this machine's cores: each runs its batches on its share of them (one thread when there are as
-    many workers as cores: the workers are the parallelism); a running scheduler's workers
-    (``None``) run as set up there."""
+    cross processes), without progress bars; local workers run their batches on one thread (the
+    workers are the parallelism), a running scheduler's workers as set up there."""
     chosen = replace(settings.current(), progress=False)
-    if local_workers is None:
-        return chosen
-    return replace(chosen, threads=max(1, available_cores() // max(1, local_workers)))
+    return replace(chosen, threads=1) if local else chosen
 
 
 def _run_chunk_with(spec: SweepSpec, out: str, region: tuple[slice, ...], chosen: settings.Settings) -> tuple:
-    """``run_chunk`` in a worker under the caller's settings (local workers: their share of the
-    cores, whatever the worker's environment says), and the worker's
+    """``run_chunk`` in a worker under the caller's settings (local workers: one thread each, the
+    workers are the parallelism, whatever the worker's environment says), and the worker's
     address. tqdm's lock is a thread lock there: its default, a multiprocessing semaphore, is
     reported leaked when Ctrl-C kills the worker, and a worker draws no bars (tqdm.set_lock, its
     public API)."""
