@@ -50,45 +50,53 @@ OP_DIM = ("op",)
 
 def _per_op(placed, results, arch: Arch, pins: GraphPins) -> dict:
     """Per-op arrays over all repeats of each op: time split into compute and data movement (and
-    the exposed part of each), buffer peaks, traffic by tensor kind and level, stall states, energy."""
+    the exposed part of each), buffer peaks, traffic by tensor kind and level, stall states, energy.
+    A layer's ops repeat the first layer's results: each distinct row is computed once."""
     n = len(placed)
     ops = [p.op for p in placed]
-    f = {k: np.zeros(n) for k in ("seconds", "compute", "movement", "exp_compute", "exp_movement",
-                                  "l1", "l2", "energy", "cast")}
-    cycles = np.zeros(n, np.int64)
-    macs = np.array([op.macs for op in ops], np.int64)
-    kind_bytes = np.zeros((n, len(TENSOR_KINDS)))
-    level_bytes = np.zeros((n, len(LEVELS)))
-    ch_state = np.zeros((n, len(CHANNEL_STATES)))
-    core_state = np.zeros((n, len(CORE_STATES)))
-    bound = np.empty(n, dtype=object)
-    flow_of = np.empty(n, dtype=object)
-    clock = arch.clock_hz
-    for j, (p, op) in enumerate(zip(placed, ops)):
+    rows, first = {}, []
+    for p, op in zip(placed, ops):
         r = results[p.key]
-        rep = op.repeat
-        cycles[j] = r.cycles * rep
-        f["seconds"][j] = cycles[j] / clock
-        f["compute"][j] = r.compute_cycles * rep / clock
-        f["movement"][j] = r.movement_cycles * rep / clock
-        f["exp_compute"][j] = max(0, r.cycles - r.movement_cycles) * rep / clock
-        f["exp_movement"][j] = max(0, r.cycles - r.compute_cycles) * rep / clock
-        f["l1"][j], f["l2"][j] = r.l1_peak_bytes, r.l2_peak_bytes
-        by_kind = _ddr_by_kind(r.shim_bytes, op)
-        kind_bytes[j] = [by_kind[k] * rep for k in TENSOR_KINDS]
-        level_bytes[j] = r.level_bytes * rep
-        ch_state[j] = r.channel_state_cycles * rep
-        core_state[j] = r.core_state_cycles * rep
-        bound[j] = r.bound_by
-        flow_of[j] = r.dataflow
-        f["cast"][j] = r.cast_share
-        ddr = level_bytes[j][LEVELS.index("ddr_read")] + level_bytes[j][LEVELS.index("ddr_write")]
-        f["energy"][j] = (op.macs * arch.pj_per_mac.get(pins.compute_dtype, 0.0)
-                          + ddr * arch.pj_per_byte["ddr"]
-                          + sum(level_bytes[j][LEVELS.index(lv)] * arch.pj_per_byte.get(lv, 0.0)
-                                for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))
-    return dict(f=f, cycles=cycles, macs=macs, kind_bytes=kind_bytes, level_bytes=level_bytes, ch_state=ch_state,
-                core_state=core_state, bound=bound, flow_of=flow_of)
+        same = (id(r), op.repeat, op.macs, op.kind, op.x.kind, op.y.kind, None if op.kind == VECTOR else op.w.kind)
+        if same not in rows:
+            rows[same] = _op_row(r, op, arch, pins)
+        first.append(rows[same])
+    clock = arch.clock_hz
+    cycles = np.array([row["cycles"] for row in first], np.int64).reshape(n)
+    f = {k: np.array([row[k] for row in first], float).reshape(n)
+         for k in ("compute", "movement", "exp_compute", "exp_movement", "l1", "l2", "energy", "cast")}
+    f = {"seconds": cycles / clock, **f}
+    return dict(f=f, cycles=cycles, macs=np.array([op.macs for op in ops], np.int64).reshape(n),
+                kind_bytes=np.array([row["kind_bytes"] for row in first], float).reshape(n, len(TENSOR_KINDS)),
+                level_bytes=np.array([row["level_bytes"] for row in first], float).reshape(n, len(LEVELS)),
+                ch_state=np.array([row["ch_state"] for row in first], float).reshape(n, len(CHANNEL_STATES)),
+                core_state=np.array([row["core_state"] for row in first], float).reshape(n, len(CORE_STATES)),
+                bound=_objects([row["bound"] for row in first]), flow_of=_objects([row["flow"] for row in first]))
+
+
+def _objects(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _op_row(r, op, arch: Arch, pins: GraphPins) -> dict:
+    """One op's numbers over all its repeats (``_per_op``'s columns)."""
+    rep, clock = op.repeat, arch.clock_hz
+    by_kind = _ddr_by_kind(r.shim_bytes, op)
+    level_bytes = r.level_bytes * rep
+    ddr = level_bytes[LEVELS.index("ddr_read")] + level_bytes[LEVELS.index("ddr_write")]
+    return {"cycles": r.cycles * rep,
+            "compute": r.compute_cycles * rep / clock, "movement": r.movement_cycles * rep / clock,
+            "exp_compute": max(0, r.cycles - r.movement_cycles) * rep / clock,
+            "exp_movement": max(0, r.cycles - r.compute_cycles) * rep / clock,
+            "l1": r.l1_peak_bytes, "l2": r.l2_peak_bytes,
+            "kind_bytes": [by_kind[k] * rep for k in TENSOR_KINDS], "level_bytes": level_bytes,
+            "ch_state": r.channel_state_cycles * rep, "core_state": r.core_state_cycles * rep,
+            "bound": r.bound_by, "flow": r.dataflow, "cast": r.cast_share,
+            "energy": (op.macs * arch.pj_per_mac.get(pins.compute_dtype, 0.0) + ddr * arch.pj_per_byte["ddr"]
+                       + sum(level_bytes[LEVELS.index(lv)] * arch.pj_per_byte.get(lv, 0.0)
+                             for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))}
 
 
 def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_of) -> dict:
