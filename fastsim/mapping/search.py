@@ -125,15 +125,15 @@ class SearchResult:
                 f"{self.unexplored_bound_cycles:,.0f} cycles)")
 
 
-# a structure's tile sizes on an axis, by the largest (``_largest_tiles``)
+# a structure's tile sizes on an axis, by the largest (``_largest_tiles``): powers of two from 4
+# on (below the smallest intrinsic dimension a tile only pays more calls and transfers), or just
+# the largest when that is smaller
 _SIZES_UP_TO = {top: tuple(t for t in TILE_SIZES if min(4, top) <= t <= top) for top in TILE_SIZES}
 
 
 def _largest_tiles(extents: np.ndarray) -> np.ndarray:
     """Per extent, the largest tile size it considers: the smallest power of two that covers
-    it, at most the largest tile size (extents are below 2^53, so the float is exact). Its
-    smallest is 4 (below the smallest intrinsic dimension a tile only pays more calls and
-    transfers), or the largest itself when that is smaller."""
+    it, at most the largest tile size (extents are below 2^53, so the float is exact)."""
     bits = np.frexp(np.asarray(extents) - 1.0)[1]  # (x - 1).bit_length()
     return 1 << np.minimum(bits, len(TILE_SIZES) - 1).astype(np.int64)
 
