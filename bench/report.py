@@ -163,7 +163,8 @@ def llm(repeats: int = 5):
 
     def fresh(study, searches: bool):
         # neither op results nor engine results by design content answer, nor an earlier run's
-        with cold(*(("op", "engine", "search") if searches else ("op", "engine"))):
+        regions = ("op", "engine", "search") if searches else ("op", "engine")
+        with cold(*regions):
             simulate_llm(study)
 
     for name, study in (("decode step, 4k context", LlmStudy(regime="decode", context=4096)),
