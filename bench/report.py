@@ -119,7 +119,8 @@ def mapping(repeats: int = 3):
 def sweeps(repeats: int = 3):
     import tempfile
 
-    from benchmarks.bench_sweeps import _spec, first_sweep
+    from benchmarks.bench_sweeps import _spec
+    from benchmarks.common import first_sweep
     from fastsim.sweeping import sweep
 
     rates, first = {}, {}

@@ -4,10 +4,9 @@ import shutil
 import tempfile
 import time
 
-from fastsim import settings
 from fastsim.sweeping import parse_spec, sweep
 
-from .common import QUICK
+from .common import QUICK, first_sweep
 
 SPEC = """
 [study]
@@ -22,12 +21,6 @@ batch = [1, 2]
 chunk_points = 2
 outputs = ["seconds", "tokens_per_s", "by_class"]
 """
-
-
-def first_sweep():
-    """Settings for a user's first sweep: the disk tier on, in a new, empty directory its workers
-    share (they receive the caller's settings)."""
-    return settings.use(cache=True, cache_dir=tempfile.mkdtemp())
 
 
 def _spec():

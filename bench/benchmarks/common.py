@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,14 @@ def cold(*regions: str):
     otherwise be read. Settings, not the environment: nothing outside the block changes."""
     clear(*regions)
     with settings.use(cache=False):
+        yield
+
+
+@contextmanager
+def first_sweep():
+    """A user's first sweep: the disk tier on, in a new, empty directory its workers share (they
+    receive the caller's settings), removed afterwards."""
+    with tempfile.TemporaryDirectory() as cache_dir, settings.use(cache=True, cache_dir=cache_dir):
         yield
 
 

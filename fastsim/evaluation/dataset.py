@@ -54,24 +54,25 @@ def _per_op(placed, results, arch: Arch, pins: GraphPins) -> dict:
     A layer's ops repeat the first layer's results: each distinct row is computed once."""
     n = len(placed)
     ops = [p.op for p in placed]
-    rows, first = {}, []
+    rows, row_of_op = {}, []
     for p, op in zip(placed, ops):
         r = results[p.key]
         same = (id(r), op.repeat, op.macs, op.kind, op.x.kind, op.y.kind, None if op.kind == VECTOR else op.w.kind)
         if same not in rows:
             rows[same] = _op_row(r, op, arch, pins)
-        first.append(rows[same])
+        row_of_op.append(rows[same])
     clock = arch.clock_hz
-    cycles = np.array([row["cycles"] for row in first], np.int64).reshape(n)
-    f = {k: np.array([row[k] for row in first], float).reshape(n)
+    # (the reshapes give a graph without ops its empty columns their shapes)
+    cycles = np.array([row["cycles"] for row in row_of_op], np.int64).reshape(n)
+    f = {k: np.array([row[k] for row in row_of_op], float).reshape(n)
          for k in ("compute", "movement", "exp_compute", "exp_movement", "l1", "l2", "energy", "cast")}
     f = {"seconds": cycles / clock, **f}
     return dict(f=f, cycles=cycles, macs=np.array([op.macs for op in ops], np.int64).reshape(n),
-                kind_bytes=np.array([row["kind_bytes"] for row in first], float).reshape(n, len(TENSOR_KINDS)),
-                level_bytes=np.array([row["level_bytes"] for row in first], float).reshape(n, len(LEVELS)),
-                ch_state=np.array([row["ch_state"] for row in first], float).reshape(n, len(CHANNEL_STATES)),
-                core_state=np.array([row["core_state"] for row in first], float).reshape(n, len(CORE_STATES)),
-                bound=_objects([row["bound"] for row in first]), flow_of=_objects([row["flow"] for row in first]))
+                kind_bytes=np.array([row["kind_bytes"] for row in row_of_op], float).reshape(n, len(TENSOR_KINDS)),
+                level_bytes=np.array([row["level_bytes"] for row in row_of_op], float).reshape(n, len(LEVELS)),
+                ch_state=np.array([row["ch_state"] for row in row_of_op], float).reshape(n, len(CHANNEL_STATES)),
+                core_state=np.array([row["core_state"] for row in row_of_op], float).reshape(n, len(CORE_STATES)),
+                bound=_objects([row["bound"] for row in row_of_op]), flow_of=_objects([row["flow"] for row in row_of_op]))
 
 
 def _objects(values: list) -> np.ndarray:

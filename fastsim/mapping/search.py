@@ -189,8 +189,8 @@ def _grid(op: Matmul, batch: StructureBatch, pins: Pins):
         masks.append((axis >= np.minimum(top, 4)) & (axis <= top))  # (S, sizes on this axis)
     m, k, n = (g.ravel()[None, :] for g in np.meshgrid(*sizes, indexing="ij"))
     # a structure keeps a tile when each of its sizes is in its range on that axis
-    (km, kk, kn), count = masks, len(batch.structures)
-    keep = (km[:, :, None, None] & kk[:, None, :, None] & kn[:, None, None, :]).reshape(count, -1)
+    km, kk, kn = masks
+    keep = (km[:, :, None, None] & kk[:, None, :, None] & kn[:, None, None, :]).reshape(len(batch.structures), -1)
     return m, k, n, keep
 
 
