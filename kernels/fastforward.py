@@ -9,7 +9,11 @@ period after period. This module detects such a period and applies n of them at 
 first core that has not finished, or, in a design without running cores, the BD completions of the
 first busy channel. Each distinct boundary (the END's pc, or the BD) keeps its own ring of the last
 ``DEPTH`` snapshots, so a k-loop and the tile loop around it are both found. A boundary that keeps
-failing is sampled ever more sparsely (``MAX_STRIDE``) so that aperiodic runs pay little.
+failing is sampled ever more sparsely (``MAX_STRIDE``) so that aperiodic runs pay little, but only
+while its samples come fewer than ``SPARSE_BELOW_STEPS`` steps apart: a snapshot costs about as much
+as a step or two, so a boundary met every few hundred steps is worth sampling every time (the
+8-column, 4-row GEMMs of an 8B prefill restart their steady state every outer tile, and sparse
+sampling there found each new period several periods late).
 
 **Snapshot.** The state at the top of a cycle, normalized: absolute times (ready cycles, event
 starts) become times relative to now; task queues are read from their heads; dead fields (the
@@ -32,7 +36,7 @@ from ._jit import inline, kernel
 from .layout import (
     CC_N, CH_RATE, CS_TRANSFER, H_NCOL, K_CLASS, K_DEPTH, K_EV_START, K_NCOL, K_STATE, KC_N, KS_COMPUTE,
     KS_DONE, MAX_LOOP_DEPTH, P_LIVELOCK, P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST,
-    P_N_LOCKS, P_QDEPTH, R_EVENTS, R_FF_CYCLES, CS_IDLE, S_CLASS, S_DONE_TASKS, S_EV_START,
+    P_N_LOCKS, P_QDEPTH, R_EVENTS, R_FF_CYCLES, R_STEPS, CS_IDLE, S_CLASS, S_DONE_TASKS, S_EV_START,
     S_NCOL, S_PUSHED, S_QHEAD, S_QLEN, S_READY_AT, S_REMAIN, S_REPEATS, S_STATE, S_TASK_KIND,
     TASK_STATIC_CYCLIC,
 )
@@ -40,6 +44,7 @@ from .layout import (
 KEYS = 8  # boundaries tracked at once for the anchor
 DEPTH = 4  # snapshots kept per boundary
 MAX_STRIDE = 64  # sample a failing boundary at most this sparsely
+SPARSE_BELOW_STEPS = 128  # ... and only while its samples come fewer steps apart than this
 
 # control words at the start of the scratch
 C_ANCHOR_CORE = 0
@@ -55,7 +60,8 @@ KT_MISSES = 3
 KT_FILLED = 4
 KT_HEAD = 5
 KT_USED = 6
-KT_N = 7
+KT_STEPS = 7  # engine steps at the boundary's last snapshot
+KT_N = 8
 
 # snapshot meta words
 M_T = 0
@@ -135,6 +141,7 @@ def _clear_keys(ff, o_keys):
         ff[r + KT_FILLED] = 0
         ff[r + KT_HEAD] = 0
         ff[r + KT_USED] = -1
+        ff[r + KT_STEPS] = 0
 
 
 @kernel  # called rarely: compiled once, not inlined into the engine loop
@@ -434,11 +441,14 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
         ff[r + KT_MISSES] = 0
         ff[r + KT_FILLED] = 0
         ff[r + KT_HEAD] = 0
+        ff[r + KT_STEPS] = res[R_STEPS]
     r = o_keys + row * KT_N
     ff[r + KT_USED] = cyc
     ff[r + KT_SEEN] += 1
     if ff[r + KT_SEEN] % ff[r + KT_STRIDE] != 0:
         return 0
+    steps_apart = res[R_STEPS] - ff[r + KT_STEPS]
+    ff[r + KT_STEPS] = res[R_STEPS]
     ring = o_snap + row * DEPTH * snap
     head = ff[r + KT_HEAD]
     new = ring + head * snap
@@ -457,6 +467,8 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
     ff[r + KT_HEAD] = (head + 1) % DEPTH
     ff[r + KT_FILLED] = min(ff[r + KT_FILLED] + 1, DEPTH - 1)
     if best_dt == 0:
+        if steps_apart >= SPARSE_BELOW_STEPS:
+            return 0  # samples this far apart cost little: keep the stride
         ff[r + KT_MISSES] += 1
         if ff[r + KT_MISSES] >= 2 * DEPTH:
             ff[r + KT_MISSES] = 0
