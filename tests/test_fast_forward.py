@@ -138,3 +138,39 @@ def test_fast_forward__public_api_reports_identical_results():
     np.testing.assert_array_equal(on.total_cycles.values, off.total_cycles.values)
     assert on.fast_forwarded_cycles.values[0] > 0 == off.fast_forwarded_cycles.values[0]
     np.testing.assert_array_equal(on.channel_cycles.values, off.channel_cycles.values)
+
+
+def _stride_after_failing_visits(steps_apart: int, visits: int = 24) -> int:
+    """The sampling stride of one boundary after ``visits`` snapshots that never match (a lock
+    value changes between them), taken ``steps_apart`` engine steps apart."""
+    from fastsim.kernels import fastforward as F
+
+    lowered = lower(_long_pipeline(), **LIMITS)
+    batch = pack([lowered])
+    prm, ch, host = lowered.prm, lowered.ch, lowered.host
+    st, queue, kst, kloop, hst, locks = (a[0] for a in batch.state[:6])
+    out = {name: a[0] for name, a in batch.outputs.items()}
+    ff = batch.scratch()
+    F.ff_reset.python(prm, ff)
+    for visit in range(visits):
+        locks[0] = visit
+        out["res"][L.R_STEPS] = visit * steps_apart
+        ff[F.C_NOTE] = 7
+        with np.errstate(over="ignore"):  # the snapshot hash wraps around, as compiled
+            F.ff_boundary.python(visit * 1000, visit * 1000, prm, ch, host, st, queue, kst, kloop, hst, locks,
+                                 out["ch_bytes"], out["ch_stats"], out["core_stats"], out["events"], out["res"], ff)
+    o_task, o_loop, o_keys, o_snap, snap = F._offsets.python(prm[L.P_N_CH], prm[L.P_N_CORES], prm[L.P_N_LOCKS],
+                                                            prm[L.P_QDEPTH])
+    rows = [o_keys + j * F.KT_N for j in range(F.KEYS)]
+    return int(next(ff[r + F.KT_STRIDE] for r in rows if ff[r + F.KT_KEY] == 7))
+
+
+def test_fast_forward__a_boundary_met_rarely_is_sampled_every_time():
+    """Sparse sampling saves snapshots only where they are dense: a boundary whose snapshots fail
+    is sampled every 2nd, 4th... visit while its visits come a few steps apart, but every time when
+    they come at least SPARSE_BELOW_STEPS apart (a snapshot costs about a step or two, and a new
+    period found late costs whole periods of stepping)."""
+    from fastsim.kernels import fastforward as F
+
+    assert _stride_after_failing_visits(steps_apart=10) > 1
+    assert _stride_after_failing_visits(steps_apart=F.SPARSE_BELOW_STEPS) == 1
