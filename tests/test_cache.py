@@ -10,6 +10,10 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as settings_h
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 import xarray as xr
 
 import fastsim
@@ -34,10 +38,11 @@ def _search_in_new_process(env) -> list:
 def test_cache__a_later_process_reads_the_same_search_from_plain_files(tmp_path):
     env = dict(os.environ, FASTSIM_CACHE_DIR=str(tmp_path), FASTSIM_CACHE="1")
     first = _search_in_new_process(env)
-    stored = list(tmp_path.glob("v*/search/*.npz"))
+    stored = list(tmp_path.glob("v*/search/*" + cache.SUFFIX))
     assert len(stored) == 1
-    with np.load(stored[0], allow_pickle=False) as f:  # loads without pickle: plain arrays and JSON
-        assert json.loads(str(f["__json__"]))["value"]["best_cycles"] == first[1]
+    plain, arrays = cache._read_entry(stored[0])  # JSON and plain arrays: nothing to unpickle
+    assert plain["value"]["best_cycles"] == first[1]
+    assert all(a.dtype.kind in "iufbU" for a in arrays.values())
     assert _search_in_new_process(env) == first
     stored[0].write_bytes(b"not an archive")  # a damaged entry is searched again and rewritten
     assert _search_in_new_process(env) == first
@@ -67,7 +72,7 @@ def test_cache__other_code_versions_and_off_never_answer(tmp_path, monkeypatch):
     cache.clear()
     found = search(op, fastsim.NPU2)
     key = (replace(op, name=""), Pins(), repr(fastsim.NPU2), 6, 50, None)  # as search() keys it
-    assert list(tmp_path.glob("v*/search/*.npz"))
+    assert list(tmp_path.glob("v*/search/*" + cache.SUFFIX))
     cache.clear()
     assert cache.CACHE.get("search", key, fastsim.NPU2).best_cycles == found.best_cycles  # from disk
     cache.clear()
@@ -123,3 +128,35 @@ def test_cache__engine_runs_that_stepped_long_go_to_the_costly_tier(monkeypatch)
     monkeypatch.setattr(result_cache, "COSTLY_STEPS", 1)
     run_batch([lower(passthrough(n_obj=4))])
     assert len(cache.CACHE._costly["engine"]) == 1 and cache.CACHE.size("engine") == 2
+
+
+_ARRAYS = st.dictionaries(
+    st.text("abcxyz_", min_size=1, max_size=6),
+    st.one_of(
+        hnp.arrays(st.sampled_from([np.int64, np.int32, np.float64, np.bool_, np.uint8]),
+                   hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)),
+        hnp.arrays(hnp.unicode_string_dtypes(), hnp.array_shapes(max_dims=2, max_side=3)),
+    ),
+    max_size=6)
+
+
+@settings_h(max_examples=60, deadline=None)
+@given(arrays=_ARRAYS)
+def test_cache__entry_file_round_trips_every_array_exactly(arrays, tmp_path_factory):
+    """What the disk tier writes it reads back: the same dtype, shape and bits, writable and
+    aligned for its dtype (kernels take cached tables as they are)."""
+    path = tmp_path_factory.mktemp("entry") / ("e" + cache.SUFFIX)
+    cache._write_entry(path, {"key": "k", "value": {"n": 1}}, arrays)
+    plain, back = cache._read_entry(path)
+    assert plain == {"key": "k", "value": {"n": 1}}
+    assert list(back) == list(arrays)
+    for name, a in arrays.items():
+        b = back[name]
+        assert b.dtype == a.dtype and b.shape == a.shape
+        np.testing.assert_array_equal(b, a)
+        assert b.flags.writeable and b.flags.aligned
+
+
+def test_cache__entry_file_refuses_python_objects(tmp_path):
+    with pytest.raises(TypeError, match="only plain numbers and strings"):
+        cache._write_entry(tmp_path / "e", {"key": "k"}, {"x": np.array([{"a": 1}], dtype=object)})
