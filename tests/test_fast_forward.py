@@ -159,8 +159,7 @@ def _stride_after_failing_visits(steps_apart: int, visits: int = 24) -> int:
         with np.errstate(over="ignore"):  # the snapshot hash wraps around, as compiled
             F.ff_boundary.python(visit * 1000, visit * 1000, prm, ch, host, st, queue, kst, kloop, hst, locks,
                                  out["ch_bytes"], out["ch_stats"], out["core_stats"], out["events"], out["res"], ff)
-    o_task, o_loop, o_keys, o_snap, snap = F._offsets.python(prm[L.P_N_CH], prm[L.P_N_CORES], prm[L.P_N_LOCKS],
-                                                            prm[L.P_QDEPTH])
+    o_keys = F._offsets.python(prm[L.P_N_CH], prm[L.P_N_CORES], prm[L.P_N_LOCKS], prm[L.P_QDEPTH])[2]
     rows = [o_keys + j * F.KT_N for j in range(F.KEYS)]
     return int(next(ff[r + F.KT_STRIDE] for r in rows if ff[r + F.KT_KEY] == 7))
 
