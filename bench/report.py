@@ -6,6 +6,10 @@ on this machine, as Markdown.
     python bench/report.py llm             # Llama-3.2-1B decode and prefill simulation times
     python bench/report.py systolic        # mesh model: whole-process CLI and in-process times
     python bench/report.py studies         # fastsim optimize on Llama-3.2-1B, one thread
+    python bench/report.py optimize        # fastsim optimize --model llama-3.1-8b, whole process
+
+Sections other than the engine's print this machine's speed before and after (``machine_speed``):
+read a timing against it, not against a figure measured on another day.
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import fastsim  # noqa: E402
 import fastsim.workloads.gemm  # noqa: E402
 from benchmarks.bench_engine import _STARTUP  # noqa: E402
-from benchmarks.common import COLD_ENV, DESIGNS, ENGINE_MODES, cold, gemm_candidates, kernel_run, passthrough_design, reference_rate  # noqa: E402
+from benchmarks.common import COLD_ENV, DESIGNS, ENGINE_MODES, cold, gemm_candidates, kernel_run, machine_speed, passthrough_design, reference_rate  # noqa: E402
+from benchmarks.common import YARDSTICK_TABLE_CYCLES_PER_S  # noqa: E402
 from fastsim.kernels import layout as L  # noqa: E402
 from fastsim.lower import lower  # noqa: E402
 from fastsim.report import summarize  # noqa: E402
@@ -207,7 +212,34 @@ def systolic(repeats: int = 5):
           f"({int(m['compute_cycles'].sum()):,} compute cycles, {int(m['stall_cycles'].sum()):,} stall cycles)")
 
 
+def optimize():
+    """``fastsim optimize --model llama-3.1-8b`` as a user's first run: a whole process (its worker
+    processes included), the disk tier on in a new, empty directory (one run: minutes)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache_dir, tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "fastsim.cli", "optimize", "--model", "llama-3.1-8b", "--out", out]
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "FASTSIM_CACHE": "1",
+                                                                   "FASTSIM_CACHE_DIR": cache_dir})
+        print(f"fastsim optimize --model llama-3.1-8b, whole process, empty caches: {time.perf_counter() - t:.1f} s")
+
+
+def with_machine_speed(section):
+    """``section`` between two readings of this machine's speed: this VM drifts by up to 3x over
+    hours, so a timing is only comparable with another taken at the same machine speed."""
+    before = machine_speed()
+    section()
+    after = machine_speed()
+    print(f"Machine speed (reference simulator, gemm_512's first 20,000 cycles): {before:,.0f} cycles/s before, "
+          f"{after:,.0f} after; docs/speed.md's engine table: {YARDSTICK_TABLE_CYCLES_PER_S:,}")
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "engine"
-    {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic, "mapping": mapping,
-     "studies": studies}[what]()
+    section = {"engine": main, "sweeps": sweeps, "llm": llm, "systolic": systolic, "mapping": mapping,
+               "studies": studies, "optimize": optimize}[what]
+    if what == "engine":  # its table holds the yardstick's own row
+        section()
+    else:
+        with_machine_speed(section)

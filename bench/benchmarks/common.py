@@ -102,6 +102,18 @@ def reference_rate(design, max_cycles: int) -> float:
     return sim.cycle / (time.perf_counter() - t)
 
 
+# this VM's speed drifts (the same commit ran 3x slower on one day than on the one before): the
+# pure-Python reference simulator, unchanged since the engine's first day, is the yardstick that a
+# timing is read against. Its rate on gemm_512's first 20,000 cycles in docs/speed.md's table:
+YARDSTICK_TABLE_CYCLES_PER_S = 9_321
+
+
+def machine_speed(cycles: int = 20_000) -> float:
+    """This machine's speed now: the reference simulator's cycles/s on gemm_512's first ``cycles``
+    cycles (2 s on a fast day, 8 s on a slow one). Two timings taken hours or days apart compare by their ratio to it."""
+    return reference_rate(DESIGNS["gemm_512"](), cycles)
+
+
 def gemm_candidates(n: int = 64) -> list:
     """``n`` different lowered mappings of a 512^3 bf16 GEMM on npu2 (dataflow x tile x columns x
     rows), the kind of batch a mapping search simulates: for thread scaling."""
