@@ -187,19 +187,19 @@ def check_matches(spec: SweepSpec, path: str | Path) -> None:
 
 
 def write_region(spec: SweepSpec, path, region: tuple[slice, ...], results: dict[str, np.ndarray]) -> None:
+    """Store one chunk's results, then mark its points done (only stored points count as done).
+    Plain zarr writes into the arrays ``create`` made: their dtypes and fill values are fixed
+    there, and xarray's region writes re-read and checked the store's metadata for every chunk
+    (about 20 ms against 40-45 ms per two-point chunk of a decode sweep)."""
+    import zarr
+
     registry = REGISTRY[spec.kind]
-    data = {}
-    for name in spec.outputs:
-        var = registry[name]
-        dims = spec.dims + ((var.extra_dim[0],) if var.extra_dim else ())
-        data[name] = (dims, results[name].astype(var.dtype))
-    reg = {d: s for d, s in zip(spec.dims, region)}
     ctx = _quiet()
     try:
-        xr.Dataset(data).to_zarr(str(path), mode="r+", region=reg, consolidated=False)
-        shape = tuple(s.stop - s.start for s in region)
-        xr.Dataset({"done": (spec.dims, np.ones(shape, bool))}).to_zarr(
-            str(path), mode="r+", region=reg, consolidated=False)
+        group = zarr.open_group(str(path), mode="r+")
+        for name in spec.outputs:  # a variable's extra dim (``by_class``'s classes) is written whole
+            group[name][region] = results[name].astype(registry[name].dtype)
+        group["done"][region] = True
     finally:
         ctx.__exit__(None, None, None)
 
