@@ -2,6 +2,7 @@
 import dataclasses
 import json
 
+import numpy as np
 import xarray as xr
 
 import pytest
@@ -306,3 +307,25 @@ def test_placed_key__found_again_after_a_trip_through_another_process():
         theirs = pickle.loads(out)
         assert [results[p.key] for p in theirs] == [0, 1, 2, 3]
         assert [hash(p.key) for p in theirs] == [hash(p.key) for p in placed]
+
+
+MOVEMENT_SPLIT = ("movement_seconds", "exposed_compute_seconds")  # what the ops' data-only twins give
+
+
+@pytest.mark.parametrize("regime", ["decode", "prefill"])
+def test_movement__leaving_twins_out_changes_only_the_movement_split(regime):
+    """``movement=False`` skips each op design's data-only twin: the split it gives is NaN and every
+    other variable is identical. A run with twins afterwards, in the same process, is identical to
+    one from empty caches: results kept without their twin never stand in for ones with it."""
+    from fastsim.cache import clear
+
+    study = LlmStudy(model="llama-3.2-1b", regime=regime, context=320, prompt=64, batch=2)
+    clear()
+    lean = simulate_llm(study, movement=False)
+    full = simulate_llm(study)
+    clear()
+    fresh = simulate_llm(study)
+    xr.testing.assert_identical(full, fresh)
+    for name in MOVEMENT_SPLIT:
+        assert np.isnan(lean[name].values).all() and not np.isnan(full[name].values).any(), name
+    xr.testing.assert_identical(lean.drop_vars(MOVEMENT_SPLIT), full.drop_vars(MOVEMENT_SPLIT))

@@ -188,6 +188,29 @@ def test_store__chunk_writes_read_back_as_xarrays_region_writes(seed):
         xr.testing.assert_identical(open_store(ours).load(), open_store(theirs).load())
 
 
+def test_sweep__llm_points_leave_out_twins_and_give_what_full_runs_give(monkeypatch):
+    """An LLM point runs without its ops' data-only twins (``simulate_llm(movement=False)``): every
+    output a spec can ask for is what the run with them gives."""
+    import fastsim.llm
+    from fastsim.cache import clear
+    from fastsim.sweeping.points import evaluate
+    from fastsim.sweeping.variables import REGISTRY
+
+    every = [n for n, v in REGISTRY["llm"].items() if n not in ("status", "message") and "quantile" not in n]
+    spec = parse_spec(LLM_STORE_SPEC.replace('["seconds", "tokens_per_s", "by_class"]', str(every).replace("'", '"')),
+                      "twins")
+    point = spec.point((1, 1))
+    clear()
+    lean = evaluate(spec, point)
+    full_run = fastsim.llm.simulate_llm
+    monkeypatch.setattr(fastsim.llm, "simulate_llm", lambda *a, movement=True, **k: full_run(*a, **k))
+    clear()
+    full = evaluate(spec, point)
+    assert lean["status"] == 0 and set(lean) == set(full)
+    for name in lean:
+        np.testing.assert_equal(lean[name], full[name], err_msg=name)
+
+
 def test_sweep__invalid_points_are_recorded_not_fatal(tmp_path):
     spec = parse_spec(textwrap.dedent("""
     [study]

@@ -2,6 +2,8 @@
 the exposed part of each, buffer pressure), stall attribution, energy and dispatch totals."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import xarray as xr
 
@@ -87,9 +89,10 @@ def _op_row(r, op, arch: Arch, pins: GraphPins) -> dict:
     by_kind = _ddr_by_kind(r.shim_bytes, op)
     level_bytes = r.level_bytes * rep
     ddr = level_bytes[LEVELS.index("ddr_read")] + level_bytes[LEVELS.index("ddr_write")]
+    moving = math.nan if r.movement_cycles is None else r.movement_cycles  # twin left out: not known
     return {"cycles": r.cycles * rep,
-            "compute": r.compute_cycles * rep / clock, "movement": r.movement_cycles * rep / clock,
-            "exp_compute": max(0, r.cycles - r.movement_cycles) * rep / clock,
+            "compute": r.compute_cycles * rep / clock, "movement": moving * rep / clock,
+            "exp_compute": (math.nan if r.movement_cycles is None else max(0, r.cycles - moving)) * rep / clock,
             "exp_movement": max(0, r.cycles - r.compute_cycles) * rep / clock,
             "l1": r.l1_peak_bytes, "l2": r.l2_peak_bytes,
             "kind_bytes": [by_kind[k] * rep for k in TENSOR_KINDS], "level_bytes": level_bytes,

@@ -45,13 +45,17 @@ class GraphResult:
 
 
 def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: DispatchLimits = DispatchLimits(),
-             strict: bool = True) -> GraphResult:
+             strict: bool = True, movement: bool = True) -> GraphResult:
     """Map, fuse, cut and simulate ``graph``. ``strict=False`` runs explicit cuts that do not fit a
-    dispatch anyway and records what does not fit (``DispatchPlan.fits``) instead of raising."""
-    return Evaluation(graph, pins, arch, limits.validate(), strict).run()
+    dispatch anyway and records what does not fit (``DispatchPlan.fits``) instead of raising.
+    ``movement=False`` leaves out the ops' data-only twins (a second engine run per op design,
+    which only the compute / data-movement split reads): their ``movement_cycles`` are None, and
+    every time, traffic and stall result is the same."""
+    return Evaluation(graph, pins, arch, limits.validate(), strict, movement=movement).run()
 
 
 REGION = "op"  # fastsim.cache region of op results, across evaluations
+NO_MOVEMENT = "no twin"  # the key suffix of op results simulated without their data-only twin
 
 
 @dataclass
@@ -65,6 +69,7 @@ class Evaluation:
     limits: DispatchLimits
     strict: bool
     results: dict = field(default_factory=dict)
+    movement: bool = True  # simulate each op design's data-only twin (``evaluate``)
     alternatives: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -245,6 +250,10 @@ class Evaluation:
         # every design and its data-only twin (NOOP kernels) in one batch; the twin's time is the
         # op's data-movement time, so exposed compute is measured by difference, as an ablation does
         batch, where = [], {}
+        untwinned = set()  # designs whose twin is left out (a NOOP design is its own twin)
+        if not self.movement:
+            untwinned = {key for key, op in todo.items() if op[4] is not None}
+            todo = {key: (*op[:4], None, *op[5:]) for key, op in todo.items()}
         for key, (design, _, known, _, twin, lowered, _) in todo.items():
             if lowered is None and (known is None or twin is not None):
                 lowered = lower(design)
@@ -260,8 +269,21 @@ class Evaluation:
             r = replace(design_result(outcome, design, flow, kernels, self.arch), search_gap=gap)
             if twin is not None:
                 r = replace(r, movement_cycles=outcomes[where[(key, "twin")]].cycles)
+            elif key in untwinned:
+                r = replace(r, movement_cycles=None)
             self.results[key] = r
-            CACHE.put(REGION, (self.mapping, key, _ablated(by_key[key], self.pins)), r)
+            self.keep((self.mapping, key, _ablated(by_key[key], self.pins)), r)
+
+    def cached(self, key: tuple):
+        """An op result kept earlier: one without its twin's time serves only an evaluation that
+        leaves twins out."""
+        found = CACHE.get(REGION, key)
+        if found is None and not self.movement:
+            found = CACHE.get(REGION, (*key, NO_MOVEMENT))
+        return found
+
+    def keep(self, key: tuple, r: OpResult) -> None:
+        CACHE.put(REGION, key if r.movement_cycles is not None else (*key, NO_MOVEMENT), r)
 
     def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
         """The op designs still to simulate by key (cached results go straight to ``results``)."""
@@ -273,7 +295,7 @@ class Evaluation:
             by_key[key] = p
             if key in self.results or key in todo:
                 continue
-            cached = CACHE.get(REGION, (self.mapping, key, _ablated(p, self.pins)))
+            cached = self.cached((self.mapping, key, _ablated(p, self.pins)))
             if cached is not None:
                 self.results[key] = cached
                 continue

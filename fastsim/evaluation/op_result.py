@@ -25,7 +25,7 @@ class OpResult:
     cast_share: float  # share of the first core's kernel cycles spent dequantizing
     shim_bytes: dict  # DDR bytes by shim channel role (see ``shim_bytes``)
     compute_cycles: int  # kernel cycles of the busiest core
-    movement_cycles: int  # the NOOP twin's cycles: the op with every kernel a 1-cycle pass
+    movement_cycles: int | None  # the NOOP twin's cycles: the op with every kernel a 1-cycle pass (None: not run)
     l1_peak_bytes: float
     l2_peak_bytes: float
     host_steps: tuple  # (distinct BDs pushed, syncs) of its runtime sequence

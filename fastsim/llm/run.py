@@ -21,13 +21,15 @@ from .transformer import Pass, VectorCosts, build_graph, kv_bytes_per_token
 
 
 def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
-                 strict: bool = True, *, mapped_on: Arch | None = None) -> xr.Dataset:
+                 strict: bool = True, *, mapped_on: Arch | None = None, movement: bool = True) -> xr.Dataset:
     """Simulate one forward pass (decode step or prefill); returns a per-op Dataset with totals.
     ``strict=False`` runs explicit cuts that do not fit a dispatch anyway and records what does not
     fit (``dispatch_fits``, attr ``dispatch_problems``) instead of raising: a cut search's input.
     ``mapped_on``: the arch the op mappings were chosen for, when ``arch`` is that part with less
     DDR bandwidth (a deployed layout under background traffic keeps its mappings; pin its fusion
-    and cuts too, ``pinned_layout``)."""
+    and cuts too, ``pinned_layout``). ``movement=False`` leaves out each op's data-only twin run
+    (``fastsim.evaluation.evaluate``): the compute / data-movement split is then NaN, every
+    other variable the same."""
     with gc_paused():
         model = study.model_config().validate()
         study.validate(model)
@@ -36,7 +38,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         on_host = host.selected(graph, study.host) if study.host else {}
         graph = host.offload(graph, on_host) if on_host else graph
         pins = replace(study_pins(study, precision), mapped_on=mapped_on)
-        result = evaluate(graph, arch, pins, limits, strict)
+        result = evaluate(graph, arch, pins, limits, strict, movement)
         attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
                  "prefill_context": study.prefill_context, "layers": model.num_layers, "batch": study.batch,
                  "weights": precision.weights, "kv": precision.kv}

@@ -132,7 +132,7 @@ def _llm(params: dict, arch) -> dict:
     p = dict(params)
     samples, seed, load = int(p.pop("samples", 0)), int(p.pop("seed", 0)), float(p.pop("load", 0.5))
     study = llm_study(p)
-    ds = simulate_llm(study, arch)
+    ds = simulate_llm(study, arch, movement=False)  # no sweep output reads the compute / movement split
     s = llm_summary(ds)
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
     s.update(model_facts(study, ds))
