@@ -226,8 +226,8 @@ def optimize():
 
 
 def with_machine_speed(section):
-    """``section`` between two readings of this machine's speed: this VM drifts by up to 3x over
-    hours, so a timing is only comparable with another taken at the same machine speed."""
+    """``section`` between two readings of this machine's speed: this VM runs up to 3x slower on
+    some days than on others, so a timing compares only with one taken at the same machine speed."""
     before = machine_speed()
     section()
     after = machine_speed()

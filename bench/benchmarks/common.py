@@ -110,7 +110,8 @@ YARDSTICK_TABLE_CYCLES_PER_S = 9_321
 
 def machine_speed(cycles: int = 20_000) -> float:
     """This machine's speed now: the reference simulator's cycles/s on gemm_512's first ``cycles``
-    cycles (2 s on a fast day, 8 s on a slow one). Two timings taken hours or days apart compare by their ratio to it."""
+    cycles (2 s on a fast day, 8 s on a slow one). Two timings taken hours or days apart compare by
+    their ratio to it."""
     return reference_rate(DESIGNS["gemm_512"](), cycles)
 
 

@@ -144,9 +144,11 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "compute_seconds": (op_dim, f["compute"], {"units": "s", "description":
                             "kernel time of the busiest core (all repeats)"}),
         "movement_seconds": (op_dim, f["movement"], {"units": "s", "description":
-                             "time of the op with every kernel a 1-cycle pass (data moves, no compute)"}),
+                             "time of the op with every kernel a 1-cycle pass (data moves, no compute; NaN "
+                             "where that run was left out, movement=False)"}),
         "exposed_compute_seconds": (op_dim, f["exp_compute"], {"units": "s", "description":
-                                    "op time not covered by data movement (what a NOOP of the op saves)"}),
+                                    "op time not covered by data movement (what a NOOP of the op saves; NaN "
+                                    "where movement_seconds is)"}),
         "exposed_movement_seconds": (op_dim, f["exp_movement"], {"units": "s", "description":
                                      "op time not covered by compute"}),
         "l1_peak_bytes": (op_dim, f["l1"], {"units": "bytes", "description": "most core memory any core of the op uses"}),
