@@ -1,4 +1,5 @@
 """Sweeps: validation, resume after a real kill, chunking and worker-count invariance."""
+import json
 import os
 import signal
 import subprocess
@@ -131,8 +132,12 @@ context = [512, 1024, 2048]
 batch = [1, 2]
 [run]
 chunk_points = 2
-outputs = ["seconds", "tokens_per_s", "by_class"]
+outputs = OUTPUTS
 """
+
+
+def llm_store_spec(outputs=("seconds", "tokens_per_s", "by_class")):
+    return parse_spec(LLM_STORE_SPEC.replace("OUTPUTS", json.dumps(list(outputs))), "store-test")
 
 
 def _xarray_region_write(spec, path, region, results):
@@ -162,7 +167,7 @@ def test_store__chunk_writes_read_back_as_xarrays_region_writes(seed):
     from fastsim.sweeping import store
     from fastsim.sweeping.variables import REGISTRY
 
-    spec = parse_spec(LLM_STORE_SPEC, "store-test")
+    spec = llm_store_spec()
     rng = np.random.default_rng(seed)
     with tempfile.TemporaryDirectory() as tmp:
         ours, theirs = Path(tmp) / "ours.zarr", Path(tmp) / "theirs.zarr"
@@ -197,8 +202,7 @@ def test_sweep__llm_points_leave_out_twins_and_give_what_full_runs_give(monkeypa
     from fastsim.sweeping.variables import REGISTRY
 
     every = [n for n, v in REGISTRY["llm"].items() if n not in ("status", "message") and "quantile" not in n]
-    spec = parse_spec(LLM_STORE_SPEC.replace('["seconds", "tokens_per_s", "by_class"]', str(every).replace("'", '"')),
-                      "twins")
+    spec = llm_store_spec(every)
     point = spec.point((1, 1))
     clear()
     lean = evaluate(spec, point)

@@ -92,7 +92,7 @@ def _op_row(r, op, arch: Arch, pins: GraphPins) -> dict:
     moving = math.nan if r.movement_cycles is None else r.movement_cycles  # twin left out: not known
     return {"cycles": r.cycles * rep,
             "compute": r.compute_cycles * rep / clock, "movement": moving * rep / clock,
-            "exp_compute": (math.nan if r.movement_cycles is None else max(0, r.cycles - moving)) * rep / clock,
+            "exp_compute": np.maximum(0, r.cycles - moving) * rep / clock,  # NaN stays NaN
             "exp_movement": max(0, r.cycles - r.compute_cycles) * rep / clock,
             "l1": r.l1_peak_bytes, "l2": r.l2_peak_bytes,
             "kind_bytes": [by_kind[k] * rep for k in TENSOR_KINDS], "level_bytes": level_bytes,

@@ -252,8 +252,8 @@ class Evaluation:
         batch, where = [], {}
         untwinned = set()  # designs whose twin is left out (a NOOP design is its own twin)
         if not self.movement:
-            untwinned = {key for key, op in todo.items() if op[4] is not None}
-            todo = {key: (*op[:4], None, *op[5:]) for key, op in todo.items()}
+            untwinned = {key for key, op in todo.items() if op.twin is not None}
+            todo = {key: op._replace(twin=None) for key, op in todo.items()}
         for key, (design, _, known, _, twin, lowered, _) in todo.items():
             if lowered is None and (known is None or twin is not None):
                 lowered = lower(design)
