@@ -46,3 +46,28 @@ def test_gc_pause__llm_runs_leave_the_collector_on_after_success_and_errors():
     with pytest.raises(fastsim.ConfigError):
         simulate_llm(LlmStudy(model="llama-3.2-1b", regime="decode", context=64, cuts=(999,)))
     assert gc.isenabled()
+
+
+EXITING = """
+import gc, sys
+from fastsim.gc_pause import exit_without_collecting
+
+class Cycle:
+    def __del__(self):
+        print("collected", flush=True)
+
+a = Cycle(); a.me = a
+del a
+if sys.argv[1] == "skip":
+    exit_without_collecting()
+    exit_without_collecting()  # registered once
+"""
+
+
+@pytest.mark.parametrize("how", ["skip", "collect"])
+def test_gc_pause__a_process_can_exit_without_its_last_collection(how):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", EXITING, how], capture_output=True, text=True, check=True)
+    assert out.stdout.count("collected") == (0 if how == "skip" else 1)

@@ -11,6 +11,7 @@ from pathlib import Path
 import xarray as xr
 
 from .. import settings
+from ..gc_pause import exit_without_collecting
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec, spec_from_dict
@@ -289,13 +290,15 @@ def _run_chunk_with(spec: SweepSpec, out: str, region: tuple[slice, ...], chosen
     workers are the parallelism, whatever the worker's environment says), and the worker's
     address. tqdm's lock is a thread lock there: its default, a multiprocessing semaphore, is
     reported leaked when Ctrl-C kills the worker, and a worker draws no bars (tqdm.set_lock, its
-    public API)."""
+    public API). The worker exits without a last garbage collection: a local cluster's close waits
+    for it."""
     import threading
 
     from distributed import get_worker
     from tqdm import tqdm
 
     tqdm.set_lock(threading.RLock())
+    exit_without_collecting()
     with settings.use(chosen):
         result = run_chunk(spec, out, region)
     try:
