@@ -292,6 +292,21 @@ def test_sweep__resume_after_kill_gives_identical_data(tmp_path):
     assert_same_data(resumed.load(), fresh.load())
 
 
+def test_sweep__a_write_torn_by_a_killed_writer_leaves_nothing_behind(tmp_path):
+    """A worker killed between zarr's write of a chunk's temporary file and its rename leaves the
+    file in the store; the sweep's next pass removes it, so the store is what it was."""
+    out = tmp_path / "s.zarr"
+    spec = gemm_spec(2)
+    sweep(spec, out, workers=0, progress=False)
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    chunk = next(p for p in files if "c" in p.relative_to(out).parts)  # zarr 3: VAR/c/I/J
+    torn = chunk.with_suffix(".0123456789abcdef.partial")
+    torn.write_bytes(b"half a chunk")
+    sweep(spec, out, workers=0, progress=False)  # nothing left to compute: the pass only closes
+    assert not torn.exists()
+    assert sorted(p for p in out.rglob("*") if p.is_file()) == files
+
+
 def test_sweep__two_workers_equal_one(tmp_path):
     spec = gemm_spec(2)
     one = sweep(spec, tmp_path / "one.zarr", workers=1, progress=False)

@@ -194,6 +194,7 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
     finally:
         if dask is not None:
             dask.close()
+    st.remove_torn_writes(out)  # every chunk of this pass is stored: no writer of it is left
     st.consolidate(out)
     rep = SweepReport(spec.n_points, tally.computed, len(todo), time.perf_counter() - start, out,
                       tally.failed, tally.by_worker, None if tally.first_at is None else tally.first_at - began)

@@ -146,6 +146,19 @@ def consolidate(path: str | Path) -> None:
         ctx.__exit__(None, None, None)
 
 
+def remove_torn_writes(path: str | Path) -> int:
+    """Delete what chunk writes that never finished left in the store, and return how many.
+
+    zarr writes a chunk into a ``<chunk>.<uuid>.partial`` file and then renames it; a worker
+    killed in between leaves that file behind (its chunk is computed again elsewhere), and the
+    store would then differ from an undisturbed run's. Call it when every chunk of a pass is
+    stored and none of its writers is left."""
+    torn = list(Path(path).rglob("*.partial"))
+    for f in torn:
+        f.unlink(missing_ok=True)
+    return len(torn)
+
+
 def open_store(path: str | Path, lazy: bool = True) -> xr.Dataset:
     """The store as a Dataset: dask arrays (``lazy``), or zarr-backed arrays read on access, which
     never go through a dask client (reading with a distributed Client active would queue the
