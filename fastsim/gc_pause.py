@@ -29,9 +29,9 @@ def gc_paused():
 def exit_without_collecting() -> None:
     """Let this process exit without the interpreter's last collection (``gc.freeze`` at exit).
 
-    A process that ran fastsim holds ~10^5 objects that live to the end (numba's types, the
-    search's tables): collecting them only to free memory the process is returning took 0.45 s of
-    a sweep worker's shutdown, and a local cluster's close waits for its workers (0.87 s of a
+    A process that ran fastsim holds up to a million objects that live to the end (numba's, and
+    the designs its caches keep: BDs, buffers, locks): collecting them only to free memory the
+    process is returning took 0.45 s of a sweep worker's shutdown, and a local cluster's close waits for its workers (0.87 s of a
     5.5 s, 62-point sweep). Exit handlers still run. Registered once per process."""
     atexit.unregister(gc.freeze)  # a no-op the first time
     atexit.register(gc.freeze)
