@@ -8,13 +8,13 @@ is in ``common.py``. Commands parse options, call the public API and print; ``--
 """
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
 import click
 
 from ..errors import ConfigError, SimulationError
+from ..gc_pause import exit_without_collecting
 from .arch import show_arch
 from .calibrate import calibrate_cmd
 from .common import error_text
@@ -83,11 +83,9 @@ for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_c
 
 def script() -> None:
     """The ``fastsim`` command: ``main``, then an exit that leaves every object to the operating
-    system. The interpreter's last cyclic collection would walk every object the run created
-    (the JIT's included) only to free memory the process is about to return: a third of a small
-    command's time (``fastsim run gemm --m 512 --k 512 --n 512``: 2.1 s -> 1.6 s). Exit handlers
-    still run; only the collection of cycles is skipped."""
-    try:
-        main()
-    finally:
-        gc.freeze()
+    system (``exit_without_collecting``). The interpreter's last cyclic collection would walk every
+    object the run created (the JIT's included) only to free memory the process is about to
+    return: a third of a small command's time (``fastsim run gemm --m 512 --k 512 --n 512``: 2.1 s
+    -> 1.6 s)."""
+    exit_without_collecting()
+    main()
