@@ -146,17 +146,15 @@ def consolidate(path: str | Path) -> None:
         ctx.__exit__(None, None, None)
 
 
-def remove_torn_writes(path: str | Path) -> int:
-    """Delete what chunk writes that never finished left in the store, and return how many.
+def remove_torn_writes(path: str | Path) -> None:
+    """Delete what chunk writes that never finished left in the store.
 
     zarr writes a chunk into a ``<chunk>.<uuid>.partial`` file and then renames it; a worker
     killed in between leaves that file behind (its chunk is computed again elsewhere), and the
     store would then differ from an undisturbed run's. Call it when every chunk of a pass is
     stored and none of its writers is left."""
-    torn = list(Path(path).rglob("*.partial"))
-    for f in torn:
-        f.unlink(missing_ok=True)
-    return len(torn)
+    for torn in list(Path(path).rglob("*.partial")):  # listed first: the walk never sees its own deletions
+        torn.unlink(missing_ok=True)
 
 
 def open_store(path: str | Path, lazy: bool = True) -> xr.Dataset:
