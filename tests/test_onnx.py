@@ -273,3 +273,31 @@ def test_onnx__a_custom_domain_op_and_a_cubic_resize_are_refused_by_name():
     with pytest.raises(ConfigError) as e:
         build_graph(model)
     assert "com.microsoft.Gelu" in str(e.value) and "mode 'cubic'" in str(e.value)
+
+
+def test_onnx__cli_trace_writes_the_timeline_of_every_op(tmp_path):
+    """``run onnx --trace`` writes the Perfetto timeline run llm writes: one slice per op, named
+    after it, and dispatches whose slices add up to the reported latency (host ops included)."""
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    path, trace = tmp_path / "m.onnx", tmp_path / "t.json"
+    import onnx
+
+    onnx.save_model(_with_unsupported(), str(path))
+    args = ["run", "onnx", str(path), "--cpu-fallback", "Cos,ConvTranspose", "--host-seconds", "Cos=1e-4",
+            "--host-seconds", "ConvTranspose=5e-4", "--json", "--trace", str(trace)]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    s = json.loads(out.stdout)
+    events = json.loads(trace.read_text())["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X"]
+    assert s["trace_events"] == len(slices) > 0
+    ops = [e for e in slices if e["tid"] == 1]
+    assert [e["name"] for e in ops] == ["Cos_0", "Cos_1", "ConvTranspose_2", "Relu_3"]
+    assert [e["args"]["bound_by"] for e in ops[:3]] == ["host"] * 3
+    dispatches = [e for e in slices if e["tid"] == 0 and e["name"].startswith("dispatch ")]
+    assert sum(e["dur"] for e in dispatches) == pytest.approx(s["seconds"] * 1e6)
+    bad = CliRunner().invoke(main, args[:-1] + [str(tmp_path / "no" / "such" / "t.json")])
+    assert bad.exit_code == 2 and "--trace = " in bad.output and "Traceback" not in bad.output

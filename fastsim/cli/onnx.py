@@ -54,7 +54,8 @@ def _host_seconds(values: tuple[str, ...]):
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="layers listed by time")
 @click.pass_context
 def onnx_cmd(ctx, model, dims, cpu_fallback, host_seconds, fold_epilogues, fusion, search_budget, top):
-    """One inference of an ONNX model (Conv, MatMul/Gemm, element-wise, pools, norms, QDQ int8).
+    """One inference of an ONNX model (Conv, MatMul/Gemm, element-wise, pools, norms, QDQ int8);
+    --trace writes its timeline (dispatches, ops, fused groups) as Perfetto JSON, as run llm's.
 
     Example: fastsim run --arch npu1 onnx resnet50.onnx --top 3"""
     from ..onnx import onnx_summary, simulate_onnx
@@ -68,6 +69,14 @@ def onnx_cmd(ctx, model, dims, cpu_fallback, host_seconds, fold_epilogues, fusio
     except (ConfigError, SimulationError) as e:
         fail(e)
     s = onnx_summary(ds, top)
+    if opts["trace"]:
+        from ..trace import write_trace
+
+        try:
+            s["trace_events"] = write_trace(ds, opts["trace"])
+        except OSError as e:
+            fail(ConfigError([f"--trace = {opts['trace']!r}: cannot be written ({e.strerror or e})"], "onnx options"))
+        click.echo(f"trace: {opts['trace']} ({s['trace_events']} slices; open in ui.perfetto.dev)", err=True)
     if opts["json"]:
         click.echo(json.dumps({**s, "units": units_of(s)}))
         return
