@@ -66,6 +66,21 @@ def test_spec__bad_spec_lists_every_error():
     assert len(e.value.problems) >= 6
 
 
+def test_spec__unknown_keys_of_run_study_and_ranges_are_refused_by_name():
+    # a misspelt key used to run with the default (chunk_point -> chunk_points = 8, output -> every output)
+    bad = GEMM_SPEC.replace("CHUNK", "2").replace('scale = "log2"}', 'scale = "log2", step = 3}')
+    bad = bad.replace('kind = "gemm"', 'kind = "gemm"\nbogus_study = 1')
+    bad += 'output = ["seconds"]\nchunk_point = 4\nbogus = 1\n'
+    with pytest.raises(fastsim.ConfigError) as e:
+        parse_spec(bad, "bad.toml")
+    problems = e.value.problems
+    for key in ("run.output", "run.chunk_point", "run.bogus"):
+        assert any(p.startswith(key + " = ") and "run takes chunk_points, outputs" in p for p in problems), key
+    assert any(p.startswith("study.bogus_study = ") and "study takes kind, base" in p for p in problems)
+    assert any(p.startswith("axes.k.step = ") and "start, stop, num, scale" in p for p in problems)
+    assert len(problems) == 5
+
+
 def test_spec__shipped_specs_are_valid():
     for path in sorted(Path(__file__).resolve().parents[1].glob("sweeps/*.toml")):
         spec = load_spec(path)

@@ -14,7 +14,8 @@
     chunk_points = 8                  # points per task (and per zarr chunk)
     outputs = ["seconds", "by_class"]
 
-Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``). Axis and base
+Every table's unknown keys are refused by name (``[run]`` takes only ``chunk_points`` and
+``outputs``). Instead of ``[axes]``, ``[[points]]`` tables list explicit points (dim ``point``). Axis and base
 names are study parameters or arch fields (bare, or as ``arch.NAME``); ``dataflow.CLASS`` and
 ``columns.CLASS`` set one op class. LLM parameters have the names, values and types of
 ``LlmStudy`` and ``fastsim run llm`` (declared once in ``fastsim.llm.parameters``; values outside
@@ -66,6 +67,11 @@ STUDY_PARAMS = {"llm": LLM_PARAMS | LATENCY_PARAMS, "gemm": GEMM_PARAMS, "systol
                 "overlays": (LLM_PARAMS - {"noop", "regime", "context", "prefill_context"}) | {"new_tokens"},
                 "dataflow": LLM_PARAMS - {"noop"}}
 MAX_AXIS = 1_000_000  # values per range axis
+# the keys each table of a spec is read for: any other key is refused by name (a misspelt
+# ``chunk_point`` would otherwise run with the default)
+STUDY_KEYS = ("kind", "base")
+RUN_KEYS = ("chunk_points", "outputs")
+RANGE_KEYS = ("start", "stop", "num", "scale")
 MAX_POINTS = 10_000_000  # points per sweep
 ARCH_FIELDS = {f.name for f in dataclasses.fields(Arch)} - {"name", "notes", "shim", "mem", "compute"}
 
@@ -113,6 +119,7 @@ def _axis_values(name, raw, p: Problems) -> list:
     if isinstance(raw, dict):
         ok = p.check({"start", "stop", "num"} <= set(raw), f"axes.{name}", raw,
                      "a range needs start, stop and num (and optionally scale = 'linear' | 'log2')")
+        _check_keys(raw, RANGE_KEYS, f"axes.{name}", p)
         if not ok:
             return []
         num, scale = raw["num"], raw.get("scale", "linear")
@@ -140,6 +147,12 @@ def _table_of(raw: dict, key: str, p: Problems) -> dict:
         p.add(key, "an array of tables" if isinstance(value, list) else value, f"must be a [{key}] table")
         return {}
     return value
+
+
+def _check_keys(table: dict, allowed: tuple[str, ...], where: str, p: Problems) -> None:
+    """Refuse, by name, every key of ``table`` that the spec does not read."""
+    for key in table:
+        p.check(key in allowed, f"{where}.{key}", table[key], f"unknown key; {where} takes {', '.join(allowed)}")
 
 
 def _check_name(kind: str, name: str, where: str, p: Problems) -> None:
@@ -208,6 +221,7 @@ def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
     for key in raw:
         p.check(key in ("study", "arch", "axes", "points", "run"), key, "table", "known tables: study, arch, axes, points, run")
     study = _table_of(raw, "study", p)
+    _check_keys(study, STUDY_KEYS, "study", p)
     kind = study.get("kind")
     p.check(isinstance(kind, str) and kind in STUDY_PARAMS, "study.kind", kind, f"one of {sorted(STUDY_PARAMS)}")
     kind = kind if isinstance(kind, str) else ""
@@ -250,6 +264,7 @@ def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
         p.check(total <= MAX_POINTS, "axes", f"{total:,} points", f"at most {MAX_POINTS:,} points per sweep "
                 "(split it into several specs)")
     run = _table_of(raw, "run", p)
+    _check_keys(run, RUN_KEYS, "run", p)
     chunk_points = run.get("chunk_points", 8)
     p.check(isinstance(chunk_points, int) and chunk_points >= 1, "run.chunk_points", chunk_points, "integer >= 1")
     registry = REGISTRY.get(kind, {})
