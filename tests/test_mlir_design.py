@@ -142,14 +142,67 @@ def test_kernels__a_call_without_a_cost_is_an_error_naming_the_kernel():
 
 def test_kernels__toml_costs_are_read_and_checked(tmp_path):
     good = tmp_path / "costs.toml"
-    good.write_text('[kernels]\nkernel = 300\nother = { cycles = 7 }\n')
-    assert load_kernel_costs(good) == {"kernel": 300, "other": 7}
+    good.write_text('[kernels]\nkernel = { cycles = 300 }\n')
+    assert load_kernel_costs(good) == {"kernel": 300}
     assert cycles("physical_passthrough", good) == cycles("physical_passthrough", {"kernel": 300})
     bad = tmp_path / "bad.toml"
-    bad.write_text('[kernels]\nkernel = 0\nother = "fast"\n')
+    bad.write_text('[kernels]\nkernel = 0\nother = "fast"\nhuge = 9223372036854775807\n')
     with pytest.raises(ConfigError) as e:
         load_kernel_costs(bad)
-    assert len(e.value.problems) == 2
+    assert [p.split(" = ")[0] for p in e.value.problems] == ["kernels.kernel", "kernels.other", "kernels.huge"]
+
+
+@pytest.mark.parametrize("text,problems", [
+    ("[kernel]\nkernel = 300\n", ["[kernel] = 'kernel': not a table of kernel costs"]),
+    ("kernel = 300\n[kernels]\n", ["kernel = 300: a key outside [kernels]"]),
+    ("[kernels]\nkernel = { cycle = 300 }\n", ["kernels.kernel.cycle = 300: unknown key",
+                                               "kernels.kernel.cycles = 'missing'"]),
+    ("", ["[kernels] = 'missing'"]),
+    ("[kernels]\nkernel = 300\n[kernels.extra]\ncycles = 5\n", ["kernels.extra = 5: names no kernel"]),
+    ("[kernels]\nkernel = -1\n[notes]\nx = 1\n", ["[notes] = 'notes': not a table", "kernels.kernel = -1"]),
+])
+def test_kernels__costs_outside_the_kernels_table_are_refused_by_name(tmp_path, text, problems):
+    """A misspelled table or a key outside [kernels] would leave the design at guessed costs:
+    each is named; every problem of the file's form at once (then, once it reads, its entries
+    against the design's calls)."""
+    path = tmp_path / "costs.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        read_design(HERE / "physical_passthrough.mlir", path)
+    assert len(e.value.problems) == len(problems)
+    for got, want in zip(e.value.problems, problems):
+        assert want in got, e.value.problems
+
+
+def test_kernels__an_entry_for_a_kernel_the_design_never_calls_is_refused():
+    """A misspelled name is refused with the kernels the design calls, beside the design's own
+    problems (here, the kernel it meant has no cost)."""
+    with pytest.raises(MlirError) as e:
+        read_design(HERE / "matmul_default_costs.mlir", {"matmul_bf16_f32": 900, "zero": 10})
+    assert e.value.problems == ["kernels.zero = 10: names no kernel of the design (the design calls "
+                                "matmul_bf16_f32, zero_f32)"]
+    with pytest.raises(MlirError) as e:
+        read_design(HERE / "physical_passthrough.mlir", {"kernal": 300})
+    assert len(e.value.problems) == 2 and "kernels.kernal = 300: names no kernel" in e.value.problems[0]
+    assert "kernel 'kernel' has no cost" in e.value.problems[1]
+    with pytest.raises(MlirError, match="the design calls no kernel"):
+        read_design(HERE / "shared_memory.mlir", {"kernel": 3})
+
+
+def test_kernels__cli_refuses_a_misspelled_table_instead_of_guessing(tmp_path):
+    from fastsim.cli import main
+
+    costs = tmp_path / "costs.toml"
+    costs.write_text("[kernel]\nmatmul_bf16_f32 = 900\n")
+    path = str(HERE / "matmul_default_costs.mlir")
+    out = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs)])
+    assert out.exit_code == 2 and "[kernel]" in out.output and "guessed" not in out.output, out.output
+    costs.write_text("[kernels]\nmatmul_bf16_f32 = 900\nzero_f32 = 64\n")
+    out = CliRunner().invoke(main, ["run", "design", path, "--kernels", str(costs), "--json"])
+    assert out.exit_code == 0, out.output
+    import json
+
+    assert json.loads(out.output)["kernels"]["defaulted"] == []
 
 
 def test_devices__a_file_of_several_devices_needs_a_choice():

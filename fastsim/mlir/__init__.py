@@ -32,8 +32,12 @@ def read_text(text: str, kernels: dict[str, int] | None = None, *, arch=None, so
 
 def read_design(path, kernels=None, *, arch=None, device: str | None = None) -> DesignInfo:
     """Read an ``.mlir`` file. ``kernels`` is a {name: cycles} dict or a TOML file with a
-    ``[kernels]`` table; ``arch`` overrides the one the device names (npu1*, npu2*); ``device``
+    ``[kernels]`` table (and nothing else), each entry naming a kernel the file calls; ``arch`` overrides the one the device names (npu1*, npu2*); ``device``
     picks one ``aie.device @name`` of a file that holds several."""
     if kernels is not None and not isinstance(kernels, dict):
         kernels = load_kernel_costs(kernels)
-    return read(Path(path).read_text(), kernels, arch=arch, source=str(path), device=device)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise MlirError([f"file = {str(path)!r}: must be a readable UTF-8 MLIR file ({e})"], str(path), []) from None
+    return read(text, kernels, arch=arch, source=str(path), device=device)

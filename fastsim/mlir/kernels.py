@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import Problems
+from ..errors import ConfigError, Problems
 
 # Inline code in a core body (arith, memref, vector, math ops outside any func.call): one cycle per
 # op, an assumption (a VLIW core issues several per cycle; a scalar loop's loads, adds and stores
@@ -22,31 +22,61 @@ FREE_OPS = frozenset({
 INLINE_DIALECTS = ("arith.", "memref.", "vector.", "math.", "affine.load", "affine.store", "aievec.")
 
 
+# the most cycles one kernel call may cost: the simulation's own cycle limit
+# (``simulate_design(max_cycles=2**40)``), so that no sum of calls overflows the engine's int64 clock
+MAX_KERNEL_CYCLES = 2**40
+
+
 def load_kernel_costs(path: str | Path | None) -> dict[str, int]:
-    """``[kernels]`` of a TOML file: kernel name -> cycles per call (a whole number >= 1). Every
-    bad entry is reported at once."""
+    """``[kernels]`` of a TOML file: kernel name -> cycles per call (a whole number >= 1). The file
+    holds that one table and nothing else: a key outside it or another table (``[kernel]``) is
+    refused by name, never ignored. Every bad entry is reported at once."""
     if path is None:
         return {}
+    p = Problems(f"kernel costs {path}")
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        p = Problems(f"kernel costs {path}")
-        p.add("file", str(path), f"must be a readable TOML file ({e})")
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        p.add("file", str(path), f"must be a readable UTF-8 TOML file ({e})")
         p.raise_if_any()
-    return kernel_costs(data.get("kernels", {}), str(path))
+    for key, value in data.items():
+        if key == "kernels":
+            continue
+        if isinstance(value, dict):
+            p.add(f"[{key}]", key, "not a table of kernel costs: the file holds one [kernels] table of "
+                                   "kernel name = cycles")
+        else:
+            p.add(key, value, "a key outside [kernels]: give each cost under [kernels] as kernel name = cycles")
+    if "kernels" not in data and not p.items:
+        p.add("[kernels]", "missing", "the file must hold a [kernels] table of kernel name = cycles")
+    try:
+        costs = kernel_costs(data.get("kernels", {}), str(path))
+    except ConfigError as e:
+        p.items += e.problems
+        costs = {}
+    p.raise_if_any()
+    return costs
 
 
 def kernel_costs(table: dict, source: str = "kernel costs") -> dict[str, int]:
-    """Check a {name: cycles} table (``cycles`` may also be given as ``{cycles = N}``)."""
+    """Check a {name: cycles} table (``cycles`` may also be given as ``{cycles = N}``): whole
+    numbers in 1..``MAX_KERNEL_CYCLES``; every problem at once."""
     p = Problems(source)
     out = {}
     if not isinstance(table, dict):
         p.add("kernels", table, "must be a table of kernel name = cycles")
         p.raise_if_any()
     for name, value in table.items():
-        cycles = value.get("cycles") if isinstance(value, dict) else value
-        if p.number(f"kernels.{name}", cycles, integer=True, lo=1, unit="cycles per call"):
-            out[str(name)] = int(cycles)
+        field = f"kernels.{name}"
+        if isinstance(value, dict):
+            for key in sorted(set(value) - {"cycles"}):
+                p.add(f"{field}.{key}", value[key], "unknown key: an entry's table holds cycles only")
+            if "cycles" not in value:
+                p.add(f"{field}.cycles", "missing", "give the kernel's cycles per call")
+                continue
+            value, field = value["cycles"], f"{field}.cycles"
+        if p.number(field, value, integer=True, lo=1, hi=MAX_KERNEL_CYCLES, unit="cycles per call"):
+            out[str(name)] = int(value)
     p.raise_if_any()
     return out
 

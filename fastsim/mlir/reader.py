@@ -13,8 +13,8 @@ from ..arch import NPU1, NPU2, Arch
 from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
 from ..errors import ConfigError
 from .cascade import Cascades
-from .core import CoreReader
-from .kernels import DefaultCost, default_kernel_cost
+from .core import CoreReader, _callee
+from .kernels import DefaultCost, default_kernel_cost, kernel_costs
 from .place import PlacementError, place
 from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Group, Op, parse
@@ -109,8 +109,10 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
          source: str = "<mlir>", device: str | None = None,
          default_kernel_cycles: int | None = None) -> DesignInfo:
     """Read the MLIR text of one ``aie.device`` into a Design (see ``fastsim.mlir.read_design``):
-    the file's only device, or the one whose symbol is ``device``."""
-    devices = _devices(parse(text, source))
+    the file's only device, or the one whose symbol is ``device``. ``kernel_cycles`` is checked
+    (``kernels.kernel_costs``), and an entry that names no kernel the file calls is an error."""
+    top = parse(text, source)
+    devices = _devices(top)
     names = [_device_symbol(d) for d in devices]
     if device is not None:
         if device.lstrip("@") not in names:
@@ -123,7 +125,9 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
                          "choose one (device=...)"], source, [("aie.device", d.line) for d in devices[1:]])
     else:
         dev = devices[0]
-    return _read_device(dev, kernel_cycles, arch, source, default_kernel_cycles, devices)
+    kernel_cycles, costs_wrong = _checked_costs(kernel_cycles, top)
+    return _with_problems(costs_wrong, source, lambda: _read_device(dev, kernel_cycles, arch, source,
+                                                                    default_kernel_cycles, devices))
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
@@ -131,9 +135,49 @@ def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Ar
              default_kernel_cycles: int | None = None) -> list[DesignInfo]:
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
-    devices = _devices(parse(text, source))
-    return [_read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices)
-            for d in devices]
+    top = parse(text, source)
+    devices = _devices(top)
+    kernel_cycles, costs_wrong = _checked_costs(kernel_cycles, top)
+    return _with_problems(costs_wrong, source, lambda: [
+        _read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices) for d in devices])
+
+
+def _checked_costs(kernel_cycles, top) -> tuple[dict, list[str]]:
+    """The kernel costs checked (``kernel_costs``) and the problems of the table: its bad values,
+    and each entry naming a kernel no ``func.call`` of the file calls (a misspelled name would
+    otherwise leave the kernel it meant at a guessed cost), with the kernels the file calls."""
+    if not kernel_cycles:
+        return {}, []
+    try:
+        costs = kernel_costs(kernel_cycles)
+    except ConfigError as e:
+        return {}, list(e.problems)
+    called = sorted({_callee(op) for op in _walk_all(top) if op.name == "func.call"})
+    calls = f"the design calls {', '.join(called)}" if called else "the design calls no kernel"
+    return costs, [f"kernels.{name} = {cycles}: names no kernel of the design ({calls})"
+                   for name, cycles in costs.items() if name not in called]
+
+
+def _with_problems(problems: list[str], source: str, read_fn):
+    """``read_fn()``, with ``problems`` (of the kernel costs) reported before the design's own in
+    one MlirError."""
+    try:
+        out = read_fn()
+    except MlirError as e:
+        if problems:
+            raise MlirError(problems + e.problems, source, e.stops) from None
+        raise
+    if problems:
+        raise MlirError(problems, source, [])
+    return out
+
+
+def _walk_all(ops):
+    """Every op of ``ops`` and of their regions, depth first."""
+    for op in ops:
+        yield op
+        for region in op.regions:
+            yield from _walk_all(region.ops)
 
 
 def _run_list_devices(devices: list[Op]) -> list[Op]:
