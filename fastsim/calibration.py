@@ -31,11 +31,12 @@ import csv
 import dataclasses
 import math
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 
-from .arch import PRESETS, Arch
+from .arch import NPU1, NPU2, PRESETS, Arch
 from .errors import ConfigError
 
 # parameter -> (lower, upper, integer); the per-datapath kernel parameters (KERNEL_TABLES) are
@@ -55,6 +56,92 @@ KERNEL_TABLES = {"kernel_efficiency": EFFICIENCY_BOUNDS, "kernel_call_cycles": (
                  "kernel_block_cycles": (0, 2000, True)}
 STEP = 1e-2  # relative finite-difference step of continuous parameters
 KINDS = ("kernel", "gemm", "memcpy", "dispatch", "switch", "llm")
+
+
+# ---- what a fitted value may plausibly be ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Plausible:
+    """The range a fitted parameter can take on the parts these presets model (NPU1 Phoenix, NPU2
+    Strix family), and where it comes from. A fit outside it has most likely moved a cost to the
+    wrong parameter, or fitted a wrong measurement."""
+
+    low: float
+    high: float
+    unit: str
+    source: str
+
+
+# Published measurements are spread by SPREAD either way (assumption: a fitted value more than 5x
+# outside every published measurement of the same quantity on these parts is more likely an artefact
+# of the fit than a different part). The measurements are the presets' own, cited in fastsim/arch.py
+# and docs/calibration.md. Per-datapath tables (KERNEL_TABLES) have one row for every datapath.
+# bd_setup_cycles and lock_acquire_cycles have no row: AMD publishes no figure (their presets are
+# assumptions), so only their BOUNDS apply.
+SPREAD = 5.0
+# The DDR a laptop part of these families can deliver: a 128-bit LPDDR5X interface at 8000 MT/s,
+# 16 B x 8e9 = 128 GB/s, read and write together (assumption: the fastest memory AMD lists for
+# Phoenix, Strix Point and Krackan parts; Strix Halo's 256-bit interface is outside it).
+MEMORY_INTERFACE_BYTES_PER_S = 128e9
+PLAUSIBLE = {
+    "dispatch_overhead_s": Plausible(
+        NPU2.dispatch_overhead_s / SPREAD, NPU1.dispatch_overhead_s * SPREAD, "s",
+        "xrt empty-kernel dispatch, 52 us (Strix Halo/Linux, amd/IRON #55) to 159.5 us (Phoenix/Windows), x/ 5"),
+    "reconfiguration_s": Plausible(
+        79e-6 / SPREAD, 192e-6 * SPREAD, "s",
+        "overlay switch on Strix, 79-82 us with control packets, 106-192 us without (iree-amd-aie #1187), x/ 5"),
+    "elf_reload_s": Plausible(
+        NPU2.elf_reload_s / SPREAD, NPU2.elf_reload_s * SPREAD, "s",
+        "design switch with new core programs, 2.67 ms on Krackan (xdna-engine where-time-goes.md), x/ 5"),
+    "ddr_bytes_per_s": Plausible(
+        NPU2.ddr_bytes_per_s / SPREAD, MEMORY_INTERFACE_BYTES_PER_S, "bytes/s",
+        "low: the mlir-aie memcpy, 66.6 GB/s both ways (PR #2559), / 5; high: the memory interface, "
+        "128-bit LPDDR5X-8000 = 128 GB/s (assumption; Strix Halo's 256-bit bus is outside it)"),
+    "kernel_efficiency": Plausible(
+        NPU1.kernel_efficiency["int8"] / SPREAD, 1.0, "",
+        "Phoenix int8 issues 107.3 of 256 MACs a cycle (0.42, jdominick05 SILICON.md), / 5; at most 1.0, "
+        "a MAC in every issue slot (Uni Jena bf16/bfp16 listings)"),
+    "kernel_call_cycles": Plausible(
+        6 / SPREAD, NPU1.kernel_call_cycles["bf16"] * SPREAD, "cycles",
+        "~6 cycles call latency (mlir-aie PR #1763) to 40 (Uni Jena Phoenix bf16 kernel), x/ 5"),
+    "kernel_block_cycles": Plausible(
+        0.0, NPU1.kernel_block_cycles["int8"] * SPREAD, "cycles",
+        "0 (Uni Jena kernels hide C transfers) to 8 (fit to the mlir-aie section-4c trace), x 5"),
+}
+# A parameter within BOUND_RTOL of a bound, relative to the larger of the bound and its starting
+# value (a bound of 0 has no scale of its own), is at that bound: scipy's trust region approaches an
+# active bound from inside and stops short of it (0.99976, 0.9999999928 of an efficiency bound of 1).
+BOUND_RTOL = 1e-3
+# A measurement whose relative residual is beyond RESIDUAL_LIMIT is one the fit gave up on
+# (assumption: micro-benchmarks the model describes fit within a few per cent; 25 % is a cost the
+# model misses, or a wrong measurement). ``calibrate(residual_limit=)``, ``--residual-limit``.
+RESIDUAL_LIMIT = 0.25
+
+
+class Check(StrEnum):
+    """What a diagnostic of a fit found (the ``check`` of its JSON)."""
+
+    UNDERDETERMINED = "underdetermined"  # more fitted parameters than measurements (allowed by request)
+    EXACTLY_DETERMINED = "exactly_determined"  # as many: every residual can be zero, nothing checks the fit
+    AT_BOUND = "at_bound"  # a parameter at (within BOUND_RTOL of) one of its BOUNDS
+    IMPLAUSIBLE = "implausible"  # a parameter outside its PLAUSIBLE range
+    UNDETERMINED = "undetermined"  # a 95 % interval wider than the value
+    ABANDONED = "abandoned"  # a measurement with |residual| beyond the residual limit
+    FASTER_THAN_PEAK = "faster_than_peak"  # a measurement faster than the part's peak MAC rate allows
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One thing a fit may hide. ``subject``: the parameter or measurement concerned ("fit" for the
+    whole fit); ``value``: its fitted value, residual or measured seconds, or the number of
+    parameters; ``limit``: the bound, range end, residual limit, peak time or number of measurements
+    it was held to; ``message``: the sentence printed."""
+
+    check: Check
+    subject: str
+    value: float
+    limit: float
+    message: str
 
 
 @dataclass(frozen=True)
@@ -282,7 +369,7 @@ def with_params(arch: Arch, names: list[str], values) -> Arch:
 
 # ---- the fit ----------------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class Calibration:
     arch: Arch
     names: list[str]
@@ -294,7 +381,12 @@ class Calibration:
     predicted: np.ndarray
     loo_predicted: np.ndarray
     unused: list[str]  # parameters no measurement depends on (left at their starting values)
-    warnings: list[str] = dataclasses.field(default_factory=list)  # what the fit may hide (``diagnose``)
+    diagnostics: tuple[Diagnostic, ...] = ()  # what the fit may hide (``diagnose``)
+
+    @property
+    def warnings(self) -> list[str]:
+        """The diagnostics' sentences, as printed."""
+        return [d.message for d in self.diagnostics]
 
     @property
     def residuals(self) -> np.ndarray:
@@ -382,9 +474,12 @@ def _put(z, mask, values):
 
 
 def calibrate(measurements: list[Measurement], arch: Arch = PRESETS["npu2"], fit: list[str] | None = None,
-              leave_one_out: bool = True) -> Calibration:
+              leave_one_out: bool = True, allow_underdetermined: bool = False,
+              residual_limit: float = RESIDUAL_LIMIT) -> Calibration:
     """Fit the parameters ``fit`` (default: every parameter some measurement depends on) to the
-    measurements, starting from ``arch``."""
+    measurements, starting from ``arch``. More parameters than measurements that depend on them is
+    refused unless ``allow_underdetermined`` (then flagged, as is an exactly determined fit);
+    ``residual_limit``: the relative residual beyond which a measurement is reported abandoned."""
     pred = Predictor(arch, measurements)
     read = set().union(*(pred.reads(m) for m in measurements))
     known = set(BOUNDS) | set().union(*map(_kernel_params, arch.macs_per_cycle))
@@ -392,8 +487,17 @@ def calibrate(measurements: list[Measurement], arch: Arch = PRESETS["npu2"], fit
     bad = [n for n in names if n not in known]
     if bad:
         raise ConfigError([f"fit: {n!r} is not a fitted parameter; known: {sorted(known)}" for n in bad], "calibrate")
+    if not (isinstance(residual_limit, (int, float)) and residual_limit > 0 and math.isfinite(residual_limit)):
+        raise ConfigError([f"residual_limit = {residual_limit!r}: must be a relative error > 0 (0.25 = 25 %)"],
+                          "calibrate")
     unused = [n for n in names if n not in read]
     names = [n for n in names if n in read]
+    n_rows = _rows_reading(pred, names)
+    if len(names) > n_rows and not allow_underdetermined:
+        raise ConfigError([f"fit = {names}: {len(names)} parameters from {n_rows} measurements that depend on "
+                           "them is underdetermined (any of many values fits); allowed: at most one parameter "
+                           "per measurement. Add measurements, fit fewer (--fit NAME), or pass "
+                           "allow_underdetermined=True (--allow-underdetermined) to fit anyway"], "calibrate")
     x0 = np.array([float(_get(arch, n)) for n in names])
     rows = list(range(len(measurements)))
     x = _fit(pred, arch, names, rows, x0)
@@ -409,30 +513,80 @@ def calibrate(measurements: list[Measurement], arch: Arch = PRESETS["npu2"], fit
             loo[i] = pred.predict(measurements[i], with_params(arch, names, xi))
     cal = Calibration(dataclasses.replace(fitted, name=f"{arch.name}-calibrated"), names, x, low, high, x0,
                       measurements, predicted, loo, unused)
-    cal.warnings = diagnose(cal, pred)
-    return cal
+    return dataclasses.replace(cal, diagnostics=tuple(diagnose(cal, pred, residual_limit)))
 
 
-def diagnose(cal: Calibration, pred: Predictor) -> list[str]:
-    """What a good-looking fit can hide, one sentence each: a parameter pinned at a bound (the
-    measurements push it past what is allowed), a 95 % interval wider than the value (the
-    measurements do not determine it), a measurement faster than the part's peak allows."""
+def _rows_reading(pred: Predictor, names: list[str]) -> int:
+    """How many measurements depend on at least one of ``names``: the equations of the fit."""
+    return sum(1 for m in pred.measurements if pred.reads(m) & set(names))
+
+
+def diagnose(cal: Calibration, pred: Predictor, residual_limit: float = RESIDUAL_LIMIT) -> list[Diagnostic]:
+    """What a good-looking fit can hide, one ``Diagnostic`` each: as many parameters as
+    measurements or more (nothing checks the fit), a parameter at a bound (the measurements push it
+    past what is allowed), outside its plausible range (``PLAUSIBLE``), or with a 95 % interval
+    wider than its value (the measurements do not determine it); a measurement the fit abandons
+    (residual beyond ``residual_limit``) or faster than the part's peak allows."""
+    return (_count_diagnostics(cal, pred) + _parameter_diagnostics(cal, pred.arch)
+            + _measurement_diagnostics(cal, pred, residual_limit))
+
+
+def _count_diagnostics(cal: Calibration, pred: Predictor) -> list[Diagnostic]:
+    p, n = len(cal.names), _rows_reading(pred, cal.names)
+    if p > n:
+        return [Diagnostic(Check.UNDERDETERMINED, "fit", p, n, f"{p} parameters from {n} measurements that depend "
+                           "on them: underdetermined, other values fit as well; the fitted values are one of many")]
+    if p == n and p:
+        return [Diagnostic(Check.EXACTLY_DETERMINED, "fit", p, n, f"{p} parameters from {n} measurements that "
+                           "depend on them: exactly determined, so every residual can be zero and nothing checks "
+                           "the fit (no intervals); add measurements")]
+    return []
+
+
+def _parameter_diagnostics(cal: Calibration, arch: Arch) -> list[Diagnostic]:
     out = []
-    for name, v, lo95, hi95 in zip(cal.names, cal.values, cal.low95, cal.high95):
+    for name, v, start, lo95, hi95 in zip(cal.names, cal.values, cal.start, cal.low95, cal.high95):
         lo, hi, _ = _bounds(name)
         for side, bound in (("lower", lo), ("upper", hi)):
-            if math.isclose(v, bound, rel_tol=1e-9, abs_tol=1e-15):
-                out.append(f"{name} = {v:.6g} is at its {side} bound ({bound:g}): the measurements push it past "
-                           "the allowed range; check them, or the model misses a cost they contain")
+            if abs(v - bound) <= BOUND_RTOL * max(abs(bound), abs(start)):
+                out.append(Diagnostic(Check.AT_BOUND, name, v, bound, f"{name} = {v:.10g} is at its {side} bound "
+                                      f"({bound:g}): the measurements push it past the allowed range; check them, "
+                                      "or the model misses a cost they contain"))
+        row = plausible(name)
+        if row is not None and not row.low <= v <= row.high:
+            edge, where = (row.low, "below") if v < row.low else (row.high, "beyond")
+            unit = f" {row.unit}" if row.unit else ""
+            out.append(Diagnostic(Check.IMPLAUSIBLE, name, v, edge, f"{name} = {v:.4g}{unit} is {where} what the "
+                                  f"part can plausibly do ({row.low:.4g} .. {row.high:.4g}{unit}; {row.source}): the "
+                                  "fit has likely moved a cost to the wrong parameter, or a measurement is wrong"))
         half = (hi95 - lo95) / 2
         if np.isfinite(half) and half > abs(v):
-            out.append(f"{name}: its 95 % interval (+-{half:.3g}) is wider than its value ({v:.6g}): the "
-                       "measurements do not determine it; add measurements that depend on it")
+            out.append(Diagnostic(Check.UNDETERMINED, name, v, half, f"{name}: its 95 % interval (+-{half:.3g}) is "
+                                  f"wider than its value ({v:.6g}): the measurements do not determine it; add "
+                                  "measurements that depend on it"))
+    return out
+
+
+def plausible(name: str) -> Plausible | None:
+    """The ``PLAUSIBLE`` row of a parameter (a per-datapath one by its table), None if it has none."""
+    table = name.partition(".")[0]
+    return PLAUSIBLE.get(table if table in KERNEL_TABLES else name)
+
+
+def _measurement_diagnostics(cal: Calibration, pred: Predictor, residual_limit: float) -> list[Diagnostic]:
+    out = []
+    for m, p, r in zip(cal.measurements, cal.predicted, cal.residuals):
+        if abs(r) > residual_limit:
+            out.append(Diagnostic(Check.ABANDONED, m.name, float(r), residual_limit, f"{m.name}: measured "
+                                  f"{m.seconds:.6g} s, fitted {p:.6g} s ({100 * r:+.1f} %, beyond +-"
+                                  f"{100 * residual_limit:g} %): the fit gives this measurement up for the others; "
+                                  "check it, or the model misses a cost it contains"))
     for m in cal.measurements:
         floor = peak_seconds(m, pred)
         if floor is not None and m.seconds < floor:
-            out.append(f"{m.name}: measured {m.seconds:.6g} s, faster than {pred.arch.name}'s peak MAC rate allows "
-                       f"({floor:.6g} s): check its units, sizes and calls")
+            out.append(Diagnostic(Check.FASTER_THAN_PEAK, m.name, m.seconds, floor, f"{m.name}: measured "
+                                  f"{m.seconds:.6g} s, faster than {pred.arch.name}'s peak MAC rate allows "
+                                  f"({floor:.6g} s): check its units, sizes and calls"))
     return out
 
 
@@ -505,6 +659,20 @@ def report(cal: Calibration) -> str:
     for m, p, r, lo in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors):
         lo_text = "-" if not np.isfinite(lo) else f"{100 * lo:+.2f} %"
         lines.append(f"{m.name:<20}{m.seconds:>14.6g}{p:>14.6g}{100 * r:>+9.2f}%{lo_text:>15}")
-    if cal.warnings:
-        lines += ["", "warnings:"] + [f"  - {w}" for w in cal.warnings]
+    if cal.diagnostics:
+        lines += ["", "warnings:"] + [f"  - {d.check}: {d.message}" for d in cal.diagnostics]
     return "\n".join(lines)
+
+
+def summary(cal: Calibration) -> dict:
+    """The fit as plain JSON types: parameters, measurements, diagnostics (each with its ``check``,
+    ``subject``, ``value``, ``limit`` and ``message``) and their sentences as ``warnings``."""
+    return {"parameters": {n: {"start": float(s), "fitted": float(v), "low95": float(lo), "high95": float(hi)}
+                           for n, s, v, lo, hi in zip(cal.names, cal.start, cal.values, cal.low95, cal.high95)},
+            "unused": list(cal.unused),
+            "measurements": [{"name": m.name, "measured_s": m.seconds, "predicted_s": float(p), "residual": float(r),
+                              "loo_error": float(e)}
+                             for m, p, r, e in zip(cal.measurements, cal.predicted, cal.residuals, cal.loo_errors)],
+            "diagnostics": [{"check": str(d.check), "subject": d.subject, "value": float(d.value),
+                             "limit": float(d.limit), "message": d.message} for d in cal.diagnostics],
+            "warnings": cal.warnings}

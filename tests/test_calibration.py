@@ -1,5 +1,6 @@
 """Calibration (issue 13): parameters fitted to measurements are recovered, and the result is an
 arch TOML every command takes."""
+import dataclasses
 import json
 
 import numpy as np
@@ -8,7 +9,8 @@ from click.testing import CliRunner
 
 from fastsim import arch as arch_mod
 from fastsim.arch import NPU2
-from fastsim.calibration import Measurement, Predictor, calibrate, parse_workload, read_measurements, with_params
+from fastsim.calibration import (KERNEL_TABLES, PLAUSIBLE, RESIDUAL_LIMIT, Check, Measurement, Predictor, calibrate, diagnose,
+                                 parse_workload, read_measurements, with_params)
 from fastsim.cli import main
 from fastsim.errors import ConfigError
 
@@ -30,10 +32,10 @@ TRUTH = {"dispatch_overhead_s": 60e-6, "elf_reload_s": 2.0e-3, "ddr_bytes_per_s"
          "kernel_efficiency.bf16": 0.6}
 
 
-def _synthetic() -> list[Measurement]:
+def _synthetic(workloads: list[str] = WORKLOADS) -> list[Measurement]:
     """What the part would measure if its parameters were TRUTH (same designs: mappings are
     searched under the starting arch, as calibrate does)."""
-    ms = [Measurement(f"m{i}", *parse_workload(w), 1.0) for i, w in enumerate(WORKLOADS)]
+    ms = [Measurement(f"m{i}", *parse_workload(w), 1.0) for i, w in enumerate(workloads)]
     pred = Predictor(NPU2, ms)
     truth = with_params(NPU2, list(TRUTH), list(TRUTH.values()))
     return [Measurement(m.name, m.kind, m.args, pred.predict(m, truth)) for m in ms]
@@ -113,3 +115,133 @@ def test_calibrate__warns_of_bounds_wide_intervals_and_measurements_faster_than_
 def test_calibrate__a_clean_fit_has_no_warnings():
     cal = calibrate(_synthetic(), NPU2, leave_one_out=False)
     assert cal.warnings == []
+
+
+# ---- diagnostics of ill-posed fits (issue 49, point 5) -------------------------------------------
+
+# an empty dispatch measured at 60 us, and kernel runs whose times are proportional to their calls
+# with nothing left for a dispatch: the fit drops the overhead to ~1e-8 s and gives up on the 60 us
+DISPATCH_BELOW = ("name,workload,seconds\n"
+                  "empty,dispatch,0.000060\n"
+                  "mm,kernel m=64 k=64 n=64 dtype=bf16 calls=1,0.00000045\n"
+                  "mm2,kernel m=64 k=64 n=64 dtype=bf16 calls=2,0.0000009\n"
+                  "mm3,kernel m=64 k=64 n=64 dtype=bf16 calls=4,0.0000018\n")
+# all eight columns copying both ways at 143 GB/s of DDR, two dispatches pinning the overhead
+DDR_143 = ("name,workload,seconds\n"
+           "empty,dispatch,0.000052\n"
+           "empty2,dispatch,0.000053\n"
+           "copy,memcpy bytes=8388608 size=65536 columns=8 direction=both channels=2,0.0001694\n"
+           "copy4,memcpy bytes=4194304 size=65536 columns=8 direction=both channels=2,0.000111\n")
+
+
+def _checks(diagnostics) -> set:
+    return {(d.check, d.subject) for d in diagnostics}
+
+
+def _cli(tmp_path, text: str, *args: str):
+    csv = tmp_path / "m.csv"
+    csv.write_text(text)
+    return CliRunner().invoke(main, ["calibrate", str(csv), "--out", str(tmp_path / "cal.toml"), "--no-loo", *args])
+
+
+def test_calibrate__refuses_8_parameters_from_7_measurements_unless_allowed(tmp_path):
+    """The reported case: 7 synthetic measurements read 8 parameters. Refused by default (API and
+    CLI, naming both counts and the flag); allowed, the fit is flagged as underdetermined, and the
+    DDR bandwidth it lands on (hundreds of GB/s) as beyond the memory interface."""
+    ms = _synthetic(WORKLOADS[:7])
+    with pytest.raises(ConfigError, match="8 parameters from 7 measurements") as e:
+        calibrate(ms, NPU2, leave_one_out=False)
+    assert "allow_underdetermined" in str(e.value)
+    cal = calibrate(ms, NPU2, leave_one_out=False, allow_underdetermined=True)
+    assert (Check.UNDERDETERMINED, "fit") in _checks(cal.diagnostics)
+    assert (Check.IMPLAUSIBLE, "ddr_bytes_per_s") in _checks(cal.diagnostics)
+    text = "name,workload,seconds\n" + "".join(f"{m.name},{' '.join([m.kind] + [f'{k}={v}' for k, v in m.args.items()])},"
+                                               f"{m.seconds!r}\n" for m in ms)
+    r = _cli(tmp_path, text)
+    assert r.exit_code == 2 and "8 parameters from 7 measurements" in r.output and "--allow-underdetermined" in r.output
+    r = _cli(tmp_path, text, "--allow-underdetermined", "--json")
+    assert r.exit_code == 0, r.output
+    assert {"check": "underdetermined", "subject": "fit"}.items() <= json.loads(r.output)["diagnostics"][0].items()
+
+
+def test_calibrate__as_many_parameters_as_measurements_is_flagged():
+    """Exactly determined (a dispatch and an ELF switch, two parameters): every residual is zero
+    and nothing checks the fit; allowed, with a warning."""
+    ms = [Measurement("empty", "dispatch", {}, 60e-6), Measurement("switch", "switch", {"kind": "elf"}, 2e-3)]
+    cal = calibrate(ms, NPU2, leave_one_out=False)
+    assert _checks(cal.diagnostics) == {(Check.EXACTLY_DETERMINED, "fit")}
+    assert "2 parameters from 2 measurements" in cal.warnings[0]
+
+
+def test_diagnose__flags_a_value_within_a_relative_tolerance_of_its_bound():
+    """Kernels measured faster than the part's peak, fitted from an efficiency of 0.8: the fit stops
+    short of the bound 1.0 (0.9998, scipy's trust region stays inside), and the reported
+    0.9999999928 is no better; both are at the bound."""
+    start = NPU2.replace(kernel_efficiency={**NPU2.kernel_efficiency, "bfp16": 0.8})
+    ms = [Measurement("empty", "dispatch", {}, 52e-6), Measurement("empty2", "dispatch", {}, 53e-6),
+          Measurement("mm", *parse_workload("kernel m=64 k=64 n=64 dtype=bf16 calls=10000"), 0.002),
+          Measurement("mm small", *parse_workload("kernel m=32 k=64 n=64 dtype=bf16 calls=10000"), 0.0012)]
+    cal = calibrate(ms, start, leave_one_out=False)
+    assert 0.999 < cal.values[cal.names.index("kernel_efficiency.bfp16")] < 1.0
+    assert (Check.AT_BOUND, "kernel_efficiency.bfp16") in _checks(cal.diagnostics)
+    reported = dataclasses.replace(cal, values=np.array([52e-6, 0.9999999928]))
+    found = [d for d in diagnose(reported, Predictor(start, ms)) if d.check == Check.AT_BOUND]
+    assert [(d.subject, d.limit) for d in found] == [("kernel_efficiency.bfp16", 1.0)]
+    assert "0.9999999928 is at its upper bound" in found[0].message
+
+
+def test_calibrate__flags_a_dispatch_overhead_far_below_every_measured_dispatch(tmp_path):
+    """The reported case: the overhead fitted to ~1e-8 s against a 60 us measurement. Flagged as
+    implausible (below the table's range), at its lower bound, and the dispatch row as abandoned;
+    in the printed report and in --json."""
+    r = _cli(tmp_path, DISPATCH_BELOW, "--json")
+    assert r.exit_code == 0, r.output
+    fit = json.loads(r.output)
+    assert fit["parameters"]["dispatch_overhead_s"]["fitted"] < 1e-6
+    found = {(d["check"], d["subject"]): d for d in fit["diagnostics"]}
+    assert found["implausible", "dispatch_overhead_s"]["limit"] == pytest.approx(PLAUSIBLE["dispatch_overhead_s"].low)
+    assert ("at_bound", "dispatch_overhead_s") in found
+    assert found["abandoned", "empty"]["value"] == pytest.approx(-1.0, abs=0.01)
+    assert [d["message"] for d in fit["diagnostics"]] == fit["warnings"]
+    text = _cli(tmp_path, DISPATCH_BELOW).output
+    for d in fit["diagnostics"]:
+        assert d["message"] in text
+
+
+def test_calibrate__flags_ddr_bandwidth_beyond_the_memory_interface(tmp_path):
+    """The reported case: copies that imply 143 GB/s of DDR fit cleanly (residuals under 1 %), and
+    the bandwidth is flagged as beyond what the part's memory interface delivers."""
+    r = _cli(tmp_path, DDR_143, "--fit", "ddr_bytes_per_s", "--fit", "dispatch_overhead_s", "--json")
+    assert r.exit_code == 0, r.output
+    fit = json.loads(r.output)
+    assert fit["parameters"]["ddr_bytes_per_s"]["fitted"] == pytest.approx(143e9, rel=0.02)
+    assert [(d["check"], d["subject"], d["limit"]) for d in fit["diagnostics"]] == [
+        ("implausible", "ddr_bytes_per_s", PLAUSIBLE["ddr_bytes_per_s"].high)]
+    text = _cli(tmp_path, DDR_143, "--fit", "ddr_bytes_per_s", "--fit", "dispatch_overhead_s").output
+    assert "ddr_bytes_per_s = 1.43" in text and "beyond" in text
+
+
+def test_calibrate__reports_rows_beyond_the_residual_limit():
+    """The dispatch row the fit gives up on (-100 %) is reported under the default limit and not
+    under a limit of 150 %; rows within the limit never are."""
+    csv_rows = [line.split(",") for line in DISPATCH_BELOW.splitlines()[1:]]
+    ms = [Measurement(n, *parse_workload(w), float(s)) for n, w, s in csv_rows]
+    cal = calibrate(ms, NPU2, leave_one_out=False)
+    abandoned = {d.subject for d in cal.diagnostics if d.check == Check.ABANDONED}
+    assert abandoned == {m.name for m, r in zip(ms, cal.residuals) if abs(r) > RESIDUAL_LIMIT} == {"empty"}
+    loose = calibrate(ms, NPU2, leave_one_out=False, residual_limit=1.5)
+    assert not any(d.check == Check.ABANDONED for d in loose.diagnostics)
+
+
+def test_plausible__holds_every_preset_default_and_names_its_source():
+    """The table's ranges contain the presets' own values (they are the measurements it is built
+    from), and every row cites a source or says it is an assumption."""
+    for preset in (arch_mod.NPU1, arch_mod.NPU2):
+        for name in PLAUSIBLE:
+            if name in KERNEL_TABLES:
+                values = getattr(preset, name).values()
+            else:
+                values = [getattr(preset, name)]
+            for v in values:
+                assert PLAUSIBLE[name].low <= v <= PLAUSIBLE[name].high, (preset.name, name, v)
+    assert all(row.source for row in PLAUSIBLE.values())
