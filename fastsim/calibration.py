@@ -560,6 +560,11 @@ def _parameter_diagnostics(cal: Calibration, arch: Arch) -> list[Diagnostic]:
                                   f"part can plausibly do ({row.low:.4g} .. {row.high:.4g}{unit}; {row.source}): the "
                                   "fit has likely moved a cost to the wrong parameter, or a measurement is wrong"))
         half = (hi95 - lo95) / 2
+        if not np.isfinite(half) and len(cal.measurements) > len(cal.names):
+            out.append(Diagnostic(Check.UNDETERMINED, name, v, math.inf, f"{name}: no 95 % interval: the "
+                                  "measurements do not see it, or cannot tell it from another fitted parameter "
+                                  "(its column of the fit's Jacobian is zero or linearly dependent); add "
+                                  "measurements that depend on it differently"))
         if np.isfinite(half) and half > abs(v):
             out.append(Diagnostic(Check.UNDETERMINED, name, v, half, f"{name}: its 95 % interval (+-{half:.3g}) is "
                                   f"wider than its value ({v:.6g}): the measurements do not determine it; add "
@@ -603,9 +608,17 @@ def peak_seconds(m: Measurement, pred: Predictor) -> float | None:
     return None
 
 
+# Singular values of the column-normalized Jacobian below SINGULAR_RTOL of the largest span
+# directions the measurements do not see; a parameter with a component of at least NULL_SHARE in one of
+# them is not determined (no interval; ``Check.UNDETERMINED``).
+SINGULAR_RTOL = 1e-6
+NULL_SHARE = 0.1
+
+
 def _intervals(pred: Predictor, arch: Arch, names, x, measurements):
-    """95 % intervals from the linearized covariance s^2 (J^T J)^-1 of the relative residuals
-    (NaN where the measurements do not determine a parameter or there are no spare measurements)."""
+    """95 % intervals from the linearized covariance s^2 (J^T J)^-1 of the relative residuals, over
+    the parameters the measurements determine (NaN for the others: a zero or linearly dependent
+    column of J, and for all when there are no spare measurements)."""
     n, p = len(measurements), len(names)
     nan = np.full(p, np.nan)
     if n <= p:
@@ -620,12 +633,24 @@ def _intervals(pred: Predictor, arch: Arch, names, x, measurements):
         jac[:, j] = (np.array([pred.predict(m, with_params(arch, names, xp)) for m in measurements]) - base) / (h * measured)
     resid = (base - measured) / measured
     s2 = float(resid @ resid) / (n - p)
+    ok = _determined_columns(jac)
+    half = np.full(p, np.nan)
     try:
-        cov = np.linalg.inv(jac.T @ jac) * s2
+        half[ok] = 1.96 * np.sqrt(np.clip(np.diag(np.linalg.inv(jac[:, ok].T @ jac[:, ok]) * s2), 0, None))
     except np.linalg.LinAlgError:
         return nan, nan
-    half = 1.96 * np.sqrt(np.clip(np.diag(cov), 0, None))
     return x - half, x + half
+
+
+def _determined_columns(jac: np.ndarray) -> np.ndarray:
+    """bool[p]: the columns of ``jac`` (float64[n, p]) outside its near-null space."""
+    norms = np.linalg.norm(jac, axis=0)
+    ok = norms > 0
+    if ok.any():
+        _, sv, vt = np.linalg.svd(jac[:, ok] / norms[ok], full_matrices=False)
+        null = vt[sv < SINGULAR_RTOL * sv[0]]
+        ok[np.flatnonzero(ok)[np.any(np.abs(null) >= NULL_SHARE, axis=0)]] = False
+    return ok
 
 
 def write_toml(cal: Calibration, path: str | Path) -> Path:

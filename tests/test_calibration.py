@@ -245,3 +245,21 @@ def test_plausible__holds_every_preset_default_and_names_its_source():
             for v in values:
                 assert PLAUSIBLE[name].low <= v <= PLAUSIBLE[name].high, (preset.name, name, v)
     assert all(row.source for row in PLAUSIBLE.values())
+
+
+def test_calibrate__names_a_parameter_the_measurements_cannot_see():
+    """Six parameters from eight measurements (docs/calibration.md's example), but no row exercises
+    a lock: its column of the Jacobian is zero. Before, every interval came out NaN and nothing was
+    said; now the others keep their intervals and the lock cost alone is flagged."""
+    rows = [("empty", "dispatch", 6e-05), ("switch", "switch kind=elf", 0.002),
+            ("mm64", "kernel m=64 k=64 n=64 dtype=bf16 calls=10000", 0.0038156),
+            ("mm32", "kernel m=32 k=64 n=64 dtype=bf16 calls=10000", 0.0020378),
+            ("copy", "memcpy bytes=8388608 size=65536 columns=8 direction=both channels=2", 0.00039589),
+            ("copy write", "memcpy bytes=262144 size=1024 columns=2 direction=write", 7.8356e-05),
+            ("small BDs", "memcpy bytes=131072 size=16 columns=1 direction=write", 8.7437e-05),
+            ("small BDs read", "memcpy bytes=65536 size=16 columns=1", 7.3717e-05)]
+    cal = calibrate([Measurement(n, *parse_workload(w), s) for n, w, s in rows], NPU2, leave_one_out=False)
+    assert len(cal.names) == 6
+    unseen = [n for n, lo in zip(cal.names, cal.low95) if not np.isfinite(lo)]
+    assert unseen == ["lock_acquire_cycles"]
+    assert _checks(cal.diagnostics) == {(Check.UNDETERMINED, "lock_acquire_cycles")}
