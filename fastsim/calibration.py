@@ -19,7 +19,10 @@ with different block counts separate them), dispatch overhead, design-switch tim
 and lock costs. Integer cycle costs move in whole cycles (the engine counts whole cycles). It reports every value with a 95 % interval (linearized covariance), each
 measurement's residual and its leave-one-out prediction error (continuous parameters refitted
 without it, integers kept at the full fit's values), and writes an arch TOML that every command
-accepts (``--arch calibrated.toml``).
+accepts (``--arch calibrated.toml``). ``diagnose`` says what a good-looking fit can hide (``Check``):
+as many parameters as measurements or more (more is refused unless asked for), a parameter at a
+bound, outside the part's plausible range (``PLAUSIBLE``) or not determined, a measurement the fit
+abandons or one faster than the part's peak.
 
 Mappings are searched once, under the starting arch, and then held: a fit changes costs, not the
 design a compiler would have built (a mapping that changes with every trial would make the error
