@@ -169,7 +169,11 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "mapping_gap": (op_dim, np.array([results[p.key].search_gap for p in placed], np.float64),
                         {"units": "1", "description": "at most this fraction of the op's cycles could an unsimulated "
                          "mapping of its search space save (0: its mapping is proven the best of the space, or the "
-                         "op is element-wise and has nothing to search)"}),
+                         "op is element-wise and has nothing to search); an op held to a kernel its dispatch "
+                         "shares (kernel_shared) counts against the best of its whole space"}),
+        "kernel_shared": (op_dim, np.array([bool(p.kernel) for p in placed]), {"description":
+                          "the op runs a kernel another op of its dispatch chose, not its own best, so that the "
+                          "dispatch's kernels fit core program memory (fastsim.evaluation.sharing)"}),
         "input_on_chip": (op_dim, np.array([p.chip.x for p in placed]), {"description":
                           "activation input read from mem tiles (fused), not DDR"}),
         "output_on_chip": (op_dim, np.array([p.chip.y for p in placed]), {"description":

@@ -17,7 +17,9 @@ from ..settings import current
 from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
-from ..mapping.dispatch import DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches, sequence_words
+from ..graph import MATMUL
+from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches,
+                                program_bytes, sequence_words)
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
 from ..results import arrays_of
@@ -26,6 +28,7 @@ from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
 from .place import Placed, op_design, place
+from .sharing import shared_kernels
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ class Evaluation:
         dispatch = self.dispatches(chosen, self.cuts)
         if pins.fusion in ("auto", "chain"):
             chosen, dispatch = self.try_chain(chosen, dispatch)
+        chosen, dispatch = self.share_kernels(chosen, dispatch)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
                                  for k, v in self.alternatives.items())
         return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives)
@@ -233,6 +237,70 @@ class Evaluation:
             CACHE.put(REGION, (self.mapping, key, ablated), r)
         return placed
 
+    def share_kernels(self, chosen, dispatch):
+        """Each dispatch whose kernels overflow program memory with its matmuls held to a set of
+        kernels that fits, where that beats reloading the programs every layer (``sharing``); the
+        cuts stay (a change that no longer fits them is not made)."""
+        out = list(chosen)
+        for d, program in enumerate(dispatch.program_bytes):
+            if program > self.limits.program_memory_bytes:
+                self.share_in(out, [i for i, x in enumerate(dispatch.of_op) if x == d])
+        if out == list(chosen):
+            return chosen, dispatch
+        shared = self.dispatches(out, dispatch.cuts, strict=False)
+        if sum(map(len, shared.problems)) > sum(map(len, dispatch.problems)):
+            return chosen, dispatch
+        return out, shared
+
+    def share_in(self, out: list, mine: list[int]) -> None:
+        """One dispatch's ops (``mine``, indices into ``out``) moved onto shared kernels in place."""
+        results, limits = self.results, self.limits
+        free = [i for i in mine if self.movable(out[i])]
+        kernels = sorted({k for i in free for k in results[out[i].key].kernels if k[0] == "matmul"})
+        variants = {(i, k): replace(out[i], kernel=k[1:]) for i in free for k in kernels
+                    if k not in results[out[i].key].kernels}
+        self.simulate(list(variants.values()), strict=False, movement=False)
+        cycles, own = {}, {}  # per distinct op design: its instances' cycles on each kernel it can run
+        for i in free:
+            key, repeat = out[i].key, out[i].op.repeat
+            own[key] = _matmul_kernel(results[key])
+            by = cycles.setdefault(key, {own[key]: 0.0})
+            by[own[key]] += results[key].cycles * repeat
+            for k in kernels:
+                v = variants.get((i, k))
+                if v is not None and v.key in results:
+                    by[k] = by.get(k, 0.0) + results[v.key].cycles * repeat
+        fixed = frozenset(k for i in mine for k in results[out[i].key].kernels
+                          if i not in free or k[0] != "matmul")
+        room = (limits.program_memory_bytes - program_bytes(fixed, limits)) // max(1, limits.matmul_kernel_bytes)
+        picks = shared_kernels(cycles, fixed, room)
+        layers = {self.graph.layers[i] for i in mine if self.graph.layers[i] >= 0}
+        reload_cycles = limits.program_reload_s * len(layers) * self.arch.clock_hz
+        per_op = sum(by[own[key]] for key, by in cycles.items())
+        if picks is None or sum(cycles[key][k] for key, k in picks.items()) >= per_op + reload_cycles:
+            return
+        moved = {}
+        for i in free:
+            k = picks[out[i].key]
+            if k != own[out[i].key]:
+                moved[i] = variants[(i, k)]
+        for v in moved.values():  # simulated again with their data-only twins where the evaluation wants them
+            self.results.pop(v.key, None)
+        self.simulate(list(moved.values()), strict=True)
+        for i, v in moved.items():
+            mine_r, own_r = results[v.key], results[out[i].key]
+            lower = (1 - own_r.search_gap) * own_r.cycles  # the op's own space holds nothing faster
+            results[v.key] = replace(mine_r, search_gap=max(0.0, 1 - lower / mine_r.cycles))
+            out[i] = v
+
+    def movable(self, p: Placed) -> bool:
+        """A matmul whose kernel the evaluation may choose: not pinned by the user, not a pipeline stage."""
+        pins, op = self.pins, p.op
+        return (op.kind == MATMUL and not p.pipelined and p.key in self.results
+                and _matmul_kernel(self.results[p.key]) is not None
+                and pins.pinned(pins.tiles, op.name, p.kind, op.op_class) is None
+                and pins.pinned(pins.datapath, op.name, p.kind, op.op_class) is None)
+
     def footprints(self, placed) -> list[OpFootprint]:
         out = []
         for p in placed:
@@ -242,16 +310,18 @@ class Evaluation:
             out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static))
         return out
 
-    def simulate(self, placed: list[Placed], strict: bool) -> None:
+    def simulate(self, placed: list[Placed], strict: bool, movement: bool | None = None) -> None:
         """Engine results of every distinct instance into ``results`` (cached across calls).
         ``strict``: an instance with no legal design is an error (listing every one); otherwise
-        it is left out (fusion falls back)."""
-        todo, by_key = self.designs(placed, strict)
+        it is left out (fusion falls back). ``movement``: simulate data-only twins (default: as
+        the evaluation says)."""
+        movement = self.movement if movement is None else movement
+        todo, by_key = self.designs(placed, strict, movement)
         # every design and its data-only twin (NOOP kernels) in one batch; the twin's time is the
         # op's data-movement time, so exposed compute is measured by difference, as an ablation does
         batch, where = [], {}
         untwinned = set()  # designs whose twin is left out (a NOOP design is its own twin)
-        if not self.movement:
+        if not movement:
             untwinned = {key for key, op in todo.items() if op.twin is not None}
             todo = {key: op._replace(twin=None) for key, op in todo.items()}
         for key, (design, _, known, _, twin, lowered, _) in todo.items():
@@ -274,18 +344,18 @@ class Evaluation:
             self.results[key] = r
             self.keep((self.mapping, key, _ablated(by_key[key], self.pins)), r)
 
-    def cached(self, key: tuple):
+    def cached(self, key: tuple, movement: bool):
         """An op result kept earlier: one without its twin's time serves only an evaluation that
         leaves twins out."""
         found = CACHE.get(REGION, key)
-        if found is None and not self.movement:
+        if found is None and not movement:
             found = CACHE.get(REGION, (*key, NO_MOVEMENT))
         return found
 
     def keep(self, key: tuple, r: OpResult) -> None:
         CACHE.put(REGION, key if r.movement_cycles is not None else (*key, NO_MOVEMENT), r)
 
-    def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
+    def designs(self, placed: list[Placed], strict: bool, movement: bool) -> tuple[dict, dict]:
         """The op designs still to simulate by key (cached results go straight to ``results``)."""
         from tqdm.auto import tqdm
 
@@ -295,7 +365,7 @@ class Evaluation:
             by_key[key] = p
             if key in self.results or key in todo:
                 continue
-            cached = self.cached((self.mapping, key, _ablated(p, self.pins)))
+            cached = self.cached((self.mapping, key, _ablated(p, self.pins)), movement)
             if cached is not None:
                 self.results[key] = cached
                 continue
@@ -307,6 +377,10 @@ class Evaluation:
         if problems:
             raise ConfigError(sorted(set(problems)), "mapping")
         return todo, by_key
+
+
+def _matmul_kernel(r: OpResult):
+    return next((k for k in sorted(r.kernels) if k[0] == "matmul"), None)
 
 
 def _label(placed: list[Placed]) -> str:

@@ -31,13 +31,15 @@ class Placed:
     chip: OnChip = OnChip()
     pipelined: tuple = ()  # (group kind, columns, first column, blocks) when its group is a pipeline
     kind: str = ""
+    # (tile, datapath) a matmul is held to where its dispatch shares kernels (``evaluation.sharing``)
+    kernel: tuple = ()
 
     @cached_property
     def key(self) -> tuple:
         """Instances with equal keys have identical designs (simulated once). An evaluation looks
         its ops' results up thousands of times: the key and its hash are made once."""
         return _HashedKey(self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y,
-                                               self.chip.window_bytes, self.pipelined))
+                                               self.chip.window_bytes, self.pipelined, self.kernel))
 
 
 class _HashedKey(tuple):
@@ -172,11 +174,11 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    tile = pins.pinned(pins.tiles, op.name, p.kind, op.op_class)
+    tile, datapath = p.kernel or (pins.pinned(pins.tiles, op.name, p.kind, op.op_class),
+                                  _datapath(pins, p, arch, real))
     found = search(real, on, Pins(dataflow=flows, cols=cols, col0=col0,
                                   stream_split=None if pins.stream_split == "auto" else pins.stream_split,
-                                  tile=tuple(tile) if tile else None,
-                                  datapath=_datapath(pins, p, arch, real),
+                                  tile=tuple(tile) if tile else None, datapath=datapath,
                                   l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class)),
                    top=1 if at else _TOP, keep=0, budget=1 if at else pins.search_budget)
     best = found.best

@@ -78,14 +78,19 @@ def llm_summary(ds: xr.Dataset) -> dict:
 
 
 def mapping_search(ds: xr.Dataset) -> dict:
-    """How far from the best of their spaces the ops' mappings may be: each matmul's search
-    either proved its answer (gap 0) or stopped at its budget with a gap; an op can get at most
-    its gap x its time faster, so their sum bounds what better mappings alone could save."""
+    """How far from the best of its space the pass may be: each matmul's search either proved its
+    answer (gap 0) or stopped at its budget with a gap (an op held to a kernel its dispatch shares
+    counts against the best of its whole space); an op can get at most its gap x its time faster,
+    and the program reloads left could at most vanish, so their sum bounds what any other choice
+    of the ops' mappings could save."""
     matmul = ds.dataflow.values != "stream"
     gaps = ds["mapping_gap"].values
-    saving = float((gaps * ds.op_seconds.values)[matmul].sum())
+    reload_s = float(ds.program_reload_seconds)
+    saving = float((gaps * ds.op_seconds.values)[matmul].sum()) + reload_s
+    shared = ds["kernel_shared"].values if "kernel_shared" in ds else np.zeros(ds.sizes["op"], bool)
     return {"matmul_ops": int(matmul.sum()), "proven_best": int((gaps[matmul] == 0).sum()),
             "worst_gap": float(gaps[matmul].max()) if matmul.any() else 0.0,
+            "kernel_shared_ops": int(shared.sum()), "program_reload_seconds": reload_s,
             "most_seconds_better_mappings_save": saving, "most_share_better_mappings_save": saving / float(ds.total_seconds)}
 
 

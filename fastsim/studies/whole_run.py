@@ -2,6 +2,9 @@
 op alone, but the ops of a dispatch share the cores' program memory. When their distinct kernels
 (one per tile shape and datapath) outgrow it, the cores reload their programs every layer, and an
 op that gives up its own best tile for one another op already uses can make the whole run faster.
+The default evaluation already does this per dispatch, with op times taken one op at a time
+(``fastsim.evaluation.sharing``); this search judges each move by a whole run instead (fusion and
+cuts found again), for the reloads the default leaves.
 
 The search is a coordinate descent judged by whole-run simulations: seeded from the per-op
 choices, it tries each op that is the only user of its kernel (moving any other op leaves as many

@@ -1,0 +1,140 @@
+"""Kernel sharing (``fastsim.evaluation.sharing``): a dispatch's kernels are chosen for the dispatch,
+not op by op, so the default run pays program reloads only where no shared set of kernels beats
+them; with it, more work never runs faster, and the stated bound on what better mappings could
+save holds against the whole-run search."""
+import itertools
+
+import numpy as np
+from dataclasses import replace
+
+from hypothesis import assume, example, given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
+from fastsim.llm.assemble import mapping_search
+from fastsim.llm.model import Experts
+from fastsim.evaluation.sharing import shared_kernels
+from fastsim.mapping.dispatch import DispatchLimits
+from fastsim.studies.whole_run import whole_run_search
+
+KERNELS = ("a", "b", "c", "d", "e")
+
+
+@st.composite
+def sharing_problems(draw):
+    ops = draw(st.integers(1, 5))
+    cost = {}
+    for op in range(ops):
+        runs_on = draw(st.lists(st.sampled_from(KERNELS), min_size=1, max_size=5, unique=True))
+        cost[op] = {k: draw(st.integers(1, 50)) for k in runs_on}
+    fixed = frozenset(draw(st.lists(st.sampled_from(KERNELS), max_size=2, unique=True)))
+    return cost, fixed, draw(st.integers(-1, 4))
+
+
+def _brute_force(cost, fixed, room):
+    """The cheapest assignment of every op to one of its kernels using at most ``room`` kernels
+    beside ``fixed`` (None: none)."""
+    best = None
+    for picks in itertools.product(*(sorted(cost[op]) for op in cost)):
+        if room < 0 or len(set(picks) - fixed) > room:
+            continue
+        total = sum(cost[op][k] for op, k in zip(cost, picks))
+        best = total if best is None else min(best, total)
+    return best
+
+
+@examples(max_examples=300, deadline=None, derandomize=True)
+@given(sharing_problems())
+def test_shared_kernels__is_the_cheapest_assignment_that_fits(problem):
+    cost, fixed, room = problem
+    picks = shared_kernels(cost, fixed, room)
+    best = _brute_force(cost, fixed, room)
+    if best is None:
+        assert picks is None
+        return
+    assert picks is not None and set(picks) == set(cost)
+    assert len(set(picks.values()) - fixed) <= room
+    assert sum(cost[op][k] for op, k in picks.items()) == best
+
+
+TINY = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
+# room for three matmul kernels beside the core's loop and the vector kernels: the tiny model's
+# per-op choices use four
+TIGHT = DispatchLimits(program_memory_bytes=4 * 2048 + 8 * 512)
+ROOMY = DispatchLimits(program_memory_bytes=1 << 20)
+
+
+def _kernels(ds) -> set:
+    return {(tuple(t), dp) for t, dp in zip(ds.matmul_tile.values, ds.matmul_datapath.values) if dp}
+
+
+def test_default_run__shares_kernels_where_per_op_choices_overflow_program_memory():
+    study = LlmStudy(model=TINY, regime="decode", context=256, search_budget=1)
+    tight, roomy = simulate_llm(study, limits=TIGHT), simulate_llm(study, limits=ROOMY)
+    vector = roomy.attrs["kernels"].count("'vector'")
+    room = (TIGHT.program_memory_bytes - TIGHT.core_loop_bytes - vector * TIGHT.vector_kernel_bytes) // 2048
+    assert len(_kernels(roomy)) > room  # op by op, the kernels would overflow TIGHT's program memory
+    assert float(tight.program_reload_seconds) == 0 and len(_kernels(tight)) <= room
+    per_op_with_reloads = float(roomy.total_seconds) + TIGHT.program_reload_s * TINY.num_layers
+    assert float(tight.total_seconds) < per_op_with_reloads
+    shared = tight.kernel_shared.values
+    assert shared.any() and not roomy.kernel_shared.values.any()
+    # a shared op's gap is measured against its own whole space: the same lower bound as alone
+    def lower_bound_s(ds):
+        return ds.op_seconds.values[shared] * (1 - ds.mapping_gap.values[shared])
+
+    assert np.allclose(lower_bound_s(tight), lower_bound_s(roomy), rtol=1e-12)
+
+
+def test_default_run__keeps_reloads_when_no_shared_set_fits():
+    # program memory for the vector kernels only: no matmul kernel fits, sharing or not
+    study = LlmStudy(model=TINY, regime="decode", context=256, search_budget=1)
+    bare = DispatchLimits(program_memory_bytes=1024 + 8 * 512)
+    ds = simulate_llm(study, limits=bare)
+    assert float(ds.program_reload_seconds) > 0 and not ds.kernel_shared.values.any()
+    assert mapping_search(ds)["program_reload_seconds"] == float(ds.program_reload_seconds)
+
+
+MOE = ModelConfig("tiny-moe", 256, 2, 4, 2, 64, 512, 1024, True, family="mixtral",
+                  experts=Experts(count=4, per_token=2, ffn_size=256))
+WINDOWED = ModelConfig("tiny-windowed", 256, 2, 4, 1, 64, 512, 1024, True, family="gemma3",
+                       windows=(128, 0))
+FAMILIES = st.sampled_from([TINY, MOE, WINDOWED])
+FEW = examples(max_examples=5, deadline=None, derandomize=True)
+
+
+def _step_s(model, **kw) -> float:
+    """A pass under TIGHT program memory, where the tiny models' per-op kernels overflow it (op
+    by op, 109 of the pairs of a context x batch grid of the three families ran faster with more
+    work; 0 with kernel sharing)."""
+    return float(simulate_llm(LlmStudy(model=model, **kw), limits=TIGHT, movement=False).total_seconds)
+
+
+@FEW
+@given(FAMILIES, st.sampled_from([64, 200, 512]), st.sampled_from([1, 2, 3]), st.sampled_from([2, 3]))
+@example(TINY, 64, 2, 3)  # op by op, batch 6 ran faster than batch 2 (its kernels fit)
+def test_default_run__more_context_or_batch_never_runs_faster(model, context, batch, factor):
+    step = _step_s(model, context=context, batch=batch)
+    assert _step_s(model, context=context * factor, batch=batch) >= step
+    assert _step_s(model, context=context, batch=batch * factor) >= step
+
+
+@FEW
+@given(FAMILIES, st.sampled_from([16, 48]), st.sampled_from([2, 3]))
+def test_default_run__a_longer_prompt_or_a_deeper_model_never_runs_faster(model, prompt, factor):
+    assert (_step_s(model, regime="prefill", prompt=prompt * factor)
+            >= _step_s(model, regime="prefill", prompt=prompt))
+    assume(not model.windows)  # one window per layer: a deeper model needs its own windows
+    deeper = replace(model, num_layers=model.num_layers * factor)
+    assert _step_s(deeper, context=prompt) >= _step_s(model, context=prompt)
+
+
+@examples(max_examples=4, deadline=None, derandomize=True)
+@given(FAMILIES, st.sampled_from([64, 256]), st.sampled_from([1, 4]),
+       st.sampled_from([TIGHT, DispatchLimits(program_memory_bytes=6 * 2048 + 8 * 512)]))
+def test_stated_bound__holds_against_the_whole_run_search(model, context, batch, limits):
+    study = LlmStudy(model=model, context=context, batch=batch)
+    seed = simulate_llm(study, limits=limits)
+    found = whole_run_search(study, limits=limits, seed=seed)
+    assert found.gain_seconds <= mapping_search(seed)["most_seconds_better_mappings_save"] + 1e-15
