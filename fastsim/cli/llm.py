@@ -185,7 +185,7 @@ def _study(ctx, o):
     if o.regime == "generate" and model.encoder:
         raise ConfigError([f"regime = 'generate': {model.name} is an encoder (no decoding); allowed encode"],
                           "llm study")
-    precision = _precision(o, model)
+    precision = _precision(ctx, o, model)
     if o.overlay_path:
         precision = _as_built_precision(ctx, o, precision)
     return LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
@@ -240,22 +240,33 @@ def parse_kinds(values) -> set[str]:
     return {v.split("=", 1)[0].strip() for v in values}
 
 
-def _precision(o, model):
+def _precision(ctx, o, model):
     """The Precision of --weights, --kv, --activations, --tensor-dtype, --checkpoint and
-    --compression."""
+    --compression. A model whose config.json has a quantization_config is stored as it says
+    (``ModelConfig.quantization``) unless --weights is given: a given --weights is a what-if of
+    the whole model and wins; --tensor-dtype wins for its kind."""
+    from dataclasses import replace
+
     from ..llm import Precision
-    from .llm_inputs import measured_bytes, parse_tensor_dtypes
+    from .llm_inputs import given, measured_bytes, parse_tensor_dtypes
 
     dtypes = parse_tensor_dtypes(o.tensor_dtypes)
     measured = measured_bytes(o.checkpoint_path, model, dtypes) if o.checkpoint_path else ()
+    stored = model.quantization if not given(ctx, "weights") else None
+    o.stored_weights = (f"config.json's quantization_config: {stored.describe()} (--weights overrides it)"
+                        if stored else f"--weights {o.weights}, not config.json's quantization_config "
+                        f"({model.quantization.describe()})" if model.quantization else "")
+    precision = Precision(weights=o.weights, activations=o.activations, kv=o.kv, measured=measured)
+    if stored:
+        precision = stored.precision(precision)
+    precision = replace(precision, **dtypes)
     ratios = {"weight_compression": {}, "kv_compression": {}}
     if o.compression_path:
         from ..studies.compression import load_run_ratios
 
         ratios = load_run_ratios(o.compression_path)
-    return Precision(weights=o.weights, activations=o.activations, kv=o.kv, **dtypes, measured=measured,
-                     weight_compression=ratios["weight_compression"].get(o.weights, 1.0),
-                     kv_compression=ratios["kv_compression"].get(o.kv, 1.0))
+    return replace(precision, weight_compression=ratios["weight_compression"].get(precision.weights, 1.0),
+                   kv_compression=ratios["kv_compression"].get(o.kv, 1.0))
 
 
 def _routing_spread(study, o, arch) -> dict | None:
@@ -357,6 +368,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         s["routing_spread"] = spread
     if "whole_run" in ds.attrs:
         s["whole_run"] = json.loads(ds.attrs["whole_run"])
+    if getattr(o, "stored_weights", ""):
+        s["weights_from"] = o.stored_weights
     if o.overlay_path:
         s["as_built"] = _as_built_summary(o)
         if ds.attrs.get("dispatch_problems"):
@@ -376,6 +389,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
     packed_kv = f" ({pr.kv_compression:.3g}x compressed)" if pr.kv_compression != 1.0 else ""
     click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr)}{packed}, kv {o.kv}{packed_kv} "
                f"on {s['arch']}")
+    if s.get("weights_from"):
+        click.echo(f"  weights from    {s['weights_from']}")
     _echo_model(s)
     if o.overlay_path:
         a = s["as_built"]

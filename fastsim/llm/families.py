@@ -13,10 +13,12 @@ class (real configs rely on them, e.g. Gemma 3's ``text_config`` omits its head 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import ConfigError, Problems, shown
-from .model import Experts, ModelConfig
+from .checkpoint import tensor_kind
+from .model import Experts, ModelConfig, Quantization
 
 # keys of any config that do not change the work of a forward pass
 INERT = frozenset({
@@ -26,7 +28,7 @@ INERT = frozenset({
     "rope_scaling", "rope_parameters", "rope_local_base_freq", "max_position_embeddings",
     "original_max_position_embeddings", "attention_dropout", "hidden_dropout", "hidden_dropout_prob",
     "attention_probs_dropout_prob", "classifier_dropout", "embd_pdrop", "resid_pdrop", "pretraining_tp",
-    "quantization_config", "id2label", "label2id", "finetuning_task", "problem_type", "tokenizer_class",
+    "id2label", "label2id", "finetuning_task", "problem_type", "tokenizer_class",
     "task_specific_params", "return_dict", "output_hidden_states", "output_attentions", "torchscript",
     "auto_map", "gradient_checkpointing", "_attn_implementation", "attn_implementation", "is_decoder",
     "tie_encoder_decoder", "chunk_size_feed_forward", "output_router_logits", "router_aux_loss_coef",
@@ -48,6 +50,11 @@ REFUSED = {
     "altup_num_inputs": "AltUp layers (Gemma 3n)",
     "first_k_dense_replace": "DeepSeek-style dense-then-MoE layers",
 }
+# quantization_config: quant_method -> {bits: the dtype fastsim models its weights as} (None: any bits)
+QUANT_METHODS = {"gptq": {4: "int4", 8: "int8"}, "awq": {4: "int4"}, "fp8": {None: "fp8"},
+                 "fbgemm_fp8": {None: "fp8"}, "mxfp4": {None: "mxfp4"}}
+QUANT_BITS = {"fp8": 8, "fbgemm_fp8": 8, "mxfp4": 4}  # the bits of formats whose config does not say
+TORCH_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}  # torch_dtype -> kept kinds' dtype
 ACTIVATION_NAMES = {"silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
                     "gelu_tanh": "gelu_tanh", "gelu": "gelu"}
 SIZE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size")
@@ -106,6 +113,61 @@ class _Reader:
             self.p.add(key, self.cfg[key], f"not a {family} config key fastsim knows; it cannot tell whether it "
                                            "changes the computation (remove it if it does not)")
         self.p.raise_if_any()
+
+
+def _modelled_formats() -> str:
+    return ", ".join(f"{m} {'/'.join(str(b) for b in bits)}-bit" if None not in bits else m
+                     for m, bits in QUANT_METHODS.items())
+
+
+def _quantization(r: _Reader, model: ModelConfig) -> Quantization | None:
+    """``quantization_config`` as the dtype fastsim simulates the weights in (``QUANT_METHODS``):
+    GPTQ/AWQ 4-bit is int4 with its ``group_size`` (-1, one scale per output channel: a group of
+    the hidden size), 8-bit GPTQ int8, FP8 fp8, MXFP4 mxfp4; ``modules_to_not_convert`` keeps whole
+    kinds at ``torch_dtype``. Any other format is refused by quant_method and bits."""
+    qc = r.raw("quantization_config")
+    if qc is None:
+        return None
+    if not r.p.check(isinstance(qc, dict), "quantization_config", qc, "a table with quant_method"):
+        return None
+    method = qc.get("quant_method")
+    bits = qc.get("bits", qc.get("w_bit", QUANT_BITS.get(method)))
+    dtypes = QUANT_METHODS.get(method, {})
+    dtype = dtypes.get(None) or dtypes.get(bits) if isinstance(bits, int) or None in dtypes else None
+    if dtype is None:
+        r.p.add("quantization_config", f"quant_method={method!r}, bits={bits!r}",
+                f"not a format fastsim models ({_modelled_formats()}); remove quantization_config to simulate "
+                "the model at --weights")
+        return None
+    group = qc.get("group_size", qc.get("q_group_size", 128)) if dtype == "int4" else 128
+    if group == -1:
+        group = model.hidden_size
+    if not r.p.number("quantization_config.group_size", group, integer=True, lo=1, hi=2**20):
+        return None
+    kept_dtype = TORCH_DTYPES.get(r.raw("torch_dtype") or r.raw("dtype"), "bf16")
+    return Quantization(method, bits, dtype, group, _kept_kinds(r, qc.get("modules_to_not_convert"), model, kept_dtype))
+
+
+def _kept_kinds(r: _Reader, modules, model: ModelConfig, dtype: str) -> tuple[tuple[str, str], ...]:
+    """The weight kinds ``modules_to_not_convert`` leaves unquantized (every layer's, or none: a
+    precision per layer is not modelled; vision modules are not simulated)."""
+    if modules is None:
+        return ()
+    where = "quantization_config.modules_to_not_convert"
+    if not r.p.check(isinstance(modules, list) and all(isinstance(m, str) for m in modules), where, modules,
+                     "a list of module names"):
+        return ()
+    have, kinds = model.weights_by_kind(), []
+    for name in modules:
+        kind = tensor_kind(name.replace("*", "0") + ".weight")
+        if kind == "vision" or kind is not None and not have.get(kind):
+            continue  # a tower fastsim does not run, or a kind this model does not read (a tied head)
+        one_layer = any(part.isdigit() for part in name.split("."))
+        if r.p.check(kind is not None and not one_layer, where, name,
+                     "a module fastsim can place: every layer's attention, mlp, router, or the embedding or "
+                     "lm_head (a precision per layer is not modelled)") and kind not in kinds:
+            kinds.append(kind)
+    return tuple((kind, dtype) for kind in kinds)
 
 
 def _base(r: _Reader, name: str, family: str, gqa: bool = True, **over) -> dict:
@@ -298,7 +360,7 @@ def from_dict(cfg: dict, name: str, where: str = "config.json") -> ModelConfig:
     if family in WRAPPERS:
         inner_key, inner_family, wrapper_keys = WRAPPERS[family]
         inner = cfg.get(inner_key)
-        extra = set(cfg) - INERT - wrapper_keys - {inner_key} - set(REFUSED)
+        extra = set(cfg) - INERT - wrapper_keys - {inner_key, "quantization_config"} - set(REFUSED)
         problems = [f"{k} = {shown(cfg[k])}: not a {family} config key fastsim knows" for k in sorted(extra)]
         problems += [f"{k} = {shown(cfg[k])}: {what} is not modelled" for k, what in REFUSED.items()
                      if cfg.get(k) not in (None, False, 0, [])]
@@ -309,7 +371,8 @@ def from_dict(cfg: dict, name: str, where: str = "config.json") -> ModelConfig:
                             f"{inner_family}")
         if problems:
             raise ConfigError(problems, where)
-        model = from_dict({**inner, "model_type": inner_family}, name, f"{where} ({inner_key})")
+        stored = {"quantization_config": cfg["quantization_config"]} if "quantization_config" in cfg else {}
+        model = from_dict({**inner, **stored, "model_type": inner_family}, name, f"{where} ({inner_key})")
         return ModelConfig(**{**model.__dict__, "vision_tower": True})
     if "model_type" not in cfg:
         raise ConfigError([f"model_type: missing; fastsim reads it to know the family ({', '.join([*FAMILIES, *WRAPPERS])})"],
@@ -321,8 +384,9 @@ def from_dict(cfg: dict, name: str, where: str = "config.json") -> ModelConfig:
     build, defaults, extra_inert = FAMILIES[family]
     r = _Reader(cfg, where, defaults)
     model = build(r, name)
+    quantization = _quantization(r, model)
     r.finish(family, extra_inert)
-    return model.validate()
+    return replace(model, quantization=quantization).validate()
 
 
 def from_hf_config(path: str | Path) -> ModelConfig:

@@ -8,7 +8,7 @@ Hugging Face ``config.json``; ``fastsim.llm.presets`` names the common sizes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
@@ -80,6 +80,8 @@ class ModelConfig:
     pooler: bool = False
     vision_tower: bool = False  # a multimodal checkpoint: text prompts only are simulated
     max_context: int = 0  # positions the model was trained for (max_position_embeddings); 0: unstated
+    # how the checkpoint stores its weights (config.json's quantization_config); None: not quantized
+    quantization: Quantization | None = None
 
     @property
     def group(self) -> int:
@@ -148,6 +150,10 @@ class ModelConfig:
         f, r = self.ffn_weights(0)
         return self.attention_weights + f + r + self.norms_per_layer() * self.hidden_size * (
             2 if self.norm == "layer" else 1)
+
+    def stored_precision(self) -> "Precision":
+        """The precision the checkpoint stores its weights in (``quantization``), else ``Precision()``."""
+        return self.quantization.precision() if self.quantization else Precision()
 
     def validate(self) -> "ModelConfig":
         p = Problems(f"model {self.name}")
@@ -266,3 +272,27 @@ def _dtype_bytes(dtype: str, group_size: int, scale_dtype: str) -> float:
     if dtype == "mxfp4":
         return 0.5 + 1 / _MX_BLOCK
     return {"fp8": 1.0, "fp16": 2.0, "fp32": 4.0}.get(dtype) or DTYPE_BYTES[dtype]
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """How a quantized checkpoint stores its weights, read from ``quantization_config`` of its
+    ``config.json`` (``fastsim.llm.families``): ``method`` and ``bits`` as written, the
+    ``weights`` dtype fastsim models them as, int4's ``group_size``, and the kinds left unquantized
+    (``modules_to_not_convert``) with the dtype they are stored in."""
+
+    method: str
+    bits: int
+    weights: str
+    group_size: int = 128
+    kept: tuple[tuple[str, str], ...] = ()  # (weight kind, dtype) of kinds not quantized
+
+    def precision(self, base: Precision = Precision()) -> Precision:
+        """``base`` with this storage: weights, group size and the kept kinds' dtypes."""
+        return replace(base, weights=self.weights, group_size=self.group_size, **dict(self.kept))
+
+    def describe(self) -> str:
+        """As a person says it: "gptq 4-bit, group 128 -> int4" or "mxfp4 (attention bf16, ...)"."""
+        group = f", group {self.group_size}" if self.weights == "int4" else ""
+        kept = f"; {', '.join(f'{k} {d}' for k, d in self.kept)} kept" if self.kept else ""
+        return f"{self.method} {self.bits}-bit{group} -> {self.weights}{kept}"

@@ -25,7 +25,9 @@ class LlmStudy:
     prompt: int = 2048
     prefill_context: int = 0  # prefill: tokens already cached before the prompt (chunked prefill)
     batch: int = 1
-    precision: Precision = Precision()
+    # None: the precision the model's checkpoint stores (config.json's quantization_config, e.g.
+    # gpt-oss's mxfp4), else Precision(); a given ``weights`` wins over that storage (see __post_init__)
+    precision: Precision | None = None
     dataflow: dict = field(default_factory=dict)  # op class or op name -> "ws" | "is" | "os"
     columns: dict = field(default_factory=dict)  # op class or op name -> columns it runs on
     datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath (as built)
@@ -55,6 +57,11 @@ class LlmStudy:
 
     def __post_init__(self, weights, kv, activations):
         given = {k: v for k, v in (("weights", weights), ("kv", kv), ("activations", activations)) if v is not None}
+        if self.precision is None:
+            # a given weights dtype is a what-if of the whole model: the checkpoint's storage is not used
+            stored = Precision() if "weights" in given else self._stored_precision()
+            object.__setattr__(self, "precision", replace(stored, **given))
+            return
         if not given:
             return
         if not isinstance(self.precision, Precision):
@@ -64,6 +71,14 @@ class LlmStudy:
             raise ConfigError([f"{k} = {given[k]!r} and precision.{k} = {getattr(self.precision, k)!r}: give it in "
                                "one place" for k in clash], "llm study")
         object.__setattr__(self, "precision", replace(self.precision, **given))
+
+    def _stored_precision(self) -> Precision:
+        """The model's stored precision; ``Precision()`` for a model that cannot be read (``validate``
+        reports why)."""
+        try:
+            return self.model_config().stored_precision()
+        except ConfigError:
+            return Precision()
 
     def model_config(self) -> ModelConfig:
         return self.model if isinstance(self.model, ModelConfig) else get_model(self.model)

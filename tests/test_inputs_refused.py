@@ -1,0 +1,90 @@
+"""Issue 49, "every input used or refused": a model's quantization_config, an encoder's --kv,
+compression ratios measured on another model; and "labels say what they measure"."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from fastsim.cli import main
+from fastsim.errors import ConfigError
+from fastsim.llm import LlmStudy
+from fastsim.llm.families import from_dict
+from fastsim.llm.presets import MODELS
+
+TINY = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512, "torch_dtype": "bfloat16"}
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def quantized(tmp_path, **qc):
+    """A config.json of TINY with this quantization_config, in its own folder."""
+    folder = tmp_path / "_".join(f"{k}{v}" for k, v in qc.items() if not isinstance(v, list))
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**TINY, "quantization_config": qc}))
+    return folder / "config.json"
+
+
+# ---- quantization_config ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("qc, weights, group", [
+    ({"quant_method": "gptq", "bits": 4, "group_size": 64}, "int4", 64),
+    ({"quant_method": "gptq", "bits": 4, "group_size": -1}, "int4", 256),  # one scale per output channel
+    ({"quant_method": "awq", "bits": 4, "group_size": 32}, "int4", 32),
+    ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "int8", 128),
+    ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}, "fp8", 128),
+    ({"quant_method": "mxfp4"}, "mxfp4", 128),
+])
+def test_quantization_config__is_the_precision_a_study_simulates(qc, weights, group):
+    model = from_dict({**TINY, "quantization_config": qc}, "q")
+    study = LlmStudy(model=model)
+    assert (study.precision.weights, study.precision.group_size) == (weights, group)
+
+
+def test_quantization_config__modules_not_converted_keep_their_kind_at_torch_dtype():
+    qc = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head", "model.embed_tokens"]}
+    precision = LlmStudy(model=from_dict({**TINY, "quantization_config": qc}, "q")).precision
+    assert (precision.weights, precision.attention, precision.lm_head, precision.embedding) == ("mxfp4", "bf16", "bf16", "bf16")
+    assert precision.ffn is None
+
+
+def test_quantization_config__gpt_oss_preset_is_mxfp4_experts_and_bf16_rest():
+    precision = LlmStudy(model="gpt-oss-20b").precision
+    assert precision.weights == "mxfp4" and precision.dtype_of("ffn") == "mxfp4"
+    assert {precision.dtype_of(k) for k in ("attention", "router", "embedding", "lm_head")} == {"bf16"}
+    assert LlmStudy(model="gpt-oss-20b", weights="int4").precision.dtype_of("attention") == "int4"  # a what-if
+
+
+@pytest.mark.parametrize("qc, named", [
+    ({"quant_method": "gptq", "bits": 3}, "quant_method='gptq', bits=3"),
+    ({"quant_method": "awq", "bits": 8}, "quant_method='awq', bits=8"),
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "quant_method='bitsandbytes', bits=None"),
+    ({"quant_method": "gptq", "bits": 4, "modules_to_not_convert": ["model.layers.0.mlp"]}, "model.layers.0.mlp"),
+])
+def test_quantization_config__a_format_fastsim_does_not_model_is_refused_by_name(qc, named):
+    with pytest.raises(ConfigError) as e:
+        from_dict({**TINY, "quantization_config": qc}, "q")
+    assert len(e.value.problems) == 1 and named in e.value.problems[0]
+    assert e.value.problems[0].startswith("quantization_config")
+
+
+def test_run_llm__an_8bit_gptq_config_runs_int8_unless_weights_is_given(tmp_path):
+    path = quantized(tmp_path, quant_method="gptq", bits=8, group_size=128)
+    stored = json.loads(invoke("run", "--json", "llm", "--model", path, "--context", 64).stdout)
+    int8 = json.loads(invoke("run", "--json", "llm", "--model", TINY_PATH(tmp_path), "--context", 64,
+                             "--weights", "int8").stdout)
+    assert stored["weight_bytes"] == int8["weight_bytes"]
+    assert "quantization_config: gptq 8-bit -> int8" in stored["weights_from"]
+    r = invoke("run", "--json", "llm", "--model", path, "--context", 64, "--weights", "int4")
+    what_if = json.loads(r.stdout)
+    assert what_if["weight_bytes"] < stored["weight_bytes"]  # the given --weights wins
+    assert what_if["weights_from"].startswith("--weights int4, not config.json's quantization_config")
+
+
+def TINY_PATH(tmp_path):
+    (tmp_path / "plain").mkdir(exist_ok=True)
+    path = tmp_path / "plain" / "config.json"
+    path.write_text(json.dumps(TINY))
+    return path
