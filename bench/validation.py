@@ -26,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "docs" / "validation.md"
+# its machine-readable twin, shipped with the package: the optimize memo quotes it (studies/memo.py)
+RECORDS = ROOT / "fastsim" / "presets" / "validation.json"
 AB = "examples/as_built/"
 ONE_CORE_BUILT = ("one compute tile (1 column, 1 row), compiled by IREE's AIE backend; not describable: its "
                   "tiles, dataflow and kernel (searched), the per-run host work inside the measured time")
@@ -266,7 +268,7 @@ def _err(predicted, measured) -> float:
 def main() -> None:
     t0 = time.perf_counter()
     results = _predict(ROWS)
-    table, apart, built_err, searched_err = [], [], [], []
+    table, apart, built_err, searched_err, records = [], [], [], [], []
     for r in ROWS:
         searched = results[_command(r, False)]
         s_val = _value(r, searched) if isinstance(searched, dict) else None
@@ -283,15 +285,27 @@ def main() -> None:
         built_err.append(abs(ea))
         searched_err.append(abs(es))
         suspect = r.suspect if abs(ea) > SUSPECT_OVER else ""
+        records.append(_record(r, a_val, ea, s_val, es))
         table.append(f"| {r.source} | {r.part} | {r.workload} | {_fmt(r.measured, r.unit)} ({r.scope}) | "
                      f"{_fmt(a_val, r.unit)} | {100 * ea:+.0f} % | {_fmt(s_val, r.unit)} | {100 * es:+.0f} % | "
                      f"`{r.as_built.removeprefix(AB)}`: {r.built} | {suspect} |")
         print(table[-1][:160], flush=True)
     elapsed = time.perf_counter() - t0
     OUT.write_text(_document(table, apart, built_err, searched_err, elapsed, _gemv_lines(results)))
+    RECORDS.write_text(json.dumps({"generated_by": "bench/validation.py", "document": "docs/validation.md",
+                                   "rows": records}, indent=1) + "\n")
     print(f"as built: median {100 * statistics.median(built_err):.0f} %, worst {100 * max(built_err):.0f} % "
           f"over {len(built_err)}; searched: median {100 * statistics.median(searched_err):.0f} %, worst "
           f"{100 * max(searched_err):.0f} %; {elapsed:.0f} s -> {OUT}")
+
+
+def _record(r: Row, a_val: float, ea: float, s_val: float, es: float) -> dict:
+    """One table row as data: what was measured, on which part, and both predictions' errors."""
+    llm = r.args[0] == "llm"
+    return {"kind": r.kind, "source": r.source, "part": r.part, "workload": r.workload,
+            "model": r.args[r.args.index("--model") + 1] if llm else "", "arch": "npu2" if llm else r.args[1],
+            "measured": r.measured, "unit": r.unit, "scope": r.scope, "as_built": a_val, "as_built_error": ea,
+            "searched": s_val, "searched_error": es}
 
 
 def _gemv_lines(results: dict) -> str:

@@ -12,7 +12,9 @@ from click.testing import CliRunner
 from fastsim.arch import NPU2
 from fastsim.cli import main
 from fastsim.onnx import simulate_onnx, zoo
+from fastsim.onnx import build_graph
 from fastsim.studies.cnn_optimize import layer_group
+from fastsim.studies.memo import duration
 from fastsim.version import __version__
 
 SECTIONS = ("## Summary", "## 1. Baseline", "## 2. Ablation", "## 3. Dispatch and fusion", "## 4. Dataflow per layer",
@@ -38,12 +40,52 @@ def test_cnn_optimize__cli_writes_report_html_and_plan_with_every_section(run):
     positions = [md.find(s) for s in SECTIONS]
     assert -1 not in positions and positions == sorted(positions), positions
     b = plan["baseline"]
-    assert f"{b['seconds'] * 1e6:.4g} us" in md and f"{b['tops']:.3g} TOPS" in md  # numbers inline
+    assert duration(b["seconds"]) in md and f"{b['tops']:.3g} TOPS" in md  # numbers inline
     assert hashlib.sha256(path.read_bytes()).hexdigest() in md and f"fastsim {__version__}" in md
     assert "optimize --onnx" in plan["reproduce"]["command"] and plan["reproduce"]["search_budget"] == 3
     for op in ("conv1", "conv2", "conv3", "dw", "fc"):
         assert f"| {op} |" in md
     assert html.startswith("<!DOCTYPE html>") and "<table>" in html and "http" not in html.replace("http-equiv", "")
+    assert not re.search(r'(src|href)="(?!data:)', html)  # forwarded alone, it still shows everything
+
+
+def _table(md: str, header: str) -> list[str]:
+    """The first column of the Markdown table whose header row starts with ``header``."""
+    lines = md.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(header))
+    rows = []
+    for ln in lines[start + 2:]:
+        if not ln.startswith("|"):
+            return rows
+        rows.append(ln.split("|")[1].strip())
+    return rows
+
+
+def test_cnn_memo__each_layer_has_one_name_in_every_table(run):
+    """The baseline runs its epilogues as ops, the plan folds them: both tables name every ONNX node
+    as the unfolded graph does, a folded op listing the nodes it runs (conv1 + conv1.relu)."""
+    path, out, plan = run
+    md = (out / "report.md").read_text()
+    assert plan["plan"]["fold_epilogues"] and not plan["inputs"]["fold_epilogues"]
+    nodes = {op.name for op in build_graph(str(path), NPU2).graph.ops}
+    baseline, planned = _table(md, "| op | ONNX type | class |"), _table(md, "| op | ONNX type | group |")
+    for rows in (baseline, planned):
+        names = [n for row in rows for n in row.split(" + ")]
+        assert set(names) <= nodes and len(names) == len(set(names)), rows
+    assert {n for row in planned for n in row.split(" + ")} == nodes  # every node, once, in the plan
+    assert "conv1 + conv1.relu" in planned and "conv1.relu" in baseline
+
+
+def test_cnn_memo__other_hardware_apart_and_every_cannot_run_with_its_reason(run):
+    _, out, plan = run
+    md = (out / "report.md").read_text()
+    summary, levers = md.split("## 1.")[0], md.split("## 5. Levers")[1]
+    assert "one more column" not in summary and "DDR bandwidth" not in summary
+    apart = levers.index("What-if on other hardware")
+    assert levers.index("one more column") > apart and levers.index("int8 weights") < apart
+    for m in re.finditer(r"cannot run(.{0,40})", md):
+        assert re.match(r": \S", m[1]), m[0]
+    assert not re.search(r"\de[-+]\d", md)  # units chosen per magnitude, no exponents
 
 
 def test_cnn_optimize__ablation_ranking_matches_whole_network_noop_runs(run):
@@ -92,9 +134,10 @@ def test_cnn_optimize__per_layer_table_groups_layers_and_states_their_mappings(r
 
 def test_cnn_optimize__levers_are_simulated_on_the_plan(run):
     _, _, plan = run
-    levers = {re.sub(r" \(.*", "", lv["lever"]): lv for lv in plan["levers"]}
+    levers = {re.sub(r"(, a host runtime change)? \(.*", "", lv["lever"]): lv for lv in plan["levers"]}
     assert {"DDR bandwidth +25 %", "one more column", "host dispatch overhead x0.5", "int8 weights and activations"} \
         <= set(levers)
+    assert [lv["this_part"] for lv in levers.values()] == [True, True, False, False]  # other hardware last
     p = plan["plan"]["seconds"]
     for lv in levers.values():
         assert lv["error"] == "" and lv["gain_seconds"] == pytest.approx(p - lv["seconds"])

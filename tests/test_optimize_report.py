@@ -1,9 +1,14 @@
 """fastsim optimize's memo (report.md, report.html) and the study figures' readable labels.
 
-One optimize run on a two-layer model serves every test of the module (about a minute)."""
+One optimize run on a two-layer model serves every test of the module (about a minute); the
+memo's other cases are rendered again from that run's plan and Datasets, changed where a test says."""
 import copy
+import html
 import json
 import re
+import shutil
+import statistics
+from pathlib import Path
 
 import pytest
 import xarray as xr
@@ -14,8 +19,7 @@ from fastsim.figures import pyplot
 from fastsim.llm import LlmStudy
 from fastsim.llm.model import ModelConfig
 from fastsim.studies import report
-from fastsim.studies.memo import STEPS, memo
-from fastsim.studies.report import ms
+from fastsim.studies.memo import STEPS, VALIDATION, duration, energy, measured_error, memo, size
 
 SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
 
@@ -78,17 +82,18 @@ def test_memo__states_every_decision_with_its_number_and_a_rejected_alternative(
     sections = re.split(r"\n## ", md)
     summary = next(s for s in sections if s.startswith("Summary"))
     for label, r in plan["regimes"].items():
-        assert f"{ms(r['baseline']['seconds'])} ms -> {ms(r['predicted']['seconds'])} ms" in summary
+        b, p = r["baseline"]["seconds"], r["predicted"]["seconds"]
+        assert (f"{duration(b)} -> {duration(p)}" if p != b else f"keep the searched layout ({duration(b)}") in summary
     assert "Confidence:" in summary and "Biggest lever left" in summary
     for n, step in enumerate(STEPS, 1):
         body = next(s for s in sections if s.startswith(f"{n}. {step}"))
         assert "Rejected:" in body, step
     cuts = next(s for s in sections if s.startswith("2. cuts"))
     for g in results["cuts"].regime.values:
-        assert f"{ms(float(results['cuts'].best_seconds.sel(regime=g)))} ms" in cuts
+        assert f"{duration(float(results['cuts'].best_seconds.sel(regime=g)))}" in cuts
     assert "relieves" in cuts and "host round trip" in cuts
     overlays = next(s for s in sections if s.startswith("3. overlays"))
-    assert f"{ms(results['overlays'].attrs['switch_seconds'])} ms" in overlays
+    assert f"{duration(results['overlays'].attrs['switch_seconds'])}" in overlays
     for rule in json.loads((out / "studies" / "dataflow.json").read_text())["rules"][:6]:
         assert rule in md
     assert len(md.split()) > 800  # a memo, not a table of links
@@ -103,10 +108,10 @@ def test_memo__levers_latency_tails_and_reproduce_block_come_from_the_run(run):
     assert "wider weights (int4 -> int8)" in names
     for lever in notes["levers"]:
         for label, s in lever["seconds"].items():
-            assert s is not None and f"{ms(s)} (" in md
+            assert s is not None and f"{duration(s)} (" in md
     lat = notes["latency"]
-    for q, t, f in zip(("p50", "p95", "p99"), lat["token_latency_s"], lat["ttft_s"]):
-        assert f"| {q} | {ms(t)} | {ms(f)} |" in md
+    for q, t, p, f in zip(("p50", "p95", "p99"), lat["token_latency_s"], lat["prefill_s"], lat["ttft_s"]):
+        assert f"| {q} | {duration(t)} | {duration(p)} | {duration(f)} |" in md
     rep = notes["reproduce"]
     for key in ("version", "arch_sha256", "model_sha256"):
         assert str(rep[key]) in md
@@ -121,8 +126,8 @@ def test_memo__numbers_follow_the_plan_never_hard_coded(run):
         r["predicted"]["seconds"] /= 2
     before, after = memo(plan, results, plan["notes"]).markdown(), memo(halved, results, halved["notes"]).markdown()
     for label, r in halved["regimes"].items():
-        assert f"-> {ms(r['predicted']['seconds'])} ms" in after
-        assert f"-> {ms(r['predicted']['seconds'])} ms" not in before
+        assert f"-> {duration(r['predicted']['seconds'])}" in after
+        assert f"-> {duration(r['predicted']['seconds'])}" not in before
 
 
 def test_memo_html__is_self_contained_with_the_figures_inlined(run):
@@ -158,7 +163,7 @@ def test_memo__reports_the_whole_run_search_per_regime(run):
         w = r["whole_run"]
         assert r["predicted"]["seconds"] == pytest.approx(w["seconds"], rel=1e-12)
         assert f"**{label}**" in text.split("whole-run mapping", 1)[1]
-        assert ms(w["per_op_seconds"]) in text
+        assert duration(w["per_op_seconds"]) in text
 
 
 def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, tmp_path, monkeypatch):
@@ -176,3 +181,151 @@ def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, 
     for name in ("plan.json", "report.md"):
         assert (tmp_path / name).read_text() == (out / name).read_text()
     assert {"studies", "plan", "levers", "prefetch"} <= set(said)  # a worker simulated prefill's style runs ahead
+
+
+def _section(md: str, title: str) -> str:
+    """The body of the ``## title...`` section of a memo."""
+    return next(s for s in re.split(r"\n## ", md) if s.startswith(title))
+
+
+def test_memo__overlays_section_agrees_with_the_overlay_it_chooses(run):
+    """One overlay chosen: the bindings that differ are weighed against it, never 'cannot serve
+    both'; per-regime overlays chosen (their gain made positive): the bindings explain that."""
+    out, plan, results, _ = run
+    ds = results["overlays"]
+    one = _section((out / "report.md").read_text(), "3. overlays")
+    if ds.attrs["best_single"] and not ds.attrs["gain_seconds"] > 0:
+        assert "cannot serve" not in one and f"Chosen: {ds.attrs['best_single']}" in one
+        if ds.binding_differs.any():
+            assert "Even so, the one placement chosen" in one
+    switching = ds.copy()
+    switching.attrs = {**ds.attrs, "gain_seconds": 1e-3}
+    switching["binding_differs"] = ds.binding_differs | True
+    text = _section(memo(plan, {**results, "overlays": switching}, plan["notes"]).markdown(), "3. overlays")
+    assert "Chosen: per_regime" in text and "Per-regime placements win: they save 1 ms per mix" in text
+    assert "Even so" not in text
+
+
+def test_memo__every_cannot_run_gives_its_reason(run):
+    """An overlay that cannot run a regime and a lever that cannot run a plan: each says why."""
+    _, plan, results, _ = run
+    ds = results["overlays"].copy(deep=True)
+    second = next(o for o in ds.overlay.values if f"single:{o}" != ds.attrs["best_single"])
+    first = next(g for g in ds.regime.values if g != second)
+    ds["seconds"].loc[{"regime": first, "overlay": second}] = float("nan")
+    ds["cannot_run"] = ds.cannot_run.astype(object)  # room for a longer reason than the run's
+    ds["cannot_run"].loc[{"regime": first, "overlay": second}] = "no legal mapping of gemm at M = 128"
+    ds["mix_seconds"].loc[{"plan": f"single:{second}"}] = float("nan")
+    notes = copy.deepcopy(plan["notes"])
+    label = next(iter(plan["regimes"]))
+    notes["levers"][0]["seconds"][label] = None
+    notes["levers"][0]["errors"][label] = "cut after layer 1 no longer fits"
+    md = memo(plan, {**results, "overlays": ds}, notes).markdown()
+    assert f"its layout cannot run {first} (no legal mapping of gemm at M = 128)" in md
+    assert "cannot run: cut after layer 1 no longer fits" in md
+    for m in re.finditer(r"cannot run(.{0,40})", md):
+        assert re.match(r"(: | \S+ \()\S", m[1]), m[0]
+
+
+def test_memo__latency_tails_are_those_of_the_recommended_plan(run):
+    """The tails' decode steps and prefills run each regime's planned study: at full DDR bandwidth
+    they take exactly the plan's predicted times."""
+    import numpy as np
+
+    from fastsim.arch import NPU2
+    from fastsim.llm.latency import _steps_at_shares
+    from fastsim.studies.optimize import study_from_json
+
+    _, plan, _, _ = run
+    lat = plan["notes"]["latency"]
+    assert lat["layouts"] == ["decode", "prefill"] and "token_latency_s" in plan["notes"]["latency_baseline"]
+    layouts = {label.split("@")[0]: study_from_json(r["study"]) for label, r in plan["regimes"].items()}
+    decode, prefill, _, _ = _steps_at_shares(LlmStudy(model=SMALL), NPU2, np.array([0.0]), layouts)
+    assert decode[0] == plan["regimes"]["decode@256"]["predicted"]["seconds"]
+    assert prefill[0] == plan["regimes"]["prefill@128"]["predicted"]["seconds"]
+
+
+def test_memo__states_each_assumption_where_its_figure_appears(run):
+    """Time to first token: the arrival model, with its numbers; energy: the energy table; kernel
+    times: which kernel costs are assumed."""
+    out, plan, _, _ = run
+    md = (out / "report.md").read_text()
+    lat, v = plan["notes"]["latency"], plan["notes"]["latency"]["variance_model"]
+    tails = _section(md, "Latency tails of the plan")
+    assert f"time to first token (queueing at load {v['load']:g}, assumed)" in tails
+    assert "assumed arrival model" in tails and "Poisson" in tails and f"(mean {v['burst_mean']:g})" in tails
+    assert f"{100 * v['load']:g} % of what the NPU serves ({lat['arrival_rate_per_s']:.3g} requests/s" in tails
+    table = _section(md, "Plan vs baseline")
+    assert "assumed energy table" in table and "pJ" in table and "35" in table  # npu2: 35 pJ per DDR byte
+    assert "Kernel times come from the arch's kernel costs" in _section(md, "1. ablate")
+    for key in plan["notes"]["assumed"]:
+        assert key in _section(md, "Confidence")
+
+
+def test_memo__levers_only_of_this_part_and_other_hardware_apart(run):
+    out, plan, _, _ = run
+    md = (out / "report.md").read_text()
+    kinds = {lv["lever"]: lv["this_part"] for lv in plan["notes"]["levers"]}
+    assert kinds["one more column (9)"] is False and kinds["wider weights (int4 -> int8)"] is True
+    summary = _section(md, "Summary")
+    assert "column" not in summary and "DDR bandwidth" not in summary
+    levers = _section(md, "Biggest levers left on npu2")
+    apart = levers.index("### What-if on other hardware (not levers of npu2)")
+    assert levers.index("one more column (9)") > apart and levers.index("wider weights") < apart
+
+
+def test_memo__confidence_quotes_the_measured_error_of_its_regimes(run):
+    """The Confidence section quotes docs/validation.md's measured error (from its data file) for
+    whole decode and prefill passes and for the matmul kernels of each regime."""
+    out, plan, _, _ = run
+    rows = json.loads(VALIDATION.read_text())["rows"]
+    text = _section((out / "report.md").read_text(), "Confidence")
+    for label, kinds in (("decode@256", ("decode",)), ("decode@256", ("gemv",)), ("prefill@128", ("prefill", "ttft")),
+                         ("prefill@128", ("gemm",))):
+        e = measured_error(rows, kinds, "npu2")
+        assert e["rows"] >= 3
+        cells = f"| {e['rows']} | {100 * e['median']:.0f} % / {100 * e['worst']:.0f} % |"
+        assert any(line.startswith(f"| {label} |") and cells in line for line in text.splitlines()), (label, kinds)
+
+
+def test_validation_data__matches_the_summary_of_docs_validation():
+    """fastsim/presets/validation.json and docs/validation.md come from one bench run: the same
+    rows, the same median and worst absolute error."""
+    rows = json.loads(VALIDATION.read_text())["rows"]
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
+    built = [abs(r["as_built_error"]) for r in rows]
+    searched = [abs(r["searched_error"]) for r in rows]
+    assert (f"as built, median absolute error {100 * statistics.median(built):.0f} %, worst {100 * max(built):.0f} % "
+            f"over {len(rows)} measurements; searched, median absolute error {100 * statistics.median(searched):.0f} "
+            f"%, worst {100 * max(searched):.0f} %") in doc
+    for r in rows:
+        assert f"| {r['workload']} |" in doc and f"{100 * r['as_built_error']:+.0f} %" in doc
+
+
+def test_units__chosen_by_magnitude():
+    assert [duration(x) for x in (6.833e-08, 2.389e-7, 52e-6, 0.01397, 1.8605, 0.0)] == [
+        "68.33 ns", "238.9 ns", "52 µs", "13.97 ms", "1.861 s", "0 s"]
+    assert duration(0.99999) == "1 s" and duration(-9.977e-4) == "-997.7 µs"
+    assert [energy(x) for x in (0.02855, 1.713e-6)] == ["28.55 mJ", "1.713 µJ"]
+    assert [size(x) for x in (6816, 637.2e6, 0)] == ["6.816 kB", "637.2 MB", "0 B"]
+
+
+def test_memo__numbers_carry_units_chosen_by_magnitude(run):
+    out, _, _, _ = run
+    md = (out / "report.md").read_text()
+    assert not re.search(r"\de[-+]\d", md)  # no 6.833e-05 ms
+    assert not re.search(r"\b0\.0\d*[1-9]\d* (s|ms|µs|J|mJ|µJ|MB|kB|GB)\b", md)  # no 0.05 ms: 50 µs
+
+
+def test_memo_html__stands_alone_with_the_evidence_embedded(run, tmp_path):
+    """Forwarded alone, the page shows every figure and the studies' reports: no src or href
+    points to a file, and each study's tables are in it."""
+    out, _, _, _ = run
+    alone = tmp_path / "report.html"
+    shutil.copy(out / "report.html", alone)
+    page = alone.read_text()
+    assert not re.search(r'(src|href)="(?!data:|https?:|#)', page)
+    for step in STEPS:
+        title = (out / "studies" / f"{step}.md").read_text().splitlines()[0].removeprefix("# ")
+        assert f"<h3>{html.escape(title, quote=False)}</h3>" in page, step  # its report, one level down
+    assert page.count("<details>") == len(STEPS) and page.count("<table>") > 2 * len(STEPS)

@@ -51,6 +51,7 @@ def optimize_cmd(ctx, models, weights, kv, activations, arch_name, regimes, as_j
     Example: fastsim optimize --onnx resnet50_int8.onnx --arch npu2 --out opt-resnet/
     """
     from ..studies.families import optimize_models
+    from ..studies.memo import duration
     from ..studies.optimize import optimize
 
     def say(step, text):
@@ -81,7 +82,7 @@ def optimize_cmd(ctx, models, weights, kv, activations, arch_name, regimes, as_j
         return
     for label, r in plan["regimes"].items():
         b, p = r["baseline"], r["predicted"]
-        click.echo(f"{label}: baseline {b['seconds'] * 1e3:,.3f} ms -> plan {p['seconds'] * 1e3:,.3f} ms "
+        click.echo(f"{label}: baseline {duration(b['seconds'])} -> plan {duration(p['seconds'])} "
                    f"({r['decisions']['dataflow_point']}, cuts [{r['decisions']['cuts']}], optimize first: "
                    f"{r['decisions']['top_class']})")
 
@@ -100,6 +101,7 @@ def _misplaced(ctx: click.Context, cnn: bool) -> ConfigError | None:
 def _optimize_onnx(path, dims, fold_epilogues, arch_name, out_dir, as_json, say) -> None:
     """``optimize --onnx``: the CNN report (``studies.cnn_optimize``), then its headline or plan.json."""
     from ..studies.cnn_optimize import optimize_onnx
+    from ..studies.memo import duration
 
     try:
         plan = optimize_onnx(path, load_arch(arch_name), out_dir, dims=_pairs(dims, "--dim", int),
@@ -111,10 +113,10 @@ def _optimize_onnx(path, dims, fold_epilogues, arch_name, out_dir, as_json, say)
         click.echo(json.dumps(plan))
         return
     b, p, a = plan["baseline"], plan["plan"], plan["ablation"]
-    click.echo(f"{b['model']} on {b['arch']}: baseline {b['seconds'] * 1e3:.4g} ms -> plan {p['seconds'] * 1e3:.4g} ms "
+    click.echo(f"{b['model']} on {b['arch']}: baseline {duration(b['seconds'])} -> plan {duration(p['seconds'])} "
                f"({p['summary']['inferences_per_s']:,.1f} inferences/s, {p['summary']['tops']:,.2f} TOPS; fusion "
                f"{p['fusion']}, epilogues {'folded' if p['fold_epilogues'] else 'as ops'}); top class "
-               f"{a['top_class']}, exposed compute {a['exposed_compute_seconds'] * 1e3:.4g} ms; "
+               f"{a['top_class']}, exposed compute {duration(a['exposed_compute_seconds'])}; "
                f"report {out_dir}/report.md")
 
 

@@ -61,15 +61,18 @@ class VarianceModel:
         return self
 
 
-def _steps_at_shares(study: LlmStudy, arch: Arch, shares: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Decode-step and prefill seconds at each DDR share taken, and their dispatch counts."""
+def _steps_at_shares(study: LlmStudy, arch: Arch, shares: np.ndarray,
+                     layouts: dict | None = None) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Decode-step and prefill seconds at each DDR share taken, and their dispatch counts; each
+    regime runs ``layouts[regime]`` where given (a planned study), else ``study`` in that regime."""
     from .run import pinned_layout, simulate_llm
 
     decode, prefill = [], []
     n_dec = n_pre = 1
-    at_full = {r: simulate_llm(replace(study, regime=r), arch) for r in ("decode", "prefill")}
+    runs = {r: (layouts or {}).get(r) or replace(study, regime=r) for r in ("decode", "prefill")}
+    at_full = {r: simulate_llm(s, arch) for r, s in runs.items()}
     # the layout each regime deploys: as searched at full bandwidth
-    deployed = {r: pinned_layout(replace(study, regime=r), run) for r, run in at_full.items()}
+    deployed = {r: pinned_layout(runs[r], run) for r, run in at_full.items()}
     for s in shares:
         slower = arch.replace(ddr_bytes_per_s=arch.ddr_bytes_per_s * (1 - float(s)))
         d, p = (at_full[r] if s == 0 else simulate_llm(deployed[r], slower, mapped_on=arch)
@@ -81,16 +84,18 @@ def _steps_at_shares(study: LlmStudy, arch: Arch, shares: np.ndarray) -> tuple[n
 
 
 def latency_distribution(study: LlmStudy, arch: Arch, samples: int = 1000, seed: int = 0,
-                         model: VarianceModel = VarianceModel()) -> xr.Dataset:
+                         model: VarianceModel = VarianceModel(), layouts: dict | None = None) -> xr.Dataset:
     """``samples`` per-token latencies (decode steps at ``study.context``) and ``samples`` requests'
-    times to first token (prefill of ``study.prompt``), with their quantiles."""
+    times to first token (prefill of ``study.prompt``), with their quantiles. ``layouts``: the
+    study each regime deploys ({"decode": ..., "prefill": ...}, e.g. an optimize plan's, with its
+    own context or prompt); a regime not there runs ``study``'s searched layout."""
     model.validate()
     if not isinstance(samples, (int, np.integer)) or not 1 <= samples <= 1_000_000:
         raise ConfigError([f"samples = {samples!r}: must be an integer in 1..1e6"], "latency")
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ConfigError([f"seed = {seed!r}: must be an integer >= 0"], "latency")
     shares = np.linspace(0.0, model.ddr_share_max, model.levels)
-    decode_s, prefill_s, n_dec, n_pre = _steps_at_shares(study, arch, shares)
+    decode_s, prefill_s, n_dec, n_pre = _steps_at_shares(study, arch, shares, layouts)
     rng = np.random.Generator(np.random.PCG64(seed))
 
     def drifting_share(n: int) -> np.ndarray:
@@ -134,10 +139,14 @@ def latency_distribution(study: LlmStudy, arch: Arch, samples: int = 1000, seed:
                                      "description": "quantiles of per-token latency"}),
         "ttft_quantile_s": ("quantile", np.quantile(ttft, q), {"units": "s",
                             "description": "quantiles of time to first token"}),
+        "prefill_quantile_s": ("quantile", np.quantile(prefill_r, q), {"units": "s",
+                               "description": "quantiles of the requests' prefill alone (no queueing)"}),
         "decode_seconds_by_share": ("ddr_share", decode_s, {"units": "s",
                                     "description": "simulated decode step with this share of DDR bandwidth taken"}),
         "prefill_seconds_by_share": ("ddr_share", prefill_s, {"units": "s",
                                      "description": "simulated prefill with this share of DDR bandwidth taken"}),
     }, coords={"quantile": ("quantile", q, {"units": "1"}), "ddr_share": ("ddr_share", shares, {"units": "1"})},
         attrs={"seed": int(seed), "samples": int(samples), "variance_model": json.dumps(asdict(model)),
-               "arrival_rate_per_s": rate, "arch": arch.name, "context": study.context, "prompt": study.prompt})
+               "arrival_rate_per_s": rate, "arch": arch.name,
+               "context": (layouts or {}).get("decode", study).context,
+               "prompt": (layouts or {}).get("prefill", study).prompt})

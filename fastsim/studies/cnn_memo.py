@@ -4,28 +4,32 @@ A summary (what to change, the gain, what to optimize first, the biggest lever, 
 it), then one section per step as it applies to one CNN inference: the baseline, the ablation, the
 dispatch and fusion choice, the dataflow per layer (groups, rules, every layer), the levers and
 what reproduces the run. Every number is read from the plan (``cnn_optimize.optimize_onnx``); the
-sentences only arrange them.
+sentences only arrange them. Each quantity is in the unit its magnitude reads best in, each layer has
+one name in every table (an op that runs folded epilogues lists them: ``conv1 + conv1.relu``), and a
+what-if on other hardware is reported apart from the levers of the part.
 """
 from __future__ import annotations
 
 from .document import Document
-from .memo import dispatches, pct, saved
+from .memo import dispatches, duration, energy, measured_error, pct, saved, size, validation_rows
 
 LAYER_ROWS = 200  # per-layer rows written into the report (plan.json holds every one)
 WORTH = 0.01  # a class whose NOOP saves less than this share of the network is not worth kernel work
 
 
-def us(seconds: float) -> str:
-    """Seconds as microseconds, the unit of the report's tables (4 significant digits)."""
-    return f"{seconds * 1e6:.4g}"
-
-
 def dur(seconds: float) -> str:
-    """A duration in the unit that reads best: ms from 1 ms up, else us, else ns."""
-    for scale, unit in ((1e-3, "ms"), (1e-6, "us")):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds * 1e9:.4g} ns"
+    """A duration in the unit that reads best (``memo.duration``)."""
+    return duration(seconds)
+
+
+def layer(row: dict) -> str:
+    """A layer's one name: its op's, joined with the ONNX nodes folded into it."""
+    return " + ".join([row["op"], *row.get("folds", ())])
+
+
+def macs(n: float) -> str:
+    """A MAC count in G, M or k MACs, whichever its magnitude reads best in."""
+    return size(n).replace("GB", "G MACs").replace("MB", "M MACs").replace("kB", "k MACs").replace(" B", " MACs")
 
 
 def n_layers(n: int) -> str:
@@ -65,7 +69,23 @@ def _summary(doc: Document, plan: dict) -> None:
              if best else "No lever simulated here makes the plan faster.")
     doc.paragraph(text)
     doc.paragraph("Confidence: simulated, not measured; every number is a whole-network simulation, not a sum of "
-                  "isolated kernels. " + _search_confidence(plan))
+                  "isolated kernels. " + _measured_confidence(plan) + _search_confidence(plan))
+
+
+def _measured_confidence(plan: dict) -> str:
+    """fastsim's measured error against hardware (docs/validation.md) for what the report rests on:
+    no CNN or convolution is among the measurements; its matmul layers (1x1 convs, fc) are GEMMs."""
+    rows = validation_rows()
+    if not rows:
+        return "docs/validation.md's data (fastsim/presets/validation.json) is not in this installation. "
+    arch = plan["inputs"]["arch"]
+    e = measured_error(rows, ("gemm",), arch)
+    gemm = (f"on GEMM kernels, the class of its 1x1 convs and fully connected layers, fastsim's measured error "
+            f"against hardware on {arch} is median {100 * e['median']:.0f} %, worst {100 * e['worst']:.0f} % over "
+            f"{e['rows']} measurements (as built, docs/validation.md)" if e else
+            f"no measured GEMM on {arch} checks its 1x1 convs and fully connected layers")
+    return (f"No measurement against hardware covers a CNN or a convolution (docs/validation.md): the conv layers "
+            f"rest on the model alone; {gemm}. ")
 
 
 def _search_confidence(plan: dict) -> str:
@@ -94,7 +114,9 @@ def _first(a: dict, bound_by: str) -> str:
 
 
 def _best_lever(plan: dict) -> dict | None:
-    ran = [lv for lv in plan["levers"] if lv["seconds"] is not None and lv["gain_seconds"] > 0]
+    """The lever of the part (never other hardware) that gains most."""
+    ran = [lv for lv in plan["levers"] if lv.get("this_part", True) and lv["seconds"] is not None
+           and lv["gain_seconds"] > 0]
     return max(ran, key=lambda lv: lv["gain_seconds"]) if ran else None
 
 
@@ -103,15 +125,15 @@ def _baseline(doc: Document, plan: dict) -> None:
     split = ", ".join(f"{k} {dur(v)} ({pct(v, s['seconds'])})"
                       for k, v in sorted(s["time_by_bound"].items(), key=lambda kv: -kv[1]) if v)
     doc.paragraph(f"As given (fusion `auto`, which chose `{s['fusion']}`), one inference of {s['model']} takes "
-                  f"**{dur(s['seconds'])}**: {s['inferences_per_s']:,.1f} inferences/s, {s['macs'] / 1e9:.4g} G MACs "
+                  f"**{dur(s['seconds'])}**: {s['inferences_per_s']:,.1f} inferences/s, {macs(s['macs'])} "
                   f"at {s['tops']:.3g} TOPS, {s['ops']} ops in {dispatches(s['dispatches'])} "
-                  f"({dur(s['dispatch_seconds'])} of host dispatch), {s['energy_j'] * 1e3:.4g} mJ. It is bound by "
+                  f"({dur(s['dispatch_seconds'])} of host dispatch), {energy(s['energy_j'])} (the arch's assumed energy table, not a measurement). It is bound by "
                   f"**{s['bound_by']}**; the time by binding resource: {split}. DDR traffic: "
-                  + ", ".join(f"{k} {v / 1e6:.3g} MB" for k, v in s["ddr_bytes_by_kind"].items() if v) + ".")
-    rows = [[r["op"], r["type"], r["class"], us(r["seconds"]), f"{100 * r['share']:.1f} %", r["bound_by"],
-             f"{r['macs'] / 1e6:.4g}"] for r in s["top_layers"]]
+                  + ", ".join(f"{k} {size(v)}" for k, v in s["ddr_bytes_by_kind"].items() if v) + ".")
+    rows = [[layer(r), r["type"], r["class"], dur(r["seconds"]), f"{100 * r['share']:.1f} %", r["bound_by"],
+             macs(r["macs"])] for r in s["top_layers"]]
     doc.paragraph(f"The {len(rows)} layers that take the most time:")
-    doc.table(["op", "ONNX type", "class", "us", "share", "bound by", "M MACs"], rows)
+    doc.table(["op", "ONNX type", "class", "time", "share", "bound by", "MACs"], rows)
 
 
 def _ablation(doc: Document, plan: dict) -> None:
@@ -128,12 +150,12 @@ def _ablation(doc: Document, plan: dict) -> None:
                   f"takes {dur(a['data_movement_seconds'])}: that is its data-movement and dispatch time, and only "
                   f"**{dur(a['exposed_compute_seconds'])} ({pct(a['exposed_compute_seconds'], t0)}) is exposed "
                   f"compute**, the most that faster kernels could save.")
-    rows = [[r["rank"], r["class"], r["layers"], us(r["op_seconds"]), us(r["noop_seconds"]), us(r["saved_seconds"]),
-             pct(r["saved_seconds"], t0), us(r["compute_seconds"]),
+    rows = [[r["rank"], r["class"], r["layers"], dur(r["op_seconds"]), dur(r["noop_seconds"]), dur(r["saved_seconds"]),
+             pct(r["saved_seconds"], t0), dur(r["compute_seconds"]),
              "n/a" if r["exposed_share"] is None else f"{100 * r['exposed_share']:.0f} %", r["bound_by"]]
             for r in a["classes"]]
-    doc.table(["rank", "class", "layers", "time in class us", "NOOP run us", "saved us", "saved share",
-               "kernel time us", "exposed share of kernel time", "bound by"], rows)
+    doc.table(["rank", "class", "layers", "time in class", "NOOP run", "saved", "saved share",
+               "kernel time", "exposed share of kernel time", "bound by"], rows)
     hidden = [r["class"] for r in a["classes"] if r["saved_seconds"] < WORTH * t0]
     if len(hidden) == len(a["classes"]):
         doc.paragraph(f"No class is worth kernel work: removing any one's compute saves under {100 * WORTH:g} % "
@@ -147,24 +169,25 @@ def _fusion(doc: Document, plan: dict) -> None:
     f, c = plan["fusion"], plan["fusion"]["chosen"]
     doc.paragraph(f"Each fusion setting the evaluator supports was simulated on the whole network, with the "
                   f"epilogues (a Relu or Clip read only by the op before it) as given and folded the other way. A "
-                  f"dispatch boundary costs a host round trip of {us(f['dispatch_overhead_s'])} us and the "
+                  f"dispatch boundary costs a host round trip of {dur(f['dispatch_overhead_s'])} and the "
                   f"activations written out and read back; fused ops hand their activations over on chip. "
                   f"Chosen: **{_chosen_text(c)}, {dur(c['seconds'])}**.")
     rows, rejected = [], []
     for o in f["options"]:
         fold = "folded" if o["fold_epilogues"] else "own ops"
         if o["seconds"] is None:
-            rows.append([o["fusion"], fold, f"cannot run: {o['error']}", "", "", "", "", ""])
-            rejected.append(f"`{o['fusion']}` ({fold}): {o['error']}")
+            why = o["error"] or "no reason recorded"
+            rows.append([o["fusion"], fold, f"cannot run: {why}", "", "", "", "", ""])
+            rejected.append(f"`{o['fusion']}` ({fold}) cannot run: {why}")
             continue
         ran_as = o["fusion"] + (f" (ran as {o['resolved']})" if o["resolved"] != o["fusion"] else "")
-        rows.append([ran_as, fold, us(o["seconds"]), o["dispatches"], o["cuts"] or "none",
-                     us(o["dispatch_seconds"]), f"{o['ops_on_chip']} of {o['ops']}", f"{o['ddr_bytes'] / 1e6:.4g} MB"])
+        rows.append([ran_as, fold, dur(o["seconds"]), o["dispatches"], o["cuts"] or "none",
+                     dur(o["dispatch_seconds"]), f"{o['ops_on_chip']} of {o['ops']}", size(o["ddr_bytes"])])
         if o != c:
             extra = o["seconds"] - c["seconds"]
             rejected.append(f"`{o['fusion']}` ({fold}) {dur(o['seconds'])} " +
                             (f"(+{dur(extra)})" if extra > 0 else "(a tie: the earlier, simpler setting is kept)"))
-    doc.table(["fusion", "epilogues", "us", "dispatches", "cuts after", "dispatch us", "ops with an on-chip hand-off",
+    doc.table(["fusion", "epilogues", "time", "dispatches", "cuts after", "dispatch", "ops with an on-chip hand-off",
                "DDR traffic"], rows)
     doc.paragraph("Rejected: " + "; ".join(rejected) + ". " + _boundaries(f["options"]))
 
@@ -191,30 +214,42 @@ def _dataflow(doc: Document, plan: dict) -> None:
                   "1x1 convs are GEMMs and Gemm/MatMul ops are matmuls: the matmul mapper searches their dataflow "
                   "(weight-, input- or output-stationary) per layer" +
                   (f" and chose {flows} (the mapping column says which)." if flows else "."))
-    rows = [[g["group"], g["layers"], us(g["seconds"]), f"{100 * g['share']:.1f} %", f"{g['tops']:.3g}",
-             f"{g['bound_by']} ({100 * g['bound_share']:.0f} %)", us(g["kernel_headroom_seconds"])]
+    rows = [[g["group"], g["layers"], dur(g["seconds"]), f"{100 * g['share']:.1f} %", f"{g['tops']:.3g}",
+             f"{g['bound_by']} ({100 * g['bound_share']:.0f} %)", dur(g["kernel_headroom_seconds"])]
             for g in d["groups"]]
     doc.paragraph("Layers by type, largest total time first (op time, plan):")
-    doc.table(["group", "layers", "us", "share", "TOPS", "bound by (share of its time)", "kernel headroom us"], rows)
+    doc.table(["group", "layers", "time", "share", "TOPS", "bound by (share of its time)", "kernel headroom"], rows)
     doc.paragraph("The playbook's rules, one per group:")
     doc.bullets(d["rules"])
     layers = d["layers"]
+    if any(r.get("folds") for r in layers):
+        doc.paragraph("A name joined with + is one op of the plan that runs those ONNX nodes (epilogues folded "
+                      "into their producer): each node keeps its one name in every table of this report.")
     doc.paragraph(f"Every layer of the plan ({len(layers)} ops" + (f"; the first {LAYER_ROWS} here, all in plan.json)"
                                                                   if len(layers) > LAYER_ROWS else ")") + ":")
-    doc.table(["op", "ONNX type", "group", "kernel", "stride", "groups", "channels", "mapping", "bound by", "us"],
-              [[r["op"], r["type"], r["group"], r["kernel"], r["stride"] or "", r["groups"] or "", r["channels"],
-                f"`{r['mapping']}`", r["bound_by"], us(r["seconds"])] for r in layers[:LAYER_ROWS]])
+    doc.table(["op", "ONNX type", "group", "kernel", "stride", "groups", "channels", "mapping", "bound by", "time"],
+              [[layer(r), r["type"], r["group"], r["kernel"], r["stride"] or "", r["groups"] or "", r["channels"],
+                f"`{r['mapping']}`", r["bound_by"], dur(r["seconds"])] for r in layers[:LAYER_ROWS]])
 
 
 def _levers(doc: Document, plan: dict) -> None:
-    p = plan["plan"]["seconds"]
-    rows = [[lv["lever"], f"cannot run: {lv['error']}" if lv["seconds"] is None else us(lv["seconds"]),
-             "" if lv["seconds"] is None else saved(p, lv["seconds"])] for lv in plan["levers"]]
-    doc.paragraph(f"Each change outside the plan simulated on the plan ({dur(p)}):")
-    doc.table(["lever", "us", "change"], rows)
+    p, arch = plan["plan"]["seconds"], plan["inputs"]["arch"]
+    doc.paragraph(f"Each change {arch} allows, simulated on the plan ({dur(p)}):")
+    _lever_table(doc, p, [lv for lv in plan["levers"] if lv.get("this_part", True)])
     best = _best_lever(plan)
     doc.paragraph(f"The largest is {best['lever']}: {dur(best['gain_seconds'])} per inference." if best else
                   "None of them makes the plan faster.")
+    other = [lv for lv in plan["levers"] if not lv.get("this_part", True)]
+    if other:
+        doc.paragraph(f"What-if on other hardware, not levers of {arch} (a platform with faster DDR, a part with "
+                      f"more columns than {arch} has; no recommendation here rests on them):")
+        _lever_table(doc, p, other)
+
+
+def _lever_table(doc: Document, p: float, levers: list[dict]) -> None:
+    rows = [[lv["lever"], f"cannot run: {lv['error'] or 'no reason recorded'}" if lv["seconds"] is None
+             else dur(lv["seconds"]), "" if lv["seconds"] is None else saved(p, lv["seconds"])] for lv in levers]
+    doc.table(["change", "time", "against the plan"], rows)
 
 
 def _not_applied(doc: Document, plan: dict) -> None:

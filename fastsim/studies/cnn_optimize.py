@@ -12,13 +12,16 @@ written into one directory (``report.md``, ``report.html``, ``plan.json``).
 4. **Dataflow per layer** (step 6), on the plan: each op's chosen mapping, binding resource and
    time; the layers grouped by type (1x1, 3x3, depthwise, strided, fc, ...) with their totals and
    one rule per group.
-5. **Levers**: what-ifs on the arch (+25 % DDR bandwidth, one more column, half the host dispatch
-   overhead) and, for a float model, its QDQ int8 form, each simulated on the plan.
+5. **Levers**: changes the part allows (half the host dispatch overhead, a runtime change; for a
+   float model, its QDQ int8 form), each simulated on the plan; then, apart and labelled as such,
+   what-ifs on other hardware (+25 % DDR bandwidth, one more column), which no plan rests on.
 6. **Reproduce**: the command, fastsim's version, the arch and its hash, the model file's SHA-256,
    the search budget.
 
 Every number is a whole-network simulation's (``simulate_onnx``), never a sum of isolated kernels.
-The memo's sentences are in ``cnn_memo.py``.
+Every op has one name in every table: an op of a graph that folds epilogues lists the ONNX nodes
+it runs inside it (``folds``), by the names the unfolded graph gives them. The memo's sentences
+are in ``cnn_memo.py``.
 """
 from __future__ import annotations
 
@@ -33,8 +36,8 @@ from ..errors import ConfigError, SimulationError
 from ..graph import CONV, MATMUL
 from ..onnx import OnnxGraph, build_graph, onnx_summary, simulate_onnx
 from ..version import __version__
-from .cnn_memo import dur
-from .levers import arch_levers, digest
+from .levers import digest, other_hardware
+from .memo import duration
 from .regimes import binding
 
 FUSIONS = ("none", "groups", "chain")  # the evaluator's fusion settings ("auto" picks the best of them)
@@ -89,15 +92,18 @@ def optimize_onnx(model, arch: Arch = NPU2, out: str | Path = "optimize", *, dim
     net = Network(model, dims, fold_epilogues, search_budget)
     say("baseline", "simulating the network as given")
     base_ds = net.simulate(arch)
-    plan = {"inputs": _inputs(net, arch, base_ds), "baseline": onnx_summary(base_ds, TOP)}
+    plan = {"inputs": _inputs(net, arch, base_ds), "baseline": named(onnx_summary(base_ds, TOP), net, arch, net.fold)}
     say("ablate", "ranking op classes by whole-network NOOP deltas")
     plan["ablation"] = ablation(net, arch, base_ds)
     say("fusion", "comparing fusion settings and epilogue folding")
     plan["fusion"], plan_ds = fusion_options(net, arch)
     chosen = plan["fusion"]["chosen"]
-    plan["plan"] = {**chosen, "summary": onnx_summary(plan_ds, TOP)}
+    plan["plan"] = {**chosen, "summary": named(onnx_summary(plan_ds, TOP), net, arch, chosen["fold_epilogues"])}
     say("dataflow", "per-layer mappings of the plan")
     plan["dataflow"] = dataflow_per_layer(net, arch, plan_ds, chosen["fold_epilogues"])
+    folds = folded_into(net, arch, chosen["fold_epilogues"])
+    for r in plan["dataflow"]["layers"]:
+        r["folds"] = folds.get(r["op"], [])
     say("levers", "simulating the what-ifs on the plan")
     plan["levers"] = lever_runs(net, arch, chosen)
     plan["reproduce"] = reproduce(net, arch, command or _python_call(model, arch, dims, fold_epilogues, search_budget))
@@ -107,6 +113,30 @@ def optimize_onnx(model, arch: Arch = NPU2, out: str | Path = "optimize", *, dim
     (out / "report.html").write_text(doc.html(out))
     say("done", str(out / "report.md"))
     return plan
+
+
+def folded_into(net: Network, arch: Arch, fold: bool) -> dict[str, list[str]]:
+    """Per op of the graph built with epilogues folded (``fold``), the ops of the unfolded graph it
+    runs inside it, by their names there (an epilogue joins the op that writes its input; {} when
+    nothing is folded)."""
+    if not fold:
+        return {}
+    plain = net.graph(arch, False).graph
+    kept = {op.name for op in net.graph(arch, True).graph.ops}
+    out: dict[str, list[str]] = {}
+    for i, op in enumerate(plain.ops):
+        j = i
+        while plain.ops[j].name not in kept and plain.producers[j]:
+            j = plain.producers[j][0]
+        if j != i and plain.ops[j].name in kept:
+            out.setdefault(plain.ops[j].name, []).append(op.name)
+    return out
+
+
+def named(summary: dict, net: Network, arch: Arch, fold: bool) -> dict:
+    """``onnx_summary``'s numbers, each top layer with the ONNX nodes folded into it (``folds``)."""
+    folds = folded_into(net, arch, fold)
+    return {**summary, "top_layers": [{**r, "folds": folds.get(r["op"], [])} for r in summary["top_layers"]]}
 
 
 def _inputs(net: Network, arch: Arch, ds) -> dict:
@@ -307,19 +337,21 @@ def layer_groups(layers: list[dict]) -> list[dict]:
 
 
 def _rule(g: dict) -> str:
-    return (f"{g['group']} ({g['layers']} layer{'' if g['layers'] == 1 else 's'}, {dur(g['seconds'])}, "
+    return (f"{g['group']} ({g['layers']} layer{'' if g['layers'] == 1 else 's'}, {duration(g['seconds'])}, "
             f"{100 * g['share']:.1f} % of the op time): bound by {g['bound_by']} for {100 * g['bound_share']:.0f} % "
             f"of it; {HINTS.get(g['bound_by'], 'see its binding resource')}; faster kernels can save at most "
-            f"{dur(g['kernel_headroom_seconds'])} (its time above the data-movement twins)")
+            f"{duration(g['kernel_headroom_seconds'])} (its time above the data-movement twins)")
 
 
 # -- levers and reproducibility -----------------------------------------------------------------
 
-def _arch_levers(arch: Arch) -> list[tuple[str, Arch]]:
-    return [*arch_levers(arch),
-            (f"host dispatch overhead x{DISPATCH_FACTOR:g} ({arch.dispatch_overhead_s * 1e6:.3g} -> "
-             f"{arch.dispatch_overhead_s * DISPATCH_FACTOR * 1e6:.3g} us)",
-             arch.replace(dispatch_overhead_s=arch.dispatch_overhead_s * DISPATCH_FACTOR))]
+def _arch_levers(arch: Arch) -> list[tuple[str, Arch, bool]]:
+    """(name, changed arch, whether the part allows it): the host runtime's dispatch overhead is
+    software on the same part; faster DDR and one more column are other hardware."""
+    return [(f"host dispatch overhead x{DISPATCH_FACTOR:g}, a host runtime change "
+             f"({duration(arch.dispatch_overhead_s)} -> {duration(arch.dispatch_overhead_s * DISPATCH_FACTOR)})",
+             arch.replace(dispatch_overhead_s=arch.dispatch_overhead_s * DISPATCH_FACTOR), True),
+            *[(name, changed, False) for name, changed in other_hardware(arch)]]
 
 
 def _int8_network(net: Network) -> Network:
@@ -336,19 +368,21 @@ def _int8_network(net: Network) -> Network:
 
 def lever_runs(net: Network, arch: Arch, chosen: dict) -> list[dict]:
     """Each lever simulated on the plan (its fusion and epilogues): seconds and gain, or why it
-    cannot run."""
+    cannot run; ``this_part`` False for a what-if on other hardware."""
     plan_s, fusion, fold = chosen["seconds"], chosen["fusion"], chosen["fold_epilogues"]
-    runs = [(name, net, a) for name, a in _arch_levers(arch)]
+    runs = [(name, net, a, part) for name, a, part in _arch_levers(arch)]
     if net.graph(arch, fold).compute_dtype != "int8":
-        runs.append(("int8 weights and activations (QDQ, per tensor)", None, arch))
+        runs.insert(1, ("int8 weights and activations (QDQ, per tensor)", None, arch, True))
     out = []
-    for name, lever_net, a in runs:
+    for name, lever_net, a, part in runs:
         try:
             lever_net = lever_net or _int8_network(net)
             seconds = float(lever_net.simulate(a, fusion, fold).total_seconds)
-            out.append({"lever": name, "seconds": seconds, "gain_seconds": plan_s - seconds, "error": ""})
+            out.append({"lever": name, "this_part": part, "seconds": seconds, "gain_seconds": plan_s - seconds,
+                        "error": ""})
         except SIM_ERRORS as e:
-            out.append({"lever": name, "seconds": None, "gain_seconds": None, "error": str(e).splitlines()[-1]})
+            out.append({"lever": name, "this_part": part, "seconds": None, "gain_seconds": None,
+                        "error": str(e).splitlines()[-1].strip(" -") or type(e).__name__})
     return out
 
 

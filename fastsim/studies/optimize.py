@@ -29,7 +29,7 @@ from ..llm.run import llm_summary
 from .ablate import ablate
 from .cuts import cuts
 from .dataflow import STYLES, dataflow_dataset, dataflow_prefetch, dataflow_regime
-from .levers import fingerprint, latency_tails, what_ifs
+from .levers import fingerprint, latency_tails, what_if_calls, what_ifs
 from .memo import STEPS, memo
 from .overlays import mix_regimes, overlays
 from .parallel import Workers
@@ -110,8 +110,8 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     calls = {"ablate": (ablate, (base, regimes, arch)), "cuts": (cuts, (base, regimes, arch)),
              "overlays": (overlays, (base, mix, arch))}
     calls.update({f"dataflow@{r.label}": (dataflow_regime, (base, r, arch)) for r in regimes})
-    if levers:  # the latency tails need no study: they run beside them
-        calls["latency"] = (latency_notes, (base, regimes, arch))
+    if levers:  # the baseline's latency tails need no study: they run beside them
+        calls["latency"] = (latency_notes, (base, regimes, arch, None))
     # the overlays study runs its regimes' other layouts with every matmul's style pinned: the
     # dataflow study's designs for the same regimes. Workers share them through the disk tier
     # (``result_cache``); without one, one worker runs both studies and simulates them once
@@ -128,7 +128,7 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
         command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), "
                               f"regimes={[r.label.replace('@', ':') for r in regimes]!r}, mix={mix!r}, "
                               f"arch={arch.name!r})")
-        plan["notes"] = _notes(base, arch, studies, command, done.get("latency"), say, pool)
+        plan["notes"] = _notes(base, arch, studies, command, done.get("latency"), say, pool, regimes)
     (out / "plan.json").write_text(json.dumps(plan, indent=1))
     for name, ds in results.items():
         write_report(ds, out / "studies")
@@ -148,7 +148,8 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict, pool: Workers) -> 
     baseline), and each regime's planned LlmStudy; the regimes are planned in ``pool`` at once."""
     plan = {"inputs": {"model": results["ablate"].attrs["model"], "arch": arch.name,
                        "weights": base.precision.weights, "kv": base.precision.kv,
-                       "activations": base.precision.activations, "arch_definition": repr(arch)},
+                       "activations": base.precision.activations, "arch_definition": repr(arch),
+                       "energy_table": {"pj_per_mac": dict(arch.pj_per_mac), "pj_per_byte": dict(arch.pj_per_byte)}},
             "regimes": {}}
     calls = {}
     for regime in regimes:
@@ -186,30 +187,37 @@ def plan_regime(base: LlmStudy, regime, arch: Arch, fusion: str, decisions: dict
     return entry, study
 
 
-def _notes(base: LlmStudy, arch: Arch, studies: dict, command: str, latency: dict | None, say,
-           pool: Workers) -> dict:
-    """What the memo adds to the studies: the levers (simulated) and the latency tails (already
-    sampled; None: ``levers=False``, neither is run), what reproduces the run, and how many of the
-    arch's parameters are assumptions."""
-    notes = {"reproduce": fingerprint(base, arch, command),
-             "assumptions": sum("assum" in str(v).lower() for v in arch.notes.values())}
-    if latency is None:
+def _notes(base: LlmStudy, arch: Arch, studies: dict, command: str, baseline_latency: dict | None, say,
+           pool: Workers, regimes=()) -> dict:
+    """What the memo adds to the studies: the levers (simulated on the plans) and the latency tails
+    of the plans, beside those of the baseline (already sampled; None: ``levers=False``, none of
+    them is run), what reproduces the run, and which of the arch's parameters are assumptions."""
+    assumed = {k: str(v) for k, v in arch.notes.items() if "assum" in str(v).lower()}
+    notes = {"reproduce": fingerprint(base, arch, command), "assumptions": len(assumed), "assumed": assumed}
+    if baseline_latency is None:
         return notes
-    say("levers", "simulating the what-ifs on the plan")
-    notes["levers"] = what_ifs(studies, base, arch, pool.run)
-    notes["latency"] = latency
+    say("levers", "simulating the what-ifs and the latency tails on the plan")
+    calls = {**what_if_calls(studies, base, arch), "latency of the plan": (latency_notes, (base, regimes, arch, studies))}
+    done = pool.run(calls, phase="levers")
+    notes["levers"] = what_ifs(studies, base, arch, done)
+    notes["latency"] = done["latency of the plan"]
+    notes["latency_baseline"] = baseline_latency
     return notes
 
 
-def latency_notes(base: LlmStudy, regimes, arch: Arch) -> dict:
+def latency_notes(base: LlmStudy, regimes, arch: Arch, plans: dict | None) -> dict:
     """The latency tails of the decode regime's batch (the prefill regime's prompt, else the
-    study's), or why there are none: they depend on no study, so they run beside them."""
+    study's), on ``plans`` (each regime's planned study, by label; None: the searched layouts, the
+    baseline, which depends on no study and runs beside them), or why there are none."""
     decode = next((r for r in regimes if r.regime == "decode"), None)
     prefill = next((r for r in regimes if r.regime == "prefill"), None)
     if decode is None:
         return {"why": "no decode regime (per-token latency needs one)"}
+    layouts = None
+    if plans is not None:
+        layouts = {r.regime: plans[r.label] for r in (decode, prefill) if r is not None and r.label in plans}
     try:
         return latency_tails(replace(base, batch=decode.batch), decode.tokens,
-                             prefill.tokens if prefill else base.prompt, arch)
+                             prefill.tokens if prefill else base.prompt, arch, layouts)
     except (ConfigError, SimulationError, ValueError) as e:
         return {"why": str(e).splitlines()[0]}

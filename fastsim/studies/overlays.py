@@ -24,6 +24,7 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..errors import ConfigError
+from .memo import duration
 from ..llm import LlmStudy, simulate_llm
 from ..llm.assemble import overlay_of
 from ..graph import OP_CLASSES
@@ -95,9 +96,9 @@ def _own(study: LlmStudy, arch: Arch):
     except ConfigError as e:
         return streamed, "streamed: static weights leave no legal mapping (" + e.problems[0][:120] + ")"
     if float(static.total_seconds) < float(streamed.total_seconds):
-        return static, f"static: faster ({float(static.total_seconds) * 1e3:.4g} ms vs streamed " \
-                       f"{float(streamed.total_seconds) * 1e3:.4g} ms)"
-    return streamed, f"streamed: static weights fit but are not faster ({float(static.total_seconds) * 1e3:.4g} ms)"
+        return static, f"static: faster ({duration(float(static.total_seconds))} vs streamed " \
+                       f"{duration(float(streamed.total_seconds))})"
+    return streamed, f"streamed: static weights fit but are not faster ({duration(float(static.total_seconds))})"
 
 
 def _binding(ds: xr.Dataset) -> dict:
@@ -131,6 +132,7 @@ def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dat
         own[g], why[g] = _own(g.study(base), arch)
         layouts[g] = overlay_of(own[g])
     seconds = np.full((len(regimes), len(regimes)), np.nan)
+    why_not = np.full((len(regimes), len(regimes)), "", dtype=object)  # why a layout cannot run a regime
     for i, g in enumerate(regimes):
         for j, h in enumerate(regimes):
             if i == j:
@@ -138,9 +140,9 @@ def overlays(base: LlmStudy = LlmStudy(), mix=None, arch: Arch = NPU2) -> xr.Dat
                 continue
             try:
                 seconds[i, j] = float(simulate_llm(apply_overlay(g.study(base), layouts[h]), arch).total_seconds)
-            except ConfigError:
-                pass  # this layout cannot run that regime
-    return _dataset(base, arch, requests, regimes, own, why, layouts, seconds)
+            except ConfigError as e:  # this layout cannot run that regime: say why
+                why_not[i, j] = e.problems[0] + (f" (and {len(e.problems) - 1} more)" if len(e.problems) > 1 else "")
+    return _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not.astype(str))
 
 
 def _mix_seconds(requests, regimes, seconds, column_of, switch: float) -> float:
@@ -154,7 +156,7 @@ def _mix_seconds(requests, regimes, seconds, column_of, switch: float) -> float:
     return total
 
 
-def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Dataset:
+def _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not) -> xr.Dataset:
     labels = [g.label for g in regimes]
     prefill = [g for g in regimes if g.regime == "prefill"]
     decode = [g for g in regimes if g.regime == "decode"]
@@ -177,6 +179,7 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds) -> xr.Da
     gain = float(singles[best_single] - mix[0]) if best_single >= 0 else float("nan")
     return build("overlays", {
             "seconds": seconds,
+            "cannot_run": why_not,
             "best_overlay": np.array([labels[j] for j in best_col], dtype=str),
             "fusion": np.array([layouts[g].fusion for g in regimes], dtype=str),
             "residency": np.array([layouts[g].residency for g in regimes], dtype=str),

@@ -154,6 +154,13 @@ def cuts_figure(ds: xr.Dataset, path: Path | None = None):
     return _save(plt, fig, path)
 
 
+def _why_not(ds: xr.Dataset, regime: str, overlay: str) -> str:
+    """Why ``overlay``'s layout cannot run ``regime`` (the study's record of the simulation's refusal)."""
+    if "cannot_run" not in ds or overlay not in ds.overlay.values:
+        return "the study recorded no reason"
+    return str(ds.cannot_run.sel(regime=regime, overlay=overlay).values) or "the study recorded no reason"
+
+
 def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     a = ds.attrs
     out = [f"# Overlays: {a['model']} on {a['arch']} ({a['weights']} weights)", "",
@@ -166,12 +173,14 @@ def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
              ms(float(ds.seconds.sel(regime=g).min()))] for g in ds.regime.values]
     out += ["## Each regime's own (searched) overlay and its best one", "",
             table(["regime", "own fusion", "weights", "own ms", "best overlay", "best ms"], rows), ""]
-    rows = [[g] + [("cannot run" if np.isnan(float(v)) else ms(float(v))) for v in ds.seconds.sel(regime=g).values]
-            for g in ds.regime.values]
+    rows = [[g] + [(f"cannot run: {_why_not(ds, g, o)}" if np.isnan(float(v)) else ms(float(v)))
+                   for o, v in zip(ds.overlay.values, ds.seconds.sel(regime=g).values)] for g in ds.regime.values]
     out += ["## Every overlay in every regime (ms; columns: whose overlay)", "",
             table(["regime"] + [str(o) for o in ds.overlay.values], rows), ""]
-    rows = [[p, "cannot run every regime" if np.isnan(float(v)) else ms(float(v))]
-            for p, v in zip(ds.plan.values, ds.mix_seconds.values)]
+    rows = [[p, "cannot run: " + "; ".join(f"not {g} ({_why_not(ds, g, str(p).removeprefix('single:'))})"
+                                           for g in ds.regime.values
+                                           if np.isnan(float(ds.seconds.sel(regime=g, overlay=str(p).removeprefix('single:')))))
+             if np.isnan(float(v)) else ms(float(v))] for p, v in zip(ds.plan.values, ds.mix_seconds.values)]
     gain = a["gain_seconds"]
     if gain > 0:
         verdict = (f"**Per-regime overlays save {ms(gain)} ms over the best single overlay ({a['best_single']}), "
@@ -184,7 +193,8 @@ def overlays_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     out += ["## The mix", "", table(["plan", "mix ms"], rows), "", verdict, ""]
     differs = [c for c, d in zip(ds.op_class.values, ds.binding_differs.values) if d]
     if differs:
-        out += ["Op classes bound by different resources in different regimes (one placement cannot serve both):", ""]
+        out += ["Op classes bound by different resources in different regimes (a placement tuned for one regime "
+                "may not suit another; the mix above says whether one overlay still serves them all):", ""]
         out += [f"- {c}: " + ", ".join(f"{g} {ds.bound_by.sel(regime=g, op_class=c).values}" for g in ds.regime.values)
                 for c in differs]
         out += [""]

@@ -152,6 +152,9 @@ VARIABLES = {
         "seconds": _v(("regime", "overlay"), "s",
            "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); NaN: "
            "that layout cannot run the regime"),
+        "cannot_run": _v(("regime", "overlay"), "1",
+           "why the overlay (columns) cannot run the regime (rows): the first problem the simulation "
+           "reported; '' where it runs"),
         "best_overlay": _v(("regime",), "1",
            "the overlay (named by the regime it was searched for) that runs the regime fastest"),
         "fusion": _v(("regime",), "1", "the regime's own (searched) overlay: fusion"),
@@ -160,8 +163,8 @@ VARIABLES = {
         "bound_by": _v(("regime", "op_class"), "1",
            "per class, the resource with the highest utilization over most of its time"),
         "binding_differs": _v(("op_class",), "1",
-           "the class is bound by different resources in different regimes: one placement cannot "
-           "serve them all"),
+           "the class is bound by different resources in different regimes: a placement tuned for one "
+           "regime may not suit another (whether one overlay still serves them all is mix_seconds')"),
         "mix_seconds": _v(("plan",), "s",
            "the request mix's time: per_regime (each regime on its best overlay, switches included "
            "where they differ) or one single overlay for every regime (NaN: it cannot run some "
