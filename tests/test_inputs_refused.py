@@ -88,3 +88,28 @@ def TINY_PATH(tmp_path):
     path = tmp_path / "plain" / "config.json"
     path.write_text(json.dumps(TINY))
     return path
+
+
+# ---- an encoder's inputs ----------------------------------------------------------------------------
+
+def test_run_llm__kv_on_an_encoder_is_refused_naming_kv():
+    r = invoke("run", "llm", "--model", "bert-base", "--regime", "encode", "--prompt", 64, "--kv", "int8")
+    assert r.exit_code == 2 and "--kv int8: bert-base is an encoder" in r.output and "no KV cache" in r.output
+    with pytest.raises(ConfigError) as e:
+        LlmStudy(model="bert-base", regime="encode", prompt=64, kv="int8").validate(MODELS["bert-base"])
+    assert [p.split(":")[0] for p in e.value.problems] == ["kv = 'int8'"]
+
+
+def test_run_llm__an_encoder_encodes_by_default_at_most_its_positions():
+    r = invoke("run", "llm", "--model", "bert-base")
+    assert r.exit_code == 0, r.output
+    header = r.output.splitlines()[0]
+    assert header.startswith("bert-base encode of 512 tokens") and "kv" not in header  # no cache to store
+    r = invoke("run", "llm", "--model", "bert-base", "--context", 256)
+    assert r.exit_code == 2 and "bert-base is an encoder: encode is its one regime" in r.output
+
+
+def test_llm_study__a_decode_on_an_encoder_is_one_problem_not_also_its_context():
+    with pytest.raises(ConfigError) as e:
+        LlmStudy(model="bert-base").validate(MODELS["bert-base"])
+    assert len(e.value.problems) == 1 and e.value.problems[0].startswith("regime = 'decode'")

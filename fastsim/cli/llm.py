@@ -20,7 +20,8 @@ from .llm_inputs import TENSOR_KINDS
 @run_options_here
 @click.option("--model", default="llama-3.2-1b", show_default=True, help=MODEL_HELP)
 @study_option("regime", extra_choices=("generate",),
-              more_help="generate: prefill, overlay switch, then --new-tokens decode steps")
+              more_help="generate: prefill, overlay switch, then --new-tokens decode steps; an encoder "
+                        "(bert-base) runs encode unless told otherwise, its --prompt at most its positions")
 @click.option("--new-tokens", default=128, show_default=True, type=int, help="generate: tokens to decode")
 @study_option("context")
 @study_option("prompt")
@@ -92,6 +93,8 @@ def llm_cmd(ctx, plan_path, **options):
     opts, o = ctx.obj, SimpleNamespace(**options)
     with _progress_bar(sys.stderr.isatty()):
         try:
+            if not plan_path:
+                _encoder_inputs(ctx, o)
             _refuse_unused(ctx, o, plan_path)
         except ConfigError as e:
             fail(e)
@@ -128,6 +131,25 @@ REGIME_OPTIONS = (("context", ("decode",), "generate decodes from the prompt's l
                    "regime's with --regime decode and --regime prefill"))
 
 
+def _encoder_inputs(ctx, o) -> None:
+    """An encoder (BERT) has one regime: encode is its default (a decode step is not its work), and
+    its --prompt defaults to at most the positions it was trained for. --kv is refused: an encoder
+    keeps no KV cache, so its dtype would change nothing."""
+    from ..llm import get_model
+    from .llm_inputs import given
+
+    model = get_model(o.model)
+    if not model.encoder:
+        return
+    if given(ctx, "kv"):
+        raise ConfigError([f"--kv {o.kv}: {model.name} is an encoder (bidirectional attention over its input, "
+                           "no KV cache): there is nothing to store at --kv; drop it"], "llm options")
+    if not given(ctx, "regime"):
+        o.regime, o.regime_why = "encode", f" ({model.name} is an encoder: encode is its one regime)"
+    if o.regime == "encode" and not given(ctx, "prompt") and model.max_context:
+        o.prompt = min(o.prompt, model.max_context)
+
+
 def _refuse_unused(ctx, o, plan_path) -> None:
     """An option that does not apply to the run is refused by name, never silently ignored."""
     from .llm_inputs import given
@@ -139,7 +161,8 @@ def _refuse_unused(ctx, o, plan_path) -> None:
                      "option (arch, --json and --trace go before the subcommand)" for name in others]
     else:
         latency = ("decode",) if o.samples else ()  # --samples: time to first token prefills --prompt
-        problems += [f"--{name.replace('_', '-')} does not apply to --regime {o.regime}: {instead}"
+        why = getattr(o, "regime_why", "")
+        problems += [f"--{name.replace('_', '-')} does not apply to --regime {o.regime}{why}: {instead}"
                      for name, regimes, instead in REGIME_OPTIONS
                      if given(ctx, name) and o.regime not in regimes + (latency if name == "prompt" else ())]
     if problems:
@@ -387,8 +410,8 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
     pr = study.precision
     packed = f" ({pr.weight_compression:.3g}x compressed)" if pr.weight_compression != 1.0 else ""
     packed_kv = f" ({pr.kv_compression:.3g}x compressed)" if pr.kv_compression != 1.0 else ""
-    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr)}{packed}, kv {o.kv}{packed_kv} "
-               f"on {s['arch']}")
+    kv = "" if o.regime == "encode" else f", kv {o.kv}{packed_kv}"  # an encoder keeps no KV cache
+    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr)}{packed}{kv} on {s['arch']}")
     if s.get("weights_from"):
         click.echo(f"  weights from    {s['weights_from']}")
     _echo_model(s)

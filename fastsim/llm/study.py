@@ -86,14 +86,17 @@ class LlmStudy:
     def validate(self, model: ModelConfig) -> None:
         p = Problems("llm study")
         study_checks(p, self)  # the scalar fields, against their declarations (parameters.py)
-        if isinstance(self.regime, str) and self.regime in REGIMES:
+        regime_ok = isinstance(self.regime, str) and self.regime in REGIMES
+        if regime_ok:
             try:
                 check_regime(model, self.regime)
             except ConfigError as e:
                 p.items += e.problems
+                regime_ok = False  # its tokens (a decode's context on an encoder) would be a second, confusing problem
         if isinstance(self.precision, Precision):
             _check_weight_kinds(p, self.precision, model)
-        if model.max_context and isinstance(self.context, int) and isinstance(self.prompt, int):
+            _check_kv(p, self.precision, model)
+        if regime_ok and model.max_context and isinstance(self.context, int) and isinstance(self.prompt, int):
             tokens = (self.context + 1 if self.regime == "decode" else self.prefill_context + self.prompt)
             p.check(tokens <= model.max_context, "context" if self.regime == "decode" else "prompt", tokens,
                     f"{model.name} was trained for at most {model.max_context} positions (max_position_embeddings)")
@@ -143,6 +146,15 @@ def _check_pin(p: Problems, name: str, key, value) -> None:
             f"tiles[{key}]", value, "three sizes (m, k, n), each in 1..4096")
     else:
         p.check(value in L2_CHOICES, f"l2[{key}]", value, "'', a, b or ab")
+
+
+def _check_kv(p: Problems, precision: Precision, model: ModelConfig) -> None:
+    """An encoder keeps no KV cache: a KV dtype or KV compression for it would change nothing."""
+    if not model.encoder:
+        return
+    why = f"{model.name} is an encoder (bidirectional attention, no KV cache): nothing is stored at it"
+    p.check(precision.kv == Precision().kv, "kv", precision.kv, why)
+    p.check(precision.kv_compression == 1.0, "kv_compression", precision.kv_compression, why)
 
 
 def _check_weight_kinds(p: Problems, precision: Precision, model: ModelConfig) -> None:
