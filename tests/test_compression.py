@@ -107,7 +107,10 @@ def test_cli_measures_weights_and_kv_and_a_run_applies_them(tmp_path):
     assert "zvc bf16" in r.output and (tmp_path / "rep" / "compression.png").is_file()
     ratios = json.loads(measured.read_text())
     assert np.isfinite(ratios["kv_compression"]["bf16"]) and ratios["kv_compression"]["bf16"] >= 1.0
-    args = ["run", "--json", "llm", "--weights", "bf16", "--context", "256"]
+    # the ratios are MiniLM's: refused for another model, applied to MiniLM's own config
+    other = CliRunner().invoke(main, ["run", "llm", "--weights", "bf16", "--compression", str(measured)])
+    assert other.exit_code == 2 and "not llama-3.2-1b's" in other.output
+    args = ["run", "--json", "llm", "--model", str(MINILM.parent / "config.json"), "--weights", "bf16", "--prompt", "16"]
     plain = json.loads(CliRunner().invoke(main, args).output)
     packed = json.loads(CliRunner().invoke(main, args + ["--compression", str(measured)]).output)
     r_w = ratios["weight_compression"]["bf16"]

@@ -2,6 +2,7 @@
 compression ratios measured on another model; and "labels say what they measure"."""
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -113,3 +114,32 @@ def test_llm_study__a_decode_on_an_encoder_is_one_problem_not_also_its_context()
     with pytest.raises(ConfigError) as e:
         LlmStudy(model="bert-base").validate(MODELS["bert-base"])
     assert len(e.value.problems) == 1 and e.value.problems[0].startswith("regime = 'decode'")
+
+
+# ---- compression ratios measured on one model ---------------------------------------------------------
+
+def test_run_llm__compression_measured_on_another_models_weights_is_refused(tmp_path):
+    from fastsim.studies.compression import compression, load_run_ratios, run_ratios
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY))
+    rng = np.random.default_rng(0)
+    sparse = {name: rng.standard_normal(shape).astype(np.float32) * (rng.random(shape) < 0.3)
+              for name, shape in (("q_proj.weight", (256, 256)), ("k_proj.weight", (128, 256)),
+                                  ("up_proj.weight", (512, 256)), ("down_proj.weight", (256, 512)))}
+    np.savez(folder / "weights.npz", **sparse)
+    measured = tmp_path / "measured.json"
+    measured.write_text(json.dumps(run_ratios(compression(folder / "weights.npz"))))
+    assert json.loads(measured.read_text())["measured_on"]["model"] == "tiny"
+    own = invoke("run", "--json", "llm", "--model", folder / "config.json", "--context", 64, "--weights", "bf16",
+                 "--compression", measured)
+    assert own.exit_code == 0, own.output
+    r = invoke("run", "llm", "--model", "llama-3.2-1b", "--context", 64, "--weights", "bf16", "--compression", measured)
+    assert r.exit_code == 2
+    assert "measured_on.model = 'tiny'" in r.output and "not llama-3.2-1b's" in r.output
+    assert "llama-3.2-1b has no weight of shape (128, 256)" in r.output
+    untold = tmp_path / "untold.json"  # a file that does not say what it measured
+    untold.write_text(json.dumps({k: v for k, v in json.loads(measured.read_text()).items() if k != "measured_on"}))
+    with pytest.raises(ConfigError, match="measured_on = None: the file does not say which model"):
+        load_run_ratios(untold, MODELS["llama-3.2-1b"])

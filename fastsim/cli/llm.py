@@ -287,9 +287,9 @@ def _precision(ctx, o, model):
     if o.compression_path:
         from ..studies.compression import load_run_ratios
 
-        ratios = load_run_ratios(o.compression_path)
+        ratios = load_run_ratios(o.compression_path, model)  # refused if measured on another model
     return replace(precision, weight_compression=ratios["weight_compression"].get(precision.weights, 1.0),
-                   kv_compression=ratios["kv_compression"].get(o.kv, 1.0))
+                   kv_compression=1.0 if model.encoder else ratios["kv_compression"].get(o.kv, 1.0))
 
 
 def _routing_spread(study, o, arch) -> dict | None:

@@ -20,6 +20,11 @@ tensor and in total the bytes each scheme leaves:
 Every ``ratio`` is baseline bytes over the scheme's bytes, where the baseline is the dense tensor in
 the representation the scheme starts from (``baseline`` coordinate). ``run_ratios`` turns the totals
 into what ``fastsim run llm --compression measured.json`` applies to weight and KV streams.
+
+A ratio is a property of the tensors measured, so the file records what they were
+(``measured_on``: the model, named by ``model`` or by the ``config.json`` beside the weights, and
+the weight matrices' shapes), and ``load_run_ratios`` refuses it for a model with another name or
+with no weight of a measured shape: one model's ratios are not another's.
 """
 from __future__ import annotations
 
@@ -31,6 +36,8 @@ import numpy as np
 import xarray as xr
 
 from ..errors import ConfigError
+from ..llm.model import ModelConfig
+from ..llm.presets import SOURCES
 from .variables import build
 
 BLOCK_BYTES = 32  # bytes covered by one 32-bit zero mask (UG1583 compressed load format)
@@ -152,8 +159,10 @@ def _schemes(x: np.ndarray, group_size: int, prune_nm) -> dict[str, tuple[str, f
 
 
 def compression(weights: str | Path, kv: str | Path | None = None, group_size: int = 128,
-                prune_nm: tuple[int, int] | None = None, include: str = DEFAULT_INCLUDE) -> xr.Dataset:
-    """Measured compression of every weight tensor (and K/V tensor) under every scheme.
+                prune_nm: tuple[int, int] | None = None, include: str = DEFAULT_INCLUDE,
+                model: str | None = None) -> xr.Dataset:
+    """Measured compression of every weight tensor (and K/V tensor) under every scheme. ``model``
+    names the model the weights are of (default: the ``config.json`` beside them, if any).
 
     Returns
     -------
@@ -190,8 +199,65 @@ def compression(weights: str | Path, kv: str | Path | None = None, group_size: i
     }, coords={"tensor": [name for _, name in rows], "tensor_kind": ("tensor", kinds),
                "scheme": schemes, "baseline": ("scheme", [first[s][0] for s in schemes])},
         attrs={"study": "compression", "weights_file": str(weights), "kv_file": str(kv or ""),
+               "measured_model": model or _model_beside(Path(weights)),
+               "measured_shapes": json.dumps(sorted({_pair(tensors[t].shape) for t in rows if t[0] == "weights"})),
                "group_size": group_size, "prune": "" if not prune_nm else f"{prune_nm[0]}:{prune_nm[1]}",
                "block_bytes": BLOCK_BYTES})
+
+
+def _pair(shape) -> tuple[int, int]:
+    """A weight matrix's last two dimensions, smaller first (a layout may store it transposed)."""
+    return tuple(sorted(int(d) for d in shape[-2:]))
+
+
+def _model_beside(weights: Path) -> str:
+    """The model a ``config.json`` beside the weights names (as ``get_model`` names it), or ""."""
+    try:
+        cfg = json.loads((weights.parent / "config.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    return str(cfg.get("_name_or_path") or weights.parent.name) if isinstance(cfg, dict) else ""
+
+
+def _names(name: str) -> set[str]:
+    """A model's names as compared: the last part of a Hugging Face repo, lower case; a preset
+    also by its source repo."""
+    def short(n):
+        return n.split(" ")[0].rstrip("/").split("/")[-1].lower()
+    return {short(name)} | ({short(SOURCES[name])} if name in SOURCES else set())
+
+
+def _shape_pairs(model: ModelConfig) -> set[tuple[int, int]]:
+    """Every weight matrix shape of ``model`` (last two dimensions, smaller first)."""
+    h, hd, f = model.hidden_size, model.head_dim, model.ffn_size
+    dims = [(h, model.num_heads * hd), (h, model.num_kv_heads * hd), (h, (model.num_heads + 2 * model.num_kv_heads) * hd),
+            (h, f), (h, 2 * f), (h, h), (h, model.vocab_size), (h, model.positions), (h, model.token_types)]
+    if model.experts is not None:
+        e = model.experts
+        dims += [(h, e.ffn_size), (h, 2 * e.ffn_size), (h, e.count), (h, e.shared_ffn_size), (h, 2 * e.shared_ffn_size)]
+    return {tuple(sorted(d)) for d in dims}
+
+
+def check_measured_on(ratios: dict, model: ModelConfig, path: str | Path) -> None:
+    """Refuse ratios measured on another model's tensors than ``model``'s (module docstring)."""
+    on = ratios.get("measured_on")
+    what = f"compression file {path}"
+    if not isinstance(on, dict) or not isinstance(on.get("shapes"), list):
+        raise ConfigError([f"measured_on = {on!r}: the file does not say which model's tensors it measured, so its "
+                           f"ratios cannot be applied to {model.name}; measure again with fastsim study compression "
+                           "--out"], what)
+    problems = []
+    if on.get("model") and not _names(str(on["model"])) & _names(model.name):
+        problems.append(f"measured_on.model = {on['model']!r}: ratios measured on that model's weights are not "
+                        f"{model.name}'s; measure {model.name}'s own with fastsim study compression")
+    have = _shape_pairs(model)
+    foreign = [tuple(pair) for pair in on["shapes"] if tuple(pair) not in have]
+    if foreign:
+        problems.append(f"measured_on.shapes: {model.name} has no weight of shape {', '.join(map(str, foreign[:3]))}"
+                        f"{' ...' if len(foreign) > 3 else ''}: ratios measured on another model's weights "
+                        f"({on.get('weights_file', '?')}); measure {model.name}'s own")
+    if problems:
+        raise ConfigError(problems, what)
 
 
 def run_ratios(ds: xr.Dataset) -> dict:
@@ -201,6 +267,8 @@ def run_ratios(ds: xr.Dataset) -> dict:
     does a dtype nothing measured."""
     pruned = ds.attrs.get("prune", "")
     out = {"source": ds.attrs.get("weights_file", ""), "kv_source": ds.attrs.get("kv_file", ""),
+           "measured_on": {"model": ds.attrs.get("measured_model", ""), "weights_file": ds.attrs.get("weights_file", ""),
+                           "shapes": json.loads(ds.attrs.get("measured_shapes", "[]"))},
            "weight_compression": {}, "kv_compression": {}}
     for kind, key in (("weights", "weight_compression"), ("kv", "kv_compression")):
         total = ds[f"total_ratio_{kind}"]
@@ -211,8 +279,9 @@ def run_ratios(ds: xr.Dataset) -> dict:
     return out
 
 
-def load_run_ratios(path: str | Path) -> dict:
-    """A ``measured.json`` written by ``fastsim study compression --out``, checked."""
+def load_run_ratios(path: str | Path, model: ModelConfig | None = None) -> dict:
+    """A ``measured.json`` written by ``fastsim study compression --out``, checked (and, given
+    ``model``, refused unless it was measured on that model's tensors: ``check_measured_on``)."""
     try:
         d = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
@@ -228,4 +297,6 @@ def load_run_ratios(path: str | Path) -> dict:
                 problems.append(f"{key}.{dtype} = {r!r}: must be a ratio > 0")
     if problems:
         raise ConfigError(problems, f"compression file {path}")
+    if model is not None:
+        check_measured_on(d, model, path)
     return d
