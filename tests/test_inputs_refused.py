@@ -143,3 +143,11 @@ def test_run_llm__compression_measured_on_another_models_weights_is_refused(tmp_
     untold.write_text(json.dumps({k: v for k, v in json.loads(measured.read_text()).items() if k != "measured_on"}))
     with pytest.raises(ConfigError, match="measured_on = None: the file does not say which model"):
         load_run_ratios(untold, MODELS["llama-3.2-1b"])
+
+
+# ---- labels say what they measure -----------------------------------------------------------------------
+
+def test_run_gemm__an_unknown_dtype_lists_only_the_dtypes_a_run_accepts():
+    r = invoke("run", "gemm", "--dtype", "fp8", "--m", 64, "--k", 64, "--n", 64)
+    assert r.exit_code == 2 and "use --dtype bf16 or int8" in r.output
+    assert "int4" not in r.output  # listed, then refused: int4 has no matmul datapath on npu2

@@ -31,6 +31,18 @@ def run_group(ctx, arch_name, as_json, trace_path, trace_raw, no_skip, yes):
         ctx.invoke(gemm)
 
 
+def _check_dtype(dtype: str, arch) -> None:
+    """--dtype against the dtypes this arch has a matmul datapath for: only those are listed, so
+    that a dtype the list offers (int4 has element bytes but no MAC datapath) is never refused next."""
+    from ..dtypes import DTYPE_BYTES
+
+    usable = [d for d in sorted(DTYPE_BYTES) if arch.datapath_options(d)]
+    if dtype not in usable:
+        why = f"{arch.name} has no {dtype} matmul datapath; " if dtype in DTYPE_BYTES else ""
+        raise ConfigError([f"dtype = {dtype!r}: {why}use --dtype {' or '.join(usable)} (the dtypes {arch.name} has "
+                           "a matmul datapath for)"], "gemm")
+
+
 @run_group.command("gemm")
 @gemm_options
 @run_options_here
@@ -44,6 +56,7 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     opts = ctx.obj
     arch = opts["arch"]
     try:
+        _check_dtype(dtype, arch)
         g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget)
         g.matmul()  # validated before the size guard reads it
         _guard_size(g, arch, opts)
