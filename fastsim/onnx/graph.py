@@ -179,6 +179,10 @@ class Lowering:
             except nodes.NodeProblem as e:
                 self.problems.append(f"{node.op_type} node {node.name or '(unnamed)'}: {e}")
                 self.skip(node)
+            except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as e:  # no rule checked this
+                self.problems.append(f"{node.op_type} node {node.name or '(unnamed)'}: cannot lower its attributes "
+                                     f"or shapes ({type(e).__name__}: {e})")
+                self.skip(node)
 
     def fold(self, node, inputs: list[str]) -> None:
         keep = node.op_type in nodes.PASS_BYTES and inputs

@@ -11,6 +11,7 @@ import math
 from dataclasses import replace
 
 from ..graph import CONV, MATMUL, VECTOR, ConvGeometry, Op, Operand
+from ..errors import shown
 from ..graph.ops import NO_OPERAND
 from .read import ELEM_BYTES
 
@@ -25,6 +26,15 @@ def _attrs(node) -> dict:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _text(a: dict, name: str, default: str) -> str:
+    """A string attribute as text (ONNX stores it as bytes, which need not be UTF-8)."""
+    value = a.get(name, default)
+    try:
+        return value.decode() if isinstance(value, bytes) else str(value)
+    except UnicodeDecodeError:
+        raise NodeProblem(f"{name} = {shown(value)}: must be UTF-8 text") from None
+
+
 def _rows(shape: tuple[int, ...]) -> tuple[int, int]:
     """(m, n) of an element-wise op over a tensor: an NCHW tensor as NHWC image rows (m = N*H,
     n = W*C), otherwise the last axis as the row."""
@@ -36,11 +46,15 @@ def _rows(shape: tuple[int, ...]) -> tuple[int, int]:
 
 def conv(b, node, x: int = 0, w: int = 1, y_bytes: float | None = None) -> None:
     """Conv (and QLinearConv, ConvInteger through ``x``, ``w`` and ``y_bytes``) as a CONV op."""
-    xs, ws, ys = b.shape(node.input[x]), b.shape(node.input[w]), b.shape(node.output[0])
-    if len(xs) != 4:
-        raise NodeProblem(f"input of rank {len(xs)}: fastsim's conv is 2-D (NCHW)")
+    xs, ws = b.shape(node.input[x]), b.shape(node.input[w])
+    if len(xs) != 4 or len(ws) != 4:
+        raise NodeProblem(f"input of rank {len(xs)}, weight of rank {len(ws)}: fastsim's conv is 2-D (NCHW)")
     a = _attrs(node)
-    strides, dil = list(a.get("strides", [1, 1])), list(a.get("dilations", [1, 1]))
+    strides, dil, group = a.get("strides", [1, 1]), a.get("dilations", [1, 1]), a.get("group", 1)
+    problems = _conv_attr_problems(a, xs, ws)
+    if problems:  # before the output's shape: inference leaves none for a conv it cannot size
+        raise NodeProblem("; ".join(problems))
+    ys = b.shape(node.output[0])
     pads = _pads(a, xs[2:], ws[2:], strides, dil)
     problems = [f"{what} = {v}: fastsim's conv takes one {what[:-1]} for both axes"
                 for what, v in (("strides", strides), ("dilations", dil)) if len(set(v)) != 1]
@@ -48,8 +62,7 @@ def conv(b, node, x: int = 0, w: int = 1, y_bytes: float | None = None) -> None:
         problems.append(f"pads = {pads}: fastsim's conv takes symmetric padding, equal on both axes")
     if problems:
         raise NodeProblem("; ".join(problems))
-    g = ConvGeometry(xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], strides[0], pads[0], dil[0],
-                     int(a.get("group", 1)))
+    g = ConvGeometry(xs[0], xs[1], xs[2], xs[3], ws[0], ws[2], ws[3], strides[0], pads[0], dil[0], group)
     if (xs[0], ws[0], g.oh, g.ow) != tuple(ys):
         raise NodeProblem(f"output shape {list(ys)}: the geometry gives {[xs[0], ws[0], g.oh, g.ow]}")
     m, k, n = g.gemm_extents()
@@ -59,10 +72,32 @@ def conv(b, node, x: int = 0, w: int = 1, y_bytes: float | None = None) -> None:
     b.add(node, op, node.input[x], node.input[w])
 
 
+def _conv_attr_problems(a: dict, xs, ws) -> list[str]:
+    """What is wrong with a 2-D conv's attributes, each named with its value and what ONNX allows:
+    ``group`` an integer >= 1 that divides the input's and output's channels (the weight holds C /
+    group input channels), ``strides`` and ``dilations`` two integers >= 1, ``pads`` four integers
+    >= 0, ``kernel_shape`` (if given) the weight's spatial shape."""
+    def ints(v, n, lo):
+        return isinstance(v, list) and len(v) == n and all(isinstance(i, int) and i >= lo for i in v)
+
+    problems = []
+    group = a.get("group", 1)
+    if not (isinstance(group, int) and group >= 1):
+        problems.append(f"group = {shown(group)}: must be an integer >= 1")
+    elif xs[1] != ws[1] * group or ws[0] % group:
+        problems.append(f"group = {shown(group)}: must divide the input's {xs[1]} channels into groups of the "
+                        f"weight's {ws[1]}, and its {ws[0]} output channels")
+    for name, n, lo in (("strides", 2, 1), ("dilations", 2, 1), ("pads", 4, 0)):
+        if name in a and not ints(a[name], n, lo):
+            problems.append(f"{name} = {shown(a[name])}: must be {n} integers >= {lo}")
+    if "kernel_shape" in a and list(a["kernel_shape"]) != list(ws[2:]):
+        problems.append(f"kernel_shape = {shown(a['kernel_shape'])}: must be the weight's {list(ws[2:])}")
+    return problems
+
+
 def _pads(a: dict, hw, rs, strides, dil) -> list[int]:
     """[top, left, bottom, right] of a 2-D conv, ``auto_pad`` resolved as ONNX defines it."""
-    auto = a.get("auto_pad", b"NOTSET")
-    auto = auto.decode() if isinstance(auto, bytes) else auto
+    auto = _text(a, "auto_pad", "NOTSET")
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         total = [max(0, (-(-x // s) - 1) * s + (r - 1) * d + 1 - x) for x, r, s, d in zip(hw, rs, strides, dil)]
         first = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
@@ -197,8 +232,7 @@ def pool(b, node) -> None:
 def resize(b, node) -> None:
     """A copy to the output's size (nearest or linear: the element-wise rate per output element);
     the input's bytes scale by inputs / outputs."""
-    mode = _attrs(node).get("mode", b"nearest")
-    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    mode = _text(_attrs(node), "mode", "nearest")
     if mode not in ("nearest", "linear"):
         raise NodeProblem(f"mode {mode!r}: only nearest and linear resizes are costed")
     xs, ys = b.shape(node.input[0]), b.shape(node.output[0])
