@@ -173,7 +173,8 @@ BAD = [
     ({"frobnicate": 1}, "frobnicate"),
     ({"hidden_act": "relu"}, "hidden_act"),
     ({"num_attention_heads": "32"}, "num_attention_heads"),
-    ({"num_key_value_heads": 3}, "num_heads"),
+    # the config.json keys the user wrote, not ModelConfig's fields (num_heads, num_kv_heads)
+    ({"num_key_value_heads": 3}, "num_attention_heads = 4: must be a multiple of num_key_value_heads (3)"),
 ]
 TINY = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
         "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512}

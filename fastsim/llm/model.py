@@ -18,6 +18,11 @@ ACTIVATIONS = ("silu", "gelu_tanh", "gelu", "swiglu_clamped")
 NORMS = ("rms", "layer")
 
 
+# ModelConfig's fields by the Hugging Face config.json keys a user writes, as errors name them
+HF_KEYS = {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads",
+           "num_kv_heads": "num_key_value_heads", "ffn_size": "intermediate_size"}
+
+
 @dataclass(frozen=True)
 class Experts:
     """A mixture-of-experts FFN: ``count`` routed experts of ``ffn_size``, ``per_token`` of them
@@ -159,10 +164,12 @@ class ModelConfig:
         p = Problems(f"model {self.name}")
         limits = {"hidden_size": 2**20, "num_layers": 4096, "num_heads": 4096, "num_kv_heads": 4096,
                   "head_dim": 2**14, "ffn_size": 2**22, "vocab_size": 2**24}
-        ok = all([p.number(f, getattr(self, f), integer=True, lo=1, hi=most) for f, most in limits.items()])
+        ok = all([p.number(HF_KEYS.get(f, f), getattr(self, f), integer=True, lo=1, hi=most)
+                  for f, most in limits.items()])
         if ok:
-            p.check(self.num_heads % self.num_kv_heads == 0, "num_heads", self.num_heads,
-                    f"must be a multiple of num_kv_heads ({self.num_kv_heads})")
+            p.check(self.num_heads % self.num_kv_heads == 0, "num_attention_heads", self.num_heads,
+                    f"must be a multiple of num_key_value_heads ({self.num_kv_heads}): grouped-query attention "
+                    "shares each KV head among a whole number of query heads")
             p.check(not self.windows or len(self.windows) == self.num_layers, "windows", len(self.windows),
                     f"one window per layer ({self.num_layers})")
             for i, w in enumerate(self.windows):
