@@ -151,3 +151,12 @@ def test_run_gemm__an_unknown_dtype_lists_only_the_dtypes_a_run_accepts():
     r = invoke("run", "gemm", "--dtype", "fp8", "--m", 64, "--k", 64, "--n", 64)
     assert r.exit_code == 2 and "use --dtype bf16 or int8" in r.output
     assert "int4" not in r.output  # listed, then refused: int4 has no matmul datapath on npu2
+
+
+def test_run_llm__labels_say_step_batch_traffic_and_a_pinned_fusion(tmp_path):
+    r = invoke("run", "llm", "--model", TINY_PATH(tmp_path), "--context", 64, "--batch", 2, "--fusion", "none")
+    assert r.exit_code == 0, r.output
+    lines = {line.split()[0]: line for line in r.output.splitlines()[1:]}
+    assert "ms/step" in lines["time"] and "tokens/s, batch 2 counted" in lines["time"]  # not ms/token
+    assert any(line.startswith("  DDR weight traffic by kind: ffn ") for line in r.output.splitlines())
+    assert lines["fusion"].strip() == "fusion          none  (pinned)"

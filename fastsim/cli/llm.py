@@ -411,7 +411,7 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
     packed = f" ({pr.weight_compression:.3g}x compressed)" if pr.weight_compression != 1.0 else ""
     packed_kv = f" ({pr.kv_compression:.3g}x compressed)" if pr.kv_compression != 1.0 else ""
     kv = "" if o.regime == "encode" else f", kv {o.kv}{packed_kv}"  # an encoder keeps no KV cache
-    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr)}{packed}{kv} on {s['arch']}")
+    click.echo(f"{s['model']} {what}, batch {o.batch}, weights {_weights_text(pr, _measured_source(o))}{packed}{kv} on {s['arch']}")
     if s.get("weights_from"):
         click.echo(f"  weights from    {s['weights_from']}")
     _echo_model(s)
@@ -422,7 +422,9 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
         if "beyond_assumed_limits" in a:
             click.echo(f"  as built        runs although fastsim's assumed dispatch limits say: "
                        f"{a['beyond_assumed_limits']}")
-    _echo_pass_table(s, ds, "ms/token" if o.regime == "decode" else "ms")
+    # a decode step makes one token per sequence: per step, and tokens/s counts the whole batch
+    _echo_pass_table(s, ds, ("ms/step" if o.batch > 1 else "ms/token") if o.regime == "decode" else "ms",
+                     _fusion_source(o))
     if "whole_run" in s:
         click.echo(f"  {s['whole_run']['summary']}")
     _echo_latency(latency)
@@ -438,13 +440,20 @@ def _as_built_summary(o, regime: str | None = None) -> dict:
             "sources": {k: v for k, v in a.sources.items() if k.split(".")[0] in ("model", regime)}}
 
 
-def _weights_text(pr) -> str:
+def _weights_text(pr, source: str = "checkpoint") -> str:
     """"int4", or "int4 (lm_head bf16)", or "int4 (checkpoint: ffn 0.563, ... bytes/weight)": what
     each weight kind is stored as, where it differs from --weights."""
     pinned = [f"{kind} {getattr(pr, kind)}" for kind in TENSOR_KINDS if getattr(pr, kind)]
     if pr.measured:
-        pinned.append("checkpoint: " + ", ".join(f"{kind} {b:.3f}" for kind, b in pr.measured) + " bytes/weight")
+        pinned.append(f"{source}: " + ", ".join(f"{kind} {b:.3f}" for kind, b in pr.measured) + " bytes/weight")
     return pr.weights + (f" ({'; '.join(pinned)})" if pinned else "")
+
+
+def _measured_source(o) -> str:
+    """Where measured bytes per weight came from: --checkpoint, or an as-built file's [model]."""
+    if o.checkpoint_path:
+        return f"checkpoint {o.checkpoint_path}"
+    return f"as built {o.overlay_path}" if o.overlay_path else "measured"
 
 
 def _count(n: int) -> str:
@@ -461,7 +470,7 @@ def _echo_model(s: dict) -> None:
     click.echo(f"  model           {s['family']}, {_count(s['params'])} params{active}")
     kinds = sorted(s["weight_bytes_by_kind"].items(), key=lambda kb: -kb[1])
     if kinds:
-        click.echo("  weights by kind: " + ", ".join(f"{kind} {b / 1e6:,.1f} MB" for kind, b in kinds))
+        click.echo("  DDR weight traffic by kind: " + ", ".join(f"{kind} {b / 1e6:,.1f} MB" for kind, b in kinds))
 
 
 def _echo_spread(spread: dict | None) -> None:
@@ -475,8 +484,15 @@ def _echo_spread(spread: dict | None) -> None:
                + "  (at pN, N % of the steps are at least this fast)")
 
 
-def _echo_pass_table(s: dict, ds, unit: str) -> None:
-    click.echo(f"  time            {s['seconds'] * 1e3:,.3f} {unit}  ({s['tokens_per_s']:,.1f} tokens/s)")
+def _fusion_source(o) -> str:
+    """Whether the fusion was searched or pinned (by --fusion or an as-built file's table)."""
+    layout = o.as_built.overlays.get(o.regime) if getattr(o, "as_built", None) else None
+    return "pinned" if o.fusion != "auto" or (layout is not None and layout.fusion != "auto") else "searched"
+
+
+def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") -> None:
+    batch = f", batch {s['batch']} counted" if s.get("batch", 1) > 1 else ""
+    click.echo(f"  time            {s['seconds'] * 1e3:,.3f} {unit}  ({s['tokens_per_s']:,.1f} tokens/s{batch})")
     click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
                f"KV {s['kv_bytes'] / 1e6:,.1f}, activations {s['activation_bytes'] / 1e6:,.1f})")
     click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
@@ -484,7 +500,10 @@ def _echo_pass_table(s: dict, ds, unit: str) -> None:
                f"({100 * s['dispatch_share']:.1f} %), cuts after layers [{ds.attrs['cuts']}]")
     if s["program_reload_seconds"]:
         click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
-    click.echo(f"  fusion          {s['fusion']}  (searched: {ds.attrs['fusion_alternatives']})")
+    if fusion_source == "pinned":
+        click.echo(f"  fusion          {s['fusion']}  (pinned)")
+    else:
+        click.echo(f"  fusion          {s['fusion']}  (searched: {ds.attrs['fusion_alternatives']})")
     click.echo(f"  compute         {s['compute_s'] * 1e3:,.3f} ms, exposed {s['exposed_compute_s'] * 1e3:,.3f} ms "
                f"(what NOOP of every class would save, about)")
     click.echo(f"  bound by        {s['bound_by']}")
