@@ -511,6 +511,12 @@ def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") ->
     click.echo(f"  mappings        {m['proven_best']} of {m['matmul_ops']} matmul ops proven the best of their space; "
                f"better mappings could save at most {m['most_seconds_better_mappings_save'] * 1e3:,.3f} ms "
                f"({100 * m['most_share_better_mappings_save']:.1f} %; --search-budget exact proves them all)")
+    if m.get("kernel_shared_ops"):
+        click.echo(f"  kernels         {m['kernel_shared_ops']} matmul ops run a kernel their dispatch shares "
+                   f"(the dispatch's kernels then fit program memory)")
+    if m.get("program_reload_seconds"):
+        click.echo(f"                  {m['program_reload_seconds'] * 1e3:,.3f} ms of that bound is program reloads "
+                   f"no shared kernel set avoided; --whole-run searches kernel choices on whole runs")
     click.echo("  class           ms        share")
     for cls, sec in sorted(s["by_class"].items(), key=lambda kv_: -kv_[1]):
         click.echo(f"    {cls:<14}{sec * 1e3:9.3f}  {100 * sec / s['seconds']:5.1f} %")

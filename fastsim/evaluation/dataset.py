@@ -9,7 +9,7 @@ import xarray as xr
 
 from ..arch import Arch
 from ..graph import TENSOR_KINDS, VECTOR
-from ..mapping.dispatch import DispatchLimits
+from ..mapping.dispatch import DispatchLimits, reload_seconds
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
 from .pins import GraphPins
@@ -119,11 +119,10 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     # per dispatch: its ops, its host round trip, its static weights' load and, where its kernels
     # exceed program memory, the cores' program reloads (once per layer); they add up to the total
     of_op = np.array(dispatch.of_op)
-    per_reload, per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(4))
+    per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(3))
+    per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits), np.float64)
     for d in range(n_dispatch):
         mine = of_op == d
-        if dispatch.program_bytes[d] > limits.program_memory_bytes:
-            per_reload[d] = limits.program_reload_s * len({x for x in layer_of[mine] if x >= 0})
         per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
         per_total[d] = f["seconds"][mine].sum() + arch.dispatch_overhead_s + per_preload[d] + per_reload[d]
         per_energy[d] = f["energy"][mine].sum() + (0.0 if resident else static[d] * arch.pj_per_byte["ddr"])

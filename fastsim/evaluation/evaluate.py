@@ -19,7 +19,7 @@ from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
 from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches,
-                                program_bytes, sequence_words)
+                                program_bytes, reload_seconds, sequence_words)
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
 from ..results import arrays_of
@@ -239,30 +239,42 @@ class Evaluation:
 
     def share_kernels(self, chosen, dispatch):
         """Each dispatch whose kernels overflow program memory with its matmuls held to a set of
-        kernels that fits, where that beats reloading the programs every layer (``sharing``); the
-        cuts stay (a change that no longer fits them is not made)."""
-        out = list(chosen)
+        kernels that fits (``sharing``), kept where the whole pass (ops, dispatches, reloads) runs
+        faster. Cuts the user gave stay; a greedy cut is found again when the shared designs no
+        longer fit it (their runtime sequences differ), a chain placed again on it."""
+        kernel_of = {}
         for d, program in enumerate(dispatch.program_bytes):
             if program > self.limits.program_memory_bytes:
-                self.share_in(out, [i for i, x in enumerate(dispatch.of_op) if x == d])
-        if out == list(chosen):
+                kernel_of.update(self.shared_in(chosen, [i for i, x in enumerate(dispatch.of_op) if x == d]))
+        if not kernel_of:
             return chosen, dispatch
+        out = self.held(chosen, kernel_of)
         shared = self.dispatches(out, dispatch.cuts, strict=False)
-        if sum(map(len, shared.problems)) > sum(map(len, dispatch.problems)):
+        if _problems(shared) > _problems(dispatch) and self.cuts is None:
+            shared = self.dispatches(out, None, strict=False)
+            if shared.cuts != dispatch.cuts and any(p.chip.group and p.chip.group.kind == CHAIN for p in chosen):
+                again = self.place(set(), True, shared.of_op)
+                self.simulate(again, strict=False)
+                out = self.held(again, kernel_of)
+                shared = self.dispatches(out, shared.cuts, strict=False)
+        if (_problems(shared) > _problems(dispatch) or any(p.key not in self.results for p in out)
+                or self.pass_seconds(out, shared) >= self.pass_seconds(chosen, dispatch)):
             return chosen, dispatch
         return out, shared
 
-    def share_in(self, out: list, mine: list[int]) -> None:
-        """One dispatch's ops (``mine``, indices into ``out``) moved onto shared kernels in place."""
+    def shared_in(self, chosen, mine: list[int]) -> dict:
+        """The kernel each movable op of one dispatch (``mine``, indices into ``chosen``) is held
+        to under the best kernel set that fits (ops on their own kernel left out); {} when none
+        fits or it does not beat the reloads."""
         results, limits = self.results, self.limits
-        free = [i for i in mine if self.movable(out[i])]
-        kernels = sorted({k for i in free for k in results[out[i].key].kernels if k[0] == "matmul"})
-        variants = {(i, k): replace(out[i], kernel=k[1:]) for i in free for k in kernels
-                    if k not in results[out[i].key].kernels}
+        free = [i for i in mine if self.movable(chosen[i])]
+        kernels = sorted({k for i in free for k in results[chosen[i].key].kernels if k[0] == "matmul"})
+        variants = {(i, k): replace(chosen[i], kernel=k[1:]) for i in free for k in kernels
+                    if k not in results[chosen[i].key].kernels}
         self.simulate(list(variants.values()), strict=False, movement=False)
         cycles, own = {}, {}  # per distinct op design: its instances' cycles on each kernel it can run
         for i in free:
-            key, repeat = out[i].key, out[i].op.repeat
+            key, repeat = chosen[i].key, chosen[i].op.repeat
             own[key] = _matmul_kernel(results[key])
             by = cycles.setdefault(key, {own[key]: 0.0})
             by[own[key]] += results[key].cycles * repeat
@@ -270,7 +282,7 @@ class Evaluation:
                 v = variants.get((i, k))
                 if v is not None and v.key in results:
                     by[k] = by.get(k, 0.0) + results[v.key].cycles * repeat
-        fixed = frozenset(k for i in mine for k in results[out[i].key].kernels
+        fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
         room = (limits.program_memory_bytes - program_bytes(fixed, limits)) // max(1, limits.matmul_kernel_bytes)
         picks = shared_kernels(cycles, fixed, room)
@@ -278,20 +290,30 @@ class Evaluation:
         reload_cycles = limits.program_reload_s * len(layers) * self.arch.clock_hz
         per_op = sum(by[own[key]] for key, by in cycles.items())
         if picks is None or sum(cycles[key][k] for key, k in picks.items()) >= per_op + reload_cycles:
-            return
-        moved = {}
-        for i in free:
-            k = picks[out[i].key]
-            if k != own[out[i].key]:
-                moved[i] = variants[(i, k)]
-        for v in moved.values():  # simulated again with their data-only twins where the evaluation wants them
-            self.results.pop(v.key, None)
-        self.simulate(list(moved.values()), strict=True)
-        for i, v in moved.items():
-            mine_r, own_r = results[v.key], results[out[i].key]
-            lower = (1 - own_r.search_gap) * own_r.cycles  # the op's own space holds nothing faster
-            results[v.key] = replace(mine_r, search_gap=max(0.0, 1 - lower / mine_r.cycles))
-            out[i] = v
+            return {}
+        return {i: picks[chosen[i].key][1:] for i in free if picks[chosen[i].key] != own[chosen[i].key]}
+
+    def held(self, placed, kernel_of: dict) -> list[Placed]:
+        """``placed`` with the ops of ``kernel_of`` held to their kernels, simulated (with their
+        data-only twins where the evaluation wants them), each held op's gap measured against its
+        own whole space (the unheld op's lower bound)."""
+        out = [replace(p, kernel=kernel_of[i]) if i in kernel_of else p for i, p in enumerate(placed)]
+        for p in out:  # variants were tried without twins
+            r = self.results.get(p.key)
+            if p.kernel and r is not None and self.movement and r.movement_cycles is None:
+                del self.results[p.key]
+        self.simulate([p for p in out if p.kernel], strict=False)
+        for alone, p in zip(placed, out):
+            if p.kernel and p.key in self.results and alone.key in self.results:
+                mine, own = self.results[p.key], self.results[alone.key]
+                lower = (1 - own.search_gap) * own.cycles
+                self.results[p.key] = replace(mine, search_gap=max(0.0, 1 - lower / mine.cycles))
+        return out
+
+    def pass_seconds(self, placed, dispatch) -> float:
+        """Seconds of the ops, the dispatches' host round trips and their program reloads."""
+        reloads = reload_seconds(dispatch, self.graph.layers, self.limits)
+        return self.total(placed) + dispatch.count * self.arch.dispatch_overhead_s + sum(reloads)
 
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user, not a pipeline stage."""
@@ -377,6 +399,10 @@ class Evaluation:
         if problems:
             raise ConfigError(sorted(set(problems)), "mapping")
         return todo, by_key
+
+
+def _problems(plan: DispatchPlan) -> int:
+    return sum(map(len, plan.problems))
 
 
 def _matmul_kernel(r: OpResult):

@@ -82,6 +82,17 @@ def program_bytes(kernels: set, limits: DispatchLimits) -> int:
     return size
 
 
+def reload_seconds(plan: "DispatchPlan", layers: list[int], limits: DispatchLimits) -> list[float]:
+    """Per dispatch: its cores' program reloads, once per layer it holds, where its kernels exceed
+    program memory (0 where they fit)."""
+    out = []
+    for d in range(plan.count):
+        held = {layer for layer, x in zip(layers, plan.of_op) if x == d and layer >= 0}
+        over = plan.program_bytes[d] > limits.program_memory_bytes
+        out.append(limits.program_reload_s * len(held) if over else 0.0)
+    return out
+
+
 @dataclass
 class DispatchPlan:
     """Dispatch index per op, and per dispatch what it holds."""
