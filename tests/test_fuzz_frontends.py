@@ -156,3 +156,59 @@ def test_onnx_cli__a_non_utf8_graph_name_is_one_clean_error(tmp_path):
     out = CliRunner().invoke(main, ["run", "onnx", str(path), "--json"])
     assert out.exit_code == 2 and "--debug" not in out.output, out.output
     assert "graph.name" in out.output and "UTF-8" in out.output
+
+
+# ---- mlir-aie designs ------------------------------------------------------------------------------
+
+FIXTURE = (HERE / "objectfifo_passthrough.mlir").read_text()
+DEPTH = "@to_core(%shim, {%core_tile}, 2 : i32)"
+LOOP = "%c4 = arith.constant 4 : index"
+# (text, malformed); a loop bound is malformed only past a 64-bit index or not an integer: 0 or 1
+# iterations against 4 objects sent is a valid design that deadlocks (a SimulationError), and
+# 10**12 a persistent one
+DEPTHS = st.sampled_from([("2", False), ("1", False), ("3", False), ("0", True), ("-1", True), ("64", True),
+                          ("10000000000", True), ("99999999999999999999999", True)])
+SIZES = st.sampled_from([("256", False), ("0", True), ("1000000000000", True), ("99999999999999999999999", True)])
+LOOPS = st.sampled_from([("4", False), ("8", False), ("1000000000000", False), ("9223372036854775807", False),
+                         ("0", None), ("1", None), ("99999999999999999999999", True), ("1.5", True)])
+COSTS = st.sampled_from([("kernel = 300", False), ("kernel = { cycles = 5 }", False), ("kernel = 0", True),
+                         ("kernel = -1", True), ('kernel = "fast"', True), ("kernel = 2.5", True),
+                         ("kernel = inf", True), ("kernel = 9223372036854775807", True),
+                         ("kernel = { cycle = 5 }", True), ("kernel = {}", True)])
+EXTRA = st.sampled_from([("", False), ("kernal = 300", True), ("x = [", True), ("\udcff = 1", True)])
+HEADERS = st.sampled_from([("[kernels]", False), ("[kernel]", True), ("", True)])
+
+
+@st.composite
+def mlir_cases(draw):
+    return {"depth": draw(DEPTHS), "size": draw(SIZES) if not draw(st.integers(0, 2)) else ("256", False),
+            "loop": draw(LOOPS), "header": draw(HEADERS) if not draw(st.integers(0, 2)) else ("[kernels]", False),
+            "cost": draw(COSTS), "extra": draw(EXTRA) if not draw(st.integers(0, 2)) else ("", False)}
+
+
+@_both(mlir_cases())
+def _mlir_case(case):
+    from fastsim.errors import SimulationError
+    from fastsim.mlir import read_design, simulate_design
+
+    v = {k: text for k, (text, _) in case.items()}
+    text = (FIXTURE.replace(DEPTH, DEPTH.replace("2 : i32", f"{v['depth']} : i32"))
+            .replace("memref<256xi32>", f"memref<{v['size']}xi32>").replace(LOOP, LOOP.replace("4 :", f"{v['loop']} :")))
+    tmp = Path(_tmp())
+    (tmp / "d.mlir").write_text(text)
+    (tmp / "k.toml").write_bytes("\n".join((v["header"], v["cost"], v["extra"])).encode("utf-8", "surrogateescape"))
+    bad = [k for k, (_, wrong) in case.items() if wrong]
+    either = [k for k, (_, wrong) in case.items() if wrong is None]
+
+    def run():
+        try:
+            return simulate_design(read_design(tmp / "d.mlir", tmp / "k.toml"))
+        except SimulationError:
+            assert either and not bad, "a valid design failed to simulate"
+            return None
+    ds = _expect(run, bad)
+    if ds is not None:
+        assert int(ds.total_cycles[0]) > 0
+
+
+test_mlir_design, test_mlir_design_slow = _mlir_case

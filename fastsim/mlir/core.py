@@ -155,7 +155,12 @@ class CoreReader:
             step = int_of(items[texts.index("step") + 1:], self.r.env) if "step" in texts else 1
         except ValueError:
             raise Unreadable("loop bounds: expected %i = LB to UB step S") from None
-        count = max(0, -(-(ub - lb) // step)) if step > 0 else 0
+        wide = [f"{k} = {v}" for k, v in (("lb", lb), ("ub", ub), ("step", step)) if not -2**63 <= v < 2**63]
+        if wide:
+            raise Unreadable(f"loop bounds {', '.join(wide)}: must fit a 64-bit index")
+        if step < 1:
+            raise Unreadable(f"loop step = {step}: must be >= 1 (scf.for steps forward)")
+        count = max(0, -(-(ub - lb) // step))
         if count >= ENDLESS:
             self.endless = True
         body_ops = op.regions[0].ops if op.regions else ()

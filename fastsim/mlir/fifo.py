@@ -70,6 +70,14 @@ class Fifos:
         else:
             depths = [int_of(depth_items)] * (1 + len(consumers))
         shape, bits = memref_of(op.items)
+        most = r.design.arch.lock_max_value  # a FIFO's producer lock starts at its depth
+        bad = [d for d in depths if not 1 <= d <= most]
+        if bad or len(depths) != 1 + len(consumers):
+            raise Unreadable(f"object FIFO {name}: depth {depths if len(depths) > 1 else depths[0]}: one depth, or one "
+                             f"per end ({1 + len(consumers)}), each in 1..{most} (the lock that counts its free "
+                             "elements holds at most that)")
+        if not all(1 <= n < 2**32 for n in shape):
+            raise Unreadable(f"object FIFO {name}: element memref shape {list(shape)}: sizes must be in 1..2**32 - 1")
         a = attrs(op)
         for key in ("repeat_count", "init_values", "plio", "aie_stream", "disable_synchronization", "iter_count"):
             if key in a:
