@@ -586,3 +586,44 @@ def test_sweep__takes_a_spec_as_a_dict_the_same_as_its_toml(tmp_path):
     assert from_dict.seconds.values.tolist() == from_text.seconds.values.tolist()
     with pytest.raises(fastsim.ConfigError, match="study.kind"):
         sweep({"study": {"kind": "warp"}, "axes": {"m": [32]}}, workers=0, progress=False)
+
+
+QUANTIZED_SPEC = """
+[study]
+kind = "llm"
+[study.base]
+model = "GPTQ8"
+context = 64
+[[points]]
+batch = 1
+[[points]]
+model = "PLAIN"
+weights = "int8"
+[[points]]
+weights = "int4"
+[run]
+chunk_points = 3
+outputs = ["status", "message", "weight_bytes"]
+"""
+
+
+def test_sweep__a_point_without_weights_runs_the_models_quantization_config(tmp_path):
+    """A point that names no ``weights`` simulates the precision its config.json stores (here
+    GPTQ 8-bit: int8, as the plain model at ``weights = "int8"``); a point that names one runs
+    that what-if. The store says only what the spec gave: no ``weights`` in its base, "" where
+    a point gave none (never the declared default int4)."""
+    tiny = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 512, "torch_dtype": "bfloat16"}
+    paths = {}
+    for name, extra in (("GPTQ8", {"quantization_config": {"quant_method": "gptq", "bits": 8, "group_size": 128}}),
+                        ("PLAIN", {})):
+        (tmp_path / name).mkdir()
+        paths[name] = tmp_path / name / "config.json"
+        paths[name].write_text(json.dumps({**tiny, **extra}))
+    text = QUANTIZED_SPEC.replace("GPTQ8", str(paths["GPTQ8"])).replace("PLAIN", str(paths["PLAIN"]))
+    ds = sweep(parse_spec(text, "quantized"), tmp_path / "q.zarr", workers=0, progress=False)
+    assert list(ds.status.values) == [0, 0, 0], list(ds.message.values)
+    stored, plain_int8, what_if = ds.weight_bytes.values
+    assert stored == plain_int8 and what_if < stored
+    assert list(ds.weights.values) == ["", "int8", "int4"]
+    assert "weights" not in json.loads(ds.attrs["base"])

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..arch import PRESETS
 from ..errors import ConfigError, SimulationError
-from ..llm.parameters import from_words
+from ..llm.parameters import PRECISION_NAMES, from_words
 from .spec import ARCH_FIELDS, LLM_KINDS, SweepSpec, prefill_context_refusal, spec_dir
 from .variables import BOUND_RESOURCES, OPERANDS, REGISTRY
 
@@ -53,19 +53,23 @@ def llm_study(params: dict):
 
     ``routing`` / ``routing_seed`` become ``Routing(mode, seed)``; the per-kind weight dtypes
     (``embedding``, ``lm_head``, ``attention``, ``ffn``, ``router``; "" = as ``weights``) go to
-    ``Precision``; ``search_budget = "exact"`` is None. A prefill point's ``context`` is refused
-    (its cached tokens are ``prefill_context``); for encode (which keeps no cache) ``context`` is the
-    input length when no ``prompt`` is given.
+    ``Precision``; ``search_budget = "exact"`` is None. A point without ``weights`` runs the
+    model's stored precision (its config.json's ``quantization_config``, e.g. gpt-oss's mxfp4; else
+    ``Precision()``), its other precision keys replacing that storage's; a given ``weights`` is a
+    what-if of the whole model and wins, as ``fastsim run llm --weights`` does. A prefill point's
+    ``context`` is refused (its cached tokens are ``prefill_context``); for encode (which keeps no
+    cache) ``context`` is the input length when no ``prompt`` is given.
     """
-    from ..llm import LlmStudy, Precision
+    from ..llm import LlmStudy
     from ..llm.routing import Routing
 
     why = prefill_context_refusal(params)
     if why:
         raise ConfigError([f"context = {params['context']!r}: {why}"], "llm study")
     p = from_words(params)
-    precision = Precision(**{k: p.pop(k) for k in PRECISION_PARAMS if k in p})
-    precision = replace(precision, **{k: getattr(precision, k) or None for k in WEIGHT_KIND_PARAMS})
+    given = {k: p.pop(k) for k in PRECISION_PARAMS if k in p}
+    given.update({k: given[k] or None for k in WEIGHT_KIND_PARAMS if k in given})
+    names = {k: given.pop(k) for k in PRECISION_NAMES if k in given}  # LlmStudy's own precision arguments
     routing = Routing(**{f: p.pop(k) for k, f in (("routing", "mode"), ("routing_seed", "seed")) if k in p})
     dataflow = {k.split(".", 1)[1]: p.pop(k) for k in list(p) if k.startswith("dataflow.")}
     columns = {k.split(".", 1)[1]: int(p.pop(k)) for k in list(p) if k.startswith("columns.")}
@@ -75,7 +79,8 @@ def llm_study(params: dict):
         p["noop"] = _tuple(p["noop"])
     if "cuts" in p:  # "" (or absent): the greedy default; "none": one dispatch
         p["cuts"] = None if p["cuts"] == "" else tuple(int(x) for x in _tuple(p["cuts"]))
-    return LlmStudy(precision=precision, dataflow=dataflow, columns=columns, routing=routing, **p)
+    study = LlmStudy(dataflow=dataflow, columns=columns, routing=routing, **names, **p)
+    return replace(study, precision=replace(study.precision, **given)) if given else study
 
 
 def cached_tokens(spec: SweepSpec, params: dict) -> dict:
