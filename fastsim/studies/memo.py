@@ -114,10 +114,15 @@ def _summary(doc: Document, plan: dict, results: dict, notes: dict) -> None:
     if best:
         text += " Biggest lever left on this part, " + "; ".join(best) + "."
     doc.paragraph(text)
-    errors = [f"{label}: {_error_words(e)}" for label, e in _pass_errors(plan).items() if e]
+    measured = {label: e for label, e in _pass_errors(plan).items() if e}
+    errors = [f"{label}: {_error_words(e)}" for label, e in measured.items()]
+    below = [label for label, e in measured.items()
+             if 1 - plan["regimes"][label]["predicted"]["seconds"] / plan["regimes"][label]["baseline"]["seconds"]
+             < e["median"]]
     doc.paragraph("Confidence: simulated, not measured"
-                  + (f"; fastsim's measured error on such whole passes, as built ({', '.join(errors)}), is larger "
-                     "than some of these gains: see Confidence below." if errors else
+                  + (f"; fastsim's measured error on such whole passes, as built ({', '.join(errors)}), "
+                     + (f"exceeds the gain of {', '.join(below)}" if below else "is below every gain here")
+                     + ": see Confidence below." if errors else
                      "; no measurement against hardware covers these regimes (Confidence below)."))
 
 
