@@ -160,3 +160,19 @@ def test_run_llm__labels_say_step_batch_traffic_and_a_pinned_fusion(tmp_path):
     assert "ms/step" in lines["time"] and "tokens/s, batch 2 counted" in lines["time"]  # not ms/token
     assert any(line.startswith("  DDR weight traffic by kind: ffn ") for line in r.output.splitlines())
     assert lines["fusion"].strip() == "fusion          none  (pinned)"
+
+
+def test_study_kv__an_8bit_gptq_config_runs_int8_unless_weights_is_given(tmp_path):
+    """``fastsim study`` (and ``optimize``, through the same ``base_study``) simulate the model's
+    stored precision when no --weights is given, and say so in the Dataset's attrs."""
+    from fastsim.cli.common import base_study
+
+    path = quantized(tmp_path, quant_method="gptq", bits=8, group_size=128)
+    stored, int8 = (json.loads(invoke("study", "kv", "--model", model, "--context", 64, "--context", 128, "--json",
+                                      *weights).stdout)
+                    for model, weights in ((path, ()), (TINY_PATH(tmp_path), ("--weights", "int8"))))
+    assert stored["attrs"]["weights"] == "int8"
+    assert stored["data_vars"]["weight_bytes"]["data"] == int8["data_vars"]["weight_bytes"]["data"]
+    assert base_study(str(path), None, "bf16", "bf16").precision.weights == "int8"
+    what_if = base_study(str(path), "int4", "bf16", "bf16").precision  # a given --weights wins
+    assert what_if == LlmStudy(model=str(path), weights="int4").precision and what_if.weights == "int4"

@@ -16,6 +16,9 @@ from ..llm.parameters import BY_NAME, Parameter
 # are in the workload validators).
 SOFT_LIMITS = {"gemm_macs": 1 << 36, "context": 1 << 17, "prompt": 1 << 14, "batch": 64}
 MODEL_HELP = "a preset (fastsim models lists them) or a Hugging Face config.json"
+STORED_WEIGHTS = (f"as the model stores them: its config.json's quantization_config (GPTQ/AWQ 4-bit int4, "
+                  f"GPTQ 8-bit int8, fp8, gpt-oss's mxfp4), else {BY_NAME['weights'].default}; a given --weights "
+                  "is a what-if of the whole model and wins")
 
 
 def load_arch(name: str):
@@ -189,14 +192,18 @@ class Unsettable(click.ParamType):
             self.fail(f"{value!r}: {self.param.allowed()}, or {self.param.unset}", param, ctx)
 
 
-def study_option(name: str, *, extra_choices: tuple[str, ...] = (), more_help: str = ""):
+def study_option(name: str, *, extra_choices: tuple[str, ...] = (), more_help: str = "", unset_means: str = ""):
     """The click option of a declared LLM study parameter (``fastsim.llm.parameters``): named
     ``--name-with-dashes``, with its type, choices (and ``extra_choices`` a command adds), default
     and help. Ranges are stated in the help and checked by ``LlmStudy.validate``, so a value out of
-    range gets the one message the API gives too."""
+    range gets the one message the API gives too. ``unset_means``: the option's default is None
+    (not the declared default), which the study reads as this, said in --help."""
     p = BY_NAME[name]
     flag = "--" + name.replace("_", "-")
     text = p.help + (f"; {more_help}" if more_help else "")
+    if unset_means:
+        return click.option(flag, name, type=click.Choice([*p.choices, *extra_choices]), default=None,
+                            help=f"{text} (default: {unset_means})")
     if p.type is bool:
         return click.option(f"{flag}/--no-{flag[2:]}", name, default=p.default, show_default=True, help=text)
     if p.choices:
@@ -219,7 +226,7 @@ def model_options(fn, several: bool = False, regimes: bool = True):
                                 "decode:4096 and prefill:1024)")] if regimes else []
     return with_options([
         model,
-        study_option("weights"),
+        study_option("weights", unset_means=STORED_WEIGHTS),
         study_option("kv"),
         study_option("activations"),
         click.option("--arch", "arch_name", default="npu2", show_default=True,
@@ -237,7 +244,8 @@ def several_models_options(fn):
 
 
 def base_study(model, weights, kv, activations):
-    """The LlmStudy of ``model_options``' model and precision."""
-    from ..llm import LlmStudy, Precision
+    """The LlmStudy of ``model_options``' model and precision: ``weights`` None (no --weights) is
+    the model's stored precision (``STORED_WEIGHTS``, ``LlmStudy``'s precision None)."""
+    from ..llm import LlmStudy
 
-    return LlmStudy(model=model, precision=Precision(weights=weights, kv=kv, activations=activations))
+    return LlmStudy(model=model, weights=weights, kv=kv, activations=activations)
