@@ -176,3 +176,23 @@ def test_study_kv__an_8bit_gptq_config_runs_int8_unless_weights_is_given(tmp_pat
     assert base_study(str(path), None, "bf16", "bf16").precision.weights == "int8"
     what_if = base_study(str(path), "int4", "bf16", "bf16").precision  # a given --weights wins
     assert what_if == LlmStudy(model=str(path), weights="int4").precision and what_if.weights == "int4"
+
+
+def test_study_compression__model_names_whose_ratios_they_are_and_a_model_of_other_shapes_is_refused(tmp_path):
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny" / "config.json").write_text(json.dumps(TINY))
+    (tmp_path / "dump").mkdir()  # no config.json beside the weights: nothing names the model but --model
+    rng = np.random.default_rng(0)
+    weights = tmp_path / "dump" / "weights.npz"
+    np.savez(weights, **{name: rng.standard_normal(shape).astype(np.float32) * (rng.random(shape) < 0.3)
+                         for name, shape in (("q_proj.weight", (256, 256)), ("k_proj.weight", (128, 256)))})
+    out = tmp_path / "measured.json"
+    r = invoke("study", "compression", weights, "--model", tmp_path / "tiny" / "config.json", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert json.loads(out.read_text())["measured_on"]["model"] == "tiny" and "measured on tiny's tensors" in r.output
+    r = invoke("study", "compression", weights, "--model", "llama-3.2-1b", "--out", tmp_path / "other.json")
+    assert r.exit_code == 2 and "llama-3.2-1b has no weight of shape (128, 256)" in r.output
+    assert not (tmp_path / "other.json").exists()
+    r = invoke("study", "compression", weights, "--out", tmp_path / "untold.json")
+    assert r.exit_code == 0 and "no model named: give --model" in r.output
+    assert json.loads((tmp_path / "untold.json").read_text())["measured_on"]["model"] == ""

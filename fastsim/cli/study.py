@@ -7,7 +7,7 @@ import json
 import click
 
 from ..errors import ConfigError, SimulationError
-from .common import base_study, fail, load_arch, model_options
+from .common import MODEL_HELP, base_study, fail, load_arch, model_options
 
 
 def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
@@ -226,19 +226,25 @@ def bandwidth_cmd(arch_name, sizes, total_bytes, as_json, report_dir):
 @click.option("--prune", default=None, help="N:M structured sparsity after magnitude pruning, e.g. 2:4")
 @click.option("--include", default=r"^(?!.*embed).*", show_default=True,
               help="regular expression the weight tensors' names must match")
+@click.option("--model", default=None,
+              help=f"the model the weights are of, {MODEL_HELP}: recorded as measured_on, and the weights' "
+                   "shapes must be its (default: the config.json beside the weights, if any; runs on another "
+                   "model refuse the ratios)")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
               help="write the ratios a run applies (fastsim run llm --compression FILE)")
 @click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,
               help="write compression.md and compression.png into this directory")
-def compression_cmd(weights, kv_path, group_size, prune, include, out_path, as_json, report_dir):
+def compression_cmd(weights, kv_path, group_size, prune, include, model, out_path, as_json, report_dir):
     """How much do weights and K/V really compress? Reads real tensors (.safetensors, .npz, .npy)
     and measures, per tensor and in total, the DMA's zero-value compression, N:M pruning and
-    int8/int4 group quantization against their nominal ratios.
+    int8/int4 group quantization against their nominal ratios. The ratios belong to the model
+    measured (--model, or the config.json beside the weights): runs apply them to it only.
 
-    Example: fastsim study compression model.safetensors --prune 2:4 --out measured.json
+    Example: fastsim study compression model.safetensors --model llama-3.2-1b --prune 2:4 --out measured.json
     """
-    from ..studies.compression import compression, run_ratios
+    from ..llm import get_model
+    from ..studies.compression import check_measured_on, compression, run_ratios
 
     try:
         nm = None if prune is None else tuple(int(x) for x in prune.split(":"))
@@ -248,12 +254,19 @@ def compression_cmd(weights, kv_path, group_size, prune, include, out_path, as_j
         raise click.BadParameter(f"{prune!r}: expected N:M like 2:4", param_hint="--prune")
 
     def compute():
-        ds = compression(weights, kv_path, group_size, nm, include)
+        config = get_model(model) if model is not None else None
+        ds = compression(weights, kv_path, group_size, nm, include, model=config.name if config else None)
+        ratios = run_ratios(ds)
+        if config is not None:  # weights of another shape are not this model's: its runs would refuse them
+            check_measured_on(ratios, config, weights)
         if out_path:
             from pathlib import Path
 
-            Path(out_path).write_text(json.dumps(run_ratios(ds), indent=1))
-            click.echo(f"ratios for runs: {out_path}", err=True)
+            Path(out_path).write_text(json.dumps(ratios, indent=1))
+            on = ratios["measured_on"]["model"]
+            click.echo(f"ratios for runs: {out_path} (measured on {on}'s tensors)" if on else
+                       f"ratios for runs: {out_path} (no model named: give --model or put its config.json beside "
+                       "the weights; runs check only the tensors' shapes)", err=True)
         return ds
 
     _run_study(compute, as_json, report_dir)
