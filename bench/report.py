@@ -169,7 +169,7 @@ def llm(repeats: int = 5):
 
     def fresh(study, searches: bool):
         # neither op results nor engine results by design content answer, nor an earlier run's
-        regions = ("op", "engine", "search") if searches else ("op", "engine")
+        regions = ("op", "engine", "search", "search_bound") if searches else ("op", "engine")
         with cold(*regions):
             simulate_llm(study)
 

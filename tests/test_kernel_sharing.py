@@ -138,3 +138,22 @@ def test_stated_bound__holds_against_the_whole_run_search(model, context, batch,
     seed = simulate_llm(study, limits=limits)
     found = whole_run_search(study, limits=limits, seed=seed)
     assert found.gain_seconds <= mapping_search(seed)["most_seconds_better_mappings_save"] + 1e-15
+
+
+@examples(max_examples=25, deadline=None, derandomize=True)
+@given(st.sampled_from([1, 4, 16, 48]), st.sampled_from([64, 256, 1000]), st.sampled_from([32, 128, 512]),
+       st.sampled_from([None, (1, 64, 16), (4, 64, 8), (2, 128, 16)]), st.sampled_from([None, "bf16", "bfp16"]))
+def test_lower_bound_cycles__no_search_of_the_space_answers_faster(m, k, n, tile, datapath):
+    from fastsim.arch import NPU2
+    from fastsim.errors import ConfigError
+    from fastsim.mapping import Matmul, Pins, search
+    from fastsim.mapping.search import lower_bound_cycles
+
+    op, pins = Matmul(m, k, n, "bf16"), Pins(tile=tile, datapath=datapath)
+    bound = lower_bound_cycles(op, NPU2, pins)
+    try:
+        found = search(op, NPU2, pins, top=1, keep=0, budget=1)
+    except ConfigError:
+        assert bound == float("inf")
+        return
+    assert 0 < bound <= found.best_cycles

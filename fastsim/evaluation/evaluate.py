@@ -27,7 +27,7 @@ from ..simulation import simulate, simulate_arrays
 from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
-from .place import Placed, op_design, place
+from .place import Placed, matmul_lower_bound_cycles, op_design, place
 from .sharing import shared_kernels
 
 
@@ -265,33 +265,41 @@ class Evaluation:
     def shared_in(self, chosen, mine: list[int]) -> dict:
         """The kernel each movable op of one dispatch (``mine``, indices into ``chosen``) is held
         to under the best kernel set that fits (ops on their own kernel left out); {} when none
-        fits or it does not beat the reloads."""
+        fits or none beats the reloads. Branch and bound, as the mapping search: an op design's
+        time on another kernel is its closed-form lower bound until the best set so far needs it,
+        then simulated; the answer is the best set over exact times."""
         results, limits = self.results, self.limits
         free = [i for i in mine if self.movable(chosen[i])]
         kernels = sorted({k for i in free for k in results[chosen[i].key].kernels if k[0] == "matmul"})
-        variants = {(i, k): replace(chosen[i], kernel=k[1:]) for i in free for k in kernels
-                    if k not in results[chosen[i].key].kernels}
-        self.simulate(list(variants.values()), strict=False, movement=False)
-        cycles, own = {}, {}  # per distinct op design: its instances' cycles on each kernel it can run
+        first, count = {}, {}  # per distinct op design: its first instance, its calls in the dispatch
         for i in free:
-            key, repeat = chosen[i].key, chosen[i].op.repeat
-            own[key] = _matmul_kernel(results[key])
-            by = cycles.setdefault(key, {own[key]: 0.0})
-            by[own[key]] += results[key].cycles * repeat
-            for k in kernels:
-                v = variants.get((i, k))
-                if v is not None and v.key in results:
-                    by[k] = by.get(k, 0.0) + results[v.key].cycles * repeat
+            first.setdefault(chosen[i].key, i)
+            count[chosen[i].key] = count.get(chosen[i].key, 0) + chosen[i].op.repeat
+        own = {key: _matmul_kernel(results[key]) for key in first}
+        cycles = {key: {k: results[key].cycles if k == own[key] else
+                        matmul_lower_bound_cycles(replace(chosen[i], kernel=k[1:]), self.arch, self.pins)
+                        for k in kernels} for key, i in first.items()}
+        exact = {(key, k) for key, k in own.items()}
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
         room = (limits.program_memory_bytes - program_bytes(fixed, limits)) // max(1, limits.matmul_kernel_bytes)
-        picks = shared_kernels(cycles, fixed, room)
         layers = {self.graph.layers[i] for i in mine if self.graph.layers[i] >= 0}
-        reload_cycles = limits.program_reload_s * len(layers) * self.arch.clock_hz
-        per_op = sum(by[own[key]] for key, by in cycles.items())
-        if picks is None or sum(cycles[key][k] for key, k in picks.items()) >= per_op + reload_cycles:
-            return {}
-        return {i: picks[chosen[i].key][1:] for i in free if picks[chosen[i].key] != own[chosen[i].key]}
+        budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + \
+            limits.program_reload_s * len(layers) * self.arch.clock_hz
+        while True:
+            weighted = {key: {k: c * count[key] for k, c in by.items() if c < float("inf")}
+                        for key, by in cycles.items()}
+            picks = shared_kernels(weighted, fixed, room)
+            if picks is None or sum(weighted[key][k] for key, k in picks.items()) >= budget:
+                return {}
+            todo = {key: k for key, k in picks.items() if (key, k) not in exact}
+            if not todo:
+                return {i: picks[chosen[i].key][1:] for i in free if picks[chosen[i].key] != own[chosen[i].key]}
+            tried = {key: replace(chosen[first[key]], kernel=k[1:]) for key, k in todo.items()}
+            self.simulate(list(tried.values()), strict=False, movement=False)
+            for key, v in tried.items():
+                cycles[key][todo[key]] = results[v.key].cycles if v.key in results else float("inf")
+                exact.add((key, todo[key]))
 
     def held(self, placed, kernel_of: dict) -> list[Placed]:
         """``placed`` with the ops of ``kernel_of`` held to their kernels, simulated (with their

@@ -12,6 +12,7 @@ from ..design import Design
 from ..errors import ConfigError
 from ..lower import LoweredDesign, lower, noop_twin
 from ..mapping import Matmul, Pins, matmul_design, search
+from ..mapping.search import lower_bound_cycles
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..graph import CONV, VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
@@ -172,15 +173,11 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return _conv_design(p, arch, pins, noop, at)
     real = matmul_of(p, pins)
     on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
-    chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
-    flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
-    tile, datapath = p.kernel or (pins.pinned(pins.tiles, op.name, p.kind, op.op_class),
-                                  _datapath(pins, p, arch, real))
-    found = search(real, on, Pins(dataflow=flows, cols=cols, col0=col0,
-                                  stream_split=None if pins.stream_split == "auto" else pins.stream_split,
-                                  tile=tuple(tile) if tile else None, datapath=datapath,
-                                  l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class)),
-                   top=1 if at else _TOP, keep=0, budget=1 if at else pins.search_budget)
+    # a pipeline stage, and an op held to a kernel its dispatch shares (a budgeted search), try
+    # the best-bounded candidate of their narrowed space
+    one = at is not None or (p.kernel and pins.search_budget is not None)
+    found = search(real, on, _search_pins(p, arch, pins, real, cols, col0),
+                   top=1 if one else _TOP, keep=0, budget=1 if one else pins.search_budget)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
@@ -192,6 +189,34 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
     return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None,
                     found.gap)
+
+
+def _search_pins(p: Placed, arch: Arch, pins: GraphPins, real: Matmul, cols: int | None, col0: int | None) -> Pins:
+    """What the graph's pins (and the kernel an op is held to) fix of a matmul's search."""
+    op = p.op
+    chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
+    flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
+    tile, datapath = p.kernel or (pins.pinned(pins.tiles, op.name, p.kind, op.op_class),
+                                  _datapath(pins, p, arch, real))
+    return Pins(dataflow=flows, cols=cols, col0=col0,
+                stream_split=None if pins.stream_split == "auto" else pins.stream_split,
+                tile=tuple(tile) if tile else None, datapath=datapath,
+                l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class))
+
+
+def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins: GraphPins) -> float:
+    """The fewest cycles matmul op ``p``'s design can take (closed-form bounds of its search
+    space, nothing simulated; inf when no mapping is legal). A bound of the searched design only:
+    0 where the design run is another (NOOP ablation, dequantization removed, a mapping kept
+    from another arch), which bounds anything."""
+    op = p.op
+    if op.op_class in pins.noop or "cast" in pins.noop or pins.mapped_on not in (None, arch):
+        return 0.0
+    real = matmul_of(p, pins)
+    try:
+        return lower_bound_cycles(real, arch, _search_pins(p, arch, pins, real, _columns(pins, p, arch), None))
+    except ConfigError:
+        return float("inf")
 
 
 def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDesign:

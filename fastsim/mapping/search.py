@@ -244,6 +244,25 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
     return result
 
 
+BOUND_REGION = "search_bound"
+CACHE.add_region(Region(BOUND_REGION, 4096))
+
+
+def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
+    """The fewest cycles any legal mapping of ``op`` under ``pins`` can take, from the closed-form
+    bounds alone (nothing simulated; inf when none is legal): no search of that space answers
+    faster. Cheap next to a search: what decides whether a search is worth running."""
+    pins.validate(arch)
+    key = (replace(op, name=""), pins, repr(arch))
+    found = CACHE.get(BOUND_REGION, key)
+    if found is None:
+        table = _Candidates(op, arch, pins)
+        legal = table.a["reason"] < 0
+        found = float(table.a["bound"][legal].min()) if legal.any() else float("inf")
+        CACHE.put(BOUND_REGION, key, found)
+    return found
+
+
 def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> SearchResult:
     """Rank every candidate in closed form, then simulate in order of lower bound until no
     unsimulated candidate can beat the fastest simulated one (or the budget is spent)."""
