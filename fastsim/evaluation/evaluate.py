@@ -242,6 +242,8 @@ class Evaluation:
         kernels that fits (``sharing``), kept where the whole pass (ops, dispatches, reloads) runs
         faster. Cuts the user gave stay; a greedy cut is found again when the shared designs no
         longer fit it (their runtime sequences differ), a chain placed again on it."""
+        if self.pins.noop:
+            return self.share_as_unablated(chosen, dispatch)
         kernel_of = {}
         for d, program in enumerate(dispatch.program_bytes):
             if program > self.limits.program_memory_bytes:
@@ -261,6 +263,24 @@ class Evaluation:
                 or self.pass_seconds(out, shared) >= self.pass_seconds(chosen, dispatch)):
             return chosen, dispatch
         return out, shared
+
+    def share_as_unablated(self, chosen, dispatch):
+        """Under an ablation, the kernels the run without it shares: NOOP keeps the mappings and
+        removes only the compute, so one class's NOOP must not move other ops' kernels."""
+        judge = Evaluation(self.graph, replace(self.pins, noop=()), self.arch, self.limits, self.strict,
+                           movement=False)
+        judge.simulate(chosen, strict=False)
+        if any(p.key not in judge.results for p in chosen):
+            return chosen, dispatch
+        out, plan = judge.share_kernels(chosen, judge.dispatches(chosen, dispatch.cuts, strict=False))
+        if out is chosen:
+            return chosen, dispatch
+        unheld = [replace(p, kernel=()) for p in out]
+        self.simulate(unheld, strict=False)
+        out = self.held(unheld, {i: p.kernel for i, p in enumerate(out) if p.kernel})
+        if any(p.key not in self.results for p in out):
+            return chosen, dispatch
+        return out, self.dispatches(out, plan.cuts, strict=False)
 
     def shared_in(self, chosen, mine: list[int]) -> dict:
         """The kernel each movable op of one dispatch (``mine``, indices into ``chosen``) is held
