@@ -38,10 +38,44 @@ def test_docs_and_help__name_no_path_outside_the_repository():
 
     texts.update(dict(helps(main, [])))
     assert [str(where) for where, text in texts.items() if outside.search(text)] == []
-    # an example's arch file is one the repository ships (study bandwidth's help once showed one it did not)
+    # an example's arch file is one the repository ships (study bandwidth's help once showed one it
+    # did not, and docs/guide.md a my_asymmetric.toml): in --help and in the docs' commands alike
     examples = {m for where, text in texts.items() if isinstance(where, str)
                 for m in re.findall(r"--arch\s+(\S+\.toml)", text)}
-    assert examples and all((ROOT / m).is_file() for m in examples), examples
+    commands = doc_commands()
+    written = {w for words in commands for prev, w in zip(words, words[1:]) if prev in WRITES}  # calibrate --out
+    examples |= {m for words in commands for prev, m in zip(words, words[1:])
+                 if prev == "--arch" and m.endswith(".toml") and m not in written}
+    assert examples and [m for m in examples if not (ROOT / m).is_file()] == []
+
+
+REPOSITORY_PATH = re.compile(r"(?:examples|sweeps|bench|tests|docs|fastsim|kernels)/[\w./-]*\w")
+WRITES = {"--out", "--report", "--trace", "--save-overlay", "--figure", "--traces", "--kernels-out", ">"}
+
+
+def doc_commands() -> list[list[str]]:
+    """The words of every command in the README and docs: lines of code blocks (``$ ...`` or starting
+    with ``fastsim`` or ``python``, comments cut off) and inline ``fastsim ...`` / ``python ...`` spans."""
+    lines = []
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = path.read_text()
+        for block in re.findall(r"```[a-z]*\n(.*?)```", text, flags=re.S):
+            lines += [line.strip().removeprefix("$ ") for line in block.splitlines()]
+        lines += re.findall(r"`((?:fastsim|python) [^`]+)`", re.sub(r"```.*?```", "", text, flags=re.S))
+    return [[w.strip("'\",;()[]") for w in line.split("  #")[0].split(" # ")[0].split()]
+            for line in lines if line.startswith(("fastsim ", "python "))]
+
+
+def test_docs__every_file_a_command_names_exists():
+    """A path into the repository's folders (examples/, sweeps/, bench/, ...) or a script given to
+    python, in any command of the README or docs, is a file or folder the repository ships; paths the
+    command writes (--out, --report, >, ...) are left out, and so are the user's own files
+    (model.safetensors, aie.mlir), which name no repository folder."""
+    commands = doc_commands()
+    named = {w for words in commands for prev, w in zip(["", *words], words)
+             if prev not in WRITES and (REPOSITORY_PATH.fullmatch(w) or (prev == "python" and w.endswith(".py")))}
+    assert len(named) > 10  # the rule still finds the commands
+    assert sorted(w for w in named if not (ROOT / w).exists()) == []
 
 
 def test_model_doc__states_the_presets_mac_rates():
