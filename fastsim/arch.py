@@ -522,6 +522,9 @@ def load(name_or_path: str | Path) -> Arch:
     table = doc.get("arch")
     if not isinstance(table, dict):
         raise ConfigError([f"{path}: needs an [arch] table"], "architecture")
+    top = Problems(f"architecture {path}")
+    top.unknown_keys("", doc, ("arch",))  # a misspelled table ([arch.compte] is refused by from_dict)
+    top.raise_if_any()
     table = dict(table)
     base_name = table.pop("base", "npu2")
     if not isinstance(base_name, str) or base_name not in PRESETS:

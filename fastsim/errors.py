@@ -71,6 +71,15 @@ class Problems:
             self.add(field, value, allowed)
         return ok
 
+    def unknown_keys(self, where: str, given, allowed) -> bool:
+        """Refuse each key of the table ``given`` that is not in ``allowed``, by name (``where.key``,
+        or the bare key for an empty ``where``: a file's top level), listing the allowed keys; a
+        typo is never ignored. True when every key is known."""
+        unknown = sorted((k for k in given if k not in allowed), key=str)
+        for k in unknown:
+            self.add(f"{where}.{k}" if where else k, given[k], f"unknown key; allowed: {', '.join(allowed)}")
+        return not unknown
+
     def over(self, ok: bool, field: str, value, allowed: str) -> bool:
         """``check`` for a memory capacity: what does not fit marks the error ``over_capacity``."""
         self.over_capacity |= not ok

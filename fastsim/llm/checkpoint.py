@@ -67,6 +67,8 @@ MAX_HEADER_BYTES = 100_000_000  # safetensors refuses larger headers (its MAX_HE
 GPTQ_BITS = (2, 3, 4, 8)
 DEFAULT_GPTQ_BITS = 4
 SHARD_INDEX = "model.safetensors.index.json"
+SHARD_INDEX_KEYS = ("metadata", "weight_map")  # what transformers writes in a shard index
+SAFETENSORS_ENTRY_KEYS = ("dtype", "shape", "data_offsets")  # a tensor's header entry (the format's spec)
 
 _VISION_ROOTS = {"vision_tower", "vision_model", "visual", "multi_modal_projector", "v", "mm"}
 _EMBEDDING_PARTS = {"embed_tokens", "embeddings", "token_embd", "position_embd", "token_types"}
@@ -249,6 +251,8 @@ def _shard_tensors(folder: Path, p: Problems) -> list[_Tensor]:
     weight_map = None
     if index.is_file():
         doc = _read_json(index, p)
+        if isinstance(doc, dict) and not p.unknown_keys(SHARD_INDEX, doc, SHARD_INDEX_KEYS):
+            return []
         weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
         if doc is not None and not (isinstance(weight_map, dict) and all(
                 isinstance(f, str) and f and Path(f).name == f for f in weight_map.values())):
@@ -341,6 +345,8 @@ def _safetensors_entry(file: str, name: str, entry, data_bytes: int, p: Problems
     field = f"{file}: tensor {name!r}"
     if not isinstance(entry, dict):
         p.add(field, entry, "must be an object with dtype, shape and data_offsets")
+        return None
+    if not p.unknown_keys(field, entry, SAFETENSORS_ENTRY_KEYS):  # the format's three keys, no other
         return None
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     ok = p.check(dtype in SAFETENSORS_DTYPE_BITS, f"{field} dtype", dtype,

@@ -117,6 +117,10 @@ def read_histogram(path: str | Path, experts, layers: int) -> tuple[tuple[float,
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:
         raise ConfigError([f"{path}: not a readable JSON routing histogram ({e})"], "routing")
+    if isinstance(data, dict):  # {"layers": ...} and nothing else: a typo is refused, never ignored
+        p = Problems(f"routing histogram {path}")
+        p.unknown_keys("", data, ("layers",))
+        p.raise_if_any()
     rows = data.get("layers") if isinstance(data, dict) else [data]
     if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
         raise ConfigError([f"{path}: a list of per-expert counts, or {{\"layers\": [[...], ...]}}"], "routing")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..arch import Arch, NPU2
-from ..errors import ConfigError
+from ..errors import ConfigError, Problems
 from ..graph import CONV, MATMUL, VECTOR, Op, OpGraph, Operand
 from ..llm.transformer import VectorCosts
 from . import nodes
@@ -67,8 +67,15 @@ def _host_times(types: tuple[str, ...], given, m: OnnxModel) -> dict[str, float]
     if isinstance(given, (str, Path)):
         if not Path(given).is_file():
             raise ConfigError([f"host_seconds = {str(given)!r}: no such TOML file"], "cpu fallback")
-        given = tomllib.loads(Path(given).read_text())
-        given = given.get("host_seconds", given)
+        try:
+            doc = tomllib.loads(Path(given).read_text())
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError([f"host_seconds = {str(given)!r}: not readable TOML ({e})"], "cpu fallback") from None
+        if "host_seconds" in doc:  # the [host_seconds] table and nothing beside it
+            p = Problems(f"host seconds {given}")
+            p.unknown_keys("", doc, ("host_seconds",))
+            p.raise_if_any()
+        given = doc.get("host_seconds", doc)
     given = dict(given or {})
     present = Counter(n.op_type for n in m.nodes)
     problems = [f"cpu_fallback[{t}]: no {t} node in the model" for t in types if t not in present]

@@ -35,8 +35,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..errors import ConfigError
-from ..llm.model import ModelConfig
+from ..dtypes import DTYPE_BYTES
+from ..errors import ConfigError, Problems
+from ..llm.model import WEIGHT_DTYPES, ModelConfig
 from ..llm.presets import SOURCES
 from .variables import build
 
@@ -260,6 +261,11 @@ def check_measured_on(ratios: dict, model: ModelConfig, path: str | Path) -> Non
         raise ConfigError(problems, what)
 
 
+RATIO_KEYS = ("source", "kv_source", "measured_on", "weight_compression", "kv_compression")
+MEASURED_ON_KEYS = ("model", "weights_file", "shapes")
+RATIO_DTYPES = tuple(dict.fromkeys((*WEIGHT_DTYPES, *DTYPE_BYTES)))  # a stored weight or KV dtype
+
+
 def run_ratios(ds: xr.Dataset) -> dict:
     """What a run applies: per stored dtype, the measured zero-value compression of weight and KV
     streams (the pruned variant when the study pruned). A designer switches compression on only
@@ -286,17 +292,21 @@ def load_run_ratios(path: str | Path, model: ModelConfig | None = None) -> dict:
         d = json.loads(Path(path).read_text())
     except (OSError, ValueError) as e:
         raise ConfigError([f"compression file {str(path)!r}: cannot be read as JSON ({e})"], "compression")
-    problems = []
+    p = Problems(f"compression file {path}")
+    if isinstance(d, dict):  # what run_ratios writes, and no other key: a typo is refused, never ignored
+        p.unknown_keys("", d, RATIO_KEYS)
+        if isinstance(d.get("measured_on"), dict):
+            p.unknown_keys("measured_on", d["measured_on"], MEASURED_ON_KEYS)
     for key in ("weight_compression", "kv_compression"):
         table = d.get(key) if isinstance(d, dict) else None
         if not isinstance(table, dict):
-            problems.append(f"{key}: missing (a table dtype -> ratio)")
+            p.items.append(f"{key}: missing (a table dtype -> ratio)")
             continue
+        p.unknown_keys(key, table, RATIO_DTYPES)
         for dtype, r in table.items():
             if not isinstance(r, (int, float)) or not 0 < r < 1e6:
-                problems.append(f"{key}.{dtype} = {r!r}: must be a ratio > 0")
-    if problems:
-        raise ConfigError(problems, f"compression file {path}")
+                p.items.append(f"{key}.{dtype} = {r!r}: must be a ratio > 0")
+    p.raise_if_any()
     if model is not None:
         check_measured_on(d, model, path)
     return d

@@ -233,7 +233,7 @@ def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
     p.check(isinstance(arch.get("base", "npu2"), str) and arch.get("base", "npu2") in PRESETS, "arch.base", arch.get("base"), f"one of {sorted(PRESETS)}")
     for name in arch:
         if name != "base":
-            p.check(name in ARCH_FIELDS, f"arch.{name}", arch[name], "unknown arch field")
+            p.check(name in ARCH_FIELDS, f"arch.{name}", arch[name], f"unknown arch field; known: {sorted(ARCH_FIELDS)}")
     axes, points = {}, None
     if "axes" in raw and "points" in raw:
         p.add("axes/points", "both", "give either [axes] or [[points]], not both")
