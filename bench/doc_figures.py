@@ -167,6 +167,7 @@ PIPELINE = ("python -c \"from fastsim.llm import *; print(simulate_llm(LlmStudy(
             "prompt=512)).attrs['fusion_alternatives'])\" [pipeline]")
 VAL = "python bench/validation.py [validation]"
 ABLATE = "fastsim study ablate --regime decode:4096 --regime prefill:1024 --json"
+WHOLE_RUN = "fastsim run --json llm --context 4096 --whole-run"
 KV_STUDY = "fastsim study kv --context 16384 --context 32768 --json"
 VAL_NOTE = "read from fastsim/presets/validation.json, written with docs/validation.md by bench/validation.py"
 
@@ -286,6 +287,12 @@ def _quick_figures() -> list[Figure]:
         Figure("decode_llama_3_2_1b_4096.program_reload_ms", "quick", DECODE,
                (Quote("docs/guide.md", r"program reloads in the decode step: ([\d.]+) ms", ".1f"),),
                lambda d: 1e3 * d["program_reload_seconds"]),
+        Figure("decode_llama_3_2_1b_4096.kernel_shared_ops", "quick", DECODE,
+               (Quote("docs/mapping.md", r"\(npu2\) (\d+) of \d+ matmul ops run a kernel their dispatch shares", "d"),),
+               lambda d: d["mapping_search"]["kernel_shared_ops"]),
+        Figure("decode_llama_3_2_1b_4096.matmul_ops", "quick", DECODE,
+               (Quote("docs/mapping.md", r"\(npu2\) \d+ of (\d+) matmul ops run a kernel their dispatch shares", "d"),),
+               lambda d: d["mapping_search"]["matmul_ops"]),
         Figure("decode_llama_3_2_1b_4096.weights_mb", "quick", DECODE,
                (Quote("docs/guide.md", r"simulated KV growth, ([\d.]+) MB /", ".1f"),),
                lambda d: d["weight_bytes"] / 1e6),
@@ -367,6 +374,12 @@ def _slow_figures() -> list[Figure]:
                (Quote("docs/guide.md", r"kB per token, give ([\d,]+)", ",.0f"),),
                lambda rows: rows[4096]["weight_bytes"] / _kv_per_token(rows)),
         *_ablate_figures(),
+        Figure("whole_run_llama_3_2_1b_4096.ms", "slow", WHOLE_RUN,
+               (Quote("docs/mapping.md", r"whole-run search finds no move: ([\d.]+) ms, \d+ moves", ".2f"),),
+               lambda d: 1e3 * d["whole_run"]["seconds"]),
+        Figure("whole_run_llama_3_2_1b_4096.moves", "slow", WHOLE_RUN,
+               (Quote("docs/mapping.md", r"whole-run search finds no move: [\d.]+ ms, (\d+) moves", "d"),),
+               lambda d: len(d["whole_run"]["moves"])),
         Figure("kv_study.llama_3_2_1b.crossover", "slow", KV_STUDY,
                (Quote("docs/guide.md", r"\(`--report DIR` draws it\): ([\d,]+) for Llama-3.2-1B", ",.0f"),),
                lambda d: d["data_vars"]["kv_crossover"]["data"][0][0]),
@@ -384,12 +397,14 @@ def _measured(name: str, command: str, path: str, pattern: str, note: str = "") 
 
 
 SPEED = "python bench/report.py"
+STUDY_BEFORE_SHARING = "a study run before kernel sharing entered the default evaluation (commit 9761e2d)"
 OPTIMIZE = "fastsim optimize --out opt/"
 
 
 def _measured_figures() -> list[Figure]:
     vm = "a timing of the 2-core VM it ran on (docs/speed.md)"
-    opt = "a whole optimize run (about a minute on 2 cores): regenerate by running it, then update the doc"
+    opt = ("a whole optimize or study run, before kernel sharing entered the default evaluation (commit 9761e2d): "
+           "regenerate by running it, then update the doc")
     return [
         _measured("speed.gemm_2048_m_cycles_per_s", SPEED, "README.md", r"simulates at (\d+) M cycles/s", vm),
         _measured("speed.vs_reference", SPEED, "README.md", r"about ([\d,]+)× the pure-Python reference", vm),
@@ -408,6 +423,15 @@ def _measured_figures() -> list[Figure]:
         _measured("optimize.decode_plan_ms", OPTIMIZE, "docs/guide.md", r"decode@4096: baseline [\d.]+ ms -> plan ([\d.]+) ms",
                   opt),
         _measured("optimize.prefill_baseline_ms", OPTIMIZE, "docs/guide.md", r"prefill@1024: baseline ([\d.]+) ms", opt),
+        _measured("cuts.llama_3_2_3b_prefill_sequence_words", "fastsim study cuts --model llama-3.2-3b --regime "
+                  "prefill:1024", "docs/guide.md", r"a ([\d,]+)-word runtime sequence", opt),
+        _measured("overlays.prefill_layout_decode_ms", "fastsim study overlays --mix 1024:128", "docs/guide.md",
+                  r"the prefill layout runs decode in ([\d.]+) ms", STUDY_BEFORE_SHARING),
+        _measured("overlays.decode_chain_ms", "fastsim study overlays --mix 1024:128", "docs/guide.md",
+                  r"its own chain ([\d.]+) ms", STUDY_BEFORE_SHARING),
+        _measured("optimize.cut_after_layer_0_ms", OPTIMIZE, "docs/guide.md", r"cut after layer 0: ([\d.]+) ms", opt),
+        _measured("whole_run.before_sharing_ms", "fastsim run --json llm --context 4096 --whole-run",
+                  "docs/mapping.md", r"took the step from ([\d.]+ to [\d.]+) ms", STUDY_BEFORE_SHARING),
         _measured("compression.ms_per_token", "fastsim run llm --weights bf16 --compression measured.json",
                   "docs/guide.md", r"# ([\d.]+ -> [\d.]+) ms/token",
                   "needs a model.safetensors the repository does not ship (docs/studies/compression.md)"),
