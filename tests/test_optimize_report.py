@@ -10,6 +10,7 @@ import shutil
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 from click.testing import CliRunner
@@ -91,7 +92,11 @@ def test_memo__states_every_decision_with_its_number_and_a_rejected_alternative(
     cuts = next(s for s in sections if s.startswith("2. cuts"))
     for g in results["cuts"].regime.values:
         assert f"{duration(float(results['cuts'].best_seconds.sel(regime=g)))}" in cuts
-    assert "relieves" in cuts and "host round trip" in cuts
+    boundaries = [int(v) for v in np.ravel(results["cuts"].boundary_after_layer.values) if int(v) >= 0]
+    if boundaries:  # each boundary of the chosen cuts says what it costs and relieves
+        assert "relieves" in cuts and "host round trip" in cuts
+    else:  # kernels shared within one dispatch: no cut pays
+        assert cuts.count("no cut") == len(results["cuts"].regime)
     overlays = next(s for s in sections if s.startswith("3. overlays"))
     assert f"{duration(results['overlays'].attrs['switch_seconds'])}" in overlays
     for rule in json.loads((out / "studies" / "dataflow.json").read_text())["rules"][:6]:
@@ -230,8 +235,6 @@ def test_memo__every_cannot_run_gives_its_reason(run):
 def test_memo__latency_tails_are_those_of_the_recommended_plan(run):
     """The tails' decode steps and prefills run each regime's planned study: at full DDR bandwidth
     they take exactly the plan's predicted times."""
-    import numpy as np
-
     from fastsim.arch import NPU2
     from fastsim.llm.latency import _steps_at_shares
     from fastsim.studies.optimize import study_from_json

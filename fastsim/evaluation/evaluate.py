@@ -242,8 +242,8 @@ class Evaluation:
         kernels that fits (``sharing``), kept where the whole pass (ops, dispatches, reloads) runs
         faster. Cuts the user gave stay; a greedy cut is found again when the shared designs no
         longer fit it (their runtime sequences differ), a chain placed again on it."""
-        if self.pins.noop:
-            return self.share_as_unablated(chosen, dispatch)
+        if self.pins.noop or self.pins.mapped_on is not None:
+            return self.share_as_judged(chosen, dispatch)
         kernel_of = {}
         for d, program in enumerate(dispatch.program_bytes):
             if program > self.limits.program_memory_bytes:
@@ -264,11 +264,13 @@ class Evaluation:
             return chosen, dispatch
         return out, shared
 
-    def share_as_unablated(self, chosen, dispatch):
-        """Under an ablation, the kernels the run without it shares: NOOP keeps the mappings and
-        removes only the compute, so one class's NOOP must not move other ops' kernels."""
-        judge = Evaluation(self.graph, replace(self.pins, noop=()), self.arch, self.limits, self.strict,
-                           movement=False)
+    def share_as_judged(self, chosen, dispatch):
+        """The kernels the plain run shares: under an ablation, the run without it (NOOP keeps the
+        mappings and removes only the compute, so one class's NOOP must not move other ops'
+        kernels); for mappings kept from the part at full bandwidth (``mapped_on``), that part's
+        run (a deployed design keeps its kernels under background traffic)."""
+        judge = Evaluation(self.graph, replace(self.pins, noop=(), mapped_on=None), self.pins.mapped_on or self.arch,
+                           self.limits, self.strict, movement=False)
         judge.simulate(chosen, strict=False)
         if any(p.key not in judge.results for p in chosen):
             return chosen, dispatch
