@@ -103,7 +103,9 @@ def test_arch_load__the_minimal_example_is_valid(tmp_path):
 
 def test_cli_run__an_arch_typo_is_one_clean_line_and_exit_2(tmp_path):
     file = tmp_path / "arch.toml"
-    file.write_text(tomli_w.dumps(_with(ARCH, ("arch",), "ddr_byte_per_s", 50e9)))
+    arch = copy.deepcopy(ARCH)
+    arch["arch"]["ddr_byte_per_s"] = 50e9  # a typo of ddr_bytes_per_s
+    file.write_text(tomli_w.dumps(arch))
     r = CliRunner().invoke(main, ["run", "--arch", str(file), "gemm", "--m", "64", "--k", "64", "--n", "64"])
     assert r.exit_code == 2 and "ddr_byte_per_s" in r.output and "Traceback" not in r.output
 
