@@ -242,6 +242,8 @@ class Evaluation:
         kernels that fits (``sharing``), kept where the whole pass (ops, dispatches, reloads) runs
         faster. Cuts the user gave stay; a greedy cut is found again when the shared designs no
         longer fit it (their runtime sequences differ), a chain placed again on it."""
+        if all(b <= self.limits.program_memory_bytes for b in dispatch.program_bytes):
+            return chosen, dispatch
         if self.pins.noop or self.pins.mapped_on is not None:
             return self.share_as_judged(chosen, dispatch)
         kernel_of = {}
@@ -271,6 +273,8 @@ class Evaluation:
         run (a deployed design keeps its kernels under background traffic)."""
         judge = Evaluation(self.graph, replace(self.pins, noop=(), mapped_on=None), self.pins.mapped_on or self.arch,
                            self.limits, self.strict, movement=False)
+        # a pipeline's results come from its own build (``pipelined``): its kernels are the same
+        judge.results.update({p.key: self.results[p.key] for p in chosen if p.pipelined and p.key in self.results})
         judge.simulate(chosen, strict=False)
         if any(p.key not in judge.results for p in chosen):
             return chosen, dispatch
