@@ -184,18 +184,19 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "core_state_cycles": (("op", "core_state"), per_op["core_state"],
                               {"units": "core-cycles", "description": "stall attribution over all cores"}),
         "energy_pj": (op_dim, f["energy"], {"units": "pJ", "description": "MACs and bytes moved times the arch energy table"}),
-        "matmul_tile": (("op", "tile_axis"), np.array([_matmul_kernel(results[p.key].kernels)[0] for p in placed],
+        "matmul_tile": (("op", "tile_axis"), np.array([_matmul_kernel(results[p.key])[0] for p in placed],
                                                       np.int64).reshape(len(placed), 3),
                         {"units": "elements", "description": "m, k, n of the op's microkernel call (0: element-wise op)"}),
-        "matmul_datapath": (op_dim, np.array([_matmul_kernel(results[p.key].kernels)[1] for p in placed], dtype=object),
+        "matmul_datapath": (op_dim, np.array([_matmul_kernel(results[p.key])[1] for p in placed], dtype=object),
                             {"description": "MAC datapath of the op's microkernel (empty: element-wise op); ops "
                              "with the same tile and datapath share one kernel in program memory"}),
     }
 
 
-def _matmul_kernel(kernels: frozenset) -> tuple[tuple[int, int, int], str]:
+def _matmul_kernel(r) -> tuple[tuple[int, int, int], str]:
     """(tile, datapath) of an op's matmul kernel, or ((0, 0, 0), "") for an element-wise op."""
-    return next(((tuple(k[1]), k[2]) for k in kernels if k[0] == "matmul"), ((0, 0, 0), ""))
+    k = r.matmul_kernel
+    return ((0, 0, 0), "") if k is None else (tuple(k[1]), k[2])
 
 
 def _total_variables(dispatch, t: dict, tokens: int) -> dict:

@@ -249,7 +249,7 @@ class Evaluation:
         kernel_of = {}
         for d, program in enumerate(dispatch.program_bytes):
             if program > self.limits.program_memory_bytes:
-                kernel_of.update(self.shared_in(chosen, [i for i, x in enumerate(dispatch.of_op) if x == d]))
+                kernel_of.update(self.shared_in(chosen, dispatch, d))
         if not kernel_of:
             return chosen, dispatch
         out = self.held(chosen, kernel_of)
@@ -288,20 +288,21 @@ class Evaluation:
             return chosen, dispatch
         return out, self.dispatches(out, plan.cuts, strict=False)
 
-    def shared_in(self, chosen, mine: list[int]) -> dict:
-        """The kernel each movable op of one dispatch (``mine``, indices into ``chosen``) is held
+    def shared_in(self, chosen, dispatch: DispatchPlan, d: int) -> dict:
+        """The kernel each movable op of dispatch ``d`` (indices into ``chosen``) is held
         to under the best kernel set that fits (ops on their own kernel left out); {} when none
         fits or none beats the reloads. Branch and bound, as the mapping search: an op design's
         time on another kernel is its closed-form lower bound until the best set so far needs it,
         then simulated; the answer is the best set over exact times."""
         results, limits = self.results, self.limits
+        mine = [i for i, x in enumerate(dispatch.of_op) if x == d]
         free = [i for i in mine if self.movable(chosen[i])]
         kernels = sorted({k for i in free for k in results[chosen[i].key].kernels if k[0] == "matmul"})
         first, count = {}, {}  # per distinct op design: its first instance, its calls in the dispatch
         for i in free:
             first.setdefault(chosen[i].key, i)
             count[chosen[i].key] = count.get(chosen[i].key, 0) + chosen[i].op.repeat
-        own = {key: _matmul_kernel(results[key]) for key in first}
+        own = {key: results[key].matmul_kernel for key in first}
         cycles = {key: {k: results[key].cycles if k == own[key] else
                         matmul_lower_bound_cycles(replace(chosen[i], kernel=k[1:]), self.arch, self.pins)
                         for k in kernels} for key, i in first.items()}
@@ -309,9 +310,8 @@ class Evaluation:
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
         room = (limits.program_memory_bytes - program_bytes(fixed, limits)) // max(1, limits.matmul_kernel_bytes)
-        layers = {self.graph.layers[i] for i in mine if self.graph.layers[i] >= 0}
-        budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + \
-            limits.program_reload_s * len(layers) * self.arch.clock_hz
+        reload_cycles = reload_seconds(dispatch, self.graph.layers, limits)[d] * self.arch.clock_hz
+        budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + reload_cycles
         while True:
             weighted = {key: {k: c * count[key] for k, c in by.items() if c < float("inf")}
                         for key, by in cycles.items()}
@@ -353,7 +353,7 @@ class Evaluation:
         """A matmul whose kernel the evaluation may choose: not pinned by the user, not a pipeline stage."""
         pins, op = self.pins, p.op
         return (op.kind == MATMUL and not p.pipelined and p.key in self.results
-                and _matmul_kernel(self.results[p.key]) is not None
+                and self.results[p.key].matmul_kernel is not None
                 and pins.pinned(pins.tiles, op.name, p.kind, op.op_class) is None
                 and pins.pinned(pins.datapath, op.name, p.kind, op.op_class) is None)
 
@@ -437,10 +437,6 @@ class Evaluation:
 
 def _problems(plan: DispatchPlan) -> int:
     return sum(map(len, plan.problems))
-
-
-def _matmul_kernel(r: OpResult):
-    return next((k for k in sorted(r.kernels) if k[0] == "matmul"), None)
 
 
 def _label(placed: list[Placed]) -> str:

@@ -33,6 +33,12 @@ class OpResult:
     kernels: frozenset
     search_gap: float = 0.0  # see ``OpDesign.search_gap``
 
+    @property
+    def matmul_kernel(self) -> tuple | None:
+        """("matmul", tile, datapath) of a matmul op's microkernel (None: an element-wise op): what
+        its dispatch links into program memory for it."""
+        return next((k for k in self.kernels if k[0] == "matmul"), None)
+
 
 def design_result(a: DesignArrays, design, flow: str, kernels, arch: Arch) -> OpResult:
     """A simulated design's numbers as an ``OpResult``; its movement time is its own until a

@@ -175,7 +175,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
     # a pipeline stage, and an op held to a kernel its dispatch shares (a budgeted search), try
     # the best-bounded candidate of their narrowed space
-    one = at is not None or (p.kernel and pins.search_budget is not None)
+    one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
     found = search(real, on, _search_pins(p, arch, pins, real, cols, col0),
                    top=1 if one else _TOP, keep=0, budget=1 if one else pins.search_budget)
     best = found.best
