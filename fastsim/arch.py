@@ -15,6 +15,10 @@ from pathlib import Path
 from .errors import ConfigError, Problems, shown
 
 TILE_KINDS = ("shim", "mem", "compute")
+# Core generations (``Arch.generation``): "aie2" = AIE-ML (npu1: Phoenix, Hawk Point), "aie2p" =
+# AIE-ML v2 (npu2: Strix, Strix Halo, Krackan), "generic" = any other array (systolic studies, custom
+# TOML arrays that do not name one). Per-generation parameter tables (the kernel model) key on it.
+GENERATIONS = ("aie2", "aie2p", "generic")
 # Vector-op kinds of ``Arch.vector_cycles_per_elem``: core cycles per element of one bf16 vector op.
 VECTOR_KINDS = ("norm", "layer_norm", "gelu", "silu_mul", "softcap", "rope", "elementwise", "softmax",
                 "dequant_int4", "dequant_int8", "kv")
@@ -71,6 +75,8 @@ class Arch:
     shim_write_bytes_per_cycle: tuple[float, ...]
     ddr_bytes_per_s: float
     macs_per_cycle: dict[str, int]
+    # Core generation, one of GENERATIONS (mlir-aie AIEArch::AIE2 for npu1, AIE2p for npu2).
+    generation: str = "generic"
     # dtype -> (datapath whose MAC rate applies, core cycles per converted input element). A dtype
     # without an entry runs on its own datapath. XDNA2 computes bf16 matmuls on its bfp16 datapath by
     # default and converts both operands on the core first (docs/calibration.md: IRON
@@ -251,6 +257,7 @@ _MEMCPY_DDR_BYTES_PER_S = 2 * 64 * 2**20 / 2016e-6
 
 NPU1 = Arch(
     name="npu1",
+    generation="aie2",  # AIE-ML (mlir-aie NPUTargetModel: AIEArch::AIE2)
     columns=4,  # Phoenix 5x6, column 0 has no shim DMA: 4 usable (xdna-driver npu1_regs.c first_col=1)
     mem_rows=1, compute_rows=4,  # mlir-aie AIETargetModel: row 0 shim, row 1 mem, rows 2-5 compute
     clock_hz=1.0e9,  # AMD Riallto material: Phoenix runs at 1 GHz (driver max 1.6 GHz)
@@ -298,6 +305,7 @@ NPU1 = Arch(
 
 NPU2 = Arch(
     name="npu2",
+    generation="aie2p",  # AIE-ML v2 (mlir-aie NPU2TargetModel: AIEArch::AIE2p)
     columns=8,  # Strix 8x6, shim DMA in every column (mlir-aie NPU2TargetModel)
     mem_rows=1, compute_rows=4,  # mlir-aie NPU2TargetModel
     clock_hz=1.8e9,  # xdna-driver DPM tables: Strix family up to 1800 MHz
@@ -385,6 +393,8 @@ def validate(arch: Arch) -> Arch:
     comparison or arithmetic), then ranges."""
     p = Problems("architecture")
     p.check(isinstance(arch.name, str), "name", arch.name, "must be a string")
+    p.check(arch.generation in GENERATIONS if isinstance(arch.generation, str) else False, "generation",
+            arch.generation, f"one of {', '.join(GENERATIONS)}")
     p.number("columns", arch.columns, integer=True, lo=1, hi=MOST["columns"])
     p.number("mem_rows", arch.mem_rows, integer=True, lo=0, hi=16)
     p.number("compute_rows", arch.compute_rows, integer=True, lo=1, hi=MOST["rows"])
@@ -543,7 +553,7 @@ def load(name_or_path: str | Path) -> Arch:
 
 # A generic spatial accelerator: the npu2 array whose cores are 16x16 output-stationary systolic
 # meshes (assumption for design studies; 256 MACs/cycle per core at full occupancy).
-SYSTOLIC16 = NPU2.replace(name="systolic16", core_mesh_rows=16, core_mesh_cols=16,
+SYSTOLIC16 = NPU2.replace(name="systolic16", generation="generic", core_mesh_rows=16, core_mesh_cols=16,
                           macs_per_cycle={"int8": 256, "bf16": 256}, datapaths={}, mmul_shapes={},
                           kernel_efficiency={}, kernel_call_cycles={}, kernel_block_cycles={})
 
