@@ -112,21 +112,34 @@ class Arch:
     # BD iteration wrap: how often one BD may re-send its buffer (aie-rt: 6-bit iteration wrap
     # field storing wrap - 1, so at most 64). Mem tiles re-send resident L2 blocks this way.
     bd_iterations_max: int = 64
-    lock_max_value: int = 63
-    task_queue_depth: int = 4
-    max_task_repeat: int = 256
-    stream_bytes_per_cycle: float = 4.0
-    switch_hop_latency_cycles: int = 4
-    switch_buffer_bytes: int = 32
-    # Streams a column's switches carry between the mem row and the compute rows (mlir-aie port
-    # counts, docs/calibration.md): a mapping may not route more mem-tile MM2S broadcasts down one column.
-    stream_ports_down: int = 4
-    stream_ports_up: int = 6
+    lock_max_value: int = 63  # mlir-aie AIE2TargetModel::getMaxLockValue 0x3F (6-bit lock state, AM020)
+    task_queue_depth: int = 4  # aie-rt xaiegbl_reginit.c StartQSizeMax = 4 (AM020: 4-deep start queue)
+    max_task_repeat: int = 256  # aie-rt xaiemlgbl_params.h START_QUEUE_REPEAT_COUNT_WIDTH 8 (count - 1)
+    stream_bytes_per_cycle: float = 4.0  # AM020: 32-bit stream switch (AM027 says 64-bit for AIE-ML v2:
+    #                                      not applied to npu2, see docs/hardware.md "Open questions")
+    switch_hop_latency_cycles: int = 4  # AM020 "Stream Switch Buffering and Latency": 4 cycles per switch
+    switch_buffer_bytes: int = 32  # AM020 same section: 8-deep buffering per switch x 4 B
+    # Streams a column's switches carry between the mem row and the compute rows: a mapping may not
+    # route more mem-tile MM2S streams down one column, nor more core MM2S streams up into the mem
+    # tile. mlir-aie AIE2TargetModel::getNumDestSwitchboxConnections: a mem tile has 6 North masters
+    # (down into the cores) and 4 South; the compute tile above it has 6 South slaves and 4 South
+    # masters (getNumSourceSwitchboxConnections); NPU2TargetModel inherits them.
+    stream_ports_down: int = 6
+    stream_ports_up: int = 4
     bd_setup_cycles: int = 4
     bd_chain_cycles: int = 2
     lock_acquire_cycles: int = 1
     lock_release_cycles: int = 1
+    # Control costs (docs/hardware.md "Control costs"). dispatch_overhead_s: one command sent alone
+    # (an xrt run, start to completion of an empty kernel); chained_dispatch_s: each command of a
+    # run list (chained commands, `xrt-smi validate` run-list latency); runtime_instruction_cycles:
+    # the command processor's cycles per runtime-sequence instruction (BD writes, queue pushes, lock
+    # sets, syncs: the per-layer reprogramming inside one dispatch); core_program_load_s: loading one
+    # core program inside a dispatch (a layer that needs new core code).
     dispatch_overhead_s: float = 50e-6
+    chained_dispatch_s: float = 8.8e-6
+    runtime_instruction_cycles: float = 112.0
+    core_program_load_s: float = 40e-6
     reconfiguration_s: float = 106e-6  # overlay switch that rewrites routes and BDs only
     elf_reload_s: float = 2.67e-3  # overlay switch that also loads new core programs
     # Energy (assumptions: AMD publishes no per-operation energy for AIE-ML; orders of magnitude
@@ -285,9 +298,13 @@ NPU1 = Arch(
     kernel_block_cycles={"bf16": 0, "int8": 8, "int16": 8},
     vector_cycles_per_elem=_vector_costs(softmax=3.0, kv=1 / 16),
     dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
+    chained_dispatch_s=27.7e-6,  # xrt-smi validate run-list latency per command, Phoenix
+    runtime_instruction_cycles=112,  # Phoenix command processor (xdna-emu host-firmware-dispatch.md)
+    core_program_load_s=40e-6,  # Phoenix: 40-110 us to load a core's program (jdominick05); low end
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
            "reconfiguration_s": "assumption (Strix figure)",
+           "core_program_load_s": "measured range 40-110 us (jdominick05); the low end is an assumption",
            "kernel_efficiency.int16": "none measured: 1.0",
            "kernel_call_cycles.int8": "assumption: 15 (10-20 bracketed by mlir-aie section-4c traces, PR #1763)",
            "kernel_call_cycles.int16": "assumption: 15, as int8",
@@ -340,9 +357,14 @@ NPU2 = Arch(
     mmul_shapes={"bfp16": (8, 8, 8), "bf16": (4, 8, 8), "int8": (8, 8, 8)},
     core_load_bytes_per_cycle=128, core_store_bytes_per_cycle=64,  # AM027 (AIE-ML v2)
     dispatch_overhead_s=52e-6,  # xrt empty-kernel dispatch, Strix Halo/Linux
+    chained_dispatch_s=8.8e-6,  # xrt-smi validate run-list latency per command, Strix
+    runtime_instruction_cycles=112,  # assumption: the Phoenix command processor's rate (xdna-emu)
+    core_program_load_s=40e-6,  # assumption: the Phoenix figure (jdominick05, low end of 40-110 us)
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
     elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
     notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
+           "runtime_instruction_cycles": "assumption: the Phoenix rate (112 cycles, xdna-emu)",
+           "core_program_load_s": "assumption: the Phoenix figure (40-110 us, low end)",
            "kernel_efficiency.int8": "assumption: the bfp16 kernel's (1.0 issue, 36 per call, 0 per block)",
            "kernel_efficiency.bf16": "assumption: the bfp16 kernel's (1.0 issue, 36 per call, 0 per block)",
            "kernel_block_cycles": "0 holds while a 2x2 block's MACs cover its C load and store (k >= 32 "
@@ -454,8 +476,10 @@ def validate(arch: Arch) -> Arch:
         p.number(f, getattr(arch, f), integer=True, lo=1, hi=64)
     for f in ("bd_setup_cycles", "bd_chain_cycles", "lock_acquire_cycles", "lock_release_cycles"):
         p.number(f, getattr(arch, f), integer=True, lo=0, hi=MOST["cycles"], unit="cycles")
-    for f in ("dispatch_overhead_s", "reconfiguration_s", "elf_reload_s"):
+    for f in ("dispatch_overhead_s", "chained_dispatch_s", "core_program_load_s", "reconfiguration_s",
+              "elf_reload_s"):
         p.number(f, getattr(arch, f), lo=0, hi=MOST["seconds"], unit="seconds")
+    p.number("runtime_instruction_cycles", arch.runtime_instruction_cycles, lo=0, hi=MOST["cycles"], unit="cycles")
     if all([p.number(f, getattr(arch, f), integer=True, lo=0, hi=4096) for f in ("core_mesh_rows", "core_mesh_cols")]):
         mesh = arch.core_mesh_rows or arch.core_mesh_cols
         p.check(not mesh or (arch.core_mesh_rows >= 1 and arch.core_mesh_cols >= 1), "core_mesh_rows/cols",
