@@ -536,19 +536,64 @@ def from_dict(values: dict) -> Arch:
     return validate(Arch(**v))
 
 
-def load(name_or_path: str | Path) -> Arch:
-    """A preset by name (``npu1``, ``npu2``) or a custom array from a TOML file.
+def load(name_or_path: str | Path, columns: int | None = None, mode: str | None = None) -> Arch:
+    """A preset or part by name, or a custom array from a TOML file.
 
-    The TOML file has an ``[arch]`` table; ``base = "npu2"`` starts from a preset and every other
-    key overrides a field (tile tables such as ``[arch.compute]`` and ``[arch.vector_cycles_per_elem]``
-    override single entries; other tables replace the whole field).
+    A name may carry options after colons: a power mode of a part (``strix:turbo``; modes in
+    ``POWER_MODES``) and a column count (``strix:cols=4``: the first 4 columns, as a partition of
+    the array that a hardware context gets). ``columns`` and ``mode`` do the same from Python.
+
+    The TOML file has an ``[arch]`` table; ``base = "npu2"`` (any name above, options included)
+    starts from a preset and every other key overrides a field (tile tables such as
+    ``[arch.compute]`` and ``[arch.vector_cycles_per_elem]`` override single entries; other tables
+    replace the whole field).
     """
     key = str(name_or_path)
-    if key in PRESETS:
-        return PRESETS[key]
-    path = Path(key)
-    if not path.is_file():
-        raise ConfigError([f"arch {key!r}: not a preset ({', '.join(PRESETS)}) and no such file"], "architecture")
+    if key.split(":")[0] in {*PRESETS, *PARTS} or not Path(key).is_file():
+        arch = _named(key if mode is None else f"{key}:{mode}", key)
+    elif mode is not None:
+        raise ConfigError([f"arch {key!r}: mode = {shown(mode)}: a TOML array has no power modes (set clock_hz)"],
+                          "architecture")
+    else:
+        arch = _from_toml(Path(key))
+    return arch if columns is None else _column_slice(arch, columns, key)
+
+
+def _named(spec: str, shown_as: str) -> Arch:
+    """``name[:mode][:cols=N]`` -> the preset, in that mode, on that many columns."""
+    name, *options = spec.split(":")
+    known = sorted({*PRESETS, *PARTS})
+    if name not in PRESETS and name not in PARTS:
+        raise ConfigError([f"arch {shown_as!r}: not a preset ({', '.join(known)}) and no such file"], "architecture")
+    modes = [o for o in options if not o.startswith(("cols=", "columns="))]
+    cols = [o.split("=", 1)[1] for o in options if o.startswith(("cols=", "columns="))]
+    p = Problems(f"arch {shown_as!r}")
+    for o in modes:
+        p.check(o in POWER_MODES, "option", o, f"a power mode ({', '.join(POWER_MODES)}) or cols=N")
+    p.check(len(modes) <= 1 and len(cols) <= 1, "options", options, "at most one mode and one cols=N")
+    p.check(not modes or name in PARTS, "mode", ":".join(modes), f"{name} has no power modes; parts that do: "
+            f"{', '.join(PARTS)}")
+    p.check(all(c.isdigit() for c in cols), "cols", ":".join(cols), "a whole number of columns")
+    p.raise_if_any()
+    arch = part(name, modes[0]) if modes else PRESETS[name]
+    return _column_slice(arch, int(cols[0]), shown_as) if cols else arch
+
+
+def _column_slice(arch: Arch, columns, shown_as: str) -> Arch:
+    """The first ``columns`` columns of ``arch``: a partition of the array (a hardware context on
+    part of it), with those columns' shim rates; DDR bandwidth stays the part's."""
+    p = Problems(f"arch {shown_as!r}")
+    p.number("cols", columns, integer=True, lo=1, hi=arch.columns)
+    p.raise_if_any()
+    if columns == arch.columns:
+        return arch
+    return arch.replace(name=f"{arch.name}:cols={columns}", columns=columns,
+                        shim_read_bytes_per_cycle=arch.shim_read_bytes_per_cycle[:columns],
+                        shim_write_bytes_per_cycle=arch.shim_write_bytes_per_cycle[:columns])
+
+
+def _from_toml(path: Path) -> Arch:
+    """A custom array: an ``[arch]`` table over a base preset (see ``load``)."""
     try:
         doc = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
@@ -561,9 +606,10 @@ def load(name_or_path: str | Path) -> Arch:
     top.raise_if_any()
     table = dict(table)
     base_name = table.pop("base", "npu2")
-    if not isinstance(base_name, str) or base_name not in PRESETS:
-        raise ConfigError([f"{path}: base = {shown(base_name)}; allowed: {', '.join(PRESETS)}"], "architecture")
-    merged = _as_plain_dict(PRESETS[base_name])
+    if not isinstance(base_name, str) or base_name.split(":")[0] not in {*PRESETS, *PARTS}:
+        raise ConfigError([f"{path}: base = {shown(base_name)}; allowed: {', '.join(sorted({*PRESETS, *PARTS}))} "
+                           "(with :mode and :cols=N options)"], "architecture")
+    merged = _as_plain_dict(_named(base_name, f"{path}: base = {base_name}"))
     for key2, val in table.items():
         if key2 in TILE_KINDS and isinstance(val, dict):
             merged[key2] = {**dataclasses.asdict(merged[key2]), **val}
@@ -582,3 +628,78 @@ SYSTOLIC16 = NPU2.replace(name="systolic16", generation="generic", core_mesh_row
                           kernel_efficiency={}, kernel_call_cycles={}, kernel_block_cycles={})
 
 PRESETS["systolic16"] = SYSTOLIC16
+
+
+# ---- parts users own: columns, clocks per power mode, measured control costs ---------------------
+
+# Power modes of the xdna driver (xrt-smi configure --pmode; uapi amdxdna_accel.h POWER_MODE_*).
+POWER_MODES = ("default", "low", "medium", "high", "turbo")
+# H-clock per DPM level, MHz (xdna-driver npu1_regs.c npu1_dpm_clk_table; npu4_regs.c
+# npu4_dpm_clk_table, which npu5 = Strix Halo and npu6 = Krackan share through NPU4_COMMON_DEV_PRIV).
+# The H-clock is the array's: aie2_smu.c derives the part's TOPS from it (4096 ops x columns x H-clock).
+_NPU1_HCLK_MHZ = (800, 1024, 1024, 1024, 1024, 1309, 1309, 1600)
+_NPU4_HCLK_MHZ = (792, 1056, 1152, 1267, 1267, 1408, 1584, 1800)
+
+
+def _dpm_level(mode: str, levels: int) -> int:
+    """The DPM level a power mode sets (xdna-driver aie2_pm.c pm_set_mode): low 0, medium
+    min(top, 3), high and turbo the top one (turbo also stops clock gating: not modelled), default
+    the level the open contexts ask for, which is the top one for a context without QoS figures
+    (aie2_ctx.c aie2_calc_ctx_dpm), as XRT and IRON create them."""
+    return {"low": 0, "medium": min(levels - 1, 3)}.get(mode, levels - 1)
+
+
+@dataclass(frozen=True)
+class Part:
+    """A product built on a preset: its columns, its H-clock table (capped where the part's rating
+    says it runs lower), and its own measured costs (``changes``, each cited in ``notes``)."""
+
+    base: Arch
+    hclk_mhz: tuple[int, ...]
+    hclk_cap_mhz: int
+    changes: dict
+    notes: dict
+
+
+PARTS = {
+    # Phoenix (Ryzen 7040): the npu1 array, 4 usable columns. Its table is Hawk Point's (one driver
+    # file, one PCI id) but the part is rated 10 TOPS, which 20 tiles x 512 ops need only 1.0 GHz
+    # for, and AMD's Riallto material says 1 GHz: capped there (assumption that the cap holds in
+    # every mode).
+    "phoenix": Part(NPU1, _NPU1_HCLK_MHZ, 1000, {"dispatch_overhead_s": 110e-6, "chained_dispatch_s": 27.7e-6},
+                    {"clock_hz": "Riallto: 1 GHz; 10 TOPS rating (inferred); driver table tops at 1.6 GHz",
+                     "dispatch_overhead_s": "xrt-smi validate single-command latency, Phoenix",
+                     "chained_dispatch_s": "xrt-smi validate run-list latency, Phoenix"}),
+    # Hawk Point (Ryzen 8040/8000G/200): the same array at the table's 1.6 GHz (16 TOPS rating).
+    "hawk_point": Part(NPU1, _NPU1_HCLK_MHZ, 1600, {"dispatch_overhead_s": 90.3e-6, "chained_dispatch_s": 27.7e-6},
+                       {"dispatch_overhead_s": "xrt-smi validate single-command latency, Hawk Point",
+                        "chained_dispatch_s": "assumption: the Phoenix run-list figure (same NPU and firmware family)"}),
+    "strix": Part(NPU2, _NPU4_HCLK_MHZ, 1800, {"dispatch_overhead_s": 109.5e-6, "chained_dispatch_s": 8.8e-6},
+                  {"dispatch_overhead_s": "xrt-smi validate single-command latency, Strix",
+                   "chained_dispatch_s": "xrt-smi validate run-list latency, Strix"}),
+    "strix_halo": Part(NPU2, _NPU4_HCLK_MHZ, 1800, {"dispatch_overhead_s": 52e-6, "chained_dispatch_s": 8.8e-6},
+                       {"dispatch_overhead_s": "xrt-smi latency test, Strix Halo/Linux (amd/IRON #55)",
+                        "chained_dispatch_s": "assumption: the Strix run-list figure"}),
+    # Krackan: DDR from the NPU measured, mixed read and write (xdna-engine roofline document), the
+    # same both-directions kind of figure as the presets' memcpy.
+    "krackan": Part(NPU2, _NPU4_HCLK_MHZ, 1800, {"dispatch_overhead_s": 63e-6, "chained_dispatch_s": 8.8e-6,
+                                                 "ddr_bytes_per_s": 67.6e9},
+                    {"dispatch_overhead_s": "xrt-smi validate single-command latency, Krackan",
+                     "chained_dispatch_s": "assumption: the Strix run-list figure",
+                     "ddr_bytes_per_s": "NPU mixed read/write 67.6 GB/s (atassis/xdna-engine roofline doc)"}),
+}
+
+
+def part(name: str, mode: str = "default") -> Arch:
+    """A part in a power mode: its base preset at the mode's H-clock with its own measured costs."""
+    p = Problems("architecture")
+    p.check(name in PARTS, "part", name, f"one of {', '.join(PARTS)}")
+    p.check(mode in POWER_MODES, "mode", mode, f"one of {', '.join(POWER_MODES)}")
+    p.raise_if_any()
+    spec = PARTS[name]
+    mhz = min(spec.hclk_mhz[_dpm_level(mode, len(spec.hclk_mhz))], spec.hclk_cap_mhz)
+    return spec.base.replace(name=name if mode == "default" else f"{name}:{mode}", clock_hz=mhz * 1e6,
+                             notes={**spec.base.notes, **spec.notes}, **spec.changes)
+
+
+PRESETS.update({name: part(name) for name in PARTS})
