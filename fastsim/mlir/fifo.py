@@ -5,9 +5,11 @@ DMA features asked for) is d buffers and one producer/consumer lock pair that bo
 Otherwise each tile end gets d buffers, a producer lock initialised to d and a consumer lock to 0,
 and a cyclic BD ring on a DMA channel of its own; a shim end gets a shim channel that the runtime
 sequence pushes tasks to (named by the FIFO). ``aie.objectfifo.link`` makes a mem tile the
-consumer of its input FIFOs and the producer of its outputs over one set of buffers: a distribute
-(one input, several outputs) writes each output's slice under that output's lock pair and each
-output reads its slice; a join is the mirror image.
+consumer of its input FIFOs and the producer of its outputs over one set of buffers, those of the
+larger FIFO of a one-to-one link (both sides move whole buffers: a 16-word object reaches an 8-word
+FIFO as two objects), of a distribute's input or a join's output: a distribute (one input,
+several outputs) writes each output's slice, from its offset to the next, under that output's
+lock pair and each output reads its slice; a join is the mirror image.
 """
 from __future__ import annotations
 
@@ -191,6 +193,12 @@ class Fifos:
         return chans[key]
 
     def _expand_link(self, link: Link) -> None:
+        """The mem tile's side of a link as ``--aie-objectFifo-stateful-transform`` lowers it
+        (``createObjectFifoElements``, ``createMemTileDMA``): buffers of one FIFO, the target (the
+        input of a distribute, the output of a join, the larger of a one-to-one link), in its
+        depth at the mem tile; a distribute or join slices each buffer at the link's offsets, one
+        lock pair per slice; a one-to-one link moves whole target buffers on both sides, so a
+        16-word object leaves as two objects of an 8-word FIFO, not as its first 8 words."""
         d = self.reader.design
         ins = [self.fifos[n] for n in link.ins]
         outs = [self.fifos[n] for n in link.outs]
@@ -200,30 +208,33 @@ class Fifos:
         distribute, join = len(outs) > 1, len(ins) > 1
         if distribute and join:
             raise Unreadable(f"line {link.line}: a link with several inputs and several outputs")
-        if distribute:
-            target, parts, offsets = ins[0], outs, link.dst_offsets or _running(outs)
-        elif join:
-            target, parts, offsets = outs[0], ins, link.src_offsets or _running(ins)
-        else:
-            target = ins[0] if ins[0].size_bytes >= outs[0].size_bytes else outs[0]
-            parts, offsets = [target], [0]
-        in_depth = ins[0].depths[1 + ins[0].consumers.index(tile)] if len(ins[0].depths) > 1 else ins[0].depths[0]
-        depth = max(in_depth, outs[0].depths[0]) if not (distribute or join) else target.depths[0] \
-            if target is outs[0] else in_depth
+        target = _link_target(ins[0], outs[0], distribute, join)
+        slices = _link_slices(link, target, ins, outs, distribute, join)
+        depth = _end_depth(target, tile)
         bufs = [d.buffer(tile, target.size_bytes, f"{target.name}_link_buff_{i}") for i in range(depth)]
-        pairs = [(d.lock(tile, depth, f"{p.name}_link_prod_lock"), d.lock(tile, 0, f"{p.name}_link_cons_lock"))
-                 for p in parts]
-        bits = target.bits
-        for f in ins:  # S2MM side: writes slices under each slice's lock pair
+        pairs = [(d.lock(tile, depth, f"{name}_link_prod_lock"), d.lock(tile, 0, f"{name}_link_cons_lock"))
+                 for name in ([p.name for p in (outs if distribute else ins)] if slices else [target.name])]
+        for f in ins:  # S2MM side: each input writes its slices (all of them when it is the target)
             ch = self._link_channel(link, f, S2MM)
-            mine = [i for i, p in enumerate(parts) if p is f] if join else range(len(parts))
-            self._link_ring(ch, bufs, [(pairs[i], offsets[i], _slice(parts[i], f, parts)) for i in mine], bits, (),
-                            send=False)
+            self._link_ring(ch, bufs, self._ring_slices(f, target, slices, pairs), target.bits, (), send=False)
         for f in outs:
             ch = self._link_channel(link, f, MM2S)
-            mine = [i for i, p in enumerate(parts) if p is f] if distribute else range(len(parts))
-            self._link_ring(ch, bufs, [(pairs[i], offsets[i], _slice(parts[i], f, parts)) for i in mine], bits,
-                            f.dims_to_stream, send=True, pads=f.pads)
+            self._link_ring(ch, bufs, self._ring_slices(f, target, slices, pairs), target.bits, f.dims_to_stream,
+                            send=True, pads=f.pads)
+
+    @staticmethod
+    def _ring_slices(f: Fifo, target: Fifo, slices: list, pairs: list) -> list:
+        """(lock pair, offset, bytes) of each BD one side of a link puts on a target buffer: every
+        slice for the target's own side, its own slice for a distribute's output or a join's
+        input; one whole-buffer BD in a one-to-one link, of the target's length or, where this
+        side's element is the longer (a padded output), its own (mlir-aie's ``lenOut``)."""
+        if not slices:
+            elems = max(_elements(target), _elements(f)) if f is not target else _elements(target)
+            return [(pairs[0], 0, elems * target.bits // 8)]
+        if f is target:
+            return [(pairs[i], off, n * target.bits // 8) for i, (_, off, n) in enumerate(slices)]
+        i = next(i for i, (part, _, _) in enumerate(slices) if part is f)
+        return [(pairs[i], slices[i][1], slices[i][2] * target.bits // 8)]
 
     def _link_ring(self, ch, bufs, slices, bits, dims, send: bool, pads=()) -> None:
         d = self.reader.design
@@ -243,10 +254,46 @@ class Fifos:
         return end
 
 
-def _slice(part: Fifo, end: Fifo, parts: list) -> int:
-    """Bytes one BD of a link's side moves: its slice of a distribute or join; in a one-to-one
-    link each side its own FIFO's element (they may differ, e.g. 13 words in, padded to 16 out)."""
-    return end.size_bytes if len(parts) == 1 and parts[0] is not end else part.size_bytes
+def _elements(f: Fifo) -> int:
+    return f.size_bytes * 8 // f.bits
+
+
+def _link_target(fin: Fifo, fout: Fifo, distribute: bool, join: bool) -> Fifo:
+    """The FIFO whose elements a link's mem tile holds (mlir-aie's ``objFifoLinks`` entry): a
+    distribute's input, a join's output; in a one-to-one link the input unless the output's
+    element is larger and not only by its padding."""
+    if distribute:
+        return fin
+    if join:
+        return fout
+    return fin if _elements(fin) >= _elements(fout) or fout.pads else fout
+
+
+def _end_depth(f: Fifo, tile: Tile) -> int:
+    """A FIFO's depth at ``tile``: its consumer depth there, or its producer depth."""
+    if f.producer == tile:
+        return f.depths[0]
+    j = f.consumers.index(tile)
+    return f.depths[1 + j] if 1 + j < len(f.depths) else f.depths[-1]
+
+
+def _link_slices(link: Link, target: Fifo, ins: list, outs: list, distribute: bool, join: bool) -> list:
+    """(part, offset, length) in the target's elements of each slice of a distribute or join
+    (``getDistributeTransferLengths``/``getJoinTransferLengths``: from one offset to the next, the
+    last to the end of the target's element); [] for a one-to-one link. Without offsets the parts
+    lie end to end."""
+    if not (distribute or join):
+        return []
+    parts = outs if distribute else ins
+    offsets = (link.dst_offsets if distribute else link.src_offsets) or _running(parts)
+    if len(offsets) != len(parts):
+        raise Unreadable(f"line {link.line}: {len(offsets)} offsets for {len(parts)} "
+                         f"{'outputs' if distribute else 'inputs'} of the link")
+    ends = list(offsets[1:]) + [_elements(target)]
+    if any(o < 0 or e <= o for o, e in zip(offsets, ends)):
+        raise Unreadable(f"line {link.line}: link offsets {list(offsets)} must rise within the "
+                         f"{_elements(target)} elements of @{target.name}")
+    return [(p, o, e - o) for p, o, e in zip(parts, offsets, ends)]
 
 
 def _running(fifos) -> list[int]:
