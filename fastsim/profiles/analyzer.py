@@ -37,7 +37,8 @@ def read_analyzer(path: Path) -> Profile:
         raise bad(timers[0], 0, "clock_freq_mhz", sorted(c / 1e6 for c in set(clocks)),
                   "the record_timer files state different clocks; compare one run at a time")
     total = sum(npu_s) / len(npu_s) if npu_s else None
-    return Profile("analyzer", str(path), tuple(rows), clocks[0] if clocks else None, total)
+    # average_npu_time_usec is the NPU's own time per inference, not the host's launch window
+    return Profile("analyzer", str(path), tuple(rows), clocks[0] if clocks else None, total, "npu")
 
 
 def _timer(path: Path) -> tuple[float, float | None]:

@@ -43,13 +43,15 @@ class Row:
 class Profile:
     """What a reader found in one file or run directory: ``fmt`` (a key of ``FORMATS``), the rows,
     the clock the file states (AI Analyzer's clock_freq_mhz; None: not stated) and the whole
-    run's measured seconds where the file has one (average NPU time, average latency)."""
+    run's measured seconds where the file has one (average NPU time, average latency), and whether
+that figure includes the host's dispatch (``total_scope``)."""
 
     fmt: str
     path: str
     rows: tuple[Row, ...]
     clock_hz: float | None = None
     total_seconds: float | None = None
+    total_scope: str = "host"  # "host": timed around the host's call (dispatch included); "npu": on the NPU only
     notes: tuple[str, ...] = field(default=())  # rows skipped, and why
 
     def kinds(self) -> set[str]:
