@@ -2,7 +2,7 @@
 
 The group ``main`` and its wiring live here; each command group is a module of its own (``run`` and
 ``run gemm``: ``run.py``, ``run llm``: ``llm.py``, ``map``: ``mapping.py``, ``study``: ``study.py``,
-and ``sweep``, ``systolic``, ``plot``, ``optimize``, ``calibrate``, ``arch``, ``models``), and what they share
+and ``sweep``, ``systolic``, ``plot``, ``optimize``, ``calibrate``, ``compare``, ``arch``, ``models``), and what they share
 is in ``common.py``. Commands parse options, call the public API and print; ``--threads`` is a
 ``fastsim.settings`` scope around the command, never an environment variable.
 """
@@ -18,6 +18,7 @@ from ..gc_pause import exit_without_collecting
 from .arch import show_arch
 from .calibrate import calibrate_cmd
 from .common import error_text
+from .compare import compare_cmd
 from .conv import conv_cmd
 from .design import design_cmd
 from .export import export_group
@@ -77,7 +78,7 @@ run_group.add_command(conv_cmd)
 run_group.add_command(onnx_cmd)
 main.add_command(export_group)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,
-                calibrate_cmd, models_cmd):
+                calibrate_cmd, models_cmd, compare_cmd):
     main.add_command(command)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 MECHANISM = {"compute": "compute", "ddr": "DMA", "shim_column": "DMA", "dma_stream": "DMA", "dispatch": "dispatch",
              "host": "host", "lock_wait": "control",
              "between_ops": "control"}
-MATCHES = ("exact", "renamed", "split", "fused", "given", "whole")  # how a pair's rows were matched
+MATCHES = ("exact", "renamed", "split", "fused", "given", "residual", "whole")  # how a pair's rows were matched
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,8 @@ class Pair:
     renamed (the profile's name with its tool's decorations removed: ``node_`` prefix, ``#N`` and
     ``_Duplicated`` suffixes), split (several profile rows onto one op, summed), fused (a row for
     an ONNX node fastsim runs inside another op, added to that op's), given (a --match the user
-    gave) or whole (the whole run). ``rows``: the profile rows it sums, as ``name@file:line``."""
+    gave), residual (the whole run minus every op row) or whole (the whole run). ``rows``: the
+    profile rows it sums, as ``name@file:line``."""
 
     name: str
     measured_s: float

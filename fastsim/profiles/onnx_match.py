@@ -133,7 +133,7 @@ def _whole(profile: Profile, rows: list[Row], ds, clock: float, pairs: list[Pair
                        "between-ops pair",)
     sim_between = max(0.0, sim_total - float(ds.op_seconds.sum()) + (host_s if npu else 0.0))  # no rounding below 0
     what = "between_ops" if npu else "dispatch"
-    pairs.append(Pair("(between ops)", between, sim_between, "whole", what, what, (),
+    pairs.append(Pair("(between ops)", between, sim_between, "residual", what, what, (),
                       "whole run minus every op row: " + ("weight preloads, program reloads, gaps" if npu else
                                                            "host dispatch, preloads, reloads, gaps")))
     return whole, ()
