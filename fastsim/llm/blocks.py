@@ -4,8 +4,14 @@ and the mixture-of-experts FFN (router, top-k, the experts the routing selects, 
 from __future__ import annotations
 
 from ..graph import MATMUL, Op, Operand
+from ..kernel_model.attention import online_softmax_cycles_per_score
+from ..mapping.fusion import FLASH_KV_BLOCK
 from .routing import expert_loads
 from .transformer import Builder
+
+# Q rows of one flash-attention tile in prefill: tile_q = lkp = 64 (mlir-air kernel_registry
+# FlashAttention_bf16.md, "tile_q is pinned to lkp (= 64)")
+FLASH_Q_ROWS = 64
 
 
 def attention_block(b: Builder, layer: int, last) -> tuple:
@@ -14,11 +20,13 @@ def attention_block(b: Builder, layer: int, last) -> tuple:
     hd, nh, nkv = m.head_dim, m.num_heads, m.num_kv_heads
     b.norm("attn_norm", layer, last)
     q, k, v = _projections(b, layer, ("attn_norm", layer))
-    if m.qk_norm:
-        b.add(b.vector("qk_norm", "norm", rows, (nh + nkv) * hd, layer, c.norm), q, k)
+    if m.qk_norm:  # one RMSNorm per head vector of head_dim
+        b.add(b.vector("qk_norm", "norm", rows, (nh + nkv) * hd, layer, c.norm_cost("rms", hd)), q, k)
         q = k = ("qk_norm", layer)
-    b.add(b.vector("rope", "rope", rows, (nh + nkv) * hd, layer, c.rope), *dict.fromkeys((q, k)))
-    b.add(b.vector("kv_append", "kv", rows, 2 * nkv * hd, layer, c.kv, y=Operand("kv", b.precision.kv_bytes)),
+    b.add(b.vector("rope", "rope", rows, (nh + nkv) * hd, layer, c.tile_cost("rope", rows, (nh + nkv) * hd)),
+          *dict.fromkeys((q, k)))
+    kv_cost = c.tile_cost("kv", rows, 2 * nkv * hd, out_bytes=b.precision.kv_bytes)
+    b.add(b.vector("kv_append", "kv", rows, 2 * nkv * hd, layer, kv_cost, y=Operand("kv", b.precision.kv_bytes)),
           *dict.fromkeys((("rope", layer), v)))
     scores, softmax, attn_v = (decode_attention if b.run.regime == "decode" else prefill_attention)(b, layer)
     b.add(scores, ("rope", layer))
@@ -26,8 +34,15 @@ def attention_block(b: Builder, layer: int, last) -> tuple:
     b.add(attn_v, ("softmax", layer))
     b.add(b.gemm("o_proj", rows, nh * hd, m.hidden_size, layer, "attention"), ("attn_v", layer))
     out = _post_norm(b, "post_attn_norm", layer, ("o_proj", layer))
-    b.add(b.vector("attn_residual", "elementwise", rows, m.hidden_size, layer, c.elementwise, inputs=2), out, last)
+    b.add(_residual(b, "attn_residual", layer), out, last)
     return ("attn_residual", layer)
+
+
+def _residual(b: Builder, name: str, layer: int, inputs: int = 2):
+    """An element-wise add of ``inputs`` tensors of rows x hidden."""
+    n = b.model.hidden_size
+    return b.vector(name, "elementwise", b.rows, n, layer, b.costs.tile_cost("elementwise", b.rows, n, inputs),
+                    inputs=inputs)
 
 
 def _projections(b: Builder, layer: int, source) -> tuple:
@@ -49,16 +64,24 @@ def _post_norm(b: Builder, name: str, layer: int, source) -> tuple:
     return (name, layer)
 
 
-def _softmax_cost(b: Builder) -> float:
-    """Softmax per score element, plus tanh soft-capping of the scores where the model has it."""
-    c = b.costs
-    return c.softmax + (c.softcap if b.model.attn_softcap else 0.0)
-
-
-def _rescale(b: Builder) -> float:
-    """Softmax run online (flash attention): the running output, head_dim per row, is rescaled
-    once per block of keys."""
-    return b.costs.elementwise * b.model.head_dim
+def _softmax(b: Builder, layer: int, rows: int, span: int, frac: float, q_rows: int, causal: bool) -> Op:
+    """The softmax over ``rows`` rows of ``span`` scores (``frac`` of them computed), plus tanh
+    soft-capping where the model has it. Its cost is a plain softmax over each row; run as flash
+    attention (the evaluator adds ``online_rescale_cycles / FLASH_KV_BLOCK`` per element) it is
+    the online softmax instead, priced per KV tile of FLASH_KV_BLOCK keys against a Q tile of
+    ``q_rows`` rows (``kernel_model.attention``). A user's own softmax constant keeps the old
+    form: that constant per score, plus one element-wise multiply per head_dim per KV block."""
+    c, hd = b.costs, b.model.head_dim
+    cap = c.tile_cost("softcap", rows, span) if b.model.attn_softcap else 0.0
+    if not c.modelled("softmax"):
+        return b.vector("softmax", "softmax", rows, span, layer, (c.softmax + cap) * frac,
+                        rescale=c.elementwise * hd)
+    seen = max(1, round(span * frac))
+    plain = c.softmax_cost(seen)
+    online = online_softmax_cycles_per_score(c.core, q_rows, FLASH_KV_BLOCK, hd, seen, causal)
+    # the online form never costs less than the plain one here; were it to, flash keeps the plain cost
+    extra = max(0.0, online - plain) * frac * FLASH_KV_BLOCK
+    return b.vector("softmax", "softmax", rows, span, layer, (plain + cap) * frac, rescale=extra)
 
 
 def decode_attention(b: Builder, layer: int) -> tuple[Op, Op, Op]:
@@ -70,8 +93,9 @@ def decode_attention(b: Builder, layer: int) -> tuple[Op, Op, Op]:
     ctx = run.context + 1
     if m.window(layer):
         ctx = min(ctx, m.window(layer))
+    # flash decoding: a KV head's group of query heads is one Q tile (padded to 8-row blocks)
     return (Op("attn_scores", "attention", layer, MATMUL, g, hd, nkv * ctx, act, kv, act, repeat=run.batch),
-            b.vector("softmax", "softmax", run.batch * nh, ctx, layer, _softmax_cost(b), rescale=_rescale(b)),
+            _softmax(b, layer, run.batch * nh, ctx, 1.0, g, False),
             Op("attn_v", "attention", layer, MATMUL, g, ctx, nkv * hd, act, kv, act, repeat=run.batch))
 
 
@@ -86,8 +110,7 @@ def prefill_attention(b: Builder, layer: int) -> tuple[Op, Op, Op]:
     span, frac = _keys_seen(run, m.window(layer), m.encoder)
     each = run.batch * nkv
     return (Op("attn_scores", "attention", layer, MATMUL, g * t, hd, span, act, kv, act, macs_scale=frac, repeat=each),
-            b.vector("softmax", "softmax", run.batch * nh * t, span, layer, _softmax_cost(b) * frac,
-                     rescale=_rescale(b)),
+            _softmax(b, layer, run.batch * nh * t, span, frac, min(t, FLASH_Q_ROWS), not m.encoder),
             Op("attn_v", "attention", layer, MATMUL, g * t, span, hd, act, kv, act, macs_scale=frac, repeat=each))
 
 
@@ -113,11 +136,11 @@ def _keys_seen(run, window: int, bidirectional: bool) -> tuple[int, float]:
 
 def ffn_block(b: Builder, layer: int, residual) -> tuple:
     """Pre-norm FFN (dense or mixture of experts) and its residual add; returns the residual's key."""
-    m, c, rows = b.model, b.costs, b.rows
+    m = b.model
     b.norm("ffn_norm", layer, residual)
     out = _experts(b, layer, ("ffn_norm", layer)) if m.is_moe(layer) else _dense_ffn(b, layer, ("ffn_norm", layer))
     out = _post_norm(b, "post_ffn_norm", layer, out)
-    b.add(b.vector("ffn_residual", "elementwise", rows, m.hidden_size, layer, c.elementwise, inputs=2), out, residual)
+    b.add(_residual(b, "ffn_residual", layer), out, residual)
     return ("ffn_residual", layer)
 
 
@@ -148,7 +171,7 @@ def _experts(b: Builder, layer: int, source) -> tuple:
     m, c, rows = b.model, b.costs, b.rows
     e, h = m.experts, m.hidden_size
     b.add(b.gemm("router", rows, h, e.count + e.shared_gate, layer, "router"), source)
-    b.add(b.vector("top_k", "softmax", rows, e.count, layer, c.softmax), ("router", layer))
+    b.add(b.vector("top_k", "softmax", rows, e.count, layer, c.softmax_cost(e.count)), ("router", layer))
     downs = []
     loads = expert_loads(e, rows, b.run.routing, layer)
     for tokens, experts in loads:
@@ -161,26 +184,23 @@ def _experts(b: Builder, layer: int, source) -> tuple:
         downs.append((down, layer))
     if e.shared_ffn_size:
         downs.append(_dense_ffn(b, layer, source, "shared", e.shared_ffn_size))
-    b.add(b.vector("moe_combine", "elementwise", rows, h, layer, c.elementwise,
-                   inputs=e.per_token + bool(e.shared_ffn_size)), *downs, ("top_k", layer))
+    b.add(_residual(b, "moe_combine", layer, e.per_token + bool(e.shared_ffn_size)), *downs, ("top_k", layer))
     return ("moe_combine", layer)
 
 
 def encoder_layer(b: Builder, layer: int, last) -> tuple:
     """A post-norm encoder layer (BERT): attention, add and norm, FFN, add and norm. K and V go to
     DDR as activations and attention reads them back (no cache outlives the pass)."""
-    m, c, rows = b.model, b.costs, b.rows
+    m, rows = b.model, b.rows
     q, k, v = _projections(b, layer, last)
     scores, softmax, attn_v = prefill_attention(b, layer)
     b.add(scores, q)
     b.add(softmax, ("attn_scores", layer))
     b.add(attn_v, ("softmax", layer))
     b.add(b.gemm("o_proj", rows, m.num_heads * m.head_dim, m.hidden_size, layer, "attention"), ("attn_v", layer))
-    b.add(b.vector("attn_residual", "elementwise", rows, m.hidden_size, layer, c.elementwise, inputs=2),
-          ("o_proj", layer), last)
+    b.add(_residual(b, "attn_residual", layer), ("o_proj", layer), last)
     b.norm("attn_norm", layer, ("attn_residual", layer))
     out = _dense_ffn(b, layer, ("attn_norm", layer))
-    b.add(b.vector("ffn_residual", "elementwise", rows, m.hidden_size, layer, c.elementwise, inputs=2),
-          out, ("attn_norm", layer))
+    b.add(_residual(b, "ffn_residual", layer), out, ("attn_norm", layer))
     b.norm("ffn_norm", layer, ("ffn_residual", layer))
     return ("ffn_norm", layer)

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from ..graph import MATMUL, VECTOR, Op, OpGraph, Operand
 from ..graph.ops import NO_OPERAND
+from ..kernel_model import vector as V
+from ..kernel_model.vector import VectorCore, core_of
+from ..mapping.vector import core_tile
 from .model import ModelConfig, Precision
 from .routing import Routing
 
@@ -27,9 +30,11 @@ REGIMES = ("decode", "prefill", "encode")
 
 @dataclass(frozen=True)
 class VectorCosts:
-    """Core cycles per element of the vector ops. By default the arch's (``Arch.vector_cycles_per_elem``:
-    measured one-tile rates where published, assumptions otherwise; docs/calibration.md); a study
-    may set its own."""
+    """Core cycles of the vector ops. The fields are per-element constants (``Arch.vector_cycles_per_elem``);
+    where the arch's core generation has a kernel model (``fastsim.kernel_model``: AIE-ML, AIE-ML v2)
+    the methods below price each op from its shape instead, except the kinds in ``fixed`` (a
+    user's own ``vector_cycles_per_elem`` entries, which win). A study may set its own table
+    (``core`` None: the constants alone, as before the kernel model)."""
 
     norm: float
     layer_norm: float
@@ -42,10 +47,78 @@ class VectorCosts:
     kv: float  # KV append: a copy (quantize when the KV dtype is narrower)
     dequant_int4: float  # per weight element, int4 -> bf16 (with scale)
     dequant_int8: float
+    core: VectorCore | None = None  # the kernel model's core; None: the constants above
+    fixed: tuple[str, ...] = ()  # kinds held to their constant (the user overrode them)
+    cores: int = 32  # compute tiles a vector op spreads over (the per-core tile a call sees)
+
+    def __post_init__(self):
+        if isinstance(self.core, dict):  # read back from a study's JSON
+            object.__setattr__(self, "core", VectorCore(**self.core))
+        object.__setattr__(self, "fixed", tuple(self.fixed))
 
     @classmethod
     def of(cls, arch) -> "VectorCosts":
-        return cls(**{f: arch.vector_cost(f) for f in cls.__dataclass_fields__})
+        """The arch's costs: its kernel model where it has one, its table for the kinds a user set."""
+        table = {f: arch.vector_cost(f) for f in KINDS}
+        core = core_of(arch)
+        return cls(**table, core=core, fixed=_overridden(arch) if core else (),
+                   cores=arch.columns * arch.compute_rows)
+
+    def modelled(self, kind: str) -> bool:
+        return self.core is not None and kind not in self.fixed
+
+    def norm_cost(self, kind: str, cols: int) -> float:
+        """Per element of a norm over rows of ``cols`` (``kind`` rms or layer; one row per call)."""
+        field = "layer_norm" if kind == "layer" else "norm"
+        if not self.modelled(field):
+            return getattr(self, field)
+        return V.norm_cycles(self.core, 1, cols, "layer" if kind == "layer" else "rms") / cols
+
+    def softmax_cost(self, cols: int) -> float:
+        """Per element of a plain softmax over rows of ``cols`` (one row per call)."""
+        if not self.modelled("softmax"):
+            return self.softmax
+        return V.softmax_cycles(self.core, 1, max(1, cols)) / max(1, cols)
+
+    def tile_cost(self, kind: str, m: int, n: int, inputs: int = 1, out_bytes: float = 2.0) -> float:
+        """Per element of an op priced per call of the tile each core gets (mapping.vector's
+        tiling over every core): elementwise, rope, kv (``out_bytes`` per cached element),
+        silu_mul, gelu, softcap."""
+        if not self.modelled(kind):
+            return getattr(self, kind)
+        rows, cols = core_tile(m, n, inputs, self.cores)
+        c = self.core
+        call = {"elementwise": lambda: V.elementwise_cycles(c, rows * cols, inputs=max(1, inputs)),
+                "rope": lambda: V.rope_cycles(c, rows, cols),
+                "kv": lambda: V.kv_append_cycles(c, rows * cols, out_bytes),
+                "silu_mul": lambda: V.activation_cycles(c, rows * cols, "silu_mul"),
+                "gelu": lambda: V.activation_cycles(c, rows * cols, "gelu"),
+                "softcap": lambda: V.activation_cycles(c, rows * cols, "tanh")}[kind]
+        return call() / (rows * cols)
+
+    def dequant_cost(self, bits: int) -> float:
+        """Per weight element converted to bf16 on the core, one call per weight tile."""
+        field = "dequant_int4" if bits == 4 else "dequant_int8"
+        if not self.modelled(field):
+            return getattr(self, field)
+        return V.dequant_cycles(self.core, DEQUANT_CALL_ELEMS, bits) / DEQUANT_CALL_ELEMS
+
+
+KINDS = ("norm", "layer_norm", "elementwise", "rope", "softmax", "silu_mul", "gelu", "softcap", "kv",
+         "dequant_int4", "dequant_int8")
+# weights one dequantization call converts: one 64 x 64 weight tile (assumption: the 64x64x64
+# tiles of mlir-aie's matmul examples)
+DEQUANT_CALL_ELEMS = 64 * 64
+
+
+def _overridden(arch) -> tuple[str, ...]:
+    """Kinds whose per-element constant differs from the preset's of the same name (or, for a
+    renamed array, of its generation): a user set them, and they win over the kernel model."""
+    from ..arch import NPU1, NPU2, PRESETS
+
+    ref = PRESETS.get(arch.name) or {"aie2": NPU1, "aie2p": NPU2}.get(getattr(arch, "generation", ""), NPU2)
+    mine, theirs = arch.vector_cycles_per_elem, ref.vector_cycles_per_elem
+    return tuple(k for k in KINDS if k in theirs and mine.get(k) != theirs[k])
 
 
 @dataclass(frozen=True)
@@ -105,7 +178,7 @@ class Builder:
                   online_rescale_cycles=rescale)
 
     def norm(self, name, layer, source, m=None) -> None:
-        cost = self.costs.layer_norm if self.model.norm == "layer" else self.costs.norm
+        cost = self.costs.norm_cost(self.model.norm, self.model.hidden_size)
         self.add(self.vector(name, "norm", m or self.rows, self.model.hidden_size, layer, cost), source)
 
     def activation(self, name, m, n, layer, gated, *sources) -> None:
@@ -113,9 +186,9 @@ class Builder:
         includes its multiply; a gated GELU (Gemma) adds an element-wise multiply to GELU's."""
         c = self.costs
         if self.model.activation in ("silu", "swiglu_clamped"):
-            cost = c.silu_mul
+            cost = c.tile_cost("silu_mul", m, n, 2)
         else:
-            cost = c.gelu + (c.elementwise if gated else 0.0)
+            cost = c.tile_cost("gelu", m, n) + (c.tile_cost("elementwise", m, n, 2) if gated else 0.0)
         self.add(self.vector(name, "elementwise", m, n, layer, cost, inputs=2 if gated else 1), *sources)
 
 
@@ -167,7 +240,7 @@ def _embedding(b: Builder) -> None:
     scales them by sqrt(hidden)."""
     m, c = b.model, b.costs
     tables = 3 if m.positions else 1
-    cost = c.elementwise if (m.embed_scale or tables > 1) else 0.0
+    cost = c.tile_cost("elementwise", b.rows, m.hidden_size, tables) if (m.embed_scale or tables > 1) else 0.0
     b.add(Op("embedding", "embedding", -1, VECTOR, b.rows, 1, m.hidden_size,
              Operand("weights", b.precision.bytes_of("embedding")), y=Operand("activations", b.a),
              x_inputs=tables, vector_cycles_per_elem=cost, weight_kind="embedding"))
@@ -181,14 +254,16 @@ def _head(b: Builder, last) -> None:
     m, run = b.model, b.run
     if m.encoder:
         b.add(b.gemm("pooler", run.batch, m.hidden_size, m.hidden_size, -1, "ffn"), last)
-        b.add(b.vector("pooler_tanh", "elementwise", run.batch, m.hidden_size, -1, b.costs.gelu), ("pooler", -1))
+        tanh = b.costs.tile_cost("softcap", run.batch, m.hidden_size)
+        b.add(b.vector("pooler_tanh", "elementwise", run.batch, m.hidden_size, -1, tanh), ("pooler", -1))
         return
     head_rows = run.batch if (run.lm_head_last_only or run.regime == "decode") else b.rows
     b.norm("final_norm", -1, last, head_rows)
     stored = "embedding" if m.tie_word_embeddings else "lm_head"
     b.add(b.gemm("lm_head", head_rows, m.hidden_size, m.vocab_size, -1, "lm_head", stored_as=stored), ("final_norm", -1))
     if m.final_softcap:
-        b.add(b.vector("logit_softcap", "elementwise", head_rows, m.vocab_size, -1, b.costs.softcap), ("lm_head", -1))
+        cap = b.costs.tile_cost("softcap", head_rows, m.vocab_size)
+        b.add(b.vector("logit_softcap", "elementwise", head_rows, m.vocab_size, -1, cap), ("lm_head", -1))
 
 
 def _cast_cycles(precision: Precision, kind: str, costs: VectorCosts) -> float:
@@ -197,8 +272,8 @@ def _cast_cycles(precision: Precision, kind: str, costs: VectorCosts) -> float:
     dtype = precision.dtype_of(kind)
     if precision.compute_dtype == "int8" and dtype == "int8":
         return 0.0
-    return {"int4": costs.dequant_int4, "mxfp4": costs.dequant_int4, "int8": costs.dequant_int8,
-            "fp8": costs.dequant_int8}.get(dtype, 0.0)
+    bits = {"int4": 4, "mxfp4": 4, "int8": 8, "fp8": 8}.get(dtype)
+    return costs.dequant_cost(bits) if bits else 0.0
 
 
 def kv_bytes_per_token(model: ModelConfig, precision: Precision) -> float:

@@ -4,7 +4,8 @@ core: each core owns a slice of a row's elements.
 Per used column c: X tiles come from shim(c) MM2S0 into mem(c) S2MM0, which deals them round-robin to
 its rows' buffers (mlir-aie ObjectFifo distribute); mem(c) MM2S r feeds core (c, r); outputs are
 joined in the mem tile and drained through mem(c) MM2S5 to shim(c) S2MM0. A core spends
-``vector_cycles_per_elem`` per output element on each tile.
+``vector_cycles_per_elem`` per output element on each tile; the front ends take that figure from
+the kernel model (``fastsim.kernel_model``) priced on the tile a core gets (``core_tile``).
 
 ``stream_split`` shares the tiles among the columns: ``equal`` gives every column the same number,
 ``proportional`` gives each column tiles in proportion to the rate its shim can read their inputs
@@ -102,17 +103,29 @@ def _checked_cols(op: VectorOp, arch: Arch) -> int:
     return cols
 
 
-def _tiling(op: VectorOp, arch: Arch, cols: int) -> _Tiling:
-    """Fewest tiles per core that keep a tile within ``ROWS_PER_TILE`` x ``ELEMS_PER_TILE``, so
-    that padding stays least and tiles stay small enough to double-buffer."""
-    rows = arch.compute_rows
-    per_core = math.ceil(op.n / (cols * rows))
-    # more than two inputs (a mixture of experts' combine): narrower tiles, so that inputs and
-    # output together take the memory of a two-input tile
-    budget = ELEMS_PER_TILE if op.x_inputs <= 2 else max(4, ELEMS_PER_TILE * 3 // (op.x_inputs + 1))
+def core_tile(m: int, n: int, x_inputs: int, cores: int) -> tuple[int, int]:
+    """(rows, elements per row) of the tile one core processes per kernel call when ``m`` rows of
+    ``n`` elements are spread over ``cores`` cores: each core owns a slice of every row, cut into the
+    fewest tiles within ``ROWS_PER_TILE`` x ``ELEMS_PER_TILE`` (so padding stays least and tiles
+    stay small enough to double-buffer). The front ends price a vector kernel call on this shape."""
+    return _cut(m, n, x_inputs, cores)[:2]
+
+
+def _cut(m: int, n: int, x_inputs: int, cores: int) -> tuple[int, int, int]:
+    """``core_tile`` and how many tiles a core's slice of a row is cut into. More than two inputs
+    (a mixture of experts' combine): narrower tiles, so that inputs and output together take the
+    memory of a two-input tile."""
+    per_core = math.ceil(n / max(1, cores))
+    budget = ELEMS_PER_TILE if x_inputs <= 2 else max(4, ELEMS_PER_TILE * 3 // (x_inputs + 1))
     n_tiles = math.ceil(per_core / budget)  # fewest tiles, padded least
     tile_n = -(-math.ceil(per_core / n_tiles) // 4) * 4
-    m_tile = max(1, min(op.m, ROWS_PER_TILE))
+    return max(1, min(m, ROWS_PER_TILE)), tile_n, n_tiles
+
+
+def _tiling(op: VectorOp, arch: Arch, cols: int) -> _Tiling:
+    """Every core's tiles (``core_tile``) and the core cycles of one: ``vector_cycles_per_elem``
+    per element of the tile, which the front end priced on this tile's shape."""
+    m_tile, tile_n, n_tiles = _cut(op.m, op.n, op.x_inputs, cols * arch.compute_rows)
     tiles = math.ceil(op.m / m_tile) * n_tiles
     x_tile = whole_words(math.ceil(m_tile * tile_n * op.x_bytes * op.x_inputs))
     y_tile = whole_words(math.ceil(m_tile * tile_n * op.y_bytes))
