@@ -6,7 +6,7 @@ with constant bounds become loops. Adjacent inline costs merge into one Compute.
 """
 from __future__ import annotations
 
-from ..design import Acquire, Compute, Loop, Release
+from ..design import Acquire, Compute, Lock, Loop, Release
 from .cascade import cascade_words
 from .kernels import FREE_OPS, INLINE_DIALECTS, INLINE_OP_CYCLES
 from .syntax import Atom, Group
@@ -99,11 +99,38 @@ class CoreReader:
         elif name == "func.call":
             callee = _callee(op)
             out += r.cascades.rendezvous(*r.cascades.flows_of_call(self.tile, callee, self.cascade_named))
+            acquires, releases = self._kernel_locks(op, callee)
+            out += acquires
             out.append(Compute(r.kernel_cycles(op, callee), callee))
+            out += releases
         elif name.startswith(INLINE_DIALECTS):
             out.append(Compute(INLINE_OP_CYCLES, INLINE))
         else:
             r.unsupported(op)
+
+    def _kernel_locks(self, op, callee: str) -> tuple[list, list]:
+        """The Acquires before and Releases after a call whose kernel takes locks as arguments
+        and acquires and releases them in its C code, as the kernel costs declare them
+        (``kernels.KernelLocks``). A call that passes a lock its kernel's entry does not declare
+        is refused by name: reading it as a plain call would leave the lock untouched and the
+        design in a deadlock the part never reaches."""
+        operands = [next((i.text for i in entry if isinstance(i, Atom) and i.kind == "VALUE"), None)
+                    for entry in (split(groups(op, "(")[0].items) if groups(op, "(") else [])]
+        locks = {k: self.r.env[v] for k, v in enumerate(operands) if isinstance(self.r.env.get(v), Lock)}
+        uses = self.r.kernel_locks.get(callee)
+        if uses is None:
+            if locks:
+                passed = ", ".join(f"{operands[k]} (operand {k})" for k in locks)
+                raise Unreadable(f"kernel '{callee}' is passed lock(s) {passed}: its C code acquires and "
+                                 "releases them, which the MLIR does not say; declare what it does in the kernel "
+                                 f"costs ([kernels.{callee}] cycles = N, acquire = [[OPERAND, VALUE], ...], "
+                                 "release = [[OPERAND, VALUE], ...])")
+            return [], []
+        wrong = [k for k, _ in uses.acquire + uses.release if k not in locks]
+        if wrong:
+            raise Unreadable(f"kernels.{callee} declares lock operand(s) {wrong}, but this call passes locks at "
+                             f"operand(s) {sorted(locks)} only")
+        return [Acquire(locks[k], v) for k, v in uses.acquire], [Release(locks[k], v) for k, v in uses.release]
 
     def _compare(self, op) -> None:
         """``%r = arith.cmpi PRED, %a, %b``: its value, when both sides are known before the run

@@ -27,8 +27,9 @@ INLINE_DIALECTS = ("arith.", "memref.", "vector.", "math.", "affine.load", "affi
 MAX_KERNEL_CYCLES = 2**40
 
 
-def load_kernel_costs(path: str | Path | None) -> dict[str, int]:
-    """``[kernels]`` of a TOML file: kernel name -> cycles per call (a whole number >= 1). The file
+def load_kernel_costs(path: str | Path | None) -> dict:
+    """``[kernels]`` of a TOML file: kernel name -> cycles per call (a whole number >= 1), or a
+    table of cycles and the kernel's own lock operations (``KernelLocks``). The file
     holds that one table and nothing else: a key outside it or another table (``[kernel]``) is
     refused by name, never ignored. Every bad entry is reported at once."""
     if path is None:
@@ -50,27 +51,58 @@ def load_kernel_costs(path: str | Path | None) -> dict[str, int]:
     if "kernels" not in data and not p.items:
         p.add("[kernels]", "missing", "the file must hold a [kernels] table of kernel name = cycles")
     try:
-        costs = kernel_costs(data.get("kernels", {}), str(path))
+        table = data.get("kernels", {})
+        costs, locks = checked_table(table, str(path))
     except ConfigError as e:
         p.items += e.problems
-        costs = {}
+        costs, locks = {}, {}
     p.raise_if_any()
-    return costs
+    return {name: ({"cycles": cycles, "acquire": [list(a) for a in locks[name].acquire],
+                    "release": [list(r) for r in locks[name].release]} if name in locks else cycles)
+            for name, cycles in costs.items()}
+
+
+@dataclass(frozen=True)
+class KernelLocks:
+    """The locks a kernel acquires and releases itself (its C code calls ``acquire_greater_equal``
+    and ``release`` on lock ids passed as arguments, which MLIR cannot show): (operand, value)
+    pairs, operand the 0-based position among the ``func.call``'s operands. The acquires happen
+    in order before the kernel's cycles, the releases in order after them."""
+
+    acquire: tuple = ()
+    release: tuple = ()
+
+
+LOCK_KEYS = ("acquire", "release")
 
 
 def kernel_costs(table: dict, source: str = "kernel costs") -> dict[str, int]:
-    """Check a {name: cycles} table (``cycles`` may also be given as ``{cycles = N}``): whole
-    numbers in 1..``MAX_KERNEL_CYCLES``; every problem at once."""
+    """Check a {name: cycles} table (``cycles`` may also be given as ``{cycles = N}``, with the
+    kernel's own lock operations as ``acquire``/``release`` lists, ``KernelLocks``): whole numbers
+    in 1..``MAX_KERNEL_CYCLES``; every problem at once. Returns the cycles."""
+    return checked_table(table, source)[0]
+
+
+def kernel_lock_uses(table: dict, source: str = "kernel costs") -> dict[str, KernelLocks]:
+    """The ``KernelLocks`` of the table's entries that declare them (checked as ``kernel_costs``)."""
+    return checked_table(table, source)[1]
+
+
+def checked_table(table: dict, source: str) -> tuple[dict[str, int], dict[str, KernelLocks]]:
     p = Problems(source)
-    out = {}
+    out, locks = {}, {}
     if not isinstance(table, dict):
         p.add("kernels", table, "must be a table of kernel name = cycles")
         p.raise_if_any()
     for name, value in table.items():
         field = f"kernels.{name}"
         if isinstance(value, dict):
-            for key in sorted(set(value) - {"cycles"}):
-                p.add(f"{field}.{key}", value[key], "unknown key: an entry's table holds cycles only")
+            for key in sorted(set(value) - {"cycles", *LOCK_KEYS}):
+                p.add(f"{field}.{key}", value[key], "unknown key: an entry's table holds cycles, and acquire "
+                                                    "and release (the locks the kernel takes itself) only")
+            uses = {key: _lock_list(p, f"{field}.{key}", value[key]) for key in LOCK_KEYS if key in value}
+            if uses:
+                locks[str(name)] = KernelLocks(**uses)
             if "cycles" not in value:
                 p.add(f"{field}.cycles", "missing", "give the kernel's cycles per call")
                 continue
@@ -78,7 +110,20 @@ def kernel_costs(table: dict, source: str = "kernel costs") -> dict[str, int]:
         if p.number(field, value, integer=True, lo=1, hi=MAX_KERNEL_CYCLES, unit="cycles per call"):
             out[str(name)] = int(value)
     p.raise_if_any()
-    return out
+    return out, locks
+
+
+def _lock_list(p: Problems, field: str, value) -> tuple:
+    """``[[operand, value], ...]`` checked: an operand position >= 0 and a lock value >= 1 each."""
+    good = isinstance(value, (list, tuple)) and all(
+        isinstance(e, (list, tuple)) and len(e) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                             for x in e) and e[0] >= 0 and e[1] >= 1
+        for e in value)
+    if not good:
+        p.add(field, value, "a list of [operand, value] pairs: the call's 0-based operand that passes the lock "
+                            "(>= 0) and the value the kernel acquires or releases (>= 1)")
+        return ()
+    return tuple((int(a), int(b)) for a, b in value)
 
 
 @dataclass(frozen=True)

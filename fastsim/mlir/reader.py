@@ -14,7 +14,7 @@ from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
 from ..errors import ConfigError
 from .cascade import Cascades
 from .core import CoreReader, _callee
-from .kernels import DefaultCost, default_kernel_cost, kernel_costs
+from .kernels import DefaultCost, KernelLocks, checked_table, default_kernel_cost
 from .place import PlacementError, place
 from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Group, Op, parse
@@ -125,9 +125,9 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
                          "choose one (device=...)"], source, [("aie.device", d.line) for d in devices[1:]])
     else:
         dev = devices[0]
-    kernel_cycles, costs_wrong = _checked_costs(kernel_cycles, top)
+    kernel_cycles, locks, costs_wrong = _checked_costs(kernel_cycles, top)
     return _with_problems(costs_wrong, source, lambda: _read_device(dev, kernel_cycles, arch, source,
-                                                                    default_kernel_cycles, devices))
+                                                                    default_kernel_cycles, devices, locks=locks))
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
@@ -137,25 +137,26 @@ def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Ar
     that the host runs one after the other)."""
     top = parse(text, source)
     devices = _devices(top)
-    kernel_cycles, costs_wrong = _checked_costs(kernel_cycles, top)
+    kernel_cycles, locks, costs_wrong = _checked_costs(kernel_cycles, top)
     return _with_problems(costs_wrong, source, lambda: [
-        _read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices) for d in devices])
+        _read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices, locks=locks) for d in devices])
 
 
-def _checked_costs(kernel_cycles, top) -> tuple[dict, list[str]]:
-    """The kernel costs checked (``kernel_costs``) and the problems of the table: its bad values,
-    and each entry naming a kernel no ``func.call`` of the file calls (a misspelled name would
-    otherwise leave the kernel it meant at a guessed cost), with the kernels the file calls."""
+def _checked_costs(kernel_cycles, top) -> tuple[dict, dict, list[str]]:
+    """The kernel costs checked (``kernels.checked_table``: cycles, and the locks kernels take
+    themselves) and the problems of the table: its bad values, and each entry naming a kernel no
+    ``func.call`` of the file calls (a misspelled name would otherwise leave the kernel it meant at
+    a guessed cost), with the kernels the file calls."""
     if not kernel_cycles:
-        return {}, []
+        return {}, {}, []
     try:
-        costs = kernel_costs(kernel_cycles)
+        costs, locks = checked_table(kernel_cycles, "kernel costs")
     except ConfigError as e:
-        return {}, list(e.problems)
+        return {}, {}, list(e.problems)
     called = sorted({_callee(op) for op in _walk_all(top) if op.name == "func.call"})
     calls = f"the design calls {', '.join(called)}" if called else "the design calls no kernel"
-    return costs, [f"kernels.{name} = {cycles}: names no kernel of the design ({calls})"
-                   for name, cycles in costs.items() if name not in called]
+    return costs, locks, [f"kernels.{name} = {cycles}: names no kernel of the design ({calls})"
+                          for name, cycles in costs.items() if name not in called]
 
 
 def _with_problems(problems: list[str], source: str, read_fn):
@@ -206,9 +207,9 @@ def _device_symbol(dev: Op) -> str:
 
 
 def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
-                 devices: list[Op], sequences: list[str] | None = None) -> DesignInfo:
+                 devices: list[Op], sequences: list[str] | None = None, locks: dict | None = None) -> DesignInfo:
     """One device. ``sequences``: the runtime sequences to inline, in order (a run list's
-    ``aiex.run``s); None reads every sequence once."""
+    ``aiex.run``s); None reads every sequence once. ``locks``: kernel name -> KernelLocks."""
     name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
     try:
         arch_here = device_arch(name) if arch is None else arch
@@ -218,6 +219,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
     r = Reader(Design(arch_here, _design_name(source) + (f"@{symbol}" if symbol else "")), kernel_cycles or {},
                source)
     r.default_kernel_cycles = default_kernel_cycles
+    r.kernel_locks = locks or {}
     r.device_symbol = symbol
     r.device_name = name
     r.empty_devices = _empty(devices)
@@ -234,7 +236,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
             continue
         try:
             step = _read_device(target, kernel_cycles, arch, source, default_kernel_cycles, devices,
-                                call.sequences)
+                                call.sequences, locks)
         except MlirError as e:
             r.problems += e.problems
             r.stops += e.stops
@@ -280,6 +282,7 @@ class Reader:
         self.element_bits: dict[int, int] = {}  # buffer id -> bits of its memref's element type
         self.default_kernel_cycles: int | None = None  # for kernels the costs do not name
         self.declared_costs: dict[str, int] = {}  # fastsim.cycles of func.func declarations
+        self.kernel_locks: dict[str, KernelLocks] = {}  # locks kernels acquire and release themselves
         self.device_symbol = ""
         self.empty_devices: set[str] = set()  # symbols of the file's devices that hold no ops
         self.run_sequences: list[str] | None = None  # sequences to inline in order (a run list's aiex.run)
