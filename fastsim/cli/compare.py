@@ -128,18 +128,19 @@ def write_outputs(c, out: Path) -> list[Path]:
 def format_comparison(c, top: int) -> str:
     """The table (slowest measured first), the rows that matched nothing, and the summary."""
     lines = [f"{c.subject} against {c.profile} ({c.fmt}); cycles at {c.clock_hz / 1e6:,.0f} MHz: {c.clock_source}",
-             f"  {'name':<34}{'measured us':>13}{'simulated us':>14}{'error':>9}  {'bound by':<12}match"]
+             f"  {'name':<42}{'measured us':>13}{'simulated us':>14}{'error':>9}  {'bound by':<12}match"]
     table = c.table()
     for r in table[:top]:
-        lines.append(f"  {r['name'][:33]:<34}{r['measured_s'] * 1e6:13.3f}{r['simulated_s'] * 1e6:14.3f}"
-                     f"{r['error']:+9.1%}  {r['bound_by']:<12}{r['match']}{'  (' + r['note'] + ')' if r['note'] else ''}")
+        lines.append(f"  {r['name'][:41]:<42}{r['measured_s'] * 1e6:13.3f}{r['simulated_s'] * 1e6:14.3f}"
+                     f"{r['error']:+9.1%}  {r['bound_by']:<12}{r['match']}" + (f"  ({r['note']})" if r["note"] else ""))
     if len(table) > top:
         lines.append(f"  ... {len(table) - top} more (--top, or --out for all)")
     for title, items in (("unmatched profile rows", c.unmatched), ("ambiguous rows", c.ambiguous),
                          ("simulated but not measured", c.unmeasured), ("notes", c.notes)):
         if items:
             lines.append(f"  {title} ({len(items)}):")
-            lines += [f"    {x}" for x in items[:top]] + ([f"    ... {len(items) - top} more"] if len(items) > top else [])
+            lines += [f"    {x}" for x in items[:top]]
+            lines += [f"    ... {len(items) - top} more"] if len(items) > top else []
     s = c.summary()
     lines.append(f"  disagreement |simulated - measured| = {s['abs_error_s'] * 1e6:,.3f} us over {len(c.pairs)} pairs; "
                  f"carried by class {s['carried_by']['class']}, mechanism {s['carried_by']['mechanism']}")
