@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
 from fastsim.llm.assemble import mapping_search
 from fastsim.llm.model import Experts
+from fastsim.evaluation.evaluate import HELD_CALLS_MAX
 from fastsim.evaluation.sharing import shared_kernels
 from fastsim.mapping.dispatch import DispatchLimits
 from fastsim.studies.whole_run import whole_run_search
@@ -71,12 +72,16 @@ def _kernels(ds) -> set:
 
 def test_default_run__shares_kernels_where_per_op_choices_overflow_program_memory():
     study = LlmStudy(model=TINY, regime="decode", context=256, search_budget=1)
-    tight, roomy = simulate_llm(study, limits=TIGHT), simulate_llm(study, limits=ROOMY)
+    roomy = simulate_llm(study, limits=ROOMY)
     vector = roomy.attrs["kernels"].count("'vector'")
-    room = (TIGHT.program_memory_bytes - TIGHT.core_loop_bytes - vector * TIGHT.vector_kernel_bytes) // 2048
-    assert len(_kernels(roomy)) > room  # op by op, the kernels would overflow TIGHT's program memory
+    # room for one matmul kernel fewer than the ops choose alone: op by op, they would overflow it
+    room = len(_kernels(roomy)) - 1
+    assert room >= 1
+    limits = DispatchLimits(program_memory_bytes=ROOMY.core_loop_bytes + vector * ROOMY.vector_kernel_bytes
+                            + room * ROOMY.matmul_kernel_bytes)
+    tight = simulate_llm(study, limits=limits)
     assert float(tight.program_reload_seconds) == 0 and len(_kernels(tight)) <= room
-    per_op_with_reloads = float(roomy.total_seconds) + TIGHT.program_reload_s * TINY.num_layers
+    per_op_with_reloads = float(roomy.total_seconds) + limits.program_reload_s * TINY.num_layers
     assert float(tight.total_seconds) < per_op_with_reloads
     shared = tight.kernel_shared.values
     assert shared.any() and not roomy.kernel_shared.values.any()
@@ -161,3 +166,24 @@ def test_lower_bound_cycles__no_search_of_the_space_answers_faster(m, k, n, tile
         assert bound == float("inf")
         return
     assert 0 < bound <= found.best_cycles
+
+
+def test_shared_in__holds_no_op_to_a_kernel_of_many_more_calls():
+    # HELD_CALLS_MAX: a held op's tile makes at most that many times the calls of its own choice
+    from fastsim.arch import NPU2
+    from fastsim.llm.run import build_graph, study_pass
+
+    # a large vocabulary: unlimited, the LM head would be held to a kernel of 8x its own calls
+    model = replace(TINY, vocab_size=32768)
+    study = LlmStudy(model=model, regime="decode", context=256, search_budget=1)
+    roomy, tight = simulate_llm(study, limits=ROOMY), simulate_llm(study, limits=TIGHT)
+    graph = build_graph(model, study.precision, study_pass(study, NPU2))
+    shape = {(op.name, op.layer): (op.m, op.k, op.n) for op in graph.ops}
+    held = np.flatnonzero(tight.kernel_shared.values)
+    assert held.size
+    for i in held:
+        m, k, n = shape[(str(tight.op_name.values[i]), int(tight.layer.values[i]))]
+
+        def calls(tile):
+            return -(-m // int(tile[0])) * -(-k // int(tile[1])) * -(-n // int(tile[2]))
+        assert calls(tight.matmul_tile.values[i]) <= HELD_CALLS_MAX * calls(roomy.matmul_tile.values[i])

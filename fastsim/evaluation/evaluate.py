@@ -305,6 +305,7 @@ class Evaluation:
         own = {key: results[key].matmul_kernel for key in first}
         cycles = {key: {k: results[key].cycles if k == own[key] else
                         matmul_lower_bound_cycles(replace(chosen[i], kernel=k[1:]), self.arch, self.pins)
+                        if _calls(chosen[i].op, k) <= HELD_CALLS_MAX * _calls(chosen[i].op, own[key]) else float("inf")
                         for k in kernels} for key, i in first.items()}
         exact = {(key, k) for key, k in own.items()}
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
@@ -459,3 +460,19 @@ def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
             pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype,
             tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)), pins.search_budget,
             None if pins.mapped_on is None else repr(pins.mapped_on))
+
+
+# An op is held only to kernels whose tile needs at most this many times its own kernel calls. A
+# smaller tile pays its per-call and per-block costs that many more times, and the engine steps
+# each call: a decode LM head (1 x 2048 x 128256) held to a GEMV's 1x64x16 kernel makes 16x its own
+# calls and costs a second of simulation to save at most 0.1 % of one op. Every held op's gap still
+# counts against its own whole space, so the pass's "could save at most" bound covers the kernels
+# left out.
+HELD_CALLS_MAX = 4
+
+
+def _calls(op, kernel) -> int:
+    """Kernel calls of ``op`` on ``kernel`` (("matmul", (m, k, n) tile, datapath))."""
+    tm, tk, tn = kernel[1]
+    return -(-op.m // tm) * -(-op.k // tk) * -(-op.n // tn) * op.repeat
+
