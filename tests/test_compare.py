@@ -172,3 +172,19 @@ def test_compare__rows_of_the_wrong_kind_are_refused_by_kind(cnn):
         compare_onnx(read_profile(FIX / "matmul_trace.json"), cnn, load("npu2"))
     with pytest.raises(ConfigError, match="a gemm row; a design comparison"):
         compare_design(read_profile(FIX / "gemm_sweep.csv"), DESIGN)
+
+
+def test_compare__a_simulated_gemm_sweep_reads_back_as_a_profile_that_agrees(tmp_path):
+    """The simulated side written in the sweep CSV's columns (compare --gemm --out) is a profile of
+    its own: compared again, every pair agrees to the 6 digits written, with the chosen mapping
+    pinned."""
+    out = CliRunner().invoke(main, ["compare", str(FIX / "gemm_sweep.csv"), "--gemm", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
+    simulated = read_profile(tmp_path / "simulated_gemm.csv")
+    assert [r.shape for r in simulated.rows] == [(64, 64, 64, "bf16"), (128, 64, 128, "bf16")]
+    with (tmp_path / "simulated_gemm.csv").open() as f:
+        for rec in csv.DictReader(f):
+            macs = int(rec["M"]) * int(rec["K"]) * int(rec["N"])
+            assert float(rec["avg_gflops"]) == pytest.approx(2 * macs / float(rec["avg_us"]) / 1e3, rel=1e-5)
+    again = compare_gemm(simulated, load("npu2"))
+    assert all(abs(p.error) < 1e-5 for p in again.pairs)

@@ -105,7 +105,8 @@ COLUMNS = ("name", "measured_s", "simulated_s", "error", "op_class", "bound_by",
 
 
 def write_outputs(c, out: Path) -> list[Path]:
-    """compare.csv (the table), compare.json (everything) and compare.png (the figure) in ``out``."""
+    """compare.csv (the table), compare.json (everything), compare.png (the figure) and, for GEMM
+    runs, simulated_gemm.csv (fastsim's runs in the sweep CSV's columns) in ``out``."""
     from ..profiles.figure import compare_figure
 
     try:
@@ -117,6 +118,10 @@ def write_outputs(c, out: Path) -> list[Path]:
             for r in c.table():
                 w.writerow({**r, "rows": ";".join(r["rows"])})
         paths[1].write_text(json.dumps(c.to_dict(), indent=1))
+        if c.records:  # GEMM runs: fastsim's side in the sweep CSV's columns, to diff as a profile
+            from ..profiles.gemm_csv import write_gemm_csv
+
+            paths.append(write_gemm_csv(c.records, out / "simulated_gemm.csv"))
         fig = compare_figure(c)
         fig.tight_layout()
         fig.savefig(paths[2], dpi=110)

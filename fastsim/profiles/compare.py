@@ -57,6 +57,7 @@ class Comparison:
     ambiguous: tuple[str, ...] = ()  # profile rows that could be several ops, with the candidates
     unmeasured: tuple[str, ...] = ()  # simulated ops the profile has no row for
     notes: tuple[str, ...] = field(default=())
+    records: tuple[dict, ...] = ()  # GEMM: the simulated runs in the sweep CSV's columns (gemm_csv.write_gemm_csv)
 
     def table(self) -> list[dict]:
         """One record per pair, slowest measured first, then the whole run (if measured)."""

@@ -67,3 +67,18 @@ def read_harness_log(path: Path, dtype: str = "bf16") -> Profile:
     if not rows:
         raise bad(path, 0, "Avg NPU matmul time", None, "no such line: not an mlir-aie matmul harness log")
     return Profile("harness_log", str(path), tuple(rows))
+
+
+def write_gemm_csv(records, path) -> Path:
+    """GEMM runs (dicts of ``COLUMNS``: fastsim's simulated runs, ``Comparison.records``) in the
+    community sweep CSV, so that a simulated sweep reads back as a profile and diffs against a
+    measured one; numbers to 6 significant digits."""
+    import csv
+
+    path = Path(path)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS)
+        w.writeheader()
+        for r in records:
+            w.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in r.items()})
+    return path
