@@ -2,8 +2,8 @@
 
 The group ``main`` and its wiring live here; each command group is a module of its own (``run`` and
 ``run gemm``: ``run.py``, ``run llm``: ``llm.py``, ``map``: ``mapping.py``, ``study``: ``study.py``,
-and ``sweep``, ``systolic``, ``plot``, ``optimize``, ``calibrate``, ``compare``, ``arch``, ``models``), and what they share
-is in ``common.py``. Commands parse options, call the public API and print; ``--threads`` is a
+and ``sweep``, ``systolic``, ``plot``, ``optimize``, ``calibrate``, ``compare``, ``arch``, ``models``), and what
+they share is in ``common.py``. Commands parse options, call the public API and print; ``--threads`` is a
 ``fastsim.settings`` scope around the command, never an environment variable.
 """
 from __future__ import annotations
