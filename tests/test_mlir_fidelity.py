@@ -51,3 +51,66 @@ def test_kernel_locks__toml_entries_keep_their_locks_and_bad_lists_are_refused(t
     with pytest.raises(ConfigError) as e:
         load_kernel_costs(bad)
     assert [p.split(" = ")[0] for p in e.value.problems] == ["kernels.kernel.acquire", "kernels.kernel.release"]
+
+
+ADD_ONE = (HERE / "add_one_link.mlir").read_text()
+MODERN_COPIES = """      aiex.npu.dma_memcpy_nd(%out[0, 0, 0, 0][1, 1, 1, 64][0, 0, 0, 1]) {id = 1 : i64, metadata = @out0} : memref<64xi32>
+      aiex.npu.dma_memcpy_nd(%in[0, 0, 0, 0][1, 1, 1, 64][0, 0, 0, 1]) {id = 0 : i64, metadata = @in0} : memref<64xi32>"""
+OLDER_COPIES = """      %c0 = arith.constant 0 : i64
+      %c1 = arith.constant 1 : i64
+      %c64 = arith.constant 64 : i64
+      aiex.npu.dma_memcpy_nd (0, 0, %out[%c0,%c0,%c0,%c0][%c1,%c1,%c1,%c64][%c0,%c0,%c0]) { metadata = @out0, id = 1 : i64 } : memref<64xi32>
+      aiex.npu.dma_memcpy_nd (0, 0, %in[%c0,%c0,%c0,%c0][%c1,%c1,%c1,%c64][%c0,%c0,%c0]) { metadata = @in0, id = 0 : i64 } : memref<64xi32>"""
+
+
+def test_memcpy__the_older_three_stride_form_reads_as_the_four_stride_form():
+    """``dma_memcpy_nd(x, y, %buf[4 offsets][4 sizes][3 strides])`` (add_one_objFifo as mlir-aie
+    wrote it until 2024): the three outer strides, the innermost 1."""
+    assert MODERN_COPIES in ADD_ONE
+    older = ADD_ONE.replace(MODERN_COPIES, OLDER_COPIES)
+    assert run(older, None) == run("add_one_link", None)
+
+
+def test_memcpy__lists_of_other_lengths_are_named_not_a_python_error():
+    bad = ADD_ONE.replace(MODERN_COPIES, MODERN_COPIES.replace("[0, 0, 0, 1])", "[0, 1])", 1))
+    with pytest.raises(MlirError) as e:
+        read_text(bad)
+    text = str(e.value)
+    assert "offsets [0, 0, 0, 0], sizes [1, 1, 1, 64], strides [0, 1]: expected as many" in text
+    assert "Error" not in text.replace("MlirError", "")
+
+
+PHYSICAL = (HERE / "physical_passthrough.mlir").read_text()
+CIRCUIT = "    aie.flow(%shim, DMA : 0, %core_tile, DMA : 0)\n"
+
+
+@pytest.mark.parametrize("packet_flow", [
+    "    aie.packet_flow(0x3) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 0> }\n",
+    "    aie.packet_flow(3) {\n      aie.packet_source<%shim, DMA : 0>\n      aie.packet_dest<%core_tile, DMA : 0>\n    }\n",
+    "    aie.packet_flow(3) {aie.packet_source<%shim, DMA : 0>\n      aie.packet_dest<%core_tile, DMA : 0>}\n"])
+def test_packet_flow__on_one_line_or_several_reads_as_its_one_source_circuit(packet_flow):
+    assert CIRCUIT in PHYSICAL
+    text = PHYSICAL.replace(CIRCUIT, packet_flow)
+    assert run(text, {"kernel": 300}) == run("physical_passthrough", {"kernel": 300})
+
+
+def test_attribute_dictionaries__with_dotted_names_stay_attributes():
+    """``{fastsim.cycles = 5}`` and a unit attribute ``{aie.flag}`` are attributes, not regions."""
+    text = PHYSICAL.replace('{sym_name = "in_a"}', '{sym_name = "in_a", fastsim.note = 5, aie.flag}')
+    assert run(text, {"kernel": 300}) == run("physical_passthrough", {"kernel": 300})
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8 text: byte 0x89 at offset 0"),
+    (b"import numpy as np\nprint(1)\n", "it starts with 'import numpy as np', which starts no MLIR operation"),
+    (b"// a comment\n{\"kernels\": 1}\n", "it starts with '{\"kernels\": 1}'"),
+    (b"module {\x00}\n", "it holds NUL bytes"),
+])
+def test_files__that_are_not_mlir_text_are_one_clean_error(tmp_path, content, why):
+    path = tmp_path / "design.mlir"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as e:
+        read_design(path)
+    assert len(e.value.problems) == 1
+    assert e.value.problems[0] == f"{path}: not an MLIR text file ({why})" or \
+        e.value.problems[0].startswith(f"{path}: not an MLIR text file ({why}")

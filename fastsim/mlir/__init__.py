@@ -37,7 +37,12 @@ def read_design(path, kernels=None, *, arch=None, device: str | None = None) -> 
     if kernels is not None and not isinstance(kernels, dict):
         kernels = load_kernel_costs(kernels)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise MlirError([f"file = {str(path)!r}: must be a readable UTF-8 MLIR file ({e})"], str(path), []) from None
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise MlirError([f"file = {str(path)!r}: cannot be read ({e.strerror or e})"], str(path), []) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MlirError([f"{path}: not an MLIR text file (not UTF-8 text: byte 0x{raw[e.start]:02x} at offset "
+                         f"{e.start})"], str(path), []) from None
     return read(text, kernels, arch=arch, source=str(path), device=device)

@@ -19,8 +19,8 @@ from .place import PlacementError, place
 from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Group, Op, parse
 from .tile_array import tile_array
-from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of, split,
-                     word)
+from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of,
+                     operand_problem, split, word)
 
 
 class MlirError(ConfigError):
@@ -396,7 +396,7 @@ class Reader:
         except Unreadable as e:
             self.problem(op, str(e))
         except (IndexError, KeyError, ValueError) as e:
-            self.problem(op, f"cannot read its operands ({type(e).__name__}: {e})")
+            self.problem(op, operand_problem(e))
 
     def _guard_all(self, fn) -> None:
         try:

@@ -19,7 +19,8 @@ from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, RunCall, Task
 from .syntax import Atom, Group
 from .trace_setup import INERT_REGISTERS, TraceSetup
-from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
+from .values import (Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, operand_problem, split,
+                     word)
 
 
 __all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent"]
@@ -58,7 +59,7 @@ class SequenceReader:
             except Unreadable as e:
                 self.r.problem(inner, str(e))
             except (IndexError, KeyError, ValueError) as e:
-                self.r.problem(inner, f"cannot read its operands ({type(e).__name__}: {e})")
+                self.r.problem(inner, operand_problem(e))
 
     def _fit_arguments(self) -> None:
         """Grow a runtime argument to the furthest byte its shim BDs reach. The memref type of a
@@ -243,14 +244,24 @@ class SequenceReader:
 
     def _memcpy(self, op) -> None:
         """``dma_memcpy_nd(%arg[offsets][sizes][strides]) {metadata = @x, id = n}``: four dims,
-        outermost first, in elements; the outermost becomes the BD's iteration count."""
+        outermost first, in elements; the outermost becomes the BD's iteration count. The older
+        form (``dma_memcpy_nd(x, y, %arg[4 offsets][4 sizes][3 strides])``, mlir-aie until 2024)
+        gives the three outer strides, the innermost being 1."""
         a = attrs(op)
         ch = self._symbol_channel(op, a["metadata"])
         inner = groups(op, "(")[0].items
         at = next(i for i, it in enumerate(inner) if isinstance(it, Atom) and it.kind == "VALUE")
         buf = self.r.value(inner[at:at + 1])
         squares = [g for g in inner[at + 1:] if isinstance(g, Group) and g.kind == "["]
-        offsets, sizes, strides = (int_list(g, self.r.env) for g in squares[:3])
+        if len(squares) != 3:
+            raise Unreadable(f"expected %buffer[offsets][sizes][strides], found {len(squares)} bracketed lists")
+        offsets, sizes, strides = (int_list(g, self.r.env) for g in squares)
+        if len(strides) == len(sizes) - 1:  # the older form: the outer strides; the innermost is 1
+            strides.append(1)
+        if not 1 <= len(sizes) <= 4 or len(offsets) != len(sizes) or len(strides) != len(sizes):
+            raise Unreadable(f"offsets {offsets}, sizes {sizes}, strides {strides}: expected as many offsets, "
+                             "sizes and strides (up to 4 each, outermost first; the older form gives one stride "
+                             "fewer, the innermost being 1)")
         if ch.direction == MM2S and ch not in self.r.routes and any(
                 isinstance(i, Atom) and i.text == "packet" for i in inner):
             self.r.unsupported(op, f"packets from @{word(a['metadata']).lstrip('@')} go to no DMA: control "

@@ -4,7 +4,8 @@ The grammar covers MLIR's op syntax in general, not one dialect: an operation is
 of results, an op name and a sequence of items (values, symbols, numbers, strings, words, types
 and attributes, bracketed groups, regions). Statements end at a newline outside brackets, which is
 how ``mlir-opt`` and IRON print them, so a region is a ``{`` that ends its line and an attribute
-dictionary is a ``{`` that does not. What the items mean is up to the reader of each op
+dictionary is a ``{`` that does not, unless an op name follows it (a region on one line, whose
+ops are split where one ends and the next begins). What the items mean is up to the reader of each op
 (``fastsim.mlir.ops``).
 """
 from __future__ import annotations
@@ -141,21 +142,31 @@ class _Statements:
     """Post-lexer: where statements end. Newlines inside ( [ < end no statement, so they are
     dropped there; inside { and at the top level they end one, except where the statement plainly
     goes on: after a comma or '=', or before a token no statement starts with (':', '->', '{',
-    '[', ',' or a word such as an attribute's name)."""
+    '[', ',' or a word such as an attribute's name).
+
+    A ``{`` whose next token is an op name (a dotted name not followed by ``=``, ``,`` or ``}``,
+    as an attribute's name would be) opens a region written on one line
+    (``aie.packet_flow(1) { aie.packet_source<...> aie.packet_dest<...> }``): its statements are
+    split where the grammar says one op ends and the next begins, a dotted name after a complete
+    item, as if each stood on its own line."""
 
     always_accept = ("_NL",)
     GOES_ON_BEFORE = {"COLON", "ARROW", "LBRACE", "LSQB", "COMMA", "WORD"}
     GOES_ON_AFTER = {"COMMA", "EQ"}
+    # tokens after which an item is complete, so that a dotted name starts the next op
+    ENDS_ITEM = {"RPAR", "RSQB", "MORETHAN", "RBRACE", "INT", "FLOAT", "VALUE", "SYMBOL", "STRING", "WORD",
+                 "HASHID", "BANGID", "DOTTED"}
 
     def process(self, stream):
-        stack: list[str] = []
+        toks = list(stream)
+        stack: list[str] = []  # open brackets; "r" marks a region written on one line
         closing = {")": "(", "]": "[", ">": "<", "}": "{"}
         held = None  # a newline waiting to see the token after it
         last = None
-        for tok in stream:
+        for k, tok in enumerate(toks):
             t = tok.type
             if t == "_NL":
-                if stack and stack[-1] != "{":
+                if stack and stack[-1] not in ("{", "r"):
                     continue
                 if held is None and last not in self.GOES_ON_AFTER:
                     held = tok
@@ -163,16 +174,34 @@ class _Statements:
             if held is not None:
                 if t not in self.GOES_ON_BEFORE:
                     yield held
+                    last = "_NL"
                 held = None
-            if t in ("LPAR", "LSQB", "LANGLE", "LBRACE"):
+            if stack and stack[-1] == "r" and last != "_NL":
+                if t == "DOTTED" and last in self.ENDS_ITEM or t == "RBRACE":
+                    yield Token.new_borrow_pos("_NL", "\n", tok)
+            if t == "LBRACE":
+                stack.append("r" if _opens_region(toks, k) else "{")
+            elif t in ("LPAR", "LSQB", "LANGLE"):
                 stack.append(tok.value)
             elif t in ("RPAR", "RSQB", "MORETHAN", "RBRACE"):
-                if stack and stack[-1] == closing[tok.value]:
+                if stack and stack[-1] in (closing[tok.value], "r" if t == "RBRACE" else ""):
                     stack.pop()
             last = t
             yield tok
+            if t == "LBRACE" and stack[-1] == "r":
+                yield Token.new_borrow_pos("_NL", "\n", tok)
+                last = "_NL"
         if held is not None:
             yield held
+
+
+def _opens_region(toks: list, k: int) -> bool:
+    """Whether the ``{`` at ``toks[k]`` opens a region on its own line: an op name follows it
+    (not an attribute's name, which ``=``, ``,`` or ``}`` follows)."""
+    nxt = toks[k + 1] if k + 1 < len(toks) else None
+    after = toks[k + 2] if k + 2 < len(toks) else None
+    return (nxt is not None and nxt.type == "DOTTED" and after is not None
+            and after.type not in ("EQ", "COMMA", "RBRACE", "_NL"))
 
 
 class _Build(Transformer):
@@ -257,10 +286,17 @@ def _parser() -> Lark:
 
 def parse(text: str, source: str = "<mlir>") -> tuple:
     """The top-level operations of an MLIR file (usually one ``module``). A syntax error is a
-    ConfigError naming the line and column and what was expected there."""
+    ConfigError naming the line and column and what was expected there; a text whose first token
+    already starts no MLIR statement (C, Python, JSON, a binary file) is "not an MLIR text file"."""
+    if "\x00" in text:
+        raise ConfigError([f"{source}: not an MLIR text file (it holds NUL bytes: a binary file)"], "MLIR file")
     try:
         tree = _parser().parse(text if text.endswith("\n") else text + "\n")
     except UnexpectedInput as e:
+        first = _first_token(text)
+        if first is not None and getattr(e, "pos_in_stream", None) is not None and e.pos_in_stream <= first[0]:
+            raise ConfigError([f"{source}: not an MLIR text file (it starts with {first[1]!r}, which starts no "
+                               "MLIR operation)"], "MLIR file") from None
         expected = sorted(getattr(e, "expected", None) or getattr(e, "allowed", None) or [])
         shown = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
         context = e.get_context(text, 40).rstrip()
@@ -268,3 +304,18 @@ def parse(text: str, source: str = "<mlir>") -> tuple:
                            + (f" (expected one of {shown})" if shown else "") + f"\n{context}"],
                           "MLIR file") from None
     return _Build().transform(tree)
+
+
+def _first_token(text: str) -> tuple[int, str] | None:
+    """(offset, first line from there) of the first character outside whitespace and ``//``
+    comments; None for a text of only those."""
+    at = 0
+    while at < len(text):
+        if text[at].isspace():
+            at += 1
+        elif text.startswith("//", at):
+            end = text.find("\n", at)
+            at = len(text) if end < 0 else end
+        else:
+            return at, text[at:].split("\n", 1)[0].strip()[:40]
+    return None

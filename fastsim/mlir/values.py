@@ -14,6 +14,14 @@ class Unreadable(Exception):
     """An item is not of the form an op's reader needs (the reader turns it into a problem)."""
 
 
+def operand_problem(e: Exception) -> str:
+    """What an op's reader met instead of the form it reads (an IndexError, KeyError or
+    ValueError while reading its items), in words, without Python's exception text."""
+    if isinstance(e, KeyError) and e.args:
+        return f"cannot read its operands: it lacks {str(e.args[0])!r}, which this op's form needs (docs/mlir.md)"
+    return "cannot read its operands: they are not in a form of this op fastsim reads (docs/mlir.md)"
+
+
 def split(items) -> list[tuple]:
     """Items separated by top-level commas."""
     out, cur = [], []
