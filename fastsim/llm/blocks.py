@@ -79,8 +79,9 @@ def _softmax(b: Builder, layer: int, rows: int, span: int, frac: float, q_rows: 
     seen = max(1, round(span * frac))
     plain = c.softmax_cost(seen)
     online = online_softmax_cycles_per_score(c.core, q_rows, FLASH_KV_BLOCK, hd, seen, causal)
-    # the online form never costs less than the plain one here; were it to, flash keeps the plain cost
-    extra = max(0.0, online - plain) * frac * FLASH_KV_BLOCK
+    # the flash form's difference, per element per KV block: negative for rows shorter than about
+    # 2k keys, where a plain softmax pays its per-row passes and tail over few keys
+    extra = (online - plain) * frac * FLASH_KV_BLOCK
     return b.vector("softmax", "softmax", rows, span, layer, (plain + cap) * frac, rescale=extra)
 
 
