@@ -1,9 +1,10 @@
-"""Kernel cost model: how many cycles a core spends on one kernel invocation.
+"""Kernel cost: how many cycles a core spends on one kernel invocation.
 
-Kernel efficiency is an input, not an output: a hand-tuned matmul microkernel reaches a fraction of
-the MAC array's peak that fastsim cannot know; whole-array results follow from it and from data
-movement. Single-core measurements (docs/calibration.md: 26-43 % end to end) include data movement, so the
-right efficiency for a kernel alone is higher.
+On AIE-ML and AIE-ML v2 cores a matmul call is priced by the kernel model (``fastsim.kernel_model``,
+docs/kernel_model.md): the micro-kernel's structure on the core's units. The arch's kernel tables
+(``kernel_efficiency``, ``kernel_call_cycles``, ``kernel_block_cycles``) adjust it, so a calibration
+can fit them to a user's single-kernel measurements. Mesh cores use the systolic closed form; other
+cores the plain rate model.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from .arch import Arch
 from .errors import Problems
+from .kernel_model import matmul as KM
 from .settings import resolve_jit
 
 
@@ -30,36 +32,53 @@ def kernel_cycles(macs: int, dtype: str, arch: Arch, efficiency: float = 1.0,
 
 
 def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: float = 1.0,
-                  overhead_cycles: int = 0, macs_scale: float = 1.0) -> int:
-    """Cycles of one m x k x n tile matmul on a core. Mesh cores (``core_mesh_rows``): the systolic
-    mesh model. Otherwise the microkernel's structure (mlir-aie ``aie_kernels/aie2*/mm.cc``: 2x2
-    blocks of (r, s, t) intrinsics, ``Arch.mmul_shapes``)::
+                  overhead_cycles: int = 0, macs_scale: float = 1.0, *, conv_cycles_per_elem: float = 0.0,
+                  c_bytes: float | None = None) -> int:
+    """Cycles of one m x k x n tile matmul on a core. ``dtype`` is the datapath key.
+
+    - AIE-ML and AIE-ML v2 cores (``Arch.generation`` aie2, aie2p) with a micro-kernel for the
+      datapath: the kernel model (``fastsim.kernel_model.matmul.call_cycles``: output blocks, k-steps,
+      load and store ports, C accumulator moves, loop fill, per-call cycles; the GEMV form for small
+      m), with ``efficiency`` dividing its MAC cycles and the arch's ``kernel_call_cycles`` and
+      ``kernel_block_cycles`` added per call and per block (calibration adjustments). The C tile's
+      load and store and the operand conversion (``conv_cycles_per_elem``, bf16 -> bfp16) are
+      inside; ``c_bytes`` is the C buffer's bytes per element (default: the kernel's).
+    - Mesh cores (``core_mesh_rows``): the systolic mesh model.
+    - Any other core: padded MACs at the datapath's rate plus the arch's per-call and per-block
+      cycles (no core units known)::
 
         ceil(c_call + N_blk * c_blk + padded MACs / (MACs per cycle x efficiency)) + overhead_cycles
-        N_blk = ceil(m / 2r) * ceil(n / 2t)
 
-    with ``c_call``, ``c_blk`` the datapath's ``Arch.kernel_call_cycles`` and
-    ``kernel_block_cycles``, the tile padded to multiples of (r, s, t). ``dtype`` is the datapath
-    key; ``overhead_cycles`` is a further fixed cost a study adds."""
-    if not arch.core_mesh_rows:
-        r, s, t = arch.mmul_shapes.get(dtype, (1, 1, 1))
-        fixed = kernel_fixed_cycles(m, n, dtype, arch)
-        m, k, n = -(-m // r) * r, -(-k // s) * s, -(-n // t) * t
-        kernel_cycles(0, dtype, arch, efficiency, overhead_cycles)  # checks the arguments
-        macs = math.ceil(m * k * n * macs_scale)
-        return max(1, math.ceil(macs / (arch.macs_per_cycle[dtype] * efficiency) + fixed) + overhead_cycles)
-    cycles = mesh_cycles(m, k, n, arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
-    return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles
+    ``overhead_cycles`` is a further fixed cost a study adds."""
+    kernel_cycles(0, dtype, arch, efficiency, overhead_cycles)  # checks the arguments
+    if arch.core_mesh_rows:
+        cycles = mesh_cycles(m, k, n, arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
+        return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles
+    if KM.micro_kernel(arch, dtype) is not None:
+        tuning = KM.Tuning(efficiency, arch.call_cycles(dtype), arch.block_cycles(dtype))
+        cycles = KM.call_cycles(arch, dtype, m, k, n, tuning=tuning, conv_cycles_per_elem=conv_cycles_per_elem,
+                                c_bytes=c_bytes, macs_scale=macs_scale)
+        return max(1, math.ceil(float(cycles))) + overhead_cycles
+    r, s, t = arch.mmul_shapes.get(dtype, (1, 1, 1))
+    fixed = kernel_fixed_cycles(m, n, dtype, arch)
+    m, k, n = -(-m // r) * r, -(-k // s) * s, -(-n // t) * t
+    macs = math.ceil(m * k * n * macs_scale)
+    conv = math.ceil((m * k + k * n) * conv_cycles_per_elem)
+    return max(1, math.ceil(macs / (arch.macs_per_cycle[dtype] * efficiency) + fixed) + conv) + overhead_cycles
 
 
 def kernel_blocks(m: int, n: int, datapath: str, arch: Arch) -> int:
-    """Output blocks of one microkernel call: ceil(m / 2r) * ceil(n / 2t) (2x2 intrinsic blocks)."""
+    """Output blocks of one microkernel call: the kernel model's (ER r x EC t blocks) where the core
+    has one, else ceil(m / 2r) * ceil(n / 2t) (2x2 intrinsic blocks)."""
+    blocks = KM.blocks(arch, datapath, m, n) if not arch.core_mesh_rows else None
+    if blocks is not None:
+        return int(blocks)
     r, _, t = arch.mmul_shapes.get(datapath, (1, 1, 1))
     return -(-m // (2 * r)) * -(-n // (2 * t))
 
 
 def kernel_fixed_cycles(m: int, n: int, datapath: str, arch: Arch) -> float:
-    """The cycles of one microkernel call that do not scale with its MACs: c_call + N_blk * c_blk."""
+    """The arch's cycles of one call that do not scale with its MACs: c_call + N_blk * c_blk."""
     return arch.call_cycles(datapath) + kernel_blocks(m, n, datapath, arch) * arch.block_cycles(datapath)
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..arch import Arch
+from ..kernel_model import conv as KC
+from ..kernel_model import matmul as KM
 from .conv import Conv2d, ConvMapping, cdiv, check_mapping, words
 from .paths import deal, stream_rates
 
@@ -135,17 +137,25 @@ def datapath(op: Conv2d, arch: Arch) -> tuple[str, float]:
 
 def call_cycles(op: Conv2d, arch: Arch, rpc: int, kb: int, cin: int) -> int:
     """Cycles of one kernel call: ``rpc`` x ow output pixels by ``kb`` output channels, each a sum
-    over ``cin`` input channels x r x s taps. Depthwise: r*s multiply-accumulates per output element
-    at the element-wise vector rate (assumption). Otherwise the matmul microkernel's cost for the
-    same MACs (m = pixels, k = cin*r*s, n = kb), as ``plan.matmul_cycles`` computes it, plus the
+    over ``cin`` input channels x r x s taps. On AIE-ML and AIE-ML v2 cores the conv kernel model
+    (``fastsim.kernel_model.conv``: the matmul micro-kernel over k = cin r s, the window's
+    realignment, depthwise as vector MACs; the datapath's conversion inside). Elsewhere: depthwise
+    r*s multiply-accumulates per output element at the element-wise vector rate (assumption), the
+    rest the matmul microkernel's cost for the same MACs (``plan.matmul_cycles``) plus the
     datapath's conversion of the call's inputs (XDNA2 bf16 -> bfp16)."""
-    pixels = rpc * op.ow
-    if op.kind == "depthwise":
-        return max(1, math.ceil(pixels * kb * op.r * op.s * arch.vector_cost("elementwise")))
     from .plan import matmul_cycles
     from .space import Matmul
 
+    pixels = rpc * op.ow
     key, conv_per_elem = datapath(op, arch)
+    if KM.micro_kernel(arch, key) is not None:
+        eff = op.kernel_efficiency or arch.efficiency(key)
+        tuning = KM.Tuning(eff, float(arch.call_cycles(key)), float(arch.block_cycles(key)))
+        cycles = KC.conv_call_cycles(arch, key, op.kind, pixels, cin, kb, op.r, op.s, tuning=tuning,
+                                     conv_cycles_per_elem=conv_per_elem, out_bytes=op.out_bytes)
+        return max(1, math.ceil(float(cycles)))
+    if op.kind == "depthwise":
+        return max(1, math.ceil(pixels * kb * op.r * op.s * arch.vector_cost("elementwise")))
     mm = Matmul(1, 1, 1, op.dtype, kernel_efficiency=op.kernel_efficiency)
     k = cin * op.r * op.s
     cycles = float(np.asarray(matmul_cycles(mm, key, arch, pixels, k, kb)).reshape(-1)[0])

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..arch import Arch
 from ..cache import CACHE, Region
+from ..kernel_model import matmul as KM
 from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
 
@@ -181,10 +182,11 @@ def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
     return batch
 
 
-def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
-    """Cycles of one m x k x n microkernel call (same arithmetic as ``fastsim.cost.matmul_cycles``:
-    per-call and per-output-block cycles plus the padded MACs at the datapath's rate); ``keys`` is
-    one datapath key, or one per row of a batch."""
+def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = False):
+    """Cycles of one m x k x n microkernel call (the arithmetic of ``fastsim.cost.matmul_cycles``:
+    the kernel model on AIE-ML and AIE-ML v2 cores, the plain rate model elsewhere); ``keys`` is one
+    datapath key, or one per row of a batch. ``conversion``: include the datapath's operand
+    conversion (bf16 -> bfp16), which the kernel model interleaves with the MACs."""
     keys = (keys,) if isinstance(keys, str) else tuple(keys)
     if arch.core_mesh_rows:
         from ..cost import matmul_cycles as one
@@ -197,7 +199,7 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
     # the cycles depend on the tile and the datapath only: computed once per distinct datapath
     # (most batches have one: then they keep the tiles' shape), then each structure takes its own
     distinct = sorted(set(keys))
-    per_key = [_call_cycles(op, key, arch, m, k, n) for key in distinct]
+    per_key = [_call_cycles(op, key, arch, m, k, n, conversion) for key in distinct]
     out = per_key[0]
     if len(distinct) > 1:
         which = np.array([[distinct.index(key)] for key in keys])
@@ -206,10 +208,23 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n):
     return out
 
 
-def _call_cycles(op: Matmul, key: str, arch: Arch, m, k, n):
+def modelled(arch: Arch, key: str) -> bool:
+    """Whether the kernel model prices datapath ``key`` on ``arch`` (it then holds the C moves and
+    the conversion; otherwise the plan adds them around the plain rate model)."""
+    return not arch.core_mesh_rows and KM.micro_kernel(arch, key) is not None
+
+
+def _call_cycles(op: Matmul, key: str, arch: Arch, m, k, n, conversion: bool = False):
     """``matmul_cycles`` on one datapath."""
+    eff = op.kernel_efficiency or arch.efficiency(key)
+    if modelled(arch, key):
+        tuning = KM.Tuning(eff, float(arch.call_cycles(key)), float(arch.block_cycles(key)))
+        conv = dict(arch.datapath_options(op.dtype)).get(key, 0.0) if conversion else 0.0
+        cycles = KM.call_cycles(arch, key, m, k, n, tuning=tuning, conv_cycles_per_elem=conv,
+                                c_bytes=op.c_elem_bytes, macs_scale=op.macs_scale)
+        return np.maximum(1, np.ceil(cycles) + op.kernel_overhead_cycles)
     r, s_, t = arch.mmul_shapes.get(key, (1, 1, 1))
-    rate = arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key))
+    rate = arch.macs_per_cycle[key] * eff
     call, block = float(arch.call_cycles(key)), float(arch.block_cycles(key))
     fixed = call + cdiv(m, 2 * r) * cdiv(n, 2 * t) * block  # c_call + N_blk * c_blk (2x2 intrinsic blocks)
     m, k, n = cdiv(m, r) * r, cdiv(k, s_) * s_, cdiv(n, t) * t
@@ -436,12 +451,20 @@ class _CoreCycles(NamedTuple):
 
 
 def _core_cycles(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, k, n) -> _CoreCycles:
-    """Microkernel plus datapath conversion and dequantization per call, and partial-sum adds: a
-    call reads A and B while it computes and reads and writes its C tile around it."""
-    load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
-    mm = (np.maximum(matmul_cycles(op, b.keys, arch, m, k, n), np.ceil((t.a_tile + t.b_tile) / load))
-          + np.ceil(t.c_tile / load) + np.ceil(t.c_tile / store))
-    conv = np.ceil((m * k + k * n) * b.conv_cycles_per_elem)
+    """Microkernel plus datapath conversion and dequantization per call, and partial-sum adds. With
+    the kernel model the call's A, B and C moves are inside it; otherwise a call reads A and B while
+    it computes and reads and writes its C tile around it."""
+    if all(modelled(arch, key) for key in b.keys):
+        # the kernel model holds the A, B and C moves and interleaves the conversion with the MACs:
+        # the conversion's cycles are what it adds to the call
+        mm = matmul_cycles(op, b.keys, arch, m, k, n)
+        conv = (matmul_cycles(op, b.keys, arch, m, k, n, conversion=True) - mm
+                if np.any(b.conv_cycles_per_elem) else 0 * mm)
+    else:
+        load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
+        mm = (np.maximum(matmul_cycles(op, b.keys, arch, m, k, n), np.ceil((t.a_tile + t.b_tile) / load))
+              + np.ceil(t.c_tile / load) + np.ceil(t.c_tile / store))
+        conv = np.ceil((m * k + k * n) * b.conv_cycles_per_elem)
     cast = np.ceil(k * n * op.cast_cycles_per_weight)
     add = np.where(b.pk > 1, np.ceil(m * n / arch.accumulate_elems_per_cycle), 0)
     core_cycles = t.mt * t.nt * (t.kt * (mm + conv + cast) + add)

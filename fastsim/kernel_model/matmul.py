@@ -1,0 +1,237 @@
+"""Matmul and GEMV micro-kernels: cycles of one call from the core's units, per core generation.
+
+A call of mlir-aie's ``mm.cc`` on an m x k x n tile walks output *blocks* of ER x EC intrinsic
+tiles (the "expansion": ``aie::mmul<r, s, t>`` accumulators held in registers at once); for each
+block it loads the ER x EC C tiles into accumulators, runs ceil(k / s) k-steps (ER A loads, EC B
+loads, ER x EC MACs each), then shift-round-saturates and stores the C tiles
+(``aie_kernels/aie2/mm.cc`` ``matmul_vectorized_2x2_mmul`` / ``_4x2_mmul``; ``aie2p/mm.cc`` the
+same, docs/kernel_model.md cites the lines). When the k loop is short the kernel unrolls it fully
+("Unrolling K lets 'j' pipeline", mm.cc ``unroll_k``), or flattens it into the block loop
+(``AIE_LOOP_FLATTEN`` under ``OPT_PERF_ENABLED``), and the C loads and stores of one block overlap
+the MACs of its neighbours; otherwise they run between two pipelined k loops. Per call::
+
+    steps  = ceil(k / s)                       rows = ceil(m / (ER r))     blocks = rows * ceil(n / (EC t))
+    mac    = steps * ER*EC * (r s t / MACs per cycle) / issue / efficiency
+    conv   = steps * (ER r s + EC s t) * conversion cycles per element     (bf16 -> bfp16, in the mac)
+    ld_ab  = steps * (ER slots(A tile) + EC slots(B tile)) / load ports
+    ld_c   = ER*EC slots(C tile) / load ports      st_c = ER*EC ceil(C tile bytes / store bytes)
+    overlapped (steps <= unroll, or flattened):  block = max(mac + conv, ld_ab + ld_c, st_c);  fills = rows
+    otherwise:                   block = max(mac + conv, ld_ab) + ld_c + st_c + fill;  fills = 0
+    cycles = call + fills * fill + ceil(blocks * macs_scale) * (block + block_extra) + call_extra
+
+``fill`` is one software-pipelined loop's fill and drain (load-to-use plus MAC latency); ``slots``
+counts load-port accesses (a vector narrower than a port still takes one). The GEMV form is
+mlir-aie's ``mv.cc``: per 8 columns of A, a pipelined loop over row groups of 16, each loading its
+16 x 8 A elements and 16 partial sums and storing 16 (``matvec_vectorized``).
+
+Everything here is numpy-vectorised over the tile sizes (the mapper prices thousands of candidates
+per call) and returns float cycles, rounded up by the caller's ``np.ceil``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..arch import Arch
+from ..dtypes import DTYPE_BYTES
+
+
+@dataclass(frozen=True)
+class MicroKernel:
+    """One matmul micro-kernel of a datapath: its ``aie::mmul`` shape, expansion and operand bytes."""
+
+    shape: tuple[int, int, int]  # (r, s, t): the aie::mmul intrinsic
+    expand: tuple[int, int]  # (ER, EC): intrinsic tiles of A rows and B columns held per output block
+    unroll_steps: int  # the k loop is fully unrolled (C moves overlap MACs) at most this many steps
+    a_bytes: float  # bytes per A element as loaded (the load port moves these)
+    b_bytes: float
+    c_bytes: float  # bytes per C element of the in-place accumulation buffer (mm.cc loads and stores it)
+    issue: float = 1.0  # MAC instructions per cycle of a MAC-bound k loop (1.0: one every cycle)
+    source: str = ""
+    c_load: bool = True  # mm.cc accumulates in place (loads C first); conv kernels start from zero
+
+
+@dataclass(frozen=True)
+class CoreUnits:
+    """The core's units one generation offers a micro-kernel, with where each number comes from."""
+
+    generation: str
+    load_ports: int  # vector load units (AM020: two 256-bit load units; AM027 AIE-ML v2 the same two)
+    store_ports: int  # vector store units (one, AM020/AM027)
+    load_latency_cycles: int  # load-to-use (assumption, see docs/kernel_model.md)
+    mac_latency_cycles: int  # MAC issue to SRS-ready accumulator (assumption)
+    call_cycles: float  # call, return and prologue outside the loops (train rows, docs/kernel_model.md)
+    gemv_rows: int  # mv.cc: rows per row group (r = 16) and columns per step (s = 8)
+    gemv_cols: int
+    # mm.cc built with OPT_PERF_ENABLED: the j loop is AIE_LOOP_FLATTEN'ed, the k loop folds into it
+    # and one software pipeline spans the blocks, so C moves overlap MACs at any k. False: only
+    # unrolled k loops (steps <= unroll_steps) overlap them (the build without the flag).
+    flatten_k: bool = True
+    kernels: dict[str, MicroKernel] = field(default_factory=dict)
+
+    @property
+    def fill_cycles(self) -> int:
+        """Fill and drain of one software-pipelined loop: first load to first MAC, last MAC to SRS."""
+        return self.load_latency_cycles + self.mac_latency_cycles
+
+
+_MM2 = "mlir-aie aie_kernels/aie2/mm.cc"
+_MM2P = "mlir-aie aie_kernels/aie2p/mm.cc"
+# AIE-ML (npu1). Shapes and expansions: mm.cc matmul_vectorized_4x8x4_bf16_* (4x4 expansion,
+# unroll_k at k/s <= 8), matmul_vectorized_4x8x8_i8_* (4x2 expansion, "found to be optimal for AIE2",
+# unroll_k at k/s <= 4), matmul_vectorized_4x4x4_i16_* (2x2), matmul_vectorized_4x16x8_i4_i8 (int8 x
+# int4). int8 issue 8/9: the stock kernel's k loop is 9 bundles holding 8 vmac (jdominick05/ryzen-ai-
+# xdna1-quantization, "The open conv's 11.3x gap ... is issue rate": train row R3).
+AIE2 = CoreUnits(
+    generation="aie2", load_ports=2, store_ports=1, load_latency_cycles=7, mac_latency_cycles=6,
+    call_cycles=8.0, gemv_rows=16, gemv_cols=8,
+    kernels={
+        "bf16": MicroKernel((4, 8, 4), (4, 4), 8, 2, 2, 2, 1.0, _MM2 + " matmul_vectorized_4x8x4_bf16_bf16"),
+        "int8": MicroKernel((4, 8, 8), (4, 2), 4, 1, 1, 4, 8 / 9, _MM2 + " matmul_vectorized_4x8x8_i8_i32"),
+        "int16": MicroKernel((4, 4, 4), (2, 2), 8, 2, 2, 4, 1.0, _MM2 + " matmul_vectorized_4x4x4_i16_i32"),
+        "int8xint4": MicroKernel((4, 16, 8), (2, 2), 4, 1, 0.5, 4, 1.0, _MM2 + " matmul_vectorized_4x16x8_i4_i8"),
+    })
+# AIE-ML v2 (npu2): every datapath a 2x2 expansion of 8x8x8 (aie2p/mm.cc matmul_vectorized_8x8x8_*:
+# "8x8x8 mmul shape with 2x2 expansion"); native bf16 4x8x8. bfp16 operands load as 64 mantissa bytes
+# per 8x8 block (the shared exponents ride along: assumption). unroll_k: the aie2 thresholds
+# (assumption: "see the same switch in mm_aie2p.h", thresholds not read).
+AIE2P = CoreUnits(
+    generation="aie2p", load_ports=2, store_ports=1, load_latency_cycles=7, mac_latency_cycles=6,
+    call_cycles=4.0, gemv_rows=16, gemv_cols=8,
+    kernels={
+        "bfp16": MicroKernel((8, 8, 8), (2, 2), 8, 1, 1, 4, 1.0, _MM2P + " matmul_vectorized_8x8x8_bf16_f32 (emulated)"),
+        "int8": MicroKernel((8, 8, 8), (2, 2), 4, 1, 1, 4, 1.0, _MM2P + " matmul_vectorized_8x8x8_i8_i32"),
+        "bf16": MicroKernel((4, 8, 8), (2, 2), 8, 2, 2, 4, 1.0, _MM2P + " 4x8x8 native bf16"),
+    })
+UNITS = {"aie2": AIE2, "aie2p": AIE2P}
+
+
+def generation(arch: Arch) -> str:
+    """The arch's core generation (``Arch.generation``; older arrays: guessed from the load width)."""
+    gen = getattr(arch, "generation", None)
+    return gen or ("aie2p" if arch.core_load_bytes_per_cycle >= 128 else "aie2")
+
+
+def units(arch: Arch) -> CoreUnits | None:
+    """The core units of ``arch``'s generation; None for a generic array or a mesh core (no model)."""
+    if arch.core_mesh_rows:
+        return None
+    return UNITS.get(generation(arch))
+
+
+def micro_kernel(arch: Arch, key: str) -> MicroKernel | None:
+    """The micro-kernel of datapath ``key``; the arch's own ``mmul_shapes`` entry wins over the table's
+    shape (a user's override), the table keeps expansion and bytes. None: no kernel for the key."""
+    u = units(arch)
+    kern = u.kernels.get(key) if u else None
+    if kern is None:
+        return None
+    shape = tuple(arch.mmul_shapes.get(key, kern.shape))
+    return kern if shape == kern.shape else dataclasses.replace(kern, shape=shape)
+
+
+def _cdiv(a, b):
+    return -(-np.asarray(a) // b)
+
+
+def _slots(nbytes: float, port_bytes: float) -> float:
+    """Load-port accesses of one vector of ``nbytes``: a narrower vector still takes a whole access."""
+    return float(max(1, -(-nbytes // port_bytes)))
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What a study or a calibration adds to the structural model: MAC issue efficiency in (0, 1]
+    (divides the MAC cycles), cycles per call and per output block on top of the model's."""
+
+    efficiency: float = 1.0
+    call_extra_cycles: float = 0.0
+    block_extra_cycles: float = 0.0
+
+
+def blocks(arch: Arch, key: str, m, n):
+    """Output blocks of one call: ceil(m / (ER r)) * ceil(n / (EC t)); None without a kernel."""
+    kern = micro_kernel(arch, key)
+    if kern is None:
+        return None
+    (r, _, t), (er, ec) = kern.shape, kern.expand
+    return _cdiv(m, er * r) * _cdiv(n, ec * t)
+
+
+def matmul_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning(), conv_cycles_per_elem=0.0,
+                       c_bytes: float | None = None, macs_scale: float = 1.0, same_bank: bool = False,
+                       kernel: MicroKernel | None = None):
+    """Cycles of one m x k x n call of datapath ``key``'s micro-kernel (module docstring formula),
+    numpy-broadcast over ``m, k, n`` and ``conv_cycles_per_elem``. ``c_bytes``: bytes per element
+    of the C buffer (default: the kernel's); ``same_bank``: A, B and C share one memory bank, so
+    their loads cannot pair (one access a cycle; ARCH_FACTS: two loads to one bank cost a cycle);
+    ``kernel``: another micro-kernel on the same datapath (the conv kernels)."""
+    u, kern = units(arch), kernel or micro_kernel(arch, key)
+    (r, s, t), (er, ec) = kern.shape, kern.expand
+    c_el = kern.c_bytes if c_bytes is None else c_bytes
+    ports = 1 if same_bank else u.load_ports
+    port = arch.core_load_bytes_per_cycle / u.load_ports
+    store = arch.core_store_bytes_per_cycle / u.store_ports
+    m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
+    steps = _cdiv(k, s).astype(np.float64)
+    rows = _cdiv(m, er * r)
+    nblk = rows * _cdiv(n, ec * t)
+    mmul = r * s * t / arch.macs_per_cycle[key]
+    mac = steps * (er * ec * mmul / kern.issue / tuning.efficiency)
+    conv = steps * ((er * r * s + ec * s * t) * np.asarray(conv_cycles_per_elem, dtype=np.float64))
+    ld_ab = steps * (er * _slots(r * s * kern.a_bytes, port) + ec * _slots(s * t * kern.b_bytes, port)) / ports
+    ld_c = er * ec * _slots(r * t * c_el, port) / ports if kern.c_load else 0.0
+    st_c = er * ec * float(-(-(r * t * c_el) // store))
+    unrolled = (steps <= kern.unroll_steps) | u.flatten_k
+    block = np.where(unrolled, np.maximum(np.maximum(mac + conv, ld_ab + ld_c), st_c),
+                     np.maximum(mac + conv, ld_ab) + ld_c + st_c + u.fill_cycles)
+    fills = np.where(unrolled, rows, 0) * u.fill_cycles
+    work = np.ceil(nblk * float(macs_scale)) * (block + tuning.block_extra_cycles)
+    return u.call_cycles + tuning.call_extra_cycles + fills + work
+
+
+def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning(), c_bytes: float | None = None,
+                     macs_scale: float = 1.0):
+    """Cycles of the same m x k x n call in ``mv.cc``'s vector-MAC form: m matrix-vector products of
+    the k x n weights (its "A" is B here, its rows our n outputs). Per 8 columns: a pipelined loop over
+    ceil(n / 16) row groups, each max(MAC, loads, stores), plus one loop fill; MACs at the input
+    dtype's own rate (the fp32-accumulating vector MAC; bf16 on AIE-ML v2 runs native, not bfp16)."""
+    u, kern = units(arch), micro_kernel(arch, key)
+    rows_g, cols_g = u.gemv_rows, u.gemv_cols
+    own = "bf16" if key == "bfp16" and "bf16" in arch.macs_per_cycle else key
+    w_bytes = 2 if key == "bfp16" else kern.b_bytes  # mv.cc reads bf16 weights, not bfp16 blocks
+    c_el = DTYPE_BYTES["f32"] if c_bytes is None else c_bytes
+    port = arch.core_load_bytes_per_cycle / u.load_ports
+    store = arch.core_store_bytes_per_cycle / u.store_ports
+    m, k, n = (np.asarray(x, dtype=np.int64) for x in (m, k, n))
+    mac = rows_g * cols_g / arch.macs_per_cycle[own] / tuning.efficiency
+    # four loads of 2r weights each (mv.cc a_vec_0..3) and the r partial sums
+    ld = (4 * _slots(2 * rows_g * w_bytes, port) + _slots(rows_g * c_el, port)) / u.load_ports
+    st = float(-(-(rows_g * c_el) // store))
+    step = max(mac, ld, st) + tuning.block_extra_cycles
+    per_vector = _cdiv(k, cols_g) * (_cdiv(n, rows_g) * step + u.fill_cycles)
+    return u.call_cycles + tuning.call_extra_cycles + np.ceil(m * float(macs_scale)) * per_vector
+
+
+def gemv_rows_max(arch: Arch, key: str) -> int:
+    """The most rows of A (M) a call may have for the GEMV form to be considered: below one output
+    block's height (ER r) the matmul form pads M up to it, at or above it the matmul form does no
+    padding and never loses to m separate matrix-vector products."""
+    kern = micro_kernel(arch, key)
+    return 0 if kern is None else kern.expand[0] * kern.shape[0] - 1
+
+
+def call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning(), conv_cycles_per_elem=0.0,
+                c_bytes: float | None = None, macs_scale: float = 1.0, kernel: MicroKernel | None = None):
+    """The cheaper form for each tile: the matmul micro-kernel, or for M below one block height the
+    GEMV form too (``gemv_rows_max``), whichever a kernel author would pick. Monotone in each of
+    m, k, n: both forms are, and the GEMV form is only ever a lower alternative. A given ``kernel``
+    (the conv kernels) has no GEMV form."""
+    mm = matmul_call_cycles(arch, key, m, k, n, tuning=tuning, conv_cycles_per_elem=conv_cycles_per_elem,
+                            c_bytes=c_bytes, macs_scale=macs_scale, kernel=kernel)
+    if kernel is not None:
+        return mm
+    gv = gemv_call_cycles(arch, key, m, k, n, tuning=tuning, c_bytes=c_bytes, macs_scale=macs_scale)
+    return np.where(np.asarray(m) <= gemv_rows_max(arch, key), np.minimum(mm, gv), mm)
