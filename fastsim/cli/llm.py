@@ -69,6 +69,7 @@ from .llm_inputs import TENSOR_KINDS
 @study_option("search_budget", more_help="exact is slower; the report gives what the budget may leave on the table")
 @study_option("causal_halving")
 @study_option("lm_head_last_only")
+@study_option("dispatch_commands")
 @click.option("--whole-run", is_flag=True,
               help="choose the matmuls' kernels for the whole pass, not op by op: where their distinct kernels "
                    "outgrow program memory (a reload every layer), move ops onto kernels others use when the "
@@ -218,7 +219,8 @@ def _study(ctx, o):
                     columns={k: int(v) for k, v in _parse_dataflow(o.columns).items()},
                     cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.kernel_efficiency,
                     fusion=o.fusion, stream_split=o.stream_split, search_budget=o.search_budget,
-                    causal_halving=o.causal_halving, lm_head_last_only=o.lm_head_last_only)
+                    causal_halving=o.causal_halving, lm_head_last_only=o.lm_head_last_only,
+                    dispatch_commands=o.dispatch_commands)
 
 
 def _as_built_precision(ctx, o, precision):
@@ -496,8 +498,9 @@ def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") ->
     click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
                f"KV {s['kv_bytes'] / 1e6:,.1f}, activations {s['activation_bytes'] / 1e6:,.1f})")
     click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
+    chained = ", one chained run list" if ds.attrs.get("dispatch_commands") == "chained" and s["dispatches"] > 1 else ""
     click.echo(f"  dispatch        {s['dispatches']} x {1e3 * s['dispatch_seconds'] / s['dispatches']:,.3f} ms "
-               f"({100 * s['dispatch_share']:.1f} %), cuts after layers [{ds.attrs['cuts']}]")
+               f"({100 * s['dispatch_share']:.1f} %{chained}), cuts after layers [{ds.attrs['cuts']}]")
     if s["program_reload_seconds"]:
         click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
     if fusion_source == "pinned":

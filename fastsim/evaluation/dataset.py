@@ -9,7 +9,7 @@ import xarray as xr
 
 from ..arch import Arch
 from ..graph import TENSOR_KINDS, VECTOR
-from ..mapping.dispatch import DispatchLimits, reload_seconds
+from ..mapping.dispatch import DispatchLimits, host_seconds_per_dispatch, reload_seconds
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
 from .pins import GraphPins
@@ -115,7 +115,8 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     preload_bytes = 0.0 if resident else float(static.sum())
     preload_s = preload_bytes / arch.ddr_bytes_per_s
     preload_pj = preload_bytes * arch.pj_per_byte["ddr"]
-    dispatch_s = n_dispatch * arch.dispatch_overhead_s
+    host_s = host_seconds_per_dispatch(arch, n_dispatch, pins.dispatch_commands)
+    dispatch_s = sum(host_s)
     # per dispatch: its ops, its host round trip, its static weights' load and, where its kernels
     # exceed program memory, the cores' program reloads (once per layer); they add up to the total
     of_op = np.array(dispatch.of_op)
@@ -124,7 +125,7 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     for d in range(n_dispatch):
         mine = of_op == d
         per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
-        per_total[d] = f["seconds"][mine].sum() + arch.dispatch_overhead_s + per_preload[d] + per_reload[d]
+        per_total[d] = f["seconds"][mine].sum() + host_s[d] + per_preload[d] + per_reload[d]
         per_energy[d] = f["energy"][mine].sum() + (0.0 if resident else static[d] * arch.pj_per_byte["ddr"])
     reload_s = per_reload.sum()
     total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s

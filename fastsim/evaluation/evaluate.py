@@ -18,8 +18,8 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
-from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, plan as plan_dispatches,
-                                program_bytes, reload_seconds, sequence_words)
+from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, host_seconds_per_dispatch,
+                                plan as plan_dispatches, program_bytes, reload_seconds, sequence_words)
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
 from ..results import arrays_of
@@ -348,7 +348,8 @@ class Evaluation:
     def pass_seconds(self, placed, dispatch) -> float:
         """Seconds of the ops, the dispatches' host round trips and their program reloads."""
         reloads = reload_seconds(dispatch, self.graph.layers, self.limits)
-        return self.total(placed) + dispatch.count * self.arch.dispatch_overhead_s + sum(reloads)
+        host = host_seconds_per_dispatch(self.arch, dispatch.count, self.pins.dispatch_commands)
+        return self.total(placed) + sum(host) + sum(reloads)
 
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user, not a pipeline stage."""

@@ -37,6 +37,9 @@ class GraphPins:
     # candidates each op's mapping search simulates (its best-bounded first); None: until the
     # answer is proven the best of its space (exact, slower); each op reports its optimality gap
     search_budget: int | None = 3
+    # how the host submits a pass's dispatches: "single" commands or one "chained" run list
+    # (``mapping.dispatch.host_seconds_per_dispatch``)
+    dispatch_commands: str = "single"
     # the arch the searched mappings are chosen for (None: the one it runs on). A deployed design
     # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
     # share): search on the nominal arch, build and simulate on the one given to ``evaluate``

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import Problems
+from ..mapping.dispatch import DISPATCH_COMMANDS
 from ..mapping.paths import STREAM_SPLITS
 from .model import WEIGHT_DTYPES
 from .transformer import REGIMES
@@ -109,6 +110,9 @@ PARAMETERS = (
     Parameter("search_budget", int, 3, "candidates each matmul's mapping search simulates, best lower bound "
               "first; exact: until each op's mapping is proven the best of its space", lo=1, hi=100_000,
               units="candidates", unset="exact"),
+    Parameter("dispatch_commands", str, "single", "how the host submits the pass's dispatches: single "
+              "(each its own command and wait, Arch.dispatch_overhead_s) or chained (one run list: the first "
+              "pays the round trip, each further one Arch.chained_dispatch_s)", choices=DISPATCH_COMMANDS),
 )
 BY_NAME = {p.name: p for p in PARAMETERS}
 PRECISION_NAMES = ("weights", "kv", "activations")  # LlmStudy's arguments for Precision's fields

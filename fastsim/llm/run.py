@@ -41,7 +41,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         result = evaluate(graph, arch, pins, limits, strict, movement)
         attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
                  "prefill_context": study.prefill_context, "layers": model.num_layers, "batch": study.batch,
-                 "weights": precision.weights, "kv": precision.kv}
+                 "weights": precision.weights, "kv": precision.kv, "dispatch_commands": study.dispatch_commands}
         attrs.update(family=model.family, params=model.params, active_params=model.active_params)
         extra = {"kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
                  "weight_kind": (("op",), np.array([op.weight_kind for op in graph.ops], dtype=object),
@@ -77,7 +77,7 @@ def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
                      cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
                      kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
                      pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode",
-                     search_budget=study.search_budget)
+                     search_budget=study.search_budget, dispatch_commands=study.dispatch_commands)
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:

@@ -49,6 +49,8 @@ class LlmStudy:
     routing: Routing = Routing()  # which experts tokens select (mixture-of-experts models)
     # candidates each matmul's mapping search simulates; None: until proven the best of its space
     search_budget: int | None = 3
+    # how the host submits the pass's dispatches: "single" commands or one "chained" run list
+    dispatch_commands: str = "single"
     # the CLI's and sweep specs' names for the storage precisions: LlmStudy(weights="int8", kv="int8")
     # is LlmStudy(precision=Precision(weights="int8", kv="int8")); not stored apart (see __post_init__)
     weights: InitVar[str | None] = None
