@@ -115,8 +115,10 @@ class Arch:
     lock_max_value: int = 63  # mlir-aie AIE2TargetModel::getMaxLockValue 0x3F (6-bit lock state, AM020)
     task_queue_depth: int = 4  # aie-rt xaiegbl_reginit.c StartQSizeMax = 4 (AM020: 4-deep start queue)
     max_task_repeat: int = 256  # aie-rt xaiemlgbl_params.h START_QUEUE_REPEAT_COUNT_WIDTH 8 (count - 1)
-    stream_bytes_per_cycle: float = 4.0  # AM020: 32-bit stream switch (AM027 says 64-bit for AIE-ML v2:
-    #                                      not applied to npu2, see docs/hardware.md "Open questions")
+    # AM020: 32-bit stream switch. AM027's 64-bit switch is AIE-ML v2 (AIE2PS, Versal Gen 2): XRT's
+    # profiling API uses 8-byte streams for aie2ps only, 4 for the others, AIE2P (npu2) included
+    # (Xilinx/XRT #9115).
+    stream_bytes_per_cycle: float = 4.0
     switch_hop_latency_cycles: int = 4  # AM020 "Stream Switch Buffering and Latency": 4 cycles per switch
     switch_buffer_bytes: int = 32  # AM020 same section: 8-deep buffering per switch x 4 B
     # Streams a column's switches carry between the mem row and the compute rows: a mapping may not

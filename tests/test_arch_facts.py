@@ -65,7 +65,7 @@ FACTS = [
         ("lock_max_value", 63, f"{TM}: AIE2TargetModel::getMaxLockValue 0x3F"),
         ("task_queue_depth", 4, "aie-rt driver/src/global/xaiegbl_reginit.c StartQSizeMax = 4"),
         ("max_task_repeat", 256, f"{ML}: DMA_S2MM_0_START_QUEUE_REPEAT_COUNT_WIDTH 8 (count - 1)"),
-        ("stream_bytes_per_cycle", 4.0, "AM020: 32-bit stream switch, one word per cycle per stream"),
+        ("stream_bytes_per_cycle", 4.0, "AM020: 32-bit stream switch; Xilinx/XRT #9115: 8 B only on aie2ps"),
         ("switch_hop_latency_cycles", 4, "AM020 Stream Switch Buffering and Latency: 4-cycle latency per switch"),
         ("switch_buffer_bytes", 32, "AM020 Stream Switch Buffering and Latency: 8-deep buffering x 4 B"),
         ("stream_ports_down", 6, f"{TMC}: AIE2TargetModel::getNumDestSwitchboxConnections, mem tile North = 6"),
