@@ -11,7 +11,12 @@ from .common import fail, load_arch
 
 
 @click.command("calibrate")
-@click.argument("measurements", type=click.Path(dir_okay=False, exists=True))
+@click.argument("measurements", type=click.Path(dir_okay=False, exists=True), required=False)
+@click.option("--profile", "profile_path", type=click.Path(exists=True), default=None,
+              help="fit to a profile's GEMM rows instead (a sweep CSV or harness log, docs/compare.md)")
+@click.option("--held-out", "held_out", multiple=True, metavar="ROW",
+              help="--profile: a row left out of the fit and predicted with its result (repeatable; its name "
+                   "as fastsim compare prints it, e.g. '512x512x512 bf16')")
 @click.option("--arch", "arch_name", default="npu2", show_default=True,
               help="the starting arch: a preset or a TOML file with an [arch] table")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default="calibrated.toml", show_default=True,
@@ -25,7 +30,8 @@ from .common import fail, load_arch
 @click.option("--residual-limit", type=click.FloatRange(min=0, min_open=True), default=RESIDUAL_LIMIT,
               show_default=True, help="relative residual beyond which a measurement is reported as abandoned")
 @click.option("--json", "as_json", is_flag=True, help="print the fit as JSON")
-def calibrate_cmd(measurements, arch_name, out_path, fit, no_loo, allow_underdetermined, residual_limit, as_json):
+def calibrate_cmd(measurements, profile_path, held_out, arch_name, out_path, fit, no_loo, allow_underdetermined,
+                  residual_limit, as_json):
     """Fit kernel efficiency per datapath, dispatch overhead, design-switch times, sustained DDR
     bandwidth, BD setup and lock costs to your own measurements (CSV: name,workload,seconds; see
     docs/calibration.md) by bounded least squares; prints each value with a 95 % interval and each
@@ -36,17 +42,39 @@ def calibrate_cmd(measurements, arch_name, out_path, fit, no_loo, allow_underdet
     --residual-limit) and measurements faster than the part's peak (in the output, in --json's
     diagnostics and in the TOML's comments).
 
+    With --profile, the GEMM rows of a measured sweep (docs/compare.md) are the measurements; the
+    rows named --held-out are left out of the fit and predicted with it, their errors reported.
+
     Example: fastsim calibrate measured.csv --arch npu2 --out calibrated.toml
     """
+    held = None
     try:
         arch = load_arch(arch_name)
-        cal = calibrate(read_measurements(measurements), arch, list(fit) or None, leave_one_out=not no_loo,
-                        allow_underdetermined=allow_underdetermined, residual_limit=residual_limit)
+        if (measurements is None) == (profile_path is None):
+            raise ConfigError(["give a measurements CSV or --profile PROFILE (one of them)"], "calibrate")
+        if held_out and not profile_path:
+            raise ConfigError(["--held-out: applies to --profile only"], "calibrate")
+        options = dict(leave_one_out=not no_loo, allow_underdetermined=allow_underdetermined,
+                       residual_limit=residual_limit)
+        if profile_path:
+            from ..profiles import read_profile
+            from ..profiles.calibrate import calibrate_profile
+
+            held = calibrate_profile(read_profile(profile_path), arch, list(held_out), fit=list(fit) or None,
+                                     **options)
+            cal = held.cal
+        else:
+            cal = calibrate(read_measurements(measurements), arch, list(fit) or None, **options)
     except (ConfigError, SimulationError) as e:
         fail(e)
     path = write_toml(cal, out_path)
     if as_json:
-        click.echo(json.dumps({"arch": str(path), **summary(cal)}))
-    else:
-        click.echo(report(cal))
-        click.echo(f"\narch TOML: {path}")
+        click.echo(json.dumps({"arch": str(path), **summary(cal), **(held.summary() if held else {})}))
+        return
+    click.echo(report(cal))
+    if held is not None and held.held_out:
+        click.echo("\nheld out (not fitted; predicted with the fit):")
+        for row in held.summary()["held_out"]:
+            click.echo(f"  {row['name']:<28} measured {row['measured_s'] * 1e6:12.3f} us  predicted "
+                       f"{row['predicted_s'] * 1e6:12.3f} us  error {row['error']:+.1%}")
+    click.echo(f"\narch TOML: {path}")
