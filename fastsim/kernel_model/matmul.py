@@ -106,6 +106,9 @@ AIE2P = CoreUnits(
         "bf16": MicroKernel((4, 8, 8), (2, 2), 8, 2, 2, 4, 1.0, _MM2P + " 4x8x8 native bf16"),
     })
 UNITS = {"aie2": AIE2, "aie2p": AIE2P}
+# The one operand conversion the arch's datapaths define is bf16 -> bfp16 (Arch.datapaths): converted
+# operands sit in core memory as bf16.
+CONVERTED_BYTES = DTYPE_BYTES["bf16"]
 
 
 def generation(arch: Arch) -> str:
@@ -136,9 +139,9 @@ def _cdiv(a, b):
     return -(-np.asarray(a) // b)
 
 
-def _slots(nbytes: float, port_bytes: float) -> float:
+def _slots(nbytes, port_bytes: float):
     """Load-port accesses of one vector of ``nbytes``: a narrower vector still takes a whole access."""
-    return float(max(1, -(-nbytes // port_bytes)))
+    return np.maximum(1.0, np.ceil(np.asarray(nbytes, dtype=np.float64) / port_bytes))
 
 
 @dataclass(frozen=True)
@@ -180,8 +183,11 @@ def matmul_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning
     nblk = rows * _cdiv(n, ec * t)
     mmul = r * s * t / arch.macs_per_cycle[key]
     mac = steps * (er * ec * mmul / kern.issue / tuning.efficiency)
-    conv = steps * ((er * r * s + ec * s * t) * np.asarray(conv_cycles_per_elem, dtype=np.float64))
-    ld_ab = steps * (er * _slots(r * s * kern.a_bytes, port) + ec * _slots(s * t * kern.b_bytes, port)) / ports
+    cpe = np.asarray(conv_cycles_per_elem, dtype=np.float64)
+    conv = steps * ((er * r * s + ec * s * t) * cpe)
+    # operands converted in the mac are loaded in their source dtype (bf16), the others natively
+    a_el, b_el = np.where(cpe > 0, CONVERTED_BYTES, kern.a_bytes), np.where(cpe > 0, CONVERTED_BYTES, kern.b_bytes)
+    ld_ab = steps * (er * _slots(r * s * a_el, port) + ec * _slots(s * t * b_el, port)) / ports
     ld_c = er * ec * _slots(r * t * c_el, port) / ports if kern.c_load else 0.0
     st_c = er * ec * float(-(-(r * t * c_el) // store))
     unrolled = (steps <= kern.unroll_steps) | u.flatten_k
@@ -201,7 +207,7 @@ def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning()
     u, kern = units(arch), micro_kernel(arch, key)
     rows_g, cols_g = u.gemv_rows, u.gemv_cols
     own = "bf16" if key == "bfp16" and "bf16" in arch.macs_per_cycle else key
-    w_bytes = 2 if key == "bfp16" else kern.b_bytes  # mv.cc reads bf16 weights, not bfp16 blocks
+    w_bytes = CONVERTED_BYTES if key == "bfp16" else kern.b_bytes  # mv.cc reads bf16 weights, not bfp16
     c_el = DTYPE_BYTES["f32"] if c_bytes is None else c_bytes
     port = arch.core_load_bytes_per_cycle / u.load_ports
     store = arch.core_store_bytes_per_cycle / u.store_ports
@@ -210,7 +216,7 @@ def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning()
     # four loads of 2r weights each (mv.cc a_vec_0..3) and the r partial sums
     ld = (4 * _slots(2 * rows_g * w_bytes, port) + _slots(rows_g * c_el, port)) / u.load_ports
     st = float(-(-(rows_g * c_el) // store))
-    step = max(mac, ld, st) + tuning.block_extra_cycles
+    step = np.maximum(np.maximum(mac, ld), st) + tuning.block_extra_cycles
     per_vector = _cdiv(k, cols_g) * (_cdiv(n, rows_g) * step + u.fill_cycles)
     return u.call_cycles + tuning.call_extra_cycles + np.ceil(m * float(macs_scale)) * per_vector
 
