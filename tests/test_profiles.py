@@ -83,7 +83,7 @@ BAD = [  # (file name, text, words the one problem must hold: the file and the f
      ["t.json", "event[0].args.name"]),
     ("t.json", "[{\"name\": \"INSTR_EVENT_0\", \"ph\": \"B\", \"pid\": 0, \"ts\": -3}]", ["t.json", "event[0].ts"]),
     ("t.json", "[{\"name\": \"x\", \"ph\": \"B\", \"ts\": 1}]", ["t.json", "event[0].pid"]),
-    ("t.json", "[{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 0, \"args\": {\"name\": \"core_trace for tile2,0\"}}]",
+    ("t.json", '[{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "core_trace for tile2,0"}}]',
      ["t.json", "INSTR_EVENT_0"]),
     ("t.json", "[1, 2", ["t.json", "json"]),
     ("r.json", "{\"results\": {\"performance\": {\"total_throughput\": 5}}}", ["r.json", "average_latency"]),
