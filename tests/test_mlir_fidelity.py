@@ -114,3 +114,39 @@ def test_files__that_are_not_mlir_text_are_one_clean_error(tmp_path, content, wh
     assert len(e.value.problems) == 1
     assert e.value.problems[0] == f"{path}: not an MLIR text file ({why})" or \
         e.value.problems[0].startswith(f"{path}: not an MLIR text file ({why}")
+
+
+FIFO = (HERE / "objectfifo_passthrough.mlir").read_text()
+
+
+def test_static__an_undefined_value_is_refused_with_op_and_line():
+    text = PHYSICAL.replace("aie.use_lock(%in_free, AcquireGreaterEqual, 1)",
+                            "aie.use_lock(%in_fre, AcquireGreaterEqual, 1)", 1)
+    assert text != PHYSICAL
+    with pytest.raises(MlirError) as e:
+        read_text(text, {"kernel": 300}, source="d.mlir")
+    line = text[:text.index("%in_fre,")].count("\n") + 1
+    assert e.value.problems == [f"d.mlir:{line}: aie.use_lock: use of undeclared SSA value %in_fre (no op, "
+                                "argument or loop defines it; aie-opt rejects the file)"]
+    assert e.value.stops == [("aie.use_lock", line)]
+
+
+def test_static__a_call_of_an_undeclared_function_is_refused():
+    text = PHYSICAL.replace("    func.func private @kernel(memref<256xi32>, memref<256xi32>)\n", "")
+    with pytest.raises(MlirError, match=r"d.mlir:\d+: func.call: calls @kernel, which no func.func declares"):
+        read_text(text, {"kernel": 300}, source="d.mlir")
+
+
+def test_static__loop_indices_block_arguments_and_signatures_define_values():
+    text = PHYSICAL.replace("    %core = aie.core(%core_tile) {\n", "    %core = aie.core(%core_tile) {\n"
+                            "      cf.br ^start(%in_a : memref<256xi32>)\n    ^start(%arg: memref<256xi32>):\n")
+    assert "^start" in text
+    assert run(text, {"kernel": 300}) == run("physical_passthrough", {"kernel": 300})
+
+
+def test_static__acquiring_more_objects_than_the_depth_is_refused():
+    assert "@in_cons(Consume, 1)" in FIFO or "(Consume, 1)" in FIFO
+    text = FIFO.replace("(Consume, 1) :", "(Consume, 3) :", 1)
+    with pytest.raises(MlirError, match=r"objectfifo.acquire: acquires 3 objects of @\w+, more than its depth at "
+                                        r"this end \(2\): aie-opt rejects it"):
+        read_text(text, {"kernel": 300})

@@ -113,8 +113,15 @@ def test_run_list_ssa__reads_to_the_same_steps_cycles_and_results_as_the_region_
 
 
 def test_run_list_ssa__a_run_of_an_unknown_value_is_named():
+    """An undefined value is refused before the run list is read, as aie-opt refuses it."""
     e = ssa_error("aiex.run %once -> @sequence", "aiex.run %nothing -> @sequence")
-    assert "%nothing is no %c = aiex.configure" in str(e)
+    assert "use of undeclared SSA value %nothing" in str(e)
+    assert e.stops == [("aiex.run", line_of(SSA.read_text(), "aiex.run %once"))]
+
+
+def test_run_list_ssa__a_run_of_a_value_that_is_no_configuration_is_named():
+    e = ssa_error("aiex.run %once -> @sequence", "aiex.run %host -> @sequence")
+    assert "%host is no %c = aiex.configure" in str(e)
     # and the configuration it leaves without a run
     assert e.stops == [("aiex.run", line_of(SSA.read_text(), "aiex.run %once")),
                        ("aiex.configure", line_of(SSA.read_text(), "%once = aiex.configure"))]

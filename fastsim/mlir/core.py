@@ -82,6 +82,10 @@ class CoreReader:
         elif name == "aie.objectfifo.acquire":
             fifo, port, n = self._fifo_args(op)
             acq, _ = r.fifo_locks(op, fifo, port, self.tile)
+            depth = r.fifos.depth_at(fifo, port, self.tile)
+            if n > depth:
+                raise Unreadable(f"acquires {n} objects of @{fifo}, more than its depth at this end ({depth}): "
+                                 "aie-opt rejects it (the acquire could never be granted)")
             have = held.get((fifo, port), 0)
             if n > have:
                 out.append(Acquire(acq, n - have))

@@ -247,6 +247,11 @@ class Fifos:
                                                name=f"{buf.name}@{offset_elems}", pads=pads))
         d.start_chain(ch, d.chain(*bds, cyclic=True))
 
+    def depth_at(self, fifo: str, port: str, tile: Tile) -> int:
+        """The FIFO's depth at a core's end: the producer's, or this consumer's (a depth per end)."""
+        f = self.fifos[fifo]
+        return f.depths[0] if port == "Produce" else _end_depth(f, tile)
+
     def core_locks(self, fifo: str, port: str, tile: Tile):
         end = self.ends.get((fifo, port, tile))
         if end is None:

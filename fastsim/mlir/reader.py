@@ -19,6 +19,7 @@ from .place import PlacementError, place
 from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Group, Op, parse
 from .tile_array import tile_array
+from .verify import check
 from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of,
                      operand_problem, split, word)
 
@@ -112,6 +113,7 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
     the file's only device, or the one whose symbol is ``device``. ``kernel_cycles`` is checked
     (``kernels.kernel_costs``), and an entry that names no kernel the file calls is an error."""
     top = parse(text, source)
+    check(top, source, MlirError)
     devices = _devices(top)
     names = [_device_symbol(d) for d in devices]
     if device is not None:
@@ -136,6 +138,7 @@ def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Ar
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
     top = parse(text, source)
+    check(top, source, MlirError)
     devices = _devices(top)
     kernel_cycles, locks, costs_wrong = _checked_costs(kernel_cycles, top)
     return _with_problems(costs_wrong, source, lambda: [

@@ -98,6 +98,7 @@ class Block:
 
     label: str
     ops: tuple
+    args: tuple = ()  # the SSA names its label binds (``^bb1(%x: i32):``)
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,10 @@ class _Build(Transformer):
 
     @v_args(meta=True)
     def label(self, meta, children):
-        return ("label", children[0].value)
+        items = [_item(c) for c in children[1:] if c is not None]
+        args = tuple(a.text for a, b in zip(items, items[1:])
+                     if isinstance(a, Atom) and a.kind == "VALUE" and isinstance(b, Atom) and b.kind == "COLON")
+        return ("label", children[0].value, args)
 
     def alias(self, children):
         name, *items = children
@@ -266,15 +270,15 @@ def _item(i):
 
 def _blocks(stmts, line: int) -> tuple:
     """Split a region's statements into blocks at their labels."""
-    blocks, label, ops = [], "", []
+    blocks, label, args, ops = [], "", (), []
     for s in stmts:
         if isinstance(s, tuple) and s and s[0] == "label":
             if ops or label:
-                blocks.append(Block(label, tuple(ops)))
-            label, ops = s[1], []
+                blocks.append(Block(label, tuple(ops), args))
+            label, args, ops = s[1], s[2], []
         elif isinstance(s, Op):
             ops.append(s)
-    blocks.append(Block(label, tuple(ops)))
+    blocks.append(Block(label, tuple(ops), args))
     return tuple(blocks)
 
 
