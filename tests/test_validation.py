@@ -63,3 +63,29 @@ def test_as_built_examples__load_and_source_every_choice(path):
     assert pinned
     covered = {k for k in pinned if k in a.sources or any(s.startswith(k + ".") for s in a.sources)}
     assert covered == pinned, f"{path.name}: no source for {sorted(pinned - covered)}"
+
+
+def _rows_module():
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("validation_rows")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_validation_rows__only_component_rows_may_set_parameters():
+    from dataclasses import replace
+
+    v = _rows_module()
+    v.check_roles(v.ROWS)  # the shipped table keeps the rule
+    assert {r.kind_role for r in v.ROWS} == set(v.ROLES)
+    workload = next(r for r in v.ROWS if r.kind_role == "workload")
+    with pytest.raises(ValueError, match="whole-workload rows never set parameters"):
+        v.check_roles([replace(workload, sets="kernel_call_cycles.bfp16")])
+    component = next(r for r in v.ROWS if r.kind_role == "component")
+    v.check_roles([replace(component, sets="kernel_call_cycles.bfp16")])
+    with pytest.raises(ValueError, match="role 'kernel'"):
+        v.check_roles([replace(component, role="kernel")])

@@ -1,0 +1,221 @@
+"""The measurements bench/validation.py predicts: one ``Row`` per public measurement, with what the
+measured implementation does (``built``), its as-built file and its role under the fidelity rule.
+
+Roles: a *component* row measures one kernel or one op on the array (a registry GEMM or GEMV, one
+core's matmul, one line of a per-kernel profile); a *workload* row measures a whole workload (a
+model's tokens/s or time to first token, a whole CNN, a GEMM design's best TOPS). A component row may
+be a *train* row: ``sets`` then names the parameters it set (docs/kernel_model.md, docs/calibration.md),
+and its error is reported apart from the held-out rows'. A workload row is never a train row.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ROLES = ("component", "workload")
+AB = "examples/as_built/"
+ONE_CORE_BUILT = ("one compute tile (1 column, 1 row), compiled by IREE's AIE backend; not describable: its "
+                  "tiles, dataflow and kernel (searched), the per-run host work inside the measured time")
+ONE_CORE_SUSPECT = ("a compiler-generated kernel below the hand-tuned one-tile efficiency, and per-run host "
+                    "work. Micro-benchmark: the same compiled kernel traced on one core (cycles per call)")
+
+# sources (public; file:line as of the cited snapshot)
+REG_GEMM = "mlir-air kernel_registry/details/GEMM_bf16_in_bf16_out.md:{}"
+REG_GEMV = "mlir-air kernel_registry/details/GEMV_bf16.md:{}"
+FLM_LLAMA = "FastFlowLM v0.9.30 docs/benchmarks/llama3_results.md"
+AIR_LLM = "mlir-air programming_examples/llms/{}"
+STRIX = "Strix (npu2)"
+KRACKAN = "Ryzen AI 7 350 Krackan (npu2)"
+
+
+@dataclass(frozen=True)
+class Row:
+    kind: str  # gemm, gemv, decode, prefill, ttft
+    source: str
+    part: str
+    workload: str
+    measured: float
+    unit: str  # "us", "tokens/s", "s"
+    args: tuple  # fastsim arguments after ``run`` (the workload), without --overlay
+    as_built: str  # file under examples/as_built/, or "" when the format cannot describe the design
+    built: str  # what the measured implementation does (from its source); what the file cannot say
+    suspect: str = ""  # mechanism suspected when the as-built error is large, and the micro-benchmark
+    scope: str = "with dispatch"  # "kernel": the measurement excludes the dispatch (run gemm kernel_seconds)
+    why_not: str = ""  # as_built == "": why the design cannot be described
+    role: str = ""  # "component" or "workload" (module docstring); "" = by kind (gemm/gemv component)
+    sets: str = ""  # a train row: the parameters this measurement set; "" = held out
+
+    @property
+    def kind_role(self) -> str:
+        return self.role or ("component" if self.kind in ("gemm", "gemv") else "workload")
+
+    @property
+    def train(self) -> bool:
+        return bool(self.sets)
+
+
+def _gemm(m, k, n, dtype="bf16", arch="npu2"):
+    return ("--arch", arch, "gemm", "--m", str(m), "--k", str(k), "--n", str(n), "--dtype", dtype, "--yes")
+
+
+def _decode(model, context):
+    return ("llm", "--model", model, "--context", str(context))
+
+
+def _prefill(model, prompt):
+    return ("llm", "--model", model, "--regime", "prefill", "--prompt", str(prompt))
+
+
+def _us(gflops, m, k, n):
+    """Time of a GEMM measured as GFLOP/s, in microseconds."""
+    return 2 * m * k * n / (gflops * 1e9) * 1e6
+
+
+AIR_GEMM_BUILT = ("8x4 herd, bf16 emulated on the bfp16 MMA, C stationary over K, L1 tile {}; not describable: "
+                  "tile_k_l2 {} (mem-tile K panel){}")
+AIR_HOW = {"drain": ", the f32 accumulator kept in L1 across K and cast once by a drain herd",
+           "fused-cast": ", C written as an f32 scratch in a single-buffered L1 accumulator, then the separate "
+                         "f32->bf16 cast launch"}
+AIR_GEMM_SUSPECT = ("per-call core overhead of the 64x32x128 mm call (k_l1 = 32: few MMAs per call) and the "
+                    "A/B stream rate into the cores. Micro-benchmark: one core, mm_aie2p.cc {} in a loop, "
+                    "cycles per call from trace event0/event1 at k_l1 = 32, 64, 128")
+AIR_SMALL_SUSPECT = ("fixed cost of a launch (herd start, BD setup, pipeline fill and drain) against a few "
+                     "tiles per core. Micro-benchmark: the registry harness (kernel-only) on the same design "
+                     "at 256^3 and 512^3 and with an empty kernel, to split the fixed from the per-tile cost")
+GEMV_SUSPECT = ("its buffers: matvec.py passes omit_pingpong, so nothing is double-buffered at L1 or L2 and each "
+                "column's DMA legs and its kernel take turns, which the [gemm] table cannot say (fastsim double-"
+                "buffers what fits); the one-core row (mlir-air PR #1360) shows the same per-column rate, 4.1 GB/s "
+                "against 7.2 simulated. Micro-benchmark: the same one-column design with and without omit_pingpong, "
+                "bytes/s of A")
+FLM_DECODE_BUILT = ("AWQ uint4 g32 repacked with bf16 scale and int32 zero (0.6875 B/weight), LM head on the "
+                    "NPU in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, "
+                    "columns and datapath searched; part clock and power mode (FLM 'Performance') not modelled")
+FLM_DECODE_SUSPECT = ("weight stream rate under the dequantizing GEMV (FLM feeds each column on two MM2S "
+                      "channels) and DDR efficiency. Micro-benchmark: stream one layer's Q4NX weights through "
+                      "8 columns with the dequant+GEMV kernel and with a DMA-only copy, bytes/s each")
+LONG_CTX = ("; at long context the attention kernel over the bf16 KV. Micro-benchmark: one decode attention "
+            "step (FLM mha_engine or mlir-air decode attention) at L = 8k and 32k, time per layer")
+AIR_Q4NX_BUILT = ("Q4NX uint4 + bf16 scale and min per 32 (4 B per group), {}, bf16 KV on the device, all "
+                  "layers and LM head in one dispatch, embedding on the host; context not stated "
+                  "(ATTN_MAXL 2048 build): simulated at 1024; tiles, columns and datapath searched")
+AIR_Q4NX_SUSPECT = ("weight stream rate of the fused decode (dual MM2S channels per projection column) and "
+                    "DDR efficiency. Micro-benchmark: the fused_decode ELF with compute removed (DMA only) "
+                    "vs the full ELF, ms per token")
+FLM_PREFILL_BUILT = ("prefill kernels closed: only the weight format (0.6875 B/weight) is fixed; fusion, cuts, "
+                     "tiles searched; prompt tokens / prefill() wall")
+FLM_PREFILL_SUSPECT = ("a fixed cost per prefill call that a pass does not hold (FLM's rate rises from 1k to 4k "
+                       "prompts: a line through its 1k and 2k times gives about 0.26 s plus 0.34 ms per token), "
+                       "then GEMM efficiency on Q4NX weights. Micro-benchmark: FLM prefill of 64, 128 and 256 "
+                       "tokens (the intercept) and one layer's projections at M = 1024 as a registry GEMM")
+PREFILL_SUSPECT = ("GEMM and attention kernel efficiency at prompt length (fastsim's searched prefill runs "
+                   "near the MAC array's peak). Micro-benchmark: one layer's projections as a registry GEMM "
+                   "(M = prompt) on dequantized weights and the registry FlashAttention at the same length")
+AIR_PREFILL_BUILT = ("3 ELFs per layer (rms_gemms_rope, flash_attn, o_ffn), bf16 GEMMs (bfp16 MMA) on {} "
+                     "weights, intermediates through DDR, prompt padded to 2048; not describable: the three "
+                     "dispatches inside a layer (cuts searched), host embedding; wall time incl. host")
+AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn measured at 41 ms per layer "
+                       "for 1B) and flash attention (21.6 ms per layer). Micro-benchmark: the registry "
+                       "GEMM at each projection's shape and the registry FlashAttention at 2048 (15.4 ms "
+                       "measured for 32q/8kv heads): kernel time vs the simulated op time")
+
+
+ROWS = [
+    # GEMM: mlir-air kernel registry, bf16 on npu2, the method its default ("auto") builds: drain below
+    # M*K*N = 4e9, fused-cast (a second launch casts the f32 C) above. Its "kernel-only" time is the
+    # host wall time of one synchronous dispatch (python/air/backend/xrt.py:868-885: kernel call +
+    # wait, buffer syncs excluded), so the dispatch is in it
+    *[Row("gemm", REG_GEMM.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16, 8x4 herd, {how}", _us(g, m, k, n), "us",
+          _gemm(m, k, n), AB + f"air_gemm_bf16_{how.replace('-', '_')}.toml",
+          AIR_GEMM_BUILT.format(tile, kl2, AIR_HOW[how]),
+          AIR_SMALL_SUSPECT if m * k * n < 2 ** 31 else AIR_GEMM_SUSPECT.format(tile))
+      for m, k, n, g, line, how, tile, kl2 in (
+          (512, 512, 512, 1703, 183, "drain", "32x32x128", 256),
+          (1024, 1024, 1024, 4637, 184, "drain", "32x32x128", 256),
+          (2048, 2048, 2048, 6215, 126, "fused-cast", "64x32x128", 512),
+          (4096, 4096, 4096, 8423, 132, "fused-cast", "64x32x128", 512),
+          (2048, 8192, 2048, 8898, 129, "fused-cast", "64x32x128", 256))],
+    Row("gemm", "amd/IRON issue #55", "Strix Halo (npu2)", "GEMM 2048x2048x2048 (IRON operator)", 24679.3, "us",
+        _gemm(2048, 2048, 2048), AB + "iron_gemm_2048.toml",
+        "8 columns, 64x64x64 tiles (its test id); datapath, dataflow, L2 not stated (searched); host-measured "
+        "harness latency, Default power mode",
+        "host harness (buffer sync and runtime sequence per iteration, iteration count not stated) and the "
+        "power mode: the same box runs mlir-air's design 9x faster. Micro-benchmark: the same xclbin timed "
+        "kernel-only (XRT run.wait after warm-up) in Default and turbo mode"),
+    # GEMV: mlir-air kernel registry (host-timed per run incl. dispatch, turbo)
+    *[Row("gemv", REG_GEMV.format(line), STRIX, f"GEMV {mm}x{kk} bf16 (y = A x), 8x1 herd", us, "us",
+          _gemm(1, kk, mm), AB + f, built, GEMV_SUSPECT)
+      for mm, kk, us, line, f, built in (
+          (512, 2048, 136, 93, "air_gemv_bf16.toml", "8 columns x 1 row, fp32 vector MAC, tile_m 8, whole K per "
+           "call, x re-read from DDR per call; not describable: the vector-MAC datapath, single buffers"),
+          (2048, 2048, 330, 92, "air_gemv_bf16.toml", "as above"),
+          (8192, 2048, 1067, 94, "air_gemv_bf16.toml", "as above"),
+          (16384, 2048, 2193, 96, "air_gemv_bf16.toml", "as above"),
+          (2048, 8192, 1082, 95, "air_gemv_bf16_k8192.toml", "as above, tile_m 2; not describable: its "
+           "[1, 8192, 2] call (above the format's 4096 tile limit: tile searched)"))],
+    Row("gemv", "Xilinx/mlir-air PR #1360 (first version of the same GEMV)", STRIX,
+        "GEMV 2048x8192 bf16 (y = A x), one core (1x1 herd)", 8095.5, "us", _gemm(1, 8192, 2048),
+        AB + "air_gemv_bf16_one_core.toml",
+        "one compute tile, fp32 vector MAC; host-timed by its test.cpp (10 warm-ups, 20 runs), power mode not "
+        "stated, an older revision of the registry design; not describable: its tile (searched), single buffers",
+        GEMV_SUSPECT),
+    # decode: FastFlowLM v0.9.30 on Krackan
+    *[Row("decode", FLM_LLAMA, KRACKAN, f"{model} decode at {ctx // 1024}k context", tps, "tokens/s",
+          _decode(model, ctx), AB + f, FLM_DECODE_BUILT,
+          FLM_DECODE_SUSPECT + (LONG_CTX if ctx > 4096 else ""))
+      for model, ctx, tps, f in (
+          ("llama-3.2-1b", 1024, 64.5, "flm_llama32_1b.toml"), ("llama-3.2-1b", 8192, 53.9, "flm_llama32_1b.toml"),
+          ("llama-3.2-1b", 32768, 35.0, "flm_llama32_1b.toml"), ("llama-3.2-3b", 1024, 26.3, "flm_llama32_1b.toml"),
+          ("llama-3.2-3b", 32768, 13.6, "flm_llama32_1b.toml"), ("llama-3.1-8b", 1024, 12.8, "flm_llama31_8b.toml"),
+          ("llama-3.1-8b", 8192, 11.5, "flm_llama31_8b.toml"), ("llama-3.1-8b", 32768, 8.5, "flm_llama31_8b.toml"))],
+    # decode: mlir-air Q4NX fused decode (open reimplementations of FLM's mapping)
+    *[Row("decode", AIR_LLM.format(src), part, f"{model} Q4NX decode", tps, "tokens/s", _decode(model, 1024),
+          AB + f, AIR_Q4NX_BUILT.format(head), AIR_Q4NX_SUSPECT)
+      for model, tps, src, part, f, head in (
+          ("llama-3.2-1b", 52.3, "fused_decode/README.md (dual channel)", STRIX, "air_llama32_1b_q4nx.toml",
+           "bf16 tied embedding as LM head"),
+          ("llama-3.2-3b", 22.5, "llama32_3b_q4nx/README.md:36-41 (dual channel)", STRIX,
+           "air_llama32_1b_q4nx.toml", "bf16 tied embedding as LM head"),
+          ("llama-3.1-8b", 10.7, "llama31_8b_q4nx/README.md:61-66", STRIX, "air_q4nx_untied.toml",
+           "Q4NX LM head"),
+          ("qwen3-8b", 10.22, "qwen3_8b_q4nx/README.md:37-44", STRIX, "air_q4nx_untied.toml", "Q4NX LM head"),
+          ("qwen2.5-7b", 11.46, "qwen25_7b_q4nx/README.md:67-74", "Ryzen AI 9 HX 370 Strix Point (npu2)",
+           "air_q4nx_untied.toml", "Q4NX LM head"),
+          ("gemma-3-4b", 17.1, "gemma3_4b_q4nx/README.md (dual channel)", STRIX, "air_llama32_1b_q4nx.toml",
+           "bf16 tied embedding as LM head"))],
+    # prefill: FastFlowLM v0.9.30 on Krackan (prompt tokens / prefill() wall)
+    *[Row("prefill", FLM_LLAMA, KRACKAN, f"{model} prefill of {p // 1024}k tokens", tps, "tokens/s",
+          _prefill(model, p), AB + f, FLM_PREFILL_BUILT, FLM_PREFILL_SUSPECT)
+      for model, p, tps, f in (
+          ("llama-3.2-1b", 1024, 1686, "flm_llama32_1b.toml"), ("llama-3.2-1b", 8192, 2212, "flm_llama32_1b.toml"),
+          ("llama-3.2-3b", 1024, 766, "flm_llama32_1b.toml"), ("llama-3.2-3b", 8192, 933, "flm_llama32_1b.toml"),
+          ("llama-3.1-8b", 1024, 403, "flm_llama31_8b.toml"))],
+    # time to first token: mlir-air prefill ELFs (prompt 2048, warm wall)
+    *[Row("ttft", AIR_LLM.format(src), STRIX, f"{model} {what} time to first token, 2048 tokens", s, "s",
+          _prefill(model, 2048), AB + "air_prefill_bf16.toml", AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
+      for model, what, s, src, w in (
+          ("llama-3.2-1b", "bf16", 1.27, "llama32_1b/docs/profile.md:9", "bf16"),
+          ("llama-3.2-1b", "Q4NX", 0.93, "llama32_1b_q4nx/README.md:51-55", "dequantized bf16"),
+          ("llama-3.1-8b", "Q4NX", 6.22, "llama31_8b_q4nx/README.md:61-66", "dequantized bf16"),
+          ("qwen3-8b", "Q4NX", 7.72, "qwen3_8b_q4nx/README.md:37-44", "dequantized bf16"))],
+    # one-core designs (iree-amd-aie)
+    Row("gemm", "nod-ai/iree-amd-aie issue #1198 (76-97 ms per 100 runs)", STRIX, "matmul 512x512x512 int8, one core",
+        0.865, "ms", _gemm(512, 512, 512, "int8"), AB + "iree_matmul_one_core.toml", ONE_CORE_BUILT, ONE_CORE_SUSPECT),
+    Row("gemm", "nod-ai/iree-amd-aie issue #1198 (152-227 ms per 100 runs)", "Phoenix (npu1)",
+        "matmul 512x512x512 bf16, one core", 1.895, "ms", _gemm(512, 512, 512, "bf16", "npu1"),
+        AB + "iree_matmul_one_core.toml", ONE_CORE_BUILT, ONE_CORE_SUSPECT),
+    Row("decode", AIR_LLM.format("llama32_1b/docs/profile.md:10"), STRIX, "llama-3.2-1b bf16 decode", 10.86,
+        "tokens/s", _decode("llama-3.2-1b", 2048), AB + "air_llama32_1b_bf16_decode.toml",
+        "bf16 weights, a dispatch per layer, intermediates through DDR, attention over the host KV cache on "
+        "the CPU (its 5 ms per token given, shared by the host ops); not describable: the GEMVs' fp32 vector "
+        "MAC datapath (8x1 herd), the M = 1 glue the CPU also runs",
+        "the GEMV stream rate: the GEMV rows show the measured designs reading A at about half the simulated "
+        "rate, and decode here is 16 layers of GEMVs. Micro-benchmark: the registry GEMV at 2048x2048 and "
+        "8192x2048 read rate against the simulated op (as the GEMV rows)"),
+]
+
+
+def check_roles(rows: list[Row]) -> None:
+    """The fidelity rule on the table itself: only component rows may set parameters."""
+    bad = [f"{r.source}: {r.workload}" for r in rows if r.train and r.kind_role != "component"]
+    wrong = [f"{r.source}: role {r.role!r}" for r in rows if r.role and r.role not in ROLES]
+    if bad or wrong:
+        raise ValueError("whole-workload rows never set parameters: " + "; ".join(bad + wrong))
