@@ -83,6 +83,7 @@ BAD = [  # (file name, text, words the one problem must hold: the file and the f
      ["t.json", "event[0].args.name"]),
     ("t.json", "[{\"name\": \"INSTR_EVENT_0\", \"ph\": \"B\", \"pid\": 0, \"ts\": -3}]", ["t.json", "event[0].ts"]),
     ("t.json", "[{\"name\": \"x\", \"ph\": \"B\", \"ts\": 1}]", ["t.json", "event[0].pid"]),
+    ("t.json", '[{"name": "x", "ph": "B", "pid": 0, "ts": 1' + "0" * 30 + "}]", ["t.json", "event[0].ts"]),
     ("t.json", '[{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "core_trace for tile2,0"}}]',
      ["t.json", "INSTR_EVENT_0"]),
     ("t.json", "[1, 2", ["t.json", "json"]),
@@ -91,6 +92,7 @@ BAD = [  # (file name, text, words the one problem must hold: the file and the f
     ("h.log", "Avg NPU matmul time: 12us\n", ["h.log:1", "shape"]),
     ("h.log", "64 x 64 x 64\nAvg NPU matmul time: 1e999us\n", ["h.log:2", "Avg NPU matmul time"]),
     ("x.txt", "nothing here\n", ["x.txt", "format"]),
+    ("r.json", '{"results": {"performance": {"average_latency": 1' + "0" * 400 + "}}}", ["r.json", "average_latency"]),
 ]
 
 

@@ -64,8 +64,8 @@ def _events(path: Path) -> list[dict]:
                 raise bad(path, 0, f"event[{i}].{key}", e.get(key), f"must be a {kind.__name__}")
         if e["ph"] in ("B", "E"):
             ts = e.get("ts")
-            if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not ts >= 0 or ts == float("inf"):
-                raise bad(path, 0, f"event[{i}].ts", ts, "must be a timestamp in cycles >= 0")
+            if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not 0 <= ts < 2 ** 64:
+                raise bad(path, 0, f"event[{i}].ts", ts, "must be a timestamp in cycles, 0 to 2^64")
     return doc
 
 

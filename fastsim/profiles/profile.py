@@ -75,7 +75,11 @@ def number(text, source, line: int, field_name: str, *, lo: float = 0.0, integer
                       f">= {lo:g}") from None
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     ok = ok and (not integer or isinstance(value, int))
-    if not ok or not math.isfinite(value) or value < lo:
+    try:
+        ok = ok and math.isfinite(float(value)) and value >= lo
+    except OverflowError:  # an integer past any float: no time or size a part measures
+        ok = False
+    if not ok:
         raise bad(source, line, field_name, text, f"must be {'an integer' if integer else 'a number'} >= {lo:g}")
     return value
 
