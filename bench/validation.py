@@ -18,6 +18,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -34,10 +35,11 @@ from validation_rows import AB, ROWS, Row, check_roles  # noqa: E402
 
 def _value(row: Row, summary: dict) -> float:
     """The predicted quantity in the row's unit, with the same timing scope as the measurement."""
-    if row.kind in ("gemm", "gemv"):
-        seconds = summary["kernel_seconds"] if row.scope == "kernel" else summary["seconds"]
-        return seconds * (1e3 if row.unit == "ms" else 1e6)
-    return summary["seconds"] if row.unit == "s" else summary["tokens_per_s"]
+    seconds = summary["kernel_seconds"] if row.scope == "kernel" else summary["seconds"]
+    rates = {"tokens/s": "tokens_per_s", "inferences/s": "inferences_per_s"}
+    if row.unit in rates:
+        return summary[rates[row.unit]]
+    return seconds * {"s": 1.0, "ms": 1e3, "us": 1e6}[row.unit]
 
 
 def _command(row: Row, as_built: bool) -> tuple:
@@ -53,11 +55,24 @@ def _run(args: tuple) -> tuple[tuple, dict | str]:
     from fastsim.cli import main
 
     os.chdir(ROOT)
-    out = CliRunner().invoke(main, list(args))
+    out = CliRunner().invoke(main, [_zoo_file(a) if a.startswith("zoo:") else a for a in args])
     line = next((ln for ln in out.output.splitlines() if ln.startswith("{")), None)
     if out.exit_code == 0 and line:
         return args, json.loads(line)
     return args, (out.output.strip().splitlines() or [repr(out.exception)])[-1].removeprefix("Error: ")
+
+
+def _zoo_file(arg: str) -> str:
+    """``zoo:NAME``: the network fastsim.onnx.zoo builds (ResNet-50, MobileNetV2, fp or QDQ int8),
+    written once to a temporary file (its weights zero: fastsim reads shapes and types only)."""
+    from fastsim.onnx.zoo import save
+
+    path = Path(tempfile.gettempdir()) / f"fastsim_validation_{arg[4:]}.onnx"
+    if not path.exists():  # two workers may write it at once: each its own file, then an atomic rename
+        mine = path.with_suffix(f".{os.getpid()}.tmp")
+        save(arg[4:], str(mine))
+        os.replace(mine, path)
+    return str(path)
 
 
 def _predict(rows: list[Row]) -> dict:
