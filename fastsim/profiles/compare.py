@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .profile import bad
+
 # a binding resource (fastsim.report.utilizations, the evaluation's bound_by) -> the mechanism it is
 MECHANISM = {"compute": "compute", "ddr": "DMA", "shim_column": "DMA", "dma_stream": "DMA", "dispatch": "dispatch",
              "host": "host", "lock_wait": "control",
@@ -105,8 +107,6 @@ class Comparison:
 
 def refuse_kinds(profile, allowed: tuple[str, ...], what: str, hint: dict[str, str]) -> None:
     """Rows this comparison cannot place (an ONNX node's time against a design) refused by kind."""
-    from .profile import bad
-
     for r in profile.rows:
         if r.kind not in allowed:
             raise bad(r.source, r.line, f"row {r.name!r}", r.kind, f"a {r.kind} row; {what} compares "

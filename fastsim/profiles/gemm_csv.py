@@ -5,6 +5,7 @@ print (``Avg NPU matmul time: X us``, ``Avg NPU gflops: Y``), with the shape tak
 ``M x K x N`` (or ``MxKxN``) the log printed before them."""
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 
@@ -73,8 +74,6 @@ def write_gemm_csv(records, path) -> Path:
     """GEMM runs (dicts of ``COLUMNS``: fastsim's simulated runs, ``Comparison.records``) in the
     community sweep CSV, so that a simulated sweep reads back as a profile and diffs against a
     measured one; numbers to 6 significant digits."""
-    import csv
-
     path = Path(path)
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, COLUMNS)

@@ -2,6 +2,8 @@
 line it came from, so that a comparison can point back at the user's own file."""
 from __future__ import annotations
 
+import csv
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,9 +101,6 @@ def csv_rows(path: Path, text: str, required: tuple[str, ...], optional: tuple[s
     """The data rows of a CSV with a header line: (line number, column -> text). Every required
     column must be in the header; unknown columns are refused unless ``extra_ok`` (formats whose
     writers add columns of their own)."""
-    import csv
-    import io
-
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader, None)
