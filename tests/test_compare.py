@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
 
 from fastsim.arch import load
 from fastsim.cli import main
@@ -188,3 +189,29 @@ def test_compare__a_simulated_gemm_sweep_reads_back_as_a_profile_that_agrees(tmp
             assert float(rec["avg_gflops"]) == pytest.approx(2 * macs / float(rec["avg_us"]) / 1e3, rel=1e-5)
     again = compare_gemm(simulated, load("npu2"))
     assert all(abs(p.error) < 1e-5 for p in again.pairs)
+
+
+@settings(deadline=None, max_examples=30)
+@given(data=st.data())
+def test_compare__decorated_names_land_on_their_nodes_op(data):
+    """Any ONNX node's name, with an AI Analyzer prefix and split-copy suffixes or not, is placed on
+    the op that runs that node (itself, or the op a folded node joins), and every row is placed,
+    ambiguous or unmatched exactly once."""
+    from fastsim.onnx.graph import build_graph
+    from fastsim.onnx.read import read_model
+
+    m = read_model(zoo.small_cnn(shapes_only=True))
+    ops = {op.name for op in build_graph(m).graph.ops}
+    owner, ambiguous = node_owners(m, ops)
+    nodes = [n.name for n in m.nodes]
+    picked = data.draw(st.lists(st.sampled_from(nodes), min_size=1, max_size=8))
+    rows, expect = [], []
+    for i, node in enumerate(picked):
+        name = data.draw(st.sampled_from([node, f"node_{node}", f"{node}_Duplicated#{i + 1}", f"node_{node}#{i}"]))
+        rows.append(SimpleNamespace(name=name, where=f"p.csv:{i + 2}"))
+        expect.append(owner.get(node))
+    placed, unmatched, unclear = place(rows, owner, ambiguous, {})
+    assert sum(len(v) for v in placed.values()) + len(unmatched) + len(unclear) == len(rows)
+    got = {id(r): op for op, rs in placed.items() for r, _ in rs}
+    for r, want in zip(rows, expect):
+        assert got.get(id(r)) == want
