@@ -92,6 +92,7 @@ BAD = [  # (file name, text, words the one problem must hold: the file and the f
     ("h.log", "Avg NPU matmul time: 12us\n", ["h.log:1", "shape"]),
     ("h.log", "64 x 64 x 64\nAvg NPU matmul time: 1e999us\n", ["h.log:2", "Avg NPU matmul time"]),
     ("x.txt", "nothing here\n", ["x.txt", "format"]),
+    ("trace.txt", "dc200000\n06521000\nfefefefe\n", ["trace.txt", "raw mlir-aie trace", "parse_trace.py"]),
     ("r.json", '{"results": {"performance": {"average_latency": 1' + "0" * 400 + "}}}", ["r.json", "average_latency"]),
 ]
 

@@ -5,6 +5,7 @@ GEMMs (``compare``). docs/compare.md describes every format."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .aie_trace import read_aie_trace
@@ -15,6 +16,8 @@ from .plain import read_plain
 from .profile import Profile, Row, bad, read_text
 
 __all__ = ["FORMATS", "Profile", "Row", "read_profile", "detect"]
+
+RAW_TRACE_WORD = re.compile(r"(0x)?[0-9a-fA-F]{8}")  # a 32-bit word of a raw trace.txt
 
 # format -> reader; a new format is one module and one line here
 FORMATS = {
@@ -65,4 +68,9 @@ def detect(path: Path) -> str:
         return "plain"
     if "Avg NPU matmul time" in text:
         return "harness_log"
+    words = text.split()
+    if words and all(RAW_TRACE_WORD.fullmatch(w) for w in words[:64]):
+        raise bad(path, 1, "format", path.name, "a raw mlir-aie trace (trace.txt: hex packet words), which fastsim "
+                  "does not decode; read it with mlir-aie's parse_trace.py (--input trace.txt --mlir aie.mlir "
+                  "--output trace.json) and give fastsim the JSON")
     raise bad(path, 1, "format", path.name, f"not recognised; name it with --format ({', '.join(FORMATS)})")
