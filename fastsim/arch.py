@@ -16,8 +16,9 @@ from .errors import ConfigError, Problems, shown
 
 TILE_KINDS = ("shim", "mem", "compute")
 # Core generations (``Arch.generation``): "aie2" = AIE-ML (npu1: Phoenix, Hawk Point), "aie2p" =
-# AIE-ML v2 (npu2: Strix, Strix Halo, Krackan), "generic" = any other array (systolic studies, custom
-# TOML arrays that do not name one). Per-generation parameter tables (the kernel model) key on it.
+# XDNA2's core (npu2: Strix, Strix Halo, Krackan; a sibling of AM027's AIE-ML v2, which is AIE2PS),
+# "generic" = any other array (systolic studies, custom TOML arrays that do not name one; a TOML
+# array keeps its base preset's). Per-generation parameter tables (the kernel model) key on it.
 GENERATIONS = ("aie2", "aie2p", "generic")
 # Vector-op kinds of ``Arch.vector_cycles_per_elem``: core cycles per element of one bf16 vector op.
 VECTOR_KINDS = ("norm", "layer_norm", "gelu", "silu_mul", "softcap", "rope", "elementwise", "softmax",
@@ -324,7 +325,7 @@ NPU1 = Arch(
 
 NPU2 = Arch(
     name="npu2",
-    generation="aie2p",  # AIE-ML v2 (mlir-aie NPU2TargetModel: AIEArch::AIE2p)
+    generation="aie2p",  # XDNA2 (mlir-aie BaseNPU2TargetModel::getTargetArch: AIEArch::AIE2p)
     columns=8,  # Strix 8x6, shim DMA in every column (mlir-aie NPU2TargetModel)
     mem_rows=1, compute_rows=4,  # mlir-aie NPU2TargetModel
     clock_hz=1.8e9,  # xdna-driver DPM tables: Strix family up to 1800 MHz
