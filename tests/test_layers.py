@@ -23,7 +23,7 @@ LAYERS = [
     ("kernels", {"kernels"}),
     ("hardware", {"errors", "dtypes", "arch", "gc_pause", "version", "settings"}),
     ("engine interface", {"design", "validate", "lower", "results", "report", "simulation", "cache",
-                          "result_cache", "threads", "trace", "cost", "kernel_model", "systolic", "calls_done"}),
+                          "result_cache", "threads", "trace", "cost", "kernel_model", "systolic", "calls_done", "power"}),
     ("graph", {"graph"}),
     ("mapping", {"mapping"}),
     ("evaluation", {"evaluation"}),

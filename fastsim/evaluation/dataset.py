@@ -206,7 +206,7 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
         "dispatch": (OP_DIM, np.array(dispatch.of_op, np.int64), {"description": "dispatch the op runs in"}),
         "total_seconds": ((), t["total_s"], {"units": "s", "description":
                                         "ops + dispatch overheads + static weight loads + program reloads"}),
-        "dispatch_seconds": ((), t["dispatch_s"], {"units": "s", "description": "host round trip per dispatch"}),
+        "dispatch_seconds": ((), t["dispatch_s"], {"units": "s", "description": "host time of every dispatch together (single commands or a chained run list: dispatch_commands)"}),
         "preload_seconds": ((), t["preload_s"], {"units": "s", "description":
                                             "static weights loaded per pass (0 when one dispatch keeps them resident)"}),
         "preload_bytes": ((), t["preload_bytes"], {"units": "bytes", "description":
