@@ -47,7 +47,9 @@ class MicroKernel:
     unroll_steps: int  # the k loop is fully unrolled (C moves overlap MACs) at most this many steps
     a_bytes: float  # bytes per A element as loaded (the load port moves these)
     b_bytes: float
-    c_bytes: float  # bytes per C element of the in-place accumulation buffer (mm.cc loads and stores it)
+    c_bytes: float  # bytes per C element of the in-place accumulation buffer (mm.cc loads and stores it):
+    #                 the output dtype fastsim.dtypes.OUT_DTYPE gives the datapath's input (bf16 -> bf16,
+    #                 int8/int16 -> int32; mm.cc has each combination: matmul_bf16_bf16, matmul_i8_i32, ...)
     issue: float = 1.0  # MAC instructions per cycle of a MAC-bound k loop (1.0: one every cycle)
     source: str = ""
     c_load: bool = True  # mm.cc accumulates in place (loads C first); conv kernels start from zero
@@ -101,9 +103,9 @@ AIE2P = CoreUnits(
     generation="aie2p", load_ports=2, store_ports=1, load_latency_cycles=7, mac_latency_cycles=6,
     call_cycles=4.0, gemv_rows=16, gemv_cols=8,
     kernels={
-        "bfp16": MicroKernel((8, 8, 8), (2, 2), 8, 1, 1, 4, 1.0, _MM2P + " matmul_vectorized_8x8x8_bf16_f32 (emulated)"),
+        "bfp16": MicroKernel((8, 8, 8), (2, 2), 8, 1, 1, 2, 1.0, _MM2P + " matmul_vectorized_8x8x8_bf16_bf16 (emulated)"),
         "int8": MicroKernel((8, 8, 8), (2, 2), 4, 1, 1, 4, 1.0, _MM2P + " matmul_vectorized_8x8x8_i8_i32"),
-        "bf16": MicroKernel((4, 8, 8), (2, 2), 8, 2, 2, 4, 1.0, _MM2P + " 4x8x8 native bf16"),
+        "bf16": MicroKernel((4, 8, 8), (2, 2), 8, 2, 2, 2, 1.0, _MM2P + " 4x8x8 native bf16"),
     })
 UNITS = {"aie2": AIE2, "aie2p": AIE2P}
 # The one operand conversion the arch's datapaths define is bf16 -> bfp16 (Arch.datapaths): converted
