@@ -4,9 +4,11 @@ makes them, and the runtime sequence's raw register writes and scalar arguments.
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from fastsim.errors import ConfigError
 from fastsim.mlir import MlirError, load_kernel_costs, read_design, read_text, simulate_design
+from fastsim.mlir.run import summary
 
 HERE = Path(__file__).parent / "mlir"
 HELD = {"cycles": 300, "acquire": [[2, 1], [3, 1]], "release": [[4, 1], [5, 1]]}
@@ -150,3 +152,86 @@ def test_static__acquiring_more_objects_than_the_depth_is_refused():
     with pytest.raises(MlirError, match=r"objectfifo.acquire: acquires 3 objects of @\w+, more than its depth at "
                                         r"this end \(2\): aie-opt rejects it"):
         read_text(text, {"kernel": 300})
+
+
+TRACED = HERE / "trace_setup_iron.mlir"
+
+
+def test_trace_setup__iron_register_writes_take_instructions_and_move_no_data():
+    """IRON's raw trace set-up (writes, a block write, a masked write to the trace channel's
+    control register, a trace BD pushed to its task queue) reads; the data's cycles and bytes are
+    the untraced design's; each write is counted as a command-processor instruction."""
+    assert run("trace_setup_iron", {"kernel": 300}) == run("objectfifo_passthrough", {"kernel": 300})
+    info = read_design(TRACED, {"kernel": 300})
+    assert {"aiex.npu.write32", "aiex.npu.maskwrite32", "aiex.npu.blockwrite"} <= {n for n, _ in info.untimed}
+    text = TRACED.read_text()
+    writes = sum(text.count(f"aiex.npu.{w}") for w in ("write32 ", "maskwrite32 ", "blockwrite("))
+    seq = summary(simulate_design(info), info)["runtime_sequence"]
+    assert seq["register_writes"] == writes == 13
+    assert seq["instruction_cycles"] == (seq["host_steps"] + writes) * info.design.arch.runtime_instruction_cycles
+
+
+@pytest.mark.parametrize("change, stop, address", [
+    (("address = 213204 : ui32, column = 0 : i32, row = 2", "address = 126976 : ui32, column = 0 : i32, row = 2"),
+     "aiex.npu.write32", "0x1F000"),
+    (("blockwrite(%events) {address = 213216", "blockwrite(%events) {address = 126976"),
+     "aiex.npu.blockwrite", "0x1F000"),
+    (("maskwrite32 {address = 119304", "maskwrite32 {address = 119296"), "aiex.npu.maskwrite32", "0x1D200"),
+])
+def test_trace_setup__a_write_that_could_change_modelled_state_is_refused_naming_it(change, stop, address):
+    """A lock register (0x1F000) or the control register of a channel that carries the design's
+    data (shim S2MM 0) stays outside the subset, named with the register."""
+    text = TRACED.read_text()
+    assert change[0] in text
+    with pytest.raises(MlirError) as e:
+        read_text(text.replace(*change), {"kernel": 300})
+    assert stop in {name for name, _ in e.value.stops}
+    assert f"register {address}" in str(e.value)
+
+
+SCALAR = (HERE / "objectfifo_passthrough.mlir").read_text().replace(
+    "aie.runtime_sequence(%src: memref<1024xi32>, %dst: memref<1024xi32>) {",
+    "aie.runtime_sequence(%src: memref<1024xi32>, %dst: memref<1024xi32>, %objects: i32) {\n"
+    "      %n = arith.index_cast %objects : i32 to i64").replace(
+    "[%c4, %c1, %c1, %c256]", "[%n, %c1, %c1, %c256]")
+
+
+def test_runtime_scalar__a_given_value_reads_as_the_constant():
+    assert SCALAR.count("[%n, %c1, %c1, %c256]") == 2
+    given = read_text(SCALAR, {"kernel": 300}, args={"objects": 4})
+    assert given.runtime_args == {"objects": 4}
+    ds = simulate_design(given)
+    assert (int(ds.total_cycles[0]), ds.kernel_calls.values[0].tolist()) == \
+        run("objectfifo_passthrough", {"kernel": 300})[::2]
+
+
+def test_runtime_scalar__a_missing_value_is_named_an_unused_one_refused():
+    with pytest.raises(MlirError) as e:
+        read_text(SCALAR, {"kernel": 300})
+    assert "%objects is a runtime argument (i32) whose value the host passes at run time: give it" in str(e.value)
+    assert e.value.stops[0][0] == "arith.index_cast"
+    with pytest.raises(MlirError, match=r"args.count = 4: names no scalar argument of the runtime sequence "
+                                        r"\(it has \['objects'\]\)"):
+        read_text(SCALAR, {"kernel": 300}, args={"objects": 4, "count": 4})
+    with pytest.raises(MlirError, match=r"args.objects = 'four': must be a whole number"):
+        read_text(SCALAR, {"kernel": 300}, args={"objects": "four"})
+
+
+def test_cli__arg_gives_a_scalar_and_the_trace_writes_are_reported(tmp_path):
+    from fastsim.cli import main  # the whole CLI: imported by the one test that needs it
+
+    design, costs = tmp_path / "scalar.mlir", tmp_path / "k.toml"
+    design.write_text(SCALAR)
+    costs.write_text("[kernels]\nkernel = 300\n")
+    runner = CliRunner()
+    out = runner.invoke(main, ["run", "design", str(design), "--kernels", str(costs), "--arg", "objects=4", "--json"])
+    assert out.exit_code == 0, out.output
+    assert '"total_cycles": ' + str(run("objectfifo_passthrough", {"kernel": 300})[0]) in out.output
+    missing = runner.invoke(main, ["run", "design", str(design), "--kernels", str(costs)])
+    assert missing.exit_code != 0 and "--arg objects=VALUE" in missing.output
+    assert "Traceback" not in missing.output
+    bad = runner.invoke(main, ["run", "design", str(design), "--kernels", str(costs), "--arg", "objects"])
+    assert bad.exit_code != 0 and "--arg objects: give NAME=VALUE" in bad.output
+    traced = runner.invoke(main, ["run", "design", str(TRACED), "--kernels", str(costs)])
+    assert traced.exit_code == 0, traced.output
+    assert "3 host steps + 13 register writes (set-up, no data)" in traced.output

@@ -198,3 +198,5 @@ def test_sequence__a_scalar_runtime_argument_stops_only_the_op_that_needs_its_va
     with pytest.raises(MlirError) as e:
         read_text(design.replace("BODY", "%i = arith.index_cast %n : i64 to index"), source="uses_n")
     assert e.value.stops == [("arith.index_cast", 7)]
+    assert "%n is a runtime argument (i64) whose value the host passes at run time: give it (fastsim run " \
+           "design --arg n=VALUE" in str(e.value)

@@ -19,11 +19,13 @@ from .common import fail, run_options_here
                    "matmul and vector kernels it recognises and names the rest)")
 @click.option("--device", default=None, help="the aie.device @NAME to run, for a file that holds several")
 @click.option("--ablate", is_flag=True, help="also rank the kernels: each in turn a 1-cycle pass, by cycles saved")
+@click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
+              help="a scalar argument of the runtime sequence (%NAME: i32) and the value the host passes; repeat")
 @click.option("--reconfigure-cycles", type=int, default=0, show_default=True,
               help="a run list: cycles each switch to another configuration takes (not modelled)")
 @run_options_here
 @click.pass_context
-def design_cmd(ctx, path, kernels_path, device, ablate, reconfigure_cycles):
+def design_cmd(ctx, path, kernels_path, device, ablate, args, reconfigure_cycles):
     """Simulate an mlir-aie design: the aie dialect's physical or object-FIFO form with its runtime
     sequence. The device's name picks the arch (npu1*, npu2*; others: --arch).
 
@@ -34,7 +36,8 @@ def design_cmd(ctx, path, kernels_path, device, ablate, reconfigure_cycles):
     opts = ctx.obj
     explicit = _arch_given(ctx)
     try:
-        info = read_design(path, kernels_path, arch=opts["arch"] if explicit else None, device=device)
+        info = read_design(path, kernels_path, arch=opts["arch"] if explicit else None, device=device,
+                           args=_runtime_args(args))
         if info.run_list:
             _run_list(info, opts, reconfigure_cycles, ablate)
             return
@@ -77,6 +80,16 @@ def _run_list(info, opts, reconfigure_cycles: int, ablate: bool) -> None:
                            f"(--device {', '.join(s.device for s in info.run_list)})"], "command")
     s = run_list_summary(simulate_run_list(info, reconfigure_cycles=reconfigure_cycles, skip=opts["skip"]), info)
     click.echo(json.dumps(s) if opts["json"] else format_run_list(s))
+
+
+def _runtime_args(pairs) -> dict[str, str]:
+    """``--arg NAME=VALUE`` options as {name: value text} (the reader checks the values); a pair
+    without ``=`` is refused by name."""
+    bad = [p for p in pairs if "=" not in p or not p.split("=", 1)[0].strip()]
+    if bad:
+        raise ConfigError([f"--arg {p}: give NAME=VALUE (a scalar argument of the runtime sequence and its value)"
+                           for p in bad], "command")
+    return {p.split("=", 1)[0].strip().lstrip("%"): p.split("=", 1)[1].strip() for p in pairs}
 
 
 def _arch_given(ctx) -> bool:

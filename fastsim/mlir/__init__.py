@@ -24,16 +24,18 @@ __all__ = ["read_design", "read_text", "simulate_design", "load_kernel_costs", "
 
 
 def read_text(text: str, kernels: dict[str, int] | None = None, *, arch=None, source: str = "<mlir>",
-              device: str | None = None) -> DesignInfo:
+              device: str | None = None, args: dict[str, int] | None = None) -> DesignInfo:
     """Read MLIR text (its one ``aie.device``, or the one named ``device``); ``kernels`` maps
-    kernel names to cycles per call."""
-    return read(text, kernels, arch=arch, source=source, device=device)
+    kernel names to cycles per call; ``args`` gives the runtime sequence's scalar arguments."""
+    return read(text, kernels, arch=arch, source=source, device=device, args=args)
 
 
-def read_design(path, kernels=None, *, arch=None, device: str | None = None) -> DesignInfo:
+def read_design(path, kernels=None, *, arch=None, device: str | None = None,
+                args: dict[str, int] | None = None) -> DesignInfo:
     """Read an ``.mlir`` file. ``kernels`` is a {name: cycles} dict or a TOML file with a
     ``[kernels]`` table (and nothing else), each entry naming a kernel the file calls; ``arch`` overrides the one the device names (npu1*, npu2*); ``device``
-    picks one ``aie.device @name`` of a file that holds several."""
+    picks one ``aie.device @name`` of a file that holds several; ``args`` gives the values of the
+    runtime sequence's scalar arguments (``%n: i32`` -> ``{"n": 4}``) that the host passes."""
     if kernels is not None and not isinstance(kernels, dict):
         kernels = load_kernel_costs(kernels)
     try:
@@ -45,4 +47,4 @@ def read_design(path, kernels=None, *, arch=None, device: str | None = None) -> 
     except UnicodeDecodeError as e:
         raise MlirError([f"{path}: not an MLIR text file (not UTF-8 text: byte 0x{raw[e.start]:02x} at offset "
                          f"{e.start})"], str(path), []) from None
-    return read(text, kernels, arch=arch, source=str(path), device=device)
+    return read(text, kernels, arch=arch, source=str(path), device=device, args=args)

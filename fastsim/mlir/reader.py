@@ -68,6 +68,8 @@ class DesignInfo:
     notes: list = field(default_factory=list)  # what the reader changed to run the design, and why
     run_list: list = field(default_factory=list)  # RunStep per aiex.configure of another device
     defaulted: list = field(default_factory=list)  # kernels.DefaultCost: costs fastsim guessed, with the rule
+    runtime_args: dict = field(default_factory=dict)  # scalar runtime arguments given and used: name -> value
+    scalar_args: set = field(default_factory=set)  # names of the runtime sequences' scalar arguments
 
 
 @dataclass
@@ -108,10 +110,12 @@ def device_arch(name: str) -> Arch:
 
 def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
          source: str = "<mlir>", device: str | None = None,
-         default_kernel_cycles: int | None = None) -> DesignInfo:
+         default_kernel_cycles: int | None = None, args: dict[str, int] | None = None) -> DesignInfo:
     """Read the MLIR text of one ``aie.device`` into a Design (see ``fastsim.mlir.read_design``):
     the file's only device, or the one whose symbol is ``device``. ``kernel_cycles`` is checked
-    (``kernels.kernel_costs``), and an entry that names no kernel the file calls is an error."""
+    (``kernels.kernel_costs``), and an entry that names no kernel the file calls is an error;
+    ``args`` gives the runtime sequence's scalar arguments (name without ``%`` -> value), and one
+    that names none is an error."""
     top = parse(text, source)
     check(top, source, MlirError)
     devices = _devices(top)
@@ -128,21 +132,47 @@ def read(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch |
     else:
         dev = devices[0]
     kernel_cycles, locks, costs_wrong = _checked_costs(kernel_cycles, top)
-    return _with_problems(costs_wrong, source, lambda: _read_device(dev, kernel_cycles, arch, source,
-                                                                    default_kernel_cycles, devices, locks=locks))
+    args, args_wrong = checked_args(args)
+    info = _with_problems(costs_wrong + args_wrong, source, lambda: _read_device(
+        dev, kernel_cycles, arch, source, default_kernel_cycles, devices, locks=locks, args=args))
+    unused = sorted(set(args) - set(info.runtime_args))
+    if unused:
+        raise MlirError([f"args.{name} = {args[name]}: names no scalar argument of the runtime sequence "
+                         f"(it has {sorted(info.scalar_args) or 'none'})" for name in unused], source, [])
+    return info
 
 
 def read_all(text: str, kernel_cycles: dict[str, int] | None = None, *, arch: Arch | None = None,
-             source: str = "<mlir>",
-             default_kernel_cycles: int | None = None) -> list[DesignInfo]:
+             source: str = "<mlir>", default_kernel_cycles: int | None = None,
+             args: dict[str, int] | None = None) -> list[DesignInfo]:
     """Every ``aie.device`` of the text, each read on its own (a file may hold several designs
     that the host runs one after the other)."""
     top = parse(text, source)
     check(top, source, MlirError)
     devices = _devices(top)
     kernel_cycles, locks, costs_wrong = _checked_costs(kernel_cycles, top)
-    return _with_problems(costs_wrong, source, lambda: [
-        _read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices, locks=locks) for d in devices])
+    args, args_wrong = checked_args(args)
+    return _with_problems(costs_wrong + args_wrong, source, lambda: [
+        _read_device(d, kernel_cycles, arch, source, default_kernel_cycles, devices, locks=locks, args=args)
+        for d in devices])
+
+
+def checked_args(args) -> tuple[dict[str, int], list[str]]:
+    """Scalar runtime arguments (name, with or without ``%``, -> a whole number) and the problems
+    of the ones that are not whole numbers."""
+    out, problems = {}, []
+    for name, value in (args or {}).items():
+        key = str(name).lstrip("%")
+        if isinstance(value, str):
+            try:
+                value = int(value, 0)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"args.{key} = {value!r}: must be a whole number (the value the host passes)")
+        else:
+            out[key] = value
+    return out, problems
 
 
 def _checked_costs(kernel_cycles, top) -> tuple[dict, dict, list[str]]:
@@ -209,8 +239,8 @@ def _device_symbol(dev: Op) -> str:
     return next((i.text.lstrip("@") for i in dev.items if isinstance(i, Atom) and i.kind == "SYMBOL"), "")
 
 
-def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
-                 devices: list[Op], sequences: list[str] | None = None, locks: dict | None = None) -> DesignInfo:
+def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles, devices: list[Op],
+                 sequences: list[str] | None = None, locks: dict | None = None, args: dict | None = None) -> DesignInfo:
     """One device. ``sequences``: the runtime sequences to inline, in order (a run list's
     ``aiex.run``s); None reads every sequence once. ``locks``: kernel name -> KernelLocks."""
     name = word(groups(dev, "(")[0].items) if groups(dev, "(") else ""
@@ -223,6 +253,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
                source)
     r.default_kernel_cycles = default_kernel_cycles
     r.kernel_locks = locks or {}
+    r.runtime_args = args or {}
     r.device_symbol = symbol
     r.device_name = name
     r.empty_devices = _empty(devices)
@@ -239,7 +270,7 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
             continue
         try:
             step = _read_device(target, kernel_cycles, arch, source, default_kernel_cycles, devices,
-                                call.sequences, locks)
+                                call.sequences, locks, args)
         except MlirError as e:
             r.problems += e.problems
             r.stops += e.stops
@@ -249,7 +280,9 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles,
         r.problem(r.run_calls[0].op, "a run list beside the device's own cores or host steps")
     if r.problems:
         raise MlirError(r.problems, source, r.stops)
-    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes, steps, r.defaulted)
+    used = {**r.args_used, **{k: v for step in steps for k, v in step.info.runtime_args.items()}}
+    scalars = r.scalar_args | {k for step in steps for k in step.info.scalar_args}
+    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes, steps, r.defaulted, used, scalars)
 
 
 def _design_name(source: str) -> str:
@@ -286,6 +319,9 @@ class Reader:
         self.default_kernel_cycles: int | None = None  # for kernels the costs do not name
         self.declared_costs: dict[str, int] = {}  # fastsim.cycles of func.func declarations
         self.kernel_locks: dict[str, KernelLocks] = {}  # locks kernels acquire and release themselves
+        self.runtime_args: dict[str, int] = {}  # values given for the runtime sequence's scalar arguments
+        self.args_used: dict[str, int] = {}
+        self.scalar_args: set[str] = set()
         self.device_symbol = ""
         self.empty_devices: set[str] = set()  # symbols of the file's devices that hold no ops
         self.run_sequences: list[str] | None = None  # sequences to inline in order (a run list's aiex.run)

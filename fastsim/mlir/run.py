@@ -19,6 +19,7 @@ from ..lower import lower
 from ..results import to_dataset
 from ..simulation import raise_on_failure, run_batch
 from .reader import DesignInfo
+from .trace_setup import REGISTER_WRITES
 
 
 def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False, max_events: int = 200_000,
@@ -97,7 +98,20 @@ def summary(ds, info: DesignInfo) -> dict:
     s["kernels"] = {"cycles_per_call": dict(info.kernels), "completed": per_kernel,
                     "defaulted": [{"kernel": d.kernel, "cycles": d.cycles, "rule": d.rule} for d in info.defaulted]}
     s["untimed_ops"] = sorted({name for name, _ in info.untimed})
+    s["runtime_sequence"] = sequence_instructions(info)
     return s
+
+
+def sequence_instructions(info: DesignInfo) -> dict:
+    """The runtime sequence's instructions: its host steps (pushes, waits) and the register writes
+    read as set-up (trace, events: no data), each taking the command processor
+    ``Arch.runtime_instruction_cycles``. The engine's host steps are pushes and waits, so this
+    time is reported beside the simulated cycles, not in them."""
+    writes = sum(name in REGISTER_WRITES for name, _ in info.untimed)
+    steps = len(info.design.host)
+    each = info.design.arch.runtime_instruction_cycles
+    return {"host_steps": steps, "register_writes": writes, "cycles_per_instruction": each,
+            "instruction_cycles": (steps + writes) * each}
 
 
 def format_design_summary(s: dict) -> str:
@@ -125,6 +139,11 @@ def format_design_summary(s: dict) -> str:
     if d["stranded_cores"]:
         lines.append(f"  stranded        {d['stranded_cores']} core(s) loop more often than the host sends data; "
                      "the run ends with the host's last wait, as on the part")
+    seq = s["runtime_sequence"]
+    if seq["register_writes"]:
+        lines.append(f"  sequence        {seq['host_steps']} host steps + {seq['register_writes']} register writes "
+                     f"(set-up, no data): {seq['instruction_cycles']:,.0f} command-processor cycles at "
+                     f"{seq['cycles_per_instruction']:g} each, not in the cycles above")
     if s["untimed_ops"]:
         lines.append(f"  read, no time   {', '.join(s['untimed_ops'])}")
     return "\n".join(lines)

@@ -13,7 +13,7 @@ sequences, in one of two forms read to the same RunCalls: regions
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, RunCall, Task
@@ -23,7 +23,25 @@ from .values import (Unreadable, attrs, groups, int_list, int_of, memref_bytes, 
                      word)
 
 
-__all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent"]
+__all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent", "RuntimeScalar"]
+# integer arith ops the sequence evaluates when their operands are known (an index or a size
+# computed from a runtime argument); casts keep the value
+ARITH = {
+    "arith.index_cast": lambda a: a, "arith.index_castui": lambda a: a, "arith.extsi": lambda a: a,
+    "arith.extui": lambda a: a, "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b, "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
+    "arith.floordivsi": lambda a, b: a // b, "arith.ceildivsi": lambda a, b: -(-a // b),
+    "arith.remsi": lambda a, b: a - b * int(a / b), "arith.remui": lambda a, b: a % b,
+    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
+}
+
+
+@dataclass(frozen=True)
+class RuntimeScalar:
+    """A scalar runtime argument whose value was not given: an op that needs it is refused naming it."""
+
+    name: str
+    type: str
 # ops that name runtime-argument views for an aiex.run (no host time)
 VIEW_OPS = frozenset({"memref.subview", "memref.reinterpret_cast", "memref.cast", "arith.constant"})
 # ops that load a configuration, replacing the one an SSA aiex.run could still name
@@ -90,14 +108,50 @@ class SequenceReader:
             if not values:
                 continue
             if not any(isinstance(i, Atom) and i.text == "memref" for i in entry):
-                continue  # a scalar the host passes (%n: i64): ops that need its value say so
+                self._scalar(values[0].text, entry)
+                continue
             shape, bits = memref_of(entry)
             buf = self.d.ddr_buffer(memref_bytes(shape, bits), values[0].text.lstrip("%"))
             self.r.env[values[0].text] = buf
             self.r.element_bits[buf.id] = bits
 
+    def _scalar(self, value: str, entry) -> None:
+        """A scalar the host passes (``%n: i32``): its given value (``args``), else a
+        RuntimeScalar that an op needing its value names."""
+        name = value.lstrip("%")
+        self.r.scalar_args.add(name)
+        if name in self.r.runtime_args:
+            self.r.env[value] = self.r.args_used[name] = self.r.runtime_args[name]
+        else:
+            colon = next((k for k, i in enumerate(entry) if isinstance(i, Atom) and i.kind == "COLON"), len(entry))
+            self.r.env[value] = RuntimeScalar(name, " ".join(str(i) for i in entry[colon + 1:]))
+
+    def _unbound(self, op) -> bool:
+        """Refuse (as a stop, naming it) an op that needs the value of a scalar runtime argument
+        no one gave; True when it did."""
+        for a in _atoms(op.items):
+            v = self.r.env.get(a.text) if a.kind == "VALUE" else None
+            if isinstance(v, RuntimeScalar):
+                self.r.stops.append((op.name, op.line))
+                self.r.problem(op, f"%{v.name} is a runtime argument ({v.type}) whose value the host passes at "
+                                   f"run time: give it (fastsim run design --arg {v.name}=VALUE; read_design(..., "
+                                   f"args={{'{v.name}': VALUE}}))")
+                return True
+        return False
+
+    def _arith(self, op) -> None:
+        """An integer ``arith`` op over known values (constants, given runtime arguments): its value."""
+        fn = ARITH[op.name]
+        operands = [e for e in split(op.items[:_colon(op.items)]) if e]
+        self.r.env[op.results[0]] = fn(*(int_of(e, self.r.env) for e in operands))
+
     def _op(self, op) -> None:
         name = op.name
+        if name not in NO_TIMING and self._unbound(op):
+            return
+        if name in ARITH:
+            self._arith(op)
+            return
         if name in LOADS:
             self._close_loaded(op)
         if name == "arith.constant":
@@ -119,14 +173,18 @@ class SequenceReader:
             self.r.untimed.append((name, op.line))
         elif name in ("aiex.npu.patch_marker", "aiex.npu.load_pdi") and id(op) in self.reloads:
             self.r.untimed.append((name, op.line))  # part of the next configure: reconfigure_cycles
-        elif name in ("aiex.npu.write32", "aiex.npu.maskwrite32") and self.trace.write(op):
-            self.r.untimed.append((name, op.line))
+        elif name in ("aiex.npu.write32", "aiex.npu.maskwrite32", "aiex.npu.blockwrite"):
+            why = self.trace.blockwrite(op) if name == "aiex.npu.blockwrite" else self.trace.write(op)
+            if why is None:
+                self.r.untimed.append((name, op.line))  # set-up: an instruction, no data
+            else:
+                self.r.unsupported(op, why)
         elif name == "aiex.npu.writebd":
             self.trace.writebd(op)  # trace setup when a trace channel's task queue starts it (finish)
         elif name == "aiex.npu.address_patch":
             self.trace.address_patch(op)  # likewise, with the BD it patches
-        elif name == "memref.assume_alignment":
-            pass  # a promise about a runtime argument's address: no host time
+        elif name in ("memref.assume_alignment", "memref.get_global"):
+            pass  # a promise about a runtime argument's address, a name for constant data: no host time
         elif name in VIEW_OPS and self.ssa_run_list:
             pass  # a view of a runtime argument for an aiex.run (SSA form): no host time
         elif name == "aiex.configure" and self._configures_itself(op):
@@ -351,3 +409,17 @@ def _reconfiguration_loads(ops, own: str) -> set:
             marked.update(pending)
         pending = []
     return marked
+
+
+def _atoms(items):
+    """Atoms among items and inside their groups."""
+    for it in items:
+        if isinstance(it, Atom):
+            yield it
+        elif isinstance(it, Group):
+            yield from _atoms(it.items)
+
+
+def _colon(items) -> int:
+    """Index of the first top-level ``:`` (the type that ends an op), or the end."""
+    return next((k for k, x in enumerate(items) if isinstance(x, Atom) and x.kind == "COLON"), len(items))

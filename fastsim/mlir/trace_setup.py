@@ -10,8 +10,10 @@ subset, because it could change what fastsim models (locks, BDs, core control).
 """
 from __future__ import annotations
 
+from math import prod
+
 from ..design import MM2S, S2MM, Channel, Tile
-from .values import Unreadable, attrs, groups, int_of, split
+from .values import Unreadable, attrs, groups, int_of, memref_of, split
 
 # register offsets within a tile (AM025, AIE-ML; mlir-aie's trace utilities write the same ones for
 # npu2) whose writes change nothing fastsim models, because they configure trace: timer control
@@ -35,9 +37,15 @@ TRACE_REGISTERS = {
 }
 # a shim DMA channel's task queue: a write pushes the BD id in its low bits (AM025 DMA_*_Task_Queue)
 SHIM_TASK_QUEUES = {0x1D204: (S2MM, 0), 0x1D20C: (S2MM, 1), 0x1D214: (MM2S, 0), 0x1D21C: (MM2S, 1)}
+# a shim DMA channel's control register (AM025 DMA_S2MM_n_Ctrl, DMA_MM2S_n_Ctrl: out-of-order and
+# packet-controller settings): inert when only trace flows reach the channel (IRON's trace set-up
+# writes it for the trace channel)
+SHIM_CHANNEL_CONTROL = {0x1D200: (S2MM, 0), 0x1D208: (S2MM, 1), 0x1D210: (MM2S, 0), 0x1D218: (MM2S, 1)}
+REGISTER_WRITES = ("aiex.npu.write32", "aiex.npu.maskwrite32", "aiex.npu.blockwrite")
 _COL_SHIFT, _ROW_SHIFT = 25, 20  # an address without column and row attributes carries them
 # a shim BD's address word (AM025 DMA_BDn_1): where ``address_patch`` writes a runtime argument's address
 _SHIM_BD_ADDRESS, _SHIM_BD_STRIDE, _SHIM_BDS = 0x1D004, 0x20, 16
+_SHIM_BD_BASE = _SHIM_BD_ADDRESS - 4  # a shim BD's first word (AM025 DMA_BDn_0)
 
 
 class TraceSetup:
@@ -69,22 +77,56 @@ class TraceSetup:
         else:
             self.unknown.append(op)
 
-    def write(self, op) -> bool:
-        """Whether a ``write32``/``maskwrite32`` is trace setup (or changes nothing modelled)."""
+    def write(self, op) -> str | None:
+        """None when a ``write32``/``maskwrite32`` is trace or event set-up (or changes nothing
+        modelled); otherwise why it is refused."""
         try:
             tile, address, value = self._register_write(op)
         except (Unreadable, KeyError, IndexError):
-            return False
-        kind = self.r.design.arch.tile_kind_name(tile.row)
-        if address in INERT_REGISTERS or address in TRACE_REGISTERS.get(kind, {}):
-            return True
-        if kind == "shim" and address in SHIM_TASK_QUEUES and op.name == "aiex.npu.write32":
+            return "its address and value are not constants fastsim can read"
+        if self.inert(tile, address):
+            return None
+        if _shim_channel(SHIM_TASK_QUEUES, tile, address) and op.name == "aiex.npu.write32":
             direction, index = SHIM_TASK_QUEUES[address]
             key = (tile, value & 0xF)
             if self.pending.get(key) and self.r.is_trace_sink(Channel(tile, direction, index)):
                 self.r.untimed += [(o.name, o.line) for o in self.pending.pop(key)]
-                return True
-        return False
+                return None
+        return (f"a write to register 0x{address:X} of {tile}: fastsim reads register writes only to trace, "
+                "event, timer and stream-switch event-port registers, to a trace channel's control register and "
+                "task queue, and to the processor bus (docs/mlir.md)")
+
+    def inert(self, tile: Tile, address: int) -> bool:
+        """Whether a write to ``address`` of ``tile`` changes nothing fastsim models."""
+        kind = self.r.design.arch.tile_kind_name(tile.row)
+        if address in INERT_REGISTERS or address in TRACE_REGISTERS.get(kind, {}):
+            return True
+        ch = _shim_channel(SHIM_CHANNEL_CONTROL, tile, address)
+        return ch is not None and self.r.is_trace_sink(Channel(tile, *ch))
+
+    def blockwrite(self, op) -> str | None:
+        """``blockwrite(%data) {address, column, row}``: consecutive words from ``address``; None
+        when every word is an inert register (``inert``) or the block is one shim BD (judged as
+        ``writebd``, with the task-queue write that starts it); otherwise why it is refused."""
+        a, env = attrs(op), self.r.env
+        try:
+            address = int_of(a["address"], env)
+            tile = Tile(int_of(a["column"], env), int_of(a["row"], env)) if "column" in a else None
+            words = _block_words(op)
+        except (Unreadable, KeyError, IndexError):
+            return "its address and data are not constants fastsim can read"
+        if tile is None:
+            tile, address = _split_address(address)
+        bd, rest = divmod(address - _SHIM_BD_BASE, _SHIM_BD_STRIDE)
+        if tile.row == 0 and rest == 0 and 0 <= bd < _SHIM_BDS:
+            self.pending.setdefault((tile, bd), []).append(op)
+            return None
+        bad = [address + 4 * i for i in range(words) if not self.inert(tile, address + 4 * i)]
+        if not bad:
+            return None
+        return (f"a block write to register 0x{bad[0]:X} of {tile}: fastsim reads register writes only to trace, "
+                "event, timer and stream-switch event-port registers, and a shim BD that a trace channel starts "
+                "(docs/mlir.md)")
 
     def finish(self) -> None:
         """Refuse the raw BDs and patches no trace channel's task queue started."""
@@ -112,3 +154,14 @@ def _split_address(address: int) -> tuple[Tile, int]:
     """(tile, address within the tile) of an array address (column and row in its high bits)."""
     return Tile(address >> _COL_SHIFT, (address >> _ROW_SHIFT) & 0x1F), address & ((1 << _ROW_SHIFT) - 1)
 
+
+
+def _shim_channel(table: dict, tile: Tile, address: int):
+    """(direction, index) of a shim channel register in ``table``, None elsewhere."""
+    return table.get(address) if tile.row == 0 else None
+
+
+def _block_words(op) -> int:
+    """Words a ``blockwrite`` writes: the element count of its data's memref type."""
+    shape, bits = memref_of(op.items)
+    return prod(shape) * bits // 32
