@@ -25,6 +25,7 @@ FLM_LLAMA = "FastFlowLM v0.9.30 docs/benchmarks/llama3_results.md"
 AIR_LLM = "mlir-air programming_examples/llms/{}"
 STRIX = "Strix (npu2)"
 KRACKAN = "Ryzen AI 7 350 Krackan (npu2)"
+AIR_NPU2 = "NPU2, part not stated (npu2)"
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,38 @@ AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn m
                        "for 1B) and flash attention (21.6 ms per layer). Micro-benchmark: the registry "
                        "GEMM at each projection's shape and the registry FlashAttention at 2048 (15.4 ms "
                        "measured for 32q/8kv heads): kernel time vs the simulated op time")
+
+
+# issue 51 rows (added): other decode and prefill families, whole-array int8/bf16 GEMMs on both parts,
+# and component rows (one kernel on the array) from mlir-air's per-kernel profiles
+FLM_DOCS = "ROCm/FastFlowLM docs/docs/benchmarks/{}"  # FastFlowLM's repository (moved from FastFlowLM/FastFlowLM)
+FLM_BUILT = ("Q4NX (uint4 g32, bf16 scale, int32 zero: 0.6875 B/weight) as FLM's Llama models, head on the NPU "
+             "in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, columns and "
+             "datapath searched; FLM 'Performance' power mode not modelled")
+FLM_OTHER_SUSPECT = ("the kernels a family adds (Gemma: GELU-tanh GLU, 4 norms per layer, 256-wide heads, sliding "
+                     "window; gpt-oss: routed experts from a separate expert.xclbin, so possibly more than one "
+                     "dispatch per token) on top of the weight stream rate. Micro-benchmark: FLM decode of the "
+                     "same family at 1k and 32k (the slope is attention, the intercept weights and fixed costs) "
+                     "against a Llama of the same weight bytes")
+SB = "arXiv:2512.13282 (Striking the Balance, Taka et al. 2025) {}"
+SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-major, k_mt = {kmt}; not "
+            "describable: its L1 tile {tile} (fits 64 KiB only with a single-buffered C: tile searched), "
+            "k_mt (the K panel a mem tile stages), the 15-BD shim queue refilled while transfers run; wall "
+            "clock incl. dispatch, mean of 100 runs, turbo mode")
+SB_SUSPECT = ("the int8 kernel model (the paper's one-core trace gives {mac} MACs/cycle for its {tile} kernel) and "
+              "the tile the format cannot pin. Micro-benchmark: the paper's Table {t} kernel traced on one core "
+              "(cycles per call) against fastsim's kernel cycles for the same call")
+SMOLVLA = "mlir-air programming_examples/llms/smolvla/docs/profile.md:{}"
+SMOLVLA_XCLBIN = ("8x4 herd, drain (f32 C in L1, cast once), bf16 on the bfp16 MMA, L1 tile {tile}, tile_k_l2 {kl2}; "
+                  "the standalone GEMM module through the registry's xclbin harness (one synchronous dispatch), "
+                  "HX 370 Turbo; not describable: tile_k_l2, the drain herd")
+SMOLVLA_ELF = ("the same GEMM as one launch inside the deployed multi-launch ELF: per-launch device cost from the "
+               "x2/x4 replicate slope (fixed ELF overhead cancels; 25 interleaved rounds, median), HX 370 Turbo; "
+               "not describable: the ELF lowering path (1.26-1.42x slower than xclbin for the same module, "
+               "profile.md section 5), tile_k_l2, the drain herd")
+SMOLVLA_SUSPECT = ("the per-launch cost of the ELF path (the same module runs 1.35-1.94x faster through an xclbin). "
+                   "Micro-benchmark: profile.md section 5's ELF/xclbin A/B of one module, plus an empty launch in "
+                   "the x2/x4 replicate ELF")
 
 
 ROWS = [
@@ -210,6 +243,91 @@ ROWS = [
         "the GEMV stream rate: the GEMV rows show the measured designs reading A at about half the simulated "
         "rate, and decode here is 16 layers of GEMVs. Micro-benchmark: the registry GEMV at 2048x2048 and "
         "8192x2048 read rate against the simulated op (as the GEMV rows)"),
+    # decode and prefill of more families: FastFlowLM on Krackan (the releases nearest v0.9.30 that
+    # published these models: v0.9.31 for Gemma 3 and Qwen 3, v0.9.32 for gpt-oss)
+    *[Row("decode", FLM_DOCS.format(src), KRACKAN, f"{model} decode at {ctx // 1024}k context", tps, "tokens/s",
+          _decode(model, ctx), AB + f, FLM_BUILT, FLM_OTHER_SUSPECT + (LONG_CTX if ctx > 4096 else ""))
+      for model, ctx, tps, src, f in (
+          ("gemma-3-4b", 1024, 18.2, "gemma3_results.md@c082f08:36 (v0.9.31)", "flm_q4nx_tied.toml"),
+          ("gemma-3-4b", 8192, 17.3, "gemma3_results.md@c082f08:36 (v0.9.31)", "flm_q4nx_tied.toml"),
+          ("gemma-3-4b", 32768, 14.8, "gemma3_results.md@c082f08:36 (v0.9.31)", "flm_q4nx_tied.toml"),
+          ("qwen3-8b", 1024, 11.9, "qwen3_results.md@c082f08:38 (v0.9.31)", "flm_q4nx_untied.toml"),
+          ("qwen3-8b", 8192, 10.4, "qwen3_results.md@c082f08:38 (v0.9.31)", "flm_q4nx_untied.toml"),
+          ("qwen3-8b", 32768, 7.2, "qwen3_results.md@c082f08:38 (v0.9.31)", "flm_q4nx_untied.toml"),
+          ("gpt-oss-20b", 1024, 18.2, "gpt-oss_results.md@c3b40a2:35 (v0.9.32)", "flm_q4nx_untied.toml"),
+          ("gpt-oss-20b", 8192, 16.3, "gpt-oss_results.md@c3b40a2:35 (v0.9.32)", "flm_q4nx_untied.toml"))],
+    *[Row("prefill", FLM_DOCS.format(src), KRACKAN, f"{model} prefill of {p // 1024}k tokens", tps, "tokens/s",
+          _prefill(model, p), AB + f, FLM_PREFILL_BUILT, FLM_PREFILL_SUSPECT)
+      for model, p, tps, src, f in (
+          ("gemma-3-4b", 1024, 528, "gemma3_results.md@c082f08:48 (v0.9.31)", "flm_q4nx_tied.toml"),
+          ("gemma-3-4b", 8192, 881, "gemma3_results.md@c082f08:48 (v0.9.31)", "flm_q4nx_tied.toml"),
+          ("qwen3-8b", 1024, 357, "qwen3_results.md@c082f08:49 (v0.9.31)", "flm_q4nx_untied.toml"),
+          ("qwen3-8b", 8192, 442, "qwen3_results.md@c082f08:49 (v0.9.31)", "flm_q4nx_untied.toml"),
+          ("gpt-oss-20b", 1024, 221, "gpt-oss_results.md@c3b40a2:43 (v0.9.32)", "flm_q4nx_untied.toml"))],
+    # FastFlowLM's Gemma-3-4B prefill timed by mlir-air on its own Strix (FLM version not stated)
+    Row("ttft", AIR_LLM.format("gemma3_4b_q4nx/README.md:66-67 (FastFlowLM's own prefill)"), STRIX,
+        "gemma-3-4b FastFlowLM time to first token, 2048 tokens", 3.21, "s", _prefill("gemma-3-4b", 2048),
+        AB + "flm_q4nx_tied.toml", FLM_PREFILL_BUILT + "; FLM version and power mode not stated",
+        FLM_PREFILL_SUSPECT),
+    # time to first token: mlir-air prefill ELFs on Strix (prompt 2048, warm wall) for three more families
+    *[Row("ttft", AIR_LLM.format(src), part, f"{model} {what} time to first token, 2048 tokens", sec, "s",
+          _prefill(model, 2048), AB + "air_prefill_bf16.toml", AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
+      for model, what, sec, src, w, part in (
+          ("gemma-3-4b", "Q4NX", 4.5, "gemma3_4b_q4nx/README.md:46", "host-dequantized bf16", STRIX),
+          ("qwen2.5-7b", "Q4NX", 9.59, "qwen25_7b_q4nx/README.md:73", "Q4NX quantize-dequantized bf16",
+           "Ryzen AI 9 HX 370 Strix Point (npu2)"),
+          ("qwen2.5-0.5b", "bf16", 0.99, "qwen25_0_5b/README.md:13,17", "bf16", AIR_NPU2),
+          ("qwen3-0.6b", "bf16", 1.52, "qwen3_0_6b/README.md:13,17 (wall incl. a host seq-head transpose for "
+           "its flash attention)", "bf16", AIR_NPU2))],
+    # whole-array GEMMs: "Striking the Balance" (IRON), the published best designs, int8 and bf16 on
+    # both parts (B column-major; the sweep bests, 6.76 and 38.05 TOPS, come without their shapes)
+    *[Row("gemm", SB.format(tab), part, f"GEMM {m}x{k}x{n} {dt}, {herd} cores ({tile} kernel)",
+          2 * m * k * n / (tops * 1e12) * 1e6, "us", _gemm(m, k, n, "int8" if "int8" in dt else "bf16", arch),
+          AB + f, SB_BUILT.format(herd=herd, dt=dt, kmt=kmt, tile=tile),
+          SB_SUSPECT.format(mac=mac, tile=tile, t=tab[6]), role="workload")
+      for m, k, n, tops, dt, tile, mac, kmt, herd, arch, part, tab, f in (
+          (4032, 4032, 4032, 6.52, "int8 in, int8 out", "112x112x112", 212.5, 448, "4x4", "npu1",
+           "Ryzen 9 7940HS Phoenix (npu1)", "Table 2", "sb_gemm_int8_npu1.toml"),
+          (4032, 4160, 4096, 6.48, "int8 in, int8 out", "112x104x128", 207.4, 448, "4x4", "npu1",
+           "Ryzen 9 7940HS Phoenix (npu1)", "Table 2", "sb_gemm_int8_npu1.toml"),
+          (4224, 4032, 4224, 3.12, "bf16 in, bf16 out", "96x56x96", 99.8, 224, "4x4", "npu1",
+           "Ryzen 9 7940HS Phoenix (npu1)", "Table 2", "sb_gemm_bf16_npu1.toml"),
+          (4032, 4320, 4608, 37.35, "int8 in, int8 out", "144x72x144", 343.0, 432, "4x8", "npu2",
+           KRACKAN, "Table 3", "sb_gemm_int8_npu2.toml"),
+          (4480, 4224, 4608, 36.13, "int8 in, int8 out", "160x64x144", 322.6, 432, "4x8", "npu2",
+           KRACKAN, "Table 3", "sb_gemm_int8_npu2.toml"),
+          (4032, 4224, 4608, 14.52, "bf16 in, bf16 out (bfp16 MMA)", "112x48x96", 137.2, 384, "4x8", "npu2",
+           KRACKAN, "Table 3", "sb_gemm_bf16_npu2.toml"),
+          (4480, 4160, 4480, 13.67, "bf16 in, bf16 out (bfp16 MMA)", "160x40x80", 124.1, 384, "4x8", "npu2",
+           KRACKAN, "Table 3", "sb_gemm_bf16_npu2.toml"))],
+    # components: smolvla's SigLIP GEMMs (seq 1024, hidden 768), HX 370 Turbo, held out
+    *[Row("gemm", SMOLVLA.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16, drain, {how}", us, "us", _gemm(m, k, n),
+          AB + f, (SMOLVLA_XCLBIN.format(tile=tile, kl2=kl2) if how == "xclbin harness" else SMOLVLA_ELF),
+          SMOLVLA_SUSPECT if how != "xclbin harness" else AIR_SMALL_SUSPECT,
+          scope="kernel" if how != "xclbin harness" else "with dispatch", role="component")
+      for m, k, n, us, line, how, tile, kl2, f in (
+          (1024, 768, 768, 297.5, 259, "xclbin harness", "32x64x96", 384, "air_gemm_bf16_drain_tn96.toml"),
+          (1024, 768, 3072, 1085.1, 260, "xclbin harness", "32x32x128", 256, "air_gemm_bf16_drain.toml"),
+          (1024, 3072, 768, 848.3, 261, "xclbin harness", "32x64x96", 384, "air_gemm_bf16_drain_tn96.toml"),
+          (1024, 768, 768, 578.5, 133, "per launch in the ELF", "32x64x96", 384, "air_gemm_bf16_drain_tn96.toml"),
+          (1024, 768, 3072, 1461.2, 134, "per launch in the ELF", "32x32x128", 256, "air_gemm_bf16_drain.toml"),
+          (1024, 3072, 768, 1142.6, 135, "per launch in the ELF", "32x64x96", 384,
+           "air_gemm_bf16_drain_tn96.toml"))],
+    # components: one prefill GEMM ELF per layer (Qwen2.5-3B Q4 prefill at M = 2048, averaged over 36
+    # layers, `make bench`) and the registry's swept Gemma3-4B gate/up shape
+    *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what}", us, "us", _gemm(m, k, n),
+          AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"), role="component")
+      for m, k, n, us, src, what, built, part in (
+          (2048, 2048, 11008, 24100.0, "qwen25_3b_q4/README.md:133 (gate ELF)", "Qwen2.5-3B gate ELF",
+           "one ELF per layer, Q4_0 weights dequantized on the host at load (bf16 GEMM); method and tiles not "
+           "stated in the example (the registry's auto rule picks fused-cast above M*K*N = 4e9: a GEMM launch "
+           "and a cast launch); averaged over 36 layers incl. the ELF's dispatch", AIR_NPU2),
+          (2048, 2048, 11008, 23920.0, "qwen25_3b_q4/README.md:132 (up ELF)", "Qwen2.5-3B up ELF", "as gate",
+           AIR_NPU2),
+          (2048, 2560, 10240, _us(4849, 2048, 2560, 10240),
+           "kernel_registry/details/GEMM_bf16_in_bf16_out.md:149 (Gemma3-4B gate/up, swept)",
+           "8x4 herd, fused-cast", "fused-cast, tile 64/128/32/128 (m/kl2/kl1/n), GFLOP/s incl. the cast "
+           "launch; not describable: tile_k_l2 128, the f32 C scratch and its cast launch", STRIX))],
 ]
 
 
