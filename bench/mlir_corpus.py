@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
 
+from fastsim.design import Compute, Loop
 from fastsim.errors import ConfigError, SimulationError
 from fastsim.mlir import MlirError, read_all, simulate_design, simulate_run_list
 from fastsim.mlir.syntax import parse
 from fastsim.validate import validate_design
 
 STAGES = ("parse", "read", "validate", "simulate")
+LEAKED = re.compile(r"\b(IndexError|KeyError|ValueError|TypeError|AttributeError|UnicodeDecodeError|Traceback)\b")
 
 
 def run_file(path: Path, kernel_cycles: int) -> dict:
@@ -35,7 +38,7 @@ def run_file(path: Path, kernel_cycles: int) -> dict:
     # mlir-aie's lit tests write the part as NPUDEVICE and substitute it before compiling
     # (sed 's/NPUDEVICE/npu2_1col/g' when they run on npu2): the same here
     text = path.read_text(errors="replace").replace("aie.device(NPUDEVICE)", "aie.device(npu2_1col)")
-    out = {"file": str(path), "stage": "none", "stop": "", "cycles": []}
+    out = {"file": str(path), "stage": "none", "stop": "", "cycles": [], "flags": []}
     try:
         parse(text, str(path))
     except ConfigError as e:
@@ -45,7 +48,9 @@ def run_file(path: Path, kernel_cycles: int) -> dict:
     try:
         infos = read_all(text, {}, source=str(path), default_kernel_cycles=kernel_cycles)
     except MlirError as e:
-        out["stop"] = e.stops[0][0] if e.stops else _problem(e)
+        out["stop"] = _problem(e)
+        if LEAKED.search(" ".join(e.problems)):
+            out["flags"].append("leaked Python exception text")
         return out
     if not infos:
         out["stop"] = "no aie.device"
@@ -61,8 +66,12 @@ def run_file(path: Path, kernel_cycles: int) -> dict:
     out["stage"] = "validate"
     try:
         for info in infos:
-            cycles = simulate_run_list(info).total_cycles if info.run_list else simulate_design(info).total_cycles[0]
-            out["cycles"].append(int(cycles))
+            if info.run_list:
+                out["cycles"].append(int(simulate_run_list(info).total_cycles))
+                continue
+            ds = simulate_design(info)
+            out["cycles"].append(int(ds.total_cycles[0]))
+            out["flags"] += run_flags(info, ds)
     except SimulationError as e:
         out["stop"] = f"simulate: {type(e).__name__}"
         return out
@@ -76,14 +85,53 @@ def _guarded(path: Path, kernel_cycles: int) -> dict:
     try:
         return run_file(path, kernel_cycles)
     except Exception as e:  # noqa: BLE001 - recorded and reported per file
-        return {"file": str(path), "stage": "none", "stop": f"crash: {type(e).__name__}: {e}"[:120], "cycles": []}
+        return {"file": str(path), "stage": "none", "stop": f"crash: {type(e).__name__}: {e}"[:120], "cycles": [],
+                "flags": ["crash"]}
 
 
 def _problem(e: ConfigError) -> str:
-    """A problem without its file and line, so that the same cause counts once."""
+    """A problem without its file, line and the design's own names and numbers, so that the same
+    cause counts once."""
     text = e.problems[0].split("\n")[0]
     parts = text.split(": ", 2)
-    return parts[-1] if parts[0].endswith(".mlir") or ".mlir:" in parts[0] else text
+    text = parts[-1] if parts[0].endswith(".mlir") or ".mlir:" in parts[0] else text
+    if len(parts) == 3 and (parts[0].endswith(".mlir") or ".mlir:" in parts[0]):
+        text = f"{parts[1]}: {text}"  # the op
+    text = re.sub(r"%[\w.$#-]+", "%v", re.sub(r"@[\w.$-]+", "@s", text))
+    text = re.sub(r"kernel '[^']*'", "kernel 'k'", re.sub(r"\b(0x[0-9A-Fa-f]+|\d+)\b", "N", text))
+    return text[:110]
+
+
+def run_flags(info, ds) -> list[str]:
+    """What a run that simulated may still have wrong: a core stranded although every FIFO it reads
+    is fed in balance (cores that loop more often than the host sends data), a kernel whose
+    completed calls differ from what its finite loops imply, and leaked Python exception text."""
+    flags = []
+    if ds.attrs.get("stranded_cores", 0):
+        flags.append(f"stranded cores: {ds.attrs['stranded_cores']}")
+    implied: dict[str, int] = {}
+    endless_kernels = set()
+    for tile, program in info.design.cores.items():
+        for name, calls in _calls(program).items():
+            if tile in info.endless_cores:
+                endless_kernels.add(name)
+            implied[name] = implied.get(name, 0) + calls
+    done = {str(k): int(c) for k, c in zip(ds.kernel.values, ds.kernel_calls.values[0])}
+    for name in sorted(set(implied) - endless_kernels):
+        if done.get(name, 0) != implied[name]:
+            flags.append(f"kernel {name}: {done.get(name, 0)} calls completed, the loops imply {implied[name]}")
+    return flags
+
+
+def _calls(ops, times: int = 1) -> dict[str, int]:
+    """Kernel calls a core program makes, its loops multiplied out."""
+    out: dict[str, int] = {}
+    for op in ops:
+        inner = {op.name: times} if isinstance(op, Compute) else (
+            _calls(op.body, times * op.count) if isinstance(op, Loop) else {})
+        for name, n in inner.items():
+            out[name] = out.get(name, 0) + n
+    return out
 
 
 def main(argv=None) -> int:
@@ -107,6 +155,10 @@ def main(argv=None) -> int:
     print("stopped by")
     for stop, n in stops.most_common():
         print(f"  {n:4d}  {stop}")
+    flagged = [r for r in results if r["flags"]]
+    print(f"flagged runs    {len(flagged)}")
+    for r in flagged:
+        print(f"  {Path(r['file']).relative_to(args.dir)}: {'; '.join(r['flags'])}")
     if args.list:
         for r in results:
             print(f"{r['stage']:<9} {Path(r['file']).relative_to(args.dir)}  {r['cycles'] or r['stop']}")
