@@ -54,7 +54,7 @@ def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: fl
     if arch.core_mesh_rows:
         cycles = mesh_cycles(m, k, n, arch.core_mesh_rows, arch.core_mesh_cols, arch.core_mesh_dataflow)
         return max(1, math.ceil(cycles * macs_scale / efficiency)) + overhead_cycles
-    if KM.micro_kernel(arch, dtype) is not None:
+    if kernel_modelled(arch, dtype):
         tuning = KM.Tuning(efficiency, arch.call_cycles(dtype), arch.block_cycles(dtype))
         cycles = KM.call_cycles(arch, dtype, m, k, n, tuning=tuning, conv_cycles_per_elem=conv_cycles_per_elem,
                                 c_bytes=c_bytes, macs_scale=macs_scale)
@@ -65,6 +65,12 @@ def matmul_cycles(m: int, k: int, n: int, dtype: str, arch: Arch, efficiency: fl
     macs = math.ceil(m * k * n * macs_scale)
     conv = math.ceil((m * k + k * n) * conv_cycles_per_elem)
     return max(1, math.ceil(macs / (arch.macs_per_cycle[dtype] * efficiency) + fixed) + conv) + overhead_cycles
+
+
+def kernel_modelled(arch: Arch, datapath: str) -> bool:
+    """Whether ``matmul_cycles`` prices ``datapath`` on ``arch`` with the kernel model, whose cycles
+    already hold the call's A, B and C moves and its operand conversion (a caller then adds none)."""
+    return not arch.core_mesh_rows and KM.micro_kernel(arch, datapath) is not None
 
 
 def kernel_blocks(m: int, n: int, datapath: str, arch: Arch) -> int:

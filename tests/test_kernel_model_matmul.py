@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastsim.arch import NPU1, NPU2, SYSTOLIC16
-from fastsim.cost import kernel_blocks, matmul_cycles
+from fastsim.cost import kernel_blocks, kernel_modelled, matmul_cycles
 from fastsim.kernel_model import conv as KC
 from fastsim.kernel_model import matmul as KM
 
@@ -102,6 +102,7 @@ def test_cost__matmul_cycles_uses_the_model_and_adds_the_arch_adjustments():
 
 def test_model__generic_and_mesh_arrays_have_no_units():
     assert KM.units(SYSTOLIC16) is None and KM.micro_kernel(SYSTOLIC16, "int8") is None
+    assert not kernel_modelled(SYSTOLIC16, "int8") and kernel_modelled(NPU2, "bfp16")
     assert KM.generation(NPU1) == "aie2" and KM.generation(NPU2) == "aie2p"
 
 

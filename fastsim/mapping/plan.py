@@ -17,6 +17,7 @@ import numpy as np
 
 from ..arch import Arch
 from ..cache import CACHE, Region
+from ..cost import kernel_modelled
 from ..kernel_model import matmul as KM
 from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
@@ -211,7 +212,7 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
 def modelled(arch: Arch, key: str) -> bool:
     """Whether the kernel model prices datapath ``key`` on ``arch`` (it then holds the C moves and
     the conversion; otherwise the plan adds them around the plain rate model)."""
-    return not arch.core_mesh_rows and KM.micro_kernel(arch, key) is not None
+    return kernel_modelled(arch, key)
 
 
 def _call_cycles(op: Matmul, key: str, arch: Arch, m, k, n, conversion: bool = False):
