@@ -227,3 +227,34 @@ def test_link__offsets_that_do_not_rise_within_the_object_are_refused():
     cores = "".join(CORE.format(tile=t, k=k, calls=8) for k, t in enumerate(("c02", "c03")))
     with pytest.raises(Exception, match=r"link offsets \[0, 4096\] must rise within the 2048 elements"):
         read_text(SPLIT_JOIN.format(split=4096, cores=cores), {"work": 10})
+
+
+PADDED = """
+module {
+  aie.device(npu1_1col) {
+    %shim = aie.tile(0, 0)
+    %mem = aie.tile(0, 1)
+    aie.objectfifo @in(%shim, {%mem}, 2 : i32) : !aie.objectfifo<memref<13xi32>>
+    aie.objectfifo @out(%mem dimensionsToStream [<size = 13, stride = 1>], {%shim}, 2 : i32) {padDimensions = #aie<bd_pad_layout_array[<const_pad_before = 2, const_pad_after = 1>]>} : !aie.objectfifo<memref<16xi32>>
+    aie.objectfifo.link [@in] -> [@out] ([] [])
+    aie.runtime_sequence(%src: memref<52xi32>, %dst: memref<64xi32>) {
+      aiex.npu.dma_memcpy_nd(%dst[0, 0, 0, 0][1, 1, 1, 64][0, 0, 0, 1]) {id = 1 : i64, metadata = @out} : memref<64xi32>
+      aiex.npu.dma_memcpy_nd(%src[0, 0, 0, 0][1, 1, 1, 52][0, 0, 0, 1]) {id = 0 : i64, metadata = @in} : memref<52xi32>
+      aiex.npu.dma_wait {symbol = @out}
+    }
+  }
+}
+"""
+
+
+def test_link__an_output_padded_past_the_input_keeps_the_input_as_target_and_sends_the_padding():
+    """mlir-aie keeps the unpadded input's buffers when only padding makes the output larger; the
+    output side sends its padded 16 words per 13-word object (objectfifo_pad_value_i32)."""
+    info = read_text(PADDED)
+    mem = info.design.mem(0)
+    sends = [b for b in info.design.bds if b.channel.tile == mem and b.channel.direction == "mm2s"]
+    receives = [b for b in info.design.bds if b.channel.tile == mem and b.channel.direction == "s2mm"]
+    assert {b.length_bytes for b in sends} == {16 * WORD} and {b.length_bytes for b in receives} == {13 * WORD}
+    assert all(b.acquire[0].name.startswith("in_link") for b in sends + receives)
+    _, levels, _ = outcome(simulate_design(info))
+    assert (levels["ddr_read"], levels["ddr_write"]) == (4 * 13 * WORD, 4 * 16 * WORD)

@@ -211,7 +211,10 @@ class Fifos:
         target = _link_target(ins[0], outs[0], distribute, join)
         slices = _link_slices(link, target, ins, outs, distribute, join)
         depth = _end_depth(target, tile)
-        bufs = [d.buffer(tile, target.size_bytes, f"{target.name}_link_buff_{i}") for i in range(depth)]
+        # fastsim's DMA moves a padded BD's zeros as bytes read from the buffer (reader.padded), so a
+        # buffer must hold the padded length of a side that pads; mlir-aie's holds the unpadded target
+        room = max([target.size_bytes] + [f.size_bytes for f in outs if f.pads])
+        bufs = [d.buffer(tile, room, f"{target.name}_link_buff_{i}") for i in range(depth)]
         pairs = [(d.lock(tile, depth, f"{name}_link_prod_lock"), d.lock(tile, 0, f"{name}_link_cons_lock"))
                  for name in ([p.name for p in (outs if distribute else ins)] if slices else [target.name])]
         for f in ins:  # S2MM side: each input writes its slices (all of them when it is the target)
