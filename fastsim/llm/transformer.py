@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arch import NPU1, NPU2, PRESETS
+from ..errors import ConfigError
 from ..graph import MATMUL, VECTOR, Op, OpGraph, Operand
 from ..graph.ops import NO_OPERAND
 from ..kernel_model import vector as V
@@ -93,7 +95,10 @@ class VectorCosts:
                 "kv": lambda: V.kv_append_cycles(c, rows * cols, out_bytes),
                 "silu_mul": lambda: V.activation_cycles(c, rows * cols, "silu_mul"),
                 "gelu": lambda: V.activation_cycles(c, rows * cols, "gelu"),
-                "softcap": lambda: V.activation_cycles(c, rows * cols, "tanh")}[kind]
+                "softcap": lambda: V.activation_cycles(c, rows * cols, "tanh")}.get(kind)
+        if call is None:
+            raise ConfigError([f"vector op kind = {kind!r}: priced per tile are elementwise, rope, kv, "
+                               "silu_mul, gelu, softcap"], "kernel model")
         return call() / (rows * cols)
 
     def dequant_cost(self, bits: int) -> float:
@@ -114,8 +119,6 @@ DEQUANT_CALL_ELEMS = 64 * 64
 def _overridden(arch) -> tuple[str, ...]:
     """Kinds whose per-element constant differs from the preset's of the same name (or, for a
     renamed array, of its generation): a user set them, and they win over the kernel model."""
-    from ..arch import NPU1, NPU2, PRESETS
-
     ref = PRESETS.get(arch.name) or {"aie2": NPU1, "aie2p": NPU2}.get(getattr(arch, "generation", ""), NPU2)
     mine, theirs = arch.vector_cycles_per_elem, ref.vector_cycles_per_elem
     return tuple(k for k in KINDS if k in theirs and mine.get(k) != theirs[k])
@@ -152,8 +155,6 @@ class Builder:
         self.rows = run.batch * run.tokens
         self.a = precision.activation_bytes
         if run.costs is None:
-            from ..arch import NPU2
-
             self.costs = VectorCosts.of(NPU2)
         else:
             self.costs = run.costs
@@ -227,8 +228,6 @@ def _widest_ffn(model: ModelConfig) -> int:
 
 
 def check_regime(model: ModelConfig, regime: str) -> None:
-    from ..errors import ConfigError
-
     allowed = ("encode",) if model.encoder else ("decode", "prefill")
     if regime not in allowed:
         kind = "an encoder (bidirectional, no KV cache)" if model.encoder else "a causal decoder"
