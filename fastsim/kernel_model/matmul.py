@@ -22,7 +22,8 @@ the MACs of its neighbours; otherwise they run between two pipelined k loops. Pe
 ``fill`` is one software-pipelined loop's fill and drain (load-to-use plus MAC latency); ``slots``
 counts load-port accesses (a vector narrower than a port still takes one). The GEMV form is
 mlir-aie's ``mv.cc``: per 8 columns of A, a pipelined loop over row groups of 16, each loading its
-16 x 8 A elements and 16 partial sums and storing 16 (``matvec_vectorized``).
+16 x 8 A elements and 16 partial sums and storing 16 (``matvec_vectorized``); flattened like the
+matmul's loops, one fill per call.
 
 Everything here is numpy-vectorised over the tile sizes (the mapper prices thousands of candidates
 per call) and returns float cycles, rounded up by the caller's ``np.ceil``.
@@ -204,7 +205,8 @@ def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning()
                      macs_scale: float = 1.0):
     """Cycles of the same m x k x n call in ``mv.cc``'s vector-MAC form: m matrix-vector products of
     the k x n weights (its "A" is B here, its rows our n outputs). Per 8 columns: a pipelined loop over
-    ceil(n / 16) row groups, each max(MAC, loads, stores), plus one loop fill; MACs at the input
+    ceil(n / 16) row groups, each max(MAC, loads, stores); the two loops flattened into one pipeline
+    with one fill where ``flatten_k`` holds, else one fill per 8 columns; MACs at the input
     dtype's own rate (the fp32-accumulating vector MAC; bf16 on AIE-ML v2 runs native, not bfp16)."""
     u, kern = units(arch), micro_kernel(arch, key)
     rows_g, cols_g = u.gemv_rows, u.gemv_cols
@@ -219,7 +221,9 @@ def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning()
     ld = (4 * _slots(2 * rows_g * w_bytes, port) + _slots(rows_g * c_el, port)) / u.load_ports
     st = float(-(-(rows_g * c_el) // store))
     step = np.maximum(np.maximum(mac, ld), st) + tuning.block_extra_cycles
-    per_vector = _cdiv(k, cols_g) * (_cdiv(n, rows_g) * step + u.fill_cycles)
+    steps = _cdiv(k, cols_g) * _cdiv(n, rows_g)
+    # flattened (as the matmul's loops): one pipeline over every step, one fill; otherwise one per column step
+    per_vector = steps * step + (1 if u.flatten_k else _cdiv(k, cols_g)) * u.fill_cycles
     return u.call_cycles + tuning.call_extra_cycles + np.ceil(m * float(macs_scale)) * per_vector
 
 
