@@ -235,3 +235,33 @@ def test_cli__arg_gives_a_scalar_and_the_trace_writes_are_reported(tmp_path):
     traced = runner.invoke(main, ["run", "design", str(TRACED), "--kernels", str(costs)])
     assert traced.exit_code == 0, traced.output
     assert "3 host steps + 13 register writes (set-up, no data)" in traced.output
+
+
+@pytest.mark.parametrize("write", [
+    '      aiex.npu.maskwrite32 {address = 1024 : ui32, column = 0 : i32, row = 2 : i32, mask = 255 : ui32, value = 7 : ui32}\n',
+    '      aiex.npu.write32 {address = 4 : ui32, value = 42 : ui32, buffer = @in_a}\n',
+])
+def test_register_writes__into_data_memory_or_a_buffer_set_values_and_move_nothing(write):
+    """A write into a compute tile's data memory (below its 64 KiB) or into an aie.buffer sets data
+    values, which fastsim does not model: an instruction, no data, the same cycles."""
+    anchor = "    aie.runtime_sequence(%src: memref<1024xi32>, %dst: memref<1024xi32>) {\n"
+    assert anchor in PHYSICAL
+    text = PHYSICAL.replace(anchor, anchor + write)
+    assert run(text, {"kernel": 300}) == run("physical_passthrough", {"kernel": 300})
+
+
+def test_register_writes__a_lock_register_is_refused_naming_it():
+    """0x1F000 is above the data memory: a lock's register, which the host setting would change."""
+    anchor = "    aie.runtime_sequence(%src: memref<1024xi32>, %dst: memref<1024xi32>) {\n"
+    write = "      aiex.npu.write32 {address = 126976 : ui32, column = 0 : i32, row = 2 : i32, value = 1 : ui32}\n"
+    with pytest.raises(MlirError, match="register 0x1F000 of tile"):
+        read_text(PHYSICAL.replace(anchor, anchor + write), {"kernel": 300})
+
+
+def test_packet_flow__several_sources_fanning_in_are_refused_as_packet_switching():
+    fan_in = ("    aie.packet_flow(3) {\n      aie.packet_source<%shim, DMA : 0>\n      aie.packet_source<%shim, DMA : 1>\n"
+              "      aie.packet_dest<%core_tile, DMA : 0>\n    }\n")
+    with pytest.raises(MlirError) as e:
+        read_text(PHYSICAL.replace(CIRCUIT, fan_in), {"kernel": 300})
+    assert "2 sources fanning in by packet id: packet-switched sharing of a channel" in str(e.value)
+    assert e.value.stops[0][0] == "aie.packet_flow"

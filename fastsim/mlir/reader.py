@@ -556,6 +556,10 @@ class Reader:
         inner = op.regions[0].ops if op.regions else ()
         srcs = [i for i in inner if i.name == "aie.packet_source"]
         dsts = [i for i in inner if i.name == "aie.packet_dest"]
+        if len(srcs) > 1 and dsts:
+            self.unsupported(op, f"{len(srcs)} sources fanning in by packet id: packet-switched sharing of a "
+                                 "channel by several flows")
+            return
         if len(srcs) != 1 or not dsts:
             raise Unreadable("expected one aie.packet_source and at least one aie.packet_dest")
         s = split(groups(srcs[0], "<")[0].items)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ..design import MM2S, S2MM, Channel, Tile
+from ..design import MM2S, S2MM, Buffer, Channel, Tile
 from .values import Unreadable, attrs, groups, int_of, memref_of, split
 
 # register offsets within a tile (AM025, AIE-ML; mlir-aie's trace utilities write the same ones for
@@ -77,9 +77,18 @@ class TraceSetup:
         else:
             self.unknown.append(op)
 
+    def into_buffer(self, op) -> bool:
+        """A write into an ``aie.buffer``'s memory (``{buffer = @b}``, the address an offset in it):
+        it sets data values, which fastsim does not model, and moves nothing."""
+        ref = attrs(op).get("buffer")
+        sym = str(ref[0]).lstrip("@").strip('"') if ref else None
+        return sym is not None and isinstance(self.r.symbols.get(sym), Buffer)
+
     def write(self, op) -> str | None:
-        """None when a ``write32``/``maskwrite32`` is trace or event set-up (or changes nothing
-        modelled); otherwise why it is refused."""
+        """None when a ``write32``/``maskwrite32`` is trace or event set-up, a write into a
+        buffer's memory (or changes nothing modelled); otherwise why it is refused."""
+        if self.into_buffer(op):
+            return None
         try:
             tile, address, value = self._register_write(op)
         except (Unreadable, KeyError, IndexError):
@@ -94,12 +103,18 @@ class TraceSetup:
                 return None
         return (f"a write to register 0x{address:X} of {tile}: fastsim reads register writes only to trace, "
                 "event, timer and stream-switch event-port registers, to a trace channel's control register and "
-                "task queue, and to the processor bus (docs/mlir.md)")
+                "task queue, to data memory and buffers, and to the processor bus")
 
     def inert(self, tile: Tile, address: int) -> bool:
-        """Whether a write to ``address`` of ``tile`` changes nothing fastsim models."""
-        kind = self.r.design.arch.tile_kind_name(tile.row)
+        """Whether a write to ``address`` of ``tile`` changes nothing fastsim models: a trace or
+        event register, or a word of a compute or mem tile's data memory (the bottom
+        ``TileKind.memory_bytes`` of its address space, AM025: data values, which fastsim does not
+        model)."""
+        arch = self.r.design.arch
+        kind = arch.tile_kind_name(tile.row)
         if address in INERT_REGISTERS or address in TRACE_REGISTERS.get(kind, {}):
+            return True
+        if kind != "shim" and 0 <= address < arch.tile_kind(tile.row).memory_bytes:
             return True
         ch = _shim_channel(SHIM_CHANNEL_CONTROL, tile, address)
         return ch is not None and self.r.is_trace_sink(Channel(tile, *ch))
@@ -109,6 +124,8 @@ class TraceSetup:
         when every word is an inert register (``inert``) or the block is one shim BD (judged as
         ``writebd``, with the task-queue write that starts it); otherwise why it is refused."""
         a, env = attrs(op), self.r.env
+        if self.into_buffer(op):
+            return None
         try:
             address = int_of(a["address"], env)
             tile = Tile(int_of(a["column"], env), int_of(a["row"], env)) if "column" in a else None
@@ -125,8 +142,8 @@ class TraceSetup:
         if not bad:
             return None
         return (f"a block write to register 0x{bad[0]:X} of {tile}: fastsim reads register writes only to trace, "
-                "event, timer and stream-switch event-port registers, and a shim BD that a trace channel starts "
-                "(docs/mlir.md)")
+                "event, timer and stream-switch event-port registers, to data memory and buffers, and a shim BD "
+                "that a trace channel starts")
 
     def finish(self) -> None:
         """Refuse the raw BDs and patches no trace channel's task queue started."""
