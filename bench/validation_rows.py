@@ -135,6 +135,13 @@ MOE_PREFILL_SUSPECT = ("routed experts at prefill: 1k tokens over 4 of 32 expert
                        "dequant.xclbin), so a layer may switch designs. Micro-benchmark: FLM prefill of gpt-oss-20b "
                        "at 1k and 8k against a dense model of the same active weight bytes, and one layer's "
                        "expert GEMMs at 128 rows as a registry GEMM")
+GEMMA_GEMM_BUILT = ("one ELF per op, fused-cast (f32 C scratch, then a cast launch) on host-dequantized bf16 weights, "
+                    "tiles swept to the registry's best (gate/up tile_k_l2 128); per-op on-device time of "
+                    "`make profile-prefill` summed over 34 layers (incl. the op's share of BO traffic); not "
+                    "describable: tile_k_l2, the f32 scratch and its cast launch")
+QWEN7B_GEMM_BUILT = ("one ELF per op on Q4NX quantize-dequantized bf16 weights; method and tiles not stated (the "
+                     "registry's auto rule gives fused-cast at this size); NPU execution only, summed over 28 "
+                     "layers (excludes host-DDR writes and the XRT call overhead)")
 SB = "arXiv:2512.13282 (Striking the Balance, Taka et al. 2025) {}"
 SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-major, k_mt = {kmt}; not "
             "describable: its L1 tile {tile} (fits 64 KiB only with a single-buffered C: tile searched), "
@@ -334,6 +341,22 @@ ROWS = [
            "kernel_registry/details/GEMM_bf16_in_bf16_out.md:149 (Gemma3-4B gate/up, swept)",
            "8x4 herd, fused-cast", "fused-cast, tile 64/128/32/128 (m/kl2/kl1/n), GFLOP/s incl. the cast "
            "launch; not describable: tile_k_l2 128, the f32 C scratch and its cast launch", STRIX))],
+    # components: prefill GEMMs inside the LLM ELFs, per layer from per-op totals at CTX = 2048
+    # (Gemma-3-4B: 34 layers, "on-device" incl. its BO traffic; Qwen2.5-7B: 28 layers, NPU execution only)
+    *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what} (per layer)", total_ms / layers * 1e3,
+          "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"),
+          scope=scope, role="component")
+      for m, k, n, total_ms, layers, src, what, built, part, scope in (
+          (2048, 2560, 10240, 659, 34, "gemma3_4b_q4nx/README.md:60 (gate, 659 ms over 34 layers)", "Gemma-3-4B gate",
+           GEMMA_GEMM_BUILT, STRIX, "with dispatch"),
+          (2048, 2560, 10240, 656, 34, "gemma3_4b_q4nx/README.md:60 (up, 656 ms over 34 layers)", "Gemma-3-4B up",
+           GEMMA_GEMM_BUILT, STRIX, "with dispatch"),
+          (2048, 10240, 2560, 645, 34, "gemma3_4b_q4nx/README.md:60 (down, 645 ms over 34 layers)",
+           "Gemma-3-4B down", GEMMA_GEMM_BUILT, STRIX, "with dispatch"),
+          (2048, 3584, 18944, 2368, 28, "qwen25_7b_q4nx/README.md:85 (up, 2368 ms over 28 layers)", "Qwen2.5-7B up",
+           QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel"),
+          (2048, 3584, 18944, 2358, 28, "qwen25_7b_q4nx/README.md:85 (gate, 2358 ms over 28 layers)",
+           "Qwen2.5-7B gate", QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel"))],
 ]
 
 
