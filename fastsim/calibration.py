@@ -46,6 +46,9 @@ from .errors import ConfigError
 # added per datapath used
 BOUNDS = {
     "dispatch_overhead_s": (0.0, 0.05, False),
+    "chained_dispatch_s": (0.0, 0.05, False),
+    "core_program_load_s": (0.0, 0.05, False),
+    "runtime_instruction_cycles": (0, 10000, True),
     "elf_reload_s": (0.0, 0.5, False),
     "reconfiguration_s": (0.0, 0.05, False),
     "ddr_bytes_per_s": (1e8, 1e12, False),
@@ -90,6 +93,14 @@ PLAUSIBLE = {
     "dispatch_overhead_s": Plausible(
         NPU2.dispatch_overhead_s / SPREAD, NPU1.dispatch_overhead_s * SPREAD, "s",
         "xrt empty-kernel dispatch, 52 us (Strix Halo/Linux, amd/IRON #55) to 159.5 us (Phoenix/Windows), x/ 5"),
+    "chained_dispatch_s": Plausible(
+        NPU2.chained_dispatch_s / SPREAD, NPU1.chained_dispatch_s * SPREAD, "s",
+        "xrt-smi validate run-list latency per command, 8.8 us (Strix) to 27.7 us (Phoenix), x/ 5"),
+    "core_program_load_s": Plausible(
+        40e-6 / SPREAD, 110e-6 * SPREAD, "s", "loading one core's program on Phoenix, 40-110 us (jdominick05), x/ 5"),
+    "runtime_instruction_cycles": Plausible(
+        112 / SPREAD, 112 * SPREAD, "cycles",
+        "the Phoenix command processor, about 112 cycles per runtime-sequence instruction (xdna-emu), x/ 5"),
     "reconfiguration_s": Plausible(
         79e-6 / SPREAD, 192e-6 * SPREAD, "s",
         "overlay switch on Strix, 79-82 us with control packets, 106-192 us without (iree-amd-aie #1187), x/ 5"),

@@ -83,8 +83,8 @@ def test_search__pins_constrain_and_impossible_pins_explain_why():
 
 def test_check__illegal_mappings_list_every_violated_limit():
     with pytest.raises(fastsim.ConfigError) as e:
-        check_mapping(Matmul(64, 64, 64), Mapping("os", "2d", (64, 64, 64), 1, 4), NPU2)
-    assert "stream ports: 5 streams down one column; 4 available" in str(e.value)
+        check_mapping(Matmul(64, 64, 64), Mapping("is", "2d", (32, 32, 32), 1, 4, k_split=4), NPU2)
+    assert "stream ports: 8 streams down one column; 6 available" in str(e.value)
     with pytest.raises(fastsim.ConfigError, match="k_split"):
         check_mapping(Matmul(64, 64, 64), Mapping(k_split=3), NPU2)
 

@@ -230,7 +230,8 @@ def model_options(fn, several: bool = False, regimes: bool = True):
         study_option("kv"),
         study_option("activations"),
         click.option("--arch", "arch_name", default="npu2", show_default=True,
-                     help="preset (npu1, npu2) or a TOML file with an [arch] table"),
+                     help="a preset (npu1, npu2) or part (phoenix, hawk_point, strix, strix_halo, krackan), NAME[:mode][:cols=N] "
+              "(e.g. strix:turbo, strix:cols=4), or a TOML file with an [arch] table"),
         *regime,
         click.option("--json", "as_json", is_flag=True, help="print the Dataset as JSON (xarray to_dict)"),
         click.option("--report", "report_dir", type=click.Path(file_okay=False), default=None,

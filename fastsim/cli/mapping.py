@@ -17,7 +17,9 @@ def map_group():
 
 @map_group.command("gemm")
 @gemm_options
-@click.option("--arch", "arch_name", default="npu2", show_default=True, help="preset or TOML file")
+@click.option("--arch", "arch_name", default="npu2", show_default=True,
+              help="a preset (npu1, npu2) or part (phoenix, hawk_point, strix, strix_halo, krackan), NAME[:mode][:cols=N] "
+              "(e.g. strix:turbo, strix:cols=4), or a TOML file with an [arch] table")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="candidates listed")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,

@@ -12,7 +12,8 @@ from .common import SOFT_LIMITS, fail, gemm_from, gemm_options, load_arch, run_o
 
 @click.group("run", invoke_without_command=True)
 @click.option("--arch", "arch_name", default="npu2", show_default=True,
-              help="preset (npu1, npu2) or a TOML file with an [arch] table")
+              help="a preset (npu1, npu2) or part (phoenix, hawk_point, strix, strix_halo, krackan), NAME[:mode][:cols=N] "
+              "(e.g. strix:turbo, strix:cols=4), or a TOML file with an [arch] table")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="write a Perfetto/Chrome trace JSON of every BD transfer and kernel call")

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..arch import PRESETS
+from ..arch import load
 from ..errors import ConfigError, SimulationError
 from ..llm.parameters import PRECISION_NAMES, from_words
 from .spec import ARCH_FIELDS, LLM_KINDS, SweepSpec, prefill_context_refusal, spec_dir
@@ -30,7 +30,7 @@ def split_params(params: dict) -> tuple[dict, dict]:
 
 def build_arch(spec: SweepSpec, overrides: dict):
     table = dict(spec.arch)
-    base = PRESETS[table.pop("base", "npu2")]
+    base = load(table.pop("base", "npu2"))
     changes = {**table, **overrides}
     return base.replace(**changes) if changes else base
 

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..arch import PRESETS, Arch
+from ..arch import PARTS, PRESETS, Arch, load as load_arch
 from ..errors import ConfigError, Problems
 from ..llm.parameters import BY_NAME as DECLARED, from_words
 from ..systolic.inputs import MeshConfig
@@ -230,7 +230,8 @@ def spec_from_dict(raw: dict, source: str = "<dict>") -> SweepSpec:
         _check_name(kind, name, f"study.base.{name}", p)
         _check_values(kind, name, [base[name]], f"study.base.{name}", p)
     arch = dict(_table_of(raw, "arch", p))
-    p.check(isinstance(arch.get("base", "npu2"), str) and arch.get("base", "npu2") in PRESETS, "arch.base", arch.get("base"), f"one of {sorted(PRESETS)}")
+    p.check(isinstance(arch.get("base", "npu2"), str) and _loads(arch.get("base", "npu2")), "arch.base", arch.get("base"),
+            f"a preset or part, NAME[:mode][:cols=N]: one of {sorted({*PRESETS, *PARTS})}")
     for name in arch:
         if name != "base":
             p.check(name in ARCH_FIELDS, f"arch.{name}", arch[name], f"unknown arch field; known: {sorted(ARCH_FIELDS)}")
@@ -307,3 +308,15 @@ def load_spec(path: str | Path) -> SweepSpec:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError([f"{path}: cannot be read as text ({e})"], "sweep spec")
     return parse_spec(text, str(path))
+
+
+def _loads(base: str) -> bool:
+    """A sweep's ``arch.base``: a preset or part by name (``strix:turbo``, ``npu2:cols=4``), not a file."""
+    if base.split(":")[0] not in {*PRESETS, *PARTS}:
+        return False
+    try:
+        load_arch(base)
+    except ConfigError:
+        return False
+    return True
+
