@@ -147,7 +147,7 @@ SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-m
             "describable: its L1 tile {tile} (fits 64 KiB only with a single-buffered C: tile searched), "
             "k_mt (the K panel a mem tile stages), the 15-BD shim queue refilled while transfers run; wall "
             "clock incl. dispatch, mean of 100 runs, turbo mode")
-SB_SUSPECT = ("the int8 kernel model (the paper's one-core trace gives {mac} MACs/cycle for its {tile} kernel) and "
+SB_SUSPECT = ("the kernel model (the paper gives {mac} MACs/cycle for its {tile} kernel on one core) and "
               "the tile the format cannot pin. Micro-benchmark: the paper's Table {t} kernel traced on one core "
               "(cycles per call) against fastsim's kernel cycles for the same call")
 SMOLVLA = "mlir-air programming_examples/llms/smolvla/docs/profile.md:{}"
