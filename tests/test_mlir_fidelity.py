@@ -265,3 +265,24 @@ def test_packet_flow__several_sources_fanning_in_are_refused_as_packet_switching
         read_text(PHYSICAL.replace(CIRCUIT, fan_in), {"kernel": 300})
     assert "2 sources fanning in by packet id: packet-switched sharing of a channel" in str(e.value)
     assert e.value.stops[0][0] == "aie.packet_flow"
+
+
+def test_static__parallel_and_forall_indices_are_defined_and_only_the_undefined_value_is_named():
+    from fastsim.mlir.syntax import parse
+    from fastsim.mlir.verify import static_problems
+
+    text = """module {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c1 = arith.constant 1 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+    %x = arith.addi %i, %j : index
+  }
+  scf.forall (%k) in (4) {
+    %y = arith.addi %k, %k : index
+  }
+  %z = arith.addi %q, %c1 : index
+}"""
+    found = static_problems(parse(text))
+    assert [(op.name, op.line) for op, _ in found] == [("arith.addi", 11)]
+    assert "%q" in found[0][1]

@@ -58,10 +58,12 @@ def _bound(op: Op) -> set:
         if a.kind == "VALUE" and b.kind == "EQ":
             out.add(_base(a.text))
     if op.regions or op.name == "func.func":
-        for g in op.items:
+        for g, nxt in zip(op.items, list(op.items[1:]) + [None]):
             if isinstance(g, Group) and g.kind == "(":
                 items = [i for i in g.items if isinstance(i, Atom)]
                 out.update(_base(a.text) for a, b in zip(items, items[1:]) if a.kind == "VALUE" and b.kind == "COLON")
+                if isinstance(nxt, Atom) and (nxt.kind == "EQ" or nxt.text == "in"):  # scf.parallel, scf.forall
+                    out.update(_base(a.text) for a in items if a.kind == "VALUE")
     return out
 
 
