@@ -286,3 +286,34 @@ def test_static__parallel_and_forall_indices_are_defined_and_only_the_undefined_
     found = static_problems(parse(text))
     assert [(op.name, op.line) for op, _ in found] == [("arith.addi", 11)]
     assert "%q" in found[0][1]
+
+
+@pytest.mark.parametrize("op, value", [("arith.divsi %m7, %c2", -3), ("arith.remsi %m7, %c2", -1),
+                                       ("arith.floordivsi %m7, %c2", -4), ("arith.ceildivsi %m7, %c2", -3),
+                                       ("arith.muli %objects, %c2", 8)])
+def test_runtime_scalar__integer_arith_over_known_values_is_evaluated(monkeypatch, op, value):
+    """The sequence evaluates what MLIR's arith ops define (divsi rounds toward zero)."""
+    from fastsim.mlir.sequence import SequenceReader
+
+    text = SCALAR.replace("      %n = arith.index_cast %objects : i32 to i64",
+                          "      %m7 = arith.constant -7 : i64\n      %c2 = arith.constant 2 : i64\n"
+                          f"      %v = {op} : i64\n      %n = arith.index_cast %objects : i32 to i64")
+    seen = {}
+    original = SequenceReader._arith
+
+    def spy(self, o):
+        original(self, o)
+        seen[o.results[0]] = self.r.env[o.results[0]]
+
+    monkeypatch.setattr(SequenceReader, "_arith", spy)
+    info = read_text(text, {"kernel": 300}, args={"objects": 4})
+    assert info.runtime_args == {"objects": 4}
+    assert seen["%v"] == value and seen["%n"] == 4
+
+
+def test_runtime_scalar__a_division_by_zero_is_named():
+    text = SCALAR.replace("      %n = arith.index_cast %objects : i32 to i64",
+                          "      %z = arith.constant 0 : i64\n      %bad = arith.divsi %z, %z : i64\n"
+                          "      %n = arith.index_cast %objects : i32 to i64")
+    with pytest.raises(MlirError, match=r"arith.divsi: divides by zero"):
+        read_text(text, {"kernel": 300}, args={"objects": 4})

@@ -29,9 +29,9 @@ __all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent", "RuntimeScalar"]
 ARITH = {
     "arith.index_cast": lambda a: a, "arith.index_castui": lambda a: a, "arith.extsi": lambda a: a,
     "arith.extui": lambda a: a, "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b, "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
+    "arith.muli": lambda a, b: a * b, "arith.divsi": lambda a, b: _trunc_div(a, b), "arith.divui": lambda a, b: a // b,
     "arith.floordivsi": lambda a, b: a // b, "arith.ceildivsi": lambda a, b: -(-a // b),
-    "arith.remsi": lambda a, b: a - b * int(a / b), "arith.remui": lambda a, b: a % b,
+    "arith.remsi": lambda a, b: a - b * _trunc_div(a, b), "arith.remui": lambda a, b: a % b,
     "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
 }
 
@@ -42,6 +42,8 @@ class RuntimeScalar:
 
     name: str
     type: str
+
+
 # ops that name runtime-argument views for an aiex.run (no host time)
 VIEW_OPS = frozenset({"memref.subview", "memref.reinterpret_cast", "memref.cast", "arith.constant"})
 # ops that load a configuration, replacing the one an SSA aiex.run could still name
@@ -143,7 +145,12 @@ class SequenceReader:
         """An integer ``arith`` op over known values (constants, given runtime arguments): its value."""
         fn = ARITH[op.name]
         operands = [e for e in split(op.items[:_colon(op.items)]) if e]
-        self.r.env[op.results[0]] = fn(*(int_of(e, self.r.env) for e in operands))
+        try:
+            self.r.env[op.results[0]] = fn(*(int_of(e, self.r.env) for e in operands))
+        except ZeroDivisionError:
+            raise Unreadable("divides by zero") from None
+        except TypeError:
+            raise Unreadable(f"expected the operands of {op.name}, found {len(operands)}") from None
 
     def _op(self, op) -> None:
         name = op.name
@@ -423,3 +430,9 @@ def _atoms(items):
 def _colon(items) -> int:
     """Index of the first top-level ``:`` (the type that ends an op), or the end."""
     return next((k for k, x in enumerate(items) if isinstance(x, Atom) and x.kind == "COLON"), len(items))
+
+
+def _trunc_div(a: int, b: int) -> int:
+    """Integer division rounding toward zero (``arith.divsi``), exact for any size."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
