@@ -83,15 +83,14 @@ class Arch:
     # default and converts both operands on the core first (docs/calibration.md: IRON
     # AIE_API_EMULATE_BFLOAT16_MMUL_WITH_BFP16); the mapper may also pick the native rate instead.
     datapaths: dict[str, tuple[str, float]] = field(default_factory=dict)
-    # Matmul microkernel per datapath, one call on an m x k x n tile with its operands in core memory
-    # (docs/calibration.md "Matmul microkernel"):
+    # Matmul microkernel per datapath. On the aie2/aie2p generations fastsim.kernel_model.matmul prices
+    # a call from the core's units (docs/kernel_model.md), and these tables are further adjustments a
+    # study or a calibration makes on top of it (presets: empty); on other arrays they are the model:
     #   cycles = kernel_call_cycles + N_blk * kernel_block_cycles + padded MACs / (MACs/cycle x kernel_efficiency)
     #   N_blk  = ceil(m / 2r) * ceil(n / 2t)   (2x2 blocks of (r, s, t) intrinsics, mlir-aie aie_kernels/aie2*/mm.cc)
     # kernel_efficiency: the fraction of issue slots of the k loop that carry a MAC (steady state);
-    # kernel_call_cycles: what one call costs outside its loops (call/return, prologue and epilogue,
-    # the first block's C loads and the last block's C stores that nothing hides);
-    # kernel_block_cycles: what each output block costs that the kernel does not hide behind MACs
-    # (C load, SRS and store, inner-loop fill and drain). A datapath without an entry: 1.0, 0, 0.
+    # kernel_call_cycles: what one call costs outside its loops; kernel_block_cycles: what each output
+    # block costs that the kernel does not hide behind MACs. A datapath without an entry: 1.0, 0, 0.
     # One-tile micro-benchmarks set them, never whole-array figures.
     kernel_efficiency: dict[str, float] = field(default_factory=dict)
     kernel_call_cycles: dict[str, float] = field(default_factory=dict)
@@ -283,22 +282,11 @@ NPU1 = Arch(
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # assumption: no npu1 figure; the (likely XDNA2) memcpy
     macs_per_cycle={"int8": 256, "int8xint4": 512, "int16": 64, "bf16": 128},  # AM020 / UG1079
     mmul_shapes={"bf16": (4, 8, 4), "int8": (4, 8, 8), "int16": (4, 4, 4)},  # mlir-aie "npu" map
-    # Matmul microkernel (docs/calibration.md "Matmul microkernel"; Arch field comment for the formula).
-    # bf16: the one-tile kernel of Uni Jena "Hello XDNA" (github.com/scalable-analyses/xdna,
-    # docs/source/xdna1_kernel.rst and src/tensor_kernel_32x32x32_bf16_bf16_fp32.s): a 32x32x32 tile in
-    # 288 VLIW instructions, 256 of them a 4x8x4 VMAC.F. Its loop body issues a VMAC.F every cycle
-    # (C loads and stores double-buffered in the accumulators: no exposed per-block cost); warm-up and
-    # cool-down hold the other 32. Measured 398 GFLOPS at 1.8 GHz = 256 / 0.864 = 296.4 cycles a call,
-    # so 8 more cycles of call overhead: efficiency 1.0, 40 cycles per call, 0 per block.
-    # int8, int16: IRON's aie2/mm.cc kernel (2x2 mmul blocks), no hand-scheduled figure. mlir-aie
-    # programming_guide/section-4/section-4c (trace, chess): a 64x64x64 call in ~2535 cycles against
-    # the guide's ideal of 2048 (a 128-MAC/cycle rate, so 64 2x2 blocks of 4x8x4); with 15 cycles
-    # per call (assumption inside the 10-20 the guide's scale.cc traces and mlir-aie PR #1763
-    # bracket) that leaves (2535 - 2048 - 15) / 64 = 7.4, rounded up to 8 cycles per block.
-    # int8 keeps its measured issue rate, 107.3 of 256 MACs/cycle (jdominick05 docs/SILICON.md).
-    kernel_efficiency={"bf16": 1.0, "int8": 0.42},
-    kernel_call_cycles={"bf16": 40, "int8": 15, "int16": 15, "int8xint4": 15},
-    kernel_block_cycles={"bf16": 0, "int8": 8, "int16": 8},
+    # Matmul microkernel: fastsim.kernel_model.matmul (docs/kernel_model.md) prices a call from the
+    # core's units and mlir-aie's aie2/mm.cc structure; its train rows are the Uni Jena one-tile bf16
+    # listing and the int8 k-loop's 8 MACs in 9 bundles (jdominick05). The tables below are extra
+    # per-study adjustments on top of it: empty.
+    kernel_efficiency={}, kernel_call_cycles={}, kernel_block_cycles={},
     vector_cycles_per_elem=_vector_costs(softmax=3.0, kv=1 / 16),
     dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
     chained_dispatch_s=27.7e-6,  # xrt-smi validate run-list latency per command, Phoenix
@@ -308,15 +296,6 @@ NPU1 = Arch(
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
            "reconfiguration_s": "assumption (Strix figure)",
            "core_program_load_s": "measured range 40-110 us (jdominick05); the low end is an assumption",
-           "kernel_efficiency.int16": "none measured: 1.0",
-           "kernel_call_cycles.int8": "assumption: 15 (10-20 bracketed by mlir-aie section-4c traces, PR #1763)",
-           "kernel_call_cycles.int16": "assumption: 15, as int8",
-           "kernel_call_cycles.int8xint4": "assumption: 15, as int8 (no intrinsic shape given: no block cost)",
-           "kernel_block_cycles.int8": "fit to one trace (mlir-aie section-4c 64x64x64 ~2535 cycles); dtype of "
-                                       "that trace uncertain",
-           "kernel_block_cycles.int16": "as int8 (same trace)",
-           "kernel_efficiency.int8": "issue rate 107.3/256 (jdominick05); if that figure already holds the "
-                                     "block and call costs they are counted twice (conservative)",
            "vector_cycles_per_elem": "assumption: the npu2 single-tile figures (mlir-air kernel registry), "
                                      "same 16-lane kernels; elementwise measured (mlir-aie section-4c); "
                                      "softmax 3 (LUT exp, aie2/bf16_exp.cc), kv 1/16 (one 256-bit store per "
@@ -339,16 +318,9 @@ NPU2 = Arch(
     # bf16 matmuls run on the bfp16 datapath after a core-side conversion (IRON default). The cost,
     # 1/32 cycle per element (one 512-bit vector of bf16 per cycle), is an assumption.
     datapaths={"bf16": ("bfp16", 1 / 32)},
-    # Matmul microkernel. bfp16: the one-tile kernel of Uni Jena "Hello XDNA" (github.com/
-    # scalable-analyses/xdna, docs/source/xdna2_kernel.rst, src/tensor_kernel_64x96x64_bfp16_bfp16_fp32.s):
-    # a 64x96x64 tile in 800 VLIW instructions, 768 of them an 8x8x8 VMAC.F; the loop body issues one
-    # every cycle (C transfers hidden by accumulator buffering), warm-up and cool-down hold the other
-    # 32. Measured 1,760 GFLOPS at 1.8 GHz = 768 / 0.955 = 804.3 cycles a call: efficiency 1.0, 36
-    # cycles per call, 0 per block. int8 (the same 8x8x8 datapath) and native bf16 have no published
-    # kernel: assumed equal to the bfp16 kernel.
-    kernel_efficiency={"bfp16": 1.0, "int8": 1.0, "bf16": 1.0},
-    kernel_call_cycles={"bfp16": 36, "int8": 36, "bf16": 36},
-    kernel_block_cycles={"bfp16": 0, "int8": 0, "bf16": 0},
+    # Matmul microkernel: fastsim.kernel_model.matmul (docs/kernel_model.md; aie2p/mm.cc structure, the
+    # Uni Jena 64x96x64 bfp16 listing as its train row). The tables are extra adjustments: empty.
+    kernel_efficiency={}, kernel_call_cycles={}, kernel_block_cycles={},
     # Vector ops, bf16, one tile (mlir-air programming_examples/kernel_registry/details/<Kernel>_bf16.md,
     # RyzenAI-npu4, turbo, latency per call less the ~80 us launch floor, at 1.8 GHz): RMSNorm 2.88
     # (2048x2048), LayerNorm 4.34 (1024x768), GELU-tanh 4.06, SiLU(gate)*up 3.39 cycles per element;
@@ -368,10 +340,6 @@ NPU2 = Arch(
     notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
            "runtime_instruction_cycles": "assumption: the Phoenix rate (112 cycles, xdna-emu)",
            "core_program_load_s": "assumption: the Phoenix figure (40-110 us, low end)",
-           "kernel_efficiency.int8": "assumption: the bfp16 kernel's (1.0 issue, 36 per call, 0 per block)",
-           "kernel_efficiency.bf16": "assumption: the bfp16 kernel's (1.0 issue, 36 per call, 0 per block)",
-           "kernel_block_cycles": "0 holds while a 2x2 block's MACs cover its C load and store (k >= 32 "
-                                  "for bfp16); smaller k exposes them (not modelled here)",
            "vector_cycles_per_elem": "norm, layer_norm, gelu, silu_mul measured (mlir-air registry, upper "
                                      "bounds, 1.8 GHz); softcap = gelu, rope 1/4, elementwise 0.07, softmax 5, "
                                      "dequant 1/8 and 1/16: assumptions; kv 1/32 (64 B store per cycle, AM027)"},

@@ -111,16 +111,17 @@ PLAUSIBLE = {
         NPU2.ddr_bytes_per_s / SPREAD, MEMORY_INTERFACE_BYTES_PER_S, "bytes/s",
         "low: the mlir-aie memcpy, 66.6 GB/s both ways (PR #2559), / 5; high: the memory interface, "
         "128-bit LPDDR5X-8000 = 128 GB/s (assumption; Strix Halo's 256-bit bus is outside it)"),
+    # on top of the kernel model (docs/kernel_model.md), whose presets leave these tables empty
     "kernel_efficiency": Plausible(
-        NPU1.kernel_efficiency["int8"] / SPREAD, 1.0, "",
-        "Phoenix int8 issues 107.3 of 256 MACs a cycle (0.42, jdominick05 SILICON.md), / 5; at most 1.0, "
+        (8 / 9) / SPREAD, 1.0, "",
+        "the int8 k-loop issues 8 MACs in 9 bundles (jdominick05, docs/kernel_model.md), / 5; at most 1.0, "
         "a MAC in every issue slot (Uni Jena bf16/bfp16 listings)"),
     "kernel_call_cycles": Plausible(
-        6 / SPREAD, NPU1.kernel_call_cycles["bf16"] * SPREAD, "cycles",
-        "~6 cycles call latency (mlir-aie PR #1763) to 40 (Uni Jena Phoenix bf16 kernel), x/ 5"),
+        0.0, 40 * SPREAD, "cycles",
+        "extra cycles per call on top of the model's (4-8): 0 to the 40 of the Uni Jena Phoenix bf16 listing, x 5"),
     "kernel_block_cycles": Plausible(
-        0.0, NPU1.kernel_block_cycles["int8"] * SPREAD, "cycles",
-        "0 (Uni Jena kernels hide C transfers) to 8 (fit to the mlir-aie section-4c trace), x 5"),
+        0.0, 8 * SPREAD, "cycles",
+        "extra cycles per output block on top of the model's C moves: 0 to 8 (the mlir-aie section-4c trace), x 5"),
 }
 # A parameter within BOUND_RTOL of a bound, relative to the larger of the bound and its starting
 # value (a bound of 0 has no scale of its own), is at that bound: scipy's trust region approaches an

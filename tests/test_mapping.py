@@ -94,7 +94,9 @@ def test_datapath__xdna2_bf16_converts_on_the_core():
     mp = Mapping("os", "2d", (64, 64, 64), 4, 4)
     _, native = check_mapping(op, Mapping(**{**mp.__dict__, "datapath": "bf16"}), NPU2)
     _, bfp16 = check_mapping(op, Mapping(**{**mp.__dict__, "datapath": "bfp16"}), NPU2)
-    assert native["conversion_cycles"] == 0 and bfp16["conversion_cycles"] == (64 * 64 + 64 * 64) / 32
+    # the kernel model converts each A and B block of 8 x 64 and 64 x 8 in every k-step of every
+    # 16 x 16 output block (docs/kernel_model.md): 16 blocks x 8 steps x 256 elements / 32 a cycle
+    assert native["conversion_cycles"] == 0 and bfp16["conversion_cycles"] == 16 * 8 * (2 * 64 + 2 * 64) / 32
     assert bfp16["core_cycles"] < native["core_cycles"]  # 512 MACs/cycle + conversion beats 64
     design = matmul_design(op, Mapping(**{**mp.__dict__, "datapath": "bfp16"}), NPU2)
     by_kernel = compute_cycles_by_kernel(next(iter(design.cores.values())))
@@ -197,7 +199,7 @@ def test_plan__vectorised_kernel_cost_equals_the_scalar_cost_model(m, k, n, key,
 
     op = Matmul(m, k, n, "bf16", kernel_efficiency=efficiency, macs_scale=scale)
     got = vectorised(op, key, NPU2, np.array([m]), np.array([k]), np.array([n]))[0]
-    assert got == matmul_cycles(m, k, n, key, NPU2, efficiency, 0, scale)
+    assert got == matmul_cycles(m, k, n, key, NPU2, efficiency, 0, scale, c_bytes=op.c_elem_bytes)
 
 
 @pytest.mark.parametrize("m,k,n,flow", [(1, 2048, 512, "os"), (96, 256, 128, "ws"), (64, 512, 256, "is"),
