@@ -317,3 +317,13 @@ def test_runtime_scalar__a_division_by_zero_is_named():
                           "      %n = arith.index_cast %objects : i32 to i64")
     with pytest.raises(MlirError, match=r"arith.divsi: divides by zero"):
         read_text(text, {"kernel": 300}, args={"objects": 4})
+
+
+def test_buffer_clear__zeroes_data_memory_as_an_instruction_and_moves_nothing():
+    anchor = "    aie.runtime_sequence(%src: memref<1024xi32>, %dst: memref<1024xi32>) {\n"
+    text = PHYSICAL.replace(anchor, anchor + "      aiex.buffer_clear(%core_tile, 0, 256)\n")
+    assert run(text, {"kernel": 300}) == run("physical_passthrough", {"kernel": 300})
+    info = read_text(text, {"kernel": 300})
+    assert summary(simulate_design(info), info)["runtime_sequence"]["register_writes"] == 1
+    with pytest.raises(MlirError, match=r"aiex.buffer_clear.*tile\(0,0\) is a shim tile"):
+        read_text(text.replace("buffer_clear(%core_tile", "buffer_clear(%shim"), {"kernel": 300})

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, RunCall, Task
 from .syntax import Atom, Group
-from .trace_setup import INERT_REGISTERS, TraceSetup
+from .trace_setup import INERT_REGISTERS, REGISTER_WRITES, TraceSetup
 from .values import (Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, operand_problem, split,
                      word)
 
@@ -180,8 +180,9 @@ class SequenceReader:
             self.r.untimed.append((name, op.line))
         elif name in ("aiex.npu.patch_marker", "aiex.npu.load_pdi") and id(op) in self.reloads:
             self.r.untimed.append((name, op.line))  # part of the next configure: reconfigure_cycles
-        elif name in ("aiex.npu.write32", "aiex.npu.maskwrite32", "aiex.npu.blockwrite"):
-            why = self.trace.blockwrite(op) if name == "aiex.npu.blockwrite" else self.trace.write(op)
+        elif name in REGISTER_WRITES:
+            why = {"aiex.npu.blockwrite": self.trace.blockwrite,
+                   "aiex.buffer_clear": self.trace.buffer_clear}.get(name, self.trace.write)(op)
             if why is None:
                 self.r.untimed.append((name, op.line))  # set-up: an instruction, no data
             else:

@@ -41,7 +41,7 @@ SHIM_TASK_QUEUES = {0x1D204: (S2MM, 0), 0x1D20C: (S2MM, 1), 0x1D214: (MM2S, 0), 
 # packet-controller settings): inert when only trace flows reach the channel (IRON's trace set-up
 # writes it for the trace channel)
 SHIM_CHANNEL_CONTROL = {0x1D200: (S2MM, 0), 0x1D208: (S2MM, 1), 0x1D210: (MM2S, 0), 0x1D218: (MM2S, 1)}
-REGISTER_WRITES = ("aiex.npu.write32", "aiex.npu.maskwrite32", "aiex.npu.blockwrite")
+REGISTER_WRITES = ("aiex.npu.write32", "aiex.npu.maskwrite32", "aiex.npu.blockwrite", "aiex.buffer_clear")
 _COL_SHIFT, _ROW_SHIFT = 25, 20  # an address without column and row attributes carries them
 # a shim BD's address word (AM025 DMA_BDn_1): where ``address_patch`` writes a runtime argument's address
 _SHIM_BD_ADDRESS, _SHIM_BD_STRIDE, _SHIM_BDS = 0x1D004, 0x20, 16
@@ -118,6 +118,18 @@ class TraceSetup:
             return True
         ch = _shim_channel(SHIM_CHANNEL_CONTROL, tile, address)
         return ch is not None and self.r.is_trace_sink(Channel(tile, *ch))
+
+    def buffer_clear(self, op) -> str | None:
+        """``aiex.buffer_clear(%tile, offset, length)``: zeroes part of a compute or mem tile's data
+        memory in place; it changes values, which fastsim does not model, so where and how much
+        does not matter. None unless the tile is a shim tile (it has no data memory)."""
+        try:
+            tile = self.r.value(split(groups(op, "(")[0].items)[0], Tile)
+        except (Unreadable, IndexError):
+            return "expected aiex.buffer_clear(%tile, offset, length)"
+        if self.r.design.arch.tile_kind_name(tile.row) == "shim":
+            return f"{tile} is a shim tile: it has no data memory to clear"
+        return None
 
     def blockwrite(self, op) -> str | None:
         """``blockwrite(%data) {address, column, row}``: consecutive words from ``address``; None
