@@ -45,7 +45,16 @@ def _value(row: Row, summary: dict) -> float:
 def _command(row: Row, as_built: bool) -> tuple:
     """``fastsim run`` arguments of one prediction (workload options after the subcommand)."""
     head, rest = (row.args[:3], row.args[3:]) if row.args[0] == "--arch" else (row.args[:1], row.args[1:])
+    if as_built and "--out-dtype" in rest and _file_sets_out_dtype(row.as_built):
+        i = rest.index("--out-dtype")  # the workload's output dtype, which the file states with its source
+        rest = rest[:i] + rest[i + 2:]
     return ("run", "--json", *head, *rest, *(("--overlay", row.as_built) if as_built else ()))
+
+
+def _file_sets_out_dtype(path: str) -> bool:
+    from fastsim.mapping.overlay import load_as_built
+
+    return "out_dtype" in dict(load_as_built(ROOT / path).gemm)
 
 
 def _run(args: tuple) -> tuple[tuple, dict | str]:

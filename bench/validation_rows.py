@@ -295,7 +295,8 @@ ROWS = [
     # whole-array GEMMs: "Striking the Balance" (IRON), the published best designs, int8 and bf16 on
     # both parts (B column-major; the sweep bests, 6.76 and 38.05 TOPS, come without their shapes)
     *[Row("gemm", SB.format(tab), part, f"GEMM {m}x{k}x{n} {dt}, {herd} cores ({tile} kernel)",
-          2 * m * k * n / (tops * 1e12) * 1e6, "us", _gemm(m, k, n, "int8" if "int8" in dt else "bf16", arch),
+          2 * m * k * n / (tops * 1e12) * 1e6, "us",
+          _gemm(m, k, n, "int8" if "int8" in dt else "bf16", arch) + (("--out-dtype", "int8") if "int8 out" in dt else ()),
           AB + f, SB_BUILT.format(herd=herd, dt=dt, kmt=kmt, tile=tile),
           SB_SUSPECT.format(mac=mac, tile=tile, t=tab[6]), role="workload")
       for m, k, n, tops, dt, tile, mac, kmt, herd, arch, part, tab, f in (

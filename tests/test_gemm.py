@@ -138,3 +138,23 @@ def test_gemm__is_a_one_op_graph_that_evaluates_like_its_search():
     ds = to_dataset(result, g.graph_pins(), NPU2, DispatchLimits(), {"workload": "gemm"})
     assert float(ds.ddr_bytes.sel(tensor_kind="weights").sum()) >= g.k * g.n  # B read at least once
     assert int(ds.macs.sum()) == g.macs
+
+
+def test_run_gemm__out_dtype_sets_what_c_writes_to_ddr():
+    """An int8 GEMM that requantizes writes int8 C (a quarter of int32's bytes); the option and an
+    as-built file's [gemm] out_dtype are one setting, refused when given twice."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    def ddr_write(*extra):
+        r = CliRunner().invoke(main, ["run", "--json", "--arch", "npu1", "gemm", "--m", "256", "--k", "256",
+                                      "--n", "256", "--dtype", "int8", "--search-budget", "2", *extra])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.output)["bytes_by_level"]["ddr_write"]
+
+    assert ddr_write("--out-dtype", "int8") * 4 == ddr_write()
+    bad = CliRunner().invoke(main, ["run", "gemm", "--m", "64", "--k", "64", "--n", "64", "--out-dtype", "int7"])
+    assert bad.exit_code != 0 and "out_dtype = 'int7'" in bad.output

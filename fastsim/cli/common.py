@@ -107,6 +107,9 @@ def gemm_options(fn):
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
                           "k_split, stream_split, out_dtype, buffers; docs/as_built.md): that design; the rest "
                           "searched"),
+        click.option("--out-dtype", "out_dtype", default=None,
+                     help="C's dtype in DDR (default: bf16 for bf16, int32 for int8; a design that requantizes "
+                          "writes int8)"),
         click.option("--search-budget", "budget", default="exact", show_default=True, type=SEARCH_BUDGET,
                      help="candidates the mapping search simulates (at least its first batch: the best 6 and the "
                           "fixed whole_array mapping), best lower bound first, before it stops and reports its "
@@ -147,7 +150,7 @@ def parse_tile(text):
 
 
 def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None,
-              budget=None):
+              budget=None, out_dtype=None):
     """The Gemm workload of ``gemm_options``' values (and an as-built file's [gemm] table)."""
     from dataclasses import replace
 
@@ -156,7 +159,7 @@ def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     t = parse_tile(tile) or (None, None, None)
     g = Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
              dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
-             stream_split=None if stream_split == "auto" else stream_split, budget=budget)
+             stream_split=None if stream_split == "auto" else stream_split, budget=budget, out_dtype=out_dtype)
     if not overlay_path:
         return g
     from ..mapping.overlay import load_as_built
