@@ -327,3 +327,14 @@ def test_buffer_clear__zeroes_data_memory_as_an_instruction_and_moves_nothing():
     assert summary(simulate_design(info), info)["runtime_sequence"]["register_writes"] == 1
     with pytest.raises(MlirError, match=r"aiex.buffer_clear.*tile\(0,0\) is a shim tile"):
         read_text(text.replace("buffer_clear(%core_tile", "buffer_clear(%shim"), {"kernel": 300})
+
+
+def test_unrouted__a_channel_given_work_that_no_flow_leaves_is_refused_naming_the_op():
+    """No flow leaves the core's MM2S: the op that gives it work is named with its line (it was a
+    validation error naming only the channel)."""
+    text = PHYSICAL.replace("    aie.flow(%core_tile, DMA : 0, %shim, DMA : 0)\n", "")
+    with pytest.raises(MlirError) as e:
+        read_text(text, {"kernel": 300}, source="d.mlir")
+    line = text[:text.index("aie.dma_start(MM2S, 0")].count("\n") + 1
+    assert e.value.stops == [("aie.dma_start", line)]
+    assert "tile(0,2).mm2s0 is given work, but no flow leaves it" in str(e.value)

@@ -330,6 +330,7 @@ class Reader:
         self.trace_sinks: set[Channel] = set()  # S2MM channels that flows from Trace ports reach
         self.device_name = ""  # the aie.device's target (npu1, npu2_4col, ...)
         self.placed: dict = {}  # logical tile value -> (col, row) (fastsim.mlir.place)
+        self.senders: dict[Channel, Op] = {}  # MM2S channel -> the first op that gives it work
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -402,6 +403,20 @@ class Reader:
         for src, dsts in self.routes.items():
             self.design.route(src, *dsts)
         self._sequences(sequences)
+        self._unrouted()
+
+    def gives_work(self, ch: Channel, op: Op) -> None:
+        """Record the op that gives an MM2S channel work (a DMA program, a host task)."""
+        if ch.direction == MM2S:
+            self.senders.setdefault(ch, op)
+
+    def _unrouted(self) -> None:
+        """Refuse, naming the op and its line, each MM2S channel given work that no flow leaves:
+        its data could go nowhere (validation would refuse the channel without the op)."""
+        for ch, op in self.senders.items():
+            if ch not in self.routes:
+                self.unsupported(op, f"{ch} is given work, but no flow leaves it (an unrouted MM2S channel: "
+                                     "its data could go nowhere)")
 
     def _place_logical_tiles(self, dev: Op) -> bool:
         """Place the device's ``aie.logical_tile``s as ``aie-opt --aie-place-tiles`` does
@@ -646,6 +661,7 @@ class Reader:
                 raise Unreadable(f"a chain queued on {ch} after a chain that never ends")
             end.next = after
         self.design.start_chain(ch, chains[0])
+        self.gives_work(ch, op)
 
     @staticmethod
     def chain_end(first: BD) -> BD | None:
@@ -672,6 +688,7 @@ class Reader:
             return
         cyclic = not ("loop" in at and int_of(at["loop"]) == 0)
         self.design.start_chain(ch, self.design.chain(*bds, cyclic=cyclic))
+        self.gives_work(ch, op)
 
     def bd_chain(self, blocks: dict, label: str, ch: Channel, op: Op) -> BD | None:
         """BDs from block ``label`` along ``aie.next_bd`` until a block without a BD (``aie.end``)

@@ -209,6 +209,7 @@ class SequenceReader:
         elif name == "aiex.dma_start_task":
             for task in self._tasks(op):
                 self.d.push(task.channel, task.bd, task.repeat)
+                self.r.gives_work(task.channel, op)
         elif name == "aiex.dma_await_task":
             for task in self._tasks(op):
                 self.d.wait(task.channel)
@@ -339,6 +340,7 @@ class SequenceReader:
             strides[-1] = 1
         bd = self._bd(ch, buf, bits, offset, sizes, strides)
         self.d.push(ch, bd)
+        self.r.gives_work(ch, op)
 
     def _bd(self, ch, buf, bits, offset, sizes, strides):
         key = (ch, buf.id, offset, tuple(sizes), tuple(strides))
