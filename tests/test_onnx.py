@@ -76,21 +76,25 @@ def test_onnx__batch_norm_folds_into_its_conv_and_is_an_op_elsewhere():
     model = _model([bn], [_value("x", [1, 8, 4, 4])], [_value("y", [1, 8, 4, 4])],
                    [_weight(n, [8]) for n in "gbmv"])
     (op,) = build_graph(model).graph.ops
-    assert (op.kind, op.op_class, op.vector_cycles_per_elem) == (VECTOR, "elementwise", 2 * COSTS.elementwise)
+    # a scale and a shift, each priced per call of the tile each core gets (the kernel model)
+    assert (op.kind, op.op_class, op.vector_cycles_per_elem) == (
+        VECTOR, "elementwise", 2 * COSTS.tile_cost("elementwise", op.m, op.n))
 
 
 def test_onnx__vector_ops_take_their_class_and_cost():
     g = build_graph(zoo.encoder_layer(shapes_only=True))
     by_type = {t: op for t, op in zip(g.op_types, g.graph.ops)}
     assert (by_type["Softmax"].op_class, by_type["Softmax"].n, by_type["Softmax"].m) == ("softmax", 128, 12 * 128)
-    assert by_type["Softmax"].vector_cycles_per_elem == COSTS.softmax
+    assert by_type["Softmax"].vector_cycles_per_elem == COSTS.softmax_cost(128)
     assert by_type["Softmax"].online_rescale_cycles == COSTS.elementwise * 64  # head_dim
     assert (by_type["LayerNormalization"].op_class, by_type["LayerNormalization"].vector_cycles_per_elem) == (
-        "norm", COSTS.layer_norm)
-    assert by_type["Gelu"].vector_cycles_per_elem == COSTS.gelu
+        "norm", COSTS.norm_cost("layer", by_type["LayerNormalization"].n))
+    gelu = by_type["Gelu"]
+    assert gelu.vector_cycles_per_elem == COSTS.tile_cost("gelu", gelu.m, gelu.n)
     pool = build_graph(zoo.small_cnn(shapes_only=True)).graph.ops[-3]  # MaxPool 2x2 / 2 over 16 x 16 x 16
     assert (pool.op_class, pool.m * pool.n) == ("pool", 16 * 16 * 16)
-    assert pool.vector_cycles_per_elem == pytest.approx(COSTS.elementwise)  # 4 reads per output, 1/4 of inputs
+    # 4 reads per output, 1/4 of inputs: the element-wise cost of its tile
+    assert pool.vector_cycles_per_elem == pytest.approx(COSTS.tile_cost("elementwise", pool.m, pool.n))
     assert pool.y.elem_bytes == pytest.approx(0.5)
 
 
@@ -104,7 +108,8 @@ def test_onnx__data_movement_resize_and_activations():
     g = build_graph(_model(nodes, [_value("x", [1, 8, 4, 4])], [_value("y", [1, 8, 8, 8])], [scales]))
     assert g.op_types == ("HardSwish", "Sigmoid", "Resize", "Transpose")  # Split and Concat move no data
     swish, sigmoid, resize, transpose = g.graph.ops
-    assert swish.vector_cycles_per_elem == 3 * COSTS.elementwise and sigmoid.vector_cycles_per_elem == COSTS.silu_mul
+    assert swish.vector_cycles_per_elem == 3 * COSTS.tile_cost("elementwise", swish.m, swish.n)
+    assert sigmoid.vector_cycles_per_elem == COSTS.tile_cost("silu_mul", sigmoid.m, sigmoid.n)
     assert (resize.m * resize.n, resize.x.elem_bytes, resize.x_inputs) == (8 * 8 * 8, 0.5, 1)
     assert g.graph.producers[2] == (0, 1) and transpose.vector_cycles_per_elem == 0.0
 
@@ -142,7 +147,7 @@ def test_onnx__a_float_matmul_keeps_a_bf16_graph_and_int8_weights_dequantize():
     g = build_graph(model)
     (op,) = g.graph.ops
     assert g.compute_dtype == "bf16" and (op.x.elem_bytes, op.w.elem_bytes) == (2, 1)
-    assert op.cast_cycles_per_weight == COSTS.dequant_int8
+    assert op.cast_cycles_per_weight == COSTS.dequant_cost(8)
 
 
 def test_onnx__qlinear_conv_and_matmul_read_their_types():
@@ -220,7 +225,8 @@ def test_onnx__folded_epilogues_leave_no_relu_op():
     g = build_graph(zoo.resnet50(shapes_only=True), fold_epilogues=True)
     assert "Relu" not in g.op_types and len(g.graph.ops) == 53 + 1 + 16 + 2
     add = g.graph.ops[g.op_types.index("Add")]
-    assert add.vector_cycles_per_elem == pytest.approx(2 * COSTS.elementwise)  # the add and its ReLU
+    relu = COSTS.tile_cost("elementwise", add.m, add.n)  # the ReLU folded into the add
+    assert add.vector_cycles_per_elem == pytest.approx(COSTS.tile_cost("elementwise", add.m, add.n, inputs=2) + relu)
 
 
 @pytest.mark.parametrize("arch,int8", [(NPU2, False), (NPU1, True)])

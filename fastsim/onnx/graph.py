@@ -240,7 +240,7 @@ class Lowering:
         """A bf16 graph's matmuls over int8 (int4) weights dequantize them on the core."""
         if int8:
             return ops
-        cost = {1.0: self.costs.dequant_int8, 0.5: self.costs.dequant_int4}
+        cost = {1.0: self.costs.dequant_cost(8), 0.5: self.costs.dequant_cost(4)}
         return [replace(op, cast_cycles_per_weight=cost[op.w.elem_bytes])
                 if op.kind == MATMUL and op.w.kind == "weights" and op.w.elem_bytes in cost else op for op in ops]
 

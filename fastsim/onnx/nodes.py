@@ -170,12 +170,16 @@ ELEMENTWISE = {"Add": ("elementwise", 1), "Sub": ("elementwise", 1), "Mul": ("el
 EPILOGUES = ("Relu", "Clip", "LeakyRelu")
 
 
+BINARY = ("Add", "Sub", "Mul", "Div", "Max", "Min")
+
+
 def elementwise(b, node) -> None:
+    """Priced per call of the tile each core gets (the kernel model where the arch has one)."""
     field, times = ELEMENTWISE[node.op_type]
-    cost = times * getattr(b.costs, field)
+    m, n = _rows(b.shape(node.output[0]))
+    cost = times * b.costs.tile_cost(field, m, n, inputs=2 if node.op_type in BINARY else 1)
     if b.fold_epilogues and node.op_type in EPILOGUES and _epilogue(b, node, cost):
         return
-    m, n = _rows(b.shape(node.output[0]))
     vector(b, node, "elementwise", cost, m, n)
 
 
@@ -197,13 +201,13 @@ def softmax(b, node) -> None:
     shape = b.shape(node.output[0])
     axis = _attrs(node).get("axis", -1 if b.opset >= 13 else 1) % len(shape)
     n = shape[axis] if b.opset >= 13 else math.prod(shape[axis:])
-    vector(b, node, "softmax", b.costs.softmax, math.prod(shape) // n, n)
+    vector(b, node, "softmax", b.costs.softmax_cost(n), math.prod(shape) // n, n)
 
 
 def layer_norm(b, node) -> None:
     shape = b.shape(node.output[0])
     n = math.prod(shape[_attrs(node).get("axis", -1) % len(shape):])
-    vector(b, node, "norm", b.costs.layer_norm, math.prod(shape) // n, n, inputs=[node.input[0]])
+    vector(b, node, "norm", b.costs.norm_cost("layer", n), math.prod(shape) // n, n, inputs=[node.input[0]])
 
 
 def batch_norm(b, node) -> None:
@@ -214,7 +218,7 @@ def batch_norm(b, node) -> None:
         b.alias(node.output[0], src)
         return
     m, n = _rows(b.shape(node.output[0]))
-    vector(b, node, "elementwise", 2 * b.costs.elementwise, m, n, inputs=[node.input[0]])
+    vector(b, node, "elementwise", 2 * b.costs.tile_cost("elementwise", m, n), m, n, inputs=[node.input[0]])
 
 
 def pool(b, node) -> None:
@@ -226,7 +230,8 @@ def pool(b, node) -> None:
     window = math.prod(xs[2:]) if node.op_type.startswith("Global") else math.prod(_attrs(node)["kernel_shape"])
     ratio = math.prod(ys) / math.prod(xs)
     m, n = _rows(xs)
-    vector(b, node, "pool", b.costs.elementwise * window * ratio, m, n, y_scale=ratio, inputs=[node.input[0]])
+    each = b.costs.tile_cost("elementwise", m, n)
+    vector(b, node, "pool", each * window * ratio, m, n, y_scale=ratio, inputs=[node.input[0]])
 
 
 def resize(b, node) -> None:
@@ -237,7 +242,7 @@ def resize(b, node) -> None:
         raise NodeProblem(f"mode {mode!r}: only nearest and linear resizes are costed")
     xs, ys = b.shape(node.input[0]), b.shape(node.output[0])
     m, n = _rows(ys)
-    vector(b, node, "elementwise", b.costs.elementwise, m, n, x_scale=math.prod(xs) / math.prod(ys),
+    vector(b, node, "elementwise", b.costs.tile_cost("elementwise", m, n), m, n, x_scale=math.prod(xs) / math.prod(ys),
            inputs=[node.input[0]])
 
 
