@@ -40,6 +40,17 @@ def _vector_costs(softmax: float, kv: float) -> dict[str, float]:
             "elementwise": 0.07, "softmax": softmax, "dequant_int4": 1 / 8, "dequant_int8": 1 / 16, "kv": kv}
 
 
+# Kernel-model parameters a user or a calibration may set on top of the documented values of the
+# arch's core generation (fastsim.kernel_model: docs/kernel_model.md, docs/vector_kernels.md),
+# named FAMILY.FIELD after the model's tables (matmul CoreUnits, vector VectorCore, conv ConvUnits).
+KERNEL_MODEL_KEYS = {
+    "matmul.call_cycles": "cycles", "matmul.load_latency_cycles": "cycles", "matmul.mac_latency_cycles": "cycles",
+    "vector.call_cycles": "cycles", "vector.loop_overhead_cycles": "cycles", "vector.reduce_step_cycles": "cycles",
+    "vector.row_scalar_cycles": "cycles", "vector.lut_issues": "issues", "vector.lut_lanes_per_cycle": "lanes",
+    "vector.special_lanes": "lanes", "vector.acc_lanes": "lanes",
+    "conv.realign_per_mmul": "cycles", "conv.depthwise_lanes": "lanes"}
+
+
 @dataclass(frozen=True)
 class TileKind:
     """Resources of one tile type (shim, mem or compute)."""
@@ -95,6 +106,9 @@ class Arch:
     kernel_efficiency: dict[str, float] = field(default_factory=dict)
     kernel_call_cycles: dict[str, float] = field(default_factory=dict)
     kernel_block_cycles: dict[str, float] = field(default_factory=dict)
+    # Kernel-model parameters set on top of the generation's documented ones (KERNEL_MODEL_KEYS; presets:
+    # none): what a user measured on their part, or what `fastsim calibrate` fitted.
+    kernel_model: dict[str, float] = field(default_factory=dict)
     # Core cycles per element of each vector-op kind (VECTOR_KINDS) on one core, bf16; sources per
     # preset below. Every kind needs an entry (a TOML table may override a few: the rest is kept).
     vector_cycles_per_elem: dict[str, float] = field(default_factory=lambda: _vector_costs(5.0, 1 / 32))
@@ -432,6 +446,9 @@ def validate(arch: Arch) -> Arch:
     if isinstance(vec, dict):
         missing = [k for k in VECTOR_KINDS if k not in vec]
         p.check(not missing, "vector_cycles_per_elem", sorted(vec), f"needs every kind; missing {', '.join(missing)}")
+    _table(p, "kernel_model", arch.kernel_model, lambda k: k in KERNEL_MODEL_KEYS,
+           lambda f, v: p.number(f, v, lo=0, hi=MOST["cycles"], unit=KERNEL_MODEL_KEYS.get(f.removeprefix("kernel_model."), "")),
+           f"one of {', '.join(KERNEL_MODEL_KEYS)}")
     for name in ("pj_per_mac", "pj_per_byte"):
         _table(p, name, getattr(arch, name), lambda k: True, lambda f, v: p.number(f, v, lo=0, hi=1e9, unit="pJ"))
     for f in ("core_load_bytes_per_cycle", "core_store_bytes_per_cycle", "accumulate_elems_per_cycle",

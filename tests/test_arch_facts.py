@@ -117,6 +117,7 @@ NOT_FACTS = {
     "kernel_call_cycles": "not a hardware fact: kernel-model calibration from one-tile measurements",
     "kernel_block_cycles": "not a hardware fact: kernel-model calibration from one-tile measurements",
     "vector_cycles_per_elem": "not a hardware fact: kernel-model calibration (mlir-air registry) and assumptions",
+    "kernel_model": "not a hardware fact: a user's or a calibration's settings on top of the kernel model (presets: none)",
     "mmul_shapes": "not a hardware fact: the intrinsic shape a software kernel picks (mlir-aie microkernel map)",
     "accumulate_elems_per_cycle": "assumption: one 512-bit vector of 16 fp32 lanes per cycle",
     "bd_setup_cycles": "assumption: AMD publishes none (xdna-emu guesses about 4)",

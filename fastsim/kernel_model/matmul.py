@@ -121,10 +121,26 @@ def generation(arch: Arch) -> str:
 
 
 def units(arch: Arch) -> CoreUnits | None:
-    """The core units of ``arch``'s generation; None for a generic array or a mesh core (no model)."""
+    """The core units of ``arch``'s generation (with the arch's ``kernel_model`` settings ``matmul.*``);
+    None for a generic array or a mesh core (no model)."""
     if arch.core_mesh_rows:
         return None
-    return UNITS.get(generation(arch))
+    return _with(UNITS.get(generation(arch)), "matmul", arch)
+
+
+def _with(table, family: str, arch: Arch):
+    """``table`` with the arch's ``kernel_model`` settings of ``family`` (``FAMILY.FIELD``) applied."""
+    mine = tuple(sorted((k.split(".", 1)[1], v) for k, v in getattr(arch, "kernel_model", {}).items()
+                        if k.startswith(family + ".")))
+    if table is None or not mine:
+        return table
+    key = (id(table), mine)  # the generation tables are module constants; the mapper asks per tile batch
+    if key not in _REPLACED:
+        _REPLACED[key] = (table, dataclasses.replace(table, **{k: type(getattr(table, k))(v) for k, v in mine}))
+    return _REPLACED[key][1]
+
+
+_REPLACED: dict = {}  # (id of a table, changes) -> (the table, kept alive for its id; the changed copy)
 
 
 def micro_kernel(arch: Arch, key: str) -> MicroKernel | None:

@@ -84,8 +84,10 @@ def core_of(arch) -> VectorCore | None:
     core = CORES.get(gen)
     if core is None:
         return None
-    return replace(core, load_bytes_per_cycle=arch.core_load_bytes_per_cycle,
-                   store_bytes_per_cycle=arch.core_store_bytes_per_cycle)
+    from .matmul import _with  # the arch's kernel_model settings vector.*
+
+    return _with(replace(core, load_bytes_per_cycle=arch.core_load_bytes_per_cycle,
+                         store_bytes_per_cycle=arch.core_store_bytes_per_cycle), "vector", arch)
 
 
 @dataclass(frozen=True)
