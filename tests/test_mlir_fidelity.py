@@ -338,3 +338,12 @@ def test_unrouted__a_channel_given_work_that_no_flow_leaves_is_refused_naming_th
     line = text[:text.index("aie.dma_start(MM2S, 0")].count("\n") + 1
     assert e.value.stops == [("aie.dma_start", line)]
     assert "tile(0,2).mm2s0 is given work, but no flow leaves it" in str(e.value)
+
+
+def test_fifo__a_consumer_element_type_of_its_own_is_refused_not_misread():
+    text = FIFO.replace("aie.objectfifo @to_core(%shim, {%core_tile}, 2 : i32) : !aie.objectfifo<memref<256xi32>>",
+                        "aie.objectfifo @to_core(%shim, {%core_tile}, 2 : i32) : !aie.objectfifo<memref<256xi32>> "
+                        "-> !aie.objectfifo<memref<64xi32>>")
+    assert text != FIFO
+    with pytest.raises(MlirError, match="object FIFO to_core: a consumer element type of its own"):
+        read_text(text, {"kernel": 300})

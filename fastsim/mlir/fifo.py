@@ -72,6 +72,9 @@ class Fifos:
         else:
             depths = [int_of(depth_items)] * (1 + len(consumers))
         shape, bits = memref_of(op.items)
+        if any(isinstance(i, Atom) and i.kind == "ARROW" for i in op.items):
+            raise Unreadable(f"object FIFO {name}: a consumer element type of its own (`: !aie.objectfifo<...> -> "
+                             "!aie.objectfifo<...>`) is not modelled")
         most = r.design.arch.lock_max_value  # a FIFO's producer lock starts at its depth
         bad = [d for d in depths if not 1 <= d <= most]
         if bad or len(depths) != 1 + len(consumers):
