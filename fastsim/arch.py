@@ -395,6 +395,15 @@ def _table(p: Problems, name: str, table, key_ok, value_check, allowed: str = "a
             value_check(f"{name}.{k}", v)
 
 
+def _model_and_energy_problems(p: Problems, arch: Arch) -> None:
+    """The kernel-model settings (known keys, numbers in range) and the energy tables."""
+    _table(p, "kernel_model", arch.kernel_model, lambda k: k in KERNEL_MODEL_KEYS,
+           lambda f, v: p.number(f, v, lo=0, hi=MOST["cycles"], unit=KERNEL_MODEL_KEYS.get(f.removeprefix("kernel_model."), "")),
+           f"one of {', '.join(KERNEL_MODEL_KEYS)}")
+    for name in ("pj_per_mac", "pj_per_byte"):
+        _table(p, name, getattr(arch, name), lambda k: True, lambda f, v: p.number(f, v, lo=0, hi=1e9, unit="pJ"))
+
+
 def validate(arch: Arch) -> Arch:
     """Raise one ConfigError that lists every bad field of ``arch``: wrong types first (before any
     comparison or arithmetic), then ranges."""
@@ -446,11 +455,7 @@ def validate(arch: Arch) -> Arch:
     if isinstance(vec, dict):
         missing = [k for k in VECTOR_KINDS if k not in vec]
         p.check(not missing, "vector_cycles_per_elem", sorted(vec), f"needs every kind; missing {', '.join(missing)}")
-    _table(p, "kernel_model", arch.kernel_model, lambda k: k in KERNEL_MODEL_KEYS,
-           lambda f, v: p.number(f, v, lo=0, hi=MOST["cycles"], unit=KERNEL_MODEL_KEYS.get(f.removeprefix("kernel_model."), "")),
-           f"one of {', '.join(KERNEL_MODEL_KEYS)}")
-    for name in ("pj_per_mac", "pj_per_byte"):
-        _table(p, name, getattr(arch, name), lambda k: True, lambda f, v: p.number(f, v, lo=0, hi=1e9, unit="pJ"))
+    _model_and_energy_problems(p, arch)
     for f in ("core_load_bytes_per_cycle", "core_store_bytes_per_cycle", "accumulate_elems_per_cycle",
               "bd_iterations_max", "switch_hop_latency_cycles"):
         p.number(f, getattr(arch, f), integer=True, lo=1, hi=MOST["cycles"])

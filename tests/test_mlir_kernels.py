@@ -18,7 +18,14 @@ HERE = Path(__file__).parent / "mlir"
 
 def by_hand_matmul(m, k, n, key, arch, in_bytes, c_bytes, conv_per_elem=0.0) -> int:
     """The mapper's core cycles of one m x k x n call (fastsim.mapping.plan._core_cycles), written
-    out: the microkernel (at least the A and B loads), the C tile's load and store, conversion."""
+    out: on a modelled generation the kernel model's call (its A, B and C moves and the operand
+    conversion inside, C of ``c_bytes`` per element); elsewhere the microkernel (at least the A and
+    B loads), the C tile's load and store, conversion."""
+    from fastsim.cost import kernel_modelled
+
+    if kernel_modelled(arch, key):
+        return matmul_cycles(m, k, n, key, arch, arch.efficiency(key), conv_cycles_per_elem=conv_per_elem,
+                             c_bytes=c_bytes)
     load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
     core = matmul_cycles(m, k, n, key, arch, arch.efficiency(key))
     return (max(core, math.ceil((m * k + k * n) * in_bytes / load)) + math.ceil(m * n * c_bytes / load)

@@ -188,7 +188,7 @@ def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, s
 
 
 def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
-    from ..cost import matmul_cycles
+    from ..cost import kernel_modelled, matmul_cycles
 
     if len(memrefs) < 3:
         return None, f"a matmul by its name, but its call passes {len(memrefs)} memrefs of known shape (needs A, B, C)"
@@ -206,6 +206,12 @@ def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
     from .values import element_bits
 
     a_bytes, b_bytes, c_bytes = (math.prod(s) * element_bits(t) // 8 for s, t in memrefs[:3])
+    if kernel_modelled(arch, key):  # the kernel model prices the loads, C moves and conversion itself
+        cycles = matmul_cycles(m, k, n, key, arch, arch.efficiency(key), conv_cycles_per_elem=options[key],
+                               c_bytes=c_bytes / (m * n))
+        return DefaultCost(name, cycles, f"matmul {m}x{k}x{n} {dtype} on the {key} datapath: fastsim.cost.matmul_cycles "
+                                         f"{cycles}, the kernel model (A, B, C moves and conversion inside; "
+                                         f"docs/kernel_model.md)"), ""
     load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
     core = matmul_cycles(m, k, n, key, arch, arch.efficiency(key))
     loads = math.ceil((a_bytes + b_bytes) / load)
