@@ -215,3 +215,31 @@ def test_compare__decorated_names_land_on_their_nodes_op(data):
     got = {id(r): op for op, rs in placed.items() for r, _ in rs}
     for r, want in zip(rows, expect):
         assert got.get(id(r)) == want
+
+
+def test_compare__resnet50_with_an_analyzer_profile_of_every_node(tmp_path):
+    """The issue's end-to-end case: ResNet-50 (fastsim's zoo, int8 QDQ) against an AI-Analyzer run
+    directory that times every node (synthetic times, AI Analyzer's name decorations): every
+    compute node is paired, the summary accounts for every pair."""
+    import onnx
+
+    path = tmp_path / "resnet50_int8.onnx"
+    zoo.save("resnet50_int8", str(path))
+    nodes = [n for n in onnx.load(str(path)).graph.node if n.op_type in ("Conv", "Add", "Relu", "Gemm")]
+    run = tmp_path / "analyzer_run"
+    run.mkdir()
+    with open(run / "summary.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Name", "Type", "Execution Time.Cycles", "Execution Time.us"])
+        for i, n in enumerate(nodes):
+            cycles = 1000 + 37 * i
+            w.writerow([("node_" if i % 3 == 0 else "") + n.name, n.op_type, cycles, f"{cycles / 1800:.3f}"])
+    (run / "record_timer_0.json").write_text(json.dumps(
+        {"model_name": "resnet50", "inference_count": 10, "clock_freq_mhz": 1800,
+         "average_inference_time_usec": 3000.0, "average_npu_time_usec": 2500.0}))
+    cmp = compare_onnx(read_profile(run), str(path), load("npu2"))
+    assert len(cmp.pairs) >= 100 and not cmp.ambiguous
+    assert not cmp.unmatched, cmp.unmatched
+    s = cmp.summary()
+    for key in ("by_class", "by_mechanism"):
+        assert sum(g["pairs"] for g in s[key].values()) == len(cmp.pairs)
