@@ -186,7 +186,9 @@ def _split_lines(records: list[dict]) -> list[str]:
     held = [r for r in records if not r["train"]]
     lines = ["## Train and held-out rows", "",
              "A component row (one kernel or one op on the array) may set a kernel parameter; it is then a "
-             "train row and its error is not evidence. Whole-workload rows never set one.", "",
+             "train row and its error is not evidence. Whole-workload rows never set one. The kernel model's "
+             "own train rows are one-tile micro-benchmarks (docs/kernel_model.md, docs/vector_kernels.md), "
+             "none of them a row of this table.", "",
              f"- train rows: {_stats(errs(train))}"
              + ("".join(f"\n  - {r['source']}, {r['workload']}: sets {r['sets']}" for r in train)),
              f"- held-out component rows: {_stats(errs([r for r in held if r['role'] == 'component']))}",
