@@ -330,23 +330,20 @@ def _ablate_figures() -> list[Figure]:
         return lambda d: _ablated(d, "baseline_seconds", regime) - _ablated(d, "data_movement_seconds", regime)
 
     return [
-        fig("decode.softmax_delta_ms", r"removing all of its compute saves only ([\d.]+) ms", ".2f",
-            ms("delta_seconds", 0, "softmax")),
-        fig("decode.baseline_ms", r"saves only [\d.]+ ms of ([\d.]+) ms \(gemm", ".2f", ms("baseline_seconds", 0)),
-        fig("decode.gemm_delta_ms", r"\(gemm's ([\d.]+) ms:", ".2f", ms("delta_seconds", 0, "gemm")),
-        fig("decode.gemm_exposed_pct", r"\(gemm's [\d.]+ ms: ([\d.]+) % of its kernel time", ".1f",
+        fig("decode.gemm_delta_ms", r"removing all of its compute saves only ([\d.]+) ms", ".2f",
+            ms("delta_seconds", 0, "gemm")),
+        fig("decode.baseline_ms", r"saves only [\d.]+ ms of ([\d.]+) ms \(", ".2f", ms("baseline_seconds", 0)),
+        fig("decode.gemm_exposed_pct", r"ms \(([\d.]+) % of its kernel time is exposed; softmax", ".1f",
             pct("exposed_share", 0, "gemm")),
+        fig("decode.softmax_delta_ms", r"softmax's ([\d.]+) ms next", ".2f", ms("delta_seconds", 0, "softmax")),
         fig("decode.every_class_ms", r"every class's compute at once ([\d.]+) ms", ".2f",
             lambda d: 1e3 * exposed(0)(d)),
-        fig("prefill.softmax_delta_ms", r"softmax ranks first \(([\d.]+) ms of", ".1f",
-            ms("delta_seconds", 1, "softmax")),
-        fig("prefill.baseline_ms", r"softmax ranks first \([\d.]+ ms of ([\d.]+) ms;", ".1f", ms("baseline_seconds", 1)),
-        fig("prefill.softmax_exposed_pct", r"ms; (\d+) % of its kernel time exposed\), then gemm", ".0f",
-            pct("exposed_share", 1, "softmax")),
-        fig("prefill.gemm_delta_ms", r"then gemm \(([\d.]+) ms,", ".1f", ms("delta_seconds", 1, "gemm")),
-        fig("prefill.gemm_exposed_pct", r"then gemm \([\d.]+ ms, (\d+) % exposed\)", ".0f",
+        fig("prefill.gemm_delta_ms", r"Prefill ranks gemm first too \(([\d.]+) ms of", ".1f",
+            ms("delta_seconds", 1, "gemm")),
+        fig("prefill.baseline_ms", r"first too \([\d.]+ ms of ([\d.]+) ms\)", ".1f", ms("baseline_seconds", 1)),
+        fig("prefill.gemm_exposed_pct", r"so only (\d+) % of gemm's kernel time", ".0f",
             pct("exposed_share", 1, "gemm")),
-        fig("prefill.cast_delta_ms", r"cast \(([\d.]+) ms\), and", ".1f", ms("delta_seconds", 1, "cast")),
+        fig("prefill.cast_delta_ms", r"cast \(([\d.]+) ms\), then attention", ".1f", ms("delta_seconds", 1, "cast")),
         fig("prefill.exposed_compute_ms", r"and ([\d.]+) ms \(\d+ %\) of the prefill is exposed", ".1f",
             lambda d: 1e3 * exposed(1)(d)),
         fig("prefill.exposed_compute_pct", r"and [\d.]+ ms \((\d+) %\) of the prefill is exposed", ".0f",
@@ -484,12 +481,39 @@ def check(values: dict) -> list[str]:
     return problems
 
 
+def write(values: dict) -> int:
+    """Rewrite each figure the docs print with today's value (the group of each quote's pattern; a
+    space in a pattern matches any run of whitespace, as the check reads the docs). Prose around a
+    number is not rewritten: read the diff. Returns how many numbers changed."""
+    changed = 0
+    for f in figures():
+        v = values.get(f.name, {}).get("value")
+        if f.tier == "measured" or v is None:
+            continue
+        for q in f.quotes:
+            want = printed(v, q.fmt or ",d")
+            path = ROOT / q.path
+            text = path.read_text()
+            pattern = re.compile(q.pattern.replace(" ", r"\s+"))
+            out, last = [], 0
+            for m in pattern.finditer(text):
+                if m.group(1).strip() != want:
+                    out += [text[last:m.start(1)], want]
+                    last, changed = m.end(1), changed + 1
+            path.write_text("".join(out) + text[last:])
+    return changed
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--slow", action="store_true", help="also compute the slow figures")
     p.add_argument("--check", action="store_true", help="check the docs against docs/figures.json; compute nothing")
+    p.add_argument("--write", action="store_true", help="rewrite the numbers the docs print from docs/figures.json "
+                   "(compute nothing; read the diff: the prose around them is yours)")
     args = p.parse_args()
-    if not args.check:
+    if args.write:
+        print(f"{write(json.loads(OUT.read_text())['figures'])} numbers rewritten")
+    if not args.check and not args.write:
         values = generate(("quick", "validation", "slow") if args.slow else ("quick", "validation"))
         OUT.write_text(json.dumps({"generated_by": "bench/doc_figures.py", "figures": values}, indent=1) + "\n")
         print(f"{len(values)} figures -> {OUT.relative_to(ROOT)}")
