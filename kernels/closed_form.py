@@ -21,7 +21,7 @@ from ._jit import kernel
 # integer parameters (``ip``)
 (I_M, I_K, I_N, I_A_CHIP, I_C_CHIP, I_STATIC_B, I_FLOW, I_ORDER_M, I_RES_A, I_RES_B, I_L2_A, I_L2_B,
  I_OVERHEAD, I_ITMAX, I_PER_BD, I_MEM_BDS, I_MEM_MM2S, I_MEM_S2MM, I_PORTS_DOWN, I_PORTS_UP, I_MEM_LOCKS,
- I_WINDOW, I_BUFFERS, N_IP) = range(24)
+ I_WINDOW, I_BUFFERS, I_MODELLED, N_IP) = range(25)
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
  F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, N_FP) = range(21)
@@ -44,9 +44,11 @@ def _words(nbytes):
 
 @kernel
 def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, conv_cpe, tm, tk, tn, keep,
-               out_s, out_t, out_bound, out_energy, out_reason, out_transfers):
+               model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers):
     """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
-    check (-1: legal) and transfers, in (structure, tile) order; return how many."""
+    check (-1: legal) and transfers, in (structure, tile) order; return how many. With
+    ``ip[I_MODELLED]`` a call's cycles and its conversion's are the kernel model's, given per
+    (structure, tile) in ``model_mm`` and ``model_conv`` (float64[S, T]); otherwise computed here."""
     big_m, big_k, big_n = ip[I_M], ip[I_K], ip[I_N]
     a_chip, c_chip, static = ip[I_A_CHIP] != 0, ip[I_C_CHIP] != 0, ip[I_STATIC_B] != 0
     flow, order_m, res_a, res_b = ip[I_FLOW], ip[I_ORDER_M] != 0, ip[I_RES_A] != 0, ip[I_RES_B] != 0
@@ -135,13 +137,16 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             read = sum_a * a_part + sum_b * b_part
             write = 0.0 if c_chip else cols * groups * core_c
             # core cycles: the microkernel call (``plan._call_cycles``), conversions, partial sums
-            r, s_, t_ = shape[s, 0], shape[s, 1], shape[s, 2]
-            call_fixed = dp[s, D_CALL] + _cdiv(m, 2 * r) * _cdiv(n, 2 * t_) * dp[s, D_BLOCK]
-            macs = np.ceil(float(_cdiv(m, r) * r * (_cdiv(k, s_) * s_) * (_cdiv(n, t_) * t_)) * fp[F_MACS_SCALE])
-            kernel_cycles = max(1.0, np.ceil(macs / dp[s, D_RATE] + call_fixed) + ip[I_OVERHEAD])
-            mm = (max(kernel_cycles, np.ceil((a_tile + b_tile) / fp[F_LOAD])) + np.ceil(c_tile / fp[F_LOAD])
-                  + np.ceil(c_tile / fp[F_STORE]))
-            conv = np.ceil((m * k + k * n) * conv_cpe[s])
+            if ip[I_MODELLED] != 0:
+                mm, conv = model_mm[s, t], model_conv[s, t]
+            else:
+                r, s_, t_ = shape[s, 0], shape[s, 1], shape[s, 2]
+                call_fixed = dp[s, D_CALL] + _cdiv(m, 2 * r) * _cdiv(n, 2 * t_) * dp[s, D_BLOCK]
+                macs = np.ceil(float(_cdiv(m, r) * r * (_cdiv(k, s_) * s_) * (_cdiv(n, t_) * t_)) * fp[F_MACS_SCALE])
+                kernel_cycles = max(1.0, np.ceil(macs / dp[s, D_RATE] + call_fixed) + ip[I_OVERHEAD])
+                mm = (max(kernel_cycles, np.ceil((a_tile + b_tile) / fp[F_LOAD])) + np.ceil(c_tile / fp[F_LOAD])
+                      + np.ceil(c_tile / fp[F_STORE]))
+                conv = np.ceil((m * k + k * n) * conv_cpe[s])
             cast = np.ceil(k * n * fp[F_CAST_CPW])
             add = np.ceil(m * n / fp[F_ACC]) if pk > 1 else 0
             core_cycles = mt * nt * (kt * (mm + conv + cast) + add)

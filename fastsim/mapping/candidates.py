@@ -15,7 +15,7 @@ from ..arch import Arch
 from fastsim.kernels import closed_form as K
 from ..settings import resolve_jit
 from .paths import whole_words
-from .plan import StructureBatch, evaluate, problems
+from .plan import StructureBatch, evaluate, matmul_cycles, modelled, problems
 from .space import Matmul
 
 COLUMNS = ("s", "t", "bound", "energy", "reason", "transfers")
@@ -54,8 +54,26 @@ def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep
     out = {"s": np.empty(size, np.int64), "t": np.empty(size, np.int64), "bound": np.empty(size),
            "energy": np.empty(size), "reason": np.empty(size, np.int64), "transfers": np.empty(size)}
     tiles = [np.ascontiguousarray(np.asarray(x, np.int64).reshape(-1)) for x in (m, k, n)]
-    count = K.candidates(*_parameters(op, batch, arch), *tiles, keep, *(out[c] for c in COLUMNS))
+    params = _parameters(op, batch, arch)
+    count = K.candidates(*params, *tiles, keep, *_modelled_calls(op, batch, arch, m, k, n, params[0]),
+                         *(out[c] for c in COLUMNS))
     return {c: v[:count] for c, v in out.items()}
+
+
+def _modelled_calls(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, ip) -> tuple:
+    """A call's cycles and its conversion's per (structure, tile) from the kernel model, as
+    ``plan._core_cycles`` prices them (the compiled loop reads them when ``ip[I_MODELLED]``); empty
+    arrays where the arch's datapaths have no model (the loop prices calls itself)."""
+    if not all(modelled(arch, key) for key in batch.keys):
+        empty = np.zeros((1, 1))
+        return empty, empty
+    ip[K.I_MODELLED] = 1
+    shape = (len(batch.structures), np.asarray(m).shape[-1])
+    mm = matmul_cycles(op, batch.keys, arch, m, k, n)
+    conv = (matmul_cycles(op, batch.keys, arch, m, k, n, conversion=True) - mm
+            if np.any(batch.conv_cycles_per_elem) else 0 * mm)
+    return (np.ascontiguousarray(np.broadcast_to(mm, shape), np.float64),
+            np.ascontiguousarray(np.broadcast_to(conv, shape), np.float64))
 
 
 def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
