@@ -20,33 +20,45 @@ def _one_tile_efficiency(arch, m, k, n, datapath):
     return m * k * n / (arch.macs_per_cycle[datapath] * cycles)
 
 
+# The generic microkernel formula (fastsim.cost, Arch.kernel_* tables), which prices calls on arrays
+# of no modelled generation: the presets' geometry and rates as "generic" arrays with the tables the
+# presets carried before the kernel model (docs/kernel_model.md prices aie2/aie2p; its own tests are
+# tests/test_kernel_model_matmul.py).
+G1 = NPU1.replace(name="generic_npu1", generation="generic", kernel_efficiency={"bf16": 1.0, "int8": 0.42},
+                  kernel_call_cycles={"bf16": 40, "int8": 15, "int16": 15, "int8xint4": 15},
+                  kernel_block_cycles={"bf16": 0, "int8": 8, "int16": 8})
+G2 = NPU2.replace(name="generic_npu2", generation="generic", kernel_efficiency={"bfp16": 1.0, "int8": 1.0, "bf16": 1.0},
+                  kernel_call_cycles={"bfp16": 36, "int8": 36, "bf16": 36},
+                  kernel_block_cycles={"bfp16": 0, "int8": 0, "bf16": 0})
+
+
 def test_kernel__xdna1_bf16_one_tile_figure_is_reproduced_at_its_tile_shape():
     # Uni Jena "Hello XDNA" XDNA1 kernel: 32x32x32 bf16, 398 GFLOPS measured on one tile
-    measured = 398e9 / (2 * NPU1.macs_per_cycle["bf16"] * GHZ_1_8)
+    measured = 398e9 / (2 * G1.macs_per_cycle["bf16"] * GHZ_1_8)
     assert measured == pytest.approx(0.864, abs=1e-3)
-    assert _one_tile_efficiency(NPU1, 32, 32, 32, "bf16") == pytest.approx(measured, rel=0.005)
+    assert _one_tile_efficiency(G1, 32, 32, 32, "bf16") == pytest.approx(measured, rel=0.005)
     # closed form: 256 VMAC cycles + 40 per call, no exposed per-block cost
-    assert matmul_cycles(32, 32, 32, "bf16", NPU1, NPU1.efficiency("bf16")) == 256 + 40
+    assert matmul_cycles(32, 32, 32, "bf16", G1, G1.efficiency("bf16")) == 256 + 40
 
 
 def test_kernel__xdna2_bfp16_one_tile_figure_is_reproduced_at_its_tile_shape():
     # Uni Jena "Hello XDNA" XDNA2 kernel: 64x96x64 bfp16, 1,760 GFLOPS measured on one tile
-    measured = 1760e9 / (2 * NPU2.macs_per_cycle["bfp16"] * GHZ_1_8)
-    assert _one_tile_efficiency(NPU2, 64, 96, 64, "bfp16") == pytest.approx(measured, rel=0.005)
-    assert matmul_cycles(64, 96, 64, "bfp16", NPU2, NPU2.efficiency("bfp16")) == 768 + 36
-    assert kernel_blocks(64, 64, "bfp16", NPU2) == 16  # the 14 loop iterations + warm-up + cool-down
+    measured = 1760e9 / (2 * G2.macs_per_cycle["bfp16"] * GHZ_1_8)
+    assert _one_tile_efficiency(G2, 64, 96, 64, "bfp16") == pytest.approx(measured, rel=0.005)
+    assert matmul_cycles(64, 96, 64, "bfp16", G2, G2.efficiency("bfp16")) == 768 + 36
+    assert kernel_blocks(64, 64, "bfp16", G2) == 16  # the 14 loop iterations + warm-up + cool-down
 
 
 def test_kernel__section_4c_trace_is_reproduced_under_the_reading_the_block_cost_comes_from():
     # mlir-aie section-4c: 64x64x64 in ~2535 cycles against an ideal of 2048 (a 128-MAC/cycle path,
     # 64 2x2 blocks of 4x8x4); npu1's int16 kernel costs carry that fit
-    traced = NPU1.replace(macs_per_cycle={**NPU1.macs_per_cycle, "int16": 128},
-                          mmul_shapes={**NPU1.mmul_shapes, "int16": (4, 8, 4)})
+    traced = G1.replace(macs_per_cycle={**G1.macs_per_cycle, "int16": 128},
+                          mmul_shapes={**G1.mmul_shapes, "int16": (4, 8, 4)})
     assert kernel_blocks(64, 64, "int16", traced) == 64
     assert matmul_cycles(64, 64, 64, "int16", traced) == pytest.approx(2535, rel=0.02)
 
 
-@pytest.mark.parametrize("arch", [NPU1, NPU2], ids=lambda a: a.name)
+@pytest.mark.parametrize("arch", [G1, G2], ids=lambda a: a.name)
 def test_kernel__small_k_tiles_cost_more_per_mac_than_large_k(arch):
     for path in arch.macs_per_cycle:
         def per_mac(k):
@@ -56,18 +68,18 @@ def test_kernel__small_k_tiles_cost_more_per_mac_than_large_k(arch):
 
 def test_kernel__more_blocks_per_mac_cost_more_where_blocks_cost_cycles():
     # npu1 int8 (IRON mm.cc kernel, 8 cycles per block): same MACs, 4x the blocks
-    square = matmul_cycles(64, 64, 64, "int8", NPU1, NPU1.efficiency("int8"))
-    thin = matmul_cycles(8, 64, 512, "int8", NPU1, NPU1.efficiency("int8"))
-    assert kernel_blocks(64, 64, "int8", NPU1) == 32 and kernel_blocks(8, 512, "int8", NPU1) == 32
+    square = matmul_cycles(64, 64, 64, "int8", G1, G1.efficiency("int8"))
+    thin = matmul_cycles(8, 64, 512, "int8", G1, G1.efficiency("int8"))
+    assert kernel_blocks(64, 64, "int8", G1) == 32 and kernel_blocks(8, 512, "int8", G1) == 32
     assert thin == square  # same blocks, same MACs
-    few = matmul_cycles(128, 64, 32, "int8", NPU1, NPU1.efficiency("int8"))
-    assert kernel_blocks(128, 32, "int8", NPU1) == 32 and few == square
-    many = matmul_cycles(64, 64, 64, "int8", NPU1.replace(mmul_shapes={**NPU1.mmul_shapes, "int8": (2, 8, 2)}),
-                         NPU1.efficiency("int8"))
+    few = matmul_cycles(128, 64, 32, "int8", G1, G1.efficiency("int8"))
+    assert kernel_blocks(128, 32, "int8", G1) == 32 and few == square
+    many = matmul_cycles(64, 64, 64, "int8", G1.replace(mmul_shapes={**G1.mmul_shapes, "int8": (2, 8, 2)}),
+                         G1.efficiency("int8"))
     assert many > square
 
 
-@pytest.mark.parametrize("arch", [NPU1, NPU2], ids=lambda a: a.name)
+@pytest.mark.parametrize("arch", [G1, G2], ids=lambda a: a.name)
 def test_kernel__plan_and_cost_agree_on_every_tile(arch):
     """The mapper's vectorized matmul_cycles is the same arithmetic as cost.matmul_cycles."""
     rng = np.random.default_rng(0)
@@ -82,13 +94,13 @@ def test_kernel__plan_and_cost_agree_on_every_tile(arch):
 
 def test_kernel__mesh_cores_and_missing_entries_cost_nothing_extra():
     assert SYSTOLIC16.kernel_call_cycles == {} and SYSTOLIC16.kernel_block_cycles == {}
-    assert NPU1.block_cycles("int8xint4") == 0 and NPU2.call_cycles("bfp8") == 0
-    bare = NPU2.replace(kernel_call_cycles={}, kernel_block_cycles={}, kernel_efficiency={})
+    assert G1.block_cycles("int8xint4") == 0 and G2.call_cycles("bfp8") == 0
+    bare = G2.replace(kernel_call_cycles={}, kernel_block_cycles={}, kernel_efficiency={})
     assert matmul_cycles(64, 64, 64, "bfp16", bare) == 64 ** 3 // 512
 
 
 def test_arch__new_macs_keep_only_kernel_entries_of_datapaths_that_exist():
-    a = NPU2.replace(macs_per_cycle={"int8": 512}, datapaths={})
+    a = G2.replace(macs_per_cycle={"int8": 512}, datapaths={})
     assert set(a.kernel_call_cycles) == set(a.kernel_block_cycles) == set(a.kernel_efficiency) == {"int8"}
 
 
