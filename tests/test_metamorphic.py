@@ -186,6 +186,13 @@ def test_llm__decode_weight_traffic_does_not_grow_with_batch(batch):
     def weights(ds):
         return float(ds.ddr_bytes.sel(tensor_kind="weights").where(ds.op_class == "gemm").sum())
 
-    one = simulate_llm(LlmStudy(model=TINY, context=128, fusion="none"))
-    many = simulate_llm(LlmStudy(model=TINY, context=128, fusion="none", batch=batch))
-    assert weights(many) == weights(one)
+    from fastsim.arch import NPU2
+    from fastsim.llm.run import build_graph, study_pass
+
+    studies = [LlmStudy(model=TINY, context=128, fusion="none", batch=b) for b in (1, batch)]
+    graph = build_graph(TINY, studies[0].precision, study_pass(studies[0], NPU2))
+    once = sum(op.k * op.n * op.w.elem_bytes for op in graph.ops if op.op_class == "gemm")
+    # once per step at any batch: a tile shallower than a quantization group re-reads the group's
+    # scale (k_proj on a 1x32x4 tile: 17,408 bytes for 16,896), a fraction of a percent, never a batch multiple
+    for study in studies:
+        assert once <= weights(simulate_llm(study)) <= once * 1.01

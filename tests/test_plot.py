@@ -101,8 +101,9 @@ def test_trace_gives_occupancy_of_every_track_that_adds_up_to_its_slices(tmp_pat
 
     for raw in ([], ["--trace-raw"]):
         path = tmp_path / f"t{len(raw)}.json"
-        r = CliRunner().invoke(main, ["run", "--trace", str(path), *raw, "gemm", "--m", "256", "--k", "256",
-                                      "--n", "256"])
+        # npu1's 256^3 design repeats slices at a constant period (summarized); npu2's no longer does
+        r = CliRunner().invoke(main, ["run", "--arch", "npu1", "--trace", str(path), *raw, "gemm", "--m", "256",
+                                      "--k", "256", "--n", "256"])
         assert r.exit_code == 0, r.output
         trace = json.loads(path.read_text())
         tracks, edges, share = occupancy(trace, bins=50)

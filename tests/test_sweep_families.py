@@ -107,7 +107,7 @@ def test_families_sweep__sliding_window_kv_saturates_while_global_kv_grows_linea
         g, s = glob.kv_bytes.sel(batch=b).values, slide.kv_bytes.sel(batch=b).values
         # DDR KV bytes per step: affine in context, up to the padding of the searched tiles
         steps = np.diff(g) / np.diff(ctx)
-        assert steps[0] > 0 and np.allclose(steps, steps[0], rtol=0.01)
+        assert steps[0] > 0 and np.allclose(steps, steps[0], rtol=0.02)
         assert s[0] < s[1] and s[1] == s[2] == s[3]  # flat from the window on
         assert s[0] == g[0]  # below the window the two attend alike
     assert np.allclose(glob.kv_bytes.sel(batch=2), 2 * glob.kv_bytes.sel(batch=1))
