@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, RunCall, Task
-from .syntax import Atom, Group
+from .syntax import Atom, Group, atoms as _atoms
 from .trace_setup import INERT_REGISTERS, REGISTER_WRITES, TraceSetup
 from .values import (Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, operand_problem, split,
                      word)
@@ -419,15 +419,6 @@ def _reconfiguration_loads(ops, own: str) -> set:
             marked.update(pending)
         pending = []
     return marked
-
-
-def _atoms(items):
-    """Atoms among items and inside their groups."""
-    for it in items:
-        if isinstance(it, Atom):
-            yield it
-        elif isinstance(it, Group):
-            yield from _atoms(it.items)
 
 
 def _colon(items) -> int:

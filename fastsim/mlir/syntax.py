@@ -323,3 +323,12 @@ def _first_token(text: str) -> tuple[int, str] | None:
         else:
             return at, text[at:].split("\n", 1)[0].strip()[:40]
     return None
+
+
+def atoms(items):
+    """Atoms among ``items`` and inside their groups (not regions: their ops are walked on their own)."""
+    for it in items:
+        if isinstance(it, Atom):
+            yield it
+        elif isinstance(it, Group):
+            yield from atoms(it.items)

@@ -8,7 +8,7 @@ The check is file-wide, not by dominance: a name defined anywhere in the file co
 """
 from __future__ import annotations
 
-from .syntax import Atom, Group, Op
+from .syntax import Atom, Group, Op, atoms as _atoms
 
 def static_problems(ops) -> list[tuple[Op, str]]:
     """(op, problem) for each use of an undefined SSA value and each call of an undeclared
@@ -70,15 +70,6 @@ def _bound(op: Op) -> set:
 def _uses(op: Op) -> set:
     bound = _bound(op)
     return {a.text for a in _atoms(op.items) if a.kind == "VALUE" and _base(a.text) not in bound}
-
-
-def _atoms(items):
-    """Atoms among items and inside their groups (not regions: their ops are walked on their own)."""
-    for it in items:
-        if isinstance(it, Atom):
-            yield it
-        elif isinstance(it, Group):
-            yield from _atoms(it.items)
 
 
 def check(top, source: str, error) -> None:

@@ -10,11 +10,10 @@ stalls) are summed per tile. Timers of different tiles are not synchronised, so 
 time is read from a trace."""
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from .profile import Profile, Row, bad, read_text
+from .profile import Profile, Row, bad, read_json
 
 PROCESS = re.compile(r"^(\w+?)_trace for tile\(?\s*(\d+)\s*,\s*(\d+)\s*\)?$")
 
@@ -46,12 +45,7 @@ def read_aie_trace(path: Path) -> Profile:
 
 
 def _events(path: Path) -> list[dict]:
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as e:
-        raise bad(path, e.lineno, "json", e.msg, "must be a JSON array of trace events") from None
-    except RecursionError:
-        raise bad(path, 0, "json", "nesting", "nested too deeply to read") from None
+    doc = read_json(path, "must be a JSON array of trace events")
     if isinstance(doc, dict):
         doc = doc.get("traceEvents")
     if not isinstance(doc, list):

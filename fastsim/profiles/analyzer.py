@@ -5,10 +5,9 @@ operator instance (``Name``, ``Type``, ``Execution Time.Cycles``; other columns 
 performance summary; the layout fastsim reads is written down in docs/compare.md."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .profile import Profile, Row, bad, csv_rows, number, read_text
+from .profile import Profile, Row, bad, csv_rows, number, read_json, read_text
 
 COLUMNS = ("Name", "Type", "Execution Time.Cycles")
 
@@ -43,12 +42,7 @@ def read_analyzer(path: Path) -> Profile:
 
 def _timer(path: Path) -> tuple[float, float | None]:
     """(average NPU seconds, clock Hz or None) of one record_timer file."""
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as e:
-        raise bad(path, e.lineno, "json", e.msg, "must be a JSON object") from None
-    except RecursionError:
-        raise bad(path, 0, "json", "nesting", "nested too deeply to read") from None
+    doc = read_json(path)
     if not isinstance(doc, dict):
         raise bad(path, 1, "top level", type(doc).__name__, "must be a JSON object")
     if "average_npu_time_usec" not in doc:

@@ -3,19 +3,13 @@
 a whole-model figure, compared with the simulated inference's total time."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .profile import Profile, Row, bad, number, read_text
+from .profile import Profile, Row, bad, number, read_json
 
 
 def read_benchmark(path: Path) -> Profile:
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as e:
-        raise bad(path, e.lineno, "json", e.msg, "must be a JSON object") from None
-    except RecursionError:
-        raise bad(path, 0, "json", "nesting", "nested too deeply to read") from None
+    doc = read_json(path)
     perf = doc.get("results") if isinstance(doc, dict) else None
     perf = perf.get("performance") if isinstance(perf, dict) else None
     if not isinstance(perf, dict):

@@ -2,6 +2,8 @@
 line it came from, so that a comparison can point back at the user's own file."""
 from __future__ import annotations
 
+import json
+
 import csv
 import io
 import math
@@ -84,6 +86,16 @@ def number(text, source, line: int, field_name: str, *, lo: float = 0.0, integer
     if not ok:
         raise bad(source, line, field_name, text, f"must be {'an integer' if integer else 'a number'} >= {lo:g}")
     return value
+
+
+def read_json(path: Path, shape: str = "must be a JSON object"):
+    """The file's JSON document, or ``bad`` naming the line (or the nesting) it cannot read."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise bad(path, e.lineno, "json", e.msg, shape) from None
+    except RecursionError:
+        raise bad(path, 0, "json", "nesting", "nested too deeply to read") from None
 
 
 def read_text(path: Path) -> str:
