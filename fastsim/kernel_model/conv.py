@@ -55,7 +55,7 @@ KINDS = ("dense", "pointwise", "depthwise")  # dense: a standard (or grouped) co
 
 def conv_units(arch: Arch) -> ConvUnits | None:
     """The conv units of ``arch``'s generation; None where the matmul model has none."""
-    return MM._with(CONV_UNITS.get(MM.generation(arch)), "conv", arch) if MM.units(arch) else None
+    return MM.with_settings(CONV_UNITS.get(MM.generation(arch)), "conv", arch) if MM.units(arch) else None
 
 
 def conv_call_cycles(arch: Arch, key: str, kind: str, pixels, cin, kb, r: int, s: int, *,

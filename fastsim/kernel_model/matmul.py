@@ -125,10 +125,10 @@ def units(arch: Arch) -> CoreUnits | None:
     None for a generic array or a mesh core (no model)."""
     if arch.core_mesh_rows:
         return None
-    return _with(UNITS.get(generation(arch)), "matmul", arch)
+    return with_settings(UNITS.get(generation(arch)), "matmul", arch)
 
 
-def _with(table, family: str, arch: Arch):
+def with_settings(table, family: str, arch: Arch):
     """``table`` with the arch's ``kernel_model`` settings of ``family`` (``FAMILY.FIELD``) applied."""
     mine = tuple(sorted((k.split(".", 1)[1], v) for k, v in getattr(arch, "kernel_model", {}).items()
                         if k.startswith(family + ".")))

@@ -84,9 +84,9 @@ def core_of(arch) -> VectorCore | None:
     core = CORES.get(gen)
     if core is None:
         return None
-    from .matmul import _with  # the arch's kernel_model settings vector.*
+    from .matmul import with_settings  # the arch's kernel_model settings vector.*
 
-    return _with(replace(core, load_bytes_per_cycle=arch.core_load_bytes_per_cycle,
+    return with_settings(replace(core, load_bytes_per_cycle=arch.core_load_bytes_per_cycle,
                          store_bytes_per_cycle=arch.core_store_bytes_per_cycle), "vector", arch)
 
 
