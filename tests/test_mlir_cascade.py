@@ -123,13 +123,14 @@ def test_trace_setup__register_writes_and_a_trace_bd_take_no_time():
 @pytest.mark.parametrize("change, stop", [
     (("%trace_event0 = arith.constant 0x340E0", "%trace_event0 = arith.constant 0x1F000"), "aiex.npu.write32"),
     (("%s2mm1_task_queue = arith.constant 0x1D20C", "%s2mm1_task_queue = arith.constant 0x1D204"),
-     "aiex.npu.writebd"),
+     "aiex.npu.write32"),
     (("      aiex.npu.write32(%s2mm1_task_queue, %bd15)", "      // "), "aiex.npu.writebd"),
     (("{addr = 0x1D1E4 : ui32", "{addr = 0x1D064 : ui32"), "aiex.npu.address_patch"),
 ])
 def test_trace_setup__writes_that_could_change_modelled_state_are_refused(change, stop):
-    """A lock register (0x1F000), a BD pushed to S2MM 0 (which carries the design's output), a BD
-    never pushed, or an address patch into another BD (BD 3) stay outside the subset."""
+    """A lock register (0x1F000), a BD pushed to S2MM 0 (which carries the design's output: a data
+    BD, refused at the queue write that starts it for its packet header), a BD never pushed, or an
+    address patch into another BD (BD 3) stay outside the subset."""
     with pytest.raises(MlirError) as e:
         read_text(TRACE.replace(*change), {"kernel": 300})
     assert stop in {name for name, _ in e.value.stops}

@@ -331,6 +331,9 @@ class Reader:
         self.device_name = ""  # the aie.device's target (npu1, npu2_4col, ...)
         self.placed: dict = {}  # logical tile value -> (col, row) (fastsim.mlir.place)
         self.senders: dict[Channel, Op] = {}  # MM2S channel -> the first op that gives it work
+        self.lock_ids: dict[tuple[Tile, int], Lock] = {}  # (tile, aie.lock id) -> lock (raw BDs name locks by id)
+        self.buffer_addresses: dict[int, int] = {}  # buffer id -> its aie.buffer ``address`` (bytes)
+        self.globals: dict[str, Op] = {}  # memref.global symbol -> op (the words a blockwrite writes)
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -492,6 +495,9 @@ class Reader:
                       "aie.shim_dma_allocation", "aie.cascade_flow"):
             later.append(op)
         elif name in NO_TIMING:
+            if name == "memref.global":
+                sym = next((i.text for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), "")
+                self.globals[sym.lstrip("@")] = op
             self.untimed.append((name, op.line))
         else:
             self.unsupported(op)
@@ -506,6 +512,8 @@ class Reader:
             self.env[op.results[0]] = b
         self.symbols[name] = b
         self.element_bits[b.id] = bits
+        if "address" in a:
+            self.buffer_addresses[b.id] = int_of(a["address"])
 
     def _lock(self, op: Op) -> None:
         args = split(groups(op, "(")[0].items)
@@ -514,6 +522,8 @@ class Reader:
         init = int_of(a["init"]) if "init" in a else 0
         name = word(a["sym_name"]) if "sym_name" in a else (op.results[0].lstrip("%") if op.results else "")
         lk = self.design.lock(tile, init, name)
+        if len(args) > 1 and len(args[1]) == 1 and isinstance(args[1][0], Atom) and args[1][0].kind == "INT":
+            self.lock_ids[(tile, int_of(args[1]))] = lk
         if op.results:
             self.env[op.results[0]] = lk
         self.symbols[name] = lk

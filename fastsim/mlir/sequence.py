@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from ..design import MM2S, S2MM, Channel, Tile
 from .reader import NO_TIMING, RunCall, Task
 from .syntax import Atom, Group, atoms as _atoms
+from .raw_dma import NOT_MINE, RawDma, block_write, register_write
 from .trace_setup import INERT_REGISTERS, REGISTER_WRITES, TraceSetup
 from .values import (Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, operand_problem, split,
                      word)
@@ -56,6 +57,8 @@ class SequenceReader:
         self.d = reader.design
         self.bds: dict = {}  # identical shim BDs are one BD (a sequence reuses a few BD ids)
         self.trace = TraceSetup(reader)  # trace set up by register writes: no time
+        self.raw = RawDma(self)  # data BDs written and started by register writes: host pushes
+        self.argument_buffers: list = []  # the runtime arguments in order: a DDR buffer, None for a scalar
         self.configs: dict = {}  # SSA value of an aiex.configure of another device -> its RunCall
         self.loaded = None  # the RunCall of the last SSA aiex.configure, while no load replaced it
         self.last_load = None  # the op that loaded the current configuration (configure or load_pdi)
@@ -111,11 +114,13 @@ class SequenceReader:
                 continue
             if not any(isinstance(i, Atom) and i.text == "memref" for i in entry):
                 self._scalar(values[0].text, entry)
+                self.argument_buffers.append(None)
                 continue
             shape, bits = memref_of(entry)
             buf = self.d.ddr_buffer(memref_bytes(shape, bits), values[0].text.lstrip("%"))
             self.r.env[values[0].text] = buf
             self.r.element_bits[buf.id] = bits
+            self.argument_buffers.append(buf)
 
     def _scalar(self, value: str, entry) -> None:
         """A scalar the host passes (``%n: i32``): its given value (``args``), else a
@@ -181,18 +186,24 @@ class SequenceReader:
         elif name in ("aiex.npu.patch_marker", "aiex.npu.load_pdi") and id(op) in self.reloads:
             self.r.untimed.append((name, op.line))  # part of the next configure: reconfigure_cycles
         elif name in REGISTER_WRITES:
-            why = {"aiex.npu.blockwrite": self.trace.blockwrite,
-                   "aiex.buffer_clear": self.trace.buffer_clear}.get(name, self.trace.write)(op)
+            why = self._raw_register(op)
+            if why is NOT_MINE:
+                why = {"aiex.npu.blockwrite": self.trace.blockwrite,
+                       "aiex.buffer_clear": self.trace.buffer_clear}.get(name, self.trace.write)(op)
             if why is None:
                 self.r.untimed.append((name, op.line))  # set-up: an instruction, no data
             else:
                 self.r.unsupported(op, why)
         elif name == "aiex.npu.writebd":
-            self.trace.writebd(op)  # trace setup when a trace channel's task queue starts it (finish)
+            self.trace.writebd(op)  # pending until a queue write starts it (refused at the end if none)
+            self.raw.writebd(op)
         elif name == "aiex.npu.address_patch":
             self.trace.address_patch(op)  # likewise, with the BD it patches
-        elif name in ("memref.assume_alignment", "memref.get_global"):
-            pass  # a promise about a runtime argument's address, a name for constant data: no host time
+            self.raw.address_patch(op)
+        elif name == "memref.get_global":
+            self.r.env[op.results[0]] = ("global", _symbol(op) or "") if op.results else None  # constant data
+        elif name == "memref.assume_alignment":
+            pass  # a promise about a runtime argument's address: no host time
         elif name in VIEW_OPS and self.ssa_run_list:
             pass  # a view of a runtime argument for an aiex.run (SSA form): no host time
         elif name == "aiex.configure" and self._configures_itself(op):
@@ -218,6 +229,25 @@ class SequenceReader:
                 self.r.untimed.append((name, op.line))
         else:
             self.r.unsupported(op)
+
+    def _raw_register(self, op):
+        """A register write that programs or starts a data DMA (``fastsim.mlir.raw_dma``): None
+        when read, a reason when refused, NOT_MINE for the trace setup to judge."""
+        if op.name == "aiex.buffer_clear" or self.trace.into_buffer(op):
+            return NOT_MINE
+        try:
+            if op.name == "aiex.npu.blockwrite":
+                tile, local, words = block_write(op, self.r)
+                bd = self.raw.blockwrite(tile, local, words)
+                if bd is None:
+                    return NOT_MINE
+                self.trace.pending.setdefault((tile, bd), []).append(op)
+                return None
+            return self.raw.write(op, *register_write(op, self.r.env))
+        except Unreadable as e:
+            return str(e)  # a raw BD or start fastsim does not model: refused naming this op
+        except (KeyError, IndexError):
+            return NOT_MINE  # not a form read here: the trace setup names it
 
     def _configures_itself(self, op) -> bool:
         """``aiex.configure @this_device {ops}`` (re)loads the device's own configuration (by

@@ -63,6 +63,11 @@ class TraceSetup:
         key = (Tile(int_of(a["column"], env), int_of(a["row"], env)), int_of(a["bd_id"], env))
         self.pending.setdefault(key, []).append(op)
 
+    def started(self, tile: Tile, bd: int) -> None:
+        """A BD a data channel's queue started (``fastsim.mlir.raw_dma``): its writes and patches
+        were instructions, no longer pending."""
+        self.r.untimed += [(o.name, o.line) for o in self.pending.pop((tile, bd), [])]
+
     def address_patch(self, op) -> None:
         """``address_patch {addr}``: a runtime argument's address into a shim BD's address word;
         judged with the BD it patches."""
@@ -158,11 +163,10 @@ class TraceSetup:
                 "that a trace channel starts")
 
     def finish(self) -> None:
-        """Refuse the raw BDs and patches no trace channel's task queue started."""
+        """Refuse the raw BDs and patches no channel's queue started."""
         for op in [o for ops in self.pending.values() for o in ops] + self.unknown:
-            self.r.unsupported(op, "a BD or address patch written by register writes is only read as trace "
-                                   "setup: started by a write32 to the task queue of a shim S2MM channel that "
-                                   "only trace flows reach")
+            self.r.unsupported(op, "a BD or address patch written by register writes is read when a write32 to "
+                                   "a DMA channel's start or task queue runs it; none runs this one")
 
     def _register_write(self, op) -> tuple[Tile, int, int]:
         """(tile, address within the tile, value) of ``write32(%addr, %value) {column, row}``, its

@@ -1,0 +1,100 @@
+"""Data BDs written by register writes in the runtime sequence (``aiex.npu.writebd``, BD words by
+``aiex.npu.blockwrite``, ``address_patch``) and started by a write to a channel's start or task
+queue, the form of mlir-aie's ``tile_dmas`` and ``memtile_dmas`` tests: read as the host pushes
+(``dma_configure_task`` + ``dma_start_task``) they are, checked against a physical twin; every
+field fastsim does not model refused naming the op and its line."""
+from pathlib import Path
+
+import pytest
+
+from fastsim.mlir import MlirError, read_design, read_text, simulate_design
+from fastsim.mlir.raw_dma import decode, from_writebd
+
+HERE = Path(__file__).parent / "mlir"
+RAW = (HERE / "raw_bd_tile.mlir").read_text()
+
+
+def outcome(ds) -> tuple:
+    levels = dict(zip(map(str, ds.level.values), ds.level_bytes.values[0].tolist()))
+    return int(ds.total_cycles[0]), levels
+
+
+def test_raw_bd__tile_program_by_register_writes_equals_its_physical_twin():
+    raw = simulate_design(read_design(HERE / "raw_bd_tile.mlir"))
+    twin = simulate_design(read_design(HERE / "raw_bd_tile_physical.mlir"))
+    assert outcome(raw) == outcome(twin)
+    assert outcome(raw)[1]["ddr_read"] == outcome(raw)[1]["ddr_write"] == 1024 * 4
+
+
+def _tile_words(length: int, bd_next: int, acq: tuple, rel: tuple) -> list[int]:
+    """A compute tile BD's six words (AM025 DMA_BDn_0..5) that loops to ``bd_next``."""
+    locks = (bd_next << 27 | 1 << 26 | 1 << 25 | (rel[1] & 0x7F) << 18 | rel[0] << 13 | 1 << 12
+             | (acq[1] & 0x7F) << 5 | acq[0])
+    return [length, 0, 0, 0, 0, locks]
+
+
+def test_raw_bd__blockwritten_words_read_as_the_writebd_fields():
+    fields = {"buffer_length": 1024, "lock_acq_enable": 1, "lock_acq_id": 0, "lock_acq_val": 1, "lock_rel_id": 1,
+              "lock_rel_val": 1, "next_bd": 0, "use_next_bd": 1, "valid_bd": 1}
+    assert decode("compute", _tile_words(1024, 0, (0, 1), (1, 1))) == from_writebd("compute", fields)
+    # a mem tile's acquire of -1 (greater-or-equal, as mlir-aie encodes it) on its own lock 64
+    mem = decode("mem", [1024, 1 << 19, 0, 0, 0, 0, 0, 0x8141FF40])
+    assert (mem.acquire, mem.release, mem.use_next, mem.length_bytes) == ((64, -1), (65, 1), True, 4096)
+
+
+def test_raw_bd__blockwrite_form_simulates_as_the_writebd_form():
+    words = {0: _tile_words(1024, 0, (0, 1), (1, 1)), 1: _tile_words(1024, 1, (1, 1), (0, 1))}
+    text = RAW
+    for bd, line in ((0, "row = 2 : i32, lock_acq_enable = 1 : i32, lock_acq_id = 0"),
+                     (1, "row = 2 : i32, lock_acq_enable = 1 : i32, lock_acq_id = 1")):
+        start = text.index("aiex.npu.writebd", text.index(line) - 200)
+        end = text.index("\n", start)
+        data = ", ".join(str(w) for w in words[bd])
+        text = (text[:start] + f"%w{bd} = memref.get_global @bd{bd} : memref<6xi32>\n      aiex.npu.blockwrite(%w{bd}) "
+                f"{{address = {0x21D000 + 0x20 * bd} : ui32, column = 0 : i32, row = 2 : i32}} : memref<6xi32>"
+                + text[end:])
+        text = text.replace("    %shim = aie.tile(0, 0)\n",
+                            f"    %shim = aie.tile(0, 0)\n    memref.global \"private\" constant @bd{bd} : "
+                            f"memref<6xi32> = dense<[{data}]>\n", 1)
+    assert "aiex.npu.blockwrite" in text and "row = 2 : i32, lock_acq" not in text
+    assert outcome(simulate_design(read_text(text))) == outcome(simulate_design(read_design(HERE / "raw_bd_tile.mlir")))
+
+
+def test_raw_bd__a_bd_with_dimensions_is_refused_naming_the_queue_write():
+    text = RAW.replace("row = 2 : i32, lock_acq_enable = 1 : i32, lock_acq_id = 0",
+                       "row = 2 : i32, d0_size = 4 : i32, lock_acq_enable = 1 : i32, lock_acq_id = 0")
+    with pytest.raises(MlirError, match=r":26: op 'aiex.npu.write32' .*BD 0 of tile\(0,2\) has dimensions"):
+        read_text(text)
+
+
+def test_raw_bd__a_bd_no_queue_starts_is_refused_naming_the_writebd():
+    text = RAW.replace("aiex.npu.write32(%q2, %v2)", "// not started")
+    with pytest.raises(MlirError, match=r"op 'aiex.npu.writebd' is outside the subset .*none runs this one"):
+        read_text(text)
+
+
+def test_raw_bd__an_endless_chain_started_after_data_was_sent_is_refused():
+    """A cyclic chain is the channel's static chain only when starting it at cycle 0 changes
+    nothing; with the shim's input pushed first, it would not."""
+    first = RAW.index("      aiex.npu.writebd {bd_id = 1 : i32, buffer_length = 1024 : i32, buffer_offset = 0 : i32, "
+                      "column = 0 : i32, row = 0")
+    end = RAW.index("aiex.npu.sync")
+    tail = RAW[first:end]
+    text = RAW[:first].replace("      aiex.npu.writebd {bd_id = 0 : i32, buffer_length = 1024 : i32, buffer_offset = "
+                               "0 : i32, column = 0 : i32, row = 2", tail + "      aiex.npu.writebd {bd_id = 0 : i32, "
+                               "buffer_length = 1024 : i32, buffer_offset = 0 : i32, column = 0 : i32, row = 2") + RAW[end:]
+    with pytest.raises(MlirError, match="cycles forever on tile\\(0,2\\).s2mm0, and an earlier host step sends data"):
+        read_text(text)
+
+
+def test_raw_bd__a_lock_no_aie_lock_declares_is_refused():
+    text = RAW.replace("lock_rel_id = 1 : i32, lock_rel_val = 1", "lock_rel_id = 7 : i32, lock_rel_val = 1")
+    with pytest.raises(MlirError, match="releases lock 7 of tile\\(0,2\\), which no aie.lock declares"):
+        read_text(text)
+
+
+def test_raw_bd__a_channel_reset_by_its_control_register_is_refused():
+    text = RAW.replace("%c1 = arith.constant 256 : i32", "%c1 = arith.constant 2 : i32").replace(
+        "%c2 = arith.constant 3840 : i32", "%c2 = arith.constant 2 : i32")
+    with pytest.raises(MlirError, match="aiex.npu.maskwrite32.*register 0x1D200 of tile.*beyond the Controller_ID"):
+        read_text(text)
