@@ -57,7 +57,11 @@ def design_cmd(ctx, path, kernels_path, device, ablate, args, reconfigure_cycles
     if opts["trace"]:
         from ..trace import write_trace
 
+        from ..mlir.aie_trace import aie_trace_path, write_aie_trace
+
         s["trace_events"] = write_trace(ds, opts["trace"], raw=opts["trace_raw"])
+        s["aie_trace"] = str(aie_trace_path(opts["trace"]))  # mlir-aie's trace parser's shape, beside it
+        write_aie_trace(ds, info.design.arch, s["aie_trace"])
     if opts["json"]:
         click.echo(json.dumps(s))
         return
@@ -67,7 +71,7 @@ def design_cmd(ctx, path, kernels_path, device, ablate, args, reconfigure_cycles
 
         click.echo(format_ablation(s["total_cycles"], rows))
     if opts["trace"]:
-        click.echo(f"  trace           {opts['trace']} ({s['trace_events']} slices)")
+        click.echo(f"  trace           {opts['trace']} ({s['trace_events']} slices); mlir-aie's shape: {s['aie_trace']}")
 
 
 def _run_list(info, opts, reconfigure_cycles: int, ablate: bool) -> None:
