@@ -109,6 +109,7 @@ class Evaluation:
         if pins.fusion in ("auto", "chain"):
             chosen, dispatch = self.try_chain(chosen, dispatch)
         chosen, dispatch = self.share_kernels(chosen, dispatch)
+        self.add_twins(chosen)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
                                  for k, v in self.alternatives.items())
         return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives)
@@ -329,14 +330,9 @@ class Evaluation:
                 exact.add((key, todo[key]))
 
     def held(self, placed, kernel_of: dict) -> list[Placed]:
-        """``placed`` with the ops of ``kernel_of`` held to their kernels, simulated (with their
-        data-only twins where the evaluation wants them), each held op's gap measured against its
-        own whole space (the unheld op's lower bound)."""
+        """``placed`` with the ops of ``kernel_of`` held to their kernels, simulated, each held op's
+        gap measured against its own whole space (the unheld op's lower bound)."""
         out = [replace(p, kernel=kernel_of[i]) if i in kernel_of else p for i, p in enumerate(placed)]
-        for p in out:  # variants were tried without twins
-            r = self.results.get(p.key)
-            if p.kernel and r is not None and self.movement and r.movement_cycles is None:
-                del self.results[p.key]
         self.simulate([p for p in out if p.kernel], strict=False)
         for alone, p in zip(placed, out):
             if p.kernel and p.key in self.results and alone.key in self.results:
@@ -368,12 +364,11 @@ class Evaluation:
             out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static))
         return out
 
-    def simulate(self, placed: list[Placed], strict: bool, movement: bool | None = None) -> None:
+    def simulate(self, placed: list[Placed], strict: bool, movement: bool = False) -> None:
         """Engine results of every distinct instance into ``results`` (cached across calls).
         ``strict``: an instance with no legal design is an error (listing every one); otherwise
-        it is left out (fusion falls back). ``movement``: simulate data-only twins (default: as
-        the evaluation says)."""
-        movement = self.movement if movement is None else movement
+        it is left out (fusion falls back). ``movement``: simulate data-only twins too (the
+        choices read op times only: ``add_twins`` runs the twins of the chosen ops at the end)."""
         todo, by_key = self.designs(placed, strict, movement)
         # every design and its data-only twin (NOOP kernels) in one batch; the twin's time is the
         # op's data-movement time, so exposed compute is measured by difference, as an ablation does
@@ -401,6 +396,24 @@ class Evaluation:
                 r = replace(r, movement_cycles=None)
             self.results[key] = r
             self.keep((self.mapping, key, _ablated(by_key[key], self.pins)), r)
+
+    def add_twins(self, placed: list[Placed]) -> None:
+        """The data-only twin's time (``movement_cycles``) of each op of ``placed`` simulated
+        without it, when the evaluation wants the compute / data-movement split: only the chosen
+        ops' twins run, not those of every alternative the choices weighed."""
+        if not self.movement:
+            return
+        todo = {p.key: p for p in placed if p.key in self.results and self.results[p.key].movement_cycles is None}
+        batch, built = [], []
+        for key, p in todo.items():
+            design, _, _, _, twin, lowered, _ = op_design(p, self.arch, self.pins)
+            if twin is not None:
+                batch.append(noop_twin(lowered if lowered is not None else lower(design), twin.drop))
+                built.append(key)
+        for key, outcome in zip(built, simulate_arrays(batch) if batch else []):
+            r = replace(self.results[key], movement_cycles=outcome.cycles)
+            self.results[key] = r
+            self.keep((self.mapping, key, _ablated(todo[key], self.pins)), r)
 
     def cached(self, key: tuple, movement: bool):
         """An op result kept earlier: one without its twin's time serves only an evaluation that

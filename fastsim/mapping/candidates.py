@@ -22,13 +22,15 @@ COLUMNS = ("s", "t", "bound", "energy", "reason", "transfers")
 FLOWS = {"os": K.FLOW_OS, "ws": K.FLOW_WS, "is": K.FLOW_IS}
 
 
-def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
+def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None
+           ) -> dict[str, np.ndarray]:
     """Per kept and useful (structure, tile) pair, in row-major order: its structure ``s`` and tile
     ``t`` indices, ``bound`` (cycles), ``energy`` (pJ), ``reason`` (index into ``plan.problems``,
-    -1 legal) and ``transfers``; ``m, k, n`` are (1, T) tile rows and ``keep`` (S, T)."""
+    -1 legal) and ``transfers``; ``m, k, n`` are (1, T) tile rows and ``keep`` (S, T). ``memo``:
+    kernel call cycles kept across one search's batches (``plan.matmul_cycles``)."""
     if arch.core_mesh_rows or not resolve_jit():
         return ranked_numpy(op, batch, arch, m, k, n, keep)
-    return ranked_compiled(op, batch, arch, m, k, n, keep)
+    return ranked_compiled(op, batch, arch, m, k, n, keep, memo)
 
 
 def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
@@ -47,7 +49,8 @@ def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -
     return out
 
 
-def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
+def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None
+                    ) -> dict[str, np.ndarray]:
     """``ranked_numpy``'s answer from the compiled loop."""
     keep = np.ascontiguousarray(np.broadcast_to(keep, (len(batch.structures), m.shape[-1])))
     size = int(np.count_nonzero(keep))
@@ -55,22 +58,22 @@ def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep
            "energy": np.empty(size), "reason": np.empty(size, np.int64), "transfers": np.empty(size)}
     tiles = [np.ascontiguousarray(np.asarray(x, np.int64).reshape(-1)) for x in (m, k, n)]
     params = _parameters(op, batch, arch)
-    count = K.candidates(*params, *tiles, keep, *_modelled_calls(op, batch, arch, m, k, n, params[0]),
+    count = K.candidates(*params, *tiles, keep, *_modelled_calls(op, batch, arch, m, k, n, params[0], memo),
                          *(out[c] for c in COLUMNS))
     return {c: v[:count] for c, v in out.items()}
 
 
-def _modelled_calls(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, ip) -> tuple:
+def _modelled_calls(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, ip, memo: dict | None = None) -> tuple:
     """A call's cycles and its conversion's per (structure, tile) from the kernel model, as
     ``plan._core_cycles`` prices them (the compiled loop reads them when ``ip[I_MODELLED]``); empty
     arrays where the arch's datapaths have no model (the loop prices calls itself)."""
-    if not all(modelled(arch, key) for key in batch.keys):
+    if not all(modelled(arch, key) for key in set(batch.keys)):
         empty = np.zeros((1, 1))
         return empty, empty
     ip[K.I_MODELLED] = 1
     shape = (len(batch.structures), np.asarray(m).shape[-1])
-    mm = matmul_cycles(op, batch.keys, arch, m, k, n)
-    conv = (matmul_cycles(op, batch.keys, arch, m, k, n, conversion=True) - mm
+    mm = matmul_cycles(op, batch.keys, arch, m, k, n, memo=memo)
+    conv = (matmul_cycles(op, batch.keys, arch, m, k, n, conversion=True, memo=memo) - mm
             if np.any(batch.conv_cycles_per_elem) else 0 * mm)
     return (np.ascontiguousarray(np.broadcast_to(mm, shape), np.float64),
             np.ascontiguousarray(np.broadcast_to(conv, shape), np.float64))

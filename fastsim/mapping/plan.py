@@ -183,11 +183,13 @@ def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
     return batch
 
 
-def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = False):
+def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = False, memo: dict | None = None):
     """Cycles of one m x k x n microkernel call (the arithmetic of ``fastsim.cost.matmul_cycles``:
     the kernel model on AIE-ML and AIE-ML v2 cores, the plain rate model elsewhere); ``keys`` is one
     datapath key, or one per row of a batch. ``conversion``: include the datapath's operand
-    conversion (bf16 -> bfp16), which the kernel model interleaves with the MACs."""
+    conversion (bf16 -> bfp16), which the kernel model interleaves with the MACs. ``memo``: one
+    search's answers per (datapath, tile grid), for ``op`` and ``arch`` only (its structure
+    batches mostly share a grid)."""
     keys = (keys,) if isinstance(keys, str) else tuple(keys)
     if arch.core_mesh_rows:
         from ..cost import matmul_cycles as one
@@ -200,13 +202,22 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
     # the cycles depend on the tile and the datapath only: computed once per distinct datapath
     # (most batches have one: then they keep the tiles' shape), then each structure takes its own
     distinct = sorted(set(keys))
-    per_key = [_call_cycles(op, key, arch, m, k, n, conversion) for key in distinct]
+    per_key = [_memoized(memo, (key, conversion, *(np.asarray(x).tobytes() for x in (m, k, n)), np.shape(m)),
+                         lambda key=key: _call_cycles(op, key, arch, m, k, n, conversion)) for key in distinct]
     out = per_key[0]
     if len(distinct) > 1:
         which = np.array([[distinct.index(key)] for key in keys])
         for i in range(1, len(distinct)):
             out = np.where(which == i, per_key[i], out)
     return out
+
+
+def _memoized(memo: dict | None, key: tuple, compute):
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def modelled(arch: Arch, key: str) -> bool:

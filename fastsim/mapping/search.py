@@ -395,6 +395,7 @@ class _Candidates:
         self.op, self.arch = op, arch
         self.bases: list[Mapping] = []
         self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
+        self.call_cycles: dict = {}  # kernel call cycles per (datapath, tile grid): batches share grids
         cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
                 "transfers": []}
         for batch in _batches(op, arch, pins):
@@ -410,7 +411,7 @@ class _Candidates:
         """Rank one batch's tile grid and append the candidates its structures consider;
         ``reason`` is the first violated check (-1: legal)."""
         m, k, n, considered = _grid(self.op, batch, pins)
-        found = ranked(self.op, batch, self.arch, m, k, n, considered)
+        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles)
         for name, v in (("m", m), ("k", k), ("n", n)):
             cols[name].append(v.reshape(-1)[found["t"]])
         for name in ("bound", "energy", "reason", "transfers"):
