@@ -21,6 +21,7 @@ ONE_CORE_SUSPECT = ("a compiler-generated kernel below the hand-tuned one-tile e
 # sources (public; file:line as of the cited snapshot)
 REG_GEMM = "mlir-air kernel_registry/details/GEMM_bf16_in_bf16_out.md:{}"
 REG_GEMV = "mlir-air kernel_registry/details/GEMV_bf16.md:{}"
+REG_GEMM_F32 = "mlir-air kernel_registry/details/GEMM_bf16_in_fp32_out.md:{}"
 FLM_LLAMA = "FastFlowLM v0.9.30 docs/benchmarks/llama3_results.md"
 AIR_LLM = "mlir-air programming_examples/llms/{}"
 STRIX = "Strix (npu2)"
@@ -76,9 +77,30 @@ AIR_GEMM_BUILT = ("8x4 herd, bf16 emulated on the bfp16 MMA, C stationary over K
 AIR_HOW = {"drain": ", the f32 accumulator kept in L1 across K and cast once by a drain herd",
            "fused-cast": ", C written as an f32 scratch in a single-buffered L1 accumulator, then the separate "
                          "f32->bf16 cast launch"}
-AIR_GEMM_SUSPECT = ("per-call core overhead of the 64x32x128 mm call (k_l1 = 32: few MMAs per call) and the "
-                    "A/B stream rate into the cores. Micro-benchmark: one core, mm_aie2p.cc {} in a loop, "
-                    "cycles per call from trace event0/event1 at k_l1 = 32, 64, 128")
+AIR_GEMM_SUSPECT = ("not the core: the {} call is 1,592 cycles in the kernel model (2,724 if its C moves did "
+                    "not overlap the MACs) against 3,059-3,648 cycles per call per core measured for the same GEMM "
+                    "launch alone (f32 out, xclbin, no cast: GEMM_bf16_in_fp32_out.md:113-119), and the registry's "
+                    "tile_n 64 -> 128 sweep (1.35-1.38x, md:147-149) changes only data movement. DDR: these designs "
+                    "move 38-42 GB/s (reads + writes) where fastsim sustains about 63 GB/s on them; the shim BDs read "
+                    "B in tile_n x 2 B runs (256 B), A in tile_k_l2 x 2 B runs (run.py:403-415), and smolvla's "
+                    "connector tile_n sweep (md:303) fits 3.3 ns per contiguous run + 60 GB/s, which, not refitted, gives the "
+                    "f32-out rows within -2/+6/-1 % (docs/kernel_model.md). Fused-cast rows add the cast "
+                    "launch (0.45 ms per 4.19M elements, run.py:658-659) and the ELF path (1.26-1.42x on the same "
+                    "module, smolvla profile.md:269-280). Micro-benchmark: one shim channel reading 16 MiB in 256 B "
+                    "runs vs contiguous, GB/s")
+AIR_DIRECT_SUSPECT = ("the compiler-generated kernel (1.5-1.7x slower than mm.o at the same tiles: GEMM_bf16_in_fp32_out.md"
+                      ":44), then the DDR side as for the fused-cast rows with shorter runs (tile_n 64: B read in "
+                      "128 B runs); the ELF rows add the ELF path (1.26-1.42x, smolvla profile.md:269-280). "
+                      "Micro-benchmark: the registry harness at 2048x2048x11008 with --codegen external at the same "
+                      "tiles (the kernel alone changes)")
+AIR_F32_BUILT = ("the GEMM launch of fused-cast alone: f32 C out of a single-buffered f32 L1 accumulator, external "
+                 "mm.o, xclbin, no cast launch; 8x4 herd, bfp16 MMA, L1 tile 64x32x128; not describable: C leaves "
+                 "as f32 (fastsim writes bf16: a double-buffered f32 C does not fit L1 beside A/B), tile_k_l2 {} "
+                 "(mem-tile K panel)")
+AIR_DIRECT_BUILT = ("Gate/Up by the direct (low-precision) method: the compiler-generated matmul, tile 64/128/32/64 "
+                    "(m/kl2/kl1/n), bf16 C truncated per L2 tile, {}; not describable: the generated kernel (the "
+                    "registry measures it 1.5-1.7x slower than mm.o at the same tiles, GEMM_bf16_in_fp32_out.md:44), "
+                    "tile_k_l2 128{}")
 AIR_SMALL_SUSPECT = ("fixed cost of a launch (herd start, BD setup, pipeline fill and drain) against a few "
                      "tiles per core. Micro-benchmark: the registry harness (kernel-only) on the same design "
                      "at 256^3 and 512^3 and with an empty kernel, to split the fixed from the per-tile cost")
@@ -327,21 +349,33 @@ ROWS = [
           (1024, 768, 3072, 1461.2, 134, "per launch in the ELF", "32x32x128", 256, "air_gemm_bf16_drain.toml"),
           (1024, 3072, 768, 1142.6, 135, "per launch in the ELF", "32x64x96", 384,
            "air_gemm_bf16_drain_tn96.toml"))],
-    # components: one prefill GEMM ELF per layer (Qwen2.5-3B Q4 prefill at M = 2048, averaged over 36
-    # layers, `make bench`) and the registry's swept Gemma3-4B gate/up shape
-    *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what}", us, "us", _gemm(m, k, n),
-          AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"), role="component")
+    # components: the registry's swept Gemma3-4B gate/up shape
+    *[Row("gemm", REG_GEMM.format("149 (Gemma3-4B gate/up, swept)"), part, f"GEMM {m}x{k}x{n} bf16, {what}", us,
+          "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"),
+          role="component")
       for m, k, n, us, src, what, built, part in (
-          (2048, 2048, 11008, 24100.0, "qwen25_3b_q4/README.md:133 (gate ELF)", "Qwen2.5-3B gate ELF",
-           "one ELF per layer, Q4_0 weights dequantized on the host at load (bf16 GEMM); method and tiles not "
-           "stated in the example (the registry's auto rule picks fused-cast above M*K*N = 4e9: a GEMM launch "
-           "and a cast launch); averaged over 36 layers incl. the ELF's dispatch", AIR_NPU2),
-          (2048, 2048, 11008, 23920.0, "qwen25_3b_q4/README.md:132 (up ELF)", "Qwen2.5-3B up ELF", "as gate",
-           AIR_NPU2),
-          (2048, 2560, 10240, _us(4849, 2048, 2560, 10240),
-           "kernel_registry/details/GEMM_bf16_in_bf16_out.md:149 (Gemma3-4B gate/up, swept)",
+          (2048, 2560, 10240, _us(4849, 2048, 2560, 10240), None,
            "8x4 herd, fused-cast", "fused-cast, tile 64/128/32/128 (m/kl2/kl1/n), GFLOP/s incl. the cast "
-           "launch; not describable: tile_k_l2 128, the f32 C scratch and its cast launch", STRIX))],
+           "launch; not describable: tile_k_l2 128, the f32 C scratch and its cast launch", STRIX),)],
+    # components: Qwen2.5-3B's Gate/Up (2048x2048x11008) by the direct method, one ELF per layer (`make bench`,
+    # averaged over 36 layers) and the registry harness on the same design (xclbin)
+    *[Row("gemm", src, part, f"GEMM 2048x2048x11008 bf16, {what}", us, "us", _gemm(2048, 2048, 11008),
+          AB + "air_gemm_bf16_direct.toml", AIR_DIRECT_BUILT.format(how, extra), AIR_DIRECT_SUSPECT,
+          role="component")
+      for us, src, what, how, extra, part in (
+          (24100.0, AIR_LLM.format("qwen25_3b_q4/README.md:133 (gate ELF)"), "Qwen2.5-3B gate ELF",
+           "one ELF per layer on Q4_0 weights dequantized on the host at load, averaged over 36 layers incl. the "
+           "ELF's dispatch (qwen25_3b/qwen25_3b_prefill.py:30-33)", ", the ELF lowering path", AIR_NPU2),
+          (23920.0, AIR_LLM.format("qwen25_3b_q4/README.md:132 (up ELF)"), "Qwen2.5-3B up ELF", "as gate",
+           ", the ELF lowering path", AIR_NPU2),
+          (_us(4276, 2048, 2048, 11008), REG_GEMM.format(287), "8x4 herd, direct (registry harness)",
+           "the registry harness (one synchronous dispatch, xclbin)", "", STRIX))],
+    # components: the same GEMM launch as fused-cast without its cast launch (f32 out, xclbin): the GEMM alone
+    *[Row("gemm", REG_GEMM_F32.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16 in, f32 out, 8x4 herd, external",
+          _us(g, m, k, n), "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", AIR_F32_BUILT.format(kl2),
+          AIR_GEMM_SUSPECT.format("64x32x128"), role="component")
+      for m, k, n, g, line, kl2 in ((2048, 2048, 2048, 8508, 113, 512), (2048, 8192, 2048, 9797, 116, 256),
+                                    (4096, 4096, 4096, 9329, 119, 512))],
     # components: prefill GEMMs inside the LLM ELFs, per layer from per-op totals at CTX = 2048
     # (Gemma-3-4B: 34 layers, "on-device" incl. its BO traffic; Qwen2.5-7B: 28 layers, NPU execution only)
     *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what} (per layer)", total_ms / layers * 1e3,
