@@ -115,3 +115,19 @@ def test_study_ablate__ranks_the_kernels_of_a_design_and_refuses_model_options()
     assert saved[0] > 0 and all(out["total_cycles"] - a["cycles"] == a["saved_cycles"] for a in out["ablation"])
     r = CliRunner().invoke(main, ["study", "ablate", "--design", design, "--model", "llama-3.2-3b"])
     assert r.exit_code == 2 and "--model: a model's options do not apply to --design" in r.output
+
+
+def test_harness__the_matmul_harness_lines_from_the_calls_macs_and_the_time():
+    """mlir-aie's matmul test.cpp prints "Avg NPU matmul time: Nus." and "Avg NPU gflops: G";
+    fastsim prints the same from the matmul calls completed (m k n each, by name and shape)."""
+    from fastsim.mlir.run import format_design_summary, summary
+
+    info = read_design(HERE / "matmul_default_costs.mlir")
+    assert info.matmul_macs == {"matmul_bf16_f32": 64 ** 3}
+    s = summary(simulate_design(info), info)
+    calls = s["kernels"]["completed"]["matmul_bf16_f32"]["calls"]
+    assert s["harness"]["avg_npu_time_us"] == pytest.approx(s["seconds"] * 1e6)
+    assert s["harness"]["gflops"] == pytest.approx(2 * calls * 64 ** 3 / s["seconds"] / 1e9)
+    text = format_design_summary(s)
+    assert f"Avg NPU matmul time: {s['seconds'] * 1e6:.0f}us." in text.splitlines()
+    assert any(line.startswith("Avg NPU gflops: ") for line in text.splitlines())

@@ -187,6 +187,18 @@ def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, s
                                      f"({arch.name} vector_cycles_per_elem.{kind})"), ""
 
 
+def matmul_shape(name: str, memrefs) -> tuple[int, int, int] | None:
+    """(m, k, n) of a call to a kernel named as a matmul (``MATMUL_WORDS``) whose first three
+    memrefs are A (m k elements), B (k n) and C (m n), in any layout; None otherwise."""
+    if not any(w in MATMUL_WORDS for w in _words(name)) or len(memrefs) < 3:
+        return None
+    a, b, c = (math.prod(shape) for shape, _ in memrefs[:3])
+    if not a * b * c:
+        return None
+    m, k, n = (math.isqrt(x * y // z) for x, y, z in ((a, c, b), (a, b, c), (b, c, a)))
+    return (m, k, n) if (m * k, k * n, m * n) == (a, b, c) and m * k * n else None
+
+
 def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
     from ..cost import kernel_modelled, matmul_cycles
 
@@ -194,9 +206,9 @@ def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
         return None, f"a matmul by its name, but its call passes {len(memrefs)} memrefs of known shape (needs A, B, C)"
     (sa, ta), (sb, tb), (sc, _) = memrefs[:3]
     a, b, c = math.prod(sa), math.prod(sb), math.prod(sc)
-    m, k, n = (math.isqrt(x * y // z) for x, y, z in ((a, c, b), (a, b, c), (b, c, a)))
-    if (m * k, k * n, m * n) != (a, b, c) or not m * k * n:
+    if matmul_shape(name, memrefs) is None:
         return None, f"a matmul by its name, but A, B, C of {a}, {b}, {c} elements are no m x k, k x n, m x n"
+    m, k, n = matmul_shape(name, memrefs)
     dtype = "int8xint4" if MATMUL_DTYPES.get(ta) == "int8" and tb == "i4" else MATMUL_DTYPES.get(ta)
     options = dict(arch.datapath_options(dtype)) if dtype else {}
     if not options:

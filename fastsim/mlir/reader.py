@@ -14,7 +14,7 @@ from ..design import BD, MM2S, S2MM, Channel, Design, Lock, Tile
 from ..errors import ConfigError
 from .cascade import Cascades
 from .core import CoreReader, _callee
-from .kernels import DefaultCost, KernelLocks, checked_table, default_kernel_cost
+from .kernels import DefaultCost, KernelLocks, checked_table, default_kernel_cost, matmul_shape
 from .place import PlacementError, place
 from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Group, Op, parse
@@ -70,6 +70,7 @@ class DesignInfo:
     defaulted: list = field(default_factory=list)  # kernels.DefaultCost: costs fastsim guessed, with the rule
     runtime_args: dict = field(default_factory=dict)  # scalar runtime arguments given and used: name -> value
     scalar_args: set = field(default_factory=set)  # names of the runtime sequences' scalar arguments
+    matmul_macs: dict = field(default_factory=dict)  # kernel -> MACs per call (m k n), for matmuls by name and shape
 
 
 @dataclass
@@ -282,7 +283,8 @@ def _read_device(dev: Op, kernel_cycles, arch, source, default_kernel_cycles, de
         raise MlirError(r.problems, source, r.stops)
     used = {**r.args_used, **{k: v for step in steps for k, v in step.info.runtime_args.items()}}
     scalars = r.scalar_args | {k for step in steps for k in step.info.scalar_args}
-    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes, steps, r.defaulted, used, scalars)
+    return DesignInfo(r.design, r.endless, r.untimed, r.kernels_used, r.notes, steps, r.defaulted, used, scalars,
+                      {k: v for k, v in r.matmul_macs.items() if v})
 
 
 def _design_name(source: str) -> str:
@@ -334,6 +336,7 @@ class Reader:
         self.lock_ids: dict[tuple[Tile, int], Lock] = {}  # (tile, aie.lock id) -> lock (raw BDs name locks by id)
         self.buffer_addresses: dict[int, int] = {}  # buffer id -> its aie.buffer ``address`` (bytes)
         self.globals: dict[str, Op] = {}  # memref.global symbol -> op (the words a blockwrite writes)
+        self.matmul_macs: dict[str, int | None] = {}  # kernel -> MACs per call; None when calls differ in shape
 
     # -- problems ---------------------------------------------------------------------------------
     def problem(self, op: Op, text: str) -> None:
@@ -383,6 +386,9 @@ class Reader:
             raise Unreadable(f"kernel '{name}' has no cost ({why}): give its cycles per call in the kernel costs "
                              f"TOML ([kernels] {name} = CYCLES, fastsim run design --kernels FILE)")
         self.kernels_used[name] = cycles
+        shape = matmul_shape(name, call_memrefs(op))
+        macs = shape[0] * shape[1] * shape[2] if shape else None
+        self.matmul_macs[name] = macs if self.matmul_macs.get(name, macs) == macs else None  # one shape per kernel
         return cycles
 
     # -- the device ---------------------------------------------------------------------------------

@@ -99,6 +99,10 @@ def summary(ds, info: DesignInfo) -> dict:
                     "defaulted": [{"kernel": d.kernel, "cycles": d.cycles, "rule": d.rule} for d in info.defaulted]}
     s["untimed_ops"] = sorted({name for name, _ in info.untimed})
     s["runtime_sequence"] = sequence_instructions(info)
+    macs = sum(per_kernel[k]["calls"] * m for k, m in info.matmul_macs.items() if k in per_kernel)
+    if macs and s["seconds"]:
+        # what mlir-aie's matmul test harnesses (test.cpp) print, for scripts that parse them: one run
+        s["harness"] = {"avg_npu_time_us": s["seconds"] * 1e6, "gflops": 2 * macs / s["seconds"] / 1e9}
     return s
 
 
@@ -146,4 +150,7 @@ def format_design_summary(s: dict) -> str:
                      f"{seq['cycles_per_instruction']:g} each, not in the cycles above")
     if s["untimed_ops"]:
         lines.append(f"  read, no time   {', '.join(s['untimed_ops'])}")
+    if "harness" in s:  # mlir-aie's matmul harness lines (2 x the matmul calls' MACs / time)
+        lines += [f"Avg NPU matmul time: {s['harness']['avg_npu_time_us']:.0f}us.",
+                  f"Avg NPU gflops: {s['harness']['gflops']:g}"]
     return "\n".join(lines)
