@@ -38,7 +38,7 @@ def run_file(path: Path, kernel_cycles: int) -> dict:
     # mlir-aie's lit tests write the part as NPUDEVICE and substitute it before compiling
     # (sed 's/NPUDEVICE/npu2_1col/g' when they run on npu2): the same here
     text = path.read_text(errors="replace").replace("aie.device(NPUDEVICE)", "aie.device(npu2_1col)")
-    out = {"file": str(path), "stage": "none", "stop": "", "cycles": [], "flags": []}
+    out = {"file": str(path), "stage": "none", "stop": "", "cycles": [], "flags": [], "device": device_family(text)}
     try:
         parse(text, str(path))
     except ConfigError as e:
@@ -79,6 +79,14 @@ def run_file(path: Path, kernel_cycles: int) -> dict:
     return out
 
 
+def device_family(text: str) -> str:
+    """The part a file's ``aie.device``s target: ``npu1`` (``npu1*``, and ``npu``, its older name),
+    ``npu2`` (``npu2*``), another target's name, several joined by ``+``, or ``none``."""
+    names = set(re.findall(r"aie\.device\(\s*(\w+)", text))
+    fams = {"npu1" if n == "npu" or n.startswith("npu1") else "npu2" if n.startswith("npu2") else n for n in names}
+    return "+".join(sorted(fams)) or "none"
+
+
 def _guarded(path: Path, kernel_cycles: int) -> dict:
     """``run_file``, with an unexpected exception recorded as the file's stop (a bug of fastsim's
     reader to fix, not a reason to lose the other files' results)."""
@@ -86,7 +94,7 @@ def _guarded(path: Path, kernel_cycles: int) -> dict:
         return run_file(path, kernel_cycles)
     except Exception as e:  # noqa: BLE001 - recorded and reported per file
         return {"file": str(path), "stage": "none", "stop": f"crash: {type(e).__name__}: {e}"[:120], "cycles": [],
-                "flags": ["crash"]}
+                "flags": ["crash"], "device": "none"}
 
 
 def _problem(e: ConfigError) -> str:
@@ -152,6 +160,11 @@ def main(argv=None) -> int:
     print(f"{len(files)} .mlir files under {args.dir}")
     for s in STAGES:
         print(f"  {s:<9} {passed[s]}")
+    families = Counter(r["device"] for r in results)
+    print("simulate by device (files with an aie.device of that part)")
+    for fam, n in sorted(families.items(), key=lambda kv: -kv[1])[:8]:
+        done = sum(r["device"] == fam and r["stage"] == "simulate" for r in results)
+        print(f"  {fam:<12} {done} of {n}")
     print("stopped by")
     for stop, n in stops.most_common():
         print(f"  {n:4d}  {stop}")
