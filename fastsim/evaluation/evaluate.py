@@ -9,7 +9,7 @@ and hand-offs (every layer repeats the same ones) share one simulation.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from ..arch import Arch
 from ..cache import CACHE
@@ -467,13 +467,27 @@ def _ablated(p: Placed, pins: GraphPins) -> tuple[bool, bool]:
     return p.op.op_class in pins.noop, "cast" in pins.noop and bool(p.op.cast_cycles_per_weight)
 
 
+# GraphPins fields that never change one op's design, so op results are shared across them: they
+# choose among designs (fusion, pipelines), cut or submit dispatches (cuts, dispatch_commands,
+# static_weights_resident), or enter the key per op (noop: ``_ablated``). Every other field, a new
+# one included, is part of the key: a pin left out would return another layout's cached answer.
+NOT_IN_OP_DESIGN = frozenset({"fusion", "pipelines", "cuts", "dispatch_commands", "static_weights_resident", "noop"})
+
+
 def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:
-    """Everything besides the op instance itself (and its own ablation, ``_ablated``) that
-    op_design reads."""
-    return (repr(arch), tuple(sorted(pins.dataflow)), tuple(sorted(pins.columns)), pins.residency,
-            pins.kernel_efficiency, pins.kernel_overhead_cycles, pins.stream_split, pins.compute_dtype,
-            tuple(sorted(pins.datapath)), tuple(sorted(pins.tiles)), tuple(sorted(pins.l2)), pins.search_budget,
-            None if pins.mapped_on is None else repr(pins.mapped_on))
+    """Everything besides the op instance itself (and its own ablation, ``_ablated``) that can
+    change an op's design: the arch and every pin outside ``NOT_IN_OP_DESIGN``."""
+    return (repr(arch), *((f.name, _order_free(getattr(pins, f.name))) for f in fields(pins)
+                          if f.name not in NOT_IN_OP_DESIGN))
+
+
+def _order_free(value):
+    """A pin's value as a key: (name, value) tables sorted (their order means nothing), an arch by repr."""
+    if isinstance(value, Arch):
+        return repr(value)
+    if isinstance(value, tuple) and value and all(isinstance(x, tuple) for x in value):
+        return tuple(sorted(value))
+    return value
 
 
 # An op is held only to kernels whose tile needs at most this many times its own kernel calls. A
