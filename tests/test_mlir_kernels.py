@@ -131,3 +131,14 @@ def test_harness__the_matmul_harness_lines_from_the_calls_macs_and_the_time():
     text = format_design_summary(s)
     assert f"Avg NPU matmul time: {s['seconds'] * 1e6:.0f}us." in text.splitlines()
     assert any(line.startswith("Avg NPU gflops: ") for line in text.splitlines())
+
+
+def test_matvec__mv_cc_calls_take_the_kernel_models_one_row_call():
+    """mlir-aie's mv.cc (matvec_vectorized_i16_i32(A m x k, b k, c m)): the kernel model's call for
+    one row against a k x m matrix; counts that are no m x k, k, m are not guessed."""
+    a, b, c = ((32, 16), "i16"), ((16,), "i16"), ((32,), "i32")
+    got, why = default_kernel_cost("matvec_vectorized_i16_i32", [a, b, c], NPU1)
+    assert why == "" and got.cycles == matmul_cycles(1, 16, 32, "int16", NPU1, NPU1.efficiency("int16"), c_bytes=4)
+    assert "matrix-vector 32x16 int16" in got.rule
+    bad, why = default_kernel_cost("matvec_vectorized_i16_i32", [a, ((32,), "i16"), c], NPU1)
+    assert bad is None and "no m x k, k, m" in why

@@ -139,6 +139,7 @@ class DefaultCost:
 # A kernel is recognised by a word of its name (split at '_', lower case): matmul words first,
 # then the vector-op kinds of ``Arch.vector_cycles_per_elem`` (fastsim.arch.VECTOR_KINDS).
 MATMUL_WORDS = frozenset({"matmul", "mm", "gemm"})
+MATVEC_WORDS = frozenset({"matvec", "mv", "gemv"})  # mlir-aie's mv.cc: matvec_{scalar,vectorized}_<in>_<out>
 VECTOR_WORDS = {
     "softmax": "softmax", "layernorm": "layer_norm", "rmsnorm": "norm", "gelu": "gelu", "silu": "silu_mul",
     "swiglu": "silu_mul", "rope": "rope",
@@ -175,6 +176,8 @@ def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, s
     words = _words(name)
     if any(w in MATMUL_WORDS for w in words):
         return _matmul(name, memrefs, arch)
+    if any(w in MATVEC_WORDS for w in words):
+        return _matvec(name, memrefs, arch)
     kind = next((VECTOR_WORDS[w] for w in words if w in VECTOR_WORDS), None)
     if kind is None:
         return None, "not a kernel fastsim recognises by its name"
@@ -197,6 +200,33 @@ def matmul_shape(name: str, memrefs) -> tuple[int, int, int] | None:
         return None
     m, k, n = (math.isqrt(x * y // z) for x, y, z in ((a, c, b), (a, b, c), (b, c, a)))
     return (m, k, n) if (m * k, k * n, m * n) == (a, b, c) and m * k * n else None
+
+
+def _matvec(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
+    """mlir-aie's ``mv.cc`` (``matvec_vectorized_i16_i32(A, b, c)``): A of m x k, b of k, c of m,
+    one matrix-vector product: the kernel model's call for one row of activations against a k x m
+    matrix (``fastsim.cost.matmul_cycles(1, k, m)``, which takes its GEMV form, modelled on
+    ``mv.cc``, where that is cheaper)."""
+    from ..cost import kernel_modelled, matmul_cycles
+
+    if len(memrefs) < 3:
+        return None, f"a matrix-vector kernel by its name, but its call passes {len(memrefs)} memrefs of known " \
+                     "shape (needs A, b, c)"
+    (sa, ta), (sb, _), (sc, tc) = memrefs[:3]
+    a, k, m = math.prod(sa), math.prod(sb), math.prod(sc)
+    if a != m * k or not a:
+        return None, f"a matrix-vector kernel by its name, but A, b, c of {a}, {k}, {m} elements are no m x k, k, m"
+    dtype = MATMUL_DTYPES.get(ta)
+    options = dict(arch.datapath_options(dtype)) if dtype else {}
+    key = max(options, key=lambda x: arch.macs_per_cycle[x]) if options else None
+    if key is None or not kernel_modelled(arch, key):
+        return None, f"a matrix-vector kernel of {ta} by its name, but {arch.name}'s kernel model has no datapath for it"
+    from .values import element_bits
+
+    cycles = matmul_cycles(1, k, m, key, arch, arch.efficiency(key), conv_cycles_per_elem=options[key],
+                           c_bytes=element_bits(tc) / 8)
+    return DefaultCost(name, cycles, f"matrix-vector {m}x{k} {dtype}: fastsim.cost.matmul_cycles(1, {k}, {m}) "
+                                     f"{cycles} on the {key} datapath, the kernel model (docs/kernel_model.md)"), ""
 
 
 def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
