@@ -172,8 +172,8 @@ def test_trace_setup__iron_register_writes_take_instructions_and_move_no_data():
 
 
 @pytest.mark.parametrize("change, stop, address", [
-    (("address = 213204 : ui32, column = 0 : i32, row = 2", "address = 126976 : ui32, column = 0 : i32, row = 2"),
-     "aiex.npu.write32", "0x1F000"),
+    (("address = 213204 : ui32, column = 0 : i32, row = 2", "address = 204800 : ui32, column = 0 : i32, row = 2"),
+     "aiex.npu.write32", "0x32000"),
     (("blockwrite(%events) {address = 213216", "blockwrite(%events) {address = 126976"),
      "aiex.npu.blockwrite", "0x1F000"),
     (("maskwrite32 {address = 119304 : ui32, column = 0 : i32, mask = 7936 : ui32, row = 0 : i32, value = 3840",
@@ -181,9 +181,10 @@ def test_trace_setup__iron_register_writes_take_instructions_and_move_no_data():
      "aiex.npu.maskwrite32", "0x1D200"),
 ])
 def test_trace_setup__a_write_that_could_change_modelled_state_is_refused_naming_it(change, stop, address):
-    """A lock register (0x1F000) or a reset by the control register of a channel that carries the
-    design's data (shim S2MM 0) stays outside the subset, named with the register (its
-    Controller_ID field alone, where task tokens go, is read: tests/test_mlir_raw_dma.py)."""
+    """Core control (0x32000), a block write over a lock register (0x1F000) or a reset by the control
+    register of a channel that carries the design's data (shim S2MM 0) stays outside the subset,
+    named with the register (a channel control's Controller_ID field alone, where task tokens go,
+    and a write32 setting a lock before the host's first wait are read: tests/test_mlir_raw_dma.py)."""
     text = TRACED.read_text()
     assert change[0] in text
     with pytest.raises(MlirError) as e:
@@ -253,11 +254,14 @@ def test_register_writes__into_data_memory_or_a_buffer_set_values_and_move_nothi
     assert run(text, {"kernel": 300}) == run("physical_passthrough", {"kernel": 300})
 
 
-def test_register_writes__a_lock_register_is_refused_naming_it():
-    """0x1F000 is above the data memory: a lock's register, which the host setting would change."""
-    anchor = "    aie.runtime_sequence(%src: memref<1024xi32>, %dst: memref<1024xi32>) {\n"
+def test_register_writes__a_lock_register_set_after_a_wait_is_refused_naming_it():
+    """0x1F000 is above the data memory: lock 0's value register. Set before the host's first wait
+    it is the lock's initial value (tests/test_mlir_raw_dma.py); after a wait it would change the
+    lock while the design runs, which fastsim's host steps do not model."""
+    anchor = "      aiex.npu.dma_wait {symbol = @from_core}\n"
     write = "      aiex.npu.write32 {address = 126976 : ui32, column = 0 : i32, row = 2 : i32, value = 1 : ui32}\n"
-    with pytest.raises(MlirError, match="register 0x1F000 of tile"):
+    assert anchor in PHYSICAL
+    with pytest.raises(MlirError, match=r"aiex.npu.write32.*sets lock in_free of tile\(0,2\) after the host waited"):
         read_text(PHYSICAL.replace(anchor, anchor + write), {"kernel": 300})
 
 

@@ -98,3 +98,32 @@ def test_raw_bd__a_channel_reset_by_its_control_register_is_refused():
         "%c2 = arith.constant 3840 : i32", "%c2 = arith.constant 2 : i32")
     with pytest.raises(MlirError, match="aiex.npu.maskwrite32.*register 0x1D200 of tile.*beyond the Controller_ID"):
         read_text(text)
+
+
+# -- the host sets a lock (aiex.set_lock, a write to the lock's value register) --------------------
+UNSET = RAW.replace('%prod = aie.lock(%t, 0) {init = 1 : i32', '%prod = aie.lock(%t, 0) {init = 0 : i32')
+FIRST = "      aiex.npu.writebd {bd_id = 0 : i32, buffer_length = 1024 : i32, buffer_offset = 0 : i32, column = 0 : i32, row = 0"
+
+
+@pytest.mark.parametrize("set_op", [
+    "      aiex.set_lock(%prod, 1)\n",
+    "      %lk = arith.constant 2224128 : i32\n      %one = arith.constant 1 : i32\n"
+    "      aiex.npu.write32(%lk, %one) {column = 0 : i32, row = 2 : i32} : i32, i32\n",  # 0x21F000: lock 0's value
+])
+def test_set_lock__before_the_first_wait_it_is_the_locks_initial_value(set_op):
+    """The host's steps before its first wait run at cycle 0, before any core or channel moves:
+    a lock set there is the lock's initial value, cycle for cycle."""
+    assert UNSET.count(FIRST) == 1
+    text = UNSET.replace(FIRST, set_op + FIRST)
+    info = read_text(text)
+    assert next(lk for lk in info.design.locks if lk.name == "prod").init == 1
+    assert any("set to 1 by the host" in n for n in info.notes)
+    assert outcome(simulate_design(info)) == outcome(simulate_design(read_text(RAW)))
+
+
+def test_set_lock__after_a_wait_is_refused_naming_the_op():
+    text = UNSET.replace("      aiex.npu.sync {", "      aiex.npu.sync {column = 0 : i32, row = 0 : i32, direction = 0 : i32, "
+                         "channel = 0 : i32, column_num = 1 : i32, row_num = 1 : i32}\n      aiex.set_lock(%prod, 1)\n"
+                         "      aiex.npu.sync {", 1)
+    with pytest.raises(MlirError, match=r"aiex.set_lock: sets lock prod of tile\(0,2\) after the host waited"):
+        read_text(text)

@@ -15,9 +15,10 @@ shim; a BD id started before any write gave it; a shim BD no address patch ties 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
-from ..design import MM2S, S2MM, Channel, Push, Tile
+from ..design import MM2S, S2MM, Channel, Lock, Push, Tile
 from .values import Unreadable, attrs, groups, int_of, split
 
 NOT_MINE = object()  # a register write this module does not read (the trace setup judges it)
@@ -40,6 +41,8 @@ CONTROLS = {
     "mem": {**{0xA0600 + 8 * i: (S2MM, i) for i in range(6)}, **{0xA0630 + 8 * i: (MM2S, i) for i in range(6)}},
     "shim": {0x1D200: (S2MM, 0), 0x1D208: (S2MM, 1), 0x1D210: (MM2S, 0), 0x1D218: (MM2S, 1)},
 }
+# a lock's value register (AM025 LockN_value): 0x10 apart from lock 0's; (address of lock 0, locks)
+LOCK_VALUES = {"compute": (0x1F000, 16), "mem": (0xC0000, 64), "shim": (0x14000, 16)}
 _CONTROLLER_ID = 0xFF00
 _START_BD_BITS = {"compute": 0xF, "mem": 0x3F, "shim": 0xF}
 _MEM_OWN_LOCKS = 64  # a mem tile BD's lock ids 64..127 are its own locks (0..63 west, 128.. east)
@@ -161,6 +164,16 @@ class RawDma:
         """None when the write is read (a start queue pushes a chain, a control register's
         Controller_ID is inert), a reason when refused, NOT_MINE for other registers."""
         kind = self.kind(tile)
+        base, count = LOCK_VALUES[kind]
+        lock_id, rest = divmod(local - base, 0x10)
+        if not rest and 0 <= lock_id < count:
+            if mask is not None:
+                return f"a masked write to lock {lock_id}'s value register of {tile}: only a whole value is read"
+            found = self.r.lock_ids.get((tile, lock_id))
+            if found is None:
+                return f"a write to lock {lock_id} of {tile}, which no aie.lock declares"
+            self.set_lock(found, value)
+            return None
         queue, control = QUEUES[kind].get(local), CONTROLS[kind].get(local)
         if queue is not None and mask is None:
             ch = Channel(tile, *queue)
@@ -176,6 +189,29 @@ class RawDma:
                         ": a reset, out-of-order mode or decompression is not modelled")
             return None
         return NOT_MINE
+
+    def set_lock_op(self, op) -> None:
+        """``aiex.set_lock(%lock, value)``: as a write to the lock's value register."""
+        args = split(groups(op, "(")[0].items)
+        self.set_lock(self.r.value(args[0], Lock), int_of(args[1], self.r.env))
+
+    def set_lock(self, lock, value: int) -> None:
+        """The host sets a lock's value (``aiex.set_lock``, a write to its value register). fastsim's
+        host steps before the first wait all happen at cycle 0, before any core or channel moves
+        (the host goes first in each cycle), so a set there is the lock's initial value: read so.
+        After a wait, or after a push that finds its channel's task queue full (the host then waits
+        for room), the set would land while the design runs, which the host steps do not model."""
+        steps, depth = self.d.host, self.d.arch.task_queue_depth
+        pushes = Counter(s.channel for s in steps if isinstance(s, Push))
+        if any(not isinstance(s, Push) for s in steps) or any(n > depth for n in pushes.values()):
+            raise Unreadable(f"sets lock {lock.name} of {lock.tile} after the host waited (or waited for room in a "
+                             "task queue): a lock set while the design runs is not modelled, only one before the "
+                             "sequence's first wait (its initial value)")
+        if not 0 <= value <= self.d.arch.lock_max_value:
+            raise Unreadable(f"sets lock {lock.name} to {value}: a lock holds 0..{self.d.arch.lock_max_value}")
+        self.d.locks[lock.id] = replace(self.d.locks[lock.id], init=value)  # lowering reads init here, by id
+        self.r.notes.append(f"lock {lock.name} of {lock.tile}: set to {value} by the host before its first wait: "
+                            "its initial value")
 
     def _start(self, op, ch: Channel, first: int, repeat: int) -> None:
         """Push the chain from BD ``first`` of ``ch``'s tile (``next_bd`` links; a link back to a BD

@@ -194,6 +194,8 @@ class SequenceReader:
                 self.r.untimed.append((name, op.line))  # set-up: an instruction, no data
             else:
                 self.r.unsupported(op, why)
+        elif name == "aiex.set_lock":
+            self.raw.set_lock_op(op)
         elif name == "aiex.npu.writebd":
             self.trace.writebd(op)  # pending until a queue write starts it (refused at the end if none)
             self.raw.writebd(op)
