@@ -14,7 +14,8 @@ from fastsim.llm import MODELS, LlmStudy, Precision, from_hf_config, simulate_ll
 from fastsim.llm.families import from_dict
 from fastsim.llm.presets import SOURCES, preset_config
 from fastsim.llm.routing import Routing, expert_loads
-from fastsim.llm.transformer import Pass, build_graph, kv_cache_bytes
+from fastsim.llm.forward import build_graph
+from fastsim.llm.transformer import Pass, kv_cache_bytes
 
 # total parameters as published (model cards and papers; total and, for MoE, active per token)
 PUBLISHED = {

@@ -13,7 +13,8 @@ from fastsim.kernel_model import attention as A
 from fastsim.kernel_model import vector as V
 from fastsim.kernel_model.vector import AIE2, AIE2P, Body
 from fastsim.llm import MODELS, Precision
-from fastsim.llm.transformer import Pass, VectorCosts, build_graph
+from fastsim.llm.forward import build_graph
+from fastsim.llm.transformer import Pass, VectorCosts
 from fastsim.mapping.fusion import FLASH_KV_BLOCK
 from fastsim.mapping.vector import VectorOp, _tiling, core_tile
 

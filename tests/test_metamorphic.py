@@ -16,7 +16,8 @@ from fastsim.arch import NPU2
 from fastsim.graph import OP_CLASSES
 from fastsim.llm import LlmStudy, ModelConfig, Precision, simulate_llm
 from fastsim.cache import clear as clear_cache
-from fastsim.llm.transformer import Pass, build_graph
+from fastsim.llm.forward import build_graph
+from fastsim.llm.transformer import Pass
 from fastsim.mapping.dispatch import DispatchLimits
 
 FEW = examples(max_examples=4, deadline=None, derandomize=True)

@@ -17,7 +17,8 @@ from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported
 from . import host
 from .model import Precision
 from .study import LlmStudy
-from .transformer import Pass, VectorCosts, build_graph, kv_bytes_per_token
+from .forward import build_graph
+from .transformer import Pass, VectorCosts, kv_bytes_per_token
 
 
 def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = DispatchLimits(),
