@@ -127,3 +127,16 @@ def test_set_lock__after_a_wait_is_refused_naming_the_op():
                          "      aiex.npu.sync {", 1)
     with pytest.raises(MlirError, match=r"aiex.set_lock: sets lock prod of tile\(0,2\) after the host waited"):
         read_text(text)
+
+
+def test_set_lock__in_a_sequence_a_run_list_runs_twice_is_refused():
+    """The second run's set would land after the first run's waits, while the design runs."""
+    text = (HERE / "run_list.mlir").read_text()
+    core = "    %core_tile = aie.tile(0, 2)\n    aie.objectfifo @to_core"
+    start = "    aie.runtime_sequence @stream(%buf: memref<1024xi32>) {\n"
+    assert text.count(core) == 1 and text.count(start) == 1
+    text = text.replace(core, "    %core_tile = aie.tile(0, 2)\n    %extra = aie.lock(%core_tile, 5) {init = 0 : i32, "
+                        "sym_name = \"extra\"}\n    aie.objectfifo @to_core").replace(
+        start, start + "      aiex.set_lock(%extra, 1)\n")
+    with pytest.raises(MlirError, match="sets lock extra of tile\\(0,2\\) in a run list's configuration that runs 2"):
+        read_text(text, {"scale": 100})

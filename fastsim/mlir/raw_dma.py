@@ -202,6 +202,10 @@ class RawDma:
         After a wait, or after a push that finds its channel's task queue full (the host then waits
         for room), the set would land while the design runs, which the host steps do not model."""
         steps, depth = self.d.host, self.d.arch.task_queue_depth
+        if self.r.run_sequences is not None and len(self.r.run_sequences) > 1:
+            raise Unreadable(f"sets lock {lock.name} of {lock.tile} in a run list's configuration that runs "
+                             f"{len(self.r.run_sequences)} sequences: a later run's set lands while the design runs, "
+                             "which is not modelled")
         pushes = Counter(s.channel for s in steps if isinstance(s, Push))
         if any(not isinstance(s, Push) for s in steps) or any(n > depth for n in pushes.values()):
             raise Unreadable(f"sets lock {lock.name} of {lock.tile} after the host waited (or waited for room in a "
