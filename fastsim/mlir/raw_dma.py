@@ -252,7 +252,9 @@ class RawDma:
         steps = self.d.host
         early = next((s for s in steps if not (isinstance(s, Push) and s.channel.direction == S2MM)), None)
         lock = first.acquire
+        runs = self.r.run_sequences
         why = ("an earlier host step sends data or waits" if early is not None else
+               "a run list's configuration runs its sequences several times" if runs is not None and len(runs) > 1 else
                "the design has cores or DMA programs that run from cycle 0" if self.d.cores or
                set(self.d.static_chains) - self.started else
                "its channel already runs a chain" if ch in self.d.static_chains else
