@@ -142,3 +142,27 @@ def test_matvec__mv_cc_calls_take_the_kernel_models_one_row_call():
     assert "matrix-vector 32x16 int16" in got.rule
     bad, why = default_kernel_cost("matvec_vectorized_i16_i32", [a, ((32,), "i16"), c], NPU1)
     assert bad is None and "no m x k, k, m" in why
+
+
+@pytest.mark.parametrize("name, memrefs, kind, r", [
+    ("conv2dk1_i8", [((32, 1, 64), "i8"), ((4096,), "i8"), ((32, 1, 64), "ui8")], "pointwise", 1),
+    ("conv2dk3_ui8", [((32, 1, 64), "ui8")] * 3 + [((36864,), "i8"), ((32, 1, 64), "ui8")], "dense", 3),
+    ("conv2dk3_dw_ui8", [((32, 1, 64), "ui8")] * 3 + [((576,), "i8"), ((32, 1, 64), "ui8")], "depthwise", 3),
+])
+def test_conv__mlir_aie_conv_kernels_take_the_kernel_models_conv_call(name, memrefs, kind, r):
+    """conv2dk1 (input W x Cin, weights Cin Cout, output W x Cout), conv2dk3 (three input lines,
+    9 Cin Cout weights) and its depthwise form: the conv mapper's call cycles for 32 pixels, 64 -> 64."""
+    from fastsim.kernel_model import conv as KC, matmul as KM
+
+    got, why = default_kernel_cost(name, memrefs, NPU1)
+    tuning = KM.Tuning(NPU1.efficiency("int8"), float(NPU1.call_cycles("int8")), float(NPU1.block_cycles("int8")))
+    want = math.ceil(float(KC.conv_call_cycles(NPU1, "int8", kind, 32, 64, 64, r, r, tuning=tuning, out_bytes=1)))
+    assert why == "" and got.cycles == want and f"{kind} conv {r}x{r}, 32 pixels x 64 -> 64" in got.rule
+
+
+def test_conv__variants_and_shapes_it_cannot_read_are_not_guessed():
+    base = [((32, 1, 64), "i8"), ((4096,), "i8"), ((32, 1, 64), "ui8")]
+    assert "skip variant" in default_kernel_cost("conv2dk1_skip_i8", base, NPU1)[1]
+    assert "no input lines, weights and output" in default_kernel_cost(
+        "conv2dk1_i8", [base[0], ((4000,), "i8"), base[2]], NPU1)[1]
+    assert "passes 2 memrefs" in default_kernel_cost("conv2dk1_i8", base[:2], NPU1)[1]

@@ -140,6 +140,9 @@ class DefaultCost:
 # then the vector-op kinds of ``Arch.vector_cycles_per_elem`` (fastsim.arch.VECTOR_KINDS).
 MATMUL_WORDS = frozenset({"matmul", "mm", "gemm"})
 MATVEC_WORDS = frozenset({"matvec", "mv", "gemv"})  # mlir-aie's mv.cc: matvec_{scalar,vectorized}_<in>_<out>
+# mlir-aie's conv kernels (aie_kernels/aie2/conv2dk1_i8.cc, conv2dk3.cc, bottleneck/bn_conv2dk3_dw.cc):
+# name word -> (kind, window r = s); a word "dw" makes a 3 x 3 one depthwise
+CONV_WORDS = {"conv2dk1": ("pointwise", 1), "conv2dk3": ("dense", 3)}
 VECTOR_WORDS = {
     "softmax": "softmax", "layernorm": "layer_norm", "rmsnorm": "norm", "gelu": "gelu", "silu": "silu_mul",
     "swiglu": "silu_mul", "rope": "rope",
@@ -178,6 +181,8 @@ def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, s
         return _matmul(name, memrefs, arch)
     if any(w in MATVEC_WORDS for w in words):
         return _matvec(name, memrefs, arch)
+    if any(w in CONV_WORDS for w in words):
+        return _conv(name, words, memrefs, arch)
     kind = next((VECTOR_WORDS[w] for w in words if w in VECTOR_WORDS), None)
     if kind is None:
         return None, "not a kernel fastsim recognises by its name"
@@ -227,6 +232,55 @@ def _matvec(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
                            c_bytes=element_bits(tc) / 8)
     return DefaultCost(name, cycles, f"matrix-vector {m}x{k} {dtype}: fastsim.cost.matmul_cycles(1, {k}, {m}) "
                                      f"{cycles} on the {key} datapath, the kernel model (docs/kernel_model.md)"), ""
+
+
+def _conv_shape(kind: str, r: int, memrefs) -> tuple[int, int, int] | None:
+    """(pixels, input channels, output channels) of a conv call's memrefs: ``r`` input lines of
+    W x Cin, weights (r r Cin Cout; r r C depthwise), output W x Cout; None when they are not."""
+    lines, (sw, _), (so, _) = memrefs[:r], memrefs[r], memrefs[r + 1]
+    a, w, c = math.prod(lines[0][0]), math.prod(sw), math.prod(so)
+    if any(math.prod(shape) != a for shape, _ in lines) or not a * w * c or w % (r * r):
+        return None
+    if kind == "depthwise":  # a = W C, w = r r C, c = W C
+        ch = w // (r * r)
+        return (a // ch, ch, ch) if a % ch == 0 and c == a else None
+    pair = w // (r * r)  # Cin Cout
+    width = math.isqrt(a * c // pair) if a * c % pair == 0 else 0
+    if not width or a % width or c % width or (a // width) * (c // width) != pair:
+        return None
+    return width, a // width, c // width
+
+
+def _conv(name: str, words: list[str], memrefs, arch) -> tuple[DefaultCost | None, str]:
+    """mlir-aie's conv kernels: ``conv2dk1_i8(input W x Cin, weights Cin Cout, output W x Cout,
+    ...scalars)`` and ``conv2dk3_ui8(line0, line1, line2, weights 9 Cin Cout, output, ...)`` (a word
+    ``dw``: depthwise, weights 9 C): the kernel model's conv call (``fastsim.kernel_model.conv``),
+    with the arch's calibration, as the conv mapper prices its calls (``mapping.conv_plan``)."""
+    from ..kernel_model import conv as KC, matmul as KM
+
+    word = next(w for w in words if w in CONV_WORDS)
+    kind, r = CONV_WORDS[word]
+    kind = "depthwise" if "dw" in words and r > 1 else kind
+    extra = [w for w in words if w in ("skip", "init", "relu", "bn", "put", "get")]
+    if extra or len(memrefs) != r + 2:
+        return None, (f"a {word} kernel by its name, but " + (f"a {extra[0]} variant" if extra else
+                      f"its call passes {len(memrefs)} memrefs (it takes {r} input line(s), weights and output)"))
+    shape = _conv_shape(kind, r, memrefs)
+    if shape is None:
+        return None, f"a {word} kernel by its name, but its memrefs are no input lines, weights and output of one shape"
+    pixels, cin, cout = shape
+    options = dict(arch.datapath_options(MATMUL_DTYPES.get(memrefs[0][1], "")))
+    key = max(options, key=lambda x: arch.macs_per_cycle[x]) if options else None
+    if key is None or KM.micro_kernel(arch, key) is None or KC.conv_units(arch) is None:
+        return None, f"a {word} kernel of {memrefs[0][1]}, but {arch.name}'s kernel model has no conv for it"
+    from .values import element_bits
+
+    tuning = KM.Tuning(arch.efficiency(key), float(arch.call_cycles(key)), float(arch.block_cycles(key)))
+    cycles = max(1, math.ceil(float(KC.conv_call_cycles(arch, key, kind, pixels, cin, cout, r, r, tuning=tuning,
+                                                        conv_cycles_per_elem=options[key],
+                                                        out_bytes=element_bits(memrefs[r + 1][1]) / 8))))
+    return DefaultCost(name, cycles, f"{kind} conv {r}x{r}, {pixels} pixels x {cin} -> {cout} channels on the {key} "
+                                     f"datapath: the kernel model's conv call {cycles} (docs/kernel_model.md)"), ""
 
 
 def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
