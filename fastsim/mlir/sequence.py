@@ -237,19 +237,21 @@ class SequenceReader:
         when read, a reason when refused, NOT_MINE for the trace setup to judge."""
         if op.name == "aiex.buffer_clear" or self.trace.into_buffer(op):
             return NOT_MINE
+        block = op.name == "aiex.npu.blockwrite"
         try:
-            if op.name == "aiex.npu.blockwrite":
-                tile, local, words = block_write(op, self.r)
-                bd = self.raw.blockwrite(tile, local, words)
-                if bd is None:
-                    return NOT_MINE
-                self.trace.pending.setdefault((tile, bd), []).append(op)
+            parsed = block_write(op, self.r) if block else register_write(op, self.r.env)
+        except (Unreadable, KeyError, IndexError):
+            return NOT_MINE  # not a form read here (or not constant): the trace setup names it
+        if block:
+            bd = self.raw.blockwrite(*parsed)
+            if bd is not None:
+                self.trace.pending.setdefault((parsed[0], bd), []).append(op)
                 return None
-            return self.raw.write(op, *register_write(op, self.r.env))
+            return NOT_MINE
+        try:
+            return self.raw.write(op, *parsed)
         except Unreadable as e:
             return str(e)  # a raw BD or start fastsim does not model: refused naming this op
-        except (KeyError, IndexError):
-            return NOT_MINE  # not a form read here: the trace setup names it
 
     def _configures_itself(self, op) -> bool:
         """``aiex.configure @this_device {ops}`` (re)loads the device's own configuration (by
