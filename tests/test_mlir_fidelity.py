@@ -261,7 +261,7 @@ def test_register_writes__a_lock_register_set_after_a_wait_is_refused_naming_it(
     anchor = "      aiex.npu.dma_wait {symbol = @from_core}\n"
     write = "      aiex.npu.write32 {address = 126976 : ui32, column = 0 : i32, row = 2 : i32, value = 1 : ui32}\n"
     assert anchor in PHYSICAL
-    with pytest.raises(MlirError, match=r"aiex.npu.write32.*sets lock in_free of tile\(0,2\) after the host waited"):
+    with pytest.raises(MlirError, match=r"aiex.npu.write32.*sets lock in_free of tile\(0,2\), and the host waited before it"):
         read_text(PHYSICAL.replace(anchor, anchor + write), {"kernel": 300})
 
 

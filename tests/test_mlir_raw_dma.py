@@ -73,18 +73,27 @@ def test_raw_bd__a_bd_no_queue_starts_is_refused_naming_the_writebd():
         read_text(text)
 
 
-def test_raw_bd__an_endless_chain_started_after_data_was_sent_is_refused():
-    """A cyclic chain is the channel's static chain only when starting it at cycle 0 changes
-    nothing; with the shim's input pushed first, it would not."""
+def test_raw_bd__an_endless_chain_started_after_a_host_wait_is_refused():
+    """A cyclic chain is the channel's static chain only where its queue write runs at cycle 0 in
+    fastsim's host model (before the first wait): a static chain starts exactly as that push would.
+    After a wait it would start while the design runs."""
+    start = "      aiex.npu.writebd {bd_id = 0 : i32, buffer_length = 1024 : i32, buffer_offset = 0 : i32, column = 0 : i32, row = 2"
+    wait = "      aiex.npu.sync {column = 0 : i32, row = 0 : i32, direction = 0 : i32, channel = 0 : i32, column_num = 1 : i32, row_num = 1 : i32}\n"
+    assert RAW.count(start) == 1
+    with pytest.raises(MlirError, match="cycles forever on tile\\(0,2\\).s2mm0, and the host waited before it"):
+        read_text(RAW.replace(start, wait + start))
+
+
+def test_raw_bd__an_endless_chain_after_pushing_the_shim_input_still_starts_at_cycle_zero():
+    """Every host step before the first wait runs at cycle 0: pushing the shim's input before the
+    tile's cyclic chains changes no cycle."""
     first = RAW.index("      aiex.npu.writebd {bd_id = 1 : i32, buffer_length = 1024 : i32, buffer_offset = 0 : i32, "
                       "column = 0 : i32, row = 0")
-    end = RAW.index("aiex.npu.sync")
-    tail = RAW[first:end]
-    text = RAW[:first].replace("      aiex.npu.writebd {bd_id = 0 : i32, buffer_length = 1024 : i32, buffer_offset = "
-                               "0 : i32, column = 0 : i32, row = 2", tail + "      aiex.npu.writebd {bd_id = 0 : i32, "
-                               "buffer_length = 1024 : i32, buffer_offset = 0 : i32, column = 0 : i32, row = 2") + RAW[end:]
-    with pytest.raises(MlirError, match="cycles forever on tile\\(0,2\\).s2mm0, and an earlier host step sends data"):
-        read_text(text)
+    end = RAW.index("      aiex.npu.sync")
+    tile = RAW.index("      aiex.npu.writebd {bd_id = 0 : i32, buffer_length = 1024 : i32, buffer_offset = 0 : i32, "
+                     "column = 0 : i32, row = 2")
+    text = RAW[:tile] + RAW[first:end] + RAW[tile:first] + RAW[end:]
+    assert outcome(simulate_design(read_text(text))) == outcome(simulate_design(read_text(RAW)))
 
 
 def test_raw_bd__a_lock_no_aie_lock_declares_is_refused():
@@ -125,7 +134,7 @@ def test_set_lock__after_a_wait_is_refused_naming_the_op():
     text = UNSET.replace("      aiex.npu.sync {", "      aiex.npu.sync {column = 0 : i32, row = 0 : i32, direction = 0 : i32, "
                          "channel = 0 : i32, column_num = 1 : i32, row_num = 1 : i32}\n      aiex.set_lock(%prod, 1)\n"
                          "      aiex.npu.sync {", 1)
-    with pytest.raises(MlirError, match=r"aiex.set_lock: sets lock prod of tile\(0,2\) after the host waited"):
+    with pytest.raises(MlirError, match=r"aiex.set_lock: sets lock prod of tile\(0,2\), and the host waited before it"):
         read_text(text)
 
 
@@ -138,5 +147,5 @@ def test_set_lock__in_a_sequence_a_run_list_runs_twice_is_refused():
     text = text.replace(core, "    %core_tile = aie.tile(0, 2)\n    %extra = aie.lock(%core_tile, 5) {init = 0 : i32, "
                         "sym_name = \"extra\"}\n    aie.objectfifo @to_core").replace(
         start, start + "      aiex.set_lock(%extra, 1)\n")
-    with pytest.raises(MlirError, match="sets lock extra of tile\\(0,2\\) in a run list's configuration that runs 2"):
+    with pytest.raises(MlirError, match="sets lock extra of tile\\(0,2\\), and a run list's configuration runs its"):
         read_text(text, {"scale": 100})

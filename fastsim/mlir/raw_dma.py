@@ -127,7 +127,6 @@ class RawDma:
         self.seq, self.r, self.d = seq, seq.r, seq.r.design
         self.bds: dict[tuple[Tile, int], RawBd] = {}
         self.patches: dict[tuple[Tile, int], tuple[int, int]] = {}  # shim BD -> (argument index, byte offset)
-        self.started: set[Channel] = set()  # channels whose cyclic chains run from cycle 0
 
     def kind(self, tile: Tile) -> str:
         return self.d.arch.tile_kind_name(tile.row)
@@ -201,16 +200,10 @@ class RawDma:
         (the host goes first in each cycle), so a set there is the lock's initial value: read so.
         After a wait, or after a push that finds its channel's task queue full (the host then waits
         for room), the set would land while the design runs, which the host steps do not model."""
-        steps, depth = self.d.host, self.d.arch.task_queue_depth
-        if self.r.run_sequences is not None and len(self.r.run_sequences) > 1:
-            raise Unreadable(f"sets lock {lock.name} of {lock.tile} in a run list's configuration that runs "
-                             f"{len(self.r.run_sequences)} sequences: a later run's set lands while the design runs, "
-                             "which is not modelled")
-        pushes = Counter(s.channel for s in steps if isinstance(s, Push))
-        if any(not isinstance(s, Push) for s in steps) or any(n > depth for n in pushes.values()):
-            raise Unreadable(f"sets lock {lock.name} of {lock.tile} after the host waited (or waited for room in a "
-                             "task queue): a lock set while the design runs is not modelled, only one before the "
-                             "sequence's first wait (its initial value)")
+        why = self._not_at_cycle_zero()
+        if why:
+            raise Unreadable(f"sets lock {lock.name} of {lock.tile}, and {why}: a lock set while the design runs is "
+                             "not modelled, only one at cycle 0 (before the host's first wait: its initial value)")
         if not 0 <= value <= self.d.arch.lock_max_value:
             raise Unreadable(f"sets lock {lock.name} to {value}: a lock holds 0..{self.d.arch.lock_max_value}")
         self.d.locks[lock.id] = replace(self.d.locks[lock.id], init=value)  # lowering reads init here, by id
@@ -245,29 +238,35 @@ class RawDma:
 
     def _endless(self, op, ch: Channel, first, repeat: int) -> None:
         """A cyclic chain a queue write starts runs until the part stops: a task that never
-        completes, which fastsim's host pushes cannot be. It is the channel's static chain (as an
-        ``aie.mem`` program's) when starting it at cycle 0 instead of at its write changes nothing:
-        no earlier host step sent data or waited, no core or DMA program runs, and an MM2S chain
-        first acquires a lock that is not yet free (so it moves only after something later)."""
-        steps = self.d.host
-        early = next((s for s in steps if not (isinstance(s, Push) and s.channel.direction == S2MM)), None)
-        lock = first.acquire
-        runs = self.r.run_sequences
-        why = ("an earlier host step sends data or waits" if early is not None else
-               "a run list's configuration runs its sequences several times" if runs is not None and len(runs) > 1 else
-               "the design has cores or DMA programs that run from cycle 0" if self.d.cores or
-               set(self.d.static_chains) - self.started else
-               "its channel already runs a chain" if ch in self.d.static_chains else
-               f"it repeats {repeat} times" if repeat != 1 else
-               "its first BD can send before any later step" if ch.direction == MM2S and (
-                   lock is None or lock[0].init >= lock[1]) else "")
+        completes, which fastsim's host pushes cannot be. Where the write comes at cycle 0 of
+        fastsim's host model (``_not_at_cycle_zero``), a static chain on the channel (as an
+        ``aie.mem`` program's) starts exactly as the push would: in the channel's control phase of
+        cycle 0, after the host's, with the same set-up. So it is read as one, unless an earlier push
+        queued on the channel first (which would run first) or the chain repeats."""
+        why = (self._not_at_cycle_zero() or
+               ("an earlier push queued a task on it" if any(isinstance(s, Push) and s.channel == ch
+                                                             for s in self.d.host) else
+                "its channel already runs a chain" if ch in self.d.static_chains else
+                f"it repeats {repeat} times" if repeat != 1 else ""))
         if why:
-            raise Unreadable(f"starts a BD chain that cycles forever on {ch}, and {why}: read only where starting it "
-                             "at cycle 0 changes nothing")
+            raise Unreadable(f"starts a BD chain that cycles forever on {ch}, and {why}: read only as a start at "
+                             "cycle 0 (before the host's first wait)")
         self.d.start_chain(ch, first)
-        self.started.add(ch)
-        self.r.notes.append(f"{ch}: the cyclic BD chain its queue write starts runs from cycle 0 (nothing reaches it "
-                            "before the write)")
+        self.r.notes.append(f"{ch}: the cyclic BD chain its queue write starts runs from cycle 0, where fastsim's host "
+                            "steps before the first wait run")
+
+    def _not_at_cycle_zero(self) -> str:
+        """Why a host step read now would not run at cycle 0 ("" when it would). fastsim's host
+        goes first in each cycle and runs every step up to its first wait at once, unless a push
+        finds its channel's task queue full; in a run list's configuration that runs several
+        sequences, a later run's steps come after the earlier run's waits."""
+        steps, depth = self.d.host, self.d.arch.task_queue_depth
+        pushes = Counter(s.channel for s in steps if isinstance(s, Push))
+        runs = self.r.run_sequences
+        return ("a run list's configuration runs its sequences several times" if runs is not None and len(runs) > 1
+                else "the host waited before it" if any(not isinstance(s, Push) for s in steps)
+                else "the host waited for room in a task queue before it" if any(n > depth for n in pushes.values())
+                else "")
 
     def _bd(self, ch: Channel, bd_id: int, raw: RawBd):
         where = f"BD {bd_id} of {ch.tile}"
