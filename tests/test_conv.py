@@ -14,7 +14,8 @@ from fastsim.mapping import search
 from fastsim.mapping.conv import SPLITS, WEIGHTS, Conv2d, ConvMapping
 from fastsim.mapping.conv_design import checked_plan, conv_design
 from fastsim.mapping.conv_plan import plan, problems
-from fastsim.mapping.conv_search import ConvPins, search_conv
+from fastsim.mapping.conv_search import search_conv
+from fastsim.mapping.pins import Pins
 from fastsim.simulation import simulate
 from fastsim.workloads.gemm import Gemm
 from reference_model import ReferenceSim
@@ -65,9 +66,9 @@ def test_conv_design__engine_matches_reference_and_bound(case):
     assert ref.cycle >= pl["lower_bound_cycles"]
 
 
-@pytest.mark.parametrize("pins", [ConvPins(split="rows"), ConvPins(weights="oc"), ConvPins(cols=1),
-                                  ConvPins(rpc=1), ConvPins(kb=8), ConvPins(rows=2),
-                                  ConvPins(weights="ci")])
+@pytest.mark.parametrize("pins", [Pins(split="rows"), Pins(weights="oc"), Pins(cols=1),
+                                  Pins(rpc=1), Pins(kb=8), Pins(rows=2),
+                                  Pins(weights="ci")])
 def test_search__unpinned_is_never_slower_than_a_pinned_one(pins):
     op = Conv2d(1, 16, 14, 14, 32, 3, 3, padding=1)
     free = search_conv(op, NPU1)
@@ -122,9 +123,9 @@ def test_conv__bad_input_names_its_field(fields, name):
 
 def test_pins__bad_pins_name_their_field():
     with pytest.raises(ConfigError, match="split"):
-        search_conv(Conv2d(1, 8, 8, 8, 8, 3, 3), NPU1, ConvPins(split="diagonal"))
+        search_conv(Conv2d(1, 8, 8, 8, 8, 3, 3), NPU1, Pins(split="diagonal"))
     with pytest.raises(ConfigError, match="cols"):
-        search_conv(Conv2d(1, 8, 8, 8, 8, 3, 3), NPU1, ConvPins(cols=9))
+        search_conv(Conv2d(1, 8, 8, 8, 8, 3, 3), NPU1, Pins(cols=9))
 
 
 def test_any_shape__maps_and_reports_its_padding():

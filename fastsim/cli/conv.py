@@ -55,12 +55,12 @@ def conv_cmd(ctx, n, c, h, w, k, r, s, stride, padding, dilation, groups, dtype,
 
     Example: fastsim run --arch npu1 conv --c 64 --h 56 --w 56 --k 64 --r 3 --s 3 --padding 1"""
     from ..mapping.conv import Conv2d
-    from ..mapping.conv_search import ConvPins
+    from ..mapping.pins import Pins
     from ..workloads.conv import layers_from_topology, run_conv
 
     opts = ctx.obj
     arch = opts["arch"]
-    pins = ConvPins(split, cols, rows, rpc, kb, weights, cb)
+    pins = Pins(split=split, cols=cols, rows=rows, rpc=rpc, kb=kb, weights=weights, cb=cb)
     try:
         ops = (layers_from_topology(topology, dtype) if topology else
                [Conv2d(n, c, h, w, k, r, s, stride, padding, dilation, groups, dtype, out_dtype, efficiency)])

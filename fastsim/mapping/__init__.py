@@ -2,7 +2,9 @@
 candidates are simulated cycle-exactly in one batch (``docs/mapping.md``)."""
 from .design import matmul_design
 from .plan import check as check_mapping
-from .search import Pins, SearchResult, search
+from .pins import Pins
+from .search import search
+from .search_result import SearchResult
 from .space import Mapping, Matmul, baseline_mapping
 
 __all__ = ["check_mapping", "Mapping", "Matmul", "Pins", "SearchResult", "baseline_mapping", "matmul_design",

@@ -9,93 +9,34 @@ block / streamed by (output, input)-channel block with its input-channel block (
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ..arch import Arch
 from ..cache import CACHE, Region
-from ..errors import ConfigError, Problems
+from ..errors import ConfigError
 from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
 from .conv_plan import plan, problems
+from .pins import Pins
+from .search_result import SearchResult
 
 FIRST_BATCH = 4  # candidates simulated in the first engine call (then 8, 16, ... while bounds allow)
-
-
-@dataclass(frozen=True)
-class ConvPins:
-    """Constraints on the conv search: each set field fixes that choice."""
-
-    split: str | None = None
-    cols: int | None = None
-    rows: int | None = None
-    rpc: int | None = None
-    kb: int | None = None
-    weights: str | None = None
-    cb: int | None = None
-
-    def validate(self, arch: Arch) -> "ConvPins":
-        p = Problems("conv mapping pins")
-        p.check(self.split in (None, *SPLITS), "split", self.split, f"one of {SPLITS}")
-        p.check(self.weights in (None, *WEIGHTS), "weights", self.weights, f"one of {WEIGHTS}")
-        for name, hi in (("cols", arch.columns), ("rows", arch.compute_rows), ("rpc", 4096), ("kb", 4096),
-                         ("cb", 4096)):
-            if getattr(self, name) is not None:
-                p.number(name, getattr(self, name), integer=True, lo=1, hi=hi)
-        p.raise_if_any()
-        return self
-
-
-@dataclass
-class ConvSearchResult:
-    """The chosen mapping of a conv (a ``ConvMapping``, or for pointwise the GEMM's ``Mapping``),
-    its simulated cycles and how sure the search is."""
-
-    op: Conv2d
-    kind: str
-    best: object
-    best_cycles: int
-    best_plan: dict
-    best_design: object
-    best_simulation: object
-    ranked: list[dict]  # legal candidates in bound order (simulated ones carry their cycles)
-    enumerated: int
-    legal: int
-    simulated: int
-    unexplored_bound_cycles: float = float("inf")
-    rejected_by_reason: dict[str, int] = field(default_factory=dict)
-    gemm: object = None  # the matmul SearchResult of a pointwise conv
-
-    @property
-    def optimal(self) -> bool:
-        return self.unexplored_bound_cycles >= self.best_cycles
-
-    @property
-    def gap(self) -> float:
-        return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_cycles)
-
-    def optimality(self) -> str:
-        if self.gemm is not None:
-            return f"pointwise: the GEMM mapper's answer; {self.gemm.optimality()}"
-        if self.optimal:
-            return f"optimal within the space ({self.simulated:,} of {self.legal:,} legal candidates simulated)"
-        return (f"within {100 * self.gap:.1f} % of the best of the space (budget: {self.simulated:,} of "
-                f"{self.legal:,} legal candidates simulated)")
 
 
 REGION = "conv_search"
 CACHE.add_region(Region(REGION, 64))
 
 
-def search_conv(op: Conv2d, arch: Arch, pins: ConvPins = ConvPins(), budget: int | None = None) -> ConvSearchResult:
+def search_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = None) -> SearchResult:
     """The fastest mapping of ``op`` on ``arch`` (module docstring); results are kept in the one
     cache (region "conv_search", memory only) on everything the search reads."""
     op.validate(arch)
-    pins.validate(arch)
+    pins.validate(arch, "conv")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1"], "conv search")
     key = (replace(op, name=""), pins, repr(arch), budget)
     found = CACHE.get(REGION, key)
     if found is None:
-        found = _pointwise(op, arch, budget) if op.kind == "pointwise" and pins == ConvPins() else \
+        found = _pointwise(op, arch, budget) if op.kind == "pointwise" and pins == Pins() else \
             _search(op, arch, pins, budget)
         CACHE.put(REGION, key, found)
     return found
@@ -110,14 +51,14 @@ def gemm_of(op: Conv2d):
                   kernel_efficiency=op.kernel_efficiency, name=op.name)
 
 
-def _pointwise(op: Conv2d, arch: Arch, budget: int | None) -> ConvSearchResult:
+def _pointwise(op: Conv2d, arch: Arch, budget: int | None) -> SearchResult:
     from .search import search
 
     found = search(gemm_of(op), arch, budget=budget)
     chosen = next(r for r in found.ranked if r["chosen"])
-    return ConvSearchResult(op, "pointwise", found.best, found.best_cycles, chosen, found.best_design,
-                            found.best_simulation, found.ranked, found.enumerated, found.legal, found.simulated,
-                            found.unexplored_bound_cycles, found.rejected_by_reason, gemm=found)
+    return SearchResult(op, found.best, found.best_cycles, found.ranked, [], found.enumerated, found.legal,
+                        found.rejected_by_reason, found.best_design, found.best_simulation, None, found.simulated,
+                        found.unexplored_bound_cycles, kind="pointwise", best_plan=chosen, gemm=found)
 
 
 def _pow2_cover(x: int, lo: int = 1) -> list[int]:
@@ -132,7 +73,7 @@ def _pow2_cover(x: int, lo: int = 1) -> list[int]:
     return sorted(set(out) | {x})
 
 
-def candidates(op: Conv2d, arch: Arch, pins: ConvPins) -> list[ConvMapping]:
+def candidates(op: Conv2d, arch: Arch, pins: Pins) -> list[ConvMapping]:
     """Every mapping worth planning: splits that would leave whole parts as padding are skipped;
     blocks below 8 channels only when r input rows of 8 channels take over a quarter of core memory."""
     cols_opts = [pins.cols] if pins.cols else sorted({c for c in (1, 2, 4, 8, 16) if c <= arch.columns}
@@ -165,7 +106,7 @@ def candidates(op: Conv2d, arch: Arch, pins: ConvPins) -> list[ConvMapping]:
     return out
 
 
-def _search(op: Conv2d, arch: Arch, pins: ConvPins, budget: int | None) -> ConvSearchResult:
+def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None) -> SearchResult:
     """Plan every candidate, then branch and bound over the legal ones (module docstring)."""
     memo: dict = {}
     legal, reasons, enumerated = [], {}, 0
@@ -191,8 +132,8 @@ def _search(op: Conv2d, arch: Arch, pins: ConvPins, budget: int | None) -> ConvS
     legal.sort(key=lambda r: (r["lower_bound_cycles"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
                               r["mapping"]))
     best, simulated, left = _branch_and_bound(op, arch, legal, budget)
-    return ConvSearchResult(op, op.kind, best["mapping"], best["cycles"], best["plan"], best["design"],
-                            best["simulation"], legal, enumerated, len(legal), simulated, left, reasons)
+    return SearchResult(op, best["mapping"], best["cycles"], legal, [], enumerated, len(legal), reasons, best["design"],
+                        best["simulation"], None, simulated, left, kind=op.kind, best_plan=best["plan"])
 
 
 def _branch_and_bound(op: Conv2d, arch: Arch, legal: list[dict], budget: int | None) -> tuple[dict, int, float]:

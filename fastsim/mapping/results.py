@@ -6,7 +6,9 @@ import numpy as np
 import xarray as xr
 
 from ..arch import NPU2, Arch
-from .search import Pins, SearchResult, search
+from .pins import Pins
+from .search import search
+from .search_result import SearchResult
 from .space import Matmul
 
 # candidate variables: (key in the search rows, units, description)

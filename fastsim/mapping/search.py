@@ -35,55 +35,12 @@ from .paths import STREAM_SPLITS, stream_rates
 from .candidates import ranked
 from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
                    stack, structure)
-from .search_store import CODEC, SearchResult
+from .pins import Pins
+from .search_store import CODEC
+from .search_result import SearchResult
 from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
-
-
-@dataclass(frozen=True)
-class Pins:
-    """Constraints on the search: each set field fixes (or, for ``dataflow``, restricts) a choice."""
-
-    dataflow: tuple[str, ...] = ()
-    split: str | None = None
-    tile: tuple[int, int, int] | None = None
-    cols: int | None = None
-    rows: int | None = None
-    col0: int | None = None
-    k_split: int | None = None
-    order: str | None = None
-    l2: str | None = None
-    datapath: str | None = None
-    stream_split: str | None = None
-    buffers: int | None = None  # 1: single-buffered A and B (an implementation that double-buffers nothing)
-
-    def validate(self, arch: Arch) -> "Pins":
-        from ..errors import Problems
-
-        p = Problems("mapping pins")
-        if p.check(isinstance(self.dataflow, tuple), "dataflow", self.dataflow, "a tuple of dataflows"):
-            for f in self.dataflow:
-                p.check(isinstance(f, str) and f in DATAFLOWS, "dataflow", f, f"one of {DATAFLOWS}")
-        p.check(self.split in (None, *SPLITS), "split", self.split, f"one of {SPLITS}")
-        if self.tile is not None:
-            p.check(isinstance(self.tile, (tuple, list)) and len(self.tile) == 3
-                    and all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in self.tile),
-                    "tile", self.tile, "three sizes m,k,n in 1..4096")
-        for name, lo, hi in (("cols", 1, arch.columns), ("rows", 1, arch.compute_rows), ("col0", 0, arch.columns - 1),
-                             ("k_split", 1, 64)):
-            if getattr(self, name) is not None:
-                p.number(name, getattr(self, name), integer=True, lo=lo, hi=hi)
-        p.check(self.order in (None, "m", "n"), "order", self.order, "m or n")
-        p.check(self.datapath is None or (isinstance(self.datapath, str) and self.datapath in arch.macs_per_cycle),
-                "datapath", self.datapath, f"one of {sorted(arch.macs_per_cycle)}")
-        p.check(self.l2 is None or self.l2 in L2_CHOICES, "l2", self.l2, "'', a, b or ab")
-        p.check(self.stream_split in (None, *STREAM_SPLITS), "stream_split", self.stream_split,
-                f"one of {STREAM_SPLITS}")
-        p.check(self.buffers in (None, 1, 2) and not isinstance(self.buffers, bool), "buffers", self.buffers,
-                "1 or 2 (buffers per streamed A/B transfer)")
-        p.raise_if_any()
-        return self
 
 
 # a structure's tile sizes on an axis, by the largest (``_largest_tiles``): powers of two from 4

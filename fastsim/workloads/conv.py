@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..arch import Arch
 from ..errors import ConfigError
 from ..mapping.conv import Conv2d
-from ..mapping.conv_search import ConvPins, search_conv
+from ..mapping.conv_search import search_conv
+from ..mapping.pins import Pins
 
 
 def layers_from_topology(path: str, dtype: str = "int8") -> list[Conv2d]:
@@ -31,7 +32,7 @@ def layers_from_topology(path: str, dtype: str = "int8") -> list[Conv2d]:
     return out
 
 
-def run_conv(op: Conv2d, arch: Arch, pins: ConvPins = ConvPins(), budget: int | None = None,
+def run_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = None,
              skip: bool = True, trace: bool = False) -> tuple[dict, object]:
     """Search ``op``'s mapping, and return the usual summary (``report.summarize``) with the
     workload, the chosen mapping and the search's certainty, and the engine result of the chosen

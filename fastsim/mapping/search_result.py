@@ -1,0 +1,50 @@
+"""What an exact mapping search answers, for every op kind."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class SearchResult:
+    """The chosen mapping of an op (a ``Matmul`` and its ``Mapping``, or a ``Conv2d`` and its
+    ``ConvMapping``), its simulated cycles, every ranked and rejected candidate, and how sure the
+    search is: one record for every op kind's exact search."""
+
+    op: object
+    best: object
+    best_cycles: int
+    ranked: list[dict]  # legal candidates by lower bound (simulated ones carry their cycles)
+    rejected: list[dict]  # the best-bounded illegal candidates with their reasons (conv: none kept)
+    enumerated: int
+    legal: int
+    rejected_by_reason: dict[str, int]
+    best_design: object = None  # the Design of ``best``
+    best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
+    best_lowered: object = None  # its lowered tables (None when read from disk: lower the design)
+    simulated: int = 0  # candidates whose cycles are known (one that builds an earlier one's design counts too)
+    # smallest lower bound of the legal candidates left unsimulated (inf: none left)
+    unexplored_bound_cycles: float = float("inf")
+    kind: str = "matmul"  # or the conv's kind: depthwise, dense, pointwise
+    best_plan: dict | None = None  # the chosen candidate's closed-form plan (conv)
+    gemm: "SearchResult | None" = None  # a pointwise conv's: the matmul search that answered it
+
+    @property
+    def optimal(self) -> bool:
+        """No unsimulated candidate can be faster: the answer is the best of the space."""
+        return self.unexplored_bound_cycles >= self.best_cycles
+
+    @property
+    def gap(self) -> float:
+        """At most how much faster than the answer an unsimulated candidate may be, as a fraction
+        of the answer's cycles (0 when optimal)."""
+        return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_cycles)
+
+    def optimality(self) -> str:
+        """One line for reports: optimal, or the gap left by a budget."""
+        if self.gemm is not None:
+            return f"pointwise: the GEMM mapper's answer; {self.gemm.optimality()}"
+        if self.optimal:
+            return f"optimal within the space ({self.simulated:,} of {self.legal:,} legal candidates simulated)"
+        return (f"within {100 * self.gap:.1f} % of the best of the space (budget: {self.simulated:,} of "
+                f"{self.legal:,} legal candidates simulated; the best unsimulated bound is "
+                f"{self.unexplored_bound_cycles:,.0f} cycles)")

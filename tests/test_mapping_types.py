@@ -1,0 +1,45 @@
+"""One record per idea in the mapper: one ``Pins`` (what a user fixes about a mapping, every op
+kind) and one ``SearchResult`` (what an exact search answers, every op kind)."""
+import ast
+from pathlib import Path
+
+import pytest
+
+from fastsim.arch import NPU2
+from fastsim.errors import ConfigError
+from fastsim.mapping.conv import Conv2d
+from fastsim.mapping.conv_search import search_conv
+from fastsim.mapping.pins import Pins
+from fastsim.mapping.search import search
+from fastsim.mapping.search_result import SearchResult
+from fastsim.mapping.space import Matmul
+
+MAPPING = Path(__file__).resolve().parents[1] / "fastsim" / "mapping"
+
+
+def classes_named(suffix: str) -> list[str]:
+    return sorted(f"{path.name}:{node.name}" for path in MAPPING.glob("*.py")
+                  for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ClassDef)
+                  and node.name.endswith(suffix))
+
+
+def test_one_pins_and_one_search_result_type_in_the_mapper():
+    assert classes_named("Pins") == ["pins.py:Pins"]
+    assert classes_named("SearchResult") == ["search_result.py:SearchResult"]
+
+
+def test_both_searches_answer_with_the_one_result_type():
+    gemm = search(Matmul(64, 64, 64, "bf16"), NPU2, budget=1)
+    conv = search_conv(Conv2d(1, 8, 8, 8, 8, 3, 3, dtype="bf16"), NPU2, budget=1)
+    pointwise = search_conv(Conv2d(1, 16, 8, 8, 16, 1, 1, dtype="bf16"), NPU2, budget=1)
+    assert all(type(r) is SearchResult for r in (gemm, conv, pointwise))
+    assert (gemm.kind, conv.kind, pointwise.kind) == ("matmul", "dense", "pointwise")
+    assert pointwise.gemm is not None and pointwise.optimality().startswith("pointwise: the GEMM mapper's answer")
+
+
+@pytest.mark.parametrize("pins, kind, named", [(Pins(rpc=2), "matmul", "rpc"), (Pins(weights="oc"), "matmul", "weights"),
+                                               (Pins(tile=(8, 8, 8)), "conv", "tile"),
+                                               (Pins(dataflow=("ws",)), "conv", "dataflow")])
+def test_a_pin_of_another_op_kind_is_refused_by_name(pins, kind, named):
+    with pytest.raises(ConfigError, match=f"{named}.*pin: this op is a {kind}"):
+        pins.validate(NPU2, kind)
