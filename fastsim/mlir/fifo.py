@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..design import MM2S, S2MM, Tile
 from .syntax import Atom, Group
-from .reader import pad_layout
+from .records import pad_layout
 from .values import Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, split, word
 
 

@@ -17,9 +17,10 @@ from .core import CoreReader, _callee
 from .kernels import DefaultCost, KernelLocks, checked_table, default_kernel_cost, matmul_shape
 from .place import PlacementError, place
 from .place_graph import has_logical_tiles, read_graph
-from .syntax import Atom, Group, Op, parse
+from .syntax import Atom, Op, parse
 from .tile_array import tile_array
 from .verify import check
+from .records import NO_TIMING, RunCall, Task, pad_layout
 from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of,
                      operand_problem, split, word)
 
@@ -33,25 +34,10 @@ class MlirError(ConfigError):
         super().__init__(problems, f"MLIR design {source}")
 
 
-# ops that describe observation or configuration with no effect on the modelled timing
-NO_TIMING = frozenset({
-    "aie.trace", "aie.trace.event", "aie.trace.port", "aie.trace.mode", "aie.trace.packet",
-    "aie.trace.start", "aie.trace.stop", "aie.trace.start_config", "aie.trace.host_config",
-    "aie.end", "memref.global", "aiex.npu.rtp_write", "aiex.dma_free_task", "aie.device_property",
-})
 ENDLESS_FLOW_BUNDLES = ("Trace",)
 # task-completion tokens a tile's controller sends south to the host (``issue_token``): a few words
 # that tell the host a task is done, which fastsim's Wait already models
 TOKEN_FLOW_BUNDLES = ("TileControl", "CTRL", "Ctrl")
-
-
-@dataclass
-class Task:
-    """A runtime-sequence DMA task (``dma_configure_task``): its channel, first BD and repeats."""
-
-    channel: Channel
-    bd: BD
-    repeat: int
 
 
 @dataclass
@@ -84,16 +70,6 @@ class RunStep:
     sequences: tuple
     info: DesignInfo
     line: int = 0
-
-
-@dataclass
-class RunCall:
-    """An ``aiex.configure`` of another device as the sequence reader finds it, resolved against
-    the file's devices after the device is read."""
-
-    device: str
-    sequences: list
-    op: Op
 
 
 def device_arch(name: str) -> Arch:
@@ -848,17 +824,6 @@ def sequence_name(op: Op) -> str:
     use for it)."""
     sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
     return sym or "sequence"
-
-
-def pad_layout(group: Group) -> tuple:
-    """``[<const_pad_before = b, const_pad_after = a>, ...]`` -> ((b, a), ...), outermost first."""
-    out = []
-    for entry in split(group.items):
-        g = next((i for i in entry if isinstance(i, Group) and i.kind == "<"), None)
-        if g is not None:
-            kv = {word(part[:1]): int_of(part[2:]) for part in split(g.items) if len(part) >= 3}
-            out.append((kv.get("const_pad_before", 0), kv.get("const_pad_after", 0)))
-    return tuple(out)
 
 
 def padded(sizes, strides, pads, bits: int) -> tuple[list, list]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..design import MM2S, S2MM, Channel, Tile
-from .reader import NO_TIMING, RunCall, Task
+from .records import NO_TIMING, RunCall, Task
 from .syntax import Atom, Group, atoms as _atoms
 from .raw_dma import NOT_MINE, RawDma, block_write, register_write
 from .trace_setup import INERT_REGISTERS, REGISTER_WRITES, TraceSetup
@@ -265,8 +265,6 @@ class SequenceReader:
         ``reader`` once the device is read. Inside, only ``aiex.run`` and the views of runtime
         arguments it passes are read: a run's arguments are host buffers, whose addresses do not
         change timing."""
-        from .reader import RunCall
-
         sym = next((i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL"), None)
         runs = []
         for inner in op.regions[0].ops if op.regions else ():
