@@ -43,3 +43,10 @@ def test_both_searches_answer_with_the_one_result_type():
 def test_a_pin_of_another_op_kind_is_refused_by_name(pins, kind, named):
     with pytest.raises(ConfigError, match=f"{named}.*pin: this op is a {kind}"):
         pins.validate(NPU2, kind)
+
+
+def test_conv_rejections_are_counted_by_a_typed_limit_not_by_text():
+    from fastsim.mapping.conv_plan import Limit
+
+    found = search_conv(Conv2d(1, 256, 56, 56, 256, 3, 3, padding=1, dtype="bf16"), NPU2, budget=1)
+    assert found.rejected_by_reason and set(found.rejected_by_reason) <= {x.value for x in Limit}

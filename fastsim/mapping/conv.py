@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
-from ..errors import ConfigError, Problems
+from ..errors import Problems
 from ..graph.ops import conv_out
 
 SPLITS = ("rows", "oc", "rows_by_col", "oc_by_col")
@@ -171,6 +171,3 @@ def check_mapping(mp: ConvMapping, arch: Arch) -> None:
     p.number("cb", mp.cb, integer=True, lo=1 if mp.weights == "ci" else 0, hi=MAX_EXTENT)
     p.raise_if_any()
 
-
-def not_mappable(op: Conv2d, why: str) -> ConfigError:
-    return ConfigError([why], f"conv {op.name}")

@@ -32,7 +32,7 @@ def checked_plan(op: Conv2d, mp: ConvMapping, arch: Arch) -> dict:
     pl = plan(op, mp, arch)
     broken = problems(pl, arch)
     if broken:
-        raise ConfigError(broken, f"conv mapping {mp.label()}")
+        raise ConfigError([str(b) for b in broken], f"conv mapping {mp.label()}")
     return pl
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -289,23 +290,55 @@ def _bounds(op: Conv2d, arch: Arch, pl: dict) -> None:
     pl["bound_resource"] = RESOURCES[int(np.argmax(bounds))]
 
 
-def problems(pl: dict, arch: Arch) -> list[str]:
+class Limit(Enum):
+    """What a conv candidate can break: the search counts its rejections by these, not by text."""
+
+    CORE_MEMORY = "core memory"
+    INPUT_RING = "input ring"
+    MEM_TILE_BYTES = "mem tile bytes"
+    MEM_TILE_BDS = "mem tile BDs"
+    MEM_TILE_LOCKS = "mem tile locks"
+    MEM_TILE_MM2S = "mem tile MM2S channels"
+    MEM_TILE_S2MM = "mem tile S2MM channels"
+    MEM_TILE_PORTS_DOWN = "mem tile streams down"
+    COMPUTE_BD_LENGTH = "compute tile BD length"
+    MEM_BD_LENGTH = "mem tile BD length"
+
+
+@dataclass(frozen=True)
+class Broken:
+    """One limit a candidate breaks, with its numbers."""
+
+    limit: Limit
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+_MEM_TILE = (("l2", "bytes", Limit.MEM_TILE_BYTES), ("bds", "bds", Limit.MEM_TILE_BDS),
+             ("locks", "locks", Limit.MEM_TILE_LOCKS), ("mm2s", "mm2s", Limit.MEM_TILE_MM2S),
+             ("s2mm", "s2mm", Limit.MEM_TILE_S2MM), ("ports_down", "ports_down", Limit.MEM_TILE_PORTS_DOWN))
+
+
+def problems(pl: dict, arch: Arch) -> list[Broken]:
     """Every capacity and resource limit ``pl`` breaks, with its numbers (empty: legal)."""
     mem, core = arch.mem, arch.compute
     out = []
     if pl["l1_bytes"] > core.memory_bytes:
-        out.append(f"core memory: needs {pl['l1_bytes']} bytes; {core.memory_bytes} available")
+        out.append(Broken(Limit.CORE_MEMORY, f"core memory: needs {pl['l1_bytes']} bytes; {core.memory_bytes} available"))
     slots = max(c["slots"] for c in pl["columns"])
     if slots > arch.lock_max_value:
-        out.append(f"input ring: needs {slots} rows; a lock counts to {arch.lock_max_value}")
-    for name, most in (("l2", mem.memory_bytes), ("bds", mem.bd_count), ("locks", mem.lock_count),
-                       ("mm2s", mem.mm2s_channels), ("s2mm", mem.s2mm_channels),
-                       ("ports_down", arch.stream_ports_down)):
+        out.append(Broken(Limit.INPUT_RING, f"input ring: needs {slots} rows; a lock counts to {arch.lock_max_value}"))
+    most_of = {"l2": mem.memory_bytes, "bds": mem.bd_count, "locks": mem.lock_count, "mm2s": mem.mm2s_channels,
+               "s2mm": mem.s2mm_channels, "ports_down": arch.stream_ports_down}
+    for name, unit, limit in _MEM_TILE:
         need = max(c[name] for c in pl["columns"])
-        if need > most:
-            out.append(f"mem tile: needs {need} {name.replace('l2', 'bytes')}; {most} available")
-    for what, nbytes, bits in (("compute", max(pl["win_bytes"], pl["w_unit"]), core.bd_length_bits),
-                               ("mem", max(pl["w_unit"], pl["row_bytes"]), mem.bd_length_bits)):
+        if need > most_of[name]:
+            out.append(Broken(limit, f"mem tile: needs {need} {unit}; {most_of[name]} available"))
+    for what, nbytes, bits, limit in (
+            ("compute", max(pl["win_bytes"], pl["w_unit"]), core.bd_length_bits, Limit.COMPUTE_BD_LENGTH),
+            ("mem", max(pl["w_unit"], pl["row_bytes"]), mem.bd_length_bits, Limit.MEM_BD_LENGTH)):
         if nbytes / 4 >= 2 ** bits:
-            out.append(f"{what} tile BD length field holds < 2**{bits} words ({nbytes} bytes asked)")
+            out.append(Broken(limit, f"{what} tile BD length field holds < 2**{bits} words ({nbytes} bytes asked)"))
     return out
