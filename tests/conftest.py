@@ -1,15 +1,109 @@
+"""What the test modules share: the hypothesis profiles, a disk cache of the session's own, one
+dask cluster and one run of each ``fastsim optimize`` case that several tests read.
+
+Two tiers (docs/testing.md): ``python -m pytest -q`` runs the default tier (``not slow``, a few
+minutes); ``python -m pytest -q -m slow`` the slow one (long property runs, whole studies, CLI
+subprocesses). ``HYPOTHESIS_PROFILE=full`` runs every property test of either tier with more
+examples (each derandomized: the same examples every run)."""
 import os
+import shutil
 import sys
 import tempfile
+from typing import NamedTuple
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
-# searches cached on disk go to a directory of this test session (also for CLI subprocesses)
-os.environ["FASTSIM_CACHE_DIR"] = tempfile.mkdtemp(prefix="fastsim-test-cache-")
 
-settings.register_profile("ci", deadline=None, max_examples=200, derandomize=False,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("slow", deadline=None, max_examples=2000,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+# a test's own @settings(max_examples=...) wins over the profile's
+settings.register_profile("default", deadline=None, max_examples=50, derandomize=True, suppress_health_check=_QUIET)
+settings.register_profile("full", deadline=None, max_examples=200, derandomize=True, suppress_health_check=_QUIET)
+settings.register_profile("slow", deadline=None, max_examples=2000, derandomize=True, suppress_health_check=_QUIET)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+_ENVIRON = pytest.StashKey[pytest.MonkeyPatch]()
+_CACHE_DIR = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """Searches cached on disk go to a directory of this session (CLI subprocesses inherit it),
+    set before collection and removed, with the variable restored, when the session ends."""
+    config.stash[_CACHE_DIR] = tempfile.mkdtemp(prefix="fastsim-test-cache-")
+    config.stash[_ENVIRON] = pytest.MonkeyPatch()
+    config.stash[_ENVIRON].setenv("FASTSIM_CACHE_DIR", config.stash[_CACHE_DIR])
+
+
+def pytest_unconfigure(config):
+    if _ENVIRON in config.stash:
+        config.stash[_ENVIRON].undo()
+        shutil.rmtree(config.stash[_CACHE_DIR], ignore_errors=True)
+
+
+class Cluster(NamedTuple):
+    """The session's dask cluster: a client of the tests' own, the LocalCluster, and this
+    process's NUMBA_NUM_THREADS and FASTSIM_THREADS just before and just after it started."""
+    client: object
+    cluster: object
+    environ_before: dict
+    environ_after: dict
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """One LocalCluster for the session, started as fastsim starts one (``_client``: two
+    single-threaded worker processes under nannies, which restart a killed worker). A test that
+    stops a cluster's scheduler starts a cluster of its own."""
+    from fastsim.sweeping.engine import _client
+
+    ours = ("NUMBA_NUM_THREADS", "FASTSIM_THREADS")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # an earlier dask cluster may have set it here
+        mp.delenv("NUMBA_NUM_THREADS", raising=False)  # a value set here would be the workers' too
+        before = {name: os.environ.get(name) for name in ours}
+        client, cluster = _client(2, None)
+        after = {name: os.environ.get(name) for name in ours}
+    yield Cluster(client, cluster, before, after)
+    client.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def optimize_run(tmp_path_factory):
+    """``fastsim optimize`` (the API) on helpers.SMALL, a two-layer model, at decode 256 and prefill
+    128 with one mix: (out directory, plan, each step's Dataset, the progress steps said). The
+    memo's tests read this one run (tests/test_optimize_report.py and the modules that take it)."""
+    import xarray as xr
+
+    from fastsim.llm import LlmStudy
+    from fastsim.studies.memo import STEPS
+    from fastsim.studies.optimize import optimize
+    from helpers import SMALL
+
+    out = tmp_path_factory.mktemp("optimize")
+    steps = []
+    plan = optimize(LlmStudy(model=SMALL), ["decode:256", "prefill:128"], ["128:16"], out=out,
+                    progress=lambda step, text: steps.append(step))
+    results = {s: xr.open_zarr(out / f"{s}.zarr").load() for s in STEPS}
+    return out, plan, results, steps
+
+
+@pytest.fixture(scope="session")
+def cnn_optimize_run(tmp_path_factory):
+    """``fastsim optimize --onnx`` (the CLI, ``--json``) on the zoo's small CNN at 16 x 16 on npu2:
+    (the model's path, out directory, the printed plan)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+    from fastsim.onnx import zoo
+
+    root = tmp_path_factory.mktemp("cnn")
+    path = root / "small_cnn.onnx"
+    zoo.save("small_cnn", str(path), size=16)
+    out = root / "opt"
+    result = CliRunner().invoke(main, ["optimize", "--onnx", str(path), "--arch", "npu2", "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    return path, out, json.loads(result.stdout)

@@ -1,5 +1,9 @@
 """Small hand-built designs shared by tests."""
 from fastsim import NPU2, Acquire, Compute, Design, Loop, Release, mm2s, object_fifo, s2mm
+from fastsim.llm.model import ModelConfig
+
+# a two-layer model: the optimize run several modules read (conftest.optimize_run)
+SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
 
 
 def passthrough(n_obj: int = 4, size: int = 1024, compute_cycles: int = 300, arch=NPU2) -> Design:

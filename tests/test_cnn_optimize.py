@@ -1,7 +1,8 @@
 """fastsim optimize --onnx: a CNN's engineering report (fastsim.studies.cnn_optimize, cnn_memo).
 
-One CLI run on the zoo's small CNN (a strided 3x3, a 3x3, a 1x1, a depthwise 3x3, pools, a Gemm)
-serves the module; the checks re-simulate what the report claims with simulate_onnx directly."""
+One CLI run on the zoo's small CNN (a strided 3x3, a 3x3, a 1x1, a depthwise 3x3, pools, a Gemm;
+conftest.cnn_optimize_run, once a session) serves the module; the checks re-simulate what the
+report claims with simulate_onnx directly."""
 import hashlib
 import json
 import re
@@ -21,15 +22,10 @@ SECTIONS = ("## Summary", "## 1. Baseline", "## 2. Ablation", "## 3. Dispatch an
             "## 5. Levers", "## 6. Reproduce")
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cnn")
-    path = root / "small_cnn.onnx"
-    zoo.save("small_cnn", str(path), size=16)
-    out = root / "opt"
-    result = CliRunner().invoke(main, ["optimize", "--onnx", str(path), "--arch", "npu2", "--out", str(out), "--json"])
-    assert result.exit_code == 0, result.output
-    return path, out, json.loads(result.stdout)
+@pytest.fixture
+def run(cnn_optimize_run):
+    """The session's CLI run on the small CNN (conftest.cnn_optimize_run): path, out, plan."""
+    return cnn_optimize_run
 
 
 def test_cnn_optimize__cli_writes_report_html_and_plan_with_every_section(run):

@@ -1,7 +1,7 @@
 """fastsim optimize's memo (report.md, report.html) and the study figures' readable labels.
 
-One optimize run on a two-layer model serves every test of the module (about a minute); the
-memo's other cases are rendered again from that run's plan and Datasets, changed where a test says."""
+One optimize run on a two-layer model (conftest.optimize_run, once a session, about a minute)
+serves every test of the module; the memo's other cases are rendered again from that run's plan and Datasets, changed where a test says."""
 import copy
 import html
 import json
@@ -12,29 +12,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xarray as xr
 from click.testing import CliRunner
 
 from fastsim.cli import main
 from fastsim.figures import pyplot
 from fastsim.llm import LlmStudy
-from fastsim.llm.model import ModelConfig
 from fastsim.studies import report
 from fastsim.studies.memo import STEPS, VALIDATION, duration, energy, measured_error, memo, size
+from helpers import SMALL
 
-SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
 
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    from fastsim.studies.optimize import optimize
-
-    out = tmp_path_factory.mktemp("optimize")
-    steps = []
-    plan = optimize(LlmStudy(model=SMALL), ["decode:256", "prefill:128"], ["128:16"], out=out,
-                    progress=lambda step, text: steps.append(step))
-    results = {s: xr.open_zarr(out / f"{s}.zarr").load() for s in STEPS}
-    return out, plan, results, steps
+@pytest.fixture
+def run(optimize_run):
+    """The session's optimize run (conftest.optimize_run): out, plan, results, steps."""
+    return optimize_run
 
 
 def overlapping_labels(fig) -> list[tuple[str, str]]:
