@@ -15,11 +15,11 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
+from .branch_bound import FIRST_BATCH, branch_and_bound
 from .conv_plan import plan, problems
 from .pins import Pins
 from .search_result import SearchResult
 
-FIRST_BATCH = 4  # candidates simulated in the first engine call (then 8, 16, ... while bounds allow)
 
 
 REGION = "conv_search"
@@ -127,34 +127,37 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None) -> SearchRes
                            f"candidates; rejected: {reasons}"], "conv search")
     legal.sort(key=lambda r: (r["lower_bound_cycles"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
                               r["mapping"]))
-    best, simulated, left = _branch_and_bound(op, arch, legal, budget)
+    space = _ConvSpace(op, arch, legal)
+    first = space.take(FIRST_BATCH if budget is None else min(FIRST_BATCH, budget), float("inf"))
+    best, _, simulated = branch_and_bound(space, first, budget)
+    left = space.unexplored_bound()
     return SearchResult(op, best["mapping"], best["cycles"], legal, [], enumerated, len(legal), reasons, best["design"],
                         best["simulation"], None, simulated, left, kind=op.kind, best_plan=best["plan"])
 
 
-def _branch_and_bound(op: Conv2d, arch: Arch, legal: list[dict], budget: int | None) -> tuple[dict, int, float]:
-    """Simulate in bound order, batches doubling, until the fastest simulated cycles are no more
-    than the best unsimulated bound (or the budget is spent). Returns the best row, how many were
-    simulated and the best bound left."""
-    done, size = 0, FIRST_BATCH
-    while done < len(legal):
-        best = min((r["cycles"] for r in legal[:done] if r["status"] == "ok"), default=None)
-        if best is not None and legal[done]["lower_bound_cycles"] >= best:
-            break
-        if budget is not None and done >= budget:
-            break
-        batch = legal[done:done + (size if budget is None else min(size, budget - done))]
-        if best is not None:
-            batch = [r for r in batch if r["lower_bound_cycles"] < best] or batch[:1]
-        _simulate(op, arch, batch, None if best is None else best + 1)
-        done += len(batch)
-        size *= 2
-    ok = [r for r in legal[:done] if r["status"] == "ok"]
-    if not ok:
-        raise ConfigError([f"conv {op.name}: every simulated candidate failed: " + "; ".join(
-            f"{r['mapping'].label()}: {r['status']}" for r in legal[:done])], "conv search")
-    left = legal[done]["lower_bound_cycles"] if done < len(legal) else float("inf")
-    return min(ok, key=lambda r: (r["cycles"], legal.index(r))), done, left
+class _ConvSpace:
+    """The conv candidates as ``branch_bound`` walks them: every legal one, planned, in bound order."""
+
+    group = "conv search"
+
+    def __init__(self, op: Conv2d, arch: Arch, legal: list[dict]):
+        self.op, self.arch, self.legal, self.name = op, arch, legal, f"conv {op.name}"
+        self.done = 0  # legal[:done] are simulated
+
+    def take(self, size: int, below: float) -> list[dict]:
+        batch = [r for r in self.legal[self.done:self.done + size] if r["lower_bound_cycles"] < below]
+        self.done += len(batch)
+        return batch
+
+    def unexplored_bound(self) -> float:
+        return self.legal[self.done]["lower_bound_cycles"] if self.done < len(self.legal) else float("inf")
+
+    def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
+        _simulate(self.op, self.arch, rows, cap_cycles)
+        return rows
+
+    def tie(self, row: dict) -> tuple:
+        return ()  # simulation order is bound order
 
 
 def _simulate(op: Conv2d, arch: Arch, rows: list[dict], cap_cycles: int | None) -> None:

@@ -32,6 +32,7 @@ from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from ..validate import validate_design
 from .paths import STREAM_SPLITS, stream_rates
+from .branch_bound import branch_and_bound
 from .candidates import ranked
 from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
                    stack, structure)
@@ -57,8 +58,8 @@ def _largest_tiles(extents: np.ndarray) -> np.ndarray:
 
 
 def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
-    """Tile-independent mappings worth evaluating (splits that would leave whole parts padding
-    are skipped)."""
+    """Tile-independent mappings worth evaluating (splits with at least half their parts idle
+    are skipped unless the split is pinned)."""
     rows_opts = [pins.rows] if pins.rows else sorted({arch.compute_rows, max(1, arch.compute_rows // 2), 1},
                                                       reverse=True)
     cols_opts = [pins.cols] if pins.cols else sorted({c for c in (1, 2, 4, 8, 16, 32) if c <= arch.columns}
@@ -79,7 +80,9 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
                     groups = rows // ks
                     for cols in cols_opts:
                         pm, pn = {"2d": (groups, cols), "n": (1, cols * groups), "m": (cols * groups, 1)}[split]
-                        if (pm > op.m or pn > op.n) and not pins.split:
+                        # at least half the parts idle: the same busy parts exist with half the
+                        # columns or groups; fewer idle (3 rows on 4 columns) can be fastest
+                        if (pm >= 2 * op.m or pn >= 2 * op.n) and not pins.split:
                             continue
                         starts = ([pins.col0] if pins.col0 is not None else
                                   range(arch.columns - cols + 1) if asymmetric else [0])
@@ -116,7 +119,7 @@ def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     """Resolved structures grouped by what changes the plan's branches (dataflow, order, L2), in
     enumeration order, in batches of at most 256. They depend on the op's dtype, static weights
     and extents, and on an extent only up to the most parts a split can make of it (``structures``
-    drops splits into more parts than the extent): every context of a sweep, and every fused
+    drops splits into twice the extent's parts and more): every context of a sweep, and every fused
     variant of an op, shares them through the one cache (region "structures")."""
     most_parts = arch.columns * arch.compute_rows  # of M or N; K splits into at most 8
     key = (min(op.m, most_parts + 1), min(op.k, 9), min(op.n, most_parts + 1), op.dtype, op.static_b, repr(arch),
@@ -204,8 +207,9 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     baseline = None
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         baseline = _baseline(op, arch, legal, chosen)
-    explored = _BranchAndBound(op, arch, table, is_legal, budget)
-    fastest = explored.run(chosen, baseline)
+    explored = _MatmulSpace(op, arch, table, is_legal)
+    fastest, _, count = branch_and_bound(explored, chosen, budget,
+                                          None if baseline is None else table.planned(baseline))
     for r in explored.rows:
         if r["design"] is not fastest["design"]:
             r["design"].discard()
@@ -216,57 +220,31 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
                         by_reason, fastest["design"], dataset_of(*fastest["run"]), fastest["lowered"],
-                        explored.count, explored.unexplored_bound())
+                        count, explored.unexplored_bound())
 
 
-class _BranchAndBound:
-    """Simulate candidates in batches, best-bounded first, until the smallest lower bound left
-    unsimulated is no better than the fastest simulated cycles (or ``budget`` is spent). A batch
-    doubles each round: one engine call amortizes over more designs once the bounds are loose."""
+class _MatmulSpace:
+    """The matmul candidates as ``branch_bound`` walks them: the table's legal rows not simulated
+    yet (``left``), and designs built once for mappings that build the same one (``_design_key``)."""
 
-    def __init__(self, op: Matmul, arch: Arch, table: "_Candidates", is_legal, budget: int | None):
-        self.op, self.arch, self.table, self.budget = op, arch, table, budget
+    group = "mapping search"
+
+    def __init__(self, op: Matmul, arch: Arch, table: "_Candidates", is_legal):
+        self.op, self.arch, self.table, self.name = op, arch, table, op.name
         self.left = is_legal.copy()  # legal candidates not yet simulated
         self.rows: list[dict] = []  # every simulated row, in simulation order
         self.by_design: dict[Mapping, dict] = {}  # a design's key mapping (``_design_key``) -> its simulated row
-        self.count = 0
 
-    def run(self, first: list[dict], baseline: dict | None = None) -> dict:
-        """``baseline``: the fixed whole-array mapping's row, simulated after the first batch
-        whenever its (valid) bound says it could still win or tie, budget or not: the answer is
-        never slower than it."""
-        batch, size = first, 4
-        while batch:
-            if self.budget is not None:
-                batch = batch[:max(1, self.budget - self.count)] if self.count else batch
-            self._simulate(batch)
-            if baseline is not None and self.table.planned(baseline)["lower_bound_cycles"] <= self._fastest():
-                self._simulate([baseline])
-            baseline = None
-            best = self._fastest()
-            if self.unexplored_bound() >= best or (self.budget is not None and self.count >= self.budget):
-                break
-            size *= 2
-            t = self.table
-            batch = [t.row(i) for i in t.best(self.left & (t.a["bound"] < best), size)]
-        ok = [r for r in self.rows if r["status"] == "ok"]
-        if not ok:
-            raise ConfigError([f"{self.op.name}: every simulated candidate failed: " + "; ".join(
-                f"{r['mapping'].label()}: {r['status']}" for r in self.rows)], "mapping search")
-        return min(ok, key=lambda r: (r["cycles"], r["energy_pj"], self.rows.index(r)))
-
-    def _fastest(self) -> float:
-        """The fewest cycles simulated so far (inf before any candidate ran to its end)."""
-        return min((r["cycles"] for r in self.rows if r["status"] == "ok"), default=np.inf)
-
-    def _cap(self) -> int | None:
-        """Cycles past which a run cannot win (ties still run to the end: energy breaks them)."""
-        fastest = self._fastest()
-        return None if fastest == np.inf else int(fastest) + 1
+    def take(self, size: int, below: float) -> list[dict]:
+        t = self.table
+        return [t.row(i) for i in t.best(self.left & (t.a["bound"] < below), size)]
 
     def unexplored_bound(self) -> float:
         bounds = self.table.a["bound"][self.left]
         return float(bounds.min()) if len(bounds) else float("inf")
+
+    def tie(self, row: dict) -> tuple:
+        return (row["energy_pj"],)  # less energy first
 
     def known(self, row: dict) -> dict:
         """``row`` with its simulation, when one of the same mapping ran."""
@@ -275,7 +253,7 @@ class _BranchAndBound:
                 return r
         return row
 
-    def _simulate(self, batch: list[dict]) -> None:
+    def simulate(self, batch: list[dict], cap_cycles: int | None) -> list[dict]:
         new, copies = [], []
         for r in batch:
             if "index" in r:
@@ -288,11 +266,12 @@ class _BranchAndBound:
                 self.by_design[_design_key(r["mapping"])] = r
                 new.append(r)
         if new:
-            _simulate(self.op, self.arch, new, self._cap())
+            _simulate(self.op, self.arch, new, cap_cycles)
         for r, same in copies:
             r.update({k: same[k] for k in ("design", "lowered", "run", "status", "cycles", "bound_by")})
-        self.rows += new + [r for r, _ in copies]
-        self.count += len(new) + len(copies)
+        done = new + [r for r, _ in copies]
+        self.rows += done
+        return done
 
 
 def _design_key(mp: Mapping) -> Mapping:
