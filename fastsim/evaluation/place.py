@@ -3,7 +3,7 @@ design per op instance, matmuls through the mapper's search."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Callable, NamedTuple
 
@@ -122,10 +122,11 @@ def matmul_of(p: Placed, pins: GraphPins) -> Matmul:
     that change its design (datapath dtype, efficiency, static weights)."""
     op = p.op
     static = pins.residency == "static" and op.w.kind == "weights"
-    return Matmul(op.m, op.k, op.n, pins.compute_dtype, op.x.elem_bytes, op.w.elem_bytes, op.y.elem_bytes,
-                  pins.kernel_efficiency, pins.kernel_overhead_cycles, op.cast_cycles_per_weight, op.macs_scale,
-                  static_b=static,
-                  name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
+    # the graph's operands X, W, Y are the mapper's A, B, C
+    return Matmul(m=op.m, k=op.k, n=op.n, dtype=pins.compute_dtype, a_bytes=op.x.elem_bytes,
+                  b_bytes=op.w.elem_bytes, c_bytes=op.y.elem_bytes, kernel_efficiency=pins.kernel_efficiency,
+                  kernel_overhead_cycles=pins.kernel_overhead_cycles, cast_cycles_per_weight=op.cast_cycles_per_weight,
+                  macs_scale=op.macs_scale, static_b=static, name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
                   onchip_window_bytes=p.chip.window_bytes)
 
 
@@ -162,9 +163,11 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     noop = op.op_class in pins.noop
     cols, col0 = at if at else (_columns(pins, p, arch), None)
     if op.kind == VECTOR:
-        spec = VectorOp(op.m, op.n, op.x.elem_bytes, op.y.elem_bytes, op.vector_cycles_per_elem, op.x_inputs, noop,
-                        cols, op.name, p.chip.x, p.chip.y, p.chip.window_bytes, col0 or 0,
-                        "proportional" if pins.stream_split == "auto" else pins.stream_split)
+        spec = VectorOp(m=op.m, n=op.n, x_bytes=op.x.elem_bytes, y_bytes=op.y.elem_bytes,
+                        vector_cycles_per_elem=op.vector_cycles_per_elem, x_inputs=op.x_inputs, noop=noop, cols=cols,
+                        name=op.name, x_on_chip=p.chip.x, y_on_chip=p.chip.y,
+                        onchip_window_bytes=p.chip.window_bytes, col0=col0 or 0,
+                        stream_split="proportional" if pins.stream_split == "auto" else pins.stream_split)
         # lowering validates: on-chip buffers must fit next to the stream buffers, say so now
         design, lowered = lowered_vector_design(spec, arch)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
@@ -258,8 +261,7 @@ def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None):
     g = op.conv
     dtype = "int8" if op.x.elem_bytes == 1 else compute_dtype
     out = "int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None)
-    return Conv2d(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.padding, g.dilation, g.groups, dtype, out,
-                  kernel_efficiency, op.name)
+    return Conv2d(**asdict(g), dtype=dtype, out_dtype=out, kernel_efficiency=kernel_efficiency, name=op.name)
 
 
 def _no_conv_pipeline() -> Design:
