@@ -310,8 +310,6 @@ def _simulate(study, o, arch):
     from ..mapping import overlay as overlay_io
 
     overlays = o.as_built.overlays if o.overlay_path else {}
-    for regime in (("prefill", "decode") if o.regime == "generate" else (o.regime,)):
-        static_weights_fit(apply_overlay(study, overlays.get(regime)), arch)
     if o.regime == "generate":
         from ..llm.run import simulate_generation
 
@@ -339,18 +337,6 @@ def _simulate(study, o, arch):
         tails = latency_distribution(apply_overlay(study, overlays.get(o.regime)), arch, o.samples, o.seed,
                                      VarianceModel(load=o.load))
     return result, tails
-
-
-def static_weights_fit(study, arch) -> None:
-    """Static residency keeps every weight on chip: say so in one line when they cannot fit, rather
-    than listing each op that finds no mapping."""
-    if study.residency != "static":
-        return
-    weight_bytes = study.model_config().params * study.precision.weight_bytes
-    if weight_bytes > arch.on_chip_bytes:
-        raise ConfigError([f"--residency static: {weight_bytes / 1e6:,.1f} MB of weights do not fit in "
-                           f"{arch.on_chip_bytes / 1e6:.1f} MB of on-chip memory ({arch.name}'s core and mem-tile "
-                           "memory); use --residency streamed"], "llm study")
 
 
 def _latency(tails, o) -> dict | None:

@@ -35,6 +35,7 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         model = study.model_config().validate()
         study.validate(model)
         precision = study.precision.validate()
+        static_weights_fit(study, arch)
         graph = build_graph(model, precision, study_pass(study, arch))
         on_host = host.selected(graph, study.host) if study.host else {}
         graph = host.offload(graph, on_host) if on_host else graph
@@ -53,6 +54,18 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
             ds = host.account(ds, on_host, arch.dispatch_overhead_s)
             ds.attrs["dispatches"] = int(ds.attrs["dispatches"]) + host.islands(on_host)
         return ds
+
+
+def static_weights_fit(study: LlmStudy, arch: Arch) -> None:
+    """Static residency keeps every weight on chip: say so in one line when they cannot fit, rather
+    than listing each op that finds no mapping."""
+    if study.residency != "static":
+        return
+    weight_bytes = study.model_config().params * study.precision.weight_bytes
+    if weight_bytes > arch.on_chip_bytes:
+        raise ConfigError([f"static weights (residency static, --residency static): {weight_bytes / 1e6:,.1f} MB of "
+                           f"weights do not fit in {arch.on_chip_bytes / 1e6:.1f} MB of on-chip memory ({arch.name}'s "
+                           "core and mem-tile memory); use residency streamed (--residency streamed)"], "llm study")
 
 
 def pinned_layout(study: LlmStudy, run: xr.Dataset) -> LlmStudy:
