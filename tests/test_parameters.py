@@ -97,6 +97,8 @@ def test_parameters__llm_study_takes_every_declared_choice(p):
         study.precision.validate()
         if p.name not in PRECISION_NAMES:
             study.validate(get_model("bert-base" if encoder else "llama-3.2-1b"))
+        held = study.precision if p.name in PRECISION_NAMES else study
+        assert getattr(held, p.name) == value  # taken as given, not replaced by a default
 
 
 @pytest.mark.parametrize("p", [p for p in PARAMETERS if p.type is not bool],

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # worker processes that import fastsim and compile: minutes on 2 cores
+
 from fastsim import settings
 from fastsim.sweeping import parse_spec, sweep
 from fastsim.sweeping import store as st
@@ -95,27 +97,25 @@ def undisturbed(tmp_path_factory):
     return store_bytes(out)
 
 
-def test_sweep__a_worker_killed_mid_sweep_loses_nothing(tmp_path, undisturbed):
-    client, local = start_cluster(2)
+def test_sweep__a_worker_killed_mid_sweep_loses_nothing(tmp_path, undisturbed, dask_cluster):
+    """On the session's cluster (conftest.dask_cluster): its nanny restarts the killed worker."""
+    client, local = dask_cluster.client, dask_cluster.cluster
     out = tmp_path / "s.zarr"
-    try:
-        running = in_background(lambda: cold_sweep(out, local.scheduler_address))
-        before = wait_stored(out, 2, running)
-        busy = [w for w, keys in client.processing().items() if keys]
-        assert busy, "no worker was computing"
-        victim = client.run(os.getpid)[busy[0]]
-        os.kill(victim, signal.SIGKILL)
-        ds = running.result(timeout=120)
-        assert before < 8 and bool(ds.done.all())
-        client.wait_for_workers(2, timeout=60)  # the nanny started a new worker process
-        assert victim not in client.run(os.getpid).values()
-    finally:
-        client.close()
-        local.close()
+    running = in_background(lambda: cold_sweep(out, local.scheduler_address))
+    before = wait_stored(out, 2, running)
+    busy = [w for w, keys in client.processing().items() if keys]
+    assert busy, "no worker was computing"
+    victim = client.run(os.getpid)[busy[0]]
+    os.kill(victim, signal.SIGKILL)
+    ds = running.result(timeout=120)
+    assert before < 8 and bool(ds.done.all())
+    client.wait_for_workers(2, timeout=60)  # the nanny started a new worker process
+    assert victim not in client.run(os.getpid).values()
     assert store_bytes(out) == undisturbed
 
 
-def test_sweep__scheduler_gone_mid_sweep_then_resumed_on_a_new_cluster(tmp_path, undisturbed):
+def test_sweep__scheduler_gone_mid_sweep_then_resumed_on_a_new_cluster(tmp_path, undisturbed, dask_cluster):
+    """A cluster of its own, whose scheduler goes away; the sweep resumes on the session's."""
     out = tmp_path / "s.zarr"
     client, local = start_cluster(2)
     try:
@@ -127,23 +127,15 @@ def test_sweep__scheduler_gone_mid_sweep_then_resumed_on_a_new_cluster(tmp_path,
     with pytest.raises(SchedulerLost, match="points stored in .* to resume") as lost:
         running.result(timeout=60)
     assert 2 <= lost.value.stored < 8 and lost.value.stored == stored(out)
-    client, local = start_cluster(2)
-    try:
-        ds = cold_sweep(out, local.scheduler_address)
-        assert bool(ds.done.all())
-    finally:
-        client.close()
-        local.close()
+    ds = cold_sweep(out, dask_cluster.cluster.scheduler_address)
+    assert bool(ds.done.all())
     assert store_bytes(out) == undisturbed
 
 
-# after the tests that start clusters of their own: two schedulers at once would share port 8787
-@pytest.fixture(scope="module")
-def cluster():
-    client, local = start_cluster(2)
-    yield client, local
-    client.close()
-    local.close()
+@pytest.fixture
+def cluster(dask_cluster):
+    """The session's cluster (conftest.dask_cluster): its client and LocalCluster."""
+    return dask_cluster.client, dask_cluster.cluster
 
 
 def test_sweep__every_worker_of_a_running_scheduler_gets_points(tmp_path, cluster):
