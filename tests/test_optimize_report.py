@@ -53,6 +53,7 @@ def overlapping_labels(fig) -> list[tuple[str, str]]:
     return pairs
 
 
+@pytest.mark.slow
 def test_optimize__writes_the_directory_and_the_plan_replays_exactly(run):
     out, plan, _, steps = run
     assert steps[:4] == ["ablate", "cuts", "overlays", "dataflow"] and steps[-1] == "done"
@@ -68,6 +69,7 @@ def test_optimize__writes_the_directory_and_the_plan_replays_exactly(run):
         assert r["predicted"]["seconds"] <= r["baseline"]["seconds"]  # never a slower plan
 
 
+@pytest.mark.slow
 def test_memo__states_every_decision_with_its_number_and_a_rejected_alternative(run):
     out, plan, results, _ = run
     md = (out / "report.md").read_text()
@@ -95,6 +97,7 @@ def test_memo__states_every_decision_with_its_number_and_a_rejected_alternative(
     assert len(md.split()) > 800  # a memo, not a table of links
 
 
+@pytest.mark.slow
 def test_memo__levers_latency_tails_and_reproduce_block_come_from_the_run(run):
     out, plan, _, _ = run
     md = (out / "report.md").read_text()
@@ -114,6 +117,7 @@ def test_memo__levers_latency_tails_and_reproduce_block_come_from_the_run(run):
     assert "seeds: routing 0, latency 0" in md
 
 
+@pytest.mark.slow
 def test_memo__numbers_follow_the_plan_never_hard_coded(run):
     """The same results with every plan time halved: the memo's numbers change with them."""
     _, plan, results, _ = run
@@ -126,6 +130,7 @@ def test_memo__numbers_follow_the_plan_never_hard_coded(run):
         assert f"-> {duration(r['predicted']['seconds'])}" not in before
 
 
+@pytest.mark.slow
 def test_memo_html__is_self_contained_with_the_figures_inlined(run):
     out, _, _, _ = run
     page = (out / "report.html").read_text()
@@ -134,6 +139,7 @@ def test_memo_html__is_self_contained_with_the_figures_inlined(run):
     assert "<table>" in page and "<h2>Summary</h2>" in page and "<strong>" in page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("study", STEPS)
 def test_study_figure__tick_and_annotation_labels_do_not_overlap(run, study):
     _, _, results, _ = run
@@ -149,6 +155,7 @@ def test_overlapping_labels__finds_labels_written_on_top_of_each_other():
     assert ("hybrid_latency", "hybrid_energy") in overlapping_labels(fig)
 
 
+@pytest.mark.slow
 def test_memo__reports_the_whole_run_search_per_regime(run):
     """Every regime's plan went through the whole-run search: its result is in plan.json, the
     memo states it with its numbers, and the plan is never slower than the per-op choices."""
@@ -162,6 +169,7 @@ def test_memo__reports_the_whole_run_search_per_regime(run):
         assert duration(w["per_op_seconds"]) in text
 
 
+@pytest.mark.slow
 def test_optimize__worker_processes_write_the_plan_and_memo_of_one_process(run, tmp_path, monkeypatch):
     """Two workers (studies, then the regimes' plans, then the what-ifs, each phase at once) give
     byte for byte the plan and memo of the one-process run."""
@@ -184,6 +192,7 @@ def _section(md: str, title: str) -> str:
     return next(s for s in re.split(r"\n## ", md) if s.startswith(title))
 
 
+@pytest.mark.slow
 def test_memo__overlays_section_agrees_with_the_overlay_it_chooses(run):
     """One overlay chosen: the bindings that differ are weighed against it, never 'cannot serve
     both'; per-regime overlays chosen (their gain made positive): the bindings explain that."""
@@ -202,6 +211,7 @@ def test_memo__overlays_section_agrees_with_the_overlay_it_chooses(run):
     assert "Even so" not in text
 
 
+@pytest.mark.slow
 def test_memo__every_cannot_run_gives_its_reason(run):
     """An overlay that cannot run a regime and a lever that cannot run a plan: each says why."""
     _, plan, results, _ = run
@@ -223,6 +233,7 @@ def test_memo__every_cannot_run_gives_its_reason(run):
         assert re.match(r"(: | \S+ \()\S", m[1]), m[0]
 
 
+@pytest.mark.slow
 def test_memo__latency_tails_are_those_of_the_recommended_plan(run):
     """The tails' decode steps and prefills run each regime's planned study: at full DDR bandwidth
     they take exactly the plan's predicted times."""
@@ -239,6 +250,7 @@ def test_memo__latency_tails_are_those_of_the_recommended_plan(run):
     assert prefill[0] == plan["regimes"]["prefill@128"]["predicted"]["seconds"]
 
 
+@pytest.mark.slow
 def test_memo__states_each_assumption_where_its_figure_appears(run):
     """Time to first token: the arrival model, with its numbers; energy: the energy table; kernel
     times: which kernel costs are assumed."""
@@ -256,6 +268,7 @@ def test_memo__states_each_assumption_where_its_figure_appears(run):
         assert key in _section(md, "Confidence")
 
 
+@pytest.mark.slow
 def test_memo__levers_only_of_this_part_and_other_hardware_apart(run):
     out, plan, _, _ = run
     md = (out / "report.md").read_text()
@@ -268,6 +281,7 @@ def test_memo__levers_only_of_this_part_and_other_hardware_apart(run):
     assert levers.index("one more column (9)") > apart and levers.index("wider weights") < apart
 
 
+@pytest.mark.slow
 def test_memo__confidence_quotes_the_measured_error_of_its_regimes(run):
     """The Confidence section quotes docs/validation.md's measured error (from its data file) for
     whole decode and prefill passes and for the matmul kernels of each regime."""
@@ -304,6 +318,7 @@ def test_units__chosen_by_magnitude():
     assert [size(x) for x in (6816, 637.2e6, 0)] == ["6.816 kB", "637.2 MB", "0 B"]
 
 
+@pytest.mark.slow
 def test_memo__numbers_carry_units_chosen_by_magnitude(run):
     out, _, _, _ = run
     md = (out / "report.md").read_text()
@@ -311,6 +326,7 @@ def test_memo__numbers_carry_units_chosen_by_magnitude(run):
     assert not re.search(r"\b0\.0\d*[1-9]\d* (s|ms|µs|J|mJ|µJ|MB|kB|GB)\b", md)  # no 0.05 ms: 50 µs
 
 
+@pytest.mark.slow
 def test_memo_html__stands_alone_with_the_evidence_embedded(run, tmp_path):
     """Forwarded alone, the page shows every figure and the studies' reports: no src or href
     points to a file, and each study's tables are in it."""
