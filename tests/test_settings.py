@@ -43,7 +43,7 @@ def test_settings__bad_thread_counts_are_config_errors():
 
 def test_cli__threads_option_is_in_force_for_the_command_only(monkeypatch):
     """``fastsim --threads N`` is a settings scope around the command, not an environment variable."""
-    import fastsim.cli.run as run_module
+    import fastsim.workloads.gemm as run_module
 
     monkeypatch.delenv("FASTSIM_THREADS", raising=False)
     seen = []

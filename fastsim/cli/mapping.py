@@ -7,7 +7,6 @@ import click
 
 from ..errors import ConfigError, SimulationError
 from .common import fail, gemm_from, gemm_options, load_arch
-from .run import search_summary
 
 
 @click.group("map")
@@ -52,7 +51,7 @@ def _as_json(g, arch, found, ranked: list[dict], top: int) -> dict:
 
     return {"op": {"m": g.m, "k": g.k, "n": g.n, "dtype": g.dtype}, "arch": arch.name,
             "best": found.best.label(), "best_cycles": found.best_cycles,
-            "enumerated": found.enumerated, "legal": found.legal, "search": search_summary(found),
+            "enumerated": found.enumerated, "legal": found.legal, "search": found.summary(),
             "rejected_by_reason": found.rejected_by_reason,
             "ranked": [plain(r) for r in ranked],
             "rejected": [plain(r) for r in found.rejected[:top]]}

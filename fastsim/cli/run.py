@@ -52,7 +52,7 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
-    from ..workloads.gemm import gemm_mapping
+    from ..workloads.gemm import run_gemm
 
     opts = ctx.obj
     arch = opts["arch"]
@@ -62,11 +62,9 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
                       out_dtype)
         g.matmul()  # validated before the size guard reads it
         _guard_size(g, arch, opts)
-        found = gemm_mapping(g, arch)
-        ds = chosen_simulation(found, skip=opts["skip"], trace=bool(opts["trace"]))
+        summary, ds = run_gemm(g, arch, skip=opts["skip"], trace=bool(opts["trace"]))
     except (ConfigError, SimulationError) as e:
         fail(e)
-    summary = _summary(ds, g, found, arch)
     if overlay_path:
         summary["as_built"] = _as_built(g, overlay_path)
     if opts["trace"]:
@@ -96,43 +94,6 @@ def _guard_size(g, arch, opts: dict) -> None:
         too_big(opts, [f"{g.macs:,} MACs (more than 4096^3): at least {floor:,.0f} cycles on {arch.name}, and "
                        "the search simulates candidates until its answer is proven the best of the space "
                        "(--search-budget N stops sooner); expect minutes"])
-
-
-def chosen_simulation(found, skip: bool, trace: bool):
-    """The engine result of the search's chosen design for a run that asks for ``skip`` and
-    ``trace``: the search's own simulation where that is it (the search skips cycles and records
-    no trace), else the chosen design simulated as asked (the same numbers, stepped or traced)."""
-    if skip and not trace and found.best_simulation is not None:
-        return found.best_simulation
-    from ..simulation import simulate
-
-    return simulate(found.best_design, skip=skip, trace=trace)
-
-
-def _summary(ds, g, found, arch) -> dict:
-    """The headline numbers (``report.summarize``) with the workload and the chosen mapping."""
-    from ..mapping import datapath_of
-    from ..report import summarize
-
-    summary = summarize(ds, 0, arch, g.ops, g.dtype)
-    mp = found.best
-    summary["workload"] = {"kind": "gemm", "m": g.m, "k": g.k, "n": g.n, "dtype": g.dtype,
-                           "kernel_efficiency": g.kernel_efficiency
-                           or arch.efficiency(datapath_of(g.matmul(), mp, arch))}
-    summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
-                          "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
-                          "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
-                          "stream_split": mp.stream_split,
-                          "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
-    summary["search"] = search_summary(found)
-    return summary
-
-
-def search_summary(found) -> dict:
-    """How sure the search is of its answer: proven the best of its space, or within a gap."""
-    return {"optimal": found.optimal, "gap": found.gap, "simulated": found.simulated, "legal": found.legal,
-            "enumerated": found.enumerated, "best_unsimulated_bound_cycles": found.unexplored_bound_cycles
-            if found.unexplored_bound_cycles != float("inf") else None, "statement": found.optimality()}
 
 
 def _echo(summary: dict, g, arch, opts: dict) -> None:

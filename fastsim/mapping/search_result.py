@@ -39,6 +39,12 @@ class SearchResult:
         of the answer's cycles (0 when optimal)."""
         return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_cycles)
 
+    def summary(self) -> dict:
+        """How sure the search is of its answer: proven the best of its space, or within a gap."""
+        return {"optimal": self.optimal, "gap": self.gap, "simulated": self.simulated, "legal": self.legal,
+                "enumerated": self.enumerated, "best_unsimulated_bound_cycles": self.unexplored_bound_cycles
+                if self.unexplored_bound_cycles != float("inf") else None, "statement": self.optimality()}
+
     def optimality(self) -> str:
         """One line for reports: optimal, or the gap left by a budget."""
         if self.gemm is not None:

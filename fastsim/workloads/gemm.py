@@ -142,3 +142,42 @@ def gemm_design(g: Gemm, arch: Arch, mapping: Mapping | None = None) -> Design:
     """The design of ``g`` under ``mapping`` (default: the searched one)."""
     mp = mapping or gemm_mapping(g, arch).best
     return matmul_design(g.matmul(), mp, arch, noop=g.noop)
+
+
+def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False) -> tuple[dict, object]:
+    """Search ``g``'s mapping, and return the usual summary (``report.summarize``) with the workload,
+    the chosen mapping and the search's certainty, and the engine result of the chosen design: what
+    ``fastsim run gemm`` prints, for Python callers too."""
+    found = gemm_mapping(g, arch)
+    ds = chosen_simulation(found, skip, trace)
+    return gemm_summary(ds, g, found, arch), ds
+
+
+def chosen_simulation(found, skip: bool, trace: bool):
+    """The engine result of the search's chosen design for a run that asks for ``skip`` and
+    ``trace``: the search's own simulation where that is it (the search skips cycles and records
+    no trace), else the chosen design simulated as asked (the same numbers, stepped or traced)."""
+    if skip and not trace and found.best_simulation is not None:
+        return found.best_simulation
+    from ..simulation import simulate
+
+    return simulate(found.best_design, skip=skip, trace=trace)
+
+
+def gemm_summary(ds, g: Gemm, found, arch: Arch) -> dict:
+    """The headline numbers (``report.summarize``) with the workload and the chosen mapping."""
+    from ..mapping import datapath_of
+    from ..report import summarize
+
+    summary = summarize(ds, 0, arch, g.ops, g.dtype)
+    mp = found.best
+    summary["workload"] = {"kind": "gemm", "m": g.m, "k": g.k, "n": g.n, "dtype": g.dtype,
+                           "kernel_efficiency": g.kernel_efficiency
+                           or arch.efficiency(datapath_of(g.matmul(), mp, arch))}
+    summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
+                          "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
+                          "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
+                          "stream_split": mp.stream_split,
+                          "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
+    summary["search"] = found.summary()
+    return summary
