@@ -493,10 +493,12 @@ def _order_free(value):
 # An op is held only to kernels whose tile needs at most this many times its own kernel calls. A
 # smaller tile pays its per-call and per-block costs that many more times, and the engine steps
 # each call: a decode LM head (1 x 2048 x 128256) held to a GEMV's 1x64x16 kernel makes 16x its own
-# calls and costs a second of simulation to save at most 0.1 % of one op. Every held op's gap still
-# counts against its own whole space, so the pass's "could save at most" bound covers the kernels
-# left out.
-HELD_CALLS_MAX = 4
+# calls and costs a second of simulation to save at most 0.1 % of one op; at 4x, a decode FFN held
+# to a 1x64x4 GEMV kernel still cost half a second to simulate (tiny BDs keep the engine stepping),
+# and 2 halves a cold decode step for 0.15 % of its time (Llama-3.2-1B at 4k: 13.809 -> 13.831 ms).
+# Every held op's gap still counts against its own whole space, so the pass's "could save at most"
+# bound covers the kernels left out.
+HELD_CALLS_MAX = 2
 
 
 def _calls(op, kernel) -> int:
