@@ -35,6 +35,7 @@ def _search_in_new_process(env) -> list:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_cache__a_later_process_reads_the_same_search_from_plain_files(tmp_path):
     env = dict(os.environ, FASTSIM_CACHE_DIR=str(tmp_path), FASTSIM_CACHE="1")
     first = _search_in_new_process(env)

@@ -41,6 +41,7 @@ def _synthetic(workloads: list[str] = WORKLOADS) -> list[Measurement]:
     return [Measurement(m.name, m.kind, m.args, pred.predict(m, truth)) for m in ms]
 
 
+@pytest.mark.slow
 def test_known_parameters_are_recovered_within_2_percent():
     cal = calibrate(_synthetic(), NPU2, leave_one_out=False)
     got = dict(zip(cal.names, cal.values))
@@ -112,6 +113,7 @@ def test_calibrate__warns_of_bounds_wide_intervals_and_measurements_faster_than_
     assert json.loads(r.output)["warnings"] == cal.warnings
 
 
+@pytest.mark.slow
 def test_calibrate__a_clean_fit_has_no_warnings():
     cal = calibrate(_synthetic(), NPU2, leave_one_out=False)
     assert cal.warnings == []

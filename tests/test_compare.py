@@ -217,6 +217,7 @@ def test_compare__decorated_names_land_on_their_nodes_op(data):
         assert got.get(id(r)) == want
 
 
+@pytest.mark.slow
 def test_compare__resnet50_with_an_analyzer_profile_of_every_node(tmp_path):
     """The issue's end-to-end case: ResNet-50 (fastsim's zoo, int8 QDQ) against an AI-Analyzer run
     directory that times every node (synthetic times, AI Analyzer's name decorations): every

@@ -26,6 +26,7 @@ def _small_cnn() -> OpGraph:
     return OpGraph(ops, ((), (0,), (1,)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", [NPU1, NPU2], ids=["npu1", "npu2"])
 def test_cnn__each_conv_takes_what_its_own_search_found(arch):
     graph = _small_cnn()

@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("doc_figures", ROOT / "bench" / "doc_figures.py")
 doc_figures = sys.modules["doc_figures"] = importlib.util.module_from_spec(_spec)  # dataclasses look it up
@@ -31,6 +33,7 @@ def test_doc_figures__every_figure_is_recorded_with_its_command_and_tier():
         assert (entry.get("status") == doc_figures.NOT_REGENERATED) == (entry["tier"] == "measured"), name
 
 
+@pytest.mark.slow
 def test_doc_figures__quick_and_validation_figures_are_todays():
     """The quick figures computed again now (a 2048³ GEMM search, a Llama-3.2-1B decode step, the
     presets) and the validation summary read again from fastsim/presets/validation.json print as the

@@ -76,6 +76,7 @@ def assert_jumps_exact(design, traced: bool):
         assert_outputs_equal(run(design, skip=skip, fast_forward=True, max_events=events), stepped)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(vector_designs(), st.booleans())
 def test_fast_forward__matches_stepping_on_random_vector_ops(design, traced):

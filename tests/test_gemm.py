@@ -46,12 +46,14 @@ def test_gemm__tiles_that_do_not_fit_are_reported():
         gemm_design(Gemm(512, 512, 512, cols=9), NPU2)
 
 
+@pytest.mark.slow
 def test_gemm__efficiency_slows_compute_bound_designs():
     fast = fastsim.simulate(gemm_design(Gemm(512, 512, 512, "int8", kernel_efficiency=1.0), NPU2))
     slow = fastsim.simulate(gemm_design(Gemm(512, 512, 512, "int8", kernel_efficiency=0.25), NPU2))
     assert int(slow.total_cycles[0]) > int(fast.total_cycles[0])
 
 
+@pytest.mark.slow
 def test_gemm__batch_equals_single_runs():
     designs = [gemm_design(Gemm(512, k, 512), NPU2) for k in (128, 256, 512)]
     batch = fastsim.simulate(designs)

@@ -5,6 +5,7 @@ save holds against the whole-run search."""
 import itertools
 
 import numpy as np
+import pytest
 from dataclasses import replace
 
 from hypothesis import assume, example, given
@@ -116,6 +117,7 @@ def _step_s(model, **kw) -> float:
     return float(simulate_llm(LlmStudy(model=model, **kw), limits=TIGHT, movement=False).total_seconds)
 
 
+@pytest.mark.slow
 @FEW
 @given(FAMILIES, st.sampled_from([64, 200, 512]), st.sampled_from([1, 2, 3]), st.sampled_from([2, 3]))
 @example(TINY, 64, 2, 3)  # op by op, batch 6 ran faster than batch 2 (its kernels fit)
@@ -125,6 +127,7 @@ def test_default_run__more_context_or_batch_never_runs_faster(model, context, ba
     assert _step_s(model, context=context, batch=batch * factor) >= step
 
 
+@pytest.mark.slow
 @FEW
 @given(FAMILIES, st.sampled_from([16, 48]), st.sampled_from([2, 3]))
 def test_default_run__a_longer_prompt_or_a_deeper_model_never_runs_faster(model, prompt, factor):
@@ -135,6 +138,7 @@ def test_default_run__a_longer_prompt_or_a_deeper_model_never_runs_faster(model,
     assert _step_s(deeper, context=prompt) >= _step_s(model, context=prompt)
 
 
+@pytest.mark.slow
 @examples(max_examples=4, deadline=None, derandomize=True)
 @given(FAMILIES, st.sampled_from([64, 256]), st.sampled_from([1, 4]),
        st.sampled_from([TIGHT, DispatchLimits(program_memory_bytes=6 * 2048 + 8 * 512)]))
@@ -149,6 +153,7 @@ def test_stated_bound__holds_against_the_whole_run_search(model, context, batch,
     assert float(seed.total_seconds) - float(exact.total_seconds) <= bound + 1e-15
 
 
+@pytest.mark.slow
 @examples(max_examples=25, deadline=None, derandomize=True)
 @given(st.sampled_from([1, 4, 16, 48]), st.sampled_from([64, 256, 1000]), st.sampled_from([32, 128, 512]),
        st.sampled_from([None, (1, 64, 16), (4, 64, 8), (2, 128, 16)]), st.sampled_from([None, "bf16", "bfp16"]))

@@ -20,6 +20,7 @@ def base():
     return latency_distribution(SMALL, NPU2, samples=400, seed=11)
 
 
+@pytest.mark.slow
 def test_same_seed_is_bit_identical_and_another_seed_is_not(base):
     again = latency_distribution(SMALL, NPU2, samples=400, seed=11)
     other = latency_distribution(SMALL, NPU2, samples=400, seed=12)

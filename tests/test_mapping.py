@@ -31,6 +31,7 @@ def _random_sizes(seed: int, n: int) -> list[tuple[int, int, int]]:
     return [(pick(), pick(), pick()) for _ in range(n)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch", [NPU1, NPU2], ids=lambda a: a.name)
 @pytest.mark.parametrize("dtype", ["bf16", "int8"])
 def test_map__any_size_runs_and_matches_its_plan(arch, dtype):
@@ -48,6 +49,7 @@ def test_map__any_size_runs_and_matches_its_plan(arch, dtype):
         assert plan["padding_waste"] >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [256, 512, 1024])
 def test_search__never_slower_than_the_fixed_whole_array_mapping(size):
     g = Gemm(size, size, size)
@@ -68,6 +70,7 @@ def test_search__deterministic_and_cached():
     assert search(replace(op, name="ffn_up"), NPU2, top=3) is b  # whatever they are called
 
 
+@pytest.mark.slow
 def test_search__pins_constrain_and_impossible_pins_explain_why():
     op = Matmul(512, 512, 512)
     for flow in DATAFLOWS:
@@ -173,6 +176,7 @@ def test_map__python_api_returns_a_dataset_over_candidates():
     assert ds.rejected_reason.size > 0
 
 
+@pytest.mark.slow
 def test_llm__bf16_weights_run_in_both_regimes_and_ws_pins_every_gemm():
     runner = CliRunner()
     for args in (["--regime", "decode", "--context", "64"], ["--regime", "prefill", "--prompt", "16"],

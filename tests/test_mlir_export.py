@@ -34,6 +34,7 @@ def searched(g: Gemm, arch, rank: int = 0) -> Design:
     return matmul_design(g.matmul(), mp, arch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("arch,g,rank", [
     (NPU1, Gemm(64, 128, 64), 0),
     (NPU1, Gemm(256, 256, 256), 0),

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from fastsim.llm import LlmStudy
 from fastsim.llm.families import from_dict
 from fastsim.studies.families import compare_playbooks, optimize_models
@@ -23,6 +25,7 @@ def test_compare_playbooks__names_the_ops_whose_style_differs():
     assert r["styles"]["expert_up"] == {"b": "ws"}
 
 
+@pytest.mark.slow
 def test_optimize_models__one_folder_per_model_and_a_comparison(tmp_path):
     bases = [LlmStudy(model=from_dict(cfg, name)) for cfg, name in ((DENSE, "tiny-dense"), (MOE, "tiny-moe"))]
     comparison = optimize_models(bases, ["decode:128", "prefill:32"], out=tmp_path, levers=False)

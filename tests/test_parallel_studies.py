@@ -23,6 +23,7 @@ def run_studies(calls, workers, say):
 SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)
 
 
+@pytest.mark.slow
 def test_workers__worker_processes_give_the_datasets_of_one_process():
     regimes = parse_regimes(["decode:256"])
     calls = {"ablate": (ablate, (LlmStudy(model=SMALL), regimes, NPU2)),

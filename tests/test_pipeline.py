@@ -118,6 +118,7 @@ def test_stage_columns__respect_what_a_stage_can_receive():
         stage_columns([1, 1], 2, lambda s: False)
 
 
+@pytest.mark.slow
 def test_llm__pipelines_are_searched_in_prefill_and_a_forced_one_runs_on_its_own_columns():
     from fastsim.llm import LlmStudy, simulate_llm
     from fastsim.llm.model import ModelConfig

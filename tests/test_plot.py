@@ -38,6 +38,7 @@ def _sweep():
     return ds
 
 
+@pytest.mark.slow
 def test_llm_run_gives_time_by_class_and_by_layer(runs):
     fig = plot(runs["llm"])
     a, b = fig.axes

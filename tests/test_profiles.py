@@ -172,6 +172,7 @@ def test_profiles__mutated_fixtures_read_or_fail_cleanly(tmp_path_factory, fmt, 
 ROUND_TRIP_SHAPES = [(256, 256, 256), (512, 512, 256), (256, 1024, 256), (512, 256, 512)]
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=3)
 @given(dispatch_scale=st.floats(0.7, 1.5), ddr_scale=st.floats(0.5, 0.9))
 def test_profiles__calibrate_profile_recovers_perturbed_parameters(tmp_path_factory, dispatch_scale, ddr_scale):

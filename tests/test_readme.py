@@ -47,7 +47,10 @@ def test_readme_is_a_short_front_door():
     assert (ROOT / "docs" / "figures" / "kv_growth.png").is_file()
 
 
-@pytest.mark.parametrize("command", readme_commands())
+# the optimize command (two minutes on 2 cores) in the slow tier; tests/test_cnn_optimize.py runs
+# fastsim optimize in the default one
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c.startswith("fastsim optimize")
+                                     else c for c in readme_commands()])
 def test_readme_command_runs(command, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     r = CliRunner().invoke(main, small(command, tmp_path))

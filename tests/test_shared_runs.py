@@ -93,6 +93,7 @@ def test_shared_runs__a_design_another_process_holds_is_waited_for_and_taken_bit
         holder.kill()
 
 
+@pytest.mark.slow
 def test_shared_runs__two_processes_on_one_design_simulate_it_once(tmp_path):
     code = """
 import sys, time

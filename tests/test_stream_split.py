@@ -76,6 +76,7 @@ def test_matmul_proportional_split_streams_shared_parts_from_the_fast_columns():
     assert pr < eq
 
 
+@pytest.mark.slow
 def test_gemm_search_picks_the_split_and_a_pin_holds():
     found = gemm_mapping(Gemm(256, 2048, 2048), ASYM)
     pinned = gemm_mapping(Gemm(256, 2048, 2048, stream_split="equal"), ASYM)

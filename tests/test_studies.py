@@ -32,6 +32,7 @@ def ranking():
     return ablate(LlmStudy(model=SMALL), ["decode:512", "prefill:128"])
 
 
+@pytest.mark.slow
 def test_ablate__all_compute_pass_equals_the_pure_data_movement_time(ranking):
     """Removing every class's compute leaves exactly each op's data-movement time (its NOOP twin)
     plus the same dispatch overheads: the ablation and the per-op accounting agree."""
@@ -75,6 +76,7 @@ def test_regimes__parse_and_say_what_is_allowed():
             parse_regime(bad)
 
 
+@pytest.mark.slow
 def test_cli__study_ablate_prints_json_and_writes_a_report(tmp_path):
     res = CliRunner().invoke(main, ["study", "ablate", "--regime", "decode:256", "--json",
                                     "--report", str(tmp_path)])
@@ -172,6 +174,7 @@ def placement():
     return overlays(LlmStudy(model=SMALL), ["256:64", "128:32:1:0.5"])
 
 
+@pytest.mark.slow
 def test_overlays__gain_is_net_of_the_switch_cost(placement):
     ds = placement
     s = ds.seconds
@@ -208,6 +211,7 @@ def test_requests__parse_and_say_what_is_allowed():
             parse_request(bad)
 
 
+@pytest.mark.slow
 def test_sweep__overlays_kind_stores_the_net_gain_per_request(tmp_path):
     ds = _study_sweep(tmp_path, "overlays", {"prompt": 128}, "new_tokens", [1, 64],
                       ["per_regime_seconds", "single_seconds", "gain_seconds", "switch_seconds"])
@@ -222,6 +226,7 @@ def styles():
     return dataflow(LlmStudy(model=SMALL), ["decode:256", "prefill:256"])
 
 
+@pytest.mark.slow
 def test_dataflow__hybrid_never_slower_than_the_best_single_style_else_a_stated_trade_off(styles):
     for g in styles.regime.values:
         r = styles.sel(regime=g)

@@ -107,6 +107,7 @@ def test_sweep__changed_spec_is_refused(tmp_path):
         sweep(changed, tmp_path / "g.zarr", workers=0, progress=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=5)
 @given(st.integers(1, 16), st.integers(1, 20))
 def test_sweep__chunking_never_changes_results(tmp_path_factory, chunk, slots):
@@ -171,6 +172,7 @@ def _xarray_region_write(spec, path, region, results):
                                                                       consolidated=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_store__chunk_writes_read_back_as_xarrays_region_writes(seed):
