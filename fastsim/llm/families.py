@@ -357,6 +357,8 @@ def from_dict(cfg: dict, name: str, where: str = "config.json") -> ModelConfig:
     if not isinstance(cfg, dict):
         raise ConfigError([f"{where}: must hold a JSON object"], "model config")
     family = cfg.get("model_type")
+    if family is not None and not isinstance(family, str):
+        raise ConfigError([f"model_type = {shown(family)}: must be a family name (a string)"], "model config")
     if family in WRAPPERS:
         inner_key, inner_family, wrapper_keys = WRAPPERS[family]
         inner = cfg.get(inner_key)

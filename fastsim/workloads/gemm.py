@@ -131,6 +131,7 @@ class Gemm:
 
 def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
     """The mapping search's result for ``g`` (ranked and rejected candidates included)."""
+    g.graph()  # every field checked first: a dtype that is not a name must not reach the arch's tables
     if not arch.datapath_options(g.dtype):
         usable = [d for d in sorted(DTYPE_BYTES) if arch.datapath_options(d)]
         raise ConfigError([f"dtype = {g.dtype!r}: {arch.name} has no {g.dtype} matmul datapath (MAC rates for "
