@@ -56,7 +56,7 @@ LLM_PARAMS = set(DECLARED) | {
     "routing", "routing_seed",  # mixture-of-experts routing: "expected" | "sampled", and its seed
     "embedding", "lm_head", "attention", "ffn", "router"}  # per-kind weight dtypes ("": as weights)
 GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "kernel_efficiency",
-               "kernel_overhead_cycles", "out_dtype", "stream_split"}
+               "kernel_overhead_cycles", "out_dtype", "stream_split", "budget"}
 # a systolic point's parameters are MeshConfig's fields (one name in Python, specs and stores)
 SYSTOLIC_PARAMS = {"topology"} | {f.name for f in dataclasses.fields(MeshConfig)} - {"name", "address_offsets"}
 LATENCY_PARAMS = {"samples", "seed", "load"}  # llm points: latency quantiles (fastsim.llm.latency)
