@@ -67,7 +67,7 @@ def test_engine__cycle_classes_add_up_to_total(design):
     assert (out["core_stats"][0, :n_k].sum(axis=1) == total).all()
 
 
-@pytest.mark.slow
+@pytest.mark.long
 @settings(max_examples=3000)
 @given(any_design)
 def test_engine__matches_reference_many(design):

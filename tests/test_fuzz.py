@@ -56,7 +56,7 @@ def _both(strategy):
 
     def wrap(check):
         fast = given(strategy)(_settings(FAST)(copy(check)))
-        slow = pytest.mark.slow(given(strategy)(_settings(SLOW)(copy(check))))
+        slow = pytest.mark.long(given(strategy)(_settings(SLOW)(copy(check))))
         return fast, slow
     return wrap
 

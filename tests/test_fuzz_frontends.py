@@ -39,7 +39,7 @@ def _both(strategy):
             run.__name__ = check.__name__
             return run
         return (given(strategy)(_settings(FAST)(copy())),
-                pytest.mark.slow(given(strategy)(_settings(SLOW)(copy()))))
+                pytest.mark.long(given(strategy)(_settings(SLOW)(copy()))))
     return wrap
 
 
