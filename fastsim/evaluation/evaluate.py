@@ -324,7 +324,7 @@ class Evaluation:
             if not todo:
                 return {i: picks[chosen[i].key][1:] for i in free if picks[chosen[i].key] != own[chosen[i].key]}
             tried = {key: replace(chosen[first[key]], kernel=k[1:]) for key, k in todo.items()}
-            self.simulate(list(tried.values()), strict=False, movement=False)
+            self.simulate(list(tried.values()), strict=False)
             for key, v in tried.items():
                 cycles[key][todo[key]] = results[v.key].cycles if v.key in results else float("inf")
                 exact.add((key, todo[key]))
@@ -364,35 +364,22 @@ class Evaluation:
             out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static))
         return out
 
-    def simulate(self, placed: list[Placed], strict: bool, movement: bool = False) -> None:
-        """Engine results of every distinct instance into ``results`` (cached across calls).
-        ``strict``: an instance with no legal design is an error (listing every one); otherwise
-        it is left out (fusion falls back). ``movement``: simulate data-only twins too (the
-        choices read op times only: ``add_twins`` runs the twins of the chosen ops at the end)."""
-        todo, by_key = self.designs(placed, strict, movement)
-        # every design and its data-only twin (NOOP kernels) in one batch; the twin's time is the
-        # op's data-movement time, so exposed compute is measured by difference, as an ablation does
+    def simulate(self, placed: list[Placed], strict: bool) -> None:
+        """Engine results of every distinct instance into ``results`` (cached across calls), without
+        their data-only twins: the choices read op times only, and ``add_twins`` runs the chosen
+        ops' twins at the end. ``strict``: an instance with no legal design is an error (listing
+        every one); otherwise it is left out (fusion falls back)."""
+        todo, by_key = self.designs(placed, strict)
         batch, where = [], {}
-        untwinned = set()  # designs whose twin is left out (a NOOP design is its own twin)
-        if not movement:
-            untwinned = {key for key, op in todo.items() if op.twin is not None}
-            todo = {key: op._replace(twin=None) for key, op in todo.items()}
-        for key, (design, _, known, _, twin, lowered, _) in todo.items():
-            if lowered is None and (known is None or twin is not None):
-                lowered = lower(design)
+        for key, (design, _, known, _, _, lowered, _) in todo.items():
             if known is None:
                 where[key] = len(batch)
-                batch.append(lowered)
-            if twin is not None:
-                where[(key, "twin")] = len(batch)
-                batch.append(noop_twin(lowered, twin.drop))
+                batch.append(lowered if lowered is not None else lower(design))
         outcomes = simulate_arrays(batch) if batch else []
         for key, (design, flow, known, kernels, twin, _, gap) in todo.items():
             outcome = arrays_of(known, 0) if known is not None else outcomes[where[key]]
             r = replace(design_result(outcome, design, flow, kernels, self.arch), search_gap=gap)
-            if twin is not None:
-                r = replace(r, movement_cycles=outcomes[where[(key, "twin")]].cycles)
-            elif key in untwinned:
+            if twin is not None:  # its twin's time is not known yet (a NOOP design is its own twin)
                 r = replace(r, movement_cycles=None)
             self.results[key] = r
             self.keep((self.mapping, key, _ablated(by_key[key], self.pins)), r)
@@ -415,18 +402,16 @@ class Evaluation:
             self.results[key] = r
             self.keep((self.mapping, key, _ablated(todo[key], self.pins)), r)
 
-    def cached(self, key: tuple, movement: bool):
-        """An op result kept earlier: one without its twin's time serves only an evaluation that
-        leaves twins out."""
+    def cached(self, key: tuple):
+        """An op result kept earlier, with its twin's time or without it (``add_twins`` adds it
+        to a chosen op that lacks it)."""
         found = CACHE.get(REGION, key)
-        if found is None and not movement:
-            found = CACHE.get(REGION, (*key, NO_MOVEMENT))
-        return found
+        return found if found is not None else CACHE.get(REGION, (*key, NO_MOVEMENT))
 
     def keep(self, key: tuple, r: OpResult) -> None:
         CACHE.put(REGION, key if r.movement_cycles is not None else (*key, NO_MOVEMENT), r)
 
-    def designs(self, placed: list[Placed], strict: bool, movement: bool) -> tuple[dict, dict]:
+    def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
         """The op designs still to simulate by key (cached results go straight to ``results``)."""
         from tqdm.auto import tqdm
 
@@ -436,7 +421,7 @@ class Evaluation:
             by_key[key] = p
             if key in self.results or key in todo:
                 continue
-            cached = self.cached((self.mapping, key, _ablated(p, self.pins)), movement)
+            cached = self.cached((self.mapping, key, _ablated(p, self.pins)))
             if cached is not None:
                 self.results[key] = cached
                 continue
