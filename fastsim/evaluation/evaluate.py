@@ -109,6 +109,7 @@ class Evaluation:
         if pins.fusion in ("auto", "chain"):
             chosen, dispatch = self.try_chain(chosen, dispatch)
         chosen, dispatch = self.share_kernels(chosen, dispatch)
+        self.check_designs(chosen)
         self.add_twins(chosen)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
                                  for k, v in self.alternatives.items())
@@ -371,18 +372,30 @@ class Evaluation:
         every one); otherwise it is left out (fusion falls back)."""
         todo, by_key = self.designs(placed, strict)
         batch, where = [], {}
-        for key, (design, _, known, _, _, lowered, _) in todo.items():
-            if known is None:
+        for key, od in todo.items():
+            if od.known is None:
                 where[key] = len(batch)
-                batch.append(lowered if lowered is not None else lower(design))
+                batch.append(od.lowered if od.lowered is not None else lower(od.design))
         outcomes = simulate_arrays(batch) if batch else []
-        for key, (design, flow, known, kernels, twin, _, gap) in todo.items():
-            outcome = arrays_of(known, 0) if known is not None else outcomes[where[key]]
-            r = replace(design_result(outcome, design, flow, kernels, self.arch), search_gap=gap)
-            if twin is not None:  # its twin's time is not known yet (a NOOP design is its own twin)
+        for key, od in todo.items():
+            outcome = od.known if od.known is not None else outcomes[where[key]]
+            r = replace(design_result(outcome, od.design, od.dataflow, od.kernels, self.arch), search_gap=od.search_gap,
+                        design_checked=od.checked)
+            if od.twin is not None:  # its twin's time is not known yet (a NOOP design is its own twin)
                 r = replace(r, movement_cycles=None)
             self.results[key] = r
             self.keep((self.mapping, key, _ablated(by_key[key], self.pins)), r)
+
+    def check_designs(self, placed: list[Placed]) -> None:
+        """Validate the chosen ops' designs whose searches left it to the evaluation (``simulate``
+        asks for them unchecked): of the alternatives the choices weigh, only those it reports
+        need their checks, and checking every one was a tenth of a cold decode step."""
+        for p in placed:
+            r = self.results.get(p.key)
+            if r is not None and not r.design_checked:
+                op_design(p, self.arch, self.pins, validate=True)
+                self.results[p.key] = r = replace(r, design_checked=True)
+                self.keep((self.mapping, p.key, _ablated(p, self.pins)), r)
 
     def add_twins(self, placed: list[Placed]) -> None:
         """The data-only twin's time (``movement_cycles``) of each op of ``placed`` simulated
@@ -393,9 +406,9 @@ class Evaluation:
         todo = {p.key: p for p in placed if p.key in self.results and self.results[p.key].movement_cycles is None}
         batch, built = [], []
         for key, p in todo.items():
-            design, _, _, _, twin, lowered, _ = op_design(p, self.arch, self.pins)
-            if twin is not None:
-                batch.append(noop_twin(lowered if lowered is not None else lower(design), twin.drop))
+            od = op_design(p, self.arch, self.pins)
+            if od.twin is not None:
+                batch.append(noop_twin(od.lowered if od.lowered is not None else lower(od.design), od.twin.drop))
                 built.append(key)
         for key, outcome in zip(built, simulate_arrays(batch) if batch else []):
             r = replace(self.results[key], movement_cycles=outcome.cycles)
@@ -426,7 +439,7 @@ class Evaluation:
                 self.results[key] = cached
                 continue
             try:
-                todo[key] = op_design(p, self.arch, self.pins)
+                todo[key] = op_design(p, self.arch, self.pins, validate=False)
             except ConfigError as e:
                 if strict:
                     problems += [f"{p.op.name}: {x}" for x in e.problems]

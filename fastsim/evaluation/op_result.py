@@ -32,6 +32,7 @@ class OpResult:
     columns: int
     kernels: frozenset
     search_gap: float = 0.0  # see ``OpDesign.search_gap``
+    design_checked: bool = True  # see ``OpDesign.checked``
 
     @property
     def matmul_kernel(self) -> tuple | None:

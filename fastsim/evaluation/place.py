@@ -18,6 +18,7 @@ from ..graph import CONV, VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
+from ..results import DesignArrays
 from .pins import GraphPins
 
 _TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
@@ -146,19 +147,23 @@ class OpDesign(NamedTuple):
 
     design: Design
     dataflow: str  # ws, is, os, or stream (vector ops)
-    known: object  # the engine result when the search already simulated exactly this design, or None
+    known: DesignArrays | None  # the engine result when the search already simulated exactly this design
     kernels: frozenset  # the kernels it links
     twin: NoopTwin | None  # None when it is a NOOP design already
-    lowered: LoweredDesign | None  # its lowered (and so validated) tables, when already made
+    lowered: LoweredDesign | None  # its lowered tables, when already made
     search_gap: float = 0.0  # how much faster the best of its mapping space may be (0: proven, or nothing searched)
+    # its design passed ``validate_design``; False: a search answer whose checks wait until the
+    # evaluation chooses it (``validate=False`` of ``op_design``)
+    checked: bool = True
 
 
-def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> OpDesign:
+def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None,
+              validate: bool = True) -> OpDesign:
     """The design of one op instance. Matmul-like ops take the mapper's searched mapping
     (``--dataflow`` and ``--columns`` pin the search); the search always sees the op as it really
     computes, so NOOP ablation keeps the mapping and removes only the compute. ``at`` = (columns,
     first column) places the op on its own columns (a pipeline stage) instead of where the search
-    or pins put it."""
+    or pins put it. ``validate=False``: a searched design may come back unchecked (``checked``)."""
     op = p.op
     noop = op.op_class in pins.noop
     cols, col0 = at if at else (_columns(pins, p, arch), None)
@@ -180,15 +185,15 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     # the best-bounded candidate of their narrowed space
     one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
     found = search(real, on, _search_pins(p, arch, pins, real, cols, col0),
-                   top=1 if one else _TOP, keep=0, budget=1 if one else pins.search_budget)
+                   top=1 if one else _TOP, keep=0, budget=1 if one else pins.search_budget, validate=validate)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
         kernels.add(("vector", "cast"))
     twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), MATMUL_NOOP_DROPS)
     if not noop and "cast" not in pins.noop and on is arch:
-        return OpDesign(found.best_design, best.dataflow, found.best_simulation, frozenset(kernels), twin,
-                        found.best_lowered, found.gap)
+        return OpDesign(found.best_design, best.dataflow, found.best_arrays, frozenset(kernels), twin,
+                        found.best_lowered, found.gap, found.validated)
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
     return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None,
                     found.gap)
@@ -250,7 +255,7 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDe
         return OpDesign(found.best_design, "conv", None, kernels, None, noop_twin(lower(found.best_design)),
                         found.gap)
     twin = NoopTwin(_no_conv_pipeline)  # a lone op's twin is derived from its tables; only pipelines build
-    return OpDesign(found.best_design, "conv", found.best_simulation, kernels, twin, None, found.gap)
+    return OpDesign(found.best_design, "conv", found.best_arrays, kernels, twin, None, found.gap)
 
 
 def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None):

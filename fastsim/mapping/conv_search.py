@@ -57,8 +57,9 @@ def _pointwise(op: Conv2d, arch: Arch, budget: int | None) -> SearchResult:
     found = search(gemm_of(op), arch, budget=budget)
     chosen = next(r for r in found.ranked if r["chosen"])
     return SearchResult(op, found.best, found.best_cycles, found.ranked, [], found.enumerated, found.legal,
-                        found.rejected_by_reason, found.best_design, found.best_simulation, None, found.simulated,
-                        found.unexplored_bound_cycles, kind="pointwise", best_plan=chosen, gemm=found)
+                        found.rejected_by_reason, found.best_design, found.best_run, None, found.simulated,
+                        found.unexplored_bound_cycles, kind="pointwise", best_plan=chosen, gemm=found,
+                        validated=found.validated)
 
 
 def _pow2_cover(x: int, lo: int = 1) -> list[int]:
@@ -132,7 +133,8 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None) -> SearchRes
     best, _, simulated = branch_and_bound(space, first, budget)
     left = space.unexplored_bound()
     return SearchResult(op, best["mapping"], best["cycles"], legal, [], enumerated, len(legal), reasons, best["design"],
-                        best["simulation"], None, simulated, left, kind=op.kind, best_plan=best["plan"])
+                        best["simulation"], None, simulated, left, kind=op.kind, best_plan=best["plan"],
+                        validated=True)  # its candidates were simulated through ``simulate``, which validates
 
 
 class _ConvSpace:

@@ -30,7 +30,6 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
-from ..validate import validate_design
 from .paths import STREAM_SPLITS, stream_rates
 from .branch_bound import branch_and_bound
 from .candidates import ranked
@@ -149,9 +148,10 @@ CACHE.add_region(Region(REGION, 512, CODEC))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,
-           budget: int | None = None) -> SearchResult:
+           budget: int | None = None, validate: bool = True) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring): the best of the space,
-    or, when ``budget`` candidates were simulated first, the best found with its gap."""
+    or, when ``budget`` candidates were simulated first, the best found with its gap.
+    ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``)."""
     pins.validate(arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
@@ -162,7 +162,7 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
         with gc_paused():
             result = _search(op, arch, pins, top, keep, budget)
         CACHE.put(REGION, key, result)
-    return result
+    return result.checked() if validate else result
 
 
 BOUND_REGION = "search_bound"
@@ -187,7 +187,7 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
 def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> SearchResult:
     """Rank every candidate in closed form, then simulate in order of lower bound until no
     unsimulated candidate can beat the fastest simulated one (or the budget is spent)."""
-    from ..simulation import dataset_of
+    from ..simulation import kept_run
 
     table = _Candidates(op, arch, pins)
     is_legal = table.a["reason"] < 0
@@ -213,13 +213,12 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     for r in explored.rows:
         if r["design"] is not fastest["design"]:
             r["design"].discard()
-    validate_design(fastest["design"])  # candidates were simulated unvalidated (``_simulate``)
     ranked = [_public(table.planned(explored.known(r)), fastest) for r in legal[:keep]]
     ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
     rejected = [dict(_public(r, None), reason=r["reason"])
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
-                        by_reason, fastest["design"], dataset_of(*fastest["run"]), fastest["lowered"],
+                        by_reason, fastest["design"], kept_run(*fastest["run"]), fastest["lowered"],
                         count, explored.unexplored_bound())
 
 
@@ -417,9 +416,9 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
     from .design import matmul_design
 
     designs = [matmul_design(op, r["mapping"], arch, planned=(r["structure"], r["plan"])) for r in rows]  # planned rows
-    # kept: a caller that derives the NOOP twin needs them. Unvalidated: the search validates the
-    # design it answers with (``_search``); a loser cannot change the answer, so its checks (a
-    # fifth of a decode sweep point's time) are skipped
+    # kept: a caller that derives the NOOP twin needs them. Unvalidated: the answer's design is
+    # validated where it is used (``SearchResult.checked``); a loser cannot change the answer, so
+    # its checks (a fifth of a decode sweep point's time) are skipped
     lowered = [lower(d, validate=False) for d in designs]
     runs = lowered
     if cap_cycles is not None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import xarray as xr
+
 
 @dataclass
 class SearchResult:
@@ -19,7 +21,7 @@ class SearchResult:
     legal: int
     rejected_by_reason: dict[str, int]
     best_design: object = None  # the Design of ``best``
-    best_simulation: object = None  # its engine result (a Dataset with one design), for reuse
+    best_run: object = None  # its engine result, for reuse: a ``KeptRun``, or a Dataset with one design
     best_lowered: object = None  # its lowered tables (None when read from disk: lower the design)
     simulated: int = 0  # candidates whose cycles are known (one that builds an earlier one's design counts too)
     # smallest lower bound of the legal candidates left unsimulated (inf: none left)
@@ -27,6 +29,34 @@ class SearchResult:
     kind: str = "matmul"  # or the conv's kind: depthwise, dense, pointwise
     best_plan: dict | None = None  # the chosen candidate's closed-form plan (conv)
     gemm: "SearchResult | None" = None  # a pointwise conv's: the matmul search that answered it
+    validated: bool = False  # ``best_design`` passed ``validate_design`` (see ``checked``)
+
+    @property
+    def best_simulation(self):
+        """The answer's engine result as the Dataset ``simulate`` returns (None: not kept)."""
+        run = self.best_run
+        return run.dataset() if run is not None and not isinstance(run, xr.Dataset) else run
+
+    @property
+    def best_arrays(self):
+        """The answer's engine result as ``DesignArrays`` (None: not kept), without a Dataset."""
+        from ..results import arrays_of
+
+        run = self.best_run
+        if run is None:
+            return None
+        return arrays_of(run, 0) if isinstance(run, xr.Dataset) else run.arrays()
+
+    def checked(self) -> "SearchResult":
+        """This result with its design validated. A search simulates its candidates unvalidated
+        (a loser cannot change the answer) and leaves its answer's checks to the caller that uses
+        it: an evaluation weighs many answers and reports few."""
+        if not self.validated and self.best_design is not None:
+            from ..validate import validate_design
+
+            validate_design(self.best_design)
+            self.validated = True
+        return self
 
     @property
     def optimal(self) -> bool:
