@@ -48,23 +48,41 @@ class DesignArrays(NamedTuple):
 def design_arrays(batch: Batch, d: int) -> DesignArrays:
     """Design ``d`` of a simulated batch (bytes per level summed in channel order, as the Dataset)."""
     lw = batch.designs[d]
-    out, arch = batch.outputs, lw.design.arch
+    out = batch.outputs
     n_ch, n_core = len(lw.channels), len(lw.core_tiles)
     ch_bytes = out["ch_bytes"][d, :n_ch] / L.UNITS_PER_BYTE
+    col, row, index, mm2s, level, of_channel = _channel_columns(lw)
     level_bytes = np.zeros(len(LEVELS))
-    for c, chan in enumerate(lw.channels):
-        if chan.tile.row == 0:
-            level_bytes[LEVELS.index("ddr_read" if chan.direction == "mm2s" else "ddr_write")] += ch_bytes[c]
-        producer = lw.ch[c, L.CH_PRODUCER]
-        if chan.direction == "s2mm" and producer >= 0:
-            level_bytes[LEVELS.index(level_of(arch, lw.channels[producer].tile, chan.tile))] += ch_bytes[c]
+    np.add.at(level_bytes, level, ch_bytes[of_channel])  # in the Dataset's order: the same sums
     res = out["res"][d]
-    return DesignArrays(int(res[L.R_CYCLES]), int(res[L.R_STATUS]),
-                        np.array([c.tile.col for c in lw.channels], np.int64),
-                        np.array([c.tile.row for c in lw.channels], np.int64),
-                        np.array([c.index for c in lw.channels], np.int64),
-                        np.array([c.direction == "mm2s" for c in lw.channels], bool), ch_bytes,
+    return DesignArrays(int(res[L.R_CYCLES]), int(res[L.R_STATUS]), col, row, index, mm2s, ch_bytes,
                         out["ch_stats"][d, :n_ch], out["core_stats"][d, :n_core], level_bytes)
+
+
+def _channel_columns(lw) -> tuple:
+    """A lowered design's channels as arrays (column, row, index, MM2S) and the (level, channel)
+    pairs its bytes add to, in channel order: made once per lowered design and kept on it, since a
+    search summarises every candidate it simulates."""
+    found = getattr(lw, "_channel_columns", None)
+    if found is None:
+        arch, level, of_channel = lw.design.arch, [], []
+        for c, chan in enumerate(lw.channels):
+            if chan.tile.row == 0:
+                level.append(LEVELS.index("ddr_read" if chan.direction == "mm2s" else "ddr_write"))
+                of_channel.append(c)
+            producer = lw.ch[c, L.CH_PRODUCER]
+            if chan.direction == "s2mm" and producer >= 0:
+                level.append(LEVELS.index(level_of(arch, lw.channels[producer].tile, chan.tile)))
+                of_channel.append(c)
+        found = (np.array([c.tile.col for c in lw.channels], np.int64),
+                 np.array([c.tile.row for c in lw.channels], np.int64),
+                 np.array([c.index for c in lw.channels], np.int64),
+                 np.array([c.direction == "mm2s" for c in lw.channels], bool),
+                 np.array(level, np.int64), np.array(of_channel, np.int64))
+        for a in found:
+            a.flags.writeable = False  # shared by every DesignArrays of this design
+        lw._channel_columns = found
+    return found
 
 
 _STATUS_CODES = {name: code for code, name in STATUS_NAMES.items()}
