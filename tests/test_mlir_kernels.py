@@ -166,3 +166,42 @@ def test_conv__variants_and_shapes_it_cannot_read_are_not_guessed():
     assert "no input lines, weights and output" in default_kernel_cost(
         "conv2dk1_i8", [base[0], ((4000,), "i8"), base[2]], NPU1)[1]
     assert "passes 2 memrefs" in default_kernel_cost("conv2dk1_i8", base[:2], NPU1)[1]
+
+
+A_4x8 = ((16, 256), (8, 8), (4, 64), (8, 1))  # 64x64 A in 4x8 blocks (row stride 64)
+B_8x8 = ((8, 512), (8, 8), (8, 64), (8, 1))  # 64x64 B in 8x8 blocks
+
+
+@pytest.mark.parametrize("a, b, key", [(A_4x8, B_8x8, "bf16"), (B_8x8, B_8x8, "bfp16")])
+def test_matmul__the_datapath_whose_microkernel_the_operands_blocks_show(a, b, key):
+    memrefs = [((64, 64), "bf16"), ((64, 64), "bf16"), ((64, 64), "f32")]
+    guess, _ = default_kernel_cost("matmul_bf16_f32", memrefs, NPU2, [a, b, ()])
+    conv = dict(NPU2.datapath_options("bf16"))[key]
+    assert guess.cycles == by_hand_matmul(64, 64, 64, key, NPU2, 2, 4, conv)
+    shape = "x".join(map(str, NPU2.mmul_shapes[key]))
+    assert f"on the {key} datapath (A and B reach the core in" in guess.rule and f"its {shape} microkernel" in guess.rule
+
+
+@pytest.mark.parametrize("a, b", [((), ()), (A_4x8, ()), (A_4x8, A_4x8),  # no layout; B's rows 4 != A's columns 8
+                                  (((64, 64), (64, 1)), B_8x8),  # A row-major, no blocks: 64x64 is no mmul shape
+                                  (((4, 64), (8, 1), (2, 512)), B_8x8)])  # innermost run not last: not read
+def test_matmul__layouts_that_show_no_microkernel_keep_the_fastest_datapath(a, b):
+    memrefs = [((64, 64), "bf16"), ((64, 64), "bf16"), ((64, 64), "f32")]
+    guess, _ = default_kernel_cost("matmul_bf16_f32", memrefs, NPU2, [a, b, ()])
+    plain, _ = default_kernel_cost("matmul_bf16_f32", memrefs, NPU2)
+    assert guess == plain and "on the bfp16 datapath:" in guess.rule
+
+
+def _layout_text(dims) -> str:
+    return "[" + ", ".join(f"<size = {s}, stride = {t}>" for s, t in dims) + "]"
+
+
+def test_design__a_calls_datapath_comes_from_the_fifos_that_feed_it():
+    """The layout a call's operands arrived in is read through the FIFO each was acquired from."""
+    text = (HERE / "matmul_default_costs.mlir").read_text()
+    for fifo, dims in (("a_in", A_4x8), ("b_in", B_8x8)):
+        text = text.replace(f"@{fifo}(%shim, ", f"@{fifo}(%shim dimensionsToStream {_layout_text(dims)}, ")
+    tiled = {d.kernel: d for d in read_text(text).defaulted}["matmul_bf16_f32"]
+    assert tiled.cycles == by_hand_matmul(64, 64, 64, "bf16", NPU2, 2, 4, 0.0) and "4x8x8 microkernel" in tiled.rule
+    plain = {d.kernel: d for d in read_design(HERE / "matmul_default_costs.mlir").defaulted}["matmul_bf16_f32"]
+    assert plain.cycles != tiled.cycles and "bfp16" in plain.rule

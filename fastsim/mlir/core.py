@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..design import Acquire, Compute, Lock, Loop, Release
 from .cascade import cascade_words
 from .kernels import FREE_OPS, INLINE_DIALECTS, INLINE_OP_CYCLES
+from .records import FifoObject
 from .syntax import Atom, Group
 from .values import Unreadable, groups, int_of, split, word
 
@@ -72,6 +73,10 @@ class CoreReader:
         r, name = self.r, op.name
         if name == "arith.constant":
             r.constant(op)
+        elif name == "aie.objectfifo.subview.access":
+            source = next((it.text for it in op.items if isinstance(it, Atom) and it.kind == "VALUE"), None)
+            if op.results and isinstance(r.env.get(source), FifoObject):
+                r.env[op.results[0]] = r.env[source]
         elif name in FREE_OPS:
             pass
         elif name in ("scf.for", "affine.for"):
@@ -86,6 +91,8 @@ class CoreReader:
             if n > depth:
                 raise Unreadable(f"acquires {n} objects of @{fifo}, more than its depth at this end ({depth}): "
                                  "aie-opt rejects it (the acquire could never be granted)")
+            if op.results:
+                r.env[op.results[0]] = FifoObject(fifo)
             have = held.get((fifo, port), 0)
             if n > have:
                 out.append(Acquire(acq, n - have))

@@ -163,14 +163,16 @@ def _words(name: str) -> list[str]:
     return words
 
 
-def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
+def default_kernel_cost(name: str, memrefs, arch, layouts=()) -> tuple[DefaultCost | None, str]:
     """fastsim's own cost of a call to ``name`` with memref arguments ``memrefs`` ([(shape, element
     type)], as ``values.call_memrefs`` reads them) on ``arch``: (the cost, "") when the kernel is
     one fastsim recognises, else (None, why not). Rules (docs/mlir.md "Kernel costs"):
 
     - matmul (a name word ``matmul``, ``mm``, ``gemm``), the first three memrefs A, B, C:
       m, k, n from their element counts (m k, k n, m n: any layout); per call the mapper's core
-      cycles (``fastsim.mapping.plan``): ``fastsim.cost.matmul_cycles`` on the fastest datapath of
+      cycles (``fastsim.mapping.plan``): ``fastsim.cost.matmul_cycles`` on the datapath whose
+      microkernel shape the blocks of A and B in local memory show (``layouts``: per operand, the
+      ``dimensionsToStream`` it arrived in; ``tiled_datapath``), else on the fastest datapath of
       A's dtype, at least the A and B loads, plus the C tile's load and store and the datapath's
       conversion of A and B;
     - vector ops (``VECTOR_WORDS``: element-wise passthrough, copy, add, mul, scale, relu, zero;
@@ -178,7 +180,7 @@ def default_kernel_cost(name: str, memrefs, arch) -> tuple[DefaultCost | None, s
       element of that kind (``Arch.vector_cost``)."""
     words = _words(name)
     if any(w in MATMUL_WORDS for w in words):
-        return _matmul(name, memrefs, arch)
+        return _matmul(name, memrefs, arch, layouts if len(layouts) == len(memrefs) else ())
     if any(w in MATVEC_WORDS for w in words):
         return _matvec(name, memrefs, arch)
     if any(w in CONV_WORDS for w in words):
@@ -283,7 +285,30 @@ def _conv(name: str, words: list[str], memrefs, arch) -> tuple[DefaultCost | Non
                                      f"datapath: the kernel model's conv call {cycles} (docs/kernel_model.md)"), ""
 
 
-def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
+def _block(layout: tuple, shape: tuple) -> tuple[int, int] | None:
+    """(rows, columns) of the blocks a ``dimensionsToStream`` layout (outermost first) writes a
+    row-major ``shape`` in: a contiguous innermost run, rows one matrix row apart; None otherwise."""
+    if len(layout) < 2 or len(shape) != 2 or layout[-1][1] != 1 or layout[-2][1] != shape[-1]:
+        return None
+    return layout[-2][0], layout[-1][0]
+
+
+def tiled_datapath(options: dict, arch, memrefs, layouts) -> tuple[str, tuple] | None:
+    """The datapath of ``options`` whose microkernel shape (r, s, t) the call's A and B show: A in
+    r x s blocks and B in s x t blocks (mlir-aie's matmul designs tile both operands to the mmul
+    shape of the kernel they were built for: on npu2, 4x8x8 for native bf16, 8x8x8 for bf16
+    emulated on bfp16). None when the layouts do not show one shape, or no datapath has it."""
+    if len(layouts) < 2:
+        return None
+    a, b = _block(layouts[0], memrefs[0][0]), _block(layouts[1], memrefs[1][0])
+    if a is None or b is None or a[1] != b[0]:
+        return None
+    shape = (a[0], a[1], b[1])
+    found = [key for key in options if tuple(arch.mmul_shapes.get(key, ())) == shape]
+    return (found[0], shape) if len(found) == 1 else None
+
+
+def _matmul(name: str, memrefs, arch, layouts=()) -> tuple[DefaultCost | None, str]:
     from ..cost import kernel_modelled, matmul_cycles
 
     if len(memrefs) < 3:
@@ -298,14 +323,18 @@ def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
     if not options:
         return None, f"a matmul of {ta} by its name, but {arch.name} has no MAC rate for it " \
                      f"(rates: {sorted(arch.macs_per_cycle)})"
-    key = max(options, key=lambda x: arch.macs_per_cycle[x])  # the fastest datapath, as the mapper's default
+    tiled = tiled_datapath(options, arch, memrefs, layouts)
+    key = tiled[0] if tiled else max(options, key=lambda x: arch.macs_per_cycle[x])  # else the mapper's default
+    on = (f"on the {key} datapath (A and B reach the core in {tiled[1][0]}x{tiled[1][1]} and "
+          f"{tiled[1][1]}x{tiled[1][2]} blocks: its {'x'.join(map(str, tiled[1]))} microkernel)" if tiled
+          else f"on the {key} datapath")
     from .values import element_bits
 
     a_bytes, b_bytes, c_bytes = (math.prod(s) * element_bits(t) // 8 for s, t in memrefs[:3])
     if kernel_modelled(arch, key):  # the kernel model prices the loads, C moves and conversion itself
         cycles = matmul_cycles(m, k, n, key, arch, arch.efficiency(key), conv_cycles_per_elem=options[key],
                                c_bytes=c_bytes / (m * n))
-        return DefaultCost(name, cycles, f"matmul {m}x{k}x{n} {dtype} on the {key} datapath: fastsim.cost.matmul_cycles "
+        return DefaultCost(name, cycles, f"matmul {m}x{k}x{n} {dtype} {on}: fastsim.cost.matmul_cycles "
                                          f"{cycles}, the kernel model (A, B, C moves and conversion inside; "
                                          f"docs/kernel_model.md)"), ""
     load, store = arch.core_load_bytes_per_cycle, arch.core_store_bytes_per_cycle
@@ -313,7 +342,7 @@ def _matmul(name: str, memrefs, arch) -> tuple[DefaultCost | None, str]:
     loads = math.ceil((a_bytes + b_bytes) / load)
     conv = math.ceil((m * k + k * n) * options[key])
     cycles = max(core, loads) + math.ceil(c_bytes / load) + math.ceil(c_bytes / store) + conv
-    return DefaultCost(name, cycles, f"matmul {m}x{k}x{n} {dtype} on the {key} datapath: fastsim.cost.matmul_cycles "
+    return DefaultCost(name, cycles, f"matmul {m}x{k}x{n} {dtype} {on}: fastsim.cost.matmul_cycles "
                                      f"{core} (A, B loads {loads}) + C load and store "
                                      f"{math.ceil(c_bytes / load) + math.ceil(c_bytes / store)}"
                                      + (f" + conversion {conv}" if conv else "")), ""

@@ -20,7 +20,7 @@ from .place_graph import has_logical_tiles, read_graph
 from .syntax import Atom, Op, parse
 from .tile_array import tile_array
 from .verify import check
-from .records import NO_TIMING, RunCall, Task, pad_layout
+from .records import NO_TIMING, FifoObject, RunCall, Task, pad_layout
 from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of,
                      operand_problem, split, word)
 
@@ -351,7 +351,7 @@ class Reader:
             cycles = int_of(own) if own else self.declared_costs.get(name)
         why = ""
         if cycles is None:
-            guess, why = default_kernel_cost(name, call_memrefs(op), self.design.arch)
+            guess, why = default_kernel_cost(name, call_memrefs(op), self.design.arch, self._operand_layouts(op))
             if guess is not None:
                 cycles = guess.cycles
                 if guess not in self.defaulted:
@@ -366,6 +366,17 @@ class Reader:
         macs = shape[0] * shape[1] * shape[2] if shape else None
         self.matmul_macs[name] = macs if self.matmul_macs.get(name, macs) == macs else None  # one shape per kernel
         return cycles
+
+    def _operand_layouts(self, op: Op) -> list[tuple]:
+        """Per operand of a call, the layout its object reached local memory in: the
+        ``dimensionsToStream`` of the FIFO it was acquired from (() when none or not a FIFO's)."""
+        operands = groups(op, "(")
+        out = []
+        for entry in split(operands[0].items) if operands else []:
+            value = self.env.get(entry[0].text) if entry and isinstance(entry[0], Atom) else None
+            fifo = self.fifos.fifos.get(value.fifo) if isinstance(value, FifoObject) and self.fifos else None
+            out.append(fifo.dims_to_stream if fifo is not None else ())
+        return out
 
     # -- the device ---------------------------------------------------------------------------------
     def read_device(self, dev: Op) -> None:

@@ -16,6 +16,15 @@ NO_TIMING = frozenset({
 })
 
 
+@dataclass(frozen=True)
+class FifoObject:
+    """The SSA value of an object a core acquired from an object FIFO (its ``acquire`` or
+    ``subview.access``): what a kernel call's memref operand came through, so its layout in
+    local memory (the producer's ``dimensionsToStream``) can be read."""
+
+    fifo: str
+
+
 @dataclass
 class Task:
     """A runtime-sequence DMA task (``dma_configure_task``): its channel, first BD and repeats."""
