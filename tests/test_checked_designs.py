@@ -22,7 +22,7 @@ def fresh():
 def test_search_validates_its_answer_unless_asked_not_to(fresh, monkeypatch):
     seen = []
     monkeypatch.setattr(fastsim.validate, "validate_design", lambda d: seen.append(d))
-    op = Matmul(64, 256, 512, "bf16")
+    op = Matmul(32, 64, 64, "bf16")
     unchecked = search(op, NPU2, validate=False)
     assert not unchecked.validated and seen == []
     checked = search(op, NPU2)

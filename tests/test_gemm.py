@@ -87,10 +87,14 @@ def test_cli__json_has_the_documented_keys(tmp_path):
     assert sum(e["ph"] == "X" for e in data["traceEvents"]) == out["trace_events"] > 0
 
 
-def test_cli__default_run_and_bad_input():
-    runner = CliRunner()
-    r = runner.invoke(main, ["run"])
+@pytest.mark.slow  # an exact 2048^3 search (12 s); the README test runs `run gemm` on a small GEMM
+def test_cli__default_run():
+    r = CliRunner().invoke(main, ["run"])
     assert r.exit_code == 0 and "GEMM 2048x2048x2048 bf16 on npu2" in r.output and "bound by" in r.output
+
+
+def test_cli__bad_input():
+    runner = CliRunner()
     r = runner.invoke(main, ["run", "gemm", "--m", "0"])
     assert r.exit_code == 2 and "--m" in r.output
     r = runner.invoke(main, ["run", "gemm", "--tile", "64,64"])
