@@ -48,8 +48,7 @@ def run_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = N
                            "dilation": op.dilation, "groups": op.groups, "dtype": op.dtype,
                            "out_dtype": op.out_dtype or op.dtype, "oh": op.oh, "ow": op.ow, "macs": op.macs}
     summary["mapping"] = _mapping(op, found)
-    summary["search"] = {"optimal": found.optimal, "gap": found.gap, "simulated": found.simulated,
-                         "legal": found.legal, "enumerated": found.enumerated, "statement": found.optimality()}
+    summary["search"] = found.summary()  # as run gemm's: one record of the search's certainty
     return summary, ds
 
 
