@@ -24,9 +24,9 @@ def _candidates(op, arch, pins):
 
 
 def _simulated(op, arch, table, indices):
-    rows = [table.planned(table.row(i)) for i in indices]
-    _search._simulate(op, arch, rows)
-    return rows
+    """The candidates simulated as the search simulates a batch (rows of one design share a run)."""
+    rows = [table.row(i) for i in indices]
+    return _search._MatmulSpace(op, arch, table, table.a["reason"] < 0).simulate(rows, None)
 
 
 @settings(max_examples=40, deadline=None)

@@ -20,6 +20,7 @@ from ..lower import lower, noop_twin
 from ..graph import MATMUL
 from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, host_seconds_per_dispatch,
                                 plan as plan_dispatches, program_bytes, reload_seconds, sequence_words)
+from ..mapping.search import search_many
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
 from ..results import arrays_of
@@ -27,7 +28,7 @@ from ..simulation import simulate, simulate_arrays
 from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
-from .place import Placed, matmul_lower_bound_cycles, op_design, place
+from .place import Placed, matmul_lower_bound_cycles, op_design, place, search_request
 from .sharing import shared_kernels
 
 
@@ -424,20 +425,38 @@ class Evaluation:
     def keep(self, key: tuple, r: OpResult) -> None:
         CACHE.put(REGION, key if r.movement_cycles is not None else (*key, NO_MOVEMENT), r)
 
+    def search_together(self, placed) -> None:
+        """The mapping searches of ``placed`` run at once (``search_many``: each step's candidates
+        of every op in one engine call), so that ``op_design`` finds them answered. An op whose
+        search cannot be set up is left to ``op_design``, which says why."""
+        requests = []
+        for p in placed:
+            try:
+                request = search_request(p, self.arch, self.pins)
+            except ConfigError:
+                continue
+            if request is not None:
+                requests.append(request)
+        search_many(requests)
+
     def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
         """The op designs still to simulate by key (cached results go straight to ``results``)."""
         from tqdm.auto import tqdm
 
-        todo, problems, by_key = {}, [], {}
-        for p in tqdm(placed, desc="mapping ops", unit="op", leave=False, disable=not current().progress):
+        todo, problems, by_key, needed = {}, [], {}, {}
+        for p in placed:
             key = p.key
             by_key[key] = p
-            if key in self.results or key in todo:
+            if key in self.results or key in needed:
                 continue
             cached = self.cached((self.mapping, key, _ablated(p, self.pins)))
             if cached is not None:
                 self.results[key] = cached
-                continue
+            else:
+                needed[key] = p
+        self.search_together(needed.values())
+        for key, p in tqdm(needed.items(), desc="mapping ops", unit="op", leave=False,
+                           disable=not current().progress):
             try:
                 todo[key] = op_design(p, self.arch, self.pins, validate=False)
             except ConfigError as e:

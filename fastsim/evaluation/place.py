@@ -179,13 +179,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     if op.kind == CONV:
         return _conv_design(p, arch, pins, noop, at)
-    real = matmul_of(p, pins)
-    on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
-    # a pipeline stage, and an op held to a kernel its dispatch shares (a budgeted search), try
-    # the best-bounded candidate of their narrowed space
-    one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
-    found = search(real, on, _search_pins(p, arch, pins, real, cols, col0),
-                   top=1 if one else _TOP, keep=0, budget=1 if one else pins.search_budget, validate=validate)
+    real, on, search_pins, top, keep, budget = search_request(p, arch, pins, at)
+    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
@@ -197,6 +192,21 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     run = replace(real, cast_cycles_per_weight=0.0) if "cast" in pins.noop else real
     return OpDesign(matmul_design(run, best, arch, noop=noop), best.dataflow, None, frozenset(kernels), twin, None,
                     found.gap)
+
+
+def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> tuple | None:
+    """The mapping search ``op_design`` runs for ``p``: ``search``'s arguments (op, arch, pins, top,
+    keep, budget), or None for an op it searches none for (vector ops; convs search their own)."""
+    if p.op.kind in (VECTOR, CONV):
+        return None
+    cols, col0 = at if at else (_columns(pins, p, arch), None)
+    real = matmul_of(p, pins)
+    on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
+    # a pipeline stage, and an op held to a kernel its dispatch shares (a budgeted search), try
+    # the best-bounded candidate of their narrowed space
+    one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
+    return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else _TOP, 0,
+            1 if one else pins.search_budget)
 
 
 def _search_pins(p: Placed, arch: Arch, pins: GraphPins, real: Matmul, cols: int | None, col0: int | None) -> Pins:

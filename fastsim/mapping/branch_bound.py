@@ -29,7 +29,10 @@ class Space(Protocol):
 
     def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
         """Simulate ``rows`` (a run past ``cap_cycles`` cannot win and may stop there); returns
-        them, and any rows of the same design answered without a run, in simulation order."""
+        them, and any rows of the same design answered without a run, in simulation order. A space
+        may also split this in two for ``drive_together``: ``prepare(rows, cap_cycles)`` (an object
+        with the lowered ``runs`` to simulate and whether to ``share`` them) and ``finish(prepared,
+        batch, offset)`` (the rows, from the engine batch their runs start at ``offset`` of)."""
 
     def tie(self, row: dict) -> tuple:
         """What breaks a tie in cycles (before simulation order)."""
@@ -37,17 +40,24 @@ class Space(Protocol):
 
 def branch_and_bound(space: Space, first: list[dict], budget: int | None,
                      extra: dict | None = None) -> tuple[dict, list[dict], int]:
+    """``walk`` run alone: each batch simulated by its space as it comes."""
+    return drive(walk(space, first, budget, extra))
+
+
+def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None = None):
     """Simulate ``first``, then the best-bounded rest, until no unsimulated bound beats the fastest
     simulated cycles or ``budget`` simulations are spent. ``extra``: a row simulated after the first
     batch whenever its (valid) bound says it could still win or tie, budget or not (the matmul
-    search's fixed whole-array baseline: the answer is never slower than it). Returns the fastest
-    row, every simulated row in order, and how many were simulated."""
+    search's fixed whole-array baseline: the answer is never slower than it). A generator: it yields
+    each batch to simulate as (space, rows, cap cycles) and is sent the simulated rows back, so
+    that a driver may run the batches of many searches in one engine call (``drive_together``).
+    Returns the fastest row, every simulated row in order, and how many were simulated."""
     rows: list[dict] = []
     batch, size = first, FIRST_BATCH
     while batch:
-        rows += space.simulate(batch, _cap(rows))
+        rows += yield space, batch, _cap(rows)
         if extra is not None and extra["lower_bound_cycles"] <= _fastest(rows):
-            rows += space.simulate([extra], _cap(rows))
+            rows += yield space, [extra], _cap(rows)
         extra = None
         best = _fastest(rows)
         if space.unexplored_bound() >= best or (budget is not None and len(rows) >= budget):
@@ -59,6 +69,62 @@ def branch_and_bound(space: Space, first: list[dict], budget: int | None,
         raise ConfigError([f"{space.name}: every simulated candidate failed: " + "; ".join(
             f"{r['mapping'].label()}: {r['status']}" for r in rows)], space.group)
     return min(ok, key=lambda r: (r["cycles"], *space.tie(r), rows.index(r))), rows, len(rows)
+
+
+def drive(walker):
+    """Run a search (a generator of ``walk``'s requests) to its answer, one engine call a batch."""
+    try:
+        request = next(walker)
+        while True:
+            space, rows, cap = request
+            request = walker.send(space.simulate(rows, cap))
+    except StopIteration as done:
+        return done.value
+
+
+def drive_together(walkers: list) -> list:
+    """Run several searches at once: the batches they ask for at the same step go to one engine
+    call (two: candidates another process may be simulating too are claimed, the rest are not),
+    so that the engine's threads share out the designs of many small searches. Each search sees
+    exactly the rows it would see alone (designs are simulated independently). A space without
+    ``prepare``/``finish`` simulates its batch itself. Returns each search's answer, in order (a
+    ConfigError for a search that raised one)."""
+    from ..simulation import run_batch
+
+    answers: list = [None] * len(walkers)
+    requests = {}
+    for i, w in enumerate(walkers):
+        _advance(w, i, None, requests, answers)
+    while requests:
+        replies, joint = {}, {True: [], False: []}  # by share
+        for i, (space, rows, cap) in requests.items():
+            if hasattr(space, "prepare"):
+                prepared = space.prepare(rows, cap)
+                joint[prepared.share].append((i, space, prepared))
+            else:
+                replies[i] = space.simulate(rows, cap)
+        for share, items in joint.items():
+            if items:
+                runs = [lw for _, _, p in items for lw in p.runs]
+                batch, offset = run_batch(runs, share=share) if runs else None, 0
+                for i, space, prepared in items:
+                    replies[i] = space.finish(prepared, batch, offset)
+                    offset += len(prepared.runs)
+        requests = {}
+        for i, reply in replies.items():
+            _advance(walkers[i], i, reply, requests, answers)
+    return answers
+
+
+def _advance(walker, i: int, reply, requests: dict, answers: list) -> None:
+    """Send ``reply`` to search ``i`` (None: start it); keep its next request, or its answer (a
+    search that ends in a ConfigError answers that error: run alone, it would raise it)."""
+    try:
+        requests[i] = walker.send(reply) if reply is not None else next(walker)
+    except StopIteration as done:
+        answers[i] = done.value
+    except ConfigError as e:
+        answers[i] = e
 
 
 def _fastest(rows: list[dict]) -> float:

@@ -31,7 +31,7 @@ from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
-from .branch_bound import branch_and_bound
+from .branch_bound import drive, drive_together, walk
 from .candidates import ranked
 from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
                    stack, structure)
@@ -156,13 +156,40 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
                           "mapping search")
-    key = (replace(op, name=""), pins, repr(arch), top, keep, budget)  # ops differing only in name share it
+    key = _key(op, arch, pins, top, keep, budget)
     result = CACHE.get(REGION, key, context=arch)  # this process's, or an earlier one's on disk
     if result is None:
         with gc_paused():
-            result = _search(op, arch, pins, top, keep, budget)
+            result = drive(_search(op, arch, pins, top, keep, budget))
         CACHE.put(REGION, key, result)
     return result.checked() if validate else result
+
+
+def search_many(requests: list[tuple]) -> None:
+    """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget)
+    not answered yet, together: each step's candidates of all of them in one engine call
+    (``branch_bound.drive_together``), the answers into the cache where ``search`` finds them. A
+    decode step's ops each simulate a few candidates; alone, each was an engine call of its own."""
+    todo = {}
+    for op, arch, pins, top, keep, budget in requests:
+        try:
+            pins.validate(arch)
+        except ConfigError:
+            continue  # ``search`` says so, alone
+        key = _key(op, arch, pins, top, keep, budget)
+        if key not in todo and CACHE.get(REGION, key, context=arch) is None:
+            todo[key] = (op, arch, pins, top, keep, budget)
+    if len(todo) < 2:
+        return  # nothing to share an engine call with: ``search`` runs it alone
+    with gc_paused():
+        answers = drive_together([_search(*args) for args in todo.values()])
+    for key, result in zip(todo, answers):
+        if not isinstance(result, ConfigError):  # ``search`` raises it again when asked
+            CACHE.put(REGION, key, result)
+
+
+def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> tuple:
+    return (replace(op, name=""), pins, repr(arch), top, keep, budget)  # ops differing only in name share it
 
 
 BOUND_REGION = "search_bound"
@@ -184,9 +211,10 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
     return found
 
 
-def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> SearchResult:
+def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None):
     """Rank every candidate in closed form, then simulate in order of lower bound until no
-    unsimulated candidate can beat the fastest simulated one (or the budget is spent)."""
+    unsimulated candidate can beat the fastest simulated one (or the budget is spent). A generator
+    of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
     from ..simulation import kept_run
 
     table = _Candidates(op, arch, pins)
@@ -208,8 +236,8 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         baseline = _baseline(op, arch, legal, chosen)
     explored = _MatmulSpace(op, arch, table, is_legal)
-    fastest, _, count = branch_and_bound(explored, chosen, budget,
-                                          None if baseline is None else table.planned(baseline))
+    fastest, _, count = yield from walk(explored, chosen, budget,
+                                         None if baseline is None else table.planned(baseline))
     for r in explored.rows:
         if r["design"] is not fastest["design"]:
             r["design"].discard()
@@ -253,6 +281,13 @@ class _MatmulSpace:
         return row
 
     def simulate(self, batch: list[dict], cap_cycles: int | None) -> list[dict]:
+        from ..simulation import run_batch
+
+        prepared = self.prepare(batch, cap_cycles)
+        return self.finish(prepared, run_batch(prepared.runs, share=prepared.share) if prepared.runs else None, 0)
+
+    def prepare(self, batch: list[dict], cap_cycles: int | None) -> "_Prepared":
+        """The designs of ``batch`` built and lowered (one per distinct design), to be simulated."""
         new, copies = [], []
         for r in batch:
             if "index" in r:
@@ -264,13 +299,30 @@ class _MatmulSpace:
             else:
                 self.by_design[_design_key(r["mapping"])] = r
                 new.append(r)
-        if new:
-            _simulate(self.op, self.arch, new, cap_cycles)
-        for r, same in copies:
+        return _Prepared(new, copies, *_build(self.op, self.arch, new, cap_cycles))
+
+    def finish(self, prepared: "_Prepared", batch, offset: int) -> list[dict]:
+        """The rows of ``prepared`` with their simulations, read from ``batch`` at ``offset``."""
+        _fill(self.arch, prepared, batch, offset)
+        for r, same in prepared.copies:
             r.update({k: same[k] for k in ("design", "lowered", "run", "status", "cycles", "bound_by")})
-        done = new + [r for r, _ in copies]
+        done = prepared.new + [r for r, _ in prepared.copies]
         self.rows += done
         return done
+
+
+@dataclass
+class _Prepared:
+    """A batch of candidates ready for the engine: the rows to simulate (``new``), those that build
+    one of their designs (``copies``), the designs, their lowered tables, the tables to run (capped)
+    and whether to claim them (another worker may be simulating the same)."""
+
+    new: list[dict]
+    copies: list[tuple]
+    designs: list
+    lowered: list
+    runs: list
+    share: bool
 
 
 def _design_key(mp: Mapping) -> Mapping:
@@ -400,19 +452,16 @@ def _distinct(rows: list[dict], top: int) -> list[dict]:
     return out
 
 
-def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None = None) -> None:
-    """Simulate ``rows`` in one engine call. With ``cap_cycles``, a run stops at that cycle: its
-    candidate cannot beat the one that set the cap, which is all the search needs to know (status
-    ``cycle_limit``, cycles = the cap). The rows keep their uncapped lowered tables."""
+def _build(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None = None) -> tuple:
+    """(designs, lowered tables, tables to run, share) of ``rows``. With ``cap_cycles``, a run stops
+    at that cycle: its candidate cannot beat the one that set the cap, which is all the search needs
+    to know (status ``cycle_limit``, cycles = the cap); the rows keep their uncapped tables."""
     from dataclasses import replace as replaced
 
     from fastsim.kernels import layout as L
 
     from .. import result_cache
     from ..lower import lower
-    from ..report import utilization_of
-    from ..results import STATUS_NAMES, design_arrays
-    from ..simulation import run_batch
     from .design import matmul_design
 
     designs = [matmul_design(op, r["mapping"], arch, planned=(r["structure"], r["plan"])) for r in rows]  # planned rows
@@ -427,11 +476,20 @@ def _simulate(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None =
             lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
     # another worker may be simulating the same candidates: claim them, unless none can be costly
     # (a run steps at most its cycles, and every candidate takes at least its lower bound)
-    share = max(r.get("lower_bound_cycles", np.inf) for r in rows) >= result_cache.COSTLY_STEPS
-    batch = run_batch(runs, share=share)
-    for i, r in enumerate(rows):
-        a = design_arrays(batch, i)
-        r["design"], r["lowered"], r["run"] = designs[i], lowered[i], (batch, i)
+    share = bool(rows) and max(r.get("lower_bound_cycles", np.inf) for r in rows) >= result_cache.COSTLY_STEPS
+    return designs, lowered, runs, share
+
+
+def _fill(arch: Arch, prepared: _Prepared, batch, offset: int) -> None:
+    """Each new row's design, tables, run and outcome, its run being design ``offset + i`` of ``batch``."""
+    from fastsim.kernels import layout as L
+
+    from ..report import utilization_of
+    from ..results import STATUS_NAMES, design_arrays
+
+    for i, r in enumerate(prepared.new):
+        a = design_arrays(batch, offset + i)
+        r["design"], r["lowered"], r["run"] = prepared.designs[i], prepared.lowered[i], (batch, offset + i)
         r["status"], r["cycles"] = STATUS_NAMES[a.status], a.cycles
         if a.status == L.ST_OK:
             use = utilization_of(a, arch, 0.0)
