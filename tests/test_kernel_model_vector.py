@@ -3,6 +3,7 @@ below), more work never fewer cycles, and its wiring into the LLM front end and 
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -19,6 +20,7 @@ from fastsim.mapping.fusion import FLASH_KV_BLOCK
 from fastsim.mapping.vector import VectorOp, _tiling, core_tile
 
 ONE_B = MODELS["llama-3.2-1b"]
+ROOT = Path(__file__).resolve().parents[1]
 PROPS = settings(max_examples=25, deadline=None)
 
 
@@ -189,7 +191,8 @@ def test_prefill_attention__carries_the_online_softmax_per_kv_tile():
     op = _op(g, "softmax")
     span, frac = 2048, (0 + 2048 * 0.5) / 2048
     plain = V.softmax_cycles(AIE2P, 1, 1024) / 1024
-    online = A.online_softmax_cycles_per_score(costs.core, 64, FLASH_KV_BLOCK, 64, 1024, True)
+    online = (A.online_softmax_cycles_per_score(costs.core, 64, FLASH_KV_BLOCK, 64, 1024, True)
+              + A.calibrated_cycles_per_score(costs.core, 64, 64))
     assert (op.m, op.n) == (32 * 2048, span)
     assert op.vector_cycles_per_elem == pytest.approx(plain * frac)
     # run flash-style the evaluator adds online_rescale_cycles / FLASH_KV_BLOCK per element
@@ -233,3 +236,36 @@ def test_user_table__an_overridden_kind_wins_over_the_model(tmp_path):
     assert norm.vector_cycles_per_elem == 1.5
     # the kinds the user did not set stay modelled
     assert _op(g, "rope").vector_cycles_per_elem != arch.vector_cost("rope")
+
+
+# ---- flash attention's calibration --------------------------------------------------------------
+
+def _flash_bench():
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        return importlib.import_module("flash_attention")
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_flash_step__the_calibration_is_the_fit_of_its_train_rows_less_the_model():
+    """The extra cycles per tile step are the registry fit's step (train rows only) less the
+    modelled step: a change of either fails here until the calibration is fitted again."""
+    bench = _flash_bench()
+    fitted = bench.fit([r for r in bench.ROWS if r[7]])
+    for dk, i in ((64, 2), (128, 3)):
+        measured = fitted[i] * 1e-3 * bench.CLOCK_HZ
+        assert V.FLASH_STEP_EXTRA_AIE2P[dk] == pytest.approx(measured - bench._kernel_model_tile_cycles(dk), abs=1)
+
+
+def test_flash_step__added_per_score_of_full_tiles_only_and_never_less_with_a_wider_head():
+    assert A.calibrated_cycles_per_score(AIE2P, 64, 64) == pytest.approx(V.FLASH_STEP_EXTRA_AIE2P[64] / 4096)
+    assert A.calibrated_cycles_per_score(AIE2P, 64, 128) == pytest.approx(V.FLASH_STEP_EXTRA_AIE2P[128] / 4096)
+    assert A.calibrated_cycles_per_score(AIE2P, 8, 64) == 0  # a decode group's tile: not the measured kernel
+    assert A.calibrated_cycles_per_score(AIE2, 64, 64) == 0  # no measurement on aie2
+    widths = [32, 64, 80, 96, 128, 256]
+    per = [A.calibrated_cycles_per_score(AIE2P, 64, w) for w in widths]
+    assert per == sorted(per) and per[0] >= 0

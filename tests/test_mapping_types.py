@@ -50,3 +50,18 @@ def test_conv_rejections_are_counted_by_a_typed_limit_not_by_text():
 
     found = search_conv(Conv2d(1, 256, 56, 56, 256, 3, 3, padding=1, dtype="bf16"), NPU2, budget=1)
     assert found.rejected_by_reason and set(found.rejected_by_reason) <= {x.value for x in Limit}
+
+
+def test_an_op_kind_without_a_design_is_refused_not_mapped_as_a_gemm():
+    """A kind added to the graph without its branch in op_design (docs/architecture.md, How to add)
+    fails loudly instead of running the matmul search on its m, k, n."""
+    from fastsim.evaluation import GraphPins
+    from fastsim.evaluation.place import Placed, op_design, search_request
+    from fastsim.graph import Op, Operand
+
+    op = Op("t", "transpose", 0, "transpose", 64, 1, 64, Operand("activations", 2.0))
+    for call in (lambda: op_design(Placed(op), NPU2, GraphPins()), lambda: search_request(Placed(op), NPU2, GraphPins())):
+        with pytest.raises(ValueError, match="op kind 'transpose' has no design"):
+            call()
+    with pytest.raises(ValueError, match="kind 'transpose' has no pins"):
+        Pins().validate(NPU2, "transpose")

@@ -14,7 +14,7 @@ from ..lower import LoweredDesign, lower, noop_twin
 from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.search import lower_bound_cycles
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
-from ..graph import CONV, VECTOR, Op, OpGraph
+from ..graph import CONV, MATMUL, VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
@@ -179,6 +179,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     if op.kind == CONV:
         return _conv_design(p, arch, pins, noop, at)
+    _matmul_kind(op)
     real, on, search_pins, top, keep, budget = search_request(p, arch, pins, at)
     found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate)
     best = found.best
@@ -199,6 +200,7 @@ def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] |
     keep, budget), or None for an op it searches none for (vector ops; convs search their own)."""
     if p.op.kind in (VECTOR, CONV):
         return None
+    _matmul_kind(p.op)
     cols, col0 = at if at else (_columns(pins, p, arch), None)
     real = matmul_of(p, pins)
     on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
@@ -207,6 +209,13 @@ def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] |
     one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
     return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else _TOP, 0,
             1 if one else pins.search_budget)
+
+
+def _matmul_kind(op: Op) -> None:
+    """An op kind without a branch of its own must not be designed as a GEMM of its m, k, n."""
+    if op.kind != MATMUL:
+        raise ValueError(f"{op.name}: op kind {op.kind!r} has no design in op_design (docs/architecture.md, "
+                         "How to add: an op kind)")
 
 
 def _search_pins(p: Placed, arch: Arch, pins: GraphPins, real: Matmul, cols: int | None, col0: int | None) -> Pins:

@@ -91,3 +91,18 @@ def online_softmax_cycles_per_score(core: VectorCore, q_rows: int, kv_cols: int,
     if causal:
         per += causal_mask_cycles(core, q_rows, kv_cols) / seen
     return per
+
+
+FLASH_STEP_ROWS = 64  # the query rows and keys of the measured kernel's tile step (tile_q = lkp = 64)
+
+
+def calibrated_cycles_per_score(core: VectorCore, q_rows: int, head_dim: int) -> float:
+    """What a computed score of a 64-row Q tile costs beyond the modelled step: the core's
+    ``flash_step_extra_cycles`` at head dim 64 and 128, linear in the head dim between and beyond
+    (never below 0), over the step's 64 x 64 scores. Only full 64-row tiles, the shape measured:
+    a decode Q tile (a KV head's group, 8 rows) runs other kernels, none measured (nothing added)."""
+    if q_rows < FLASH_STEP_ROWS:
+        return 0.0
+    lo, hi = core.flash_step_extra_cycles_hd64, core.flash_step_extra_cycles_hd128
+    per_step = max(0.0, lo + (hi - lo) * (head_dim - 64) / 64)
+    return per_step / (FLASH_STEP_ROWS * FLASH_STEP_ROWS)

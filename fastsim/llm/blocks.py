@@ -4,7 +4,7 @@ and the mixture-of-experts FFN (router, top-k, the experts the routing selects, 
 from __future__ import annotations
 
 from ..graph import MATMUL, Op, Operand
-from ..kernel_model.attention import online_softmax_cycles_per_score
+from ..kernel_model.attention import calibrated_cycles_per_score, online_softmax_cycles_per_score
 from ..mapping.fusion import FLASH_KV_BLOCK
 from .routing import expert_loads
 from .transformer import Builder
@@ -69,7 +69,8 @@ def _softmax(b: Builder, layer: int, rows: int, span: int, frac: float, q_rows: 
     soft-capping where the model has it. Its cost is a plain softmax over each row; run as flash
     attention (the evaluator adds ``online_rescale_cycles / FLASH_KV_BLOCK`` per element) it is
     the online softmax instead, priced per KV tile of FLASH_KV_BLOCK keys against a Q tile of
-    ``q_rows`` rows (``kernel_model.attention``). A user's own softmax constant keeps the old
+    ``q_rows`` rows (``kernel_model.attention``), plus what mlir-air's measured tile step costs
+    beyond the model (``calibrated_cycles_per_score``; full 64-row tiles only). A user's own softmax constant keeps the old
     form: that constant per score, plus one element-wise multiply per head_dim per KV block."""
     c, hd = b.costs, b.model.head_dim
     cap = c.tile_cost("softcap", rows, span) if b.model.attn_softcap else 0.0
@@ -78,7 +79,8 @@ def _softmax(b: Builder, layer: int, rows: int, span: int, frac: float, q_rows: 
                         rescale=c.elementwise * hd)
     seen = max(1, round(span * frac))
     plain = c.softmax_cost(seen)
-    online = online_softmax_cycles_per_score(c.core, q_rows, FLASH_KV_BLOCK, hd, seen, causal)
+    online = (online_softmax_cycles_per_score(c.core, q_rows, FLASH_KV_BLOCK, hd, seen, causal)
+              + calibrated_cycles_per_score(c.core, q_rows, hd))  # the measured step's remainder
     # the flash form's difference, per element per KV block: negative for rows shorter than about
     # 2k keys, where a plain softmax pays its per-row passes and tail over few keys
     extra = (online - plain) * frac * FLASH_KV_BLOCK

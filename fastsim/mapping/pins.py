@@ -42,6 +42,8 @@ class Pins:
     def validate(self, arch: Arch, kind: str = "matmul") -> "Pins":
         """Every set field in its range on ``arch``; ``kind`` (matmul or conv): the op kind searched,
         whose pins alone may be set."""
+        if kind not in ("matmul", "conv"):
+            raise ValueError(f"Pins.validate: kind {kind!r} has no pins (matmul or conv)")  # a caller's bug
         p = Problems("mapping pins" if kind == "matmul" else "conv mapping pins")
         for name in (CONV_ONLY if kind == "matmul" else MATMUL_ONLY):
             if getattr(self, name) not in (None, ()):
