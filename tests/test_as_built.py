@@ -232,3 +232,35 @@ def test_cli__as_built_cuts_run_beyond_assumed_limits_and_say_so(tmp_path, monke
     assert "instruction buffer" in json.loads(r.output)["as_built"]["beyond_assumed_limits"]
     r = CliRunner().invoke(main, ["run", "llm", "--context", "128", "--cuts", "none"])
     assert r.exit_code != 0 and "instruction buffer" in r.output
+
+
+def test_as_built__causal_halving_false_computes_the_masked_tiles(tmp_path):
+    """An implementation that computes every causal tile (mlir-air's flash attention by default)
+    says so in [prefill]; the attention classes then cost more, nothing else changes; a value that
+    is not a bool is refused by name."""
+    import numpy as np
+
+    from fastsim.llm import LlmStudy, simulate_llm
+    from fastsim.llm.run import apply_overlay
+    from fastsim.mapping.overlay import load_as_built
+
+    path = tmp_path / "a.toml"
+    path.write_text('[prefill]\ncausal_halving = false\n')
+    built = load_as_built(path)
+    assert built.overlays["prefill"].causal_halving is False and "causal_halving" in built.pinned("prefill")
+    study = LlmStudy(regime="prefill", prompt=256)
+    assert apply_overlay(study, built.overlays["prefill"]).causal_halving is False
+    assert apply_overlay(study, load_as_built(_write(tmp_path, "[prefill]\nfusion = \"none\"\n")).overlays[
+        "prefill"]).causal_halving is True  # left out: the run's own
+    plain, full = simulate_llm(study), simulate_llm(apply_overlay(study, built.overlays["prefill"]))
+    attention = np.isin(plain["op_class"].values, ("attention", "softmax"))
+    assert full["op_seconds"].values[attention].sum() > plain["op_seconds"].values[attention].sum()
+    assert np.array_equal(full["op_seconds"].values[~attention], plain["op_seconds"].values[~attention])
+    with pytest.raises(ConfigError, match="causal_halving"):
+        load_as_built(_write(tmp_path, '[prefill]\ncausal_halving = "no"\n'))
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / f"f{abs(hash(text))}.toml"
+    path.write_text(text)
+    return path

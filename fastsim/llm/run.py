@@ -103,7 +103,8 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
                    dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency or study.residency,
                    cuts=study.cuts if overlay.cuts is None else tuple(overlay.cuts),
                    datapath={**study.datapath, **overlay.datapath}, tiles={**study.tiles, **overlay.tiles},
-                   l2={**study.l2, **overlay.l2}, host={**study.host, **overlay.host})
+                   l2={**study.l2, **overlay.l2}, host={**study.host, **overlay.host},
+                   causal_halving=study.causal_halving if overlay.causal_halving is None else overlay.causal_halving)
 
 
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,

@@ -21,6 +21,7 @@ not its own searched optimum (``docs/as_built.md``)::
     host = { attention = 2e-4 }       # op name or class -> seconds per instance on the host CPU
     l2 = { gemm = "b" }               # -> operands held in the mem tiles: "", a, b or ab
     residency = "streamed"       # or "static": weights loaded once into on-chip memory
+    causal_halving = false       # prefill: the attention kernel computes the masked tiles too
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
     tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers
@@ -46,7 +47,8 @@ from .fusion import MODES, valid_fusion
 from .space import DATAFLOWS, L2_CHOICES
 
 REGIMES = ("prefill", "decode", "encode")
-REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host")
+REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host",
+               "causal_halving")
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
@@ -66,6 +68,9 @@ class Overlay:
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
+    # whether causal attention skips the tiles above the diagonal (``LlmStudy.causal_halving``): an
+    # implementation fact, not a choice the search makes; None: as the run says (skipped)
+    causal_halving: bool | None = None
 
     def validate(self) -> "Overlay":
         p = Problems(f"overlay [{self.regime}]")
@@ -90,6 +95,7 @@ class Overlay:
                 isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in self.cuts),
                 "cuts", self.cuts, "a list of layer indices (the dispatch ends after each); [] for one dispatch")
         p.check(self.residency in (None, "streamed", "static"), "residency", self.residency, "streamed or static")
+        p.check(self.causal_halving in (None, True, False), "causal_halving", self.causal_halving, "true or false")
         p.raise_if_any()
         return self
 
@@ -102,6 +108,8 @@ class Overlay:
         for name in ("datapath", "tiles", "l2", "host"):
             if getattr(self, name):
                 out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
+        if self.causal_halving is not None:
+            out["causal_halving"] = self.causal_halving
         return out
 
     def open_choices(self) -> list[str]:
@@ -128,7 +136,8 @@ class AsBuilt:
 
     def pinned(self, regime: str) -> list[str]:
         o = self.overlays.get(regime)
-        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices() and (k != "host" or o.host)]
+        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices() and (k != "host" or o.host)
+                                     and (k != "causal_halving" or o.causal_halving is not None)]
         return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
 
@@ -211,7 +220,7 @@ def _regime(p: Problems, regime: str, table) -> Overlay | None:
                        table.get("residency"), None if cuts is None else tuple(cuts) if
                        isinstance(cuts, list) else cuts, dict(tables["datapath"]),
                        {k: tuple(v) if isinstance(v, list) else v for k, v in tables["tiles"].items()},
-                       dict(tables["l2"]), dict(tables["host"])).validate()
+                       dict(tables["l2"]), dict(tables["host"]), table.get("causal_halving")).validate()
     except ConfigError as e:
         p.items += e.problems
         return None
