@@ -449,12 +449,14 @@ def test_spec__systolic_spec_errors_name_the_field(tmp_path):
 _GEMM_SPEC = """
 [study]
 kind = "gemm"
+[study.base]
+budget = 2
 [axes]
 m = [32, 64, 96, 128]
 [run]
 chunk_points = 1
 outputs = ["seconds"]
-"""
+"""  # budgeted searches: these tests are about sweeps (an exact search of m = 32 alone took 16 s)
 
 
 @pytest.mark.slow
@@ -518,7 +520,7 @@ def test_sweep__a_bad_point_gets_its_status_and_message_and_the_sweep_goes_on(tm
         return real(params, arch)
 
     monkeypatch.setattr(points, "_gemm", flaky)
-    spec = _GEMM_SPEC.replace("[32, 64, 96, 128]", "[32, 64, 0]") + "[study.base]\nbudget = 2\n"  # not about search
+    spec = _GEMM_SPEC.replace("[32, 64, 96, 128]", "[32, 64, 0]")
     ds = sweep(parse_spec(spec), tmp_path / "s.zarr", workers=0, progress=False)
     assert list(ds.status.values) == [0, 3, 1]
     assert "RuntimeError: boom at m=64" in str(ds.message.values[1]) and "m" in str(ds.message.values[2])
@@ -534,7 +536,7 @@ def test_store__axes_carry_units_and_structured_inputs_are_json(tmp_path):
     ds = sweep(parse_spec(_GEMM_SPEC.replace("[32, 64, 96, 128]", "[32]") + "[arch]\nbase = \"npu1\"\n"),
                tmp_path / "s.zarr", workers=0, progress=False)
     assert ds.m.attrs["units"] == "elements"
-    assert _json.loads(ds.attrs["arch"]) == {"base": "npu1"} and _json.loads(ds.attrs["base"]) == {}
+    assert _json.loads(ds.attrs["arch"]) == {"base": "npu1"} and _json.loads(ds.attrs["base"]) == {"budget": 2}
     from fastsim.sweeping.variables import parameter_units
     assert [parameter_units(n) for n in ("context", "arch.shim_read_bytes_per_cycle", "dispatch_overhead_s",
                                          "kernel_efficiency")] == ["tokens", "bytes/cycle", "s", "1"]
@@ -635,7 +637,8 @@ def test_sweep__a_finished_store_opens_with_open_zarr_without_a_warning(tmp_path
 
 
 def test_sweep__takes_a_spec_as_a_dict_the_same_as_its_toml(tmp_path):
-    tables = {"study": {"kind": "gemm"}, "axes": {"m": [32, 64]}, "run": {"chunk_points": 1, "outputs": ["seconds"]}}
+    tables = {"study": {"kind": "gemm", "base": {"budget": 2}}, "axes": {"m": [32, 64]},
+              "run": {"chunk_points": 1, "outputs": ["seconds"]}}
     from_dict = sweep(tables, workers=0, progress=False)
     from_text = sweep(parse_spec(_GEMM_SPEC.replace("[32, 64, 96, 128]", "[32, 64]")), workers=0, progress=False)
     assert from_dict.seconds.values.tolist() == from_text.seconds.values.tolist()
