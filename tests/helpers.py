@@ -21,3 +21,18 @@ def passthrough(n_obj: int = 4, size: int = 1024, compute_cycles: int = 300, arc
     d.push(s2mm(sh, 0), d.bd(s2mm(sh, 0), dst, size, name="out"), repeat=n_obj)
     d.wait(s2mm(sh, 0))
     return d
+
+
+def bench_module(name: str):
+    """A module of bench/ (scripts, not a package): the tests that check what a script fits or
+    reports import it from there."""
+    import importlib
+    import sys
+    from pathlib import Path
+
+    bench = str(Path(__file__).resolve().parents[1] / "bench")
+    sys.path.insert(0, bench)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(bench)

@@ -3,10 +3,10 @@ below), more work never fewer cycles, and its wiring into the LLM front end and 
 import dataclasses
 import json
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from helpers import bench_module
 
 from fastsim.arch import NPU1, NPU2, SYSTOLIC16, load
 from fastsim.errors import ConfigError
@@ -20,7 +20,6 @@ from fastsim.mapping.fusion import FLASH_KV_BLOCK
 from fastsim.mapping.vector import VectorOp, _tiling, core_tile
 
 ONE_B = MODELS["llama-3.2-1b"]
-ROOT = Path(__file__).resolve().parents[1]
 PROPS = settings(max_examples=25, deadline=None)
 
 
@@ -241,14 +240,7 @@ def test_user_table__an_overridden_kind_wins_over_the_model(tmp_path):
 # ---- flash attention's calibration --------------------------------------------------------------
 
 def _flash_bench():
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("flash_attention")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return bench_module("flash_attention")
 
 
 def test_flash_step__the_calibration_is_the_fit_of_its_train_rows_less_the_model():

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import bench_module
 
 from fastsim.mapping.overlay import REGIMES, load_as_built
 
@@ -68,14 +69,7 @@ def test_as_built_examples__load_and_source_every_choice(path):
 
 
 def _rows_module():
-    import importlib
-    import sys
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        return importlib.import_module("validation_rows")
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
+    return bench_module("validation_rows")
 
 
 def test_validation_rows__only_component_rows_may_set_parameters():
