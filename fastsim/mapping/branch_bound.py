@@ -3,6 +3,9 @@ first, in batches that double (one engine call amortizes over more designs once 
 until the smallest lower bound left unsimulated is no better than the fastest simulated cycles, so
 the answer is the best of the space, or until a budget of simulations is spent.
 
+The loop (``walk``) is a generator of the batches it wants simulated: ``drive`` runs one search,
+``drive_together`` several, each step's batches of all of them in one engine call.
+
 An op kind plugs in a ``Space``: its legal candidates in bound order (rows: dicts with at least
 ``lower_bound_cycles``; simulation fills ``status`` and ``cycles``), how to simulate a batch, and
 how ties between equally fast candidates break. Matmul (``search``) and conv (``conv_search``) are
@@ -98,11 +101,14 @@ def drive_together(walkers: list) -> list:
     while requests:
         replies, joint = {}, {True: [], False: []}  # by share
         for i, (space, rows, cap) in requests.items():
-            if hasattr(space, "prepare"):
-                prepared = space.prepare(rows, cap)
-                joint[prepared.share].append((i, space, prepared))
-            else:
-                replies[i] = space.simulate(rows, cap)
+            try:
+                if hasattr(space, "prepare"):
+                    prepared = space.prepare(rows, cap)
+                    joint[prepared.share].append((i, space, prepared))
+                else:
+                    replies[i] = space.simulate(rows, cap)
+            except ConfigError as e:  # this search ends here, as it would alone
+                answers[i] = e
         for share, items in joint.items():
             if items:
                 runs = [lw for _, _, p in items for lw in p.runs]
