@@ -429,6 +429,8 @@ class Evaluation:
         """The mapping searches of ``placed`` run at once (``search_many``: each step's candidates
         of every op in one engine call), so that ``op_design`` finds them answered. An op whose
         search cannot be set up is left to ``op_design``, which says why."""
+        from tqdm.auto import tqdm
+
         requests = []
         for p in placed:
             try:
@@ -437,7 +439,9 @@ class Evaluation:
                 continue
             if request is not None:
                 requests.append(request)
-        search_many(requests)
+        with tqdm(total=len(requests), desc="searching mappings", unit="op", leave=False,
+                  disable=not current().progress or len(requests) < 2) as bar:
+            search_many(requests, bar.update)
 
     def designs(self, placed: list[Placed], strict: bool) -> tuple[dict, dict]:
         """The op designs still to simulate by key (cached results go straight to ``results``)."""

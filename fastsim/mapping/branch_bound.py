@@ -85,19 +85,19 @@ def drive(walker):
         return done.value
 
 
-def drive_together(walkers: list) -> list:
+def drive_together(walkers: list, done=None) -> list:
     """Run several searches at once: the batches they ask for at the same step go to one engine
     call (two: candidates another process may be simulating too are claimed, the rest are not),
     so that the engine's threads share out the designs of many small searches. Each search sees
     exactly the rows it would see alone (designs are simulated independently). A space without
     ``prepare``/``finish`` simulates its batch itself. Returns each search's answer, in order (a
-    ConfigError for a search that raised one)."""
+    ConfigError for a search that raised one); ``done()``, if given, is called as each one ends."""
     from ..simulation import run_batch
 
     answers: list = [None] * len(walkers)
     requests = {}
     for i, w in enumerate(walkers):
-        _advance(w, i, None, requests, answers)
+        _advance(w, i, None, requests, answers, done)
     while requests:
         replies, joint = {}, {True: [], False: []}  # by share
         for i, (space, rows, cap) in requests.items():
@@ -109,6 +109,8 @@ def drive_together(walkers: list) -> list:
                     replies[i] = space.simulate(rows, cap)
             except ConfigError as e:  # this search ends here, as it would alone
                 answers[i] = e
+                if done is not None:
+                    done()
         for share, items in joint.items():
             if items:
                 runs = [lw for _, _, p in items for lw in p.runs]
@@ -118,19 +120,22 @@ def drive_together(walkers: list) -> list:
                     offset += len(prepared.runs)
         requests = {}
         for i, reply in replies.items():
-            _advance(walkers[i], i, reply, requests, answers)
+            _advance(walkers[i], i, reply, requests, answers, done)
     return answers
 
 
-def _advance(walker, i: int, reply, requests: dict, answers: list) -> None:
+def _advance(walker, i: int, reply, requests: dict, answers: list, done) -> None:
     """Send ``reply`` to search ``i`` (None: start it); keep its next request, or its answer (a
     search that ends in a ConfigError answers that error: run alone, it would raise it)."""
     try:
         requests[i] = walker.send(reply) if reply is not None else next(walker)
-    except StopIteration as done:
-        answers[i] = done.value
+        return
+    except StopIteration as finished:
+        answers[i] = finished.value
     except ConfigError as e:
         answers[i] = e
+    if done is not None:
+        done()
 
 
 def _fastest(rows: list[dict]) -> float:

@@ -165,11 +165,12 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
     return result.checked() if validate else result
 
 
-def search_many(requests: list[tuple]) -> None:
+def search_many(requests: list[tuple], done=None) -> None:
     """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget)
     not answered yet, together: each step's candidates of all of them in one engine call
     (``branch_bound.drive_together``), the answers into the cache where ``search`` finds them. A
-    decode step's ops each simulate a few candidates; alone, each was an engine call of its own."""
+    decode step's ops each simulate a few candidates; alone, each was an engine call of its own.
+    ``done()``, if given, is called as each search ends (a progress bar)."""
     todo = {}
     for op, arch, pins, top, keep, budget in requests:
         try:
@@ -182,7 +183,7 @@ def search_many(requests: list[tuple]) -> None:
     if len(todo) < 2:
         return  # nothing to share an engine call with: ``search`` runs it alone
     with gc_paused():
-        answers = drive_together([_search(*args) for args in todo.values()])
+        answers = drive_together([_search(*args) for args in todo.values()], done)
     for key, result in zip(todo, answers):
         if not isinstance(result, ConfigError):  # ``search`` raises it again when asked
             CACHE.put(REGION, key, result)
