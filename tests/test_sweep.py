@@ -512,14 +512,14 @@ def test_sweep__a_bad_point_gets_its_status_and_message_and_the_sweep_goes_on(tm
     from fastsim.sweeping import points, sweep
     from fastsim.sweeping.spec import parse_spec
 
-    real = points._gemm
+    real = points.RUNNERS["gemm"]
 
     def flaky(params, arch):
         if params["m"] == 64:
             raise RuntimeError("boom at m=64")
         return real(params, arch)
 
-    monkeypatch.setattr(points, "_gemm", flaky)
+    monkeypatch.setitem(points.RUNNERS, "gemm", flaky)
     spec = _GEMM_SPEC.replace("[32, 64, 96, 128]", "[32, 64, 0]")
     ds = sweep(parse_spec(spec), tmp_path / "s.zarr", workers=0, progress=False)
     assert list(ds.status.values) == [0, 3, 1]

@@ -79,7 +79,9 @@ def memo(plan: dict, results: dict, notes: dict) -> Document:
     _summary(doc, plan, results, notes)
     doc.heading("Plan vs baseline (the searched layout, default cuts)")
     _plan_table(doc, plan)
-    for n, (step, section) in enumerate(zip(STEPS, (_ablate, _cuts, _overlays, _dataflow)), 1):
+    sections = {"ablate": _ablate, "cuts": _cuts, "overlays": _overlays, "dataflow": _dataflow}
+    for n, step in enumerate(STEPS, 1):
+        section = sections[step]  # a step without a section is a KeyError here, not a silent gap
         doc.heading(f"{n}. {step}")
         section(doc, results[step])
         if step == "ablate":
