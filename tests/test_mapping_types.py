@@ -65,3 +65,12 @@ def test_an_op_kind_without_a_design_is_refused_not_mapped_as_a_gemm():
             call()
     with pytest.raises(ValueError, match="kind 'transpose' has no pins"):
         Pins().validate(NPU2, "transpose")
+
+
+def test_an_op_class_outside_the_known_classes_is_refused_by_the_graph():
+    """Reports, ablations and sweeps group ops by class: an unknown class would vanish from them."""
+    from fastsim.graph import Op, OpGraph, Operand
+
+    op = Op("t", "teleport", 0, "vector", 64, 1, 64, Operand("activations", 2.0))
+    with pytest.raises(ConfigError, match="op_class = 'teleport'"):
+        OpGraph((op,), ((),), batch=1, tokens=64)

@@ -135,6 +135,10 @@ class OpGraph:
                          for j in ps if not 0 <= j < i]
         problems += [f"ops[{i}].kind = {op.kind!r}: one of {OP_KINDS}" for i, op in enumerate(self.ops)
                      if op.kind not in OP_KINDS]
+        # every report, ablation and sweep groups ops by class: a class outside OP_CLASSES would be
+        # dropped from their tables without a word
+        problems += [f"ops[{i}].op_class = {op.op_class!r}: one of {OP_CLASSES}" for i, op in enumerate(self.ops)
+                     if op.op_class not in OP_CLASSES]
         for i, op in enumerate(self.ops):
             if (op.kind == CONV) != (op.conv is not None):
                 problems.append(f"ops[{i}].conv: a conv op (and only one) has a geometry")
