@@ -129,6 +129,10 @@ class Arch:
     lock_max_value: int = 63  # mlir-aie AIE2TargetModel::getMaxLockValue 0x3F (6-bit lock state, AM020)
     task_queue_depth: int = 4  # aie-rt xaiegbl_reginit.c StartQSizeMax = 4 (AM020: 4-deep start queue)
     max_task_repeat: int = 256  # aie-rt xaiemlgbl_params.h START_QUEUE_REPEAT_COUNT_WIDTH 8 (count - 1)
+    # DDR time each contiguous run of a shim BD costs besides its bytes (one DDR request per run):
+    # the DDR shared by all shim channels serves ddr_bytes_per_s of bytes, less this much time per
+    # run (docs/calibration.md "DDR runs"). 0: DDR charged by bytes alone (a generic array).
+    ddr_run_overhead_s: float = 0.0
     # AM020: 32-bit stream switch. AM027's 64-bit switch is AIE-ML v2 (AIE2PS, Versal Gen 2): XRT's
     # profiling API uses 8-byte streams for aie2ps only, 4 for the others, AIE2P (npu2) included
     # (Xilinx/XRT #9115).
@@ -283,6 +287,11 @@ _AIEML_SHIM = TileKind(
 _SHIM_COLUMN_BYTES_PER_CYCLE = 2 * 4.0
 # Host <-> DDR through all shim DMAs: 64 MiB in + 64 MiB out in 2016 us (mlir-aie memcpy, PR #2559).
 _MEMCPY_DDR_BYTES_PER_S = 2 * 64 * 2**20 / 2016e-6
+# DDR time per contiguous run of a shim BD: a FIT, not a measurement (bench/fit_ddr_runs.py). Train
+# rows: mlir-air kernel_registry GEMM_bf16_in_bf16_out.md:303, smolvla's connector GEMM 64x12288x960
+# on a 4x4 herd with tile_n 16/48/80/240 (3,352/1,347/890/690 us: the same bytes of B read in runs of
+# 32 to 480 B), with ddr_bytes_per_s held at the memcpy figure above; 3.97 ns, rounded.
+_DDR_RUN_OVERHEAD_S = 4.0e-9
 
 NPU1 = Arch(
     name="npu1",
@@ -294,6 +303,7 @@ NPU1 = Arch(
     shim_read_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 4,
     shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 4,
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # assumption: no npu1 figure; the (likely XDNA2) memcpy
+    ddr_run_overhead_s=_DDR_RUN_OVERHEAD_S,  # assumption: no npu1 figure; the npu2 fit (Strix train rows)
     macs_per_cycle={"int8": 256, "int8xint4": 512, "int16": 64, "bf16": 128},  # AM020 / UG1079
     mmul_shapes={"bf16": (4, 8, 4), "int8": (4, 8, 8), "int16": (4, 4, 4)},  # mlir-aie "npu" map
     # Matmul microkernel: fastsim.kernel_model.matmul (docs/kernel_model.md) prices a call from the
@@ -308,6 +318,7 @@ NPU1 = Arch(
     core_program_load_s=40e-6,  # Phoenix: 40-110 us to load a core's program (jdominick05); low end
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
+           "ddr_run_overhead_s": "assumption: the npu2 fit (smolvla connector tile_n sweep on Strix)",
            "reconfiguration_s": "assumption (Strix figure)",
            "core_program_load_s": "measured range 40-110 us (jdominick05); the low end is an assumption",
            "vector_cycles_per_elem": "assumption: the npu2 single-tile figures (mlir-air kernel registry), "
@@ -326,6 +337,7 @@ NPU2 = Arch(
     shim_read_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
     shim_write_bytes_per_cycle=(_SHIM_COLUMN_BYTES_PER_CYCLE,) * 8,
     ddr_bytes_per_s=_MEMCPY_DDR_BYTES_PER_S,  # mlir-aie memcpy, 66.6 GB/s both directions
+    ddr_run_overhead_s=_DDR_RUN_OVERHEAD_S,  # fit: smolvla connector tile_n sweep (registry md:303)
     # Ryzen AI 1.7.1 cost-model device.yaml for AIE2P (docs/calibration.md): int8 512, bfp16 512, native
     # bf16 only 64 (Xilinx/llvm-aie #710: no high-throughput bf16 instruction on XDNA2).
     macs_per_cycle={"int8": 512, "bf16": 64, "bfp16": 512},
@@ -352,6 +364,8 @@ NPU2 = Arch(
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
     elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
     notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
+           "ddr_run_overhead_s": "fit, not a measurement: smolvla connector tile_n sweep (4 train rows, "
+                                 "registry GEMM_bf16_in_bf16_out.md:303), bench/fit_ddr_runs.py",
            "runtime_instruction_cycles": "assumption: the Phoenix rate (112 cycles, xdna-emu)",
            "core_program_load_s": "assumption: the Phoenix figure (40-110 us, low end)",
            "vector_cycles_per_elem": "norm, layer_norm, gelu, silu_mul measured (mlir-air registry, upper "
@@ -404,6 +418,12 @@ def _model_and_energy_problems(p: Problems, arch: Arch) -> None:
         _table(p, name, getattr(arch, name), lambda k: True, lambda f, v: p.number(f, v, lo=0, hi=1e9, unit="pJ"))
 
 
+def _ddr_problems(p: Problems, arch: Arch) -> None:
+    p.number("ddr_bytes_per_s", arch.ddr_bytes_per_s, lo=0, lo_open=True, hi=1e15, unit="bytes/s")
+    # at most 1 us per run (250x the fit), so that the run cost in kernel units stays far from overflow
+    p.number("ddr_run_overhead_s", arch.ddr_run_overhead_s, lo=0, hi=1e-6, unit="seconds")
+
+
 def validate(arch: Arch) -> Arch:
     """Raise one ConfigError that lists every bad field of ``arch``: wrong types first (before any
     comparison or arithmetic), then ranges."""
@@ -425,7 +445,7 @@ def validate(arch: Arch) -> Arch:
                                                         f"needs one value per column ({arch.columns})"):
             for c, x in enumerate(v):
                 p.number(f"{name}[{c}]", x, lo=0, lo_open=True, hi=MOST["rate"], unit="bytes/cycle")
-    p.number("ddr_bytes_per_s", arch.ddr_bytes_per_s, lo=0, lo_open=True, hi=1e15, unit="bytes/s")
+    _ddr_problems(p, arch)
     macs = arch.macs_per_cycle if isinstance(arch.macs_per_cycle, dict) else {}
     _table(p, "macs_per_cycle", arch.macs_per_cycle, lambda k: True,
            lambda f, v: p.number(f, v, integer=True, lo=1, hi=MOST["count"]))

@@ -90,7 +90,24 @@ def _bd_table(design: Design, lock_index: dict, bd_index: dict) -> np.ndarray:
         bds[i, L.BD_REL_VAL] = b.release[1] if b.release else 0
         bds[i, L.BD_NEXT] = bd_index[b.next.id] if b.next is not None else -1
         bds[i, L.BD_CYCLIC] = int(endless[b.id])
+        bds[i, L.BD_RUN] = max(1, round(run_bytes(b) * L.UNITS_PER_BYTE / b.compression_ratio))
     return bds
+
+
+def run_bytes(b) -> int:
+    """Bytes of one contiguous run of ``b``'s buffer: what one DDR request streams when ``b`` is a
+    shim BD. Without dims the whole length is one run (each iteration re-reads it: a run each);
+    with dims, the innermost dimension's contiguous words, merged with each outer dimension whose
+    stride continues them (a row-major block of whole rows is one run); an innermost stride other
+    than one word makes every word its own run."""
+    if not b.dims:
+        return b.length_bytes
+    words = 1
+    for size, stride in b.dims:
+        if stride != words:
+            break
+        words *= size
+    return min(b.length_bytes, 4 * words)
 
 
 def _channel_table(design: Design, channels: list[Channel], ch_index: dict,
@@ -180,6 +197,8 @@ def _params(design: Design, n_channels: int, n_cores: int, *, skip: bool, max_cy
     prm[L.P_N_HOST] = len(design.host)
     prm[L.P_N_COLS] = arch.columns
     prm[L.P_DDR_CAP] = to_units(arch.ddr_bytes_per_cycle)
+    # the DDR capacity a run's cost takes: its time at the DDR's byte rate, in units
+    prm[L.P_DDR_RUN] = round(arch.ddr_run_overhead_s * arch.ddr_bytes_per_s * L.UNITS_PER_BYTE)
     prm[L.P_QDEPTH] = arch.task_queue_depth
     prm[L.P_SETUP] = arch.bd_setup_cycles
     prm[L.P_CHAIN] = arch.bd_chain_cycles

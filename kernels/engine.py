@@ -6,7 +6,8 @@ Every cycle has two phases:
 1. control: the host, then each core, then each channel (in index order) makes its zero-time
    transitions (pop a task, acquire/release a lock, chain to the next BD) until it reaches a state
    that spends the cycle (a timer, a blocked acquire, a transfer, idle);
-2. flow: shim channels share their column and DDR bandwidth; every S2MM decides its pull from the
+2. flow: shim channels share their column and DDR bandwidth (bytes plus a cost per contiguous
+   run of their BD, see ``_share_ddr``); every S2MM decides its pull from the
    stream buffer as it stood at the start of the cycle; every MM2S pushes into all its consumers'
    buffers at the pace of the fullest one (broadcast waits for the slowest consumer).
 
@@ -19,14 +20,14 @@ and, in a periodic steady state, applies whole periods at once. The pure-Python 
 from ._jit import inline, kernel
 from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
 from .layout import (
-    BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
+    BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL, BD_RUN,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
     CH_COL, CH_CONS_END, CH_CONS_START, CH_FIFO_CAP, CH_LATENCY, CH_MM2S, CH_PRODUCER, CH_RATE,
     CH_SHIM, CH_STATIC_BD, CORE_END, CORE_START, CS_ACQ_LAT, CS_ACQUIRE, CS_IDLE, CS_RELEASE,
     CS_SETUP, CS_TRANSFER, EV_CHANNEL, EV_CORE, H_BD, H_CH, H_OP, H_REP, HOST_PUSH, K_CLASS,
     K_DEPTH, K_EV_START, K_PC, K_STATE, K_TIMER, KC_BUSY, KC_IDLE, KC_LOCK_WAIT, KC_OVERHEAD,
     KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, MAX_LOOP_DEPTH, NEVER, OP_ACQUIRE,
-    OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_LIVELOCK, P_LOCK_MAX,
+    OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_DDR_RUN, P_LIVELOCK, P_LOCK_MAX,
     P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
     P_FF, P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
     S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
@@ -244,13 +245,30 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res, ff, o_
 
 
 @inline
-def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
+def _ddr_load(rate, run, run_cost):
+    """DDR capacity (units per cycle) that moving ``rate`` units per cycle in runs of ``run`` units
+    uses when every run costs ``run_cost`` units besides its bytes: rate * (run + run_cost) / run,
+    floored, so that a zero ``run_cost`` charges the bytes alone."""
+    return rate + rate * run_cost // run
+
+
+@inline
+def _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active):
     """Split column and DDR bandwidth between the shim channels that want to move data now.
 
     A shim channel wants bandwidth when it could move a byte this cycle (S_WANT, set by the flow
     phase). Each column's read (MM2S) and write (S2MM) bandwidth is split evenly between that
-    column's wanting channels of that direction (capped at the stream rate); if the sum exceeds the
-    DDR cap, every share is scaled down proportionally (floor, at least one unit).
+    column's wanting channels of that direction (capped at the stream rate); if the DDR capacity
+    those shares use exceeds the DDR cap, every share is scaled down proportionally (floor, at
+    least one unit).
+
+    A share's DDR use is its bytes plus ``P_DDR_RUN`` units per contiguous run of its BD
+    (``_ddr_load``): the DDR serves requests, one per run, and each costs time besides its bytes.
+    The cost takes shared capacity, not a per-channel stall, because the measurements it is fitted
+    to and checked against (docs/calibration.md "DDR runs") show one per-run constant for 4- and
+    8-column designs alike: a limit of the DDR all shim channels share. A channel alone below the
+    cap therefore pays nothing; and since a share's bytes never exceed its DDR use, the bytes moved
+    per cycle stay within the cap (the search's bytes-over-rate bounds stay lower bounds).
     """
     for j in range(n_active):
         c = active[j]
@@ -261,6 +279,7 @@ def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
         if ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
             counts[ch[c, CH_MM2S], ch[c, CH_COL]] += 1
     total = 0
+    run_cost = prm[P_DDR_RUN]
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_SHIM] == 1:
@@ -268,7 +287,7 @@ def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
                 d = ch[c, CH_MM2S]
                 col = ch[c, CH_COL]
                 st[c, S_RATE] = max(1, min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col]))
-                total += st[c, S_RATE]
+                total += _ddr_load(st[c, S_RATE], bds[st[c, S_BD], BD_RUN], run_cost)
             else:
                 st[c, S_RATE] = ch[c, CH_RATE]
     cap = prm[P_DDR_CAP]
@@ -280,7 +299,7 @@ def _share_ddr(prm, ch, col_rates, st, counts, active, n_active):
 
 
 @inline
-def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_active):
+def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active, n_active):
     """Move bytes for one cycle between the ``active`` (transferring) channels.
 
     Order: tile S2MMs decide their pulls (fixed stream rate); shim channels say whether they could
@@ -306,7 +325,7 @@ def _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_a
                 s = cons[i]
                 room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
             st[c, S_WANT] = 1 if room > 0 else 0
-    _share_ddr(prm, ch, col_rates, st, counts, active, n_active)
+    _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active)
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_MM2S] == 0 and ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
@@ -531,7 +550,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         if status != ST_OK:
             res[R_STATUS] = status
             break
-        restarted = _flow_phase(cyc, prm, ch, cons, col_rates, st, ch_bytes, counts, active, n_active)
+        restarted = _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active, n_active)
         active_cycle |= changed | restarted
         for j in range(n_active):
             c = active[j]

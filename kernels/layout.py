@@ -16,7 +16,8 @@ BD_REL_LOCK = 3  # lock index or -1
 BD_REL_VAL = 4
 BD_NEXT = 5  # next BD index or -1
 BD_CYCLIC = 6  # 1 when the chain starting here never ends
-BD_NCOL = 7
+BD_RUN = 7  # units of one contiguous run of its buffer (shim BDs: what one DDR request streams)
+BD_NCOL = 8
 
 # Channel table: one row per DMA channel
 CH_MM2S = 0  # 1 = MM2S (memory to stream), 0 = S2MM
@@ -76,7 +77,8 @@ P_MAX_CYCLES = 14
 P_SKIP = 15
 P_MAX_EVENTS = 16
 P_FF = 17  # 1: fast-forward whole periods of a periodic steady state (see kernels.fastforward)
-P_NCOL = 18
+P_DDR_RUN = 18  # DDR capacity units each contiguous run of a shim BD costs besides its bytes
+P_NCOL = 19
 
 # Channel states
 CS_IDLE = 0

@@ -24,6 +24,7 @@ class Bd:
     rel_val: int
     next: int
     cyclic: bool
+    run: int  # units of one contiguous run of the buffer (one DDR request on a shim channel)
 
 
 @dataclass
@@ -264,7 +265,8 @@ class ReferenceSim:
         for c in wanting:
             col_rate = self.col_rates[1 if c.is_mm2s else 0][c.col]
             c.rate = max(1, min(c.stream_rate, col_rate // count[(c.is_mm2s, c.col)]))
-        total = sum(c.rate for c in wanting)
+        # DDR capacity used: the bytes, plus P_DDR_RUN per contiguous run they span (pro rata, floored)
+        total = sum(c.rate + c.rate * self.p["P_DDR_RUN"] // self.bds[c.bd].run for c in wanting)
         if total > self.p["P_DDR_CAP"]:
             for c in wanting:
                 c.rate = max(1, c.rate * self.p["P_DDR_CAP"] // total)

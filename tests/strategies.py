@@ -28,7 +28,26 @@ def small_arch(draw):
         shim_read_bytes_per_cycle=tuple(draw(st.sampled_from([0.5, 1.0, 3.0, 8.0])) for _ in range(2)),
         shim_write_bytes_per_cycle=tuple(draw(st.sampled_from([0.5, 2.0, 8.0])) for _ in range(2)),
         ddr_bytes_per_s=draw(st.sampled_from([1.5, 4.0, 40.0])) * clock,
+        # 0 to 1,200 bytes of DDR time per contiguous run (the npu2 fit is about 270 B)
+        ddr_run_overhead_s=draw(st.sampled_from([0.0, 1e-9, 4e-9, 3e-8])),
     )
+
+
+@st.composite
+def shim_dims(draw, words):
+    """Dims for a shim BD of ``words`` 32-bit words, or () (one run): an inner dimension of a
+    divisor of ``words`` and an outer one whose stride either continues it (still one run) or
+    skips (runs of the inner size: down to one word, the shortest a BD can make)."""
+    if not draw(st.booleans()):
+        return ()
+    inner = draw(st.sampled_from([w for w in range(1, words + 1) if words % w == 0]))
+    gap = draw(st.sampled_from([0, 1, inner]))
+    return ((inner, 1), (words // inner, inner + gap))
+
+
+def dims_extent(dims, length_bytes):
+    """Bytes a BD with ``dims`` reaches from its offset."""
+    return 4 * (1 + sum((size - 1) * stride for size, stride in dims)) if dims else length_bytes
 
 
 def _channels(arch, direction):
@@ -75,11 +94,14 @@ def designs(draw, arch=None):
     for ch in used:
         shim = ch.tile.row == 0
         n_bd = draw(st.integers(1, 3))
-        sizes = [draw(st.integers(1, 48)) for _ in range(n_bd)]
-        buf = d.ddr_buffer(max(sizes)) if shim else d.buffer(ch.tile, max(sizes))
-        bds = [d.bd(ch, buf, n, acquire=lock_spec(ch.tile), release=lock_spec(ch.tile),
+        # shim BDs: whole words, so that dims can split them into short DDR runs
+        sizes = [4 * draw(st.integers(1, 12)) if shim else draw(st.integers(1, 48)) for _ in range(n_bd)]
+        dims = [draw(shim_dims(n // 4)) if shim else () for n in sizes]
+        extent = max(dims_extent(x, n) for x, n in zip(dims, sizes))
+        buf = d.ddr_buffer(extent) if shim else d.buffer(ch.tile, extent)
+        bds = [d.bd(ch, buf, n, dims=x, acquire=lock_spec(ch.tile), release=lock_spec(ch.tile),
                     compression_ratio=1.0 if shim else draw(st.sampled_from([1.0, 1.0, 2.0, 1.5])))
-               for n in sizes]
+               for n, x in zip(sizes, dims)]
         static = not shim and draw(st.booleans())
         cyclic = static and draw(st.booleans())
         d.chain(*bds, cyclic=cyclic)
@@ -136,7 +158,8 @@ def pipelines(draw, arch=None, max_objects=4):
         rows = draw(st.lists(st.integers(0, arch.compute_rows - 1), min_size=1, max_size=2, unique=True))
         via_mem = draw(st.booleans())
         shim, memt = d.shim(col), d.mem(col)
-        src = d.ddr_buffer(size * n_obj)
+        in_dims = draw(shim_dims(size // 4))
+        src = d.ddr_buffer(max(size, dims_extent(in_dims, size)) * n_obj)
         dst = d.ddr_buffer(size * n_obj * len(rows))
         consumers = [s2mm(d.compute(col, r), 0) for r in rows]
         if via_mem:
@@ -151,7 +174,7 @@ def pipelines(draw, arch=None, max_objects=4):
             d.route(mm2s(memt, 0), *consumers)
         else:
             fifo = object_fifo(d, mm2s(shim, 0), consumers, depth, size, f"in{col}")
-        d.push(mm2s(shim, 0), d.bd(mm2s(shim, 0), src, size), repeat=n_obj)
+        d.push(mm2s(shim, 0), d.bd(mm2s(shim, 0), src, size, dims=in_dims), repeat=n_obj)
         out_bds = []
         for j, r in enumerate(rows):
             tile = d.compute(col, r)

@@ -120,6 +120,8 @@ NOT_FACTS = {
     "kernel_model": "not a hardware fact: a user's or a calibration's settings on top of the kernel model (presets: none)",
     "mmul_shapes": "not a hardware fact: the intrinsic shape a software kernel picks (mlir-aie microkernel map)",
     "accumulate_elems_per_cycle": "assumption: one 512-bit vector of 16 fp32 lanes per cycle",
+    "ddr_run_overhead_s": "not a hardware fact: a fit to the smolvla connector tile_n sweep (mlir-air kernel registry "
+                          "GEMM_bf16_in_bf16_out.md:303, bench/fit_ddr_runs.py); npu1 an assumption (the npu2 fit)",
     "bd_setup_cycles": "assumption: AMD publishes none (xdna-emu guesses about 4)",
     "bd_chain_cycles": "assumption: AMD publishes none (xdna-emu guesses about 2)",
     "lock_acquire_cycles": "assumption: AMD publishes none (xdna-emu guesses 1)",

@@ -40,6 +40,9 @@ class GraphPins:
     # how the host submits a pass's dispatches: "single" commands or one "chained" run list
     # (``mapping.dispatch.host_seconds_per_dispatch``)
     dispatch_commands: str = "single"
+    # the graph's tensors lie row-major in DDR, read in tile rows (``Matmul.row_major_ddr``): a
+    # standalone GEMM's operands at the API boundary. False: a deployment lays each out as it reads it
+    row_major_ddr: bool = False
     # the arch the searched mappings are chosen for (None: the one it runs on). A deployed design
     # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
     # share): search on the nominal arch, build and simulate on the one given to ``evaluate``

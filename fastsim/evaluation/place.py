@@ -128,7 +128,7 @@ def matmul_of(p: Placed, pins: GraphPins) -> Matmul:
                   b_bytes=op.w.elem_bytes, c_bytes=op.y.elem_bytes, kernel_efficiency=pins.kernel_efficiency,
                   kernel_overhead_cycles=pins.kernel_overhead_cycles, cast_cycles_per_weight=op.cast_cycles_per_weight,
                   macs_scale=op.macs_scale, static_b=static, name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
-                  onchip_window_bytes=p.chip.window_bytes)
+                  onchip_window_bytes=p.chip.window_bytes, row_major_ddr=pins.row_major_ddr)
 
 
 @dataclass(frozen=True)

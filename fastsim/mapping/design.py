@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..arch import Arch
 from ..design import BD, Acquire, Channel, Compute, Design, Loop, Release, Tile, fifo_endpoint, mm2s, s2mm
+from .ddr_runs import shim_bd
 from .paths import join_outputs, push_round, stream_rates
 from .plan import Structure, check, host_columns
 from .space import Matmul, Mapping
@@ -37,7 +38,7 @@ def matmul_design(op: Matmul, mp: Mapping, arch: Arch, noop: bool = False, plann
     for ci in range(s.cols):
         _operand_paths(d, op, mp, ev, ci, consumers, hosted, ends, chip_sends)
     drains, keeps = _cores(d, op, mp, s, ev, hosted, ends, noop)
-    _host_sequence(d, mp, ev, hosted, s.groups, drains, chip_sends, keeps)
+    _host_sequence(d, op, mp, ev, hosted, s.groups, drains, chip_sends, keeps)
     return d
 
 
@@ -253,7 +254,7 @@ def _steps(mp: Mapping, ev: dict) -> list[tuple[int, int]]:
     return [(i, j) for j in range(nt) for i in range(mt)]
 
 
-def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, drains: list[int],
+def _host_sequence(d: Design, op: Matmul, mp: Mapping, ev: dict, hosted: dict, groups: int, drains: list[int],
                    chip_sends: dict, keeps: dict) -> None:
     """Push each step's transfers on every shim channel, steps in consumption order; a resident
     operand's block is read once, when first needed. On-chip operands are sent (A) or received (C)
@@ -268,8 +269,7 @@ def _host_sequence(d: Design, mp: Mapping, ev: dict, hosted: dict, groups: int, 
 
     def bd_for(col: int, ch, key: str, length: int):
         if (col, key, length) not in bds:
-            buf = d.ddr_buffer(length, f"{key}{col}")
-            bds[(col, key, length)] = d.bd(ch, buf, length, name=f"{key}{col}_ddr")
+            bds[(col, key, length)] = shim_bd(d, ch, key, length, f"{key}{col}_ddr", op, mp, ev)
         return bds[(col, key, length)]
 
     # an operand's entries are the same at every step that sends it (its unit when it is resident in

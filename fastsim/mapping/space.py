@@ -62,6 +62,11 @@ class Matmul:
     a_on_chip: bool = False
     c_on_chip: bool = False
     onchip_window_bytes: int = 0
+    # A, B and C lie in DDR row-major, as a user's tensors at an API boundary do, and shim BDs read
+    # them in runs of a tile row (fastsim.mapping.ddr_runs); False: a deployment that owns every
+    # layout (an LLM's weights repacked at load, its KV cache and activations written by its own
+    # kernels) lays each operand out in the order its design reads it, one run per BD
+    row_major_ddr: bool = True
 
     @property
     def a_elem_bytes(self) -> float:

@@ -77,10 +77,11 @@ class Gemm:
 
     def graph_pins(self) -> GraphPins:
         """What the GEMM fixes beyond its mapping pins (``pins``): datapath dtype, efficiency,
-        per-call overhead, NOOP."""
+        per-call overhead, NOOP, and its operands row-major in DDR (read in tile rows: a GEMM's tensors
+        at the API boundary)."""
         return GraphPins(self.dtype, kernel_efficiency=self.kernel_efficiency,
                          kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else (),
-                         search_budget=self.budget)
+                         search_budget=self.budget, row_major_ddr=True)
 
     def _validate(self) -> None:
         p = Problems("gemm")
