@@ -264,3 +264,23 @@ def _write(tmp_path, text: str):
     path = tmp_path / f"f{abs(hash(text))}.toml"
     path.write_text(text)
     return path
+
+
+def test_as_built__row_major_ddr_true_reads_tile_rows_and_is_never_faster(tmp_path):
+    """Tensors row-major in DDR (an implementation's layout, not fastsim's per-design one) cost a
+    DDR run per tile row: the matmuls are never faster, the vector ops unchanged."""
+    from fastsim.llm.run import apply_overlay
+
+    built = load_as_built(_write(tmp_path, "[prefill]\nrow_major_ddr = true\n"))
+    assert "row_major_ddr" in built.pinned("prefill")
+    study = LlmStudy(regime="prefill", prompt=256)
+    rows = apply_overlay(study, built.overlays["prefill"])
+    assert rows.row_major_ddr is True and study.row_major_ddr is False
+    plain, tiled = simulate_llm(study), simulate_llm(rows)
+    gemm = plain["op_class"].values == "gemm"
+    assert (tiled["op_seconds"].values[gemm] >= plain["op_seconds"].values[gemm]).all()
+    assert tiled["op_seconds"].values[gemm].sum() > plain["op_seconds"].values[gemm].sum()
+    vector = ~np.isin(plain["op_class"].values, ("gemm", "attention"))
+    assert np.array_equal(tiled["op_seconds"].values[vector], plain["op_seconds"].values[vector])
+    with pytest.raises(ConfigError, match="row_major_ddr"):
+        load_as_built(_write(tmp_path, "[prefill]\nrow_major_ddr = 1\n"))

@@ -107,6 +107,8 @@ PARAMETERS = (
     Parameter("causal_halving", bool, True, "prefill: causal attention's score and attention-times-V MACs cover "
               "only the keys each query sees"),
     Parameter("lm_head_last_only", bool, True, "prefill: the LM head runs on the last token only"),
+    Parameter("row_major_ddr", bool, False, "the tensors lie row-major in DDR and are read in tile rows (a DDR "
+              "cost per contiguous run); false: laid out as each design reads them (one run per BD)"),
     Parameter("search_budget", int, 3, "candidates each matmul's mapping search simulates, best lower bound "
               "first; exact: until each op's mapping is proven the best of its space", lo=1, hi=100_000,
               units="candidates", unset="exact"),

@@ -91,7 +91,8 @@ def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
                      cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
                      kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
                      pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode",
-                     search_budget=study.search_budget, dispatch_commands=study.dispatch_commands)
+                     search_budget=study.search_budget, dispatch_commands=study.dispatch_commands,
+                     row_major_ddr=study.row_major_ddr)
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
@@ -104,7 +105,8 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
                    cuts=study.cuts if overlay.cuts is None else tuple(overlay.cuts),
                    datapath={**study.datapath, **overlay.datapath}, tiles={**study.tiles, **overlay.tiles},
                    l2={**study.l2, **overlay.l2}, host={**study.host, **overlay.host},
-                   causal_halving=study.causal_halving if overlay.causal_halving is None else overlay.causal_halving)
+                   causal_halving=study.causal_halving if overlay.causal_halving is None else overlay.causal_halving,
+                   row_major_ddr=study.row_major_ddr if overlay.row_major_ddr is None else overlay.row_major_ddr)
 
 
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,

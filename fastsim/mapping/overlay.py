@@ -22,6 +22,7 @@ not its own searched optimum (``docs/as_built.md``)::
     l2 = { gemm = "b" }               # -> operands held in the mem tiles: "", a, b or ab
     residency = "streamed"       # or "static": weights loaded once into on-chip memory
     causal_halving = false       # prefill: the attention kernel computes the masked tiles too
+    row_major_ddr = true         # tensors row-major in DDR, read in tile rows (not laid out per design)
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
     tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers
@@ -48,7 +49,8 @@ from .space import DATAFLOWS, L2_CHOICES
 
 REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host",
-               "causal_halving")
+               "causal_halving", "row_major_ddr")
+FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
@@ -71,6 +73,8 @@ class Overlay:
     # whether causal attention skips the tiles above the diagonal (``LlmStudy.causal_halving``): an
     # implementation fact, not a choice the search makes; None: as the run says (skipped)
     causal_halving: bool | None = None
+    # whether the tensors lie row-major in DDR and are read in tile rows (``LlmStudy.row_major_ddr``)
+    row_major_ddr: bool | None = None
 
     def validate(self) -> "Overlay":
         p = Problems(f"overlay [{self.regime}]")
@@ -95,7 +99,9 @@ class Overlay:
                 isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in self.cuts),
                 "cuts", self.cuts, "a list of layer indices (the dispatch ends after each); [] for one dispatch")
         p.check(self.residency in (None, "streamed", "static"), "residency", self.residency, "streamed or static")
-        p.check(self.causal_halving in (None, True, False), "causal_halving", self.causal_halving, "true or false")
+        for name in FACTS:
+            value = getattr(self, name)
+            p.check(value is None or isinstance(value, bool), name, value, "true or false")
         p.raise_if_any()
         return self
 
@@ -108,8 +114,7 @@ class Overlay:
         for name in ("datapath", "tiles", "l2", "host"):
             if getattr(self, name):
                 out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
-        if self.causal_halving is not None:
-            out["causal_halving"] = self.causal_halving
+        out.update({name: getattr(self, name) for name in FACTS if getattr(self, name) is not None})
         return out
 
     def open_choices(self) -> list[str]:
@@ -137,7 +142,7 @@ class AsBuilt:
     def pinned(self, regime: str) -> list[str]:
         o = self.overlays.get(regime)
         set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices() and (k != "host" or o.host)
-                                     and (k != "causal_halving" or o.causal_halving is not None)]
+                                     and (k not in FACTS or getattr(o, k) is not None)]
         return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
 
@@ -220,7 +225,8 @@ def _regime(p: Problems, regime: str, table) -> Overlay | None:
                        table.get("residency"), None if cuts is None else tuple(cuts) if
                        isinstance(cuts, list) else cuts, dict(tables["datapath"]),
                        {k: tuple(v) if isinstance(v, list) else v for k, v in tables["tiles"].items()},
-                       dict(tables["l2"]), dict(tables["host"]), table.get("causal_halving")).validate()
+                       dict(tables["l2"]), dict(tables["host"]), table.get("causal_halving"),
+                       table.get("row_major_ddr")).validate()
     except ConfigError as e:
         p.items += e.problems
         return None
