@@ -159,7 +159,7 @@ class Arch:
     dispatch_overhead_s: float = 50e-6
     chained_dispatch_s: float = 8.8e-6
     runtime_instruction_cycles: float = 112.0
-    core_program_load_s: float = 40e-6
+    core_program_load_s: float = 75e-6
     reconfiguration_s: float = 106e-6  # overlay switch that rewrites routes and BDs only
     elf_reload_s: float = 2.67e-3  # overlay switch that also loads new core programs
     # Energy (assumptions: AMD publishes no per-operation energy for AIE-ML; orders of magnitude
@@ -315,12 +315,12 @@ NPU1 = Arch(
     dispatch_overhead_s=159.5e-6,  # xrt empty-kernel dispatch, Phoenix/Windows
     chained_dispatch_s=27.7e-6,  # xrt-smi validate run-list latency per command, Phoenix
     runtime_instruction_cycles=112,  # Phoenix command processor (xdna-emu host-firmware-dispatch.md)
-    core_program_load_s=40e-6,  # Phoenix: 40-110 us to load a core's program (jdominick05); low end
+    core_program_load_s=75e-6,  # Phoenix: 40-110 us to load a core's program (jdominick05); the middle
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
     notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
            "ddr_run_overhead_s": "assumption: the npu2 fit (smolvla connector tile_n sweep on Strix)",
            "reconfiguration_s": "assumption (Strix figure)",
-           "core_program_load_s": "measured range 40-110 us (jdominick05); the low end is an assumption",
+           "core_program_load_s": "measured range 40-110 us (jdominick05); the middle is an assumption",
            "vector_cycles_per_elem": "assumption: the npu2 single-tile figures (mlir-air kernel registry), "
                                      "same 16-lane kernels; elementwise measured (mlir-aie section-4c); "
                                      "softmax 3 (LUT exp, aie2/bf16_exp.cc), kv 1/16 (one 256-bit store per "
@@ -360,14 +360,14 @@ NPU2 = Arch(
     dispatch_overhead_s=52e-6,  # xrt empty-kernel dispatch, Strix Halo/Linux
     chained_dispatch_s=8.8e-6,  # xrt-smi validate run-list latency per command, Strix
     runtime_instruction_cycles=112,  # assumption: the Phoenix command processor's rate (xdna-emu)
-    core_program_load_s=40e-6,  # assumption: the Phoenix figure (jdominick05, low end of 40-110 us)
+    core_program_load_s=75e-6,  # assumption: the Phoenix figure (jdominick05, middle of 40-110 us)
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
     elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
     notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
            "ddr_run_overhead_s": "fit, not a measurement: smolvla connector tile_n sweep (4 train rows, "
                                  "registry GEMM_bf16_in_bf16_out.md:303), bench/fit_ddr_runs.py",
            "runtime_instruction_cycles": "assumption: the Phoenix rate (112 cycles, xdna-emu)",
-           "core_program_load_s": "assumption: the Phoenix figure (40-110 us, low end)",
+           "core_program_load_s": "assumption: the Phoenix figure (40-110 us, the middle)",
            "vector_cycles_per_elem": "norm, layer_norm, gelu, silu_mul measured (mlir-air registry, upper "
                                      "bounds, 1.8 GHz); softcap = gelu, rope 1/4, elementwise 0.07, softmax 5, "
                                      "dequant 1/8 and 1/16: assumptions; kv 1/32 (64 B store per cycle, AM027)"},

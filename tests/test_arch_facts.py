@@ -87,7 +87,7 @@ FACTS = [
     ("npu1", "chained_dispatch_s", 27.7e-6, "xrt-smi validate run-list latency per command, Phoenix"),
     ("npu2", "chained_dispatch_s", 8.8e-6, "xrt-smi validate run-list latency per command, Strix"),
     ("npu1", "runtime_instruction_cycles", 112, "xdna-emu docs/fidelity-gaps/host-firmware-dispatch.md (Phoenix)"),
-    ("npu1", "core_program_load_s", 40e-6, "jdominick05: 40-110 us to load a core's program, Phoenix (low end)"),
+    ("npu1", "core_program_load_s", 75e-6, "jdominick05: 40-110 us to load a core's program, Phoenix (the middle, an assumption)"),
     ("npu2", "reconfiguration_s", 106e-6, "iree-amd-aie #1187: Strix overlay switch 106-192 us"),
     ("npu2", "elf_reload_s", 2.67e-3, "atassis/xdna-engine docs/where-time-goes.md: Krackan design switch"),
     # parts: columns, clocks in the default mode, measured dispatch

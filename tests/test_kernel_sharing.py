@@ -12,6 +12,7 @@ from hypothesis import assume, example, given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
 
+from fastsim.arch import NPU2
 from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
 from fastsim.llm.assemble import mapping_search
 from fastsim.llm.model import Experts
@@ -82,7 +83,7 @@ def test_default_run__shares_kernels_where_per_op_choices_overflow_program_memor
                             + room * ROOMY.matmul_kernel_bytes)
     tight = simulate_llm(study, limits=limits)
     assert float(tight.program_reload_seconds) == 0 and len(_kernels(tight)) <= room
-    per_op_with_reloads = float(roomy.total_seconds) + limits.program_reload_s * TINY.num_layers
+    per_op_with_reloads = float(roomy.total_seconds) + NPU2.core_program_load_s * TINY.num_layers
     assert float(tight.total_seconds) < per_op_with_reloads
     shared = tight.kernel_shared.values
     assert shared.any() and not roomy.kernel_shared.values.any()

@@ -121,7 +121,7 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     # exceed program memory, the cores' program reloads (once per layer); they add up to the total
     of_op = np.array(dispatch.of_op)
     per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(3))
-    per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits), np.float64)
+    per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits, arch), np.float64)
     for d in range(n_dispatch):
         mine = of_op == d
         per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s

@@ -314,7 +314,7 @@ class Evaluation:
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
         room = (limits.program_memory_bytes - program_bytes(fixed, limits)) // max(1, limits.matmul_kernel_bytes)
-        reload_cycles = reload_seconds(dispatch, self.graph.layers, limits)[d] * self.arch.clock_hz
+        reload_cycles = reload_seconds(dispatch, self.graph.layers, limits, self.arch)[d] * self.arch.clock_hz
         budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + reload_cycles
         while True:
             weighted = {key: {k: c * count[key] for k, c in by.items() if c < float("inf")}
@@ -345,7 +345,7 @@ class Evaluation:
 
     def pass_seconds(self, placed, dispatch) -> float:
         """Seconds of the ops, the dispatches' host round trips and their program reloads."""
-        reloads = reload_seconds(dispatch, self.graph.layers, self.limits)
+        reloads = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch)
         host = host_seconds_per_dispatch(self.arch, dispatch.count, self.pins.dispatch_commands)
         return self.total(placed) + sum(host) + sum(reloads)
 

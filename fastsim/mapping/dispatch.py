@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..arch import Arch
 from ..errors import ConfigError, Problems
 
 
@@ -38,7 +39,6 @@ class DispatchLimits:
     words_per_bd: int = 8
     words_per_push: int = 2
     words_per_wait: int = 2
-    program_reload_s: float = 75e-6  # Phoenix: 40-110 us to load a core's program (jdominick05)
 
     def validate(self) -> "DispatchLimits":
         p = Problems("dispatch limits")
@@ -82,14 +82,14 @@ def program_bytes(kernels: set, limits: DispatchLimits) -> int:
     return size
 
 
-def reload_seconds(plan: "DispatchPlan", layers: list[int], limits: DispatchLimits) -> list[float]:
-    """Per dispatch: its cores' program reloads, once per layer it holds, where its kernels exceed
-    program memory (0 where they fit)."""
+def reload_seconds(plan: "DispatchPlan", layers: list[int], limits: DispatchLimits, arch: Arch) -> list[float]:
+    """Per dispatch: its cores' program reloads (``Arch.core_program_load_s`` each), once per layer
+    it holds, where its kernels exceed program memory (0 where they fit)."""
     out = []
     for d in range(plan.count):
         held = {layer for layer, x in zip(layers, plan.of_op) if x == d and layer >= 0}
         over = plan.program_bytes[d] > limits.program_memory_bytes
-        out.append(limits.program_reload_s * len(held) if over else 0.0)
+        out.append(arch.core_program_load_s * len(held) if over else 0.0)
     return out
 
 
