@@ -45,12 +45,11 @@ class DesignArrays(NamedTuple):
     level_bytes: np.ndarray  # float64[LEVELS]
 
 
-def design_arrays(batch: Batch, d: int) -> DesignArrays:
-    """Design ``d`` of a simulated batch (bytes per level summed in channel order, as the Dataset)."""
-    lw = batch.designs[d]
-    out, arch = batch.outputs, lw.design.arch
-    n_ch, n_core = len(lw.channels), len(lw.core_tiles)
-    ch_bytes = out["ch_bytes"][d, :n_ch] / L.UNITS_PER_BYTE
+def _level_bytes(lw, arch, ch_bytes: np.ndarray) -> np.ndarray:
+    """Bytes per level: each shim channel's DDR traffic, and each stream's bytes at the level its
+    two ends span. A circuit stream counts what its S2MM received; a packet-switched S2MM has
+    several producers at different levels, so each of its streams counts what its MM2S sent (the
+    same bytes once the S2MM has drained its buffer)."""
     level_bytes = np.zeros(len(LEVELS))
     for c, chan in enumerate(lw.channels):
         if chan.tile.row == 0:
@@ -58,6 +57,19 @@ def design_arrays(batch: Batch, d: int) -> DesignArrays:
         producer = lw.ch[c, L.CH_PRODUCER]
         if chan.direction == "s2mm" and producer >= 0:
             level_bytes[LEVELS.index(level_of(arch, lw.channels[producer].tile, chan.tile))] += ch_bytes[c]
+        if chan.direction == "s2mm" and lw.ch[c, L.CH_PACKET] == 1:
+            for m in lw.cons[lw.ch[c, L.CH_PROD_START]:lw.ch[c, L.CH_PROD_END]]:
+                level_bytes[LEVELS.index(level_of(arch, lw.channels[m].tile, chan.tile))] += ch_bytes[m]
+    return level_bytes
+
+
+def design_arrays(batch: Batch, d: int) -> DesignArrays:
+    """Design ``d`` of a simulated batch (bytes per level summed in channel order, as the Dataset)."""
+    lw = batch.designs[d]
+    out, arch = batch.outputs, lw.design.arch
+    n_ch, n_core = len(lw.channels), len(lw.core_tiles)
+    ch_bytes = out["ch_bytes"][d, :n_ch] / L.UNITS_PER_BYTE
+    level_bytes = _level_bytes(lw, arch, ch_bytes)
     res = out["res"][d]
     return DesignArrays(int(res[L.R_CYCLES]), int(res[L.R_STATUS]),
                         np.array([c.tile.col for c in lw.channels], np.int64),
