@@ -73,9 +73,19 @@ def designs(draw, arch=None):
     # routes
     producers = draw(st.lists(st.sampled_from(_channels(arch, MM2S)), min_size=1, max_size=4, unique=True))
     free_s2mm = _channels(arch, S2MM)
+    packet_fed = []  # S2MMs only packet routes feed: a later packet route may share one
     for src in producers:
         # shim to shim (DDR to DDR) is refused by validation
-        options = [c for c in free_s2mm if c.tile != src.tile and not (c.tile.row == 0 and src.tile.row == 0)]
+        def reachable(chs):
+            return [c for c in chs if c.tile != src.tile and not (c.tile.row == 0 and src.tile.row == 0)]
+        options = reachable(free_s2mm)
+        if draw(st.integers(0, 3)) == 0 and reachable(free_s2mm + packet_fed):
+            dst = draw(st.sampled_from(reachable(free_s2mm + packet_fed)))
+            if dst in free_s2mm:
+                free_s2mm.remove(dst)
+                packet_fed.append(dst)
+            d.route(src, dst, packet=True)
+            continue
         if not options:
             break
         dsts = draw(st.lists(st.sampled_from(options), min_size=1, max_size=min(3, len(options)), unique=True))
