@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 import fastsim
 from fastsim.arch import NPU2
-from fastsim.design import Design, mm2s, s2mm
+from fastsim.design import Acquire, Compute, Design, Loop, Release, mm2s, s2mm
 from fastsim.errors import ConfigError
 from fastsim.kernels import layout as L
 from fastsim.lower import lower
@@ -120,3 +120,28 @@ def test_packets__validation_refuses_a_packet_route_with_two_destinations():
         d.push(dst, d.bd(dst, d.buffer(dst.tile, 16), 16))
     with pytest.raises(ConfigError, match="packet route has one s2mm"):
         validate_design(d)
+
+
+def periodic_fan_in(n_obj: int = 40) -> Design:
+    """Two cores make ``n_obj`` objects each (64 and 96 bytes, 60 cycles a call) and send each as a
+    packet into the shim's S2MM 0, which the host drains one round (160 bytes) at a time."""
+    d = Design(NPU2, "periodic fan-in")
+    dst = s2mm(d.shim(0), 0)
+    for row, size, cycles in ((0, 64, 60), (1, 96, 60)):
+        tile = d.compute(0, row)
+        free, full = d.lock(tile, 2), d.lock(tile, 0)
+        bds = [d.bd(mm2s(tile, 0), d.buffer(tile, size), size, acquire=(full, 1), release=(free, 1)) for _ in range(2)]
+        d.start_chain(mm2s(tile, 0), d.chain(*bds, cyclic=True))
+        d.route(mm2s(tile, 0), dst, packet=True)
+        d.core_program(tile, Loop(n_obj, (Acquire(free), Compute(cycles), Release(full))))
+    d.push(dst, d.bd(dst, d.ddr_buffer(160), 160), repeat=n_obj)
+    d.wait(dst)
+    return d
+
+
+def test_packets__fast_forward_jumps_periods_of_a_shared_port_exactly():
+    design = periodic_fan_in()
+    ref = ReferenceSim(lower(design, **EVENTS)).run()
+    jumped = run_kernel([lower(design, skip=True, fast_forward=True, **EVENTS)])
+    assert jumped["res"][0, L.R_FF_CYCLES] > 0 and ref.status == L.ST_OK
+    assert_modes_match_reference(design)
