@@ -145,3 +145,18 @@ def test_packets__fast_forward_jumps_periods_of_a_shared_port_exactly():
     jumped = run_kernel([lower(design, skip=True, fast_forward=True, **EVENTS)])
     assert jumped["res"][0, L.R_FF_CYCLES] > 0 and ref.status == L.ST_OK
     assert_modes_match_reference(design)
+
+
+def test_packets__a_deadlock_names_the_packet_port_a_producer_waits_for():
+    """The S2MM takes 64 bytes and stops: the first packet holds the port with bytes left, so the
+    other producer is stuck waiting for it, and the error says so."""
+    d = Design(NPU2, "stuck port")
+    dst = s2mm(d.mem(0), 0)
+    for row in (0, 1):
+        src = mm2s(d.compute(0, row), 0)
+        d.start_chain(src, d.bd(src, d.buffer(src.tile, 256), 256))
+        d.route(src, dst, packet=True)
+    d.push(dst, d.bd(dst, d.buffer(dst.tile, 64), 64))
+    with pytest.raises(fastsim.errors.DeadlockError) as e:
+        fastsim.simulate(d)
+    assert "waiting for the packet port of tile(0,1).s2mm0 (held by tile(0,2).mm2s0)" in str(e.value)
