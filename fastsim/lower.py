@@ -234,6 +234,7 @@ def _params(design: Design, n_channels: int, n_cores: int, *, skip: bool, max_cy
     prm[L.P_MAX_CYCLES] = max_cycles
     prm[L.P_SKIP] = int(skip)
     prm[L.P_FF] = int(skip if fast_forward is None else fast_forward)
+    prm[L.P_PACKETS] = int(any(r.packet for r in design.routes))
     prm[L.P_MAX_EVENTS] = max_events
     return prm
 

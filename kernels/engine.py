@@ -38,7 +38,7 @@ from .layout import (
     K_DEPTH, K_EV_START, K_PC, K_STATE, K_TIMER, KC_BUSY, KC_IDLE, KC_LOCK_WAIT, KC_OVERHEAD,
     KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, MAX_LOOP_DEPTH, NEVER, OP_ACQUIRE,
     OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_DDR_RUN, P_LIVELOCK, P_LOCK_MAX,
-    P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
+    P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_PACKETS, P_QDEPTH, P_REL, P_SETUP,
     P_FF, P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
     S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_LAST_OWNER, S_OWNER, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
     S_REMAIN, S_REPEATS, S_STATE, S_WANT, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
@@ -211,7 +211,8 @@ def _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, 
                 st[c, S_CLASS] = -1  # decided by the flow phase
                 return changed, ST_OK
             _log_event(events, res, EV_CHANNEL, c, bd, st[c, S_EV_START], cyc)
-            _free_ports(c, ch, cons, st)  # the packet's last word went out: its port is free
+            if prm[P_PACKETS] == 1:
+                _free_ports(c, ch, cons, st)  # the packet's last word went out: its port is free
             if c == ff[C_ANCHOR_CH]:
                 ff[C_NOTE] = bd  # a period boundary candidate for fast-forward
             st[c, S_FLOW] = 0
@@ -379,7 +380,8 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
     transfer state). Returns 1 if a push restarted an empty stream or a packet port was granted
     (state changes).
     """
-    restarted = _grant_ports(ch, cons, st, active, n_active)
+    packets = prm[P_PACKETS] == 1  # else no port to arbitrate: circuit designs pay nothing
+    restarted = _grant_ports(ch, cons, st, active, n_active) if packets else 0
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_MM2S] == 0:
@@ -396,7 +398,7 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
             for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
                 s = cons[i]
                 room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
-            st[c, S_WANT] = 1 if room > 0 and not _port_blocked(c, ch, cons, st) else 0
+            st[c, S_WANT] = 1 if room > 0 and not (packets and _port_blocked(c, ch, cons, st)) else 0
     _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active)
     for j in range(n_active):
         c = active[j]
@@ -407,7 +409,7 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
         m = active[j]
         if ch[m, CH_MM2S] == 1:
             p = min(st[m, S_RATE], st[m, S_REMAIN])
-            if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or _port_blocked(m, ch, cons, st):
+            if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or (packets and _port_blocked(m, ch, cons, st)):
                 p = 0
             for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
                 s = cons[i]
@@ -475,7 +477,7 @@ def _identical_cycles(t, prm, ch, cons, st, kst):
                 k = _cycles_above(start_fill, net, f, k)
                 if not (f == st[c, S_RATE] or (net == 0 and start_fill == f)):
                     return 0
-            elif _port_blocked(c, ch, cons, st):
+            elif prm[P_PACKETS] == 1 and _port_blocked(c, ch, cons, st):
                 continue  # waits for a packet port until its owner's last word (the owner bounds k)
             else:
                 k = _cycles_above(start_remain, -f, f, k)

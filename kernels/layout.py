@@ -81,7 +81,8 @@ P_SKIP = 15
 P_MAX_EVENTS = 16
 P_FF = 17  # 1: fast-forward whole periods of a periodic steady state (see kernels.fastforward)
 P_DDR_RUN = 18  # DDR capacity units each contiguous run of a shim BD costs besides its bytes
-P_NCOL = 19
+P_PACKETS = 19  # 1 when some S2MM is packet-switched (CH_PACKET); 0 skips port arbitration
+P_NCOL = 20
 
 # Channel states
 CS_IDLE = 0
