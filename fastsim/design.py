@@ -96,8 +96,14 @@ class BD:
 
 @dataclass(frozen=True)
 class Route:
+    """A stream from one MM2S to its S2MMs. Circuit-switched (default): it owns its S2MMs, several
+    destinations are a broadcast. ``packet=True`` (mlir-aie's ``aie.packet_flow``): several packet
+    routes may end at one S2MM, each of the source's BDs one packet that holds the S2MM's port
+    until its last word; a packet route has one destination (no fan-out by packet id)."""
+
     src: Channel
     dsts: tuple[Channel, ...]
+    packet: bool = False
 
 
 # core program operations
@@ -209,8 +215,8 @@ class Design:
             bds[-1].next = bds[0]
         return bds[0]
 
-    def route(self, src: Channel, *dsts: Channel) -> Route:
-        r = Route(src, tuple(dsts))
+    def route(self, src: Channel, *dsts: Channel, packet: bool = False) -> Route:
+        r = Route(src, tuple(dsts), packet)
         self.routes.append(r)
         return r
 

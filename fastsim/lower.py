@@ -113,7 +113,8 @@ def run_bytes(b) -> int:
 def _channel_table(design: Design, channels: list[Channel], ch_index: dict,
                    bd_index: dict) -> tuple[np.ndarray, list[int]]:
     """One row per channel, and every route's consumers as one flat list that each MM2S row
-    indexes by span: a route's switch hops set its consumers' FIFO capacity and latency."""
+    indexes by span, followed by each packet-switched S2MM's producers (its row indexes those):
+    a route's switch hops set its consumers' FIFO capacity and latency."""
     arch = design.arch
     ch = np.zeros((len(channels), L.CH_NCOL), np.int64)
     ch[:, L.CH_STATIC_BD] = -1
@@ -133,12 +134,36 @@ def _channel_table(design: Design, channels: list[Channel], ch_index: dict,
         for d in r.dsts:
             s = ch_index[d]
             cons.append(s)
-            n_hops = hops(r.src.tile, d.tile)
-            ch[s, L.CH_PRODUCER] = m
-            ch[s, L.CH_FIFO_CAP] = n_hops * arch.switch_buffer_bytes * L.UNITS_PER_BYTE
-            ch[s, L.CH_LATENCY] = n_hops * arch.switch_hop_latency_cycles
+            if not r.packet:
+                ch[s, L.CH_PRODUCER] = m
+                _set_stream(ch, s, hops(r.src.tile, d.tile), arch)
         ch[m, L.CH_CONS_END] = len(cons)
+    _packet_producers(design, ch, ch_index, cons)
     return ch, cons
+
+
+def _set_stream(ch: np.ndarray, s: int, n_hops: int, arch) -> None:
+    """S2MM row s: the buffering and latency of a stream through ``n_hops`` switches."""
+    ch[s, L.CH_FIFO_CAP] = n_hops * arch.switch_buffer_bytes * L.UNITS_PER_BYTE
+    ch[s, L.CH_LATENCY] = n_hops * arch.switch_hop_latency_cycles
+
+
+def _packet_producers(design: Design, ch: np.ndarray, ch_index: dict, cons: list[int]) -> None:
+    """Mark each S2MM that packet routes feed, and append its producers (by channel index, the
+    round-robin order) to ``cons``. Its stream is the part all its packets share, the switches
+    nearest to it: the shortest producer's path sets its buffering and latency (an assumption:
+    each longer path's own switches before the merge are not modelled)."""
+    feeds: dict[int, list[tuple[int, int]]] = {}  # S2MM row: (producer row, hops) per packet route
+    for r in design.routes:
+        if r.packet:
+            for d in r.dsts:
+                feeds.setdefault(ch_index[d], []).append((ch_index[r.src], hops(r.src.tile, d.tile)))
+    for s in sorted(feeds):
+        ch[s, L.CH_PACKET] = 1
+        _set_stream(ch, s, min(n for _, n in feeds[s]), design.arch)
+        ch[s, L.CH_PROD_START] = len(cons)
+        cons.extend(sorted(m for m, _ in feeds[s]))
+        ch[s, L.CH_PROD_END] = len(cons)
 
 
 def _core_tables(design: Design, lock_index: dict) -> tuple[list, np.ndarray, np.ndarray, list[str]]:
@@ -209,6 +234,7 @@ def _params(design: Design, n_channels: int, n_cores: int, *, skip: bool, max_cy
     prm[L.P_MAX_CYCLES] = max_cycles
     prm[L.P_SKIP] = int(skip)
     prm[L.P_FF] = int(skip if fast_forward is None else fast_forward)
+    prm[L.P_PACKETS] = int(any(r.packet for r in design.routes))
     prm[L.P_MAX_EVENTS] = max_events
     return prm
 

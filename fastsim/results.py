@@ -61,8 +61,9 @@ def design_arrays(batch: Batch, d: int) -> DesignArrays:
 
 def _channel_columns(lw) -> tuple:
     """A lowered design's channels as arrays (column, row, index, MM2S) and the (level, channel)
-    pairs its bytes add to, in channel order: made once per lowered design and kept on it, since a
-    search summarises every candidate it simulates."""
+    pairs its bytes add to, in channel order: each shim channel's DDR traffic, and each stream's
+    bytes at the level its two ends span (a circuit stream: what its S2MM received). Made once per
+    lowered design and kept on it, since a search summarises every candidate it simulates."""
     found = getattr(lw, "_channel_columns", None)
     if found is None:
         arch, level, of_channel = lw.design.arch, [], []
@@ -74,6 +75,12 @@ def _channel_columns(lw) -> tuple:
             if chan.direction == "s2mm" and producer >= 0:
                 level.append(LEVELS.index(level_of(arch, lw.channels[producer].tile, chan.tile)))
                 of_channel.append(c)
+            if chan.direction == "s2mm" and lw.ch[c, L.CH_PACKET] == 1:
+                # a packet-switched S2MM's producers sit at different levels: each stream counts
+                # what its MM2S sent (the same bytes once the S2MM has drained its buffer)
+                for m in lw.cons[lw.ch[c, L.CH_PROD_START]:lw.ch[c, L.CH_PROD_END]]:
+                    level.append(LEVELS.index(level_of(arch, lw.channels[m].tile, chan.tile)))
+                    of_channel.append(int(m))
         found = (np.array([c.tile.col for c in lw.channels], np.int64),
                  np.array([c.tile.row for c in lw.channels], np.int64),
                  np.array([c.index for c in lw.channels], np.int64),

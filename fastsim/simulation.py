@@ -269,6 +269,19 @@ def raise_on_failure(batch: Batch, i: int) -> None:
                           f"{lw.design.arch.lock_max_value}", i, cycle, stuck)
 
 
+def _transfer_stall(lw, st, c: int) -> str:
+    """Why transferring channel c of a stuck design moves nothing: an MM2S waits for room, or for
+    the packet port of a shared S2MM that another packet holds; an S2MM for data."""
+    if not lw.ch[c, L.CH_MM2S]:
+        return "no data arriving"
+    for s in lw.cons[lw.ch[c, L.CH_CONS_START]:lw.ch[c, L.CH_CONS_END]]:
+        owner = int(st[s, L.S_OWNER])
+        if lw.ch[s, L.CH_PACKET] and owner != c:
+            held = f"held by {lw.channels[owner]}" if owner >= 0 else "free"
+            return f"waiting for the packet port of {lw.channels[s]} ({held})"
+    return "stream buffer full (backpressure)"
+
+
 def describe_stuck(batch: Batch, i: int) -> list[str]:
     """Human-readable state of every channel, core and the host of design i after it stopped."""
     lw = batch.designs[i]
@@ -295,8 +308,7 @@ def describe_stuck(batch: Batch, i: int) -> list[str]:
             text += f", needs {bd.acquire[1]} of {lock_text(lk_idx)}"
         elif s == L.CS_TRANSFER:
             left = int(st[c, L.S_REMAIN]) / L.UNITS_PER_BYTE
-            why = "stream buffer full (backpressure)" if chan.direction == "mm2s" else "no data arriving"
-            text += f", {left:g} bytes left, {why}"
+            text += f", {left:g} bytes left, {_transfer_stall(lw, st, c)}"
         out.append(text)
     for k, tile in enumerate(lw.core_tiles):
         s = int(kst[k, L.K_STATE])

@@ -272,10 +272,12 @@ def _check_bd_locks(v: _Checker, b: BD, kind_name: str) -> None:
 
 
 def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
-    """Routes: one per MM2S source, each S2MM fed by one source. Returns the routed sources and
-    each fed S2MM's source, which the channel programs need to find channels nothing feeds."""
+    """Routes: one per MM2S source, each S2MM fed by one circuit route or by any number of packet
+    routes (fan-in; each packet route has one destination). Returns the routed sources and each
+    fed S2MM's first source, which the channel programs need to find channels nothing feeds."""
     p = v.p
     producer_of: dict[Channel, Channel] = {}
+    packet_fed: set[Channel] = set()
     routed = set()
     for r in design.routes:
         if not v.channel_ok(r.src, lambda: f"route {r.src}.src"):
@@ -286,17 +288,23 @@ def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
             p.add(f"route {r.src}.src", str(r.src), "has more than one route")
         if not r.dsts:
             p.add(f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
+        if r.packet and len(r.dsts) > 1:
+            p.add(f"route {r.src}.dsts", len(r.dsts), "a packet route has one s2mm channel "
+                  "(fan-out by packet id is not modelled)")
         routed.add(r.src)
         for d in r.dsts:
             if v.channel_ok(d, lambda: f"route {r.src}.dst"):
                 if d.direction != S2MM:
                     p.add(f"route {r.src}.dst", str(d), "must be an s2mm channel")
-                if d in producer_of:
-                    p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}")
+                if d in producer_of and not (r.packet and d in packet_fed):
+                    p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}: only packet "
+                          "routes (packet=True) may share an s2mm channel")
                 if r.src.tile.row == 0 and d.tile.row == 0:
                     p.add(f"route {r.src}.dst", str(d), "a shim-to-shim stream (DDR to DDR) is not modelled: "
                           "route it through a mem tile")
-                producer_of[d] = r.src
+                if d not in producer_of and r.packet:
+                    packet_fed.add(d)
+                producer_of.setdefault(d, r.src)
     return routed, producer_of
 
 

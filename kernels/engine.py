@@ -11,6 +11,15 @@ Every cycle has two phases:
    stream buffer as it stood at the start of the cycle; every MM2S pushes into all its consumers'
    buffers at the pace of the fullest one (broadcast waits for the slowest consumer).
 
+Packet switching: a packet-switched S2MM (CH_PACKET) has several producers. Each MM2S BD is one
+packet (TLAST on its last word), and a packet holds the S2MM's port from its first word to its last
+(S_OWNER): the other producers wait, counted as backpressure. When the port is free, the first
+flow phase in which producers are transferring grants it round-robin by channel index, starting
+after the last owner (S_LAST_OWNER), before any flow is decided; the owner frees it when its
+transfer ends (the control phase of the cycle after its last word), so the next packet can flow
+in that cycle. The S2MM's BDs take
+the bytes in arrival order, whatever packet they came in. A grant or a release is a state change.
+
 Event skipping: after a cycle in which nothing changed state, the engine computes how many following
 cycles are provably identical (same states, same flows) and applies them at once. Fast-forward
 (``fastforward``): at loop ends of an anchor core it compares the whole state with earlier loop ends
@@ -22,15 +31,16 @@ from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_bound
 from .layout import (
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL, BD_RUN,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
-    CH_COL, CH_CONS_END, CH_CONS_START, CH_FIFO_CAP, CH_LATENCY, CH_MM2S, CH_PRODUCER, CH_RATE,
+    CH_COL, CH_CONS_END, CH_CONS_START, CH_FIFO_CAP, CH_LATENCY, CH_MM2S, CH_PACKET, CH_PROD_END,
+    CH_PROD_START, CH_PRODUCER, CH_RATE,
     CH_SHIM, CH_STATIC_BD, CORE_END, CORE_START, CS_ACQ_LAT, CS_ACQUIRE, CS_IDLE, CS_RELEASE,
     CS_SETUP, CS_TRANSFER, EV_CHANNEL, EV_CORE, H_BD, H_CH, H_OP, H_REP, HOST_PUSH, K_CLASS,
     K_DEPTH, K_EV_START, K_PC, K_STATE, K_TIMER, KC_BUSY, KC_IDLE, KC_LOCK_WAIT, KC_OVERHEAD,
     KS_ACQ_LAT, KS_ACQ_WAIT, KS_COMPUTE, KS_DONE, KS_REL_LAT, KS_RUN, MAX_LOOP_DEPTH, NEVER, OP_ACQUIRE,
     OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_DDR_RUN, P_LIVELOCK, P_LOCK_MAX,
-    P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_QDEPTH, P_REL, P_SETUP,
+    P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_PACKETS, P_QDEPTH, P_REL, P_SETUP,
     P_FF, P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
-    S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
+    S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_LAST_OWNER, S_OWNER, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
     S_REMAIN, S_REPEATS, S_STATE, S_WANT, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
     ST_DEADLOCK, ST_LIVELOCK, ST_LOCK_OVERFLOW, ST_OK, TASK_QUEUED, TASK_STATIC, TASK_STATIC_CYCLIC,
 )
@@ -159,7 +169,7 @@ def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, 
 
 
 @inline
-def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res, ff, o_task):
+def _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task):
     """Zero-time steps of channel c, then spend the cycle. Returns (changed, status)."""
     changed = 0
     while True:
@@ -201,6 +211,8 @@ def _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res, ff, o_
                 st[c, S_CLASS] = -1  # decided by the flow phase
                 return changed, ST_OK
             _log_event(events, res, EV_CHANNEL, c, bd, st[c, S_EV_START], cyc)
+            if prm[P_PACKETS] == 1:
+                _free_ports(c, ch, cons, st)  # the packet's last word went out: its port is free
             if c == ff[C_ANCHOR_CH]:
                 ff[C_NOTE] = bd  # a period boundary candidate for fast-forward
             st[c, S_FLOW] = 0
@@ -299,15 +311,77 @@ def _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active):
 
 
 @inline
+def _port_blocked(m, ch, cons, st):
+    """True when MM2S m feeds a packet-switched S2MM whose port another packet holds (or nobody
+    granted it yet): m cannot push this cycle."""
+    for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+        s = cons[i]
+        if ch[s, CH_PACKET] == 1 and st[s, S_OWNER] != m:
+            return True
+    return False
+
+
+@inline
+def _arbitrate(s, ch, cons, st):
+    """Grant the free port of packet S2MM s to a transferring producer: the first by channel index
+    after the last owner, else the first (round-robin). Returns 1 when granted."""
+    last = st[s, S_LAST_OWNER]
+    first = -1
+    for i in range(ch[s, CH_PROD_START], ch[s, CH_PROD_END]):
+        m = cons[i]
+        if st[m, S_STATE] == CS_TRANSFER:
+            if m > last:
+                st[s, S_OWNER] = m
+                return 1
+            if first < 0:
+                first = m
+    if first < 0:
+        return 0
+    st[s, S_OWNER] = first
+    return 1
+
+
+@inline
+def _grant_ports(ch, cons, st, active, n_active):
+    """Arbitrate every free packet port some transferring MM2S wants. Returns 1 if one was granted."""
+    granted = 0
+    for j in range(n_active):
+        m = active[j]
+        if ch[m, CH_MM2S] == 1:
+            for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+                s = cons[i]
+                if ch[s, CH_PACKET] == 1 and st[s, S_OWNER] < 0:
+                    granted |= _arbitrate(s, ch, cons, st)
+    return granted
+
+
+@inline
+def _free_ports(m, ch, cons, st):
+    """Channel m's transfer ended (its packet's last word went out in an earlier cycle): free the
+    packet ports it holds. Done in the control phase, not when the last word is pushed, because
+    event skipping may push that word in a repeated cycle; the next flow phase re-grants the port,
+    so a new packet flows in the cycle after the last word either way."""
+    for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+        s = cons[i]
+        if ch[s, CH_PACKET] == 1 and st[s, S_OWNER] == m:
+            st[s, S_OWNER] = -1
+            st[s, S_LAST_OWNER] = m
+
+
+@inline
 def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active, n_active):
     """Move bytes for one cycle between the ``active`` (transferring) channels.
 
     Order: tile S2MMs decide their pulls (fixed stream rate); shim channels say whether they could
     move data (an S2MM with buffered, arrived data; an MM2S whose consumers all have room, counting
     what tile consumers pull this cycle) and share DDR bandwidth; shim S2MMs pull; every MM2S
-    pushes. Channels that are not transferring always have S_FLOW == 0 (cleared when they leave the
-    transfer state). Returns 1 if a push restarted an empty stream (a state change).
+    pushes. Packet ports are granted first; an MM2S whose packet port another packet holds moves
+    nothing. Channels that are not transferring always have S_FLOW == 0 (cleared when they leave the
+    transfer state). Returns 1 if a push restarted an empty stream or a packet port was granted
+    (state changes).
     """
+    packets = prm[P_PACKETS] == 1  # else no port to arbitrate: circuit designs pay nothing
+    restarted = _grant_ports(ch, cons, st, active, n_active) if packets else 0
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_MM2S] == 0:
@@ -324,19 +398,18 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
             for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
                 s = cons[i]
                 room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
-            st[c, S_WANT] = 1 if room > 0 else 0
+            st[c, S_WANT] = 1 if room > 0 and not (packets and _port_blocked(c, ch, cons, st)) else 0
     _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active)
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_MM2S] == 0 and ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
             st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
     # producers push into every consumer's buffer at the pace of the fullest one
-    restarted = 0
     for j in range(n_active):
         m = active[j]
         if ch[m, CH_MM2S] == 1:
             p = min(st[m, S_RATE], st[m, S_REMAIN])
-            if ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0:
+            if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or (packets and _port_blocked(m, ch, cons, st)):
                 p = 0
             for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
                 s = cons[i]
@@ -397,13 +470,15 @@ def _identical_cycles(t, prm, ch, cons, st, kst):
                 if t < st[c, S_READY_AT]:
                     k = min(k, st[c, S_READY_AT] - t - 1)
                     continue
-                prod = ch[c, CH_PRODUCER]
+                prod = st[c, S_OWNER]
                 net = (st[prod, S_FLOW] if prod >= 0 else 0) - f
                 start_fill = st[c, S_FILL] - net
                 k = _cycles_above(start_remain, -f, f, k)
                 k = _cycles_above(start_fill, net, f, k)
                 if not (f == st[c, S_RATE] or (net == 0 and start_fill == f)):
                     return 0
+            elif prm[P_PACKETS] == 1 and _port_blocked(c, ch, cons, st):
+                continue  # waits for a packet port until its owner's last word (the owner bounds k)
             else:
                 k = _cycles_above(start_remain, -f, f, k)
                 steady = f == st[c, S_RATE]
@@ -438,7 +513,7 @@ def _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats):
             st[c, S_REMAIN] -= n * f
             ch_bytes[c] += n * f
         if ch[c, CH_MM2S] == 0:
-            prod = ch[c, CH_PRODUCER]
+            prod = st[c, S_OWNER]
             pushed = st[prod, S_FLOW] if prod >= 0 else 0
             st[c, S_FILL] += n * (pushed - f)
     for i in range(prm[P_N_CORES]):
@@ -482,6 +557,8 @@ def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
     for c in range(prm[P_N_CH]):
         st[c, S_STATE] = CS_IDLE
         st[c, S_RATE] = ch[c, CH_RATE]
+        st[c, S_OWNER] = ch[c, CH_PRODUCER]
+        st[c, S_LAST_OWNER] = -1
     for i in range(prm[P_N_CORES]):
         kst[i, K_PC] = cores[i, CORE_START]
         kst[i, K_STATE] = KS_RUN
@@ -531,7 +608,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         n_active = 0
         if status == ST_OK:
             for c in range(n_ch):
-                moved, status = _channel_control(c, cyc, prm, bds, ch, st, queue, locks, events, res, ff, o_task)
+                moved, status = _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task)
                 if status != ST_OK:
                     break
                 changed |= moved

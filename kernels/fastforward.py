@@ -17,7 +17,9 @@ sampling there found each new period several periods late).
 
 **Snapshot.** The state at the top of a cycle, normalized: absolute times (ready cycles, event
 starts) become times relative to now; task queues are read from their heads; dead fields (the
-last cycle's classes) are dropped. Linear counters are kept apart: task repeats, tasks pushed and
+last cycle's classes) are dropped. Packet ports' owners and last owners (``S_OWNER``,
+``S_LAST_OWNER``) are channel indices and part of the exact state, so a period must also repeat
+the round-robin position of every shared S2MM. Linear counters are kept apart: task repeats, tasks pushed and
 done, core loop counters, the host's step, and every statistic.
 
 **Why a jump is exact.** The engine's next state is a function of the normalized state and of

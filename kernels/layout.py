@@ -27,10 +27,13 @@ CH_RATE = 3  # stream rate, units per cycle
 CH_STATIC_BD = 4  # BD chain started at cycle 0, or -1
 CH_FIFO_CAP = 5  # S2MM: stream buffering between producer and this channel, units
 CH_LATENCY = 6  # S2MM: cycles from a push into an empty stream until data can be pulled
-CH_PRODUCER = 7  # S2MM: producing MM2S channel index or -1
+CH_PRODUCER = 7  # S2MM: its one circuit-switched producer (MM2S channel index) or -1
 CH_CONS_START = 8  # MM2S: range into the consumer list
 CH_CONS_END = 9
-CH_NCOL = 10
+CH_PACKET = 10  # S2MM: 1 when packet-switched: several MM2S share it, one packet (BD) at a time
+CH_PROD_START = 11  # packet S2MM: range into the same list holding its producers, by channel index
+CH_PROD_END = 12
+CH_NCOL = 13
 
 # Core program table: one row per instruction
 OP_ACQUIRE = 0  # a = lock, b = value
@@ -78,7 +81,8 @@ P_SKIP = 15
 P_MAX_EVENTS = 16
 P_FF = 17  # 1: fast-forward whole periods of a periodic steady state (see kernels.fastforward)
 P_DDR_RUN = 18  # DDR capacity units each contiguous run of a shim BD costs besides its bytes
-P_NCOL = 19
+P_PACKETS = 19  # 1 when some S2MM is packet-switched (CH_PACKET); 0 skips port arbitration
+P_NCOL = 20
 
 # Channel states
 CS_IDLE = 0
@@ -108,7 +112,9 @@ S_STATIC_DONE = 15
 S_EV_START = 16
 S_CLASS = 17
 S_WANT = 18  # shim channel could move data this cycle (takes a DDR share)
-S_NCOL = 19
+S_OWNER = 19  # S2MM: the MM2S whose data enters its stream (circuit: CH_PRODUCER; packet: -1 = free)
+S_LAST_OWNER = 20  # packet S2MM: the MM2S that held the port last (round-robin start), or -1
+S_NCOL = 21
 
 # Kinds of task a channel runs
 TASK_QUEUED = 0  # pushed by the host; completion counts for host waits

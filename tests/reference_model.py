@@ -39,6 +39,10 @@ class Chan:
     latency: int
     producer: int
     consumers: list
+    packet: bool = False  # S2MM shared by several MM2S, one packet (MM2S BD) at a time
+    producers: list = field(default_factory=list)  # packet S2MM: its MM2S channels, by index
+    owner: int = -1  # S2MM: the MM2S whose data enters it (packet: -1 while the port is free)
+    last_owner: int = -1  # packet S2MM: where round-robin starts looking (after this index)
     state: str = IDLE
     timer: int = 0
     bd: int = -1
@@ -87,7 +91,9 @@ class ReferenceSim:
             r = [int(x) for x in r]
             self.ch.append(Chan(i, r[L.CH_MM2S] == 1, r[L.CH_SHIM] == 1, r[L.CH_COL], r[L.CH_RATE],
                                 r[L.CH_STATIC_BD], r[L.CH_FIFO_CAP], r[L.CH_LATENCY], r[L.CH_PRODUCER],
-                                cons[r[L.CH_CONS_START]:r[L.CH_CONS_END]] if r[L.CH_MM2S] else []))
+                                cons[r[L.CH_CONS_START]:r[L.CH_CONS_END]] if r[L.CH_MM2S] else [],
+                                r[L.CH_PACKET] == 1, cons[r[L.CH_PROD_START]:r[L.CH_PROD_END]],
+                                owner=r[L.CH_PRODUCER]))
             self.ch[-1].rate = r[L.CH_RATE]
         self.prog = [tuple(int(x) for x in row) for row in lowered.prog]
         self.cores = [Core(int(a), int(b), pc=int(a)) for a, b in lowered.cores]
@@ -213,6 +219,9 @@ class ReferenceSim:
                 if c.remaining > 0:
                     return moved
                 self.events.append((L.EV_CHANNEL, c.index, c.bd, c.ev_start, self.cycle))
+                for s in c.consumers:  # the packet is through: its port is free for the next one
+                    if self.ch[s].packet and self.ch[s].owner == c.index:
+                        self.ch[s].owner, self.ch[s].last_owner = -1, c.index
                 c.state, c.timer = RELEASE, (self.p["P_REL"] if bd.rel_lock >= 0 else 0)
                 moved = True
                 continue
@@ -238,9 +247,29 @@ class ReferenceSim:
                     c.state = IDLE
 
     # ---- flow phase ---------------------------------------------------------------------------
+    def blocked(self, m):
+        """MM2S m feeds a packet S2MM whose port it does not hold."""
+        return any(self.ch[s].packet and self.ch[s].owner != m.index for s in m.consumers)
+
+    def arbitrate(self):
+        """Each free packet port goes to a transferring producer: round-robin by channel index,
+        the first after the last owner. Returns True if a port was granted."""
+        granted = False
+        for s in self.ch:
+            if not s.packet or s.owner >= 0:
+                continue
+            waiting = [m for m in s.producers if self.ch[m].state == TRANSFER]
+            if waiting:
+                after = [m for m in waiting if m > s.last_owner]
+                s.owner = (after or waiting)[0]
+                granted = True
+        return granted
+
     def flow(self):
-        """Tile S2MMs pull; shim channels that could move data share DDR; shim S2MMs pull; MM2Ss push."""
+        """Packet ports are granted; tile S2MMs pull; shim channels that could move data share DDR;
+        shim S2MMs pull; MM2Ss push (not into a packet port another packet holds)."""
         moving = [c for c in self.ch if c.state == TRANSFER]
+        restarted = self.arbitrate()
         for c in self.ch:
             c.flow = 0
         for c in moving:
@@ -253,7 +282,7 @@ class ReferenceSim:
             if c.is_mm2s:
                 room = min(self.ch[s].fifo_cap - self.ch[s].fill + (0 if self.ch[s].is_shim else self.ch[s].flow)
                            for s in c.consumers)
-                wants = room > 0
+                wants = room > 0 and not self.blocked(c)
             else:
                 wants = self.cycle >= c.ready_at and c.fill > 0
             c.rate = c.stream_rate
@@ -273,11 +302,12 @@ class ReferenceSim:
         for c in wanting:
             if not c.is_mm2s:
                 c.flow = min(c.rate, c.remaining, c.fill)
-        restarted = False
         for m in moving:
             if not m.is_mm2s:
                 continue
             p = min(m.rate, m.remaining) if (not m.is_shim or m in wanting) else 0
+            if self.blocked(m):
+                p = 0
             p = min([p] + [self.ch[s].fifo_cap - self.ch[s].fill + self.ch[s].flow for s in m.consumers])
             m.flow = p
             if p > 0:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from fastsim.arch import NPU2
-from fastsim.design import MM2S, S2MM, Acquire, Channel, Compute, Design, Loop, Release, Tile
+from fastsim.design import MM2S, S2MM, Acquire, Channel, Compute, Design, Loop, Release, Tile, mm2s, s2mm
 
 
 @st.composite
@@ -73,9 +73,19 @@ def designs(draw, arch=None):
     # routes
     producers = draw(st.lists(st.sampled_from(_channels(arch, MM2S)), min_size=1, max_size=4, unique=True))
     free_s2mm = _channels(arch, S2MM)
+    packet_fed = []  # S2MMs only packet routes feed: a later packet route may share one
     for src in producers:
         # shim to shim (DDR to DDR) is refused by validation
-        options = [c for c in free_s2mm if c.tile != src.tile and not (c.tile.row == 0 and src.tile.row == 0)]
+        def reachable(chs):
+            return [c for c in chs if c.tile != src.tile and not (c.tile.row == 0 and src.tile.row == 0)]
+        options = reachable(free_s2mm)
+        if draw(st.integers(0, 3)) == 0 and reachable(free_s2mm + packet_fed):
+            dst = draw(st.sampled_from(reachable(free_s2mm + packet_fed)))
+            if dst in free_s2mm:
+                free_s2mm.remove(dst)
+                packet_fed.append(dst)
+            d.route(src, dst, packet=True)
+            continue
         if not options:
             break
         dsts = draw(st.lists(st.sampled_from(options), min_size=1, max_size=min(3, len(options)), unique=True))
@@ -144,7 +154,7 @@ def pipelines(draw, arch=None, max_objects=4):
     steady streaming, backpressure and skipping paths that random designs rarely reach. With many
     objects (``max_objects``) they run into a periodic steady state, which fast-forward jumps.
     """
-    from fastsim.design import fifo_endpoint, mm2s, object_fifo, s2mm
+    from fastsim.design import fifo_endpoint, object_fifo
 
     arch = arch or draw(small_arch())
     d = Design(arch, "pipeline")
@@ -192,4 +202,71 @@ def pipelines(draw, arch=None, max_objects=4):
             d.push(ch, bd, repeat=n_obj)
         for ch, _ in out_bds:
             d.wait(ch)
+    return d
+
+
+@st.composite
+def packet_designs(draw, arch=None):
+    """Packet fan-in: 2 to 4 MM2S channels on other tiles share one S2MM (a mem tile's or a
+    shim's) through packet routes; each producer sends 1 to 3 BDs (packets) of random lengths,
+    pushed by the host or chained at cycle 0. The S2MM's BDs usually take exactly the bytes sent
+    (the run finishes); sometimes random lengths (it may stall, and the reference must agree)."""
+    arch = arch or draw(small_arch())
+    d = Design(arch, "packets")
+    dst = draw(st.sampled_from([c for c in _channels(arch, S2MM) if c.tile.row <= 1]))
+    options = [c for c in _channels(arch, MM2S) if c.tile != dst.tile and not (c.tile.row == 0 and dst.tile.row == 0)]
+    producers = draw(st.lists(st.sampled_from(options), min_size=2, max_size=min(4, len(options)), unique=True))
+    sent = 0
+    for src in producers:
+        d.route(src, dst, packet=True)
+        shim = src.tile.row == 0
+        sizes = [4 * draw(st.integers(1, 12)) if shim else draw(st.integers(1, 48)) for _ in range(draw(st.integers(1, 3)))]
+        buf = d.ddr_buffer(max(sizes)) if shim else d.buffer(src.tile, max(sizes))
+        first = d.chain(*[d.bd(src, buf, n) for n in sizes])
+        if not shim and draw(st.booleans()):
+            d.start_chain(src, first)
+            sent += sum(sizes)
+        else:
+            repeat = draw(st.integers(1, 3))
+            d.push(src, first, repeat)
+            sent += repeat * sum(sizes)
+    exact = draw(st.integers(0, 3)) > 0
+    parts = draw(st.integers(1, 3))
+    sizes = ([sent // parts] * (parts - 1) + [sent - (sent // parts) * (parts - 1)] if exact
+             else [draw(st.integers(1, 64)) for _ in range(parts)])
+    sizes = [n for n in sizes if n > 0]
+    buf = d.ddr_buffer(max(sizes)) if dst.tile.row == 0 else d.buffer(dst.tile, max(sizes))
+    d.push(dst, d.chain(*[d.bd(dst, buf, n) for n in sizes]))
+    for ch in sorted({dst, *producers}):
+        if draw(st.booleans()) and (ch == dst or ch.tile.row == 0):
+            d.wait(ch)
+    return d
+
+
+@st.composite
+def packet_pipelines(draw, arch=None, max_objects=12):
+    """Cores that each fill ``depth`` buffers in a loop (a lock handshake with their MM2S's cyclic
+    BD chain, as an ObjectFifo) and send every object as one packet into one shared S2MM, which
+    the host drains object by object. Long loops reach a periodic steady state in which the port
+    changes owner every period: fast-forward must carry the owner state across its jumps."""
+    arch = arch or draw(small_arch())
+    d = Design(arch, "packet pipeline")
+    dst = s2mm(d.shim(0), 0) if draw(st.booleans()) else s2mm(d.mem(draw(st.integers(0, arch.columns - 1))), 0)
+    tiles = [d.compute(c, r) for c in range(arch.columns) for r in range(arch.compute_rows)]
+    chosen = draw(st.lists(st.sampled_from(tiles), min_size=2, max_size=4, unique=True))
+    n_obj = draw(st.integers(1, max_objects))
+    sizes = []
+    for tile in chosen:
+        src, depth, size = mm2s(tile, 0), draw(st.integers(1, 2)), draw(st.integers(1, 24)) * 4
+        free, full = d.lock(tile, depth), d.lock(tile, 0)
+        bds = [d.bd(src, d.buffer(tile, size), size, acquire=(full, 1), release=(free, 1)) for _ in range(depth)]
+        d.start_chain(src, d.chain(*bds, cyclic=True))
+        d.route(src, dst, packet=True)
+        d.core_program(tile, Loop(n_obj, (Acquire(free), Compute(draw(st.integers(1, 60))), Release(full))))
+        sizes.append(size)
+    if dst.tile.row == 0:
+        d.push(dst, d.bd(dst, d.ddr_buffer(sum(sizes)), sum(sizes)), repeat=n_obj)
+        d.wait(dst)
+    else:  # the mem tile takes each round of packets and lets it go (no consumer downstream)
+        d.start_chain(dst, d.bd(dst, d.buffer(dst.tile, sum(sizes) * n_obj), sum(sizes) * n_obj))
     return d

@@ -76,6 +76,27 @@ def test_export__hand_design_with_dims_iterations_and_call_costs_reads_back():
     assert (shim_in.length_bytes, shim_in.iterations, shim_in.dims) == (1024, 4, ((128, 2), (2, 1)))
 
 
+def test_export__packet_fan_in_reads_back_as_packet_routes():
+    """Two cores' packets share the shim's S2MM 0: written as aie.packet_flow ops (and packet ids
+    on the senders' BDs), read back as packet routes to identical cycles and bytes."""
+    d = Design(NPU2, "fan-in")
+    dst = s2mm(d.shim(0), 0)
+    for row in (0, 1):
+        tile = d.compute(0, row)
+        free, full = d.lock(tile, 2, f"free{row}"), d.lock(tile, 0, f"full{row}")
+        bds = [d.bd(mm2s(tile, 0), d.buffer(tile, 512, f"b{row}{i}"), 512, acquire=(full, 1), release=(free, 1))
+               for i in range(2)]
+        d.start_chain(mm2s(tile, 0), d.chain(*bds, cyclic=True))
+        d.route(mm2s(tile, 0), dst, packet=True)
+        d.core_program(tile, Loop(3, (Acquire(free), Compute(200 + 50 * row, f"k{row}"), Release(full))))
+    d.push(dst, d.bd(dst, d.ddr_buffer(3072), 3072))
+    d.wait(dst)
+    text = write_design(d)
+    assert text.count("aie.packet_flow(") == 2 and "pkt_id = 1>" in text
+    back = assert_round_trip(d)
+    assert [r.packet for r in back.design.routes] == [True, True]
+
+
 def test_export__bd_fields_survive_the_text():
     """Offsets and lengths in bytes, compression and iterations beside four dimensions (fastsim.*
     attributes) come back as written."""

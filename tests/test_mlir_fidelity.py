@@ -9,6 +9,7 @@ from click.testing import CliRunner
 from fastsim.errors import ConfigError
 from fastsim.mlir import MlirError, load_kernel_costs, read_design, read_text, simulate_design
 from fastsim.mlir.run import summary
+from fastsim.results import LEVELS
 
 HERE = Path(__file__).parent / "mlir"
 HELD = {"cycles": 300, "acquire": [[2, 1], [3, 1]], "release": [[4, 1], [5, 1]]}
@@ -265,13 +266,42 @@ def test_register_writes__a_lock_register_set_after_a_wait_is_refused_naming_it(
         read_text(PHYSICAL.replace(anchor, anchor + write), {"kernel": 300})
 
 
-def test_packet_flow__several_sources_fanning_in_are_refused_as_packet_switching():
-    fan_in = ("    aie.packet_flow(3) {\n      aie.packet_source<%shim, DMA : 0>\n      aie.packet_source<%shim, DMA : 1>\n"
+def test_packet_flow__several_sources_in_one_flow_read_as_packet_routes_into_one_channel():
+    fan_in = ("    aie.packet_flow(3) {\n      aie.packet_source<%shim, DMA : 0>\n      aie.packet_source<%core_tile, DMA : 1>\n"
               "      aie.packet_dest<%core_tile, DMA : 0>\n    }\n")
+    routes = read_text(PHYSICAL.replace(CIRCUIT, fan_in), {"kernel": 300}).design.routes
+    into = [r for r in routes if any(d.tile.row == 2 and d.direction == "s2mm" for d in r.dsts)]
+    assert len(into) == 2 and all(r.packet for r in into)
+    assert all(not r.packet for r in routes if r not in into)
+
+
+def test_packet_flow__fan_in_design_reads_packet_routes_and_delivers_every_object():
+    """tests/mlir/packet_fan_in.mlir: two cores' packets share the shim's S2MM 0; all eight
+    objects (2 KiB) arrive, every kernel call runs, and the bytes count once per producer."""
+    info = read_design(HERE / "packet_fan_in.mlir", {"kernel": 100})
+    assert [(str(r.src), [str(d) for d in r.dsts], r.packet) for r in info.design.routes] == [
+        ("tile(0,2).mm2s0", ["tile(0,0).s2mm0"], True), ("tile(0,3).mm2s0", ["tile(0,0).s2mm0"], True)]
+    cycles, level_bytes, calls = run("packet_fan_in", {"kernel": 100})
+    level = dict(zip(LEVELS, level_bytes))
+    assert level["ddr_write"] == level["shim_compute"] == 2048 and calls == [8]
+    slow, _, _ = run("packet_fan_in", {"kernel": 2000})
+    assert 4 * 2000 < slow < 5 * 2000  # two cores compute side by side; the port shares only the sends
+
+
+def test_packet_flow__fan_out_by_packet_id_is_still_refused():
+    fan_out = CIRCUIT.replace("aie.flow(%shim, DMA : 0, %core_tile, DMA : 0)",
+                              "aie.packet_flow(1) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 0> }\n"
+                              "    aie.packet_flow(2) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 1> }")
     with pytest.raises(MlirError) as e:
-        read_text(PHYSICAL.replace(CIRCUIT, fan_in), {"kernel": 300})
-    assert "2 sources fanning in by packet id: packet-switched sharing of a channel" in str(e.value)
-    assert e.value.stops[0][0] == "aie.packet_flow"
+        read_text(PHYSICAL.replace(CIRCUIT, fan_out), {"kernel": 300})
+    assert "fan-out by packet id" in str(e.value) and e.value.stops[0][0] == "aie.packet_flow"
+
+
+def test_packet_flow__sharing_a_channel_with_a_circuit_flow_is_refused():
+    both = CIRCUIT + "    aie.packet_flow(1) { aie.packet_source<%core_tile, DMA : 1> aie.packet_dest<%core_tile, DMA : 0> }\n"
+    with pytest.raises(MlirError) as e:
+        read_text(PHYSICAL.replace(CIRCUIT, both), {"kernel": 300})
+    assert "a circuit flow also feeds" in str(e.value) and e.value.stops[0][0] == "aie.packet_flow"
 
 
 def test_static__parallel_and_forall_indices_are_defined_and_only_the_undefined_value_is_named():

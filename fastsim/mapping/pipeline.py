@@ -62,7 +62,7 @@ class _Copier:
             if b.next is not None:
                 bds[b.id].next = bds[b.next.id]
         for r in src.routes:
-            d.route(r.src, *r.dsts)
+            d.route(r.src, *r.dsts, packet=r.packet)
         for ch, bd in src.static_chains.items():
             d.start_chain(ch, bds[bd.id])
 

@@ -157,8 +157,17 @@ class _Writer:
         return f"memref<{b.size_bytes * 8 // bits}x{'i32' if bits == 32 else 'i8'}>"
 
     def _flows(self) -> list[str]:
-        return [f"aie.flow({self.tiles[r.src.tile]}, DMA : {r.src.index}, {self.tiles[c.tile]}, DMA : {c.index})"
+        """``aie.flow`` per circuit route and destination; ``aie.packet_flow`` per packet route, its
+        id the route's place among the packet routes (``_packet_ids``; the source's BDs carry it)."""
+        ids = self._packet_ids()
+        return [f"aie.packet_flow({ids[r.src]}) {{ aie.packet_source<{self.tiles[r.src.tile]}, DMA : {r.src.index}> "
+                f"aie.packet_dest<{self.tiles[c.tile]}, DMA : {c.index}> }}" if r.packet else
+                f"aie.flow({self.tiles[r.src.tile]}, DMA : {r.src.index}, {self.tiles[c.tile]}, DMA : {c.index})"
                 for r in self.d.routes for c in r.dsts]
+
+    def _packet_ids(self) -> dict[Channel, int]:
+        """The packet id of each packet route's source channel: 0, 1, ... in route order."""
+        return {r.src: i for i, r in enumerate(r for r in self.d.routes if r.packet)}
 
     # -- DMA programs -----------------------------------------------------------------------------
     def _dma_programs(self) -> list[str]:
@@ -232,6 +241,9 @@ class _Writer:
             text += f" sizes = {list(reversed(sizes))} strides = {list(reversed(strides))}"
         if bd.compression_ratio != 1.0:
             extra.append(f"fastsim.compression_ratio = {bd.compression_ratio!r} : f64")
+        packet_id = self._packet_ids().get(bd.channel)
+        if packet_id is not None:
+            extra.append(f"packet = #aie.packet_info<pkt_type = 0, pkt_id = {packet_id}>")
         return text + ")" + (" {" + ", ".join(extra) + "}" if extra else "")
 
     # -- cores ------------------------------------------------------------------------------------

@@ -309,6 +309,7 @@ class Reader:
         self.device_name = ""  # the aie.device's target (npu1, npu2_4col, ...)
         self.placed: dict = {}  # logical tile value -> (col, row) (fastsim.mlir.place)
         self.senders: dict[Channel, Op] = {}  # MM2S channel -> the first op that gives it work
+        self.packet_sources: dict[Channel, Op] = {}  # MM2S channel -> the aie.packet_flow it sends on
         self.lock_ids: dict[tuple[Tile, int], Lock] = {}  # (tile, aie.lock id) -> lock (raw BDs name locks by id)
         self.buffer_addresses: dict[int, int] = {}  # buffer id -> its aie.buffer ``address`` (bytes)
         self.globals: dict[str, Op] = {}  # memref.global symbol -> op (the words a blockwrite writes)
@@ -396,8 +397,7 @@ class Reader:
             self._guard(self._dma_program, op)
         for op in cores:
             self._guard(self._core, op)
-        for src, dsts in self.routes.items():
-            self.design.route(src, *dsts)
+        self._emit_routes()
         self._sequences(sequences)
         self._unrouted()
 
@@ -569,39 +569,69 @@ class Reader:
             dsts.append(dst)
 
     def _packet_flow(self, op: Op) -> None:
-        """A packet flow with one source and its destinations is a circuit as far as timing goes;
-        several flows sharing a source or a destination (packet switching) are not modelled."""
+        """A packet flow from DMA to DMA: each source a route to the destination. Flows of several
+        sources into one S2MM (several ``packet_source``s, or several flows) share it packet by
+        packet (``_emit_routes``); one source sending to several destinations (fan-out by packet
+        id: the BD's packet id picks the destination) is not modelled."""
         inner = op.regions[0].ops if op.regions else ()
         srcs = [i for i in inner if i.name == "aie.packet_source"]
         dsts = [i for i in inner if i.name == "aie.packet_dest"]
-        if len(srcs) > 1 and dsts:
-            self.unsupported(op, f"{len(srcs)} sources fanning in by packet id: packet-switched sharing of a "
-                                 "channel by several flows")
-            return
-        if len(srcs) != 1 or not dsts:
-            raise Unreadable("expected one aie.packet_source and at least one aie.packet_dest")
-        s = split(groups(srcs[0], "<")[0].items)
-        st, sb, si = self._port(s[0], s[1])
+        if not srcs or not dsts:
+            raise Unreadable("expected at least one aie.packet_source and one aie.packet_dest")
+        ports = [self._port(*split(groups(x, "<")[0].items)[:2]) for x in srcs]
         ends = {self._port(*split(groups(d, "<")[0].items)[:2])[1] for d in dsts}
-        if sb in ENDLESS_FLOW_BUNDLES or sb in TOKEN_FLOW_BUNDLES and ends == {"South"}:
-            if sb in ENDLESS_FLOW_BUNDLES:
-                for d in dsts:
-                    dt, db, di = self._port(*split(groups(d, "<")[0].items)[:2])
-                    if db == "DMA":
-                        self.trace_sinks.add(Channel(dt, S2MM, di))
-            self.untimed.append((op.name, op.line))
+        if len(ports) == 1 and self._untimed_packet_flow(op, ports[0][1], ends, dsts):
             return
+        for st, sb, si in ports:
+            if not self._packet_route(op, Channel(st, MM2S, si), sb, dsts):
+                return
+
+    def _untimed_packet_flow(self, op: Op, sb: str, ends: set, dsts: list) -> bool:
+        """Trace packets (recorded as untimed, their DMA ends as trace sinks) and task-completion
+        tokens to the host take no time: True when ``op`` is one of those."""
+        if not (sb in ENDLESS_FLOW_BUNDLES or sb in TOKEN_FLOW_BUNDLES and ends == {"South"}):
+            return False
+        if sb in ENDLESS_FLOW_BUNDLES:
+            for d in dsts:
+                dt, db, di = self._port(*split(groups(d, "<")[0].items)[:2])
+                if db == "DMA":
+                    self.trace_sinks.add(Channel(dt, S2MM, di))
+        self.untimed.append((op.name, op.line))
+        return True
+
+    def _packet_route(self, op: Op, src: Channel, sb: str, dsts: list) -> bool:
+        """Connect one packet source to the flow's destinations; False (the op refused) when it
+        cannot be modelled."""
         for d in dsts:
-            dd = split(groups(d, "<")[0].items)
-            dt, db, di = self._port(dd[0], dd[1])
+            dt, db, di = self._port(*split(groups(d, "<")[0].items)[:2])
             if sb != "DMA" or db != "DMA":
                 self.unsupported(op, f"a {sb} -> {db} packet stream: only DMA -> DMA streams are modelled")
-                return
-            src, dst = Channel(st, MM2S, si), Channel(dt, S2MM, di)
-            if any(dst in v for v in self.routes.values()) or src in self.routes and dst not in self.routes[src]:
-                self.unsupported(op, "packet-switched sharing of a channel by several flows")
-                return
+                return False
+            dst = Channel(dt, S2MM, di)
+            if src in self.routes and dst not in self.routes[src]:
+                self.unsupported(op, f"packets from {src} to several channels (fan-out by packet id: "
+                                     "the BD's packet id picks the destination) are not modelled")
+                return False
+            self.packet_sources.setdefault(src, op)
             self.connect(src, dst, op)
+        return True
+
+    def _emit_routes(self) -> None:
+        """Every connection becomes a Route. An S2MM that several sources reach is shared packet
+        by packet when all of them are packet flows (each route a packet route); a circuit flow
+        into a channel a packet flow also reaches is refused at the packet flow."""
+        feeders: dict[Channel, list[Channel]] = {}
+        for src, dsts in self.routes.items():
+            for d in dsts:
+                feeders.setdefault(d, []).append(src)
+        for src, dsts in self.routes.items():
+            shared = [s for d in dsts if len(feeders[d]) > 1 for s in feeders[d]]
+            packet = bool(shared) and all(s in self.packet_sources for s in shared)
+            if shared and not packet and src in self.packet_sources:
+                self.unsupported(self.packet_sources[src], "a packet flow into a channel a circuit flow "
+                                                           "also feeds")
+                continue
+            self.design.route(src, *dsts, packet=packet)
 
     def _allocation(self, op: Op) -> None:
         sym = next(i.text.lstrip("@") for i in op.items if isinstance(i, Atom) and i.kind == "SYMBOL")
