@@ -61,7 +61,7 @@ def _ddr(ds, i):
 
 
 def test_merge__runs_groups_at_once_and_moves_every_byte_of_each():
-    op = Matmul(128, 256, 256, "bf16")
+    op = Matmul(128, 256, 256, "bf16", row_major_ddr=False)  # laid out per design, as a graph op is
     mp = Mapping("os", "2d", (32, 64, 32), 2, 4)
     a, b = matmul_design(op, mp, FOUR), matmul_design(op, replace(mp, col0=2), FOUR)
     ds = fastsim.simulate([a, b, merge([a, b])])
@@ -75,7 +75,7 @@ def test_merge__runs_groups_at_once_and_moves_every_byte_of_each():
 def test_pipeline__hands_over_on_chip_and_overlaps_blocks():
     """DDR sees only the first stage's input and the last stage's output, once per block; the
     hand-off is a mem-tile transfer; with more blocks the pace is the slowest stage, not the sum."""
-    op = Matmul(128, 256, 256, "bf16")
+    op = Matmul(128, 256, 256, "bf16", row_major_ddr=False)  # laid out per design, as a graph op is
     mp = Mapping("os", "2d", (32, 64, 32), 2, 4)
     vec = VectorOp(128, 256, 2, 2, 1 / 8, 1, cols=2, col0=2)
     first, second = matmul_design(replace(op, c_on_chip=True), mp, FOUR), vector_design(replace(vec, x_on_chip=True), FOUR)
