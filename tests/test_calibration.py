@@ -2,6 +2,7 @@
 arch TOML every command takes."""
 import dataclasses
 import json
+import re
 
 import numpy as np
 import pytest
@@ -71,7 +72,8 @@ def test_cli_writes_an_arch_toml_that_every_command_takes(tmp_path):
     run = CliRunner().invoke(main, ["run", "--arch", str(out), "--json", "gemm", "--m", "128", "--k", "128",
                                     "--n", "128"])
     assert run.exit_code == 0, run.output
-    assert json.loads(run.output)["workload"]["kernel_efficiency"] == pytest.approx(loaded.kernel_efficiency["bfp16"])
+    summary = json.loads(run.output)  # the efficiency of the datapath its search chose
+    assert summary["workload"]["kernel_efficiency"] == pytest.approx(loaded.efficiency(summary["mapping"]["datapath"]))
 
 
 def test_bad_measurements_are_config_errors_with_line_numbers(tmp_path):
@@ -220,7 +222,8 @@ def test_calibrate__flags_ddr_bandwidth_beyond_the_memory_interface(tmp_path):
     assert [(d["check"], d["subject"], d["limit"]) for d in fit["diagnostics"]] == [
         ("implausible", "ddr_bytes_per_s", PLAUSIBLE["ddr_bytes_per_s"].high)]
     text = _cli(tmp_path, DDR_143, "--fit", "ddr_bytes_per_s", "--fit", "dispatch_overhead_s").output
-    assert "ddr_bytes_per_s = 1.43" in text and "beyond" in text
+    # 1.43-1.45: the DDR cost per run of the 64 KiB BDs asks a little more bandwidth of the fit
+    assert re.search(r"ddr_bytes_per_s = 1\.4[3-5]", text) and "beyond" in text
 
 
 def test_calibrate__reports_rows_beyond_the_residual_limit():
@@ -260,7 +263,9 @@ def test_calibrate__names_a_parameter_the_measurements_cannot_see():
             ("copy write", "memcpy bytes=262144 size=1024 columns=2 direction=write", 7.8356e-05),
             ("small BDs", "memcpy bytes=131072 size=16 columns=1 direction=write", 8.7437e-05),
             ("small BDs read", "memcpy bytes=65536 size=16 columns=1", 7.3717e-05)]
-    cal = calibrate([Measurement(n, *parse_workload(w), s) for n, w, s in rows], NPU2, leave_one_out=False)
+    # the rows were made by the model before its DDR cost per run (their 16-byte BDs would pay it)
+    cal = calibrate([Measurement(n, *parse_workload(w), s) for n, w, s in rows], NPU2.replace(ddr_run_overhead_s=0.0),
+                    leave_one_out=False)
     assert len(cal.names) == 6
     unseen = [n for n, lo in zip(cal.names, cal.low95) if not np.isfinite(lo)]
     assert unseen == ["lock_acquire_cycles"]
