@@ -3,6 +3,7 @@ open is searched and reported as such; what it cannot mean is refused by name.""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 
@@ -284,3 +285,17 @@ def test_as_built__row_major_ddr_true_reads_tile_rows_and_is_never_faster(tmp_pa
     assert np.array_equal(tiled["op_seconds"].values[vector], plain["op_seconds"].values[vector])
     with pytest.raises(ConfigError, match="row_major_ddr"):
         load_as_built(_write(tmp_path, "[prefill]\nrow_major_ddr = 1\n"))
+
+
+def test_as_built__a_gemm_row_major_in_ddr_is_never_faster_and_refused_if_not_a_bool():
+    """[gemm] row_major_ddr = true (mlir-air's registry GEMMs): the shim reads tile rows and pays
+    the DDR cost per run; the default lays the operands out per design (one run per BD)."""
+    from fastsim.arch import NPU2
+    from fastsim.workloads.gemm import Gemm, run_gemm
+
+    plain = Gemm(256, 256, 256, tile_m=32, tile_k=32, tile_n=32, budget=1)
+    fast, _ = run_gemm(plain, NPU2)
+    rows, _ = run_gemm(replace(plain, row_major_ddr=True), NPU2)
+    assert rows["total_cycles"] >= fast["total_cycles"]
+    with pytest.raises(ConfigError, match="row_major_ddr"):
+        replace(plain, row_major_ddr=1).graph()

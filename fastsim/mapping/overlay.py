@@ -25,7 +25,8 @@ not its own searched optimum (``docs/as_built.md``)::
     row_major_ddr = true         # tensors row-major in DDR, read in tile rows (not laid out per design)
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
-    tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers
+    tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers,
+                                 # row_major_ddr (A, B, C row-major in DDR: read in tile rows)
 
     [sources]                    # where each choice comes from (shown in reports)
     "decode.cuts" = "repo/path/file.py:123"
@@ -52,7 +53,8 @@ REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2
                "causal_halving", "row_major_ddr")
 FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
-GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers")
+GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
+             "row_major_ddr")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 

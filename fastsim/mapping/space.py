@@ -62,11 +62,12 @@ class Matmul:
     a_on_chip: bool = False
     c_on_chip: bool = False
     onchip_window_bytes: int = 0
-    # A, B and C lie in DDR row-major, as a user's tensors at an API boundary do, and shim BDs read
-    # them in runs of a tile row (fastsim.mapping.ddr_runs); False: a deployment that owns every
-    # layout (an LLM's weights repacked at load, its KV cache and activations written by its own
-    # kernels) lays each operand out in the order its design reads it, one run per BD
-    row_major_ddr: bool = True
+    # A, B and C lie in DDR row-major and shim BDs read them in runs of a tile row, each paying the
+    # DDR cost per run (fastsim.mapping.ddr_runs): an implementation's layout, set where an as-built
+    # description says so. False (the default): each operand laid out in the order its design reads
+    # it, one run per BD, as a deployment that owns its layouts does (and tile-row runs would keep
+    # the engine stepping: the exact 2048^3 search's winner stepped 685k of its 3.8M cycles)
+    row_major_ddr: bool = False
 
     @property
     def a_elem_bytes(self) -> float:

@@ -52,6 +52,11 @@ class Gemm:
     stream_split: str | None = None  # pin: equal or proportional; None or "auto": searched (as LLM runs say)
     budget: int | None = None  # candidates the search simulates; None: until proven the best of its space
     buffers: int | None = None  # pin: 1 = A and B single-buffered (as built without ping-pong); None: 2
+    # A, B and C lie row-major in DDR and the shim reads them in tile rows, each paying the DDR
+    # cost per run (an implementation's layout, an as-built fact); None or False: laid out as the
+    # design reads them, one run per BD, as graph ops are (the default: the cost of row-major
+    # layouts is a property of the implementation, and tile-row runs keep the engine stepping)
+    row_major_ddr: bool | None = None
 
     @property
     def macs(self) -> int:
@@ -81,7 +86,7 @@ class Gemm:
         at the API boundary)."""
         return GraphPins(self.dtype, kernel_efficiency=self.kernel_efficiency,
                          kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else (),
-                         search_budget=self.budget, row_major_ddr=True)
+                         search_budget=self.budget, row_major_ddr=bool(self.row_major_ddr))
 
     def _validate(self) -> None:
         p = Problems("gemm")
@@ -101,6 +106,8 @@ class Gemm:
         for name in ("dtype", "out_dtype", "weight_dtype"):
             v = getattr(self, name)
             p.check(v is None or isinstance(v, str), name, v, "a dtype name")
+        p.check(self.row_major_ddr is None or isinstance(self.row_major_ddr, bool), "row_major_ddr",
+                self.row_major_ddr, "true or false")
         p.raise_if_any()
         # out_dtype and weight_dtype default to dtype: only a value the user set is reported
         p.check(self.dtype in DTYPE_BYTES, "dtype", self.dtype, f"one of {sorted(DTYPE_BYTES)}")
