@@ -12,7 +12,7 @@ from fastsim.evaluation.evaluate import NOT_IN_OP_DESIGN, _mapping_key
 CHANGED = {"compute_dtype": "int8", "dataflow": (("gemm", "ws"),), "columns": (("gemm", 4),),
            "datapath": (("gemm", "bfp16"),), "tiles": (("gemm", (8, 8, 8)),), "l2": (("gemm", "a"),),
            "residency": "static", "kernel_efficiency": 0.5, "kernel_overhead_cycles": 7,
-           "stream_split": "equal", "search_budget": None, "mapped_on": NPU1}
+           "stream_split": "equal", "search_budget": None, "mapped_on": NPU1, "row_major_ddr": True}
 
 
 def test_every_pin_that_can_change_a_design_changes_the_key():
