@@ -148,9 +148,6 @@ SLOW_ELSEWHERE = {
     "tests/test_imports.py::test_script__the_command_exits_with_its_status_and_its_whole_output",
     "tests/test_dispatch_commands.py::test_simulate_llm__chained_dispatches_save_the_round_trips_after_the_first",
     "tests/test_gemm.py::test_summary__bound_by_and_peak_fraction",
-    # exact searches (40 s): the overlay round trip; tests/test_as_built.py keeps overlays' loading
-    # and pinning in the default tier
-    "tests/test_fusion.py::test_overlay__prints_stores_loads_and_pins_a_run",
 }
 
 

@@ -151,6 +151,7 @@ def test_prefill__gemms_are_compute_bound_where_compute_outlasts_movement():
     assert (t[heavy] <= 1.15 * c[heavy]).all()
 
 
+@pytest.mark.long  # exact searches, 41 s; tests/test_as_built.py keeps loading and pinning overlays in the default tier
 def test_overlay__prints_stores_loads_and_pins_a_run(tmp_path):
     from fastsim.llm.assemble import overlay_of
     from fastsim.llm.run import apply_overlay
