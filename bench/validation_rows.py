@@ -133,10 +133,14 @@ PREFILL_SUSPECT = ("GEMM and attention kernel efficiency at prompt length (fasts
                    "near the MAC array's peak). Micro-benchmark: one layer's projections as a registry GEMM "
                    "(M = prompt) on dequantized weights and the registry FlashAttention at the same length")
 AIR_PREFILL_BUILT = ("3 ELFs per layer (rms_gemms_rope, flash_attn, o_ffn), bf16 GEMMs (bfp16 MMA) on {} "
-                     "weights, intermediates through DDR, prompt padded to 2048; not describable: the three "
-                     "dispatches inside a layer (cuts searched), host embedding; wall time incl. host")
+                     "weights, intermediates through DDR, prompt padded to 2048, tensors row-major in DDR, flash "
+                     "attention computing the masked tiles (causal_skip False); not describable: the three "
+                     "dispatches inside a layer (cuts searched), the flash harness's 256-row launches (about "
+                     "31 us each, bench/flash_attention.py), host embedding; wall time incl. host")
 AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn measured at 41 ms per layer "
-                       "for 1B) and flash attention (21.6 ms per layer). Micro-benchmark: the registry "
+                       "for 1B; the mem-tile K panel of its GEMMs is not describable) and the flash harness's "
+                       "launches (128 per layer at 2048, about 4 ms by bench/flash_attention.py's fit; the "
+                       "tile step itself is calibrated to the registry). Micro-benchmark: the registry "
                        "GEMM at each projection's shape and the registry FlashAttention at 2048 (15.4 ms "
                        "measured for 32q/8kv heads): kernel time vs the simulated op time")
 
