@@ -259,6 +259,8 @@ def test_as_built__causal_halving_false_computes_the_masked_tiles(tmp_path):
     assert np.array_equal(full["op_seconds"].values[~attention], plain["op_seconds"].values[~attention])
     with pytest.raises(ConfigError, match="causal_halving"):
         load_as_built(_write(tmp_path, '[prefill]\ncausal_halving = "no"\n'))
+    with pytest.raises(ConfigError, match="a \\[prefill\\] key only"):
+        load_as_built(_write(tmp_path, "[decode]\ncausal_halving = false\n"))
 
 
 def _write(tmp_path, text: str):

@@ -104,6 +104,10 @@ class Overlay:
         for name in FACTS:
             value = getattr(self, name)
             p.check(value is None or isinstance(value, bool), name, value, "true or false")
+        # only a prefill's causal attention has masked tiles (decode sees every cached key, encode is
+        # bidirectional): the key elsewhere would be accepted and change nothing
+        p.check(self.causal_halving is None or self.regime == "prefill", "causal_halving", self.causal_halving,
+                "a [prefill] key only (decode and encode attention have no masked tiles)")
         p.raise_if_any()
         return self
 
