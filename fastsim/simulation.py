@@ -158,12 +158,6 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
     return ds
 
 
-def dataset_of(batch: Batch, i: int) -> xr.Dataset:
-    """Design ``i`` of a batch ``run_batch`` simulated, as the Dataset ``simulate`` returns for it
-    alone: a search simulates many candidates in one batch and keeps one Dataset, its answer's."""
-    return kept_run(batch, i).dataset()
-
-
 def kept_run(batch: Batch, i: int) -> "KeptRun":
     """Design ``i`` of a simulated batch, kept apart from the rest of the batch."""
     one = pack([batch.designs[i]])
