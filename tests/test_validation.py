@@ -85,3 +85,18 @@ def test_validation_rows__only_component_rows_may_set_parameters():
     v.check_roles([replace(component, sets="kernel_call_cycles.bfp16")])
     with pytest.raises(ValueError, match="role 'kernel'"):
         v.check_roles([replace(component, role="kernel")])
+
+
+def test_gemm_best__compares_like_with_like_and_the_docs_quote_it():
+    """bench/gemm_best.py asks the search for C in the input dtype (as the published int8-out and
+    bf16-out designs write it) and reports its best against the published figure; the docs quote a
+    row the script wrote (ratio = fastsim / published, two decimals)."""
+    gemm_best = bench_module("gemm_best")
+    row = gemm_best.best_of("npu1", "int8", [256])
+    assert row["size"] == 256 and row["tops"] > 0 and 0 < row["peak_fraction"] <= 1
+    doc = (ROOT / "docs" / "kernel_model.md").read_text()
+    for (arch_name, dtype), published in gemm_best.PUBLISHED_TOPS.items():
+        line = next(x for x in doc.splitlines() if x.startswith(f"| {arch_name} | {dtype} | "))
+        cells = [c.strip() for c in line.split("|")]
+        fastsim_tops = float(cells[3].split()[0])
+        assert cells[7] == f"{published} TOPS" and float(cells[8]) == round(fastsim_tops / published, 2)
