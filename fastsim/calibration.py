@@ -52,6 +52,7 @@ BOUNDS = {
     "elf_reload_s": (0.0, 0.5, False),
     "reconfiguration_s": (0.0, 0.05, False),
     "ddr_bytes_per_s": (1e8, 1e12, False),
+    "ddr_run_overhead_s": (0.0, 1e-6, False),
     "bd_setup_cycles": (0, 256, True),
     "lock_acquire_cycles": (0, 64, True),
 }
@@ -111,6 +112,10 @@ PLAUSIBLE = {
         NPU2.ddr_bytes_per_s / SPREAD, MEMORY_INTERFACE_BYTES_PER_S, "bytes/s",
         "low: the mlir-aie memcpy, 66.6 GB/s both ways (PR #2559), / 5; high: the memory interface, "
         "128-bit LPDDR5X-8000 = 128 GB/s (assumption; Strix Halo's 256-bit bus is outside it)"),
+    "ddr_run_overhead_s": Plausible(
+        NPU2.ddr_run_overhead_s / SPREAD, NPU2.ddr_run_overhead_s * SPREAD, "s",
+        "DDR time per contiguous run of a shim BD, 3.97 ns fitted to smolvla's connector tile_n sweep on "
+        "Strix (bench/fit_ddr_runs.py), x/ 5"),
     # on top of the kernel model (docs/kernel_model.md), whose presets leave these tables empty
     "kernel_efficiency": Plausible(
         (8 / 9) / SPREAD, 1.0, "",
@@ -239,7 +244,8 @@ class Predictor:
             return {"elf_reload_s" if kind == "elf" else "reconfiguration_s"}
         if m.kind == "kernel":
             return {"dispatch_overhead_s"} | _kernel_params(self._kernel(m)[3])
-        common = {"dispatch_overhead_s", "ddr_bytes_per_s", "bd_setup_cycles", "lock_acquire_cycles"}
+        common = {"dispatch_overhead_s", "ddr_bytes_per_s", "ddr_run_overhead_s", "bd_setup_cycles",
+                  "lock_acquire_cycles"}
         if m.kind == "gemm":
             return common | _kernel_params(self._gemm(m)[2])
         if m.kind == "llm":
@@ -268,8 +274,18 @@ class Predictor:
         need = 3 if any(m.kind == "dispatch" for m in self.measurements) else 4
         separable = {p for p, shapes in rows.items()
                      if np.linalg.matrix_rank(np.array(sorted(shapes), float)[:, :need]) >= need}
-        return {n for n in read if not n.startswith(("kernel_call_cycles.", "kernel_block_cycles."))
-                or n.split(".", 1)[1] in separable}
+        runs_apart = self._runs_separable()
+        return {n for n in read if (not n.startswith(("kernel_call_cycles.", "kernel_block_cycles."))
+                                    or n.split(".", 1)[1] in separable)
+                and (n != "ddr_run_overhead_s" or runs_apart)}
+
+    def _runs_separable(self) -> bool:
+        """Whether the memcpy measurements tell the DDR cost per run from the DDR bandwidth: their
+        rows [bytes, runs] have rank 2 (two copies in different run lengths). Other kinds read both
+        too, but a GEMM's or a model's runs follow its mapping: alone they would trade one for the
+        other."""
+        rows = {memcpy_bytes_and_runs(m.args, self.arch) for m in self.measurements if m.kind == "memcpy"}
+        return len(rows) >= 2 and np.linalg.matrix_rank(np.array(sorted(rows), float)) >= 2
 
     def _kernel(self, m: Measurement):
         """(m, k, n, datapath, calls) of a kernel micro-benchmark."""
@@ -352,6 +368,17 @@ class Predictor:
         if key not in self._cache:
             self._cache[key] = self._cycles_or_seconds(m, arch)
         return self._cache[key] + (0.0 if m.kind == "llm" else arch.dispatch_overhead_s)
+
+
+def memcpy_bytes_and_runs(args: dict, arch: Arch) -> tuple[int, int]:
+    """(bytes, contiguous DDR runs) of a memcpy measurement: each shim BD reads or writes one run of
+    ``size`` bytes (``studies.bandwidth.memcpy_design``)."""
+    cols, channels = int(args.get("columns", arch.columns)), int(args.get("channels", 1))
+    total, size = int(args.get("bytes", 1 << 20)), int(args.get("size", 4096))
+    ways = 2 if args.get("direction", "read") == "both" else 1
+    per = -(-total // (max(cols * channels, 1) * 4)) * 4
+    unit = max(4, -(-min(size, per) // 4) * 4)  # whole words, as the design's BDs
+    return ways * cols * channels * per, ways * cols * channels * -(-per // unit)
 
 
 def _kernel_params(datapath: str) -> set[str]:
