@@ -44,6 +44,8 @@ def _value(row: Row, summary: dict) -> float:
 
 def _command(row: Row, as_built: bool) -> tuple:
     """``fastsim run`` arguments of one prediction (workload options after the subcommand)."""
+    if as_built and row.as_built_args:
+        return ("run", "--json", *row.as_built_args)
     head, rest = (row.args[:3], row.args[3:]) if row.args[0] == "--arch" else (row.args[:1], row.args[1:])
     if as_built and "--out-dtype" in rest and _file_sets_out_dtype(row.as_built):
         i = rest.index("--out-dtype")  # the workload's output dtype, which the file states with its source
@@ -86,7 +88,7 @@ def _zoo_file(arg: str) -> str:
 
 def _predict(rows: list[Row]) -> dict:
     """Every distinct command's result, two at a time (this machine's cores)."""
-    commands = {_command(r, True) for r in rows if r.as_built} | {_command(r, False) for r in rows}
+    commands = {_command(r, True) for r in rows if r.describable} | {_command(r, False) for r in rows}
     # longest first: the prefills and long-context steps, so that the two workers finish together
     order = sorted(commands, key=lambda a: ("prefill" not in a, "llm" not in a, a))
     with ProcessPoolExecutor(max_workers=2) as pool:
@@ -109,7 +111,7 @@ def main() -> None:
     for r in ROWS:
         searched = results[_command(r, False)]
         s_val = _value(r, searched) if isinstance(searched, dict) else None
-        a = results[_command(r, True)] if r.as_built else "not describable: " + r.why_not
+        a = results[_command(r, True)] if r.describable else "not describable: " + r.why_not
         if not isinstance(a, dict) or s_val is None:
             why = a if isinstance(a, str) else searched
             s_text = "refused" if s_val is None else f"{_fmt(s_val, r.unit)} ({100 * _err(s_val, r.measured):+.0f} %)"
@@ -125,7 +127,7 @@ def main() -> None:
         records.append(_record(r, a_val, ea, s_val, es))
         table.append(f"| {r.source} | {r.part} | {r.workload} | {_fmt(r.measured, r.unit)} ({r.scope}) | "
                      f"{_fmt(a_val, r.unit)} | {100 * ea:+.0f} % | {_fmt(s_val, r.unit)} | {100 * es:+.0f} % | "
-                     f"`{r.as_built.removeprefix(AB)}`: {r.built} | {suspect} |")
+                     f"`{r.as_built_label}`: {r.built} | {suspect} |")
         print(table[-1][:160], flush=True)
     elapsed = time.perf_counter() - t0
     OUT.write_text(_document(table, apart, built_err, searched_err, elapsed, _gemv_lines(results),
@@ -141,9 +143,16 @@ def _record(r: Row, a_val: float, ea: float, s_val: float, es: float) -> dict:
     """One table row as data: what was measured, on which part, and both predictions' errors."""
     llm = r.args[0] == "llm"
     return {"kind": r.kind, "source": r.source, "part": r.part, "workload": r.workload,
-            "model": r.args[r.args.index("--model") + 1] if llm else "", "arch": "npu2" if llm else r.args[1],
+            "model": r.args[r.args.index("--model") + 1] if llm else "", "arch": "npu2" if llm else _family(r.args[1]),
             "measured": r.measured, "unit": r.unit, "scope": r.scope, "as_built": a_val, "as_built_error": ea,
             "searched": s_val, "searched_error": es, "role": r.kind_role, "train": r.train, "sets": r.sets}
+
+
+def _family(arch_name: str) -> str:
+    """The preset a part belongs to (strix -> npu2, hawk_point -> npu1): what a plan's arch names."""
+    from fastsim.arch import load
+
+    return {"aie2": "npu1", "aie2p": "npu2"}.get(load(arch_name).generation, arch_name)
 
 
 def _gemv_lines(results: dict) -> str:

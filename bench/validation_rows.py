@@ -31,7 +31,7 @@ AIR_NPU2 = "NPU2, part not stated (npu2)"
 
 @dataclass(frozen=True)
 class Row:
-    kind: str  # gemm, gemv, decode, prefill, ttft
+    kind: str  # gemm, gemv, decode, prefill, ttft, cnn
     source: str
     part: str
     workload: str
@@ -45,6 +45,17 @@ class Row:
     why_not: str = ""  # as_built == "": why the design cannot be described
     role: str = ""  # "component" or "workload" (module docstring); "" = by kind (gemm/gemv component)
     sets: str = ""  # a train row: the parameters this measurement set; "" = held out
+    # a front end without an as-built file format (run onnx): the whole ``fastsim run`` arguments of the
+    # as-built prediction, its facts given as options (the part's overlay columns, fused epilogues)
+    as_built_args: tuple = ()
+
+    @property
+    def describable(self) -> bool:
+        return bool(self.as_built or self.as_built_args)
+
+    @property
+    def as_built_label(self) -> str:
+        return self.as_built.removeprefix(AB) if self.as_built else " ".join(self.as_built_args)
 
     @property
     def kind_role(self) -> str:
@@ -65,6 +76,10 @@ def _decode(model, context):
 
 def _prefill(model, prompt):
     return ("llm", "--model", model, "--regime", "prefill", "--prompt", str(prompt))
+
+
+def _onnx(model, arch, *options):
+    return ("--arch", arch, "onnx", f"zoo:{model}", "--yes", *options)
 
 
 def _us(gflops, m, k, n):
@@ -176,6 +191,17 @@ SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-m
 SB_SUSPECT = ("the kernel model (the paper gives {mac} MACs/cycle for its {tile} kernel on one core) and "
               "the tile the format cannot pin. Micro-benchmark: the paper's Table {t} kernel traced on one core "
               "(cycles per call) against fastsim's kernel cycles for the same call")
+# whole CNNs through ONNX Runtime's Vitis AI EP (closed compiler): only the overlay's size and the
+# epilogue fusion every NPU deployment does are known; the rest is searched
+RAI_BENCH = "amd/RyzenAI-SW@05f7e74 onnx-benchmark/doc/{} (README, Ryzen AI Software 1.6.0)"
+HPT_LAB = ("AbhiramJayasankar/ryzenai-npu-lab@8ec97bb experiments/003_model_compatibility.md:{} (Ryzen AI "
+           "Software 1.7.0)")
+VAI_BUILT = ("ONNX Runtime Vitis AI EP, batch 1, the whole model in one NPU subgraph on the {overlay} overlay "
+             "({cols} columns x 4 rows), ReLU fused into the conv before it (`--fold-epilogues`); {timing}; not "
+             "describable: the closed compiler's tiles, layer fusion and dispatches (searched)")
+VAI_SUSPECT = ("per-layer control the closed runtime adds (instruction streams and BD reprogramming per layer, "
+               "input/output quantize on the host inside session.run) and tiles the mapper would not pick. "
+               "Micro-benchmark: the same model's per-layer NPU profile (Vitis AI EP's ai_analyzer)")
 SMOLVLA = "mlir-air programming_examples/llms/smolvla/docs/profile.md:{}"
 SMOLVLA_XCLBIN = ("8x4 herd, drain (f32 C in L1, cast once), bf16 on the bfp16 MMA, L1 tile {tile}, tile_k_l2 {kl2}; "
                   "the standalone GEMM module through the registry's xclbin harness (one synchronous dispatch), "
@@ -190,6 +216,27 @@ SMOLVLA_SUSPECT = ("the per-launch cost of the ELF path (the same module runs 1.
 
 
 ROWS = [
+    # whole CNNs, int8 and bf16 (workload rows: never fitted)
+    Row("cnn", RAI_BENCH.format("xint8_opset20.png"), "Strix (npu2)", "ResNet-50 int8 (XINT8), 224x224, batch 1",
+        2.81, "ms", _onnx("resnet50_int8", "strix"), "",
+        VAI_BUILT.format(overlay="STX 4x4", cols=4, timing="mean per-call session.run wall time after 40 warm-ups "
+                         "(performance_benchmark.py), input quantize on the host included"),
+        VAI_SUSPECT, as_built_args=_onnx("resnet50_int8", "strix:cols=4", "--fold-epilogues")),
+    Row("cnn", RAI_BENCH.format("vaiml.png"), "Strix (npu2)", "ResNet-50 bf16 (VAIML, BFP16), 224x224, batch 1",
+        5.75, "ms", _onnx("resnet50", "strix"), "",
+        VAI_BUILT.format(overlay="default (4x4)", cols=4, timing="as above; fp32 model compiled by VAIML to "
+                         "BFP16 on the bfp16 MMA, all 122 nodes on the NPU"),
+        VAI_SUSPECT, as_built_args=_onnx("resnet50", "strix:cols=4", "--fold-epilogues")),
+    Row("cnn", HPT_LAB.format(16), "Ryzen 9 8945HS Hawk Point (npu1)", "ResNet-50 int8, 224x224, batch 1", 6.008,
+        "ms", _onnx("resnet50_int8", "hawk_point"), "",
+        VAI_BUILT.format(overlay="X1 4x4.xclbin", cols=4, timing="median of 8 session.run after 2 warm-ups "
+                         "(session creation and preprocessing excluded); hobbyist lab notes"),
+        VAI_SUSPECT, as_built_args=_onnx("resnet50_int8", "hawk_point", "--fold-epilogues")),
+    Row("cnn", HPT_LAB.format(15), "Ryzen 9 8945HS Hawk Point (npu1)", "MobileNetV2 int8, 224x224, batch 1", 3.324,
+        "ms", _onnx("mobilenet_v2_int8", "hawk_point"), "",
+        VAI_BUILT.format(overlay="X1 4x4.xclbin", cols=4, timing="median of 8 session.run after 2 warm-ups "
+                         "(session creation and preprocessing excluded); hobbyist lab notes"),
+        VAI_SUSPECT, as_built_args=_onnx("mobilenet_v2_int8", "hawk_point", "--fold-epilogues")),
     # GEMM: mlir-air kernel registry, bf16 on npu2, the method its default ("auto") builds: drain below
     # M*K*N = 4e9, fused-cast (a second launch casts the f32 C) above. Its "kernel-only" time is the
     # host wall time of one synchronous dispatch (python/air/backend/xrt.py:868-885: kernel call +

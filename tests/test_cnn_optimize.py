@@ -165,3 +165,19 @@ def test_layer_group__names_each_layer_type():
     groups = [layer_group(op) for op in g.graph.ops]
     assert groups.count("depthwise") == 17 and groups.count("fc") == 1 and "strided" in groups
     assert {"1x1", "elementwise", "pool"} <= set(groups)
+
+
+def test_cnn_memo__confidence_quotes_the_whole_cnn_rows_of_the_plans_arch(monkeypatch):
+    """The report's confidence line rests on docs/validation.md's whole-CNN rows of its arch where
+    there are any, and says there are none where not (never a claim the table does not hold)."""
+    from fastsim.studies import cnn_memo
+
+    def row(kind, arch, err):
+        return {"kind": kind, "arch": arch, "model": "", "as_built_error": err, "searched_error": err, "unit": "ms"}
+
+    rows = [row("cnn", "npu1", -0.5), row("cnn", "npu1", -0.1), row("gemm", "npu1", 0.2), row("gemm", "npu2", 0.3)]
+    monkeypatch.setattr(cnn_memo, "validation_rows", lambda: rows)
+    npu1 = cnn_memo._measured_confidence({"inputs": {"arch": "npu1"}})
+    assert "On whole CNNs" in npu1 and "median 30 %, worst 50 % over 2 measurements, 2 of them predicted faster" in npu1
+    npu2 = cnn_memo._measured_confidence({"inputs": {"arch": "npu2"}})
+    assert "No whole CNN is measured on npu2" in npu2 and "worst 30 % over 1 measurements" in npu2
