@@ -26,7 +26,7 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..mapping.dispatch import DispatchLimits
-from .regimes import parse_regimes
+from .regimes import Regime, parse_regimes
 from .variables import build
 
 
@@ -230,3 +230,13 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                "weights": base.precision.weights, "dispatch_overhead_s": arch.dispatch_overhead_s},
     )
     return ds
+
+
+def cuts_point(study: LlmStudy, arch: Arch) -> dict:
+    """One sweep point (``[study] kind = "cuts"``): the best cut set of the study's own regime."""
+    tokens = study.context if study.regime == "decode" else study.prompt
+    r = cuts(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    best = str(r.best_cuts.values)
+    n = 1 + (len(best.split(",")) if best else 0)
+    return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
+            "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}

@@ -197,3 +197,12 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not)
                "gain_seconds": gain,
                "overlays_toml": "\n".join(str(layouts[g]) for g in regimes)},
     )
+
+
+def overlays_point(study: LlmStudy, arch: Arch, new_tokens=128) -> dict:
+    """One sweep point (``[study] kind = "overlays"``): one request kind, the study's prompt and
+    batch and ``new_tokens``."""
+    ds = overlays(study, [Request(study.prompt, int(new_tokens), study.batch)], arch)
+    single = float(np.nanmin(ds.mix_seconds.values[1:]))
+    return {"per_regime_seconds": float(ds.mix_seconds.sel(plan="per_regime")), "single_seconds": single,
+            "gain_seconds": float(ds.attrs["gain_seconds"]), "switch_seconds": float(ds.attrs["switch_seconds"])}
