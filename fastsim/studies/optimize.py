@@ -26,6 +26,7 @@ from ..cache import directory
 from ..errors import ConfigError, SimulationError
 from ..llm import LlmStudy, Precision, simulate_llm
 from ..llm.run import llm_summary
+from ..mapping.dispatch import cuts_of_text
 from .dataflow import dataflow_prefetch
 from .levers import fingerprint, latency_tails, what_if_calls, what_ifs
 from .memo import memo
@@ -39,8 +40,7 @@ __all__ = ["STEPS", "optimize", "plan_study", "study_from_json", "study_to_json"
 
 
 def plan_study(base: LlmStudy, regime, fusion: str, cut_text: str, pins: dict) -> LlmStudy:
-    cut_set = tuple(int(c) for c in cut_text.split(",") if c)
-    return replace(regime.study(base), fusion=fusion, cuts=cut_set, dataflow={**base.dataflow, **pins})
+    return replace(regime.study(base), fusion=fusion, cuts=cuts_of_text(cut_text), dataflow={**base.dataflow, **pins})
 
 
 def study_to_json(study: LlmStudy) -> dict:

@@ -160,7 +160,7 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not)
     labels = [g.label for g in regimes]
     prefill = [g for g in regimes if g.regime == "prefill"]
     decode = [g for g in regimes if g.regime == "decode"]
-    kernels = {g: set(own[g].attrs["kernels"].split(";")) for g in regimes}
+    kernels = {g: set(own[g].attrs["kernels"]) for g in regimes}
     switch, change = switch_seconds(kernels[prefill[0]], kernels[decode[0]], arch) if prefill and decode else (0.0, "")
     plans = ["per_regime"] + [f"single:{label}" for label in labels]
     # each regime's best overlay among all of them (its own searched one, or another regime's when

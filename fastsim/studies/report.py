@@ -9,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ..figures import pyplot  # one headless matplotlib setup for every figure fastsim draws
+from ..mapping.dispatch import cuts_of_text
 
 
 def _save(plt, fig, path: Path | None):
@@ -106,7 +107,7 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     for regime in ds.regime.values:
         r = ds.sel(regime=regime)
         best = str(r.best_cuts.values)
-        n_best = 1 + (len(best.split(",")) if best else 0)
+        n_best = 1 + len(cuts_of_text(best))
         out += [f"## {regime}", "",
                 f"**Best: {n_best} dispatch(es), cuts after layers [{best}]: {ms(float(r.best_seconds))} ms** "
                 f"(default greedy cut [{r.default_cuts.values}]: {ms(float(r.default_seconds))} ms). "
