@@ -17,6 +17,7 @@ from typing import Callable
 
 import xarray as xr
 
+from ..graph import OP_CLASSES
 from . import memo, report
 from .ablate import ablate, ablate_point
 from .bandwidth import bandwidth
@@ -27,7 +28,6 @@ from .kv import kv
 from .overlays import overlays, overlays_point
 from .traffic import sheet_csv, traffic
 from .variables import VARIABLES, Variable, sweep_output
-from ..graph import OP_CLASSES
 
 
 @dataclass(frozen=True)
@@ -92,25 +92,31 @@ def _problems(s) -> list[str]:
     out = [] if s.name and isinstance(s.name, str) else [f"{where}: needs a name"]
     out += [f"{where}: {piece} must be callable" for piece in ("function", "markdown", "figure")
             if not callable(getattr(s, piece))]
-    out += [f"{where}: extra_files must be callable or None"] if not (s.extra_files is None or callable(s.extra_files)) else []
-    out += [] if s.name in VARIABLES else [f"{where}: its outputs are not declared in fastsim.studies.variables.VARIABLES"]
-    if s.sweep is not None:
-        k = s.sweep
-        out += [] if callable(k.point) else [f"{where}: sweep.point must be callable"]
-        out += [] if k.outputs else [f"{where}: sweep.outputs: a sweep kind stores at least one output"]
-        out += [f"{where}: sweep.outputs[{n!r}] must be a Variable named {n!r}" for n, v in k.outputs.items()
-                if not (isinstance(v, Variable) and v.name == n)]
-        out += [f"{where}: sweep.outputs[{n!r}]: every point stores it already" for n in k.outputs
-                if n in ("status", "message")]
-        out += [f"{where}: sweep.extra[{n!r}] needs its units" for n, u in k.extra.items() if not isinstance(u, str)]
-    if s.step is not None:
-        t = s.step
-        out += [f"{where}: step.{piece} must be callable" for piece in ("tasks", "decisions", "section")
-                if not callable(getattr(t, piece))]
-        out += [] if t.result is None or callable(t.result) else [f"{where}: step.result must be callable or None"]
-        out += [] if t.what else [f"{where}: step.what: its progress words"]
-        out += [] if t.order and s.name in t.order else [f"{where}: step.order: its place, at least for {s.name!r}"]
+    if not (s.extra_files is None or callable(s.extra_files)):
+        out.append(f"{where}: extra_files must be callable or None")
+    if s.name not in VARIABLES:
+        out.append(f"{where}: its outputs are not declared in fastsim.studies.variables.VARIABLES")
+    out += [] if s.sweep is None else _sweep_problems(where, s.sweep)
+    out += [] if s.step is None else _step_problems(where, s.name, s.step)
     return out
+
+
+def _sweep_problems(where: str, k: SweepKind) -> list[str]:
+    out = [] if callable(k.point) else [f"{where}: sweep.point must be callable"]
+    out += [] if k.outputs else [f"{where}: sweep.outputs: a sweep kind stores at least one output"]
+    out += [f"{where}: sweep.outputs[{n!r}] must be a Variable named {n!r}" for n, v in k.outputs.items()
+            if not (isinstance(v, Variable) and v.name == n)]
+    out += [f"{where}: sweep.outputs[{n!r}]: every point stores it already" for n in k.outputs
+            if n in ("status", "message")]
+    return out + [f"{where}: sweep.extra[{n!r}] needs its units" for n, u in k.extra.items() if not isinstance(u, str)]
+
+
+def _step_problems(where: str, name: str, t: Step) -> list[str]:
+    out = [f"{where}: step.{piece} must be callable" for piece in ("tasks", "decisions", "section")
+           if not callable(getattr(t, piece))]
+    out += [] if t.result is None or callable(t.result) else [f"{where}: step.result must be callable or None"]
+    out += [] if t.what else [f"{where}: step.what: its progress words"]
+    return out + ([] if t.order and name in t.order else [f"{where}: step.order: its place, at least for {name!r}"])
 
 
 def declare(*studies: Study) -> dict[str, Study]:
