@@ -77,7 +77,7 @@ def optimize_run(tmp_path_factory):
     import xarray as xr
 
     from fastsim.llm import LlmStudy
-    from fastsim.studies.memo import STEPS
+    from fastsim.studies.registry import STEPS
     from fastsim.studies.optimize import optimize
     from helpers import SMALL
 

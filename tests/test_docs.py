@@ -91,7 +91,7 @@ def test_model_doc__states_the_presets_mac_rates():
 
 
 def test_method_doc__names_each_step_of_the_optimize_memo():
-    from fastsim.studies.memo import STEPS
+    from fastsim.studies.registry import STEPS
 
     text = (ROOT / "docs" / "method.md").read_text().lower()
     for n, step in enumerate(("ablate", "cut", "overlay", "dataflow"), 1):

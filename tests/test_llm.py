@@ -335,3 +335,20 @@ def test_movement__leaving_twins_out_changes_only_the_movement_split(regime):
     for name in MOVEMENT_SPLIT:
         assert np.isnan(lean[name].values).all() and not np.isnan(full[name].values).any(), name
     xr.testing.assert_identical(lean.drop_vars(MOVEMENT_SPLIT), full.drop_vars(MOVEMENT_SPLIT))
+
+
+def test_llm__cuts_noop_and_kernels_stay_lists_in_attrs_and_through_zarr(tmp_path):
+    """A run's cut set, NOOP classes and linked kernels are lists, not strings to parse back; the
+    one text form of a cut set (study Datasets, plan.json, tables) reads back to the same set."""
+    from fastsim.mapping.dispatch import cuts_of_text, cuts_text
+    from helpers import SMALL
+
+    ds = simulate_llm(LlmStudy(model=SMALL, context=256, cuts=(0,), noop=("softmax",)))
+    assert ds.attrs["cuts"] == [0] and ds.attrs["noop"] == ["softmax"]
+    assert ds.attrs["kernels"] and all(isinstance(k, str) for k in ds.attrs["kernels"])
+    ds.to_zarr(tmp_path / "run.zarr", zarr_format=2)
+    back = xr.open_zarr(tmp_path / "run.zarr")
+    assert [back.attrs[k] for k in ("cuts", "noop", "kernels")] == [ds.attrs[k] for k in ("cuts", "noop", "kernels")]
+    for cuts in ((), (0,), (3, 7, 11)):
+        assert cuts_of_text(cuts_text(cuts)) == cuts
+    assert cuts_text([1, 3]) == "1,3" and cuts_text(()) == ""

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 from fastsim.cli import main
 from fastsim.figures import pyplot
 from fastsim.llm import LlmStudy
-from fastsim.studies import report
-from fastsim.studies.memo import STEPS, VALIDATION, duration, energy, measured_error, memo, size
+from fastsim.studies.memo import VALIDATION, duration, energy, measured_error, memo, size
+from fastsim.studies.registry import SECTIONS, STEPS, STUDIES
 from helpers import SMALL
 
 
@@ -124,7 +124,8 @@ def test_memo__numbers_follow_the_plan_never_hard_coded(run):
     halved = copy.deepcopy(plan)
     for r in halved["regimes"].values():
         r["predicted"]["seconds"] /= 2
-    before, after = memo(plan, results, plan["notes"]).markdown(), memo(halved, results, halved["notes"]).markdown()
+    before = memo(plan, results, plan["notes"], SECTIONS).markdown()
+    after = memo(halved, results, halved["notes"], SECTIONS).markdown()
     for label, r in halved["regimes"].items():
         assert f"-> {duration(r['predicted']['seconds'])}" in after
         assert f"-> {duration(r['predicted']['seconds'])}" not in before
@@ -143,7 +144,7 @@ def test_memo_html__is_self_contained_with_the_figures_inlined(run):
 @pytest.mark.parametrize("study", STEPS)
 def test_study_figure__tick_and_annotation_labels_do_not_overlap(run, study):
     _, _, results, _ = run
-    fig = report.WRITERS[study][1](results[study])
+    fig = STUDIES[study].figure(results[study])
     assert overlapping_labels(fig) == []
 
 
@@ -206,7 +207,7 @@ def test_memo__overlays_section_agrees_with_the_overlay_it_chooses(run):
     switching = ds.copy()
     switching.attrs = {**ds.attrs, "gain_seconds": 1e-3}
     switching["binding_differs"] = ds.binding_differs | True
-    text = _section(memo(plan, {**results, "overlays": switching}, plan["notes"]).markdown(), "3. overlays")
+    text = _section(memo(plan, {**results, "overlays": switching}, plan["notes"], SECTIONS).markdown(), "3. overlays")
     assert "Chosen: per_regime" in text and "Per-regime placements win: they save 1 ms per mix" in text
     assert "Even so" not in text
 
@@ -226,7 +227,7 @@ def test_memo__every_cannot_run_gives_its_reason(run):
     label = next(iter(plan["regimes"]))
     notes["levers"][0]["seconds"][label] = None
     notes["levers"][0]["errors"][label] = "cut after layer 1 no longer fits"
-    md = memo(plan, {**results, "overlays": ds}, notes).markdown()
+    md = memo(plan, {**results, "overlays": ds}, notes, SECTIONS).markdown()
     assert f"its layout cannot run {first} (no legal mapping of gemm at M = 128)" in md
     assert "cannot run: cut after layer 1 no longer fits" in md
     for m in re.finditer(r"cannot run(.{0,40})", md):

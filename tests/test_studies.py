@@ -10,7 +10,7 @@ from fastsim.cli import main
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.model import ModelConfig
 from fastsim.studies import ablate, parse_regime, parse_regimes
-from fastsim.studies.report import write_report
+from fastsim.studies.registry import write_report
 from fastsim.sweeping import parse_spec, sweep
 
 SMALL = ModelConfig("small", 512, 2, 8, 2, 64, 1024, 1000)

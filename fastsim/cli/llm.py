@@ -480,6 +480,8 @@ def _fusion_source(o) -> str:
 
 
 def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") -> None:
+    from ..mapping.dispatch import cuts_text
+
     batch = f", batch {s['batch']} counted" if s.get("batch", 1) > 1 else ""
     click.echo(f"  time            {s['seconds'] * 1e3:,.3f} {unit}  ({s['tokens_per_s']:,.1f} tokens/s{batch})")
     click.echo(f"  DDR             {s['ddr_bytes'] / 1e6:,.1f} MB  (weights {s['weight_bytes'] / 1e6:,.1f}, "
@@ -487,7 +489,7 @@ def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") ->
     click.echo(f"  energy          {s['energy_j'] * 1e3:,.2f} mJ (energy table: assumptions)")
     chained = ", one chained run list" if ds.attrs.get("dispatch_commands") == "chained" and s["dispatches"] > 1 else ""
     click.echo(f"  dispatch        {s['dispatches']} x {1e3 * s['dispatch_seconds'] / s['dispatches']:,.3f} ms "
-               f"({100 * s['dispatch_share']:.1f} %{chained}), cuts after layers [{ds.attrs['cuts']}]")
+               f"({100 * s['dispatch_share']:.1f} %{chained}), cuts after layers [{cuts_text(ds.attrs['cuts'])}]")
     if s["program_reload_seconds"]:
         click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
     if fusion_source == "pinned":

@@ -13,7 +13,7 @@ from .common import MODEL_HELP, base_study, fail, load_arch, model_options
 def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
     """Run one study (``compute()`` returns its Dataset), then write its report and print it or
     its JSON; bad input ends with a one-line error and exit status 2."""
-    from ..studies.report import WRITERS, write_report
+    from ..studies.registry import markdown, write_report
 
     try:
         ds = compute()
@@ -24,7 +24,7 @@ def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
     if as_json:
         click.echo(json.dumps(ds.to_dict(data="list"), default=str))
     else:
-        click.echo(WRITERS[ds.attrs["study"]][0](ds))
+        click.echo(markdown(ds))
 
 
 @click.group("study")

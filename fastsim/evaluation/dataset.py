@@ -236,11 +236,11 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
 
 def _attrs(pins: GraphPins, arch: Arch, result: GraphResult) -> dict:
     dispatch = result.dispatch
-    return {"arch": arch.name, "dispatches": dispatch.count, "cuts": ",".join(str(c) for c in dispatch.cuts),
-            "residency": pins.residency, "noop": ",".join(pins.noop),
+    return {"arch": arch.name, "dispatches": dispatch.count, "cuts": [int(c) for c in dispatch.cuts],
+            "residency": pins.residency, "noop": list(pins.noop),
             "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
             "fusion": result.fusion, "fusion_alternatives": result.alternatives,
-            "kernels": ";".join(sorted({repr(k) for r in result.op_results() for k in r.kernels}))}
+            "kernels": sorted({repr(k) for r in result.op_results() for k in r.kernels})}
 
 
 def _ratio(a, b):

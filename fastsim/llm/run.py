@@ -71,7 +71,7 @@ def static_weights_fit(study: LlmStudy, arch: Arch) -> None:
 def pinned_layout(study: LlmStudy, run: xr.Dataset) -> LlmStudy:
     """``study`` with the layout of ``run`` (a ``simulate_llm`` Dataset) fixed: its fusion and its
     cuts (no cuts pins one dispatch), so that a study varies one thing and keeps the rest."""
-    cuts = tuple(int(c) for c in run.attrs["cuts"].split(",") if c)
+    cuts = tuple(int(c) for c in run.attrs["cuts"])
     return replace(study, fusion=run.attrs["fusion"], cuts=cuts)
 
 
@@ -133,8 +133,7 @@ def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, sam
     steps = [simulate_llm(replace(decode, context=c), arch) for c in contexts]
     per_step = np.interp(np.arange(first, last + 1), contexts, [float(s.total_seconds) for s in steps])
     ttft = float(prefill.total_seconds)
-    switch, changes = switch_seconds(set(prefill.attrs["kernels"].split(";")),
-                                     set(steps[-1].attrs["kernels"].split(";")), arch)
+    switch, changes = switch_seconds(set(prefill.attrs["kernels"]), set(steps[-1].attrs["kernels"]), arch)
     total = ttft + switch + float(per_step.sum())
     return {
         "model": prefill.attrs["model"], "prompt": study.prompt, "new_tokens": new_tokens, "arch": arch.name,

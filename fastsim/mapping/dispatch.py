@@ -113,6 +113,18 @@ class DispatchPlan:
         return len(self.cuts) + 1
 
 
+def cuts_text(cuts) -> str:
+    """A cut set as results write it in text (a study's Dataset, plan.json, a table): the layers
+    after which a dispatch ends, ``"1,3"`` (``""``: one dispatch). Runs keep the cut set itself
+    (``attrs["cuts"]``, a list)."""
+    return ",".join(str(int(c)) for c in cuts)
+
+
+def cuts_of_text(text: str) -> tuple[int, ...]:
+    """The cut set ``cuts_text`` wrote."""
+    return tuple(int(c) for c in str(text).split(",") if c)
+
+
 def assign(layers: list[int], cuts: tuple[int, ...]) -> list[int]:
     """Dispatch of each op: the head's embedding runs in the first, final norm and LM head in the last."""
     n_layers = 1 + max(layers)

@@ -18,9 +18,10 @@ import numpy as np
 import xarray as xr
 
 from ..arch import NPU2, Arch
+from ..graph import OP_CLASSES
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import pinned_layout
-from .regimes import binding, parse_regimes
+from .regimes import Regime, binding, parse_regimes
 from .variables import build
 
 
@@ -114,3 +115,15 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
                "activations": base.precision.activations},
     )
     return out
+
+
+def ablate_point(study: LlmStudy, arch: Arch) -> dict:
+    """One sweep point (``[study] kind = "ablate"``): the ranking of the study's own regime (its
+    decode context or prefill prompt), as the outputs its sweep kind declares."""
+    tokens = study.context if study.regime == "decode" else study.prompt
+    ds = ablate(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    classes = [str(c) for c in ds.op_class.values]
+    return {"seconds": float(ds.baseline_seconds), "data_movement_seconds": float(ds.data_movement_seconds),
+            "delta_seconds": dict(zip(classes, ds.delta_seconds.values.tolist())),
+            "share": dict(zip(classes, ds.share.values.tolist())),
+            "top_class": OP_CLASSES.index(str(ds.top_class.values))}

@@ -34,6 +34,7 @@ import numpy as np
 from ..arch import NPU2, Arch
 from ..errors import ConfigError, SimulationError
 from ..graph import CONV, MATMUL
+from ..mapping.dispatch import cuts_text
 from ..onnx import OnnxGraph, build_graph, onnx_summary, simulate_onnx
 from ..version import __version__
 from .levers import digest, other_hardware
@@ -209,7 +210,7 @@ def _option(net: Network, arch: Arch, fusion: str, fold: bool):
     on_chip = ds.input_on_chip.values.astype(bool) | ds.output_on_chip.values.astype(bool)
     return {**row, "resolved": str(ds.attrs["fusion"]), "seconds": float(ds.total_seconds),
             "dispatches": int(ds.attrs["dispatches"]), "dispatch_seconds": float(ds.dispatch_seconds),
-            "cuts": str(ds.attrs["cuts"]), "ops": int(ds.sizes["op"]), "ops_on_chip": int(on_chip.sum()),
+            "cuts": cuts_text(ds.attrs["cuts"]), "ops": int(ds.sizes["op"]), "ops_on_chip": int(on_chip.sum()),
             "ddr_bytes": float(ds.ddr_bytes.sum()), "error": ""}, ds
 
 

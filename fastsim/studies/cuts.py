@@ -25,8 +25,8 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
-from ..mapping.dispatch import DispatchLimits
-from .regimes import parse_regimes
+from ..mapping.dispatch import DispatchLimits, cuts_of_text, cuts_text
+from .regimes import Regime, parse_regimes
 from .variables import build
 
 
@@ -189,16 +189,16 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
             if found is None:
                 continue
             seconds[i, k - 1], energy[i, k - 1] = found[0], found[1]
-            cut_text[i, k - 1] = ",".join(str(c) for c in found[2])
+            cut_text[i, k - 1] = cuts_text(found[2])
             if found[0] < fastest:
                 pareto[i, k - 1] = True
                 fastest = found[0]
         k_best = min((k for k in front if front[k] is not None), key=lambda k: front[k][:2])
         chosen = front[k_best]
         best_s.append(chosen[0])
-        best_cut.append(",".join(str(c) for c in chosen[2]))
+        best_cut.append(cuts_text(chosen[2]))
         default_s.append(float(baseline.total_seconds))
-        default_cut.append(baseline.attrs["cuts"])
+        default_cut.append(cuts_text(baseline.attrs["cuts"]))
         fusion.append(baseline.attrs["fusion"])
         explained.append([explain_boundary(segments, chosen[2], c, n_layers, arch) for c in chosen[2]])
     # the best cut set's boundaries, each against the merged dispatch it replaces
@@ -230,3 +230,12 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                "weights": base.precision.weights, "dispatch_overhead_s": arch.dispatch_overhead_s},
     )
     return ds
+
+
+def cuts_point(study: LlmStudy, arch: Arch) -> dict:
+    """One sweep point (``[study] kind = "cuts"``): the best cut set of the study's own regime."""
+    tokens = study.context if study.regime == "decode" else study.prompt
+    r = cuts(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    n = 1 + len(cuts_of_text(r.best_cuts.values))
+    return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
+            "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}

@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..graph import TENSOR_KINDS
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import pinned_layout
-from .regimes import parse_regimes
+from .regimes import Regime, parse_regimes
 from .variables import build
 
 STYLES = ("ws", "is", "os")
@@ -291,3 +291,29 @@ def playbook(ds: xr.Dataset) -> dict:
                                   "fusion": str(r.fusion.values), "m_rows": int(r.m_rows), "points": points,
                                   "ops": ops}
     return out
+
+
+def dataflow_point(study: LlmStudy, arch: Arch) -> dict:
+    """One sweep point (``[study] kind = "dataflow"``): the study's own regime, its chosen point
+    against the best single style."""
+    tokens = study.context if study.regime == "decode" else study.prompt
+    r = dataflow(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    chosen, baseline = str(r.chosen.values), str(r.baseline.values)
+    return {"seconds": float(r.seconds.sel(point=chosen)), "energy_j": float(r.energy_j.sel(point=chosen)),
+            "baseline_seconds": float(r.seconds.sel(point=baseline)),
+            "hybrid_seconds": float(r.seconds.sel(point="hybrid_latency")),
+            "style_seconds": {s: float(r.seconds.sel(point=s)) for s in STYLES}}
+
+
+def pins(ds: xr.Dataset, regime_label: str) -> dict:
+    """The dataflow pins of the regime's chosen point (per op for a hybrid, by class for a single
+    style, none for the searched mapping): what ``fastsim optimize`` plans with."""
+    r = ds.sel(regime=regime_label)
+    chosen = str(r.chosen.values)
+    if chosen in STYLES:
+        return {"gemm": chosen, "attention": chosen}
+    if chosen == "searched":
+        return {}
+    if chosen == "hybrid_latency":
+        return {str(op): str(c) for op, c in zip(ds.op.values, r.choice.values) if str(c)}
+    return {}  # hybrid_energy chosen only off the latency-first rule: keep the search's

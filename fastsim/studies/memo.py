@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..mapping.dispatch import cuts_of_text
 from .document import Document
 from .levers import NARROWER, WIDER
 
-STEPS = ("ablate", "cuts", "overlays", "dataflow")
 VALIDATION = Path(__file__).resolve().parents[1] / "presets" / "validation.json"
 
 
@@ -71,24 +71,23 @@ def dispatches(n: int) -> str:
     return f"{n} dispatch{'' if n == 1 else 'es'}"
 
 
-def memo(plan: dict, results: dict, notes: dict) -> Document:
+def memo(plan: dict, results: dict, notes: dict, sections: dict) -> Document:
     """The memo's blocks. ``notes``: what ``optimize`` adds to the studies (``levers``, ``latency``,
-    ``reproduce``, ``assumptions``), as stored in plan.json."""
+    ``reproduce``, ``assumptions``), as stored in plan.json; ``sections``: each step's section writer
+    ``(doc, Dataset)``, in the method's order (``fastsim.studies.registry.SECTIONS``)."""
     i = plan["inputs"]
     doc = Document(f"Optimization memo: {i['model']} on {i['arch']} ({i['weights']} weights, {i['kv']} KV)")
     _summary(doc, plan, results, notes)
     doc.heading("Plan vs baseline (the searched layout, default cuts)")
     _plan_table(doc, plan)
-    sections = {"ablate": _ablate, "cuts": _cuts, "overlays": _overlays, "dataflow": _dataflow}
-    for n, step in enumerate(STEPS, 1):
-        section = sections[step]  # a step without a section is a KeyError here, not a silent gap
+    for n, (step, section) in enumerate(sections.items(), 1):
         doc.heading(f"{n}. {step}")
         section(doc, results[step])
         if step == "ablate":
             doc.paragraph(_kernel_cost_note(notes))
         doc.evidence(f"the {step} study's report", f"studies/{step}.md", f"`{step}.zarr`")
         doc.image(f"{step}: figure of the study", f"studies/{step}.png")
-    doc.heading(f"{len(STEPS) + 1}. whole-run mapping")
+    doc.heading(f"{len(sections) + 1}. whole-run mapping")
     _whole_run(doc, plan)
     _levers(doc, plan, notes.get("levers"))
     _latency(doc, notes.get("latency"), notes.get("latency_baseline"))
@@ -162,7 +161,7 @@ def _energy_note(inputs: dict) -> str:
             "energies here and in the dataflow step are those prices times the simulated counts.")
 
 
-def _ablate(doc: Document, ds) -> None:
+def ablate_section(doc: Document, ds) -> None:
     for g in ds.regime.values:
         r = ds.sel(regime=g)
         base, moving = float(r.baseline_seconds), float(r.data_movement_seconds)
@@ -199,11 +198,11 @@ def _exposed(share: float) -> str:
     return "n/a" if math.isnan(share) else f"{100 * share:.1f} %"
 
 
-def _cuts(doc: Document, ds) -> None:
+def cuts_section(doc: Document, ds) -> None:
     for g in ds.regime.values:
         r = ds.sel(regime=g)
         best = str(r.best_cuts.values)
-        n_best = 1 + (len(best.split(",")) if best else 0)
+        n_best = 1 + len(cuts_of_text(best))
         b, d = float(r.best_seconds), float(r.default_seconds)
         where = f"cut after layers [{best}]" if best else "no cut"
         text = (f"**{g}**: {dispatches(n_best)}, {where}: {duration(b)}, against {duration(d)} for the "
@@ -229,7 +228,7 @@ def _cuts(doc: Document, ds) -> None:
         doc.paragraph(text)
 
 
-def _overlays(doc: Document, ds) -> None:
+def overlays_section(doc: Document, ds) -> None:
     a = ds.attrs
     own = "; ".join(f"{g}: fusion `{ds.fusion.sel(regime=g).values}`, {ds.residency_reason.sel(regime=g).values}, "
                     f"{duration(float(ds.seconds.sel(regime=g, overlay=g)))}" for g in ds.regime.values)
@@ -307,7 +306,7 @@ def _overlay_verdict(ds) -> str:
             f"{duration(-gain)} to the switches.")
 
 
-def _dataflow(doc: Document, ds) -> None:
+def dataflow_section(doc: Document, ds) -> None:
     from .dataflow import playbook
 
     book = playbook(ds)

@@ -26,37 +26,21 @@ from ..cache import directory
 from ..errors import ConfigError, SimulationError
 from ..llm import LlmStudy, Precision, simulate_llm
 from ..llm.run import llm_summary
-from .ablate import ablate
-from .cuts import cuts
-from .dataflow import STYLES, dataflow_dataset, dataflow_prefetch, dataflow_regime
+from ..mapping.dispatch import cuts_of_text
+from .dataflow import dataflow_prefetch
 from .levers import fingerprint, latency_tails, what_if_calls, what_ifs
-from .memo import STEPS, memo
-from .overlays import mix_regimes, overlays
+from .memo import memo
+from .overlays import mix_regimes
 from .parallel import Workers
 from .regimes import parse_regimes
-from .report import write_report
+from .registry import SECTIONS, STEPS, STUDIES, write_report
 from .whole_run import whole_run_search
 
 __all__ = ["STEPS", "optimize", "plan_study", "study_from_json", "study_to_json"]
 
 
-def _pins(ds_dataflow, regime_label: str) -> dict:
-    """The dataflow pins of the regime's chosen point (per op for a hybrid, by class for a single
-    style, none for the searched mapping)."""
-    r = ds_dataflow.sel(regime=regime_label)
-    chosen = str(r.chosen.values)
-    if chosen in STYLES:
-        return {"gemm": chosen, "attention": chosen}
-    if chosen == "searched":
-        return {}
-    if chosen == "hybrid_latency":
-        return {str(op): str(c) for op, c in zip(ds_dataflow.op.values, r.choice.values) if str(c)}
-    return {}  # hybrid_energy chosen only off the latency-first rule: keep the search's
-
-
 def plan_study(base: LlmStudy, regime, fusion: str, cut_text: str, pins: dict) -> LlmStudy:
-    cut_set = tuple(int(c) for c in cut_text.split(",") if c)
-    return replace(regime.study(base), fusion=fusion, cuts=cut_set, dataflow={**base.dataflow, **pins})
+    return replace(regime.study(base), fusion=fusion, cuts=cuts_of_text(cut_text), dataflow={**base.dataflow, **pins})
 
 
 def study_to_json(study: LlmStudy) -> dict:
@@ -107,9 +91,7 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda step, text: None)
-    calls = {"ablate": (ablate, (base, regimes, arch)), "cuts": (cuts, (base, regimes, arch)),
-             "overlays": (overlays, (base, mix, arch))}
-    calls.update({f"dataflow@{r.label}": (dataflow_regime, (base, r, arch)) for r in regimes})
+    calls = {task: call for step in STEPS for task, call in STUDIES[step].step.tasks(base, regimes, mix, arch).items()}
     if levers:  # the baseline's latency tails need no study: they run beside them
         calls["latency"] = (latency_notes, (base, regimes, arch, None))
     # the overlays study runs its regimes' other layouts with every matmul's style pinned: the
@@ -121,8 +103,7 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
             calls.update({f"prefetch@{r.label}": (dataflow_prefetch, (base, r, arch)) for r in regimes
                           if r.regime == "prefill"})
         done = pool.run(calls, say, phase="studies", together=() if directory() else (shared,))
-        results = {name: done[name] for name in ("ablate", "cuts", "overlays")}
-        results["dataflow"] = dataflow_dataset([done[f"dataflow@{r.label}"] for r in regimes], base, arch)
+        results = {step: _result(step, done, base, regimes, arch) for step in STEPS}
         say("plan", "simulating the plan")
         plan, studies = _plan(base, regimes, arch, results, pool)
         command = command or (f"fastsim.studies.optimize.optimize(LlmStudy(model={plan['inputs']['model']!r}), "
@@ -133,11 +114,17 @@ def optimize(base: LlmStudy = LlmStudy(), regimes=None, mix=None, arch: Arch = N
     for name, ds in results.items():
         write_report(ds, out / "studies")
         ds.to_zarr(out / f"{name}.zarr", mode="w", zarr_format=2, consolidated=True)
-    doc = memo(plan, results, plan["notes"])
+    doc = memo(plan, results, plan["notes"], SECTIONS)
     (out / "report.md").write_text(doc.markdown())
     (out / "report.html").write_text(doc.html(out))
     say("done", str(out / "report.md"))
     return plan
+
+
+def _result(step: str, done: dict, base: LlmStudy, regimes, arch: Arch):
+    """The Dataset of a step from its tasks' answers (its one task's, unless it declares more)."""
+    combine = STUDIES[step].step.result
+    return done[step] if combine is None else combine(done, base, regimes, arch)
 
 
 SUMMARY_KEYS = ("seconds", "tokens_per_s", "ddr_bytes", "energy_j", "dispatches", "fusion")
@@ -154,10 +141,8 @@ def _plan(base: LlmStudy, regimes, arch: Arch, results: dict, pool: Workers) -> 
     calls = {}
     for regime in regimes:
         label = regime.label
-        decisions = {"top_class": str(results["ablate"].top_class.sel(regime=label).values),
-                     "cuts": str(results["cuts"].best_cuts.sel(regime=label).values),
-                     "dataflow_point": str(results["dataflow"].chosen.sel(regime=label).values),
-                     "dataflow_pins": _pins(results["dataflow"], label)}
+        decisions = {key: value for step in STEPS
+                     for key, value in STUDIES[step].step.decisions(results[step], label).items()}
         fusion = str(results["dataflow"].fusion.sel(regime=label).values)
         calls[f"plan {label}"] = (plan_regime, (base, regime, arch, fusion, decisions))
     planned = pool.run(calls, phase="plan")

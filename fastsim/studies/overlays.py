@@ -160,7 +160,7 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not)
     labels = [g.label for g in regimes]
     prefill = [g for g in regimes if g.regime == "prefill"]
     decode = [g for g in regimes if g.regime == "decode"]
-    kernels = {g: set(own[g].attrs["kernels"].split(";")) for g in regimes}
+    kernels = {g: set(own[g].attrs["kernels"]) for g in regimes}
     switch, change = switch_seconds(kernels[prefill[0]], kernels[decode[0]], arch) if prefill and decode else (0.0, "")
     plans = ["per_regime"] + [f"single:{label}" for label in labels]
     # each regime's best overlay among all of them (its own searched one, or another regime's when
@@ -197,3 +197,12 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not)
                "gain_seconds": gain,
                "overlays_toml": "\n".join(str(layouts[g]) for g in regimes)},
     )
+
+
+def overlays_point(study: LlmStudy, arch: Arch, new_tokens=128) -> dict:
+    """One sweep point (``[study] kind = "overlays"``): one request kind, the study's prompt and
+    batch and ``new_tokens``."""
+    ds = overlays(study, [Request(study.prompt, int(new_tokens), study.batch)], arch)
+    single = float(np.nanmin(ds.mix_seconds.values[1:]))
+    return {"per_regime_seconds": float(ds.mix_seconds.sel(plan="per_regime")), "single_seconds": single,
+            "gain_seconds": float(ds.attrs["gain_seconds"]), "switch_seconds": float(ds.attrs["switch_seconds"])}

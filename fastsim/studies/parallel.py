@@ -24,21 +24,22 @@ from typing import Callable
 
 from .. import settings
 from ..threads import available_cores
+from .registry import STEPS, STUDIES
 
-WHAT = {"ablate": "ranking op classes by whole-run NOOP deltas",
-        "cuts": "searching dispatch cuts (dynamic programming over layer boundaries)",
-        "overlays": "placing each regime (request mix)",
-        "dataflow": "choosing a style per op",
-        "latency": "sampling per-token latency and time to first token",
-        "prefetch": "simulating ahead the dataflow study's other style runs"}
+# the progress words and places of the tasks that are not a study's step (the steps': their registry)
+OWN_WHAT = {"latency": "sampling per-token latency and time to first token",
+            "prefetch": "simulating ahead the dataflow study's other style runs"}
+OWN_ORDER = {"prefetch": 1, "latency": 4}
+WHAT = {**{name: STUDIES[name].step.what for name in STEPS}, **OWN_WHAT}
 # longest first, so that the short ones fill in beside it (Llama-3.1-8B, 2 workers, seconds in
 # its worker: the dataflow study's prefill regime 144, overlays 49 once that regime's runs are on
 # disk, latency tails 16, its decode regime 8, ablation 7, cuts 8); the prefill regime's other
 # style runs are simulated ahead beside it (``dataflow_prefetch``), and the overlays study goes
 # last, so that it finds the prefill runs it shares on disk (``result_cache``) rather than waits
 # for them. A task named ``study@regime`` is one regime of a study; its rank is its best
-# matching prefix's.
-LONGEST_FIRST = ("dataflow@prefill", "prefetch", "dataflow", "ablate", "latency", "cuts", "overlays")
+# matching prefix's. Each step declares the places of its tasks (``Step.order``).
+_PLACES = {**{prefix: place for name in STEPS for prefix, place in STUDIES[name].step.order.items()}, **OWN_ORDER}
+LONGEST_FIRST = tuple(sorted(_PLACES, key=_PLACES.get))
 
 
 def step_of(name: str) -> tuple[str, str]:

@@ -1,4 +1,6 @@
-"""Study reports: Markdown with the evidence tables and PNG figures (matplotlib, headless)."""
+"""Study reports: Markdown with the evidence tables and PNG figures (matplotlib, headless). Each
+study's writers are declared with it (``fastsim.studies.registry``, which writes a report:
+``write_report``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ..figures import pyplot  # one headless matplotlib setup for every figure fastsim draws
+from ..mapping.dispatch import cuts_of_text
 
 
 def _save(plt, fig, path: Path | None):
@@ -104,7 +107,7 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     for regime in ds.regime.values:
         r = ds.sel(regime=regime)
         best = str(r.best_cuts.values)
-        n_best = 1 + (len(best.split(",")) if best else 0)
+        n_best = 1 + len(cuts_of_text(best))
         out += [f"## {regime}", "",
                 f"**Best: {n_best} dispatch(es), cuts after layers [{best}]: {ms(float(r.best_seconds))} ms** "
                 f"(default greedy cut [{r.default_cuts.values}]: {ms(float(r.default_seconds))} ms). "
@@ -431,34 +434,3 @@ def traffic_figure(ds: xr.Dataset, path: Path | None = None):
     panels[-1][0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.suptitle(f"Buffer pressure: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
     return _save(plt, fig, path)
-
-
-WRITERS = {"ablate": (ablate_markdown, ablate_figure), "bandwidth": (bandwidth_markdown, bandwidth_figure),
-           "compression": (compression_markdown, compression_figure),
-           "cuts": (cuts_markdown, cuts_figure), "overlays": (overlays_markdown, overlays_figure),
-           "dataflow": (dataflow_markdown, dataflow_figure), "kv": (kv_markdown, kv_figure),
-           "traffic": (traffic_markdown, traffic_figure)}
-
-
-def write_report(ds: xr.Dataset, out_dir: str | Path) -> Path:
-    """``<study>.md`` and ``<study>.png`` in ``out_dir`` (created; the dataflow playbook also as
-    ``dataflow.json``, the traffic sheet's every layer as ``traffic.csv``); returns the Markdown path."""
-    study = ds.attrs["study"]
-    markdown, figure = WRITERS[study]
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    png = out / f"{study}.png"
-    figure(ds, png)
-    md = out / f"{study}.md"
-    md.write_text(markdown(ds, png.name))
-    if study == "dataflow":
-        import json
-
-        from .dataflow import playbook
-
-        (out / "dataflow.json").write_text(json.dumps(playbook(ds), indent=1))
-    if study == "traffic":
-        from .traffic import sheet_csv
-
-        (out / "traffic.csv").write_text(sheet_csv(ds))
-    return md

@@ -1,6 +1,7 @@
 """Every study output variable, declared once: its dims, units and description. The studies build
 their Datasets from it (``build``), so the Datasets, their zarr stores, the JSON (``--json``) and the
-sweep kinds (``fastsim.sweeping.variables``) carry the same units and words."""
+sweep kinds (``Variable``, ``sweep_output``: ``fastsim.studies.registry`` and
+``fastsim.sweeping.variables``) carry the same units and words."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,6 +17,31 @@ class StudyVariable:
 
 
 _v = StudyVariable
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A variable a sweep point stores (``fastsim.sweeping.variables``): over the sweep's axes and
+    ``extra_dim``, with its units, words and dtype."""
+    name: str
+    units: str
+    description: str
+    dtype: str = "float64"
+    extra_dim: tuple[str, tuple[str, ...]] | None = None  # (dim name, labels) beyond the axes
+    flags: tuple[str, ...] = ()  # an integer code's meanings (CF flag_values / flag_meanings)
+
+    def attrs(self) -> dict:
+        out = {"units": self.units, "description": self.description}
+        if self.flags:
+            out.update(flag_values=list(range(len(self.flags))), flag_meanings=" ".join(self.flags))
+        return out
+
+
+def sweep_output(study: str, name: str, **kw) -> Variable:
+    """A study's output as its sweep kind stores it, with the units and words the study's own
+    Dataset declares."""
+    v = VARIABLES[study][name]
+    return Variable(name, v.units, v.description, **kw)
 
 
 VARIABLES = {

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 
 from ..arch import load
 from ..errors import ConfigError, SimulationError
 from ..llm.parameters import PRECISION_NAMES, from_words
+from ..studies.registry import SWEEP_KINDS
 from .spec import ARCH_FIELDS, LLM_KINDS, SweepSpec, prefill_context_refusal, spec_dir
 from .variables import BOUND_RESOURCES, OPERANDS, REGISTRY
 
@@ -161,55 +163,12 @@ def model_facts(study, ds) -> dict:
             "kv_cache_bytes": kv_cache_bytes(model, study.precision, cached)}
 
 
-def _ablate(params: dict, arch) -> dict:
-    from ..graph import OP_CLASSES
-    from ..studies import Regime, ablate
-
-    study = llm_study(params)
-    tokens = study.context if study.regime == "decode" else study.prompt
-    ds = ablate(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
-    classes = [str(c) for c in ds.op_class.values]
-    return {"seconds": float(ds.baseline_seconds), "data_movement_seconds": float(ds.data_movement_seconds),
-            "delta_seconds": dict(zip(classes, ds.delta_seconds.values.tolist())),
-            "share": dict(zip(classes, ds.share.values.tolist())),
-            "top_class": OP_CLASSES.index(str(ds.top_class.values))}
-
-
-def _cuts(params: dict, arch) -> dict:
-    from ..studies import Regime, cuts
-
-    study = llm_study(params)
-    tokens = study.context if study.regime == "decode" else study.prompt
-    r = cuts(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
-    best = str(r.best_cuts.values)
-    n = 1 + (len(best.split(",")) if best else 0)
-    return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
-            "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}
-
-
-def _overlays(params: dict, arch) -> dict:
-    from ..studies import Request, overlays
-
+def _study_point(kind, params: dict, arch) -> dict:
+    """A study kind's point (``fastsim.studies.registry``): its own parameters (``kind.extra``) by
+    name, the rest as the point's ``LlmStudy``."""
     p = dict(params)
-    new_tokens = int(p.pop("new_tokens", 128))
-    study = llm_study(p)
-    ds = overlays(study, [Request(study.prompt, new_tokens, study.batch)], arch)
-    single = float(np.nanmin(ds.mix_seconds.values[1:]))
-    return {"per_regime_seconds": float(ds.mix_seconds.sel(plan="per_regime")), "single_seconds": single,
-            "gain_seconds": float(ds.attrs["gain_seconds"]), "switch_seconds": float(ds.attrs["switch_seconds"])}
-
-
-def _dataflow(params: dict, arch) -> dict:
-    from ..studies import Regime, dataflow
-
-    study = llm_study(params)
-    tokens = study.context if study.regime == "decode" else study.prompt
-    r = dataflow(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
-    chosen, baseline = str(r.chosen.values), str(r.baseline.values)
-    return {"seconds": float(r.seconds.sel(point=chosen)), "energy_j": float(r.energy_j.sel(point=chosen)),
-            "baseline_seconds": float(r.seconds.sel(point=baseline)),
-            "hybrid_seconds": float(r.seconds.sel(point="hybrid_latency")),
-            "style_seconds": {s: float(r.seconds.sel(point=s)) for s in ("ws", "is", "os")}}
+    extra = {name: p.pop(name) for name in kind.extra if name in p}
+    return kind.point(llm_study(p), arch, **extra)
 
 
 def _gemm(params: dict, arch) -> dict:
@@ -256,8 +215,9 @@ def _systolic(params: dict, spec: SweepSpec) -> dict:
     }
 
 
-# how a point of each sweep kind runs (systolic points take the spec itself: ``evaluate``); a kind
-# declared in REGISTRY without a runner would store every point as failed: refused at import
-RUNNERS = {"llm": _llm, "gemm": _gemm, "ablate": _ablate, "cuts": _cuts, "overlays": _overlays, "dataflow": _dataflow}
+# how a point of each sweep kind runs (systolic points take the spec itself: ``evaluate``; a study's
+# kind runs its declared point: ``fastsim.studies.registry``); a kind declared in REGISTRY without a
+# runner would store every point as failed: refused at import
+RUNNERS = {"llm": _llm, "gemm": _gemm, **{name: partial(_study_point, kind) for name, kind in SWEEP_KINDS.items()}}
 if set(RUNNERS) | {"systolic"} != set(REGISTRY):
     raise ImportError(f"sweep kinds without a runner or runners without a kind: {set(RUNNERS) ^ set(REGISTRY)}")

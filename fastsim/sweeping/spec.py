@@ -1,7 +1,7 @@
 """Sweep specs: TOML data (never executed), validated with every error listed.
 
     [study]
-    kind = "llm"                      # or "gemm", "systolic", or a study: ablate, cuts, overlays, dataflow
+    kind = "llm"                      # or "gemm", "systolic", or a study's kind: ablate, cuts, overlays, dataflow
     [study.base]                      # fixed parameters of every point
     model = "llama-3.2-1b"
     [arch]                            # optional: base preset and field overrides
@@ -47,6 +47,7 @@ import numpy as np
 from ..arch import PARTS, PRESETS, Arch, load as load_arch
 from ..errors import ConfigError, Problems
 from ..llm.parameters import BY_NAME as DECLARED, from_words
+from ..studies.registry import SWEEP_KINDS
 from ..systolic.inputs import MeshConfig
 from .variables import REGISTRY
 
@@ -60,12 +61,12 @@ GEMM_PARAMS = {"m", "k", "n", "dtype", "tile_m", "tile_k", "tile_n", "cols", "ke
 # a systolic point's parameters are MeshConfig's fields (one name in Python, specs and stores)
 SYSTOLIC_PARAMS = {"topology"} | {f.name for f in dataclasses.fields(MeshConfig)} - {"name", "address_offsets"}
 LATENCY_PARAMS = {"samples", "seed", "load"}  # llm points: latency quantiles (fastsim.llm.latency)
-LLM_KINDS = ("llm", "ablate", "cuts", "overlays", "dataflow")  # kinds whose points are LlmStudy's
+LLM_KINDS = ("llm", *SWEEP_KINDS)  # kinds whose points are LlmStudy's: llm and the studies' (their registry)
 STUDY_PARAMS = {"llm": LLM_PARAMS | LATENCY_PARAMS, "gemm": GEMM_PARAMS, "systolic": SYSTOLIC_PARAMS,
-                "ablate": LLM_PARAMS - {"noop"},  # one regime's ranking per point
-                "cuts": LLM_PARAMS - {"noop", "cuts"},  # one regime's cut search per point
-                "overlays": (LLM_PARAMS - {"noop", "regime", "context", "prefill_context"}) | {"new_tokens"},
-                "dataflow": LLM_PARAMS - {"noop"}}
+                **{name: (LLM_PARAMS - kind.without) | set(kind.extra) for name, kind in SWEEP_KINDS.items()}}
+_UNKNOWN = {name: sorted(kind.without - LLM_PARAMS) for name, kind in SWEEP_KINDS.items() if kind.without - LLM_PARAMS}
+if _UNKNOWN:  # a misspelt name would leave the parameter it meant accepted
+    raise ImportError(f"sweep kinds refusing parameters no LLM point takes: {_UNKNOWN}")
 MAX_AXIS = 1_000_000  # values per range axis
 # the keys each table of a spec is read for: any other key is refused by name (a misspelt
 # ``chunk_point`` would otherwise run with the default)

@@ -2,12 +2,11 @@
 description (one place, so stores are self-describing and specs can be validated)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..graph import OP_CLASSES
 from ..llm.latency import QUANTILES
 from ..llm.parameters import PARAMETERS as STUDY_PARAMETERS
-from ..studies.variables import VARIABLES as STUDY_VARIABLES
+from ..studies.registry import SWEEP_KINDS
+from ..studies.variables import Variable
 from ..systolic.inputs import OPERANDS
 
 BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
@@ -16,30 +15,8 @@ MESSAGE_CHARS = 240
 FAMILY_CHARS = 32
 
 
-@dataclass(frozen=True)
-class Variable:
-    name: str
-    units: str
-    description: str
-    dtype: str = "float64"
-    extra_dim: tuple[str, tuple[str, ...]] | None = None  # (dim name, labels) beyond the axes
-    flags: tuple[str, ...] = ()  # an integer code's meanings (CF flag_values / flag_meanings)
-
-    def attrs(self) -> dict:
-        out = {"units": self.units, "description": self.description}
-        if self.flags:
-            out.update(flag_values=list(range(len(self.flags))), flag_meanings=" ".join(self.flags))
-        return out
-
-
 def _v(*args, **kw):
     return Variable(*args, **kw)
-
-
-def _study(kind: str, name: str, **kw) -> Variable:
-    """A study kind's output, with the units and words the study's own Dataset declares."""
-    v = STUDY_VARIABLES[kind][name]
-    return Variable(name, v.units, v.description, **kw)
 
 
 COMMON = {
@@ -100,45 +77,10 @@ SYSTOLIC = {  # every layer of the topology on the point's mesh, summed
                                 "ofmap writes)", extra_dim=("operand", OPERANDS)),
 }
 
-ABLATE = {  # fastsim.studies.ablate for the point's regime (its decode context or prefill prompt)
-    "status": COMMON["status"],
-    "seconds": _v("seconds", "s", "end-to-end time of the regime, nothing removed"),
-    "data_movement_seconds": _study("ablate", "data_movement_seconds"),
-    "delta_seconds": _study("ablate", "delta_seconds", extra_dim=("op_class", OP_CLASSES)),
-    "share": _study("ablate", "share", extra_dim=("op_class", OP_CLASSES)),
-    "top_class": _study("ablate", "top_class", dtype="int8", flags=OP_CLASSES),
-}
-
-CUTS = {  # fastsim.studies.cuts for the point's regime
-    "status": COMMON["status"],
-    "seconds": _v("seconds", "s", "end-to-end time with the best cut set"),
-    "dispatches": _v("dispatches", "1", "dispatches of the best cut set", "int64"),
-    "default_seconds": _study("cuts", "default_seconds"),
-    "energy_j": _v("energy_j", "J", "energy of the best cut set's ops"),
-}
-
-OVERLAYS = {  # fastsim.studies.overlays for one request kind (prompt, new_tokens, batch) per point
-    "status": COMMON["status"],
-    "per_regime_seconds": _v("per_regime_seconds", "s", "request time with each regime on its own overlay, "
-                             "switches included"),
-    "single_seconds": _v("single_seconds", "s", "request time with the best single overlay for both regimes"),
-    "gain_seconds": _v("gain_seconds", "s", "single_seconds - per_regime_seconds: the gain of per-regime "
-                       "overlays net of the switch cost"),
-    "switch_seconds": _v("switch_seconds", "s", "one overlay switch"),
-}
-
-DATAFLOW = {  # fastsim.studies.dataflow for the point's regime
-    "status": COMMON["status"],
-    "seconds": _v("seconds", "s", "end-to-end time of the chosen point (fastest on the latency-energy front)"),
-    "energy_j": _v("energy_j", "J", "energy per inference of the chosen point"),
-    "baseline_seconds": _v("baseline_seconds", "s", "end-to-end time of the best single style (the baseline)"),
-    "hybrid_seconds": _v("hybrid_seconds", "s", "end-to-end time of the hybrid per-op choice"),
-    "style_seconds": _v("style_seconds", "s", "end-to-end time with every matmul-like op in one style",
-                        extra_dim=("style", ("ws", "is", "os"))),
-}
-
-REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC, "ablate": ABLATE, "cuts": CUTS, "overlays": OVERLAYS,
-            "dataflow": DATAFLOW}
+# every kind's outputs: the studies' from their declarations (``fastsim.studies.registry``), each with
+# the point's status first
+REGISTRY = {"llm": LLM, "gemm": GEMM, "systolic": SYSTOLIC,
+            **{name: {"status": COMMON["status"], **kind.outputs} for name, kind in SWEEP_KINDS.items()}}
 
 MESSAGE = _v("message", "1", f"why the point failed (status > 0; first {MESSAGE_CHARS} characters), empty when it "
              "did not", f"<U{MESSAGE_CHARS}")
@@ -147,8 +89,10 @@ for _registry in REGISTRY.values():  # every kind stores why a point failed
 
 
 # units of sweep parameters (axis coordinates): by name, else by the unit suffix of the name
-# the declared LLM study parameters' units (fastsim.llm.parameters), then the other parameters'
-PARAMETER_UNITS = {**{p.name: p.units for p in STUDY_PARAMETERS}, "new_tokens": "tokens",
+# the declared LLM study parameters' units (fastsim.llm.parameters), the study kinds' own parameters'
+# (their declarations), then the other parameters'
+PARAMETER_UNITS = {**{p.name: p.units for p in STUDY_PARAMETERS},
+                   **{name: units for kind in SWEEP_KINDS.values() for name, units in kind.extra.items()},
                    "m": "elements", "k": "elements", "n": "elements", "tile_m": "elements",
                    "tile_k": "elements", "tile_n": "elements", "cols": "columns", "columns": "columns",
                    "rows": "PEs", "group_size": "weights", "samples": "1", "clock_hz": "Hz",
