@@ -3,6 +3,8 @@
 The engine (stepping, event skipping, fast-forward) against the reference model on random packet
 designs; the arbitration order; byte totals; which route sets validation accepts.
 """
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 
@@ -12,12 +14,14 @@ from fastsim.design import Acquire, Compute, Design, Loop, Release, mm2s, s2mm
 from fastsim.errors import ConfigError
 from fastsim.kernels import layout as L
 from fastsim.lower import lower
+from fastsim.mlir import read_design
 from fastsim.results import LEVELS
 from fastsim.validate import validate_design
 from reference_model import ReferenceSim
 from strategies import packet_designs, packet_pipelines
 from test_engine_vs_reference import LIMITS, assert_same, run_kernel
 
+HERE = Path(__file__).parent / "mlir"
 EVENTS = dict(LIMITS, max_events=64)
 MODES = [dict(skip=False, fast_forward=False), dict(skip=True, fast_forward=False),
          dict(skip=True, fast_forward=True)]
@@ -35,6 +39,14 @@ def assert_modes_match_reference(design):
 @given(packet_designs())
 def test_packets__engine_matches_reference_on_random_fan_in(design):
     assert_modes_match_reference(design)
+
+
+def test_packets__mlir_fan_in_design_matches_the_reference_model():
+    """tests/mlir/packet_fan_in.mlir (two cores' aie.packet_flows into the shim's S2MM 0, as
+    mlir-aie's packet_flow_same_id_merge designs), read from MLIR: every engine mode against the
+    reference model, cycle for cycle, with short and long kernels."""
+    for cycles in (100, 2000):
+        assert_modes_match_reference(read_design(HERE / "packet_fan_in.mlir", {"kernel": cycles}).design)
 
 
 @settings(max_examples=40)
