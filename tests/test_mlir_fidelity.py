@@ -434,3 +434,16 @@ def test_fifo__a_consumer_element_type_of_its_own_is_refused_not_misread():
     assert text != FIFO
     with pytest.raises(MlirError, match="object FIFO to_core: a consumer element type of its own"):
         read_text(text, {"kernel": 300})
+
+
+def test_packet_flow__fan_out_beside_a_circuit_flow_or_into_a_shared_channel_is_refused_naming_the_op():
+    text = (HERE / "packet_fan_out.mlir").read_text()
+    circuit = text.replace("    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n",
+                           "    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n    aie.flow(%shim, DMA : 0, %t0, DMA : 1)\n")
+    with pytest.raises(MlirError, match=r"packet_fan_out.mlir:\d+: op 'aie.packet_flow' .*a circuit flow also leaves it"):
+        read_text(circuit, {"kernel": 300}, source=str(HERE / "packet_fan_out.mlir"))
+    shared = text.replace("    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n",
+                          "    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n"
+                          "    aie.packet_flow(9) { aie.packet_source<%t1, DMA : 1> aie.packet_dest<%t0, DMA : 0> }\n")
+    with pytest.raises(MlirError, match=r"op 'aie.packet_flow' .*which another source also feeds"):
+        read_text(shared, {"kernel": 300})

@@ -634,6 +634,11 @@ class Reader:
             ids = self.packet_ids.get(src, {})
             if len(ids) > 1:  # fan-out by packet id: a packet route per id
                 shared = [d for d in dsts if len(feeders[d]) > 1]
+                circuit = [d for d in dsts if not any(d in to for to, _ in ids.values())]
+                if circuit:
+                    self.unsupported(next(iter(ids.values()))[1], f"packets from {src} fan out by packet id while "
+                                     f"a circuit flow also leaves it (to {circuit[0]}): not modelled")
+                    continue
                 if shared:
                     self.unsupported(next(iter(ids.values()))[1], f"packets from {src} fan out by packet id to "
                                      f"{shared[0]}, which another source also feeds: not modelled")
