@@ -111,21 +111,25 @@ def _problem(e: ConfigError) -> str:
 
 
 def run_flags(info, ds) -> list[str]:
-    """What a run that simulated may still have wrong: a core stranded although every FIFO it reads
-    is fed in balance (cores that loop more often than the host sends data), a kernel whose
-    completed calls differ from what its finite loops imply, and leaked Python exception text."""
+    """What a run that simulated may still have wrong: a core stranded while data was still on its
+    way to it (``simulate_design``'s ``data_left``: a lost object, or a FIFO the design feeds in
+    balance, not a loop that outlasts what the host sends), a kernel whose completed calls differ
+    from what the finite loops of the cores that finished imply, and leaked Python exception text."""
     flags = []
-    if ds.attrs.get("stranded_cores", 0):
-        flags.append(f"stranded cores: {ds.attrs['stranded_cores']}")
+    if ds.attrs.get("stranded_cores", 0) and ds.attrs.get("data_left"):
+        flags.append(f"stranded cores: {ds.attrs['stranded_cores']} with data left in "
+                     f"{', '.join(ds.attrs['data_left'])}")
+    left = set(ds.attrs.get("cores_left", []))
     implied: dict[str, int] = {}
-    endless_kernels = set()
     for tile, program in info.design.cores.items():
+        if tile in info.endless_cores or str(tile) in left:
+            continue
         for name, calls in _calls(program).items():
-            if tile in info.endless_cores:
-                endless_kernels.add(name)
             implied[name] = implied.get(name, 0) + calls
+    skipped = {name for tile, program in info.design.cores.items()
+               if tile in info.endless_cores or str(tile) in left for name in _calls(program)}
     done = {str(k): int(c) for k, c in zip(ds.kernel.values, ds.kernel_calls.values[0])}
-    for name in sorted(set(implied) - endless_kernels):
+    for name in sorted(set(implied) - skipped):
         if done.get(name, 0) != implied[name]:
             flags.append(f"kernel {name}: {done.get(name, 0)} calls completed, the loops imply {implied[name]}")
     return flags

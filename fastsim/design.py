@@ -70,6 +70,9 @@ class BD:
     shrinks the bytes on the stream (the DMA compresses; it never converts dtypes).
     ``iterations`` re-sends (or re-fills) the same addresses that many times (the BD's iteration
     wrap with step 0): how a mem tile re-sends a resident block without going back to DDR.
+    ``packet_id``: the packet id an MM2S BD's header carries (mlir-aie's ``packet =
+    #aie.packet_info<pkt_id = N>``); where its channel has several packet routes (fan-out by packet
+    id) it picks the route this BD's packet takes, elsewhere it changes nothing.
     """
 
     id: int
@@ -84,6 +87,7 @@ class BD:
     compression_ratio: float = 1.0
     name: str = ""
     iterations: int = 1
+    packet_id: int | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -99,11 +103,15 @@ class Route:
     """A stream from one MM2S to its S2MMs. Circuit-switched (default): it owns its S2MMs, several
     destinations are a broadcast. ``packet=True`` (mlir-aie's ``aie.packet_flow``): several packet
     routes may end at one S2MM, each of the source's BDs one packet that holds the S2MM's port
-    until its last word; a packet route has one destination (no fan-out by packet id)."""
+    until its last word; a packet route has one destination. Fan-out by packet id: one MM2S may
+    have several packet routes, each with its own ``packet_id`` and destination; each of its BDs
+    is one packet to the route whose id the BD carries (``BD.packet_id``), as the stream switch
+    forwards a packet by the id in its header."""
 
     src: Channel
     dsts: tuple[Channel, ...]
     packet: bool = False
+    packet_id: int | None = None
 
 
 # core program operations
@@ -191,12 +199,13 @@ class Design:
 
     def bd(self, channel: Channel, buffer: Buffer, length_bytes: int | None = None, *,
            offset_bytes: int = 0, dims=(), acquire=None, release=None, next: BD | None = None,
-           compression_ratio: float = 1.0, name: str = "", iterations: int = 1) -> BD:
+           compression_ratio: float = 1.0, name: str = "", iterations: int = 1,
+           packet_id: int | None = None) -> BD:
         if length_bytes is None:
             length_bytes = buffer.size_bytes - offset_bytes
         b = BD(len(self.bds), channel, buffer, int(length_bytes), int(offset_bytes),
                tuple(tuple(d) for d in dims), acquire, release, next, float(compression_ratio), name,
-               int(iterations))
+               int(iterations), None if packet_id is None else int(packet_id))
         self.bds.append(b)
         return b
 
@@ -215,8 +224,10 @@ class Design:
             bds[-1].next = bds[0]
         return bds[0]
 
-    def route(self, src: Channel, *dsts: Channel, packet: bool = False) -> Route:
-        r = Route(src, tuple(dsts), packet)
+    def route(self, src: Channel, *dsts: Channel, packet: bool = False, packet_id: int | None = None) -> Route:
+        """A stream from ``src`` to ``dsts`` (see ``Route``); ``packet_id`` makes it a packet route
+        of that id, one of several from ``src`` (fan-out by packet id)."""
+        r = Route(src, tuple(dsts), packet or packet_id is not None, None if packet_id is None else int(packet_id))
         self.routes.append(r)
         return r
 

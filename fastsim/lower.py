@@ -55,7 +55,8 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     channels = _used_channels(design)
     ch_index = {c: i for i, c in enumerate(channels)}
     bds = _bd_table(design, lock_index, bd_index)
-    ch, cons = _channel_table(design, channels, ch_index, bd_index)
+    ch, cons, spans = _channel_table(design, channels, ch_index, bd_index)
+    _bd_consumers(design, bds, ch, ch_index, spans)
     core_tiles, cores, prog, kernel_names = _core_tables(design, lock_index)
     host = _host_table(design.host, ch_index, bd_index)
     prm = _params(design, len(channels), len(core_tiles), skip=skip, max_cycles=max_cycles,
@@ -111,10 +112,12 @@ def run_bytes(b) -> int:
 
 
 def _channel_table(design: Design, channels: list[Channel], ch_index: dict,
-                   bd_index: dict) -> tuple[np.ndarray, list[int]]:
+                   bd_index: dict) -> tuple[np.ndarray, list[int], dict]:
     """One row per channel, and every route's consumers as one flat list that each MM2S row
     indexes by span, followed by each packet-switched S2MM's producers (its row indexes those):
-    a route's switch hops set its consumers' FIFO capacity and latency."""
+    a route's switch hops set its consumers' FIFO capacity and latency. The routes of one source
+    (several under fan-out by packet id) lie side by side in the list; ``spans`` gives each packet
+    id's part of its source's span."""
     arch = design.arch
     ch = np.zeros((len(channels), L.CH_NCOL), np.int64)
     ch[:, L.CH_STATIC_BD] = -1
@@ -128,18 +131,37 @@ def _channel_table(design: Design, channels: list[Channel], ch_index: dict,
         if c in design.static_chains:
             ch[i, L.CH_STATIC_BD] = bd_index[design.static_chains[c].id]
     cons = []
+    spans: dict[tuple[Channel, int], tuple[int, int]] = {}
+    by_src: dict[Channel, list] = {}
     for r in design.routes:
-        m = ch_index[r.src]
+        by_src.setdefault(r.src, []).append(r)
+    for src, routes in by_src.items():
+        m = ch_index[src]
         ch[m, L.CH_CONS_START] = len(cons)
-        for d in r.dsts:
-            s = ch_index[d]
-            cons.append(s)
-            if not r.packet:
-                ch[s, L.CH_PRODUCER] = m
-                _set_stream(ch, s, hops(r.src.tile, d.tile), arch)
+        for r in routes:
+            start = len(cons)
+            for d in r.dsts:
+                s = ch_index[d]
+                cons.append(s)
+                if not r.packet:
+                    ch[s, L.CH_PRODUCER] = m
+                    _set_stream(ch, s, hops(r.src.tile, d.tile), arch)
+            if len(routes) > 1:
+                spans[(src, r.packet_id)] = (start, len(cons))
         ch[m, L.CH_CONS_END] = len(cons)
     _packet_producers(design, ch, ch_index, cons)
-    return ch, cons
+    return ch, cons, spans
+
+
+def _bd_consumers(design: Design, bds: np.ndarray, ch: np.ndarray, ch_index: dict, spans: dict) -> None:
+    """Each MM2S BD's consumers, a span of the consumer list: its channel's whole span, or under
+    fan-out by packet id the part of the route its packet id picks."""
+    for i, b in enumerate(design.bds):
+        m = ch_index.get(b.channel)
+        if m is None or not ch[m, L.CH_MM2S]:
+            continue
+        bds[i, L.BD_CONS_START], bds[i, L.BD_CONS_END] = spans.get(
+            (b.channel, b.packet_id), (ch[m, L.CH_CONS_START], ch[m, L.CH_CONS_END]))
 
 
 def _set_stream(ch: np.ndarray, s: int, n_hops: int, arch) -> None:

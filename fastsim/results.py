@@ -59,6 +59,15 @@ def design_arrays(batch: Batch, d: int) -> DesignArrays:
                         out["ch_stats"][d, :n_ch], out["core_stats"][d, :n_core], level_bytes)
 
 
+def _fans_out(lw, producers) -> bool:
+    """True when an S2MM's one producer sends to several S2MMs by packet id (its consumer span is
+    longer than one channel while each of its packet routes has one destination)."""
+    if len(producers) != 1:
+        return False
+    m = int(producers[0])
+    return int(lw.ch[m, L.CH_CONS_END] - lw.ch[m, L.CH_CONS_START]) > 1 and lw.ch[lw.cons[lw.ch[m, L.CH_CONS_START]], L.CH_PACKET] == 1
+
+
 def _channel_columns(lw) -> tuple:
     """A lowered design's channels as arrays (column, row, index, MM2S) and the (level, channel)
     pairs its bytes add to, in channel order: each shim channel's DDR traffic, and each stream's
@@ -75,10 +84,16 @@ def _channel_columns(lw) -> tuple:
             if chan.direction == "s2mm" and producer >= 0:
                 level.append(LEVELS.index(level_of(arch, lw.channels[producer].tile, chan.tile)))
                 of_channel.append(c)
-            if chan.direction == "s2mm" and lw.ch[c, L.CH_PACKET] == 1:
+            producers = lw.cons[lw.ch[c, L.CH_PROD_START]:lw.ch[c, L.CH_PROD_END]]
+            if chan.direction == "s2mm" and lw.ch[c, L.CH_PACKET] == 1 and _fans_out(lw, producers):
+                # fed only by a source that fans out by packet id (validation refuses it shared):
+                # what this S2MM received is what its route carried
+                level.append(LEVELS.index(level_of(arch, lw.channels[producers[0]].tile, chan.tile)))
+                of_channel.append(c)
+            elif chan.direction == "s2mm" and lw.ch[c, L.CH_PACKET] == 1:
                 # a packet-switched S2MM's producers sit at different levels: each stream counts
                 # what its MM2S sent (the same bytes once the S2MM has drained its buffer)
-                for m in lw.cons[lw.ch[c, L.CH_PROD_START]:lw.ch[c, L.CH_PROD_END]]:
+                for m in producers:
                     level.append(LEVELS.index(level_of(arch, lw.channels[m].tile, chan.tile)))
                     of_channel.append(int(m))
         found = (np.array([c.tile.col for c in lw.channels], np.int64),

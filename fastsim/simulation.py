@@ -268,7 +268,8 @@ def _transfer_stall(lw, st, c: int) -> str:
     the packet port of a shared S2MM that another packet holds; an S2MM for data."""
     if not lw.ch[c, L.CH_MM2S]:
         return "no data arriving"
-    for s in lw.cons[lw.ch[c, L.CH_CONS_START]:lw.ch[c, L.CH_CONS_END]]:
+    bd = int(st[c, L.S_BD])  # its BD's consumers: fan-out by packet id sends each BD on its own route
+    for s in lw.cons[lw.bds[bd, L.BD_CONS_START]:lw.bds[bd, L.BD_CONS_END]]:
         owner = int(st[s, L.S_OWNER])
         if lw.ch[s, L.CH_PACKET] and owner != c:
             held = f"held by {lw.channels[owner]}" if owner >= 0 else "free"

@@ -273,24 +273,28 @@ def _check_bd_locks(v: _Checker, b: BD, kind_name: str) -> None:
 
 def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
     """Routes: one per MM2S source, each S2MM fed by one circuit route or by any number of packet
-    routes (fan-in; each packet route has one destination). Returns the routed sources and each
-    fed S2MM's first source, which the channel programs need to find channels nothing feeds."""
+    routes (fan-in; each packet route has one destination); or several packet routes from one
+    source, each with its own packet id (fan-out by packet id), every BD of the source carrying
+    one of those ids and no other source feeding their destinations. Returns the routed sources and
+    each fed S2MM's first source, which the channel programs need to find channels nothing feeds."""
     p = v.p
     producer_of: dict[Channel, Channel] = {}
     packet_fed: set[Channel] = set()
     routed = set()
+    fan_out = _fan_out_sources(design)
     for r in design.routes:
         if not v.channel_ok(r.src, lambda: f"route {r.src}.src"):
             continue
         if r.src.direction != MM2S:
             p.add(f"route {r.src}.src", str(r.src), "must be an mm2s channel")
-        if r.src in routed:
-            p.add(f"route {r.src}.src", str(r.src), "has more than one route")
+        if r.src in routed and r.src not in fan_out:
+            p.add(f"route {r.src}.src", str(r.src), "has more than one route (several are packet routes "
+                  "with distinct packet ids: fan-out by packet id)")
         if not r.dsts:
             p.add(f"route {r.src}.dsts", len(r.dsts), "needs at least one s2mm channel")
         if r.packet and len(r.dsts) > 1:
             p.add(f"route {r.src}.dsts", len(r.dsts), "a packet route has one s2mm channel "
-                  "(fan-out by packet id is not modelled)")
+                  "(several destinations: one packet route per packet id)")
         routed.add(r.src)
         for d in r.dsts:
             if v.channel_ok(d, lambda: f"route {r.src}.dst"):
@@ -299,13 +303,34 @@ def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
                 if d in producer_of and not (r.packet and d in packet_fed):
                     p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}: only packet "
                           "routes (packet=True) may share an s2mm channel")
+                elif d in producer_of and producer_of[d] != r.src and (r.src in fan_out or producer_of[d] in fan_out):
+                    p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}: a destination "
+                          "of fan-out by packet id shared with another source is not modelled")
                 if r.src.tile.row == 0 and d.tile.row == 0:
                     p.add(f"route {r.src}.dst", str(d), "a shim-to-shim stream (DDR to DDR) is not modelled: "
                           "route it through a mem tile")
                 if d not in producer_of and r.packet:
                     packet_fed.add(d)
                 producer_of.setdefault(d, r.src)
+    for src, ids in fan_out.items():
+        for b in design.bds:
+            if b.channel == src and b.packet_id not in ids:
+                p.add(f"{_bd_name(b)}.packet_id", b.packet_id, f"one of the packet ids of the routes from {src} "
+                      f"({', '.join(map(str, sorted(ids)))}): its packet must go somewhere")
     return routed, producer_of
+
+
+def _fan_out_sources(design: Design) -> dict[Channel, set[int]]:
+    """Sources with several routes, all packet routes with distinct packet ids: each source's ids."""
+    by_src: dict[Channel, list] = {}
+    for r in design.routes:
+        by_src.setdefault(r.src, []).append(r)
+    out = {}
+    for src, routes in by_src.items():
+        ids = [r.packet_id for r in routes]
+        if len(routes) > 1 and all(r.packet for r in routes) and None not in ids and len(set(ids)) == len(ids):
+            out[src] = set(ids)
+    return out
 
 
 def _check_channel_programs(v: _Checker, design: Design, routed: set, producer_of: dict) -> None:

@@ -19,6 +19,10 @@ after the last owner (S_LAST_OWNER), before any flow is decided; the owner frees
 transfer ends (the control phase of the cycle after its last word), so the next packet can flow
 in that cycle. The S2MM's BDs take
 the bytes in arrival order, whatever packet they came in. A grant or a release is a state change.
+Fan-out by packet id: an MM2S BD's data goes to its BD's consumers (``BD_CONS_START/END``), which
+are its channel's unless its channel has several packet routes, where the BD's packet id picks one
+(the stream switch forwards a packet by its header's id); only a producer whose current BD goes to
+an S2MM competes for that S2MM's port.
 
 Event skipping: after a cycle in which nothing changed state, the engine computes how many following
 cycles are provably identical (same states, same flows) and applies them at once. Fast-forward
@@ -29,7 +33,8 @@ and, in a periodic steady state, applies whole periods at once. The pure-Python 
 from ._jit import inline, kernel
 from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
 from .layout import (
-    BD_ACQ_LOCK, BD_ACQ_VAL, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL, BD_RUN,
+    BD_ACQ_LOCK, BD_ACQ_VAL, BD_CONS_END, BD_CONS_START, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
+    BD_RUN,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
     CH_COL, CH_CONS_END, CH_CONS_START, CH_FIFO_CAP, CH_LATENCY, CH_MM2S, CH_PACKET, CH_PROD_END,
     CH_PROD_START, CH_PRODUCER, CH_RATE,
@@ -311,10 +316,12 @@ def _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active):
 
 
 @inline
-def _port_blocked(m, ch, cons, st):
-    """True when MM2S m feeds a packet-switched S2MM whose port another packet holds (or nobody
-    granted it yet): m cannot push this cycle."""
-    for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+def _port_blocked(m, bds, ch, cons, st):
+    """True when transferring MM2S m feeds a packet-switched S2MM whose port another packet holds
+    (or nobody granted it yet): m cannot push this cycle. m's consumers are its BD's (fan-out by
+    packet id sends each BD to the route its packet id picks)."""
+    b = st[m, S_BD]
+    for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
         s = cons[i]
         if ch[s, CH_PACKET] == 1 and st[s, S_OWNER] != m:
             return True
@@ -322,14 +329,24 @@ def _port_blocked(m, ch, cons, st):
 
 
 @inline
-def _arbitrate(s, ch, cons, st):
-    """Grant the free port of packet S2MM s to a transferring producer: the first by channel index
-    after the last owner, else the first (round-robin). Returns 1 when granted."""
+def _sends_to(m, s, bds, cons, st):
+    """True when transferring MM2S m's current BD (packet) goes to S2MM s."""
+    b = st[m, S_BD]
+    for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
+        if cons[i] == s:
+            return True
+    return False
+
+
+@inline
+def _arbitrate(s, bds, ch, cons, st):
+    """Grant the free port of packet S2MM s to a producer transferring a packet to it: the first by
+    channel index after the last owner, else the first (round-robin). Returns 1 when granted."""
     last = st[s, S_LAST_OWNER]
     first = -1
     for i in range(ch[s, CH_PROD_START], ch[s, CH_PROD_END]):
         m = cons[i]
-        if st[m, S_STATE] == CS_TRANSFER:
+        if st[m, S_STATE] == CS_TRANSFER and _sends_to(m, s, bds, cons, st):
             if m > last:
                 st[s, S_OWNER] = m
                 return 1
@@ -342,16 +359,17 @@ def _arbitrate(s, ch, cons, st):
 
 
 @inline
-def _grant_ports(ch, cons, st, active, n_active):
+def _grant_ports(bds, ch, cons, st, active, n_active):
     """Arbitrate every free packet port some transferring MM2S wants. Returns 1 if one was granted."""
     granted = 0
     for j in range(n_active):
         m = active[j]
         if ch[m, CH_MM2S] == 1:
-            for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+            b = st[m, S_BD]
+            for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
                 s = cons[i]
                 if ch[s, CH_PACKET] == 1 and st[s, S_OWNER] < 0:
-                    granted |= _arbitrate(s, ch, cons, st)
+                    granted |= _arbitrate(s, bds, ch, cons, st)
     return granted
 
 
@@ -381,7 +399,7 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
     (state changes).
     """
     packets = prm[P_PACKETS] == 1  # else no port to arbitrate: circuit designs pay nothing
-    restarted = _grant_ports(ch, cons, st, active, n_active) if packets else 0
+    restarted = _grant_ports(bds, ch, cons, st, active, n_active) if packets else 0
     for j in range(n_active):
         c = active[j]
         if ch[c, CH_MM2S] == 0:
@@ -395,10 +413,11 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
         c = active[j]
         if ch[c, CH_MM2S] == 1 and ch[c, CH_SHIM] == 1:
             room = NEVER
-            for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
+            b = st[c, S_BD]
+            for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
                 s = cons[i]
                 room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
-            st[c, S_WANT] = 1 if room > 0 and not (packets and _port_blocked(c, ch, cons, st)) else 0
+            st[c, S_WANT] = 1 if room > 0 and not (packets and _port_blocked(c, bds, ch, cons, st)) else 0
     _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active)
     for j in range(n_active):
         c = active[j]
@@ -409,14 +428,15 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active
         m = active[j]
         if ch[m, CH_MM2S] == 1:
             p = min(st[m, S_RATE], st[m, S_REMAIN])
-            if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or (packets and _port_blocked(m, ch, cons, st)):
+            if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or (packets and _port_blocked(m, bds, ch, cons, st)):
                 p = 0
-            for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+            b = st[m, S_BD]
+            for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
                 s = cons[i]
                 p = min(p, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + st[s, S_FLOW])
             st[m, S_FLOW] = p
             if p > 0:
-                for i in range(ch[m, CH_CONS_START], ch[m, CH_CONS_END]):
+                for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
                     s = cons[i]
                     if st[s, S_FILL] == 0:
                         st[s, S_READY_AT] = cyc + ch[s, CH_LATENCY]
@@ -456,7 +476,7 @@ def _cycles_above(start, slope, floor_value, bound):
 
 
 @inline
-def _identical_cycles(t, prm, ch, cons, st, kst):
+def _identical_cycles(t, prm, bds, ch, cons, st, kst):
     """How many cycles after cycle t provably repeat it exactly (t itself changed no state)."""
     k = NEVER
     for c in range(prm[P_N_CH]):
@@ -477,12 +497,13 @@ def _identical_cycles(t, prm, ch, cons, st, kst):
                 k = _cycles_above(start_fill, net, f, k)
                 if not (f == st[c, S_RATE] or (net == 0 and start_fill == f)):
                     return 0
-            elif prm[P_PACKETS] == 1 and _port_blocked(c, ch, cons, st):
+            elif prm[P_PACKETS] == 1 and _port_blocked(c, bds, ch, cons, st):
                 continue  # waits for a packet port until its owner's last word (the owner bounds k)
             else:
                 k = _cycles_above(start_remain, -f, f, k)
                 steady = f == st[c, S_RATE]
-                for i in range(ch[c, CH_CONS_START], ch[c, CH_CONS_END]):
+                b = st[c, S_BD]
+                for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
                     s2 = cons[i]
                     net = f - st[s2, S_FLOW]
                     start_space = ch[s2, CH_FIFO_CAP] - (st[s2, S_FILL] - net) + st[s2, S_FLOW]
@@ -654,7 +675,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
             res[R_STATUS] = ST_LIVELOCK
             break
         if prm[P_SKIP] == 1 and not changed and not restarted:
-            n = _identical_cycles(cyc, prm, ch, cons, st, kst)
+            n = _identical_cycles(cyc, prm, bds, ch, cons, st, kst)
             n = min(n, max_cycles - cyc - 1)
             if not progress:
                 n = min(n, last_progress + livelock - cyc - 1)

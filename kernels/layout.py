@@ -17,7 +17,9 @@ BD_REL_VAL = 4
 BD_NEXT = 5  # next BD index or -1
 BD_CYCLIC = 6  # 1 when the chain starting here never ends
 BD_RUN = 7  # units of one contiguous run of its buffer (shim BDs: what one DDR request streams)
-BD_NCOL = 8
+BD_CONS_START = 8  # MM2S BD: the range into the consumer list its data goes to (its channel's
+BD_CONS_END = 9  # range, or under fan-out by packet id the part its packet id picks)
+BD_NCOL = 10
 
 # Channel table: one row per DMA channel
 CH_MM2S = 0  # 1 = MM2S (memory to stream), 0 = S2MM

@@ -25,6 +25,8 @@ class Bd:
     next: int
     cyclic: bool
     run: int  # units of one contiguous run of the buffer (one DDR request on a shim channel)
+    cons_start: int  # MM2S BD: where its packet goes, a slice of the consumer list (fan-out by packet
+    cons_end: int  # id: the route its id picks; else its channel's consumers)
 
 
 @dataclass
@@ -85,7 +87,7 @@ class ReferenceSim:
         self.p = {name: int(p[getattr(L, name)]) for name in dir(L) if name.startswith("P_") and name != "P_NCOL"}
         self.col_rates = lowered.col_rates.tolist()
         self.bds = [Bd(*[int(x) for x in row]) for row in lowered.bds]
-        cons = [int(x) for x in lowered.cons]
+        cons = self.cons = [int(x) for x in lowered.cons]
         self.ch = []
         for i, r in enumerate(lowered.ch):
             r = [int(x) for x in r]
@@ -247,9 +249,14 @@ class ReferenceSim:
                     c.state = IDLE
 
     # ---- flow phase ---------------------------------------------------------------------------
+    def targets(self, m):
+        """Where transferring MM2S m's current BD goes: its BD's slice of the consumers."""
+        bd = self.bds[m.bd]
+        return self.cons[bd.cons_start:bd.cons_end]
+
     def blocked(self, m):
         """MM2S m feeds a packet S2MM whose port it does not hold."""
-        return any(self.ch[s].packet and self.ch[s].owner != m.index for s in m.consumers)
+        return any(self.ch[s].packet and self.ch[s].owner != m.index for s in self.targets(m))
 
     def arbitrate(self):
         """Each free packet port goes to a transferring producer: round-robin by channel index,
@@ -258,7 +265,7 @@ class ReferenceSim:
         for s in self.ch:
             if not s.packet or s.owner >= 0:
                 continue
-            waiting = [m for m in s.producers if self.ch[m].state == TRANSFER]
+            waiting = [m for m in s.producers if self.ch[m].state == TRANSFER and s.index in self.targets(self.ch[m])]
             if waiting:
                 after = [m for m in waiting if m > s.last_owner]
                 s.owner = (after or waiting)[0]
@@ -281,7 +288,7 @@ class ReferenceSim:
                 continue
             if c.is_mm2s:
                 room = min(self.ch[s].fifo_cap - self.ch[s].fill + (0 if self.ch[s].is_shim else self.ch[s].flow)
-                           for s in c.consumers)
+                           for s in self.targets(c))
                 wants = room > 0 and not self.blocked(c)
             else:
                 wants = self.cycle >= c.ready_at and c.fill > 0
@@ -308,10 +315,10 @@ class ReferenceSim:
             p = min(m.rate, m.remaining) if (not m.is_shim or m in wanting) else 0
             if self.blocked(m):
                 p = 0
-            p = min([p] + [self.ch[s].fifo_cap - self.ch[s].fill + self.ch[s].flow for s in m.consumers])
+            p = min([p] + [self.ch[s].fifo_cap - self.ch[s].fill + self.ch[s].flow for s in self.targets(m)])
             m.flow = p
             if p > 0:
-                for s in m.consumers:
+                for s in self.targets(m):
                     sc = self.ch[s]
                     if sc.fill == 0:
                         sc.ready_at = self.cycle + sc.latency

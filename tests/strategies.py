@@ -270,3 +270,74 @@ def packet_pipelines(draw, arch=None, max_objects=12):
     else:  # the mem tile takes each round of packets and lets it go (no consumer downstream)
         d.start_chain(dst, d.bd(dst, d.buffer(dst.tile, sum(sizes) * n_obj), sum(sizes) * n_obj))
     return d
+
+
+@st.composite
+def packet_fan_out_designs(draw, arch=None, max_objects=10):
+    """Fan-out by packet id: one MM2S with 2 or 3 packet routes, each with its own packet id and
+    S2MM (a shim's or a mem tile's). Either its 1 to 5 BDs carry random ids and are pushed by the
+    host or chained at cycle 0, or a core fills ``depth`` buffers in a loop whose cyclic BD ring
+    alternates ids (a periodic steady state in which the destination changes every object, for
+    fast-forward). Each S2MM usually takes exactly the bytes its id's packets carry; sometimes
+    random lengths (it may stall, and the reference must agree). Sometimes a second producer
+    sends into another S2MM of its own by packet fan-in, to mix fan-out and fan-in ports."""
+    arch = arch or draw(small_arch())
+    d = Design(arch, "packet fan-out")
+    periodic = draw(st.booleans())
+    if periodic:
+        tile = Tile(draw(st.integers(0, arch.columns - 1)), 2 + draw(st.integers(0, arch.compute_rows - 1)))
+        src = mm2s(tile, 0)
+    else:
+        src = draw(st.sampled_from(_channels(arch, MM2S)))
+    options = [c for c in _channels(arch, S2MM) if c.tile.row <= 1 and c.tile != src.tile
+               and not (src.tile.row == 0 and c.tile.row == 0)]
+    n_routes = draw(st.integers(2, min(3, len(options))))
+    dsts = draw(st.lists(st.sampled_from(options), min_size=n_routes, max_size=n_routes, unique=True))
+    for pid, dst in enumerate(dsts):
+        d.route(src, dst, packet_id=pid)
+    sent = [0] * n_routes
+    if periodic:
+        depth, n_obj = draw(st.integers(1, 2)), draw(st.integers(1, max_objects))
+        size = 4 * draw(st.integers(1, 12))
+        free, full = d.lock(tile, depth), d.lock(tile, 0)
+        ids = [i % n_routes for i in range(depth)] if depth > 1 else [0]
+        ring = [d.bd(src, d.buffer(tile, size), size, acquire=(full, 1), release=(free, 1), packet_id=pid)
+                for pid in ids]
+        d.start_chain(src, d.chain(*ring, cyclic=True))
+        d.core_program(tile, Loop(n_obj, (Acquire(free), Compute(draw(st.integers(1, 60))), Release(full))))
+        for k in range(n_obj):
+            sent[ids[k % depth]] += size
+    else:
+        shim = src.tile.row == 0
+        n_bd = draw(st.integers(1, 5))
+        sizes = [4 * draw(st.integers(1, 12)) if shim else draw(st.integers(1, 48)) for _ in range(n_bd)]
+        ids = [draw(st.integers(0, n_routes - 1)) for _ in range(n_bd)]
+        buf = d.ddr_buffer(max(sizes)) if shim else d.buffer(src.tile, max(sizes))
+        first = d.chain(*[d.bd(src, buf, n, packet_id=pid) for n, pid in zip(sizes, ids)])
+        repeat = 1
+        if not shim and draw(st.booleans()):
+            d.start_chain(src, first)
+        else:
+            repeat = draw(st.integers(1, 3))
+            d.push(src, first, repeat)
+        for n, pid in zip(sizes, ids):
+            sent[pid] += repeat * n
+    exact = draw(st.integers(0, 3)) > 0
+    for dst, n in zip(dsts, sent):
+        n = n if exact else draw(st.integers(1, 64))
+        if n == 0:
+            continue
+        buf = d.ddr_buffer(n) if dst.tile.row == 0 else d.buffer(dst.tile, n)
+        d.push(dst, d.bd(dst, buf, n))
+        if draw(st.booleans()):
+            d.wait(dst)
+    fan_in = [c for c in _channels(arch, MM2S) if c.tile.row <= 1 and c != src and c.tile not in {x.tile for x in dsts}]
+    left = [c for c in options if c not in dsts]
+    if fan_in and left and draw(st.booleans()):  # another producer's packets, into an S2MM of its own
+        other, dst = draw(st.sampled_from(fan_in)), draw(st.sampled_from(left))
+        if not (other.tile.row == 0 and dst.tile.row == 0):
+            n = 4 * draw(st.integers(1, 12))
+            d.route(other, dst, packet=True)
+            d.push(other, d.bd(other, d.ddr_buffer(n) if other.tile.row == 0 else d.buffer(other.tile, n), n))
+            d.push(dst, d.bd(dst, d.ddr_buffer(n) if dst.tile.row == 0 else d.buffer(dst.tile, n), n))
+    return d

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from fastsim.design import Push
 from fastsim.errors import ConfigError
 from fastsim.mlir import MlirError, load_kernel_costs, read_design, read_text, simulate_design
 from fastsim.mlir.run import summary
@@ -222,6 +223,36 @@ def test_runtime_scalar__a_missing_value_is_named_an_unused_one_refused():
         read_text(SCALAR, {"kernel": 300}, args={"objects": "four"})
 
 
+def test_runtime_scalar__a_sequence_loop_over_dma_tasks_runs_once_per_given_pass():
+    """tests/mlir/dynamic_tasks.mlir (mlir-aie's dynamic_pingpong form): the scf.for of the
+    runtime sequence pushes one input task per object, its iter_args carrying the previous task;
+    the output task's length comes from arith.trunci and arith.muli of %n."""
+    runs = {}
+    for n in (1, 2, 4):
+        info = read_design(HERE / "dynamic_tasks.mlir", {"kernel": 300}, args={"n": n, "go": 1})
+        ds = simulate_design(info)
+        level = dict(zip(LEVELS, ds.level_bytes.values[0]))
+        assert level["ddr_read"] == level["ddr_write"] == 1024 * n and ds.kernel_calls.values[0].tolist() == [n]
+        assert sum(isinstance(op, Push) for op in info.design.host) == n + 1
+        runs[n] = int(ds.total_cycles[0])
+    assert runs[1] < runs[2] < runs[4]
+
+
+def test_runtime_scalar__an_scf_if_on_a_given_flag_takes_its_branch_and_unknown_values_are_named():
+    assert read_design(HERE / "dynamic_tasks.mlir", {"kernel": 300}, args={"n": 4, "go": 0}).design.host == []
+    with pytest.raises(MlirError) as e:
+        read_design(HERE / "dynamic_tasks.mlir", {"kernel": 300}, args={"go": 1})
+    assert "%n is a runtime argument (i64)" in str(e.value) and e.value.stops[0] == ("arith.index_cast", 34)
+    with pytest.raises(MlirError) as e:
+        read_design(HERE / "dynamic_tasks.mlir", {"kernel": 300}, args={"n": 4})
+    assert "%go is a runtime argument (i1)" in str(e.value) and e.value.stops[0] == ("scf.if", 31)
+
+
+def test_runtime_scalar__trunci_keeps_the_low_bits_and_a_huge_sequence_loop_is_named():
+    with pytest.raises(MlirError, match=r"dynamic_tasks.mlir:47: scf.for: a runtime-sequence loop of 4,294,967,298 passes"):
+        read_design(HERE / "dynamic_tasks.mlir", {"kernel": 300}, args={"n": 2**32 + 3, "go": 1})
+
+
 def test_cli__arg_gives_a_scalar_and_the_trace_writes_are_reported(tmp_path):
     from fastsim.cli import main  # the whole CLI: imported by the one test that needs it
 
@@ -288,13 +319,32 @@ def test_packet_flow__fan_in_design_reads_packet_routes_and_delivers_every_objec
     assert 4 * 2000 < slow < 5 * 2000  # two cores compute side by side; the port shares only the sends
 
 
-def test_packet_flow__fan_out_by_packet_id_is_still_refused():
-    fan_out = CIRCUIT.replace("aie.flow(%shim, DMA : 0, %core_tile, DMA : 0)",
-                              "aie.packet_flow(1) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 0> }\n"
-                              "    aie.packet_flow(2) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 1> }")
+def test_packet_flow__fan_out_by_packet_id_reads_a_packet_route_per_id_and_the_bds_ids():
+    """tests/mlir/packet_fan_out.mlir: the shim's MM2S 0 sends ids 3 and 7 to two cores; the
+    runtime sequence's memcpys carry the ids (``packet = <pkt_id = N>``)."""
+    info = read_design(HERE / "packet_fan_out.mlir", {"kernel": 300})
+    fan = [(str(r.src), [str(d) for d in r.dsts], r.packet, r.packet_id) for r in info.design.routes
+           if str(r.src) == "tile(0,0).mm2s0"]
+    assert fan == [("tile(0,0).mm2s0", ["tile(0,2).s2mm0"], True, 3), ("tile(0,0).mm2s0", ["tile(0,3).s2mm0"], True, 7)]
+    pushed = [op.bd.packet_id for op in info.design.host if isinstance(op, Push) and str(op.channel) == "tile(0,0).mm2s0"]
+    assert pushed == [3, 7, 3, 7]
+
+
+def test_packet_flow__fan_out_design_runs_each_cores_share():
+    cycles, level_bytes, calls = run("packet_fan_out", {"kernel": 300})
+    level = dict(zip(LEVELS, level_bytes))
+    assert level["ddr_read"] == level["ddr_write"] == 1024 and level["shim_compute"] == 2048 and calls == [4]
+    slow, _, _ = run("packet_fan_out", {"kernel": 3000})
+    assert 2 * 3000 < slow < 3 * 3000  # the cores work side by side, two calls each
+
+
+def test_packet_flow__one_id_to_several_channels_is_refused_naming_the_op():
+    multicast = CIRCUIT.replace("aie.flow(%shim, DMA : 0, %core_tile, DMA : 0)",
+                                "aie.packet_flow(1) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 0> }\n"
+                                "    aie.packet_flow(1) { aie.packet_source<%shim, DMA : 0> aie.packet_dest<%core_tile, DMA : 1> }")
     with pytest.raises(MlirError) as e:
-        read_text(PHYSICAL.replace(CIRCUIT, fan_out), {"kernel": 300})
-    assert "fan-out by packet id" in str(e.value) and e.value.stops[0][0] == "aie.packet_flow"
+        read_text(PHYSICAL.replace(CIRCUIT, multicast), {"kernel": 300})
+    assert "multicast" in str(e.value) and e.value.stops[0][0] == "aie.packet_flow"
 
 
 def test_packet_flow__sharing_a_channel_with_a_circuit_flow_is_refused():
@@ -384,3 +434,16 @@ def test_fifo__a_consumer_element_type_of_its_own_is_refused_not_misread():
     assert text != FIFO
     with pytest.raises(MlirError, match="object FIFO to_core: a consumer element type of its own"):
         read_text(text, {"kernel": 300})
+
+
+def test_packet_flow__fan_out_beside_a_circuit_flow_or_into_a_shared_channel_is_refused_naming_the_op():
+    text = (HERE / "packet_fan_out.mlir").read_text()
+    circuit = text.replace("    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n",
+                           "    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n    aie.flow(%shim, DMA : 0, %t0, DMA : 1)\n")
+    with pytest.raises(MlirError, match=r"packet_fan_out.mlir:\d+: op 'aie.packet_flow' .*a circuit flow also leaves it"):
+        read_text(circuit, {"kernel": 300}, source=str(HERE / "packet_fan_out.mlir"))
+    shared = text.replace("    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n",
+                          "    aie.flow(%t0, DMA : 0, %shim, DMA : 0)\n"
+                          "    aie.packet_flow(9) { aie.packet_source<%t1, DMA : 1> aie.packet_dest<%t0, DMA : 0> }\n")
+    with pytest.raises(MlirError, match=r"op 'aie.packet_flow' .*which another source also feeds"):
+        read_text(shared, {"kernel": 300})

@@ -85,6 +85,22 @@ def test_stranded__cores_that_expect_more_data_end_with_the_hosts_last_wait():
     assert int(ds.total_cycles[0]) == int(want.total_cycles[0]) and levels(ds) == levels(want)
 
 
+def test_stranded__cores_waiting_for_data_no_one_sends_leave_no_data_behind():
+    ds = simulate_design(read_text(stranded((HERE / "objectfifo_passthrough.mlir").read_text()), {"kernel": 300}))
+    assert ds.attrs["cores_left"] == ["tile(0,2)"] and ds.attrs["data_left"] == []
+
+
+def test_stranded__a_core_stuck_with_data_still_on_its_way_names_the_channels_holding_it():
+    """The host sends 8 objects and takes 2 back: the core stops on its full output FIFO while the
+    shim still has input to send (what a lost object or an unbalanced FIFO looks like)."""
+    text = (HERE / "objectfifo_passthrough.mlir").read_text().replace(
+        "%c4 = arith.constant 4 : index", "%c4 = arith.constant 8 : index").replace(
+        "%c4 = arith.constant 4 : i64", "%c4 = arith.constant 8 : i64\n      %c2 = arith.constant 2 : i64").replace(
+        "%dst[%c0, %c0, %c0, %c0][%c4,", "%dst[%c0, %c0, %c0, %c0][%c2,")
+    ds = simulate_design(read_text(text, {"kernel": 300}))
+    assert ds.attrs["stranded_cores"] == 1 and "tile(0,0).mm2s0" in ds.attrs["data_left"]
+
+
 def test_stranded__without_a_host_wait_it_stays_a_deadlock():
     text = stranded((HERE / "objectfifo_passthrough.mlir").read_text())
     no_wait = "\n".join(line for line in text.splitlines() if "dma_wait" not in line)

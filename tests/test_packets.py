@@ -3,6 +3,8 @@
 The engine (stepping, event skipping, fast-forward) against the reference model on random packet
 designs; the arbitration order; byte totals; which route sets validation accepts.
 """
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 
@@ -12,12 +14,14 @@ from fastsim.design import Acquire, Compute, Design, Loop, Release, mm2s, s2mm
 from fastsim.errors import ConfigError
 from fastsim.kernels import layout as L
 from fastsim.lower import lower
+from fastsim.mlir import read_design
 from fastsim.results import LEVELS
 from fastsim.validate import validate_design
 from reference_model import ReferenceSim
-from strategies import packet_designs, packet_pipelines
+from strategies import packet_designs, packet_fan_out_designs, packet_pipelines
 from test_engine_vs_reference import LIMITS, assert_same, run_kernel
 
+HERE = Path(__file__).parent / "mlir"
 EVENTS = dict(LIMITS, max_events=64)
 MODES = [dict(skip=False, fast_forward=False), dict(skip=True, fast_forward=False),
          dict(skip=True, fast_forward=True)]
@@ -35,6 +39,34 @@ def assert_modes_match_reference(design):
 @given(packet_designs())
 def test_packets__engine_matches_reference_on_random_fan_in(design):
     assert_modes_match_reference(design)
+
+
+@settings(max_examples=80)
+@given(packet_fan_out_designs())
+def test_packets__engine_matches_reference_on_random_fan_out_by_packet_id(design):
+    validate_design(design)
+    assert_modes_match_reference(design)
+
+
+def test_packets__mlir_fan_in_design_matches_the_reference_model():
+    """tests/mlir/packet_fan_in.mlir (two cores' aie.packet_flows into the shim's S2MM 0, as
+    mlir-aie's packet_flow_same_id_merge designs), read from MLIR: every engine mode against the
+    reference model, cycle for cycle, with short and long kernels."""
+    for cycles in (100, 2000):
+        assert_modes_match_reference(read_design(HERE / "packet_fan_in.mlir", {"kernel": cycles}).design)
+
+
+def test_packets__mlir_fan_out_design_matches_the_reference_model():
+    """tests/mlir/packet_fan_out.mlir (the shim's MM2S fans out by packet id to two cores, as
+    mlir-aie's packet_flow_fanout), read from MLIR: every engine mode against the reference model,
+    and each core's S2MM takes the two packets of its id (512 B)."""
+    for cycles in (100, 3000):
+        design = read_design(HERE / "packet_fan_out.mlir", {"kernel": cycles}).design
+        assert_modes_match_reference(design)
+    lowered = lower(design, **EVENTS)
+    out = run_kernel([lowered])
+    got = {str(c): int(out["ch_bytes"][0, i]) // L.UNITS_PER_BYTE for i, c in enumerate(lowered.channels)}
+    assert got["tile(0,2).s2mm0"] == got["tile(0,3).s2mm0"] == 512
 
 
 @settings(max_examples=40)
@@ -160,3 +192,69 @@ def test_packets__a_deadlock_names_the_packet_port_a_producer_waits_for():
     with pytest.raises(fastsim.errors.DeadlockError) as e:
         fastsim.simulate(d)
     assert "waiting for the packet port of tile(0,1).s2mm0 (held by tile(0,2).mm2s0)" in str(e.value)
+
+
+def shim_fan_out(sizes=(64, 128, 64), ids=(3, 7, 3), wait=True) -> Design:
+    """mlir-aie's packet_flow_fanout: the shim's MM2S 0 has two packet routes, id 3 to the mem
+    tile's S2MM 0 and id 7 to its S2MM 1; the host pushes BDs of ``sizes`` carrying ``ids``."""
+    d = Design(NPU2, "fan-out")
+    src, dsts = mm2s(d.shim(0), 0), {3: s2mm(d.mem(0), 0), 7: s2mm(d.mem(0), 1)}
+    for pid, dst in dsts.items():
+        d.route(src, dst, packet_id=pid)
+        n = sum(s for s, i in zip(sizes, ids) if i == pid)
+        if n:
+            d.push(dst, d.bd(dst, d.buffer(dst.tile, n), n))
+    buf = d.ddr_buffer(max(sizes))
+    for n, pid in zip(sizes, ids):
+        d.push(src, d.bd(src, buf, n, packet_id=pid))
+    if wait:
+        d.wait(src)
+    return d
+
+
+def test_packets__fan_out_sends_each_bd_to_the_route_its_packet_id_picks():
+    design = shim_fan_out()
+    validate_design(design)
+    lowered = lower(design, **EVENTS)
+    out = run_kernel([lowered])
+    assert out["res"][0, L.R_STATUS] == L.ST_OK
+    got = {str(c): int(out["ch_bytes"][0, i]) // L.UNITS_PER_BYTE for i, c in enumerate(lowered.channels)}
+    assert got == {"tile(0,0).mm2s0": 256, "tile(0,1).s2mm0": 128, "tile(0,1).s2mm1": 128}
+    assert_modes_match_reference(design)
+    ds = fastsim.simulate(design)
+    level = dict(zip(LEVELS, ds.level_bytes.values[0]))
+    assert level["ddr_read"] == level["shim_mem"] == 256  # each byte counted once, at its level
+
+
+def test_packets__fan_out_packets_of_one_source_go_one_after_the_other():
+    """The BDs are one channel's: each packet (to either S2MM) starts after the one before it ends,
+    so the two 64-byte packets to S2MM 0 add at least their stream time to the 128-byte one's."""
+    one = lower(shim_fan_out(sizes=(128,), ids=(7,)), **EVENTS)
+    three = lower(shim_fan_out(), **EVENTS)
+    extra = 128 / NPU2.stream_bytes_per_cycle
+    assert run_kernel([three])["res"][0, L.R_CYCLES] >= run_kernel([one])["res"][0, L.R_CYCLES] + extra
+
+
+def test_packets__validation_refuses_a_fan_out_bd_without_a_routed_packet_id():
+    design = shim_fan_out(ids=(3, 7, 5))
+    with pytest.raises(ConfigError, match=r"packet_id.*one of the packet ids of the routes from tile\(0,0\).mm2s0 \(3, 7\)"):
+        validate_design(design)
+
+
+def test_packets__validation_refuses_a_fan_out_destination_shared_with_another_source():
+    design = shim_fan_out()
+    other = mm2s(design.compute(0, 0), 0)
+    design.start_chain(other, design.bd(other, design.buffer(other.tile, 16), 16))
+    design.route(other, s2mm(design.mem(0), 0), packet=True)
+    with pytest.raises(ConfigError, match="fan-out by packet id shared with another source"):
+        validate_design(design)
+
+
+def test_packets__fan_out_exports_and_reads_back_to_the_same_cycles():
+    from fastsim.mlir import read_text, simulate_design, write_design
+
+    design = shim_fan_out()
+    back = read_text(write_design(design)).design
+    assert sorted((str(r.src), r.packet_id) for r in back.routes) == [("tile(0,0).mm2s0", 3), ("tile(0,0).mm2s0", 7)]
+    assert int(simulate_design(read_text(write_design(design))).total_cycles[0]) == \
+        int(fastsim.simulate(design).total_cycles.values[0])

@@ -160,14 +160,18 @@ class _Writer:
         """``aie.flow`` per circuit route and destination; ``aie.packet_flow`` per packet route, its
         id the route's place among the packet routes (``_packet_ids``; the source's BDs carry it)."""
         ids = self._packet_ids()
-        return [f"aie.packet_flow({ids[r.src]}) {{ aie.packet_source<{self.tiles[r.src.tile]}, DMA : {r.src.index}> "
+        return [f"aie.packet_flow({ids[(r.src, r.packet_id)]}) {{ aie.packet_source<{self.tiles[r.src.tile]}, DMA : {r.src.index}> "
                 f"aie.packet_dest<{self.tiles[c.tile]}, DMA : {c.index}> }}" if r.packet else
                 f"aie.flow({self.tiles[r.src.tile]}, DMA : {r.src.index}, {self.tiles[c.tile]}, DMA : {c.index})"
                 for r in self.d.routes for c in r.dsts]
 
-    def _packet_ids(self) -> dict[Channel, int]:
-        """The packet id of each packet route's source channel: 0, 1, ... in route order."""
-        return {r.src: i for i, r in enumerate(r for r in self.d.routes if r.packet)}
+    def _packet_ids(self) -> dict[tuple[Channel, int | None], int]:
+        """The packet id of each packet route, by (source channel, its ``packet_id``): a route's own
+        id where it has one (fan-out by packet id), else 0, 1, ... in route order, skipping those."""
+        taken = {r.packet_id for r in self.d.routes if r.packet and r.packet_id is not None}
+        free = (i for i in range(len(self.d.routes) + len(taken) + 1) if i not in taken)
+        return {(r.src, r.packet_id): r.packet_id if r.packet_id is not None else next(free)
+                for r in self.d.routes if r.packet}
 
     # -- DMA programs -----------------------------------------------------------------------------
     def _dma_programs(self) -> list[str]:
@@ -241,7 +245,7 @@ class _Writer:
             text += f" sizes = {list(reversed(sizes))} strides = {list(reversed(strides))}"
         if bd.compression_ratio != 1.0:
             extra.append(f"fastsim.compression_ratio = {bd.compression_ratio!r} : f64")
-        packet_id = self._packet_ids().get(bd.channel)
+        packet_id = self._packet_ids().get((bd.channel, bd.packet_id), self._packet_ids().get((bd.channel, None)))
         if packet_id is not None:
             extra.append(f"packet = #aie.packet_info<pkt_type = 0, pkt_id = {packet_id}>")
         return text + ")" + (" {" + ", ".join(extra) + "}" if extra else "")

@@ -22,7 +22,7 @@ from .tile_array import tile_array
 from .verify import check
 from .records import NO_TIMING, FifoObject, RunCall, Task, pad_layout
 from .values import (Unreadable, attrs, call_memrefs, groups, int_list, int_of, memref_bytes, memref_of,
-                     operand_problem, split, word)
+                     operand_problem, packet_id_of, split, word)
 
 
 class MlirError(ConfigError):
@@ -310,6 +310,8 @@ class Reader:
         self.placed: dict = {}  # logical tile value -> (col, row) (fastsim.mlir.place)
         self.senders: dict[Channel, Op] = {}  # MM2S channel -> the first op that gives it work
         self.packet_sources: dict[Channel, Op] = {}  # MM2S channel -> the aie.packet_flow it sends on
+        # MM2S channel -> {packet flow id: (its destinations, the op)}: several ids fan out
+        self.packet_ids: dict[Channel, dict[int, tuple[list[Channel], Op]]] = {}
         self.lock_ids: dict[tuple[Tile, int], Lock] = {}  # (tile, aie.lock id) -> lock (raw BDs name locks by id)
         self.buffer_addresses: dict[int, int] = {}  # buffer id -> its aie.buffer ``address`` (bytes)
         self.globals: dict[str, Op] = {}  # memref.global symbol -> op (the words a blockwrite writes)
@@ -571,8 +573,8 @@ class Reader:
     def _packet_flow(self, op: Op) -> None:
         """A packet flow from DMA to DMA: each source a route to the destination. Flows of several
         sources into one S2MM (several ``packet_source``s, or several flows) share it packet by
-        packet (``_emit_routes``); one source sending to several destinations (fan-out by packet
-        id: the BD's packet id picks the destination) is not modelled."""
+        packet; flows of several ids from one source to different destinations are fan-out by
+        packet id: each BD's packet id picks its destination (``_emit_routes``)."""
         inner = op.regions[0].ops if op.regions else ()
         srcs = [i for i in inner if i.name == "aie.packet_source"]
         dsts = [i for i in inner if i.name == "aie.packet_dest"]
@@ -608,10 +610,14 @@ class Reader:
                 self.unsupported(op, f"a {sb} -> {db} packet stream: only DMA -> DMA streams are modelled")
                 return False
             dst = Channel(dt, S2MM, di)
-            if src in self.routes and dst not in self.routes[src]:
-                self.unsupported(op, f"packets from {src} to several channels (fan-out by packet id: "
-                                     "the BD's packet id picks the destination) are not modelled")
+            flow_id = int_of(groups(op, "(")[0].items) if groups(op, "(") else None
+            to = self.packet_ids.setdefault(src, {}).setdefault(flow_id, ([], op))[0]
+            if to and dst not in to:
+                self.unsupported(op, f"packets of id {flow_id} from {src} to several channels (multicast "
+                                     "of a packet flow) are not modelled")
                 return False
+            if dst not in to:
+                to.append(dst)
             self.packet_sources.setdefault(src, op)
             self.connect(src, dst, op)
         return True
@@ -625,6 +631,21 @@ class Reader:
             for d in dsts:
                 feeders.setdefault(d, []).append(src)
         for src, dsts in self.routes.items():
+            ids = self.packet_ids.get(src, {})
+            if len(ids) > 1:  # fan-out by packet id: a packet route per id
+                shared = [d for d in dsts if len(feeders[d]) > 1]
+                circuit = [d for d in dsts if not any(d in to for to, _ in ids.values())]
+                if circuit:
+                    self.unsupported(next(iter(ids.values()))[1], f"packets from {src} fan out by packet id while "
+                                     f"a circuit flow also leaves it (to {circuit[0]}): not modelled")
+                    continue
+                if shared:
+                    self.unsupported(next(iter(ids.values()))[1], f"packets from {src} fan out by packet id to "
+                                     f"{shared[0]}, which another source also feeds: not modelled")
+                    continue
+                for pid, (to, _) in ids.items():
+                    self.design.route(src, *to, packet_id=pid)
+                continue
             shared = [s for d in dsts if len(feeders[d]) > 1 for s in feeders[d]]
             packet = bool(shared) and all(s in self.packet_sources for s in shared)
             if shared and not packet and src in self.packet_sources:
@@ -806,7 +827,8 @@ class Reader:
             length = buf.size_bytes * 8 // bits - offset
         if pads and not sizes:
             sizes, strides = [length], [1]
-        bd = self.make_bd(ch, buf, bits, offset, length, sizes, strides, acquire, release, pads=pads)
+        bd = self.make_bd(ch, buf, bits, offset, length, sizes, strides, acquire, release, pads=pads,
+                          packet_id=packet_id_of(at["packet"]) if "packet" in at else None)
         if "fastsim.iterations" in at:
             bd.iterations *= int_of(at["fastsim.iterations"])
         if "fastsim.compression_ratio" in at:
@@ -814,12 +836,13 @@ class Reader:
         return bd
 
     def make_bd(self, ch: Channel, buf, bits: int, offset: int, length: int, sizes, strides,
-                acquire=None, release=None, name: str = "", pads=()) -> BD:
+                acquire=None, release=None, name: str = "", pads=(), packet_id: int | None = None) -> BD:
         if pads:
             sizes, strides = padded(sizes, strides, pads, bits)
         dims, iterations, length_bytes = access_pattern(sizes, strides, bits, length)
         return self.design.bd(ch, buf, length_bytes, offset_bytes=offset * bits // 8, dims=dims,
-                              acquire=acquire, release=release, iterations=iterations, name=name or buf.name)
+                              acquire=acquire, release=release, iterations=iterations, name=name or buf.name,
+                              packet_id=packet_id)
 
     # -- cores ----------------------------------------------------------------------------------------
     def _core(self, op: Op) -> None:

@@ -26,7 +26,9 @@ def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False,
                     max_cycles: int = 2**40):
     """Simulate ``info.design``; returns the engine's Dataset with attrs ``persistent_cores`` (endless
     cores left waiting when the run ended) and ``stranded_cores`` (cores whose loops expected more
-    data than the host sent, left waiting likewise); both 0 when every core finished. A run list
+    data than the host sent, left waiting likewise); both 0 when every core finished; and
+    ``cores_left`` and ``data_left`` (``_data_left``), the names of the cores left waiting and of
+    the channels still holding data then. A run list
     is simulated by ``fastsim.mlir.simulate_run_list``."""
     if info.run_list:
         raise ConfigError([f"{info.design.name} is a run list of {len(info.run_list)} configuration(s): "
@@ -41,7 +43,47 @@ def simulate_design(info: DesignInfo, *, skip: bool = True, trace: bool = False,
     _add_kernel_calls(ds, batch)
     ds.attrs["persistent_cores"] = sum(t in info.endless_cores for t in left)
     ds.attrs["stranded_cores"] = sum(t not in info.endless_cores for t in left)
+    # for checks of a run (bench/mlir_corpus.py): which cores were left waiting, and what data
+    # was still on its way then (nothing, when they wait for data no one sends)
+    ds.attrs["cores_left"] = [str(t) for t in left]
+    ds.attrs["data_left"] = _data_left(batch) if left else []
     return ds
+
+
+def _data_left(batch) -> list[str]:
+    """The channels that still held data the design would have delivered when a run ended with
+    cores left waiting: a task queued but not started, an MM2S with bytes to send, a stream with
+    bytes no S2MM took. Two kinds of leftover are the design's, not a lost object: bytes that
+    reached a shim S2MM the host no longer gives a task (the host took what it wanted), and bytes
+    from an endless source (a cyclic BD chain that takes no lock, sending forever), with the MM2S
+    channels that only wait for such full streams to drain. An empty list says the cores wait for
+    data that nobody sends: they loop more often than the host feeds them."""
+    lw = batch.designs[0]
+    st, bds = batch.state[0][0], lw.bds
+    ch = lw.ch
+    n = len(lw.channels)
+    excused = set()
+    for c in range(n):
+        if ch[c, L.CH_MM2S] == 0 and ch[c, L.CH_SHIM] == 1 and int(st[c, L.S_STATE]) == L.CS_IDLE \
+                and int(st[c, L.S_QLEN]) == 0:
+            excused.add(c)  # the host stopped receiving here
+        if ch[c, L.CH_MM2S] == 1 and int(st[c, L.S_STATE]) != L.CS_IDLE:
+            b = int(st[c, L.S_BD])
+            if b >= 0 and bds[b, L.BD_CYCLIC] == 1 and bds[b, L.BD_ACQ_LOCK] < 0:
+                excused.add(c)  # an endless source
+                excused.update(int(s) for s in lw.cons[ch[c, L.CH_CONS_START]:ch[c, L.CH_CONS_END]])
+    left = []
+    for c in range(n):
+        if c in excused:
+            continue
+        queued = int(st[c, L.S_QLEN]) > 0
+        stream = ch[c, L.CH_MM2S] == 0 and int(st[c, L.S_FILL]) > 0
+        sending = ch[c, L.CH_MM2S] == 1 and int(st[c, L.S_STATE]) == L.CS_TRANSFER and not all(
+            int(s) in excused and int(st[s, L.S_FILL]) >= ch[s, L.CH_FIFO_CAP]
+            for s in lw.cons[ch[c, L.CH_CONS_START]:ch[c, L.CH_CONS_END]])
+        if queued or stream or sending:
+            left.append(str(lw.channels[c]))
+    return left
 
 
 def _add_kernel_calls(ds, batch) -> None:
@@ -94,7 +136,8 @@ def summary(ds, info: DesignInfo) -> dict:
     s["design"] = {"name": info.design.name, "cores": len(info.design.cores), "bds": len(info.design.bds),
                    "locks": len(info.design.locks), "buffers": len(info.design.buffers),
                    "host_steps": len(info.design.host), "persistent_cores": int(ds.attrs.get("persistent_cores", 0)),
-                   "stranded_cores": int(ds.attrs.get("stranded_cores", 0))}
+                   "stranded_cores": int(ds.attrs.get("stranded_cores", 0)),
+                   "data_left": list(ds.attrs.get("data_left", []))}
     s["kernels"] = {"cycles_per_call": dict(info.kernels), "completed": per_kernel,
                     "defaulted": [{"kernel": d.kernel, "cycles": d.cycles, "rule": d.rule} for d in info.defaulted]}
     s["untimed_ops"] = sorted({name for name, _ in info.untimed})
@@ -143,6 +186,9 @@ def format_design_summary(s: dict) -> str:
     if d["stranded_cores"]:
         lines.append(f"  stranded        {d['stranded_cores']} core(s) loop more often than the host sends data; "
                      "the run ends with the host's last wait, as on the part")
+    if d["data_left"]:
+        lines.append(f"  data left       {', '.join(d['data_left'])} still held data when the cores stopped: "
+                     "objects sent that no core took (more sent than the cores' loops take, or lost on the way)")
     seq = s["runtime_sequence"]
     if seq["register_writes"]:
         lines.append(f"  sequence        {seq['host_steps']} host steps + {seq['register_writes']} register writes "

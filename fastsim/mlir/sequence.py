@@ -20,8 +20,8 @@ from .records import NO_TIMING, RunCall, Task
 from .syntax import Atom, Group, atoms as _atoms
 from .raw_dma import NOT_MINE, RawDma, block_write, register_write
 from .trace_setup import INERT_REGISTERS, REGISTER_WRITES, TraceSetup
-from .values import (Unreadable, attrs, groups, int_list, int_of, memref_bytes, memref_of, operand_problem, split,
-                     word)
+from .values import (Unreadable, attrs, element_bits, groups, int_list, int_of, memref_bytes, memref_of,
+                     operand_problem, packet_id_of, split, word)
 
 
 __all__ = ["SequenceReader", "INERT_REGISTERS", "bd_extent", "RuntimeScalar"]
@@ -45,6 +45,8 @@ class RuntimeScalar:
     type: str
 
 
+# the most passes of a runtime-sequence scf.for that are unrolled into host steps
+MAX_SEQUENCE_PASSES = 1 << 20
 # ops that name runtime-argument views for an aiex.run (no host time)
 VIEW_OPS = frozenset({"memref.subview", "memref.reinterpret_cast", "memref.cast", "arith.constant"})
 # ops that load a configuration, replacing the one an SSA aiex.run could still name
@@ -136,9 +138,11 @@ class SequenceReader:
     def _unbound(self, op) -> bool:
         """Refuse (as a stop, naming it) an op that needs the value of a scalar runtime argument
         no one gave; True when it did."""
-        for a in _atoms(op.items):
+        for a in _region_atoms(op):
             v = self.r.env.get(a.text) if a.kind == "VALUE" else None
             if isinstance(v, RuntimeScalar):
+                for result in op.results:  # what it would compute depends on the argument too
+                    self.r.env[result] = v
                 self.r.stops.append((op.name, op.line))
                 self.r.problem(op, f"%{v.name} is a runtime argument ({v.type}) whose value the host passes at "
                                    f"run time: give it (fastsim run design --arg {v.name}=VALUE; read_design(..., "
@@ -157,12 +161,71 @@ class SequenceReader:
         except TypeError:
             raise Unreadable(f"expected the operands of {op.name}, found {len(operands)}") from None
 
+    def _trunci(self, op) -> None:
+        """``%r = arith.trunci %a : i64 to i32``: the low bits of a known value, read as signed."""
+        bits = element_bits(word(op.items[_colon(op.items) + 1:][-1:]))
+        v = int_of(op.items[:_colon(op.items)], self.r.env) & ((1 << bits) - 1)
+        self.r.env[op.results[0]] = v - (1 << bits) if v >> (bits - 1) else v
+
+    def _for(self, op) -> None:
+        """``[%r =] scf.for %i = %lb to %ub step %s [iter_args(%x = %init)] { ... scf.yield %y }``
+        with bounds known before the run (constants, given runtime arguments): the body once per
+        pass, its iteration arguments carried from each ``scf.yield`` to the next pass and the
+        results bound to the last (mlir-aie's dynamic runtime sequences loop over DMA tasks so)."""
+        items = op.items
+        texts = [i.text if isinstance(i, Atom) else None for i in items]
+        env = self.r.env
+        lb = int_of(items[2:texts.index("to")], env)
+        ub = int_of(items[texts.index("to") + 1:texts.index("step")], env)
+        end = texts.index("iter_args") if "iter_args" in texts else len(items)
+        step = int_of(items[texts.index("step") + 1:end], env)
+        if step <= 0:
+            raise Unreadable(f"a loop of step {step}")
+        passes = max(0, -(-(ub - lb) // step))
+        if passes > MAX_SEQUENCE_PASSES:
+            raise Unreadable(f"a runtime-sequence loop of {passes:,} passes (at most {MAX_SEQUENCE_PASSES:,} "
+                             "are unrolled)")
+        names, current = [], []
+        if end < len(items):
+            for entry in split(items[end + 1].items):
+                names.append(entry[0].text)
+                current.append(env.get(entry[2].text) if entry[2].kind == "VALUE" else int_of(entry[2:], env))
+        body = op.regions[0].ops if op.regions else ()
+        for k in range(passes):
+            env[items[0].text] = lb + k * step
+            env.update(zip(names, current))
+            self._ops(o for o in body if o.name != "scf.yield")
+            current = self._yielded(body, current)
+        env.update(zip(op.results, current))
+
+    def _yielded(self, body, current: list) -> list:
+        """The values a region's ``scf.yield`` gives back (the current ones when it has none)."""
+        ys = [o for o in body if o.name == "scf.yield"]
+        if not ys or not current:
+            return current
+        values = [a for a in ys[-1].items[:_colon(ys[-1].items)] if isinstance(a, Atom) and a.kind == "VALUE"]
+        return [self.r.env.get(a.text) for a in values]
+
+    def _if(self, op) -> None:
+        """``scf.if %c { ... } [else { ... }]`` on a condition known before the run (a given
+        runtime argument, a constant): the ops of the branch it takes."""
+        cond = next((a for a in op.items if isinstance(a, Atom) and a.kind == "VALUE"), None)
+        if cond is None:
+            raise Unreadable("scf.if without a condition")
+        branch = 0 if int_of([cond], self.r.env) else 1
+        if branch < len(op.regions):
+            self._ops(o for o in op.regions[branch].ops if o.name != "scf.yield")
+
     def _op(self, op) -> None:
         name = op.name
         if name not in NO_TIMING and self._unbound(op):
             return
         if name in ARITH:
             self._arith(op)
+            return
+        structured = {"arith.trunci": self._trunci, "scf.for": self._for, "scf.if": self._if}.get(name)
+        if structured is not None:  # values and control flow evaluated before the run
+            structured(op)
             return
         if name in LOADS:
             self._close_loaded(op)
@@ -370,18 +433,18 @@ class SequenceReader:
         offset = sum(o * s for o, s in zip(offsets, strides)) if strides else 0
         if sizes and len(sizes) == len(strides) and strides[-1] == 0:
             strides[-1] = 1
-        bd = self._bd(ch, buf, bits, offset, sizes, strides)
+        bd = self._bd(ch, buf, bits, offset, sizes, strides, packet_id_of(inner))
         self.d.push(ch, bd)
         self.r.gives_work(ch, op)
 
-    def _bd(self, ch, buf, bits, offset, sizes, strides):
-        key = (ch, buf.id, offset, tuple(sizes), tuple(strides))
+    def _bd(self, ch, buf, bits, offset, sizes, strides, packet_id=None):
+        key = (ch, buf.id, offset, tuple(sizes), tuple(strides), packet_id)
         bd = self.bds.get(key)
         if bd is None:
             length = 1
             for s in sizes:
                 length *= s
-            bd = self.bds[key] = self.r.make_bd(ch, buf, bits, offset, length, sizes, strides)
+            bd = self.bds[key] = self.r.make_bd(ch, buf, bits, offset, length, sizes, strides, packet_id=packet_id)
         return bd
 
     def _configure(self, op) -> None:
@@ -451,6 +514,15 @@ def _reconfiguration_loads(ops, own: str) -> set:
             marked.update(pending)
         pending = []
     return marked
+
+
+def _region_atoms(op):
+    """The atoms of an op and of the ops in its regions (a task's BDs); not of an ``scf.for``'s or
+    ``scf.if``'s body, whose ops are read one by one."""
+    yield from _atoms(op.items)
+    for region in () if op.name in ("scf.for", "scf.if") else op.regions:
+        for inner in region.ops:
+            yield from _region_atoms(inner)
 
 
 def _colon(items) -> int:

@@ -88,6 +88,24 @@ def int_list(group: Group, env: dict | None = None) -> list[int]:
     return [int_of(e, env) for e in split(group.items) if e]
 
 
+def packet_id_of(items) -> int | None:
+    """The ``pkt_id`` of a ``#aie.packet_info<pkt_type = 0, pkt_id = 2>`` (or ``<pkt_id = 3, ...>``)
+    anywhere in ``items``, or None."""
+    flat = []
+
+    def walk(xs):
+        for x in xs:
+            if isinstance(x, Group):
+                walk(x.items)
+            else:
+                flat.append(x)
+    walk(items)
+    for i, x in enumerate(flat):
+        if isinstance(x, Atom) and x.text == "pkt_id" and i + 2 < len(flat) and flat[i + 1].kind == "EQ":
+            return int_of(flat[i + 2:i + 3])
+    return None
+
+
 def word(items) -> str:
     """The text of a single word or symbol item (``S2MM``, ``@of``, ``"x"``)."""
     items = tuple(items)
