@@ -178,11 +178,25 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             first_c = max(first_call + kt * call, max(in_a, in_b) + call)
             last_a = (0 if a_chip else ha * mem_unit_a / stream) + l1_a / stream
             last_b = 0.0 if static else hb * mem_unit_b / stream + l1_b / stream
-            last_first_call = max(last_a, last_b)
+            first_units = (0.0 if a_chip else sum_a * mem_unit_a) + sum_b * mem_unit_b
+            if not a_chip and not static:
+                l1_in = min(l1_a, l1_b)
+            elif not a_chip:
+                l1_in = l1_a
+            elif not static:
+                l1_in = l1_b
+            else:
+                l1_in = 0.0
+            all_first = first_units / ddr_bpc + l1_in / stream if first_units > 0 else 0.0
+            last_first_call = max(max(last_a, last_b), all_first)
             # bounds: compute, DDR, busiest shim column, busiest DMA channel
             compute = last_first_call + core_cycles + _lock_cycles(ip, flow, static, mt, nt, calls) + c_out
-            compute = max(compute, _paced(core_a, l1_a, depth_a, mt * nt * kt, last_first_call, call, c_out, stream))
-            compute = max(compute, _paced(core_b, l1_b, depth_b, mt * nt * kt, last_first_call, call, c_out, stream))
+            streamed = (1 if flow != FLOW_IS else 0) + (1 if flow != FLOW_WS else 0)
+            lock_call, lock_use = streamed * (ip[I_ACQ] + ip[I_REL]), (streamed - 1) * ip[I_ACQ]
+            compute = max(compute, _paced(core_a, l1_a, depth_a, mt * nt * kt, last_first_call, call, c_out, stream,
+                                          lock_call, lock_use))
+            compute = max(compute, _paced(core_b, l1_b, depth_b, mt * nt * kt, last_first_call, call, c_out, stream,
+                                          lock_call, lock_use))
             ddr = max((read + write) / ddr_bpc,
                       max(read / ddr_bpc + after_read, first_c + write / ddr_bpc if write > 0 else 0.0))
             if fp[F_RUN] > 0:
@@ -277,10 +291,10 @@ def _lock_cycles(ip, flow, static, mt, nt, calls):
 
 
 @kernel
-def _paced(moved, size, depth, calls, start, call, c_out, stream):
+def _paced(moved, size, depth, calls, start, call, c_out, stream, lock_call, lock_use):
     """The last core's waits for one operand's L1 buffers (``plan._compute_bound``)."""
     n = moved / size
-    uses = call * calls / max(n, 1)
+    uses = (call + lock_call) * calls / max(n, 1) - lock_use
     xfer = size / stream
     waits = np.floor((n - 1) / depth)
     bound = 0.0

@@ -512,13 +512,20 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
     # is in only after a unit of every part hosted there
     last_a = (0 if op.a_on_chip else mem.ha * mem.unit_a / stream) + c.l1_a / stream
     last_b = 0 * one if b.static_b else mem.hb * mem.unit_b / stream + c.l1_b / stream
-    last_first_call = np.maximum(last_a, last_b) * one
+    # and every core has started only once the DDR has served every part's first unit, the last of
+    # them then forwarded to a core
+    read_a, read_b = not op.a_on_chip, not b.static_b
+    first_units = ((0 if op.a_on_chip else b.hosted_a.sum(axis=1, keepdims=True) * mem.unit_a)
+                   + b.hosted_b.sum(axis=1, keepdims=True) * mem.unit_b)
+    l1_in = (np.minimum(c.l1_a, c.l1_b) if read_a and read_b else c.l1_a if read_a else c.l1_b if read_b
+             else 0 * one)
+    all_first = np.where(first_units > 0, first_units / arch.ddr_bytes_per_cycle + l1_in / stream, 0)
+    last_first_call = np.maximum(np.maximum(last_a, last_b), all_first) * one
     # the calls an operand's last L1 transfer feeds run after it is in: one call for a streamed
     # tile, every call of its block for a resident one (ws: B, is: A)
     calls = t.mt * t.nt * t.kt
     after_a = mem.unit_a / stream + call * calls / np.maximum(c.core_a / c.l1_a, 1) + c_out
     after_b = mem.unit_b / stream + call * calls / np.maximum(c.core_b / c.l1_b, 1) + c_out
-    read_a, read_b = not op.a_on_chip, not b.static_b
     after_read = (np.minimum(after_a, after_b) if read_a and read_b else after_a if read_a
                   else after_b if read_b else 0 * one)
     # a C tile is whole after the K calls that sum it, which need K tiles of each operand
@@ -574,9 +581,14 @@ def _compute_bound(arch: Arch, b: StructureBatch, t: _Tiles, c: _CoreMemory, cyc
     start = ends.last_first_call
     calls = t.mt * t.nt * t.kt
     bound = start + cyc.core_cycles + _lock_cycles(arch, b, t, calls) + ends.c_out
+    # each call also acquires and releases every operand it streams; of a transfer's calls, only
+    # the first's acquires of the other operands may come before the transfer is in
+    operands = (b.mapping.dataflow != "is") + (b.mapping.dataflow != "ws")
+    lock_call = operands * (arch.lock_acquire_cycles + arch.lock_release_cycles)
+    lock_use = (operands - 1) * arch.lock_acquire_cycles
     for moved, size, depth in ((c.core_a, c.l1_a, c.depth_a), (c.core_b, c.l1_b, c.depth_b)):
         n = moved / size
-        uses = ends.call * calls / np.maximum(n, 1)  # cycles of the calls one transfer feeds
+        uses = (ends.call + lock_call) * calls / np.maximum(n, 1) - lock_use  # cycles of the calls one transfer feeds
         xfer = size / stream
         waits = np.floor((n - 1) / depth)
         chained = start + uses + waits * xfer + (n - 1 - waits * (depth - 1)) * uses + ends.c_out
