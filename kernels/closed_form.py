@@ -17,14 +17,15 @@ import math
 import numpy as np
 
 from ._jit import kernel
+from .layout import UNITS_PER_BYTE
 
 # integer parameters (``ip``)
 (I_M, I_K, I_N, I_A_CHIP, I_C_CHIP, I_STATIC_B, I_FLOW, I_ORDER_M, I_RES_A, I_RES_B, I_L2_A, I_L2_B,
  I_OVERHEAD, I_ITMAX, I_PER_BD, I_MEM_BDS, I_MEM_MM2S, I_MEM_S2MM, I_PORTS_DOWN, I_PORTS_UP, I_MEM_LOCKS,
- I_WINDOW, I_BUFFERS, I_MODELLED, N_IP) = range(25)
+ I_WINDOW, I_BUFFERS, I_MODELLED, I_DDR_UNITS, I_ACQ, I_REL, N_IP) = range(28)
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
- F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, N_FP) = range(21)
+ F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, F_RUN, N_FP) = range(22)
 # per structure: its numbers (``dims``), its datapath's intrinsic shape (``shape``) and its MAC rate,
 # cycles per call and per output block (``dp``)
 S_COLS, S_GROUPS, S_PM, S_PN, S_PK, N_DIMS = range(6)
@@ -43,12 +44,13 @@ def _words(nbytes):
 
 
 @kernel
-def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, conv_cpe, tm, tk, tn, keep,
-               model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers):
+def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, write_most, conv_cpe, tm, tk, tn,
+               keep, model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers):
     """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
     check (-1: legal) and transfers, in (structure, tile) order; return how many. With
     ``ip[I_MODELLED]`` a call's cycles and its conversion's are the kernel model's, given per
-    (structure, tile) in ``model_mm`` and ``model_conv`` (float64[S, T]); otherwise computed here."""
+    (structure, tile) in ``model_mm`` and ``model_conv`` (float64[S, T]); otherwise computed here.
+    ``write_most`` (float64[S]): the most C bytes per cycle a structure's shim S2MMs write together."""
     big_m, big_k, big_n = ip[I_M], ip[I_K], ip[I_N]
     a_chip, c_chip, static = ip[I_A_CHIP] != 0, ip[I_C_CHIP] != 0, ip[I_STATIC_B] != 0
     flow, order_m, res_a, res_b = ip[I_FLOW], ip[I_ORDER_M] != 0, ip[I_RES_A] != 0, ip[I_RES_B] != 0
@@ -57,10 +59,14 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
     count = 0
     for s in range(keep.shape[0]):
         cols, groups, pm, pn, pk = dims[s, S_COLS], dims[s, S_GROUPS], dims[s, S_PM], dims[s, S_PN], dims[s, S_PK]
-        ha, hb, sum_a, sum_b = 0, 0, 0, 0
+        ha, hb, sum_a, sum_b, cols_a, cols_b = 0, 0, 0, 0, 0, 0
         for c in range(hosted_a.shape[1]):
             ha, hb = max(ha, hosted_a[s, c]), max(hb, hosted_b[s, c])
             sum_a, sum_b = sum_a + hosted_a[s, c], sum_b + hosted_b[s, c]
+            cols_a, cols_b = cols_a + (1 if hosted_a[s, c] > 0 else 0), cols_b + (1 if hosted_b[s, c] > 0 else 0)
+        if a_chip:
+            cols_a = 0
+        c_cols = 0 if c_chip else cols
         per_c = 0.0  # shim write cycles per C byte of a producer: the slowest column's rate
         for c in range(write_rate.shape[1]):
             w = write_rate[s, c]
@@ -156,8 +162,9 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             fill_a = (0 if a_chip else mem_unit_a / stream) + l1_a / stream
             fill_b = 0.0 if static else mem_unit_b / stream + l1_b / stream
             first_call = max(fill_a, fill_b)
-            after_a = mem_unit_a / stream + call + c_out
-            after_b = mem_unit_b / stream + call + c_out
+            calls = mt * nt * kt
+            after_a = mem_unit_a / stream + call * calls / max(core_a / l1_a, 1.0) + c_out
+            after_b = mem_unit_b / stream + call * calls / max(core_b / l1_b, 1.0) + c_out
             if not a_chip and not static:
                 after_read = min(after_a, after_b)
             elif not a_chip:
@@ -171,13 +178,31 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             first_c = max(first_call + kt * call, max(in_a, in_b) + call)
             last_a = (0 if a_chip else ha * mem_unit_a / stream) + l1_a / stream
             last_b = 0.0 if static else hb * mem_unit_b / stream + l1_b / stream
-            last_first_call = max(last_a, last_b)
+            first_units = (0.0 if a_chip else sum_a * mem_unit_a) + sum_b * mem_unit_b
+            if not a_chip and not static:
+                l1_in = min(l1_a, l1_b)
+            elif not a_chip:
+                l1_in = l1_a
+            elif not static:
+                l1_in = l1_b
+            else:
+                l1_in = 0.0
+            all_first = first_units / ddr_bpc + l1_in / stream if first_units > 0 else 0.0
+            last_first_call = max(max(last_a, last_b), all_first)
             # bounds: compute, DDR, busiest shim column, busiest DMA channel
-            compute = last_first_call + core_cycles + c_out
-            compute = max(compute, _paced(core_a, l1_a, depth_a, mt * nt * kt, last_first_call, call, c_out, stream))
-            compute = max(compute, _paced(core_b, l1_b, depth_b, mt * nt * kt, last_first_call, call, c_out, stream))
+            compute = last_first_call + core_cycles + _lock_cycles(ip, flow, static, mt, nt, calls) + c_out
+            streamed = (1 if flow != FLOW_IS else 0) + (1 if flow != FLOW_WS else 0)
+            lock_call, lock_use = streamed * (ip[I_ACQ] + ip[I_REL]), (streamed - 1) * ip[I_ACQ]
+            compute = max(compute, _paced(core_a, l1_a, depth_a, mt * nt * kt, last_first_call, call, c_out, stream,
+                                          lock_call, lock_use))
+            compute = max(compute, _paced(core_b, l1_b, depth_b, mt * nt * kt, last_first_call, call, c_out, stream,
+                                          lock_call, lock_use))
             ddr = max((read + write) / ddr_bpc,
                       max(read / ddr_bpc + after_read, first_c + write / ddr_bpc if write > 0 else 0.0))
+            if fp[F_RUN] > 0:
+                ddr = max(ddr, _ddr_runs(ip, fp, flow, res_a, res_b, cols_a, cols_b, c_cols, groups, mt, nt, kt,
+                                         a_tile, b_tile, c_tile, part_a, part_b, unit_a, unit_b, a_part, b_part, read,
+                                         write, write_most[s] * (0.0 if c_chip else 1.0), after_read, first_c))
             col_read = 0.0
             for c in range(hosted_a.shape[1]):
                 col_read = max(col_read, hosted_a[s, c] / read_rate[s, c] * a_part
@@ -239,10 +264,37 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
 
 
 @kernel
-def _paced(moved, size, depth, calls, start, call, c_out, stream):
+def _ddr_runs(ip, fp, flow, res_a, res_b, cols_a, cols_b, c_cols, groups, mt, nt, kt, a_tile, b_tile, c_tile, part_a,
+              part_b, unit_a, unit_b, a_part, b_part, read, write, write_most, after_read, first_c):
+    """The DDR bound with a cost per run (``plan._ddr_bound``): every shim BD's bytes and runs at
+    the rate the DDR serves both; after the last read only C writes use it."""
+    run = fp[F_RUN]
+    rate = (ip[I_DDR_UNITS] + (cols_a + cols_b + c_cols)) / UNITS_PER_BYTE
+    piece_a = unit_a if res_a else part_a if flow == FLOW_WS else kt * a_tile
+    piece_b = unit_b if res_b else part_b if flow == FLOW_IS else kt * b_tile
+    read_load = read + run * (cols_a * (a_part / piece_a) + cols_b * (b_part / piece_b))
+    write_load = write + run * (c_cols * (mt * nt))
+    per_write = 1 + run / (groups * c_tile)
+    tail = max(0.0, 1 - write_most * per_write / rate)
+    return max((read_load + write_load) / rate + after_read * tail,
+               max(read_load / rate + after_read, first_c + write_load / rate if write > 0 else 0.0))
+
+
+@kernel
+def _lock_cycles(ip, flow, static, mt, nt, calls):
+    """The last core's lock latencies after its first call starts (``plan._lock_cycles``)."""
+    acq, rel = ip[I_ACQ], ip[I_REL]
+    streamed = (1 if flow != FLOW_IS else 0) + (1 if flow != FLOW_WS else 0)
+    held = (0 if static else nt) if flow == FLOW_WS else mt if flow == FLOW_IS else 0
+    before = streamed * acq + acq + (acq if held > 0 else 0)
+    return calls * streamed * (acq + rel) + mt * nt * (acq + rel) + held * (acq + rel) - before
+
+
+@kernel
+def _paced(moved, size, depth, calls, start, call, c_out, stream, lock_call, lock_use):
     """The last core's waits for one operand's L1 buffers (``plan._compute_bound``)."""
     n = moved / size
-    uses = call * calls / max(n, 1)
+    uses = (call + lock_call) * calls / max(n, 1) - lock_use
     xfer = size / stream
     waits = np.floor((n - 1) / depth)
     bound = 0.0

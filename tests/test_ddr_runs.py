@@ -83,6 +83,34 @@ def test_ddr_runs__one_channel_below_the_cap_pays_nothing():
 
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 8), st.sampled_from([1024, 4096]), st.sampled_from([1, 4, 16, 64]),
+       st.sampled_from([1e-9, 4e-9, 2e-8]), st.sampled_from([2.0, 8.0, 40.0]))
+def test_ddr_runs__bytes_and_runs_over_the_bound_rate_never_exceed_the_cycles(columns, nbytes, run_words, overhead_s,
+                                                                              ddr_bytes_per_cycle):
+    """What the search's DDR bound relies on (``ddr_runs.bound_run_bytes``, ``bound_rate``): the
+    engine's shares never serve more bytes and runs a cycle than the DDR's capacity in units and
+    one unit per shim channel."""
+    from fastsim.mapping.ddr_runs import bound_rate, bound_run_bytes
+
+    arch = FAST.replace(ddr_run_overhead_s=overhead_s, ddr_bytes_per_s=ddr_bytes_per_cycle * CLOCK_HZ)
+    run = bound_run_bytes(arch)
+    assume(run > 0)
+    runs = columns * nbytes // (4 * run_words)
+    assert _cycles(_reads(arch, columns, nbytes, run_words)) >= (columns * nbytes + runs * run) / bound_rate(arch, columns)
+
+
+def test_bound_run_bytes__charges_the_presets_and_not_where_a_share_could_round_up():
+    """A run costs the presets 4 ns of the DDR; a cost so dear that a share could be held at one
+    unit a cycle (and then take more than its part of the DDR) is left out of the bounds."""
+    from fastsim.mapping.ddr_runs import bound_run_bytes
+
+    for arch in (NPU1, NPU2):
+        assert bound_run_bytes(arch) == pytest.approx(arch.ddr_run_overhead_s * arch.ddr_bytes_per_s, abs=0.01)
+    assert bound_run_bytes(NPU2.replace(ddr_run_overhead_s=1e-6)) == 0
+    assert bound_run_bytes(NPU2.replace(ddr_run_overhead_s=0.0)) == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 8), st.sampled_from([1024, 4096]), st.sampled_from([1, 4, 16, 64]),
        st.sampled_from([0.0, 1e-9, 4e-9, 2e-8]), st.sampled_from([1e-9, 1e-8]))
 def test_ddr_runs__larger_run_overhead_is_never_faster(columns, nbytes, run_words, overhead_s, more_s):
     low = _cycles(_reads(FAST.replace(ddr_run_overhead_s=overhead_s), columns, nbytes, run_words))

@@ -15,6 +15,10 @@ from fastsim.mapping import Mapping, Matmul, Pins, matmul_design, search
 
 _search = __import__("fastsim.mapping.search", fromlist=["_Candidates"])  # the module, not the function
 ARCHS = {"npu1": NPU1, "npu2": NPU2}
+# the bounds must hold where the DDR binds: a slow DDR (small GEMMs DDR-bound on every mapping) and a
+# dearer DDR run (each shim BD's run cost a larger share of its bytes), besides the presets
+BOUND_ARCHS = {**ARCHS, "npu2-slow-ddr": NPU2.replace(name="slow-ddr", ddr_bytes_per_s=12 * NPU2.clock_hz),
+               "npu1-dear-runs": NPU1.replace(name="dear-runs", ddr_run_overhead_s=1.2e-8)}
 EXTENTS = st.sampled_from([1, 3, 8, 16, 31, 64, 100, 256, 384])
 
 
@@ -30,14 +34,17 @@ def _simulated(op, arch, table, indices):
 
 
 @settings(max_examples=40, deadline=None)
-@given(m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]), arch=st.sampled_from(sorted(ARCHS)),
-       a_on_chip=st.booleans(), c_on_chip=st.booleans(), static_b=st.booleans(), seed=st.integers(0, 2**16))
-def test_bounds__never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c_on_chip, static_b, seed):
+@given(m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]), arch=st.sampled_from(sorted(BOUND_ARCHS)),
+       a_on_chip=st.booleans(), c_on_chip=st.booleans(), static_b=st.booleans(), row_major=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_bounds__never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c_on_chip, static_b, row_major,
+                                                   seed):
     """Branch and bound is exact only if every bound is valid: simulate the best-bounded
-    candidates and a random sample of the rest, fused variants and static weights included; and
-    every legal candidate runs (none deadlocks)."""
-    arch = ARCHS[arch]
-    op = Matmul(m, k, n, dtype, a_on_chip=a_on_chip, c_on_chip=c_on_chip, static_b=static_b)
+    candidates and a random sample of the rest, fused variants, static weights and row-major
+    operands (a DDR run per tile row) included, on DDR-bound arches too; and every legal
+    candidate runs (none deadlocks)."""
+    arch = BOUND_ARCHS[arch]
+    op = Matmul(m, k, n, dtype, a_on_chip=a_on_chip, c_on_chip=c_on_chip, static_b=static_b, row_major_ddr=row_major)
     pins = Pins(dataflow=("ws",)) if static_b else Pins()
     table, legal = _candidates(op, arch, pins)
     assume(len(legal))  # no legal candidate: nothing to bound

@@ -14,6 +14,8 @@ import numpy as np
 from ..arch import Arch
 from fastsim.kernels import closed_form as K
 from ..settings import resolve_jit
+from ..lower import to_units
+from .ddr_runs import bound_run_bytes, write_most
 from .paths import whole_words
 from .plan import StructureBatch, evaluate, matmul_cycles, modelled, problems
 from .space import Matmul
@@ -92,7 +94,9 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
                          (K.I_MEM_BDS, arch.mem.bd_count), (K.I_MEM_MM2S, arch.mem.mm2s_channels),
                          (K.I_MEM_S2MM, arch.mem.s2mm_channels), (K.I_PORTS_DOWN, arch.stream_ports_down),
                          (K.I_PORTS_UP, arch.stream_ports_up), (K.I_MEM_LOCKS, arch.mem.lock_count),
-                         (K.I_WINDOW, op.onchip_window_bytes != 0), (K.I_BUFFERS, mp.buffers)):
+                         (K.I_WINDOW, op.onchip_window_bytes != 0), (K.I_BUFFERS, mp.buffers),
+                         (K.I_DDR_UNITS, to_units(arch.ddr_bytes_per_cycle)),
+                         (K.I_ACQ, arch.lock_acquire_cycles), (K.I_REL, arch.lock_release_cycles)):
         ip[index] = value
     e = arch.pj_per_byte
     fp = np.zeros(K.N_FP)
@@ -105,7 +109,8 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
                          (K.F_E_DDR, e.get("ddr", 0.0)), (K.F_E_SHIM, e.get("shim_mem", 0.0)),
                          (K.F_E_MC, e.get("mem_compute", 0.0)), (K.F_E_CC, e.get("compute_compute", 0.0)),
                          (K.F_MEM_LEN, 2 ** arch.mem.bd_length_bits), (K.F_CORE_LEN, 2 ** arch.compute.bd_length_bits),
-                         (K.F_WINDOW_BYTES, whole_words(op.onchip_window_bytes) if op.onchip_window_bytes else 0)):
+                         (K.F_WINDOW_BYTES, whole_words(op.onchip_window_bytes) if op.onchip_window_bytes else 0),
+                         (K.F_RUN, bound_run_bytes(arch))):
         fp[index] = value
     dims = np.concatenate([batch.cols, batch.groups, batch.pm, batch.pn, batch.pk], axis=1).astype(np.int64)
     shape = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in batch.keys], np.int64)
@@ -114,4 +119,5 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
     dp = np.array([rates[key] for key in batch.keys])  # a batch's structures share a datapath or two
     return (ip, fp, np.ascontiguousarray(dims), shape, dp, np.ascontiguousarray(batch.hosted_a, np.int64),
             np.ascontiguousarray(batch.hosted_b, np.int64), np.ascontiguousarray(batch.read_rate),
-            np.ascontiguousarray(batch.write_rate), np.ascontiguousarray(batch.conv_cycles_per_elem.reshape(-1)))
+            np.ascontiguousarray(batch.write_rate), np.ascontiguousarray(write_most(arch, batch).reshape(-1)),
+            np.ascontiguousarray(batch.conv_cycles_per_elem.reshape(-1)))

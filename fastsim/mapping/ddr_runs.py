@@ -11,8 +11,13 @@ and a run of B or C one tile's N extent, ``tile_n`` elements; a block of whole r
 """
 from __future__ import annotations
 
-from ..arch import TileKind
+import numpy as np
+
+from fastsim.kernels.layout import UNITS_PER_BYTE
+
+from ..arch import Arch, TileKind
 from ..design import BD, Channel, Design
+from ..lower import to_units
 from .space import Mapping, Matmul
 
 
@@ -52,3 +57,38 @@ def shim_bd(d: Design, ch: Channel, key: str, length: int, name: str, op: Matmul
     dims = run_dims(length, *operand_run_bytes(op, mp, ev, key), d.arch.shim) if op.row_major_ddr else ()
     extent = 4 * (1 + sum((size - 1) * stride for size, stride in dims)) if dims else length
     return d.bd(ch, d.ddr_buffer(extent, f"{key}{ch.tile.col}"), length, dims=dims, name=name)
+
+
+def bound_run_bytes(arch: Arch) -> float:
+    """The DDR capacity one run takes, in bytes, as the engine charges it (``lower`` rounds it to
+    units), for the search's lower bounds; 0 (bytes alone) where a bound cannot count on it: the
+    engine scales the shares of an over-subscribed DDR down in proportion, but never below one
+    unit a cycle, and only while no share can fall below one unit (a share of the slowest column
+    against every shim channel streaming runs of one word) do the runs' loads stay within
+    ``bound_rate``."""
+    run = round(arch.ddr_run_overhead_s * arch.ddr_bytes_per_s * UNITS_PER_BYTE)
+    stream = to_units(arch.stream_bytes_per_cycle)
+    shim = arch.shim
+    slowest = min(max(1, min(stream, to_units(rate) // channels))
+                  for rates, channels in ((arch.shim_read_bytes_per_cycle, shim.mm2s_channels),
+                                          (arch.shim_write_bytes_per_cycle, shim.s2mm_channels))
+                  for rate in rates)
+    channels = arch.columns * (shim.mm2s_channels + shim.s2mm_channels)
+    busiest = channels * stream * (1 + run / (4 * UNITS_PER_BYTE))  # most DDR load the shares can ask for
+    return run / UNITS_PER_BYTE if run > 0 and slowest * to_units(arch.ddr_bytes_per_cycle) >= busiest else 0.0
+
+
+def bound_rate(arch: Arch, channels):
+    """Bytes per cycle (runs' costs included) the DDR serves ``channels`` shim channels at most: its
+    capacity in units, and less than one unit per channel that each share's rounding down leaves
+    uncounted (``bound_run_bytes`` says when this holds)."""
+    return (to_units(arch.ddr_bytes_per_cycle) + channels) / UNITS_PER_BYTE
+
+
+def write_most(arch: Arch, b) -> np.ndarray:
+    """Per structure of ``b`` (a ``plan.StructureBatch``), as (S, 1): the most C bytes per cycle its
+    shim S2MMs write to DDR together, one per column at the stream rate or its column's rate."""
+    stream = to_units(arch.stream_bytes_per_cycle)
+    units = np.array([[sum(min(stream, to_units(w)) for w in row if np.isfinite(w))] for row in b.write_rate],
+                     dtype=np.float64)
+    return units / UNITS_PER_BYTE

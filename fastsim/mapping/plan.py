@@ -19,6 +19,7 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..cost import kernel_modelled
 from ..kernel_model import matmul as KM
+from .ddr_runs import bound_rate, bound_run_bytes, write_most
 from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
 
@@ -255,10 +256,7 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
     ddr = _ddr_traffic(op, b, t, s, c)
     cyc = _core_cycles(op, b, arch, t, m, k, n)
     ends = _pipeline_ends(op, b, arch, t, c, mem, cyc)
-    ddr_cycles = np.maximum((ddr.read + ddr.write) / arch.ddr_bytes_per_cycle,
-                            np.maximum(ddr.read / arch.ddr_bytes_per_cycle + ends.after_read,
-                                       np.where(ddr.write > 0, ends.first_c + ddr.write / arch.ddr_bytes_per_cycle, 0)))
-    bounds = np.stack(np.broadcast_arrays(_compute_bound(arch, t, c, cyc, ends), ddr_cycles,
+    bounds = np.stack(np.broadcast_arrays(_compute_bound(arch, b, t, c, cyc, ends), _ddr_bound(op, b, arch, t, s, ddr, ends),
                                           _shim_column_bound(op, b, arch, t, c, ddr, ends),
                                           _dma_bound(op, b, arch, t, s, c, mem, ddr, ends))).astype(np.float64)
     padded_macs, psum_bytes, mem_compute, energy = _energy(op, b, arch, t, c, ddr, m, k, n)
@@ -495,7 +493,7 @@ class _PipelineEnds(NamedTuple):
     first_c: np.ndarray  # before the first C tile is whole: K tiles of each operand in, K calls run
     call: np.ndarray  # one microkernel call with its conversion and dequantization
     c_out: np.ndarray  # a C tile from its core to where the op leaves it
-    after_unit_a: np.ndarray  # after a mem-tile A unit is in: forward it whole, compute, drain
+    after_unit_a: np.ndarray  # after a mem-tile A unit is in: forward it whole, run what its last L1 transfer feeds, drain
     after_unit_b: np.ndarray
     after_read: np.ndarray  # after the last DDR byte is read: the least of the above that read DDR
 
@@ -514,10 +512,20 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
     # is in only after a unit of every part hosted there
     last_a = (0 if op.a_on_chip else mem.ha * mem.unit_a / stream) + c.l1_a / stream
     last_b = 0 * one if b.static_b else mem.hb * mem.unit_b / stream + c.l1_b / stream
-    last_first_call = np.maximum(last_a, last_b) * one
-    after_a = mem.unit_a / stream + call + c_out
-    after_b = mem.unit_b / stream + call + c_out
+    # and every core has started only once the DDR has served every part's first unit, the last of
+    # them then forwarded to a core
     read_a, read_b = not op.a_on_chip, not b.static_b
+    first_units = ((0 if op.a_on_chip else b.hosted_a.sum(axis=1, keepdims=True) * mem.unit_a)
+                   + b.hosted_b.sum(axis=1, keepdims=True) * mem.unit_b)
+    l1_in = (np.minimum(c.l1_a, c.l1_b) if read_a and read_b else c.l1_a if read_a else c.l1_b if read_b
+             else 0 * one)
+    all_first = np.where(first_units > 0, first_units / arch.ddr_bytes_per_cycle + l1_in / stream, 0)
+    last_first_call = np.maximum(np.maximum(last_a, last_b), all_first) * one
+    # the calls an operand's last L1 transfer feeds run after it is in: one call for a streamed
+    # tile, every call of its block for a resident one (ws: B, is: A)
+    calls = t.mt * t.nt * t.kt
+    after_a = mem.unit_a / stream + call * calls / np.maximum(c.core_a / c.l1_a, 1) + c_out
+    after_b = mem.unit_b / stream + call * calls / np.maximum(c.core_b / c.l1_b, 1) + c_out
     after_read = (np.minimum(after_a, after_b) if read_a and read_b else after_a if read_a
                   else after_b if read_b else 0 * one)
     # a C tile is whole after the K calls that sum it, which need K tiles of each operand
@@ -528,7 +536,40 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
                          after_read * one)
 
 
-def _compute_bound(arch: Arch, t: _Tiles, c: _CoreMemory, cyc: _CoreCycles, ends: _PipelineEnds):
+def _ddr_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, ddr: _Ddr, ends: _PipelineEnds):
+    """Cycles of the DDR: its bytes at its rate; the reads end a unit's forwarding, calls and a C
+    drain before the op can (``after_read``), and the writes start after the first C tile. With a
+    cost per contiguous run (``ddr_runs.bound_run_bytes``), every shim BD's bytes and runs at the
+    rate the DDR serves both (``ddr_runs.bound_rate``); each shim BD execution is one run at least
+    (a row-major operand's BD reads several). After the last read only C writes can use it, at
+    the shim S2MMs' rate at most (``ddr_runs.write_most``)."""
+    bpc = arch.ddr_bytes_per_cycle
+    read, write = ddr.read, ddr.write
+    plain = np.maximum((read + write) / bpc,
+                       np.maximum(read / bpc + ends.after_read, np.where(write > 0, ends.first_c + write / bpc, 0)))
+    run = bound_run_bytes(arch)
+    if not run > 0:
+        return plain
+    cols_a = (b.hosted_a > 0).sum(axis=1, keepdims=True) * (not op.a_on_chip)
+    cols_b = (b.hosted_b > 0).sum(axis=1, keepdims=True)
+    c_cols = 0 if op.c_on_chip else b.cols
+    rate = bound_rate(arch, cols_a + cols_b + c_cols)
+    # one shim BD per column and operand, as long as its hosted parts' pieces (``design``)
+    flow = b.mapping.dataflow
+    piece_a = s.unit_a if s.res_a else s.part_a if flow == "ws" else t.kt * t.a_tile
+    piece_b = s.unit_b if s.res_b else s.part_b if flow == "is" else t.kt * t.b_tile
+    read_load = read + run * (cols_a * (ddr.a_part / piece_a) + cols_b * (ddr.b_part / piece_b))
+    write_load = write + run * (c_cols * (t.mt * t.nt))
+    # a C run is one drain BD (a join of every group's tile) at least: load per write byte
+    per_write = 1 + run / (b.groups * t.c_tile)
+    tail = np.maximum(0, 1 - write_most(arch, b) * (not op.c_on_chip) * per_write / rate)
+    loads = np.maximum((read_load + write_load) / rate + ends.after_read * tail,
+                       np.maximum(read_load / rate + ends.after_read,
+                                  np.where(write > 0, ends.first_c + write_load / rate, 0)))
+    return np.maximum(plain, loads)
+
+
+def _compute_bound(arch: Arch, b: StructureBatch, t: _Tiles, c: _CoreMemory, cyc: _CoreCycles, ends: _PipelineEnds):
     """Cycles of the last core to start (``start``): its calls, and the waits its L1 buffers
     impose on them. Say an operand arrives in ``n`` transfers into ``depth`` buffers, the calls of
     each transfer taking ``uses`` cycles in turn: transfer i cannot start before the calls of
@@ -538,11 +579,16 @@ def _compute_bound(arch: Arch, t: _Tiles, c: _CoreMemory, cyc: _CoreCycles, ends
     remaining n - depth transfers and the last transfer's calls."""
     stream = arch.stream_bytes_per_cycle
     start = ends.last_first_call
-    bound = start + cyc.core_cycles + ends.c_out
     calls = t.mt * t.nt * t.kt
+    bound = start + cyc.core_cycles + _lock_cycles(arch, b, t, calls) + ends.c_out
+    # each call also acquires and releases every operand it streams; of a transfer's calls, only
+    # the first's acquires of the other operands may come before the transfer is in
+    operands = (b.mapping.dataflow != "is") + (b.mapping.dataflow != "ws")
+    lock_call = operands * (arch.lock_acquire_cycles + arch.lock_release_cycles)
+    lock_use = (operands - 1) * arch.lock_acquire_cycles
     for moved, size, depth in ((c.core_a, c.l1_a, c.depth_a), (c.core_b, c.l1_b, c.depth_b)):
         n = moved / size
-        uses = ends.call * calls / np.maximum(n, 1)  # cycles of the calls one transfer feeds
+        uses = (ends.call + lock_call) * calls / np.maximum(n, 1) - lock_use  # cycles of the calls one transfer feeds
         xfer = size / stream
         waits = np.floor((n - 1) / depth)
         chained = start + uses + waits * xfer + (n - 1 - waits * (depth - 1)) * uses + ends.c_out
@@ -550,6 +596,21 @@ def _compute_bound(arch: Arch, t: _Tiles, c: _CoreMemory, cyc: _CoreCycles, ends
         bound = np.maximum(bound, np.where(n >= 1, chained, 0))
         bound = np.maximum(bound, np.where(n > depth, streamed, 0))
     return bound
+
+
+def _lock_cycles(arch: Arch, b: StructureBatch, t: _Tiles, calls):
+    """The lock latencies of the last core's program (``design._program``) after its first call
+    starts: every call acquires and releases each operand it streams, every C tile its output
+    buffer (C, or the partial sums the next core of a K-split group adds), every resident block
+    (ws: B, is: A) its buffer; only the acquires before the first call may overlap the wait for
+    its data. (The last core of a K-split group also locks the partial sums it adds; the last core
+    to start may be another one.)"""
+    acq, rel = arch.lock_acquire_cycles, arch.lock_release_cycles
+    flow = b.mapping.dataflow
+    streamed = (flow != "is") + (flow != "ws")  # operands each call acquires
+    held = t.nt * (not b.static_b) if flow == "ws" else t.mt if flow == "is" else 0 * t.mt  # resident blocks
+    before = streamed * acq + acq + np.where(held > 0, acq, 0)
+    return calls * streamed * (acq + rel) + t.mt * t.nt * (acq + rel) + held * (acq + rel) - before
 
 
 def _shim_column_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _CoreMemory, ddr: _Ddr,
