@@ -165,28 +165,14 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             calls = mt * nt * kt
             after_a = mem_unit_a / stream + call * calls / max(core_a / l1_a, 1.0) + c_out
             after_b = mem_unit_b / stream + call * calls / max(core_b / l1_b, 1.0) + c_out
-            if not a_chip and not static:
-                after_read = min(after_a, after_b)
-            elif not a_chip:
-                after_read = after_a
-            elif not static:
-                after_read = after_b
-            else:
-                after_read = 0.0
+            after_read = _streamed_min(not a_chip, not static, after_a, after_b)
             in_a = (0 if a_chip else mem_unit_a / stream) + kt * a_tile / stream
             in_b = 0.0 if static else mem_unit_b / stream + kt * b_tile / stream
             first_c = max(first_call + kt * call, max(in_a, in_b) + call)
             last_a = (0 if a_chip else ha * mem_unit_a / stream) + l1_a / stream
             last_b = 0.0 if static else hb * mem_unit_b / stream + l1_b / stream
             first_units = (0.0 if a_chip else sum_a * mem_unit_a) + sum_b * mem_unit_b
-            if not a_chip and not static:
-                l1_in = min(l1_a, l1_b)
-            elif not a_chip:
-                l1_in = l1_a
-            elif not static:
-                l1_in = l1_b
-            else:
-                l1_in = 0.0
+            l1_in = _streamed_min(not a_chip, not static, l1_a, l1_b)
             all_first = first_units / ddr_bpc + l1_in / stream if first_units > 0 else 0.0
             last_first_call = max(max(last_a, last_b), all_first)
             # bounds: compute, DDR, busiest shim column, busiest DMA channel
@@ -278,6 +264,18 @@ def _ddr_runs(ip, fp, flow, res_a, res_b, cols_a, cols_b, c_cols, groups, mt, nt
     tail = max(0.0, 1 - write_most * per_write / rate)
     return max((read_load + write_load) / rate + after_read * tail,
                max(read_load / rate + after_read, first_c + write_load / rate if write > 0 else 0.0))
+
+
+@kernel
+def _streamed_min(a_streams, b_streams, a, b):
+    """The smaller of ``a`` and ``b`` over the operands that stream from DDR (0 when neither does)."""
+    if a_streams and b_streams:
+        return min(a, b)
+    if a_streams:
+        return a
+    if b_streams:
+        return b
+    return 0.0
 
 
 @kernel
