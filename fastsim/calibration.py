@@ -15,7 +15,8 @@ efficiency comes from: ``calls`` microkernel calls on operands already in core m
 ``calibrate`` predicts each measurement with fastsim under candidate parameters and fits them by
 bounded least squares on relative errors (``scipy.optimize.least_squares``): matmul kernel
 efficiency per datapath (and its per-call and per-block cycles where ``kernel`` rows at tile shapes
-with different block counts separate them), dispatch overhead, design-switch times, sustained DDR bandwidth, BD setup
+with different block counts separate them), dispatch overhead, design-switch times, sustained DDR bandwidth
+(and its cost per contiguous run where memcpy rows in two run lengths separate the two), BD setup
 and lock costs. Integer cycle costs move in whole cycles (the engine counts whole cycles). It reports every value with a 95 % interval (linearized covariance), each
 measurement's residual and its leave-one-out prediction error (continuous parameters refitted
 without it, integers kept at the full fit's values), and writes an arch TOML that every command

@@ -33,7 +33,7 @@ from .common import fail, load_arch
 def calibrate_cmd(measurements, profile_path, held_out, arch_name, out_path, fit, no_loo, allow_underdetermined,
                   residual_limit, as_json):
     """Fit kernel efficiency per datapath, dispatch overhead, design-switch times, sustained DDR
-    bandwidth, BD setup and lock costs to your own measurements (CSV: name,workload,seconds; see
+    bandwidth and cost per contiguous run, BD setup and lock costs to your own measurements (CSV: name,workload,seconds; see
     docs/calibration.md) by bounded least squares; prints each value with a 95 % interval and each
     measurement's residual and leave-one-out error, and writes an arch TOML. Refuses more parameters
     than measurements unless --allow-underdetermined. Warns, by name, of an ill-posed fit (as many
