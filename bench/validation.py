@@ -149,10 +149,11 @@ def _record(r: Row, a_val: float, ea: float, s_val: float, es: float) -> dict:
 
 
 def _family(arch_name: str) -> str:
-    """The preset a part belongs to (strix -> npu2, hawk_point -> npu1): what a plan's arch names."""
-    from fastsim.arch import load
+    """The preset a part is built on (strix -> npu2, hawk_point -> npu1): what a plan's arch names."""
+    from fastsim.arch import PARTS
 
-    return {"aie2": "npu1", "aie2p": "npu2"}.get(load(arch_name).generation, arch_name)
+    part = PARTS.get(arch_name.split(":")[0])
+    return part.base.name if part else arch_name
 
 
 def _gemv_lines(results: dict) -> str:

@@ -199,6 +199,10 @@ HPT_LAB = ("AbhiramJayasankar/ryzenai-npu-lab@8ec97bb experiments/003_model_comp
 VAI_BUILT = ("ONNX Runtime Vitis AI EP, batch 1, the whole model in one NPU subgraph on the {overlay} overlay "
              "({cols} columns x 4 rows), ReLU fused into the conv before it (`--fold-epilogues`); {timing}; not "
              "describable: the closed compiler's tiles, layer fusion and dispatches (searched)")
+RAI_TIMING = "mean per-call session.run wall time after 40 warm-ups (performance_benchmark.py)"
+HPT_TIMING = ("median of 8 session.run after 2 warm-ups (session creation and preprocessing excluded); hobbyist "
+              "lab notes")
+HAWK_POINT = "Ryzen 9 8945HS Hawk Point (npu1)"
 VAI_SUSPECT = ("per-layer control the closed runtime adds (instruction streams and BD reprogramming per layer, "
                "input/output quantize on the host inside session.run) and tiles the mapper would not pick. "
                "Micro-benchmark: the same model's per-layer NPU profile (Vitis AI EP's ai_analyzer)")
@@ -216,27 +220,21 @@ SMOLVLA_SUSPECT = ("the per-launch cost of the ELF path (the same module runs 1.
 
 
 ROWS = [
-    # whole CNNs, int8 and bf16 (workload rows: never fitted)
-    Row("cnn", RAI_BENCH.format("xint8_opset20.png"), "Strix (npu2)", "ResNet-50 int8 (XINT8), 224x224, batch 1",
-        2.81, "ms", _onnx("resnet50_int8", "strix"), "",
-        VAI_BUILT.format(overlay="STX 4x4", cols=4, timing="mean per-call session.run wall time after 40 warm-ups "
-                         "(performance_benchmark.py), input quantize on the host included"),
-        VAI_SUSPECT, as_built_args=_onnx("resnet50_int8", "strix:cols=4", "--fold-epilogues")),
-    Row("cnn", RAI_BENCH.format("vaiml.png"), "Strix (npu2)", "ResNet-50 bf16 (VAIML, BFP16), 224x224, batch 1",
-        5.75, "ms", _onnx("resnet50", "strix"), "",
-        VAI_BUILT.format(overlay="default (4x4)", cols=4, timing="as above; fp32 model compiled by VAIML to "
-                         "BFP16 on the bfp16 MMA, all 122 nodes on the NPU"),
-        VAI_SUSPECT, as_built_args=_onnx("resnet50", "strix:cols=4", "--fold-epilogues")),
-    Row("cnn", HPT_LAB.format(16), "Ryzen 9 8945HS Hawk Point (npu1)", "ResNet-50 int8, 224x224, batch 1", 6.008,
-        "ms", _onnx("resnet50_int8", "hawk_point"), "",
-        VAI_BUILT.format(overlay="X1 4x4.xclbin", cols=4, timing="median of 8 session.run after 2 warm-ups "
-                         "(session creation and preprocessing excluded); hobbyist lab notes"),
-        VAI_SUSPECT, as_built_args=_onnx("resnet50_int8", "hawk_point", "--fold-epilogues")),
-    Row("cnn", HPT_LAB.format(15), "Ryzen 9 8945HS Hawk Point (npu1)", "MobileNetV2 int8, 224x224, batch 1", 3.324,
-        "ms", _onnx("mobilenet_v2_int8", "hawk_point"), "",
-        VAI_BUILT.format(overlay="X1 4x4.xclbin", cols=4, timing="median of 8 session.run after 2 warm-ups "
-                         "(session creation and preprocessing excluded); hobbyist lab notes"),
-        VAI_SUSPECT, as_built_args=_onnx("mobilenet_v2_int8", "hawk_point", "--fold-epilogues")),
+    # whole CNNs, int8 and bf16 (workload rows: never fitted): searched on the whole part, as built on
+    # the overlay's columns with ReLU fused
+    *[Row("cnn", source, part, workload, ms, "ms", _onnx(model, arch), "",
+          VAI_BUILT.format(overlay=overlay, cols=4, timing=timing), VAI_SUSPECT,
+          as_built_args=_onnx(model, built_arch, "--fold-epilogues"))
+      for source, part, workload, ms, model, arch, built_arch, overlay, timing in (
+          (RAI_BENCH.format("xint8_opset20.png"), STRIX, "ResNet-50 int8 (XINT8), 224x224, batch 1", 2.81,
+           "resnet50_int8", "strix", "strix:cols=4", "STX 4x4", RAI_TIMING + ", input quantize on the host included"),
+          (RAI_BENCH.format("vaiml.png"), STRIX, "ResNet-50 bf16 (VAIML, BFP16), 224x224, batch 1", 5.75,
+           "resnet50", "strix", "strix:cols=4", "default (4x4)", RAI_TIMING + "; fp32 model compiled by VAIML to "
+           "BFP16 on the bfp16 MMA, all 122 nodes on the NPU"),
+          (HPT_LAB.format(16), HAWK_POINT, "ResNet-50 int8, 224x224, batch 1", 6.008,
+           "resnet50_int8", "hawk_point", "hawk_point", "X1 4x4.xclbin", HPT_TIMING),
+          (HPT_LAB.format(15), HAWK_POINT, "MobileNetV2 int8, 224x224, batch 1", 3.324,
+           "mobilenet_v2_int8", "hawk_point", "hawk_point", "X1 4x4.xclbin", HPT_TIMING))],
     # GEMM: mlir-air kernel registry, bf16 on npu2, the method its default ("auto") builds: drain below
     # M*K*N = 4e9, fused-cast (a second launch casts the f32 C) above. Its "kernel-only" time is the
     # host wall time of one synchronous dispatch (python/air/backend/xrt.py:868-885: kernel call +

@@ -285,7 +285,7 @@ class Predictor:
         rows [bytes, runs] have rank 2 (two copies in different run lengths). Other kinds read both
         too, but a GEMM's or a model's runs follow its mapping: alone they would trade one for the
         other."""
-        rows = {memcpy_bytes_and_runs(m.args, self.arch) for m in self.measurements if m.kind == "memcpy"}
+        rows = {memcpy_bytes_and_runs(m, self.arch) for m in self.measurements if m.kind == "memcpy"}
         return len(rows) >= 2 and np.linalg.matrix_rank(np.array(sorted(rows), float)) >= 2
 
     def _kernel(self, m: Measurement):
@@ -342,14 +342,7 @@ class Predictor:
         if m.kind == "memcpy":
             from .studies.bandwidth import memcpy_design
 
-            cols = int(m.args.get("columns", arch.columns))
-            total, size = int(m.args.get("bytes", 1 << 20)), int(m.args.get("size", 4096))
-            direction, channels = str(m.args.get("direction", "read")), int(m.args.get("channels", 1))
-            if not (1 <= cols <= arch.columns and total >= 4 and size >= 4 and 1 <= channels <= 2
-                    and direction in ("read", "write", "both")):
-                raise ConfigError([f"{m.name}: memcpy needs columns in 1..{arch.columns}, bytes and size >= 4, "
-                                   "channels 1 or 2, direction read/write/both"], "measurements")
-            per = -(-total // (cols * channels * 4)) * 4
+            cols, channels, direction, size, per = _memcpy(m, arch)
             design = memcpy_design(arch, {c: per for c in range(cols)}, direction, channels, size)
             return float(simulate(design).total_cycles[0]) / arch.clock_hz
         from .llm import LlmStudy, simulate_llm  # kind llm: the whole step, dispatches included
@@ -371,15 +364,27 @@ class Predictor:
         return self._cache[key] + (0.0 if m.kind == "llm" else arch.dispatch_overhead_s)
 
 
-def memcpy_bytes_and_runs(args: dict, arch: Arch) -> tuple[int, int]:
-    """(bytes, contiguous DDR runs) of a memcpy measurement: each shim BD reads or writes one run of
-    ``size`` bytes (``studies.bandwidth.memcpy_design``)."""
-    cols, channels = int(args.get("columns", arch.columns)), int(args.get("channels", 1))
-    total, size = int(args.get("bytes", 1 << 20)), int(args.get("size", 4096))
-    ways = 2 if args.get("direction", "read") == "both" else 1
-    per = -(-total // (max(cols * channels, 1) * 4)) * 4
-    unit = max(4, -(-min(size, per) // 4) * 4)  # whole words, as the design's BDs
-    return ways * cols * channels * per, ways * cols * channels * -(-per // unit)
+def _memcpy(m: Measurement, arch: Arch) -> tuple[int, int, str, int, int]:
+    """(columns, channels per column, direction, BD size, bytes per channel) of a memcpy measurement,
+    checked: the copy ``studies.bandwidth.memcpy_design`` builds for it."""
+    a = m.args
+    cols, channels = int(a.get("columns", arch.columns)), int(a.get("channels", 1))
+    total, size, direction = int(a.get("bytes", 1 << 20)), int(a.get("size", 4096)), str(a.get("direction", "read"))
+    if not (1 <= cols <= arch.columns and total >= 4 and size >= 4 and 1 <= channels <= 2
+            and direction in ("read", "write", "both")):
+        raise ConfigError([f"{m.name}: memcpy needs columns in 1..{arch.columns}, bytes and size >= 4, "
+                           "channels 1 or 2, direction read/write/both"], "measurements")
+    return cols, channels, direction, size, -(-total // (cols * channels * 4)) * 4
+
+
+def memcpy_bytes_and_runs(m: Measurement, arch: Arch) -> tuple[int, int]:
+    """(bytes, contiguous DDR runs) of a memcpy measurement: each shim BD of its copy reads or writes
+    one run of ``size`` bytes (in whole words, ``memcpy_design``)."""
+    from .mapping.paths import whole_words
+
+    cols, channels, direction, size, per = _memcpy(m, arch)
+    streams = (2 if direction == "both" else 1) * cols * channels
+    return streams * per, streams * -(-per // whole_words(min(size, per)))
 
 
 def _kernel_params(datapath: str) -> set[str]:

@@ -85,7 +85,7 @@ def _measured_confidence(plan: dict) -> str:
             f"{e['rows']} measurements (as built, docs/validation.md)" if e else
             f"no measured GEMM on {arch} checks its 1x1 convs and fully connected layers")
     cnn = measured_error(rows, ("cnn",), arch)
-    whole = (f"On whole CNNs (ResNet-50, MobileNetV2 through a closed runtime) on {arch}, fastsim's measured error "
+    whole = (f"On whole CNNs measured on {arch} (through a closed runtime), fastsim's measured error "
              f"is median {100 * cnn['median']:.0f} %, worst {100 * cnn['worst']:.0f} % over {cnn['rows']} "
              f"measurements, {cnn['faster']} of them predicted faster than measured (as built, docs/validation.md); "
              if cnn else f"No whole CNN is measured on {arch} (docs/validation.md); ")
