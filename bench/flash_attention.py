@@ -69,6 +69,8 @@ NAMES = ("T0 (ms)", "per launch (us)", "per 64x64 tile step, head dim 64 (us)",
 
 def features(lq: int, heads: int, dk: int) -> list[float]:
     """[1, launches, tile steps per core at head dim 64, at head dim 128] of one run (module docstring)."""
+    if dk not in (64, 128):
+        raise ValueError(f"head dim {dk}: the harness's tile step is fitted at 64 and 128 only")
     chunks = 2 if dk > 64 else 1
     launches = heads * chunks / 2 * lq / 256
     steps = launches * lq / 256

@@ -121,13 +121,14 @@ def run_flags(info, ds) -> list[str]:
                      f"{', '.join(ds.attrs['data_left'])}")
     left = set(ds.attrs.get("cores_left", []))
     implied: dict[str, int] = {}
+    skipped = set()  # kernels of cores that never finish: their calls imply nothing
     for tile, program in info.design.cores.items():
+        calls_of = _calls(program)
         if tile in info.endless_cores or str(tile) in left:
+            skipped.update(calls_of)
             continue
-        for name, calls in _calls(program).items():
+        for name, calls in calls_of.items():
             implied[name] = implied.get(name, 0) + calls
-    skipped = {name for tile, program in info.design.cores.items()
-               if tile in info.endless_cores or str(tile) in left for name in _calls(program)}
     done = {str(k): int(c) for k, c in zip(ds.kernel.values, ds.kernel_calls.values[0])}
     for name in sorted(set(implied) - skipped):
         if done.get(name, 0) != implied[name]:

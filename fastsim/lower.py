@@ -36,6 +36,12 @@ def to_units(bytes_per_cycle: float) -> int:
     return max(1, int(round(bytes_per_cycle * L.UNITS_PER_BYTE)))
 
 
+def ddr_run_units(arch) -> int:
+    """The DDR capacity one contiguous run's cost takes, in units: its time at the DDR's byte rate
+    (the engine's ``P_DDR_RUN``; the mapping search's bounds read the same number)."""
+    return round(arch.ddr_run_overhead_s * arch.ddr_bytes_per_s * L.UNITS_PER_BYTE)
+
+
 def hops(src, dst) -> int:
     """Stream-switch hops between two tiles: one switch per tile on a Manhattan path."""
     return abs(src.col - dst.col) + abs(src.row - dst.row) + 1
@@ -244,8 +250,7 @@ def _params(design: Design, n_channels: int, n_cores: int, *, skip: bool, max_cy
     prm[L.P_N_HOST] = len(design.host)
     prm[L.P_N_COLS] = arch.columns
     prm[L.P_DDR_CAP] = to_units(arch.ddr_bytes_per_cycle)
-    # the DDR capacity a run's cost takes: its time at the DDR's byte rate, in units
-    prm[L.P_DDR_RUN] = round(arch.ddr_run_overhead_s * arch.ddr_bytes_per_s * L.UNITS_PER_BYTE)
+    prm[L.P_DDR_RUN] = ddr_run_units(arch)
     prm[L.P_QDEPTH] = arch.task_queue_depth
     prm[L.P_SETUP] = arch.bd_setup_cycles
     prm[L.P_CHAIN] = arch.bd_chain_cycles

@@ -281,6 +281,7 @@ def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
     producer_of: dict[Channel, Channel] = {}
     packet_fed: set[Channel] = set()
     routed = set()
+    pairs: set[tuple[Channel, Channel]] = set()  # (source, destination) of every route
     fan_out = _fan_out_sources(design)
     for r in design.routes:
         if not v.channel_ok(r.src, lambda: f"route {r.src}.src"):
@@ -300,6 +301,10 @@ def _check_routes(v: _Checker, design: Design) -> tuple[set, dict]:
             if v.channel_ok(d, lambda: f"route {r.src}.dst"):
                 if d.direction != S2MM:
                     p.add(f"route {r.src}.dst", str(d), "must be an s2mm channel")
+                if (r.src, d) in pairs:
+                    p.add(f"route {r.src}.dst", str(d), f"already reached by another packet id of {r.src}: one "
+                          "route per source and destination (two ids to one s2mm channel are not modelled)")
+                pairs.add((r.src, d))
                 if d in producer_of and not (r.packet and d in packet_fed):
                     p.add(f"route {r.src}.dst", str(d), f"already fed by {producer_of.get(d)}: only packet "
                           "routes (packet=True) may share an s2mm channel")

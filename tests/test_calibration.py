@@ -283,12 +283,12 @@ def test_calibrate__names_a_parameter_the_measurements_cannot_see():
 
 def test_calibrate__fits_the_ddr_cost_per_run_only_where_memcpy_rows_of_two_run_lengths_separate_it():
     """Every DDR-reading row depends on the cost per run, but a copy in one run length trades it for
-    the bandwidth: it is fitted by default only beside a copy in other runs, and a fitted value
-    keeps its source's plausible range."""
+    the bandwidth: it is fitted by default only beside a copy in other runs (recovered from such rows
+    in test_known_parameters_are_recovered_within_2_percent), and its plausible range names its
+    source."""
     one = [Measurement("copy", *parse_workload("memcpy bytes=8388608 size=65536 columns=8 channels=2"), 1e-4)]
     two = one + [Measurement("short", *parse_workload("memcpy bytes=8388608 size=256 columns=8 channels=2"), 3e-4)]
     assert "ddr_run_overhead_s" in Predictor(NPU2, one).reads(one[0])
     assert "ddr_run_overhead_s" not in Predictor(NPU2, one).determined()
     assert "ddr_run_overhead_s" in Predictor(NPU2, two).determined()
-    ok = PLAUSIBLE["ddr_run_overhead_s"]
-    assert ok.low < NPU2.ddr_run_overhead_s < ok.high and "fit_ddr_runs" in ok.source
+    assert "fit_ddr_runs" in PLAUSIBLE["ddr_run_overhead_s"].source

@@ -250,6 +250,15 @@ def test_packets__validation_refuses_a_fan_out_destination_shared_with_another_s
         validate_design(design)
 
 
+def test_packets__validation_refuses_two_packet_ids_of_one_source_to_one_destination():
+    """Two ids of one source routed to one S2MM would list that source twice among the S2MM's
+    producers, and its bytes would be counted twice at their level: refused, not modelled."""
+    design = shim_fan_out()
+    design.route(mm2s(design.shim(0), 0), s2mm(design.mem(0), 0), packet_id=9)
+    with pytest.raises(ConfigError, match=r"already reached by another packet id of tile\(0,0\).mm2s0"):
+        validate_design(design)
+
+
 def test_packets__fan_out_exports_and_reads_back_to_the_same_cycles():
     from fastsim.mlir import read_text, simulate_design, write_design
 

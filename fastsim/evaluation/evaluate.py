@@ -391,12 +391,19 @@ class Evaluation:
         """Validate the chosen ops' designs whose searches left it to the evaluation (``simulate``
         asks for them unchecked): of the alternatives the choices weigh, only those it reports
         need their checks, and checking every one was a tenth of a cold decode step."""
+        problems = []
         for p in placed:
             r = self.results.get(p.key)
             if r is not None and not r.design_checked:
-                op_design(p, self.arch, self.pins, validate=True)
+                try:
+                    op_design(p, self.arch, self.pins, validate=True)
+                except ConfigError as e:  # a chosen design that fails its checks: named by its op
+                    problems += [f"{p.op.name}: {x}" for x in e.problems]
+                    continue
                 self.results[p.key] = r = replace(r, design_checked=True)
                 self.keep((self.mapping, p.key, _ablated(p, self.pins)), r)
+        if problems:
+            raise ConfigError(problems, "mapping")
 
     def add_twins(self, placed: list[Placed]) -> None:
         """The data-only twin's time (``movement_cycles``) of each op of ``placed`` simulated

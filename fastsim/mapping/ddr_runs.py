@@ -17,7 +17,7 @@ from fastsim.kernels.layout import UNITS_PER_BYTE
 
 from ..arch import Arch, TileKind
 from ..design import BD, Channel, Design
-from ..lower import to_units
+from ..lower import ddr_run_units, to_units
 from .space import Mapping, Matmul
 
 
@@ -66,7 +66,7 @@ def bound_run_bytes(arch: Arch) -> float:
     unit a cycle, and only while no share can fall below one unit (a share of the slowest column
     against every shim channel streaming runs of one word) do the runs' loads stay within
     ``bound_rate``."""
-    run = round(arch.ddr_run_overhead_s * arch.ddr_bytes_per_s * UNITS_PER_BYTE)
+    run = ddr_run_units(arch)
     stream = to_units(arch.stream_bytes_per_cycle)
     shim = arch.shim
     slowest = min(max(1, min(stream, to_units(rate) // channels))

@@ -517,8 +517,7 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
     read_a, read_b = not op.a_on_chip, not b.static_b
     first_units = ((0 if op.a_on_chip else b.hosted_a.sum(axis=1, keepdims=True) * mem.unit_a)
                    + b.hosted_b.sum(axis=1, keepdims=True) * mem.unit_b)
-    l1_in = (np.minimum(c.l1_a, c.l1_b) if read_a and read_b else c.l1_a if read_a else c.l1_b if read_b
-             else 0 * one)
+    l1_in = _streamed_min(read_a, read_b, c.l1_a, c.l1_b, one)
     all_first = np.where(first_units > 0, first_units / arch.ddr_bytes_per_cycle + l1_in / stream, 0)
     last_first_call = np.maximum(np.maximum(last_a, last_b), all_first) * one
     # the calls an operand's last L1 transfer feeds run after it is in: one call for a streamed
@@ -526,14 +525,21 @@ def _pipeline_ends(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, c: _Cor
     calls = t.mt * t.nt * t.kt
     after_a = mem.unit_a / stream + call * calls / np.maximum(c.core_a / c.l1_a, 1) + c_out
     after_b = mem.unit_b / stream + call * calls / np.maximum(c.core_b / c.l1_b, 1) + c_out
-    after_read = (np.minimum(after_a, after_b) if read_a and read_b else after_a if read_a
-                  else after_b if read_b else 0 * one)
+    after_read = _streamed_min(read_a, read_b, after_a, after_b, one)
     # a C tile is whole after the K calls that sum it, which need K tiles of each operand
     in_a = (0 if op.a_on_chip else mem.unit_a / stream) + t.kt * t.a_tile / stream
     in_b = 0 * one if b.static_b else mem.unit_b / stream + t.kt * t.b_tile / stream
     first_c = np.maximum(first_call + t.kt * call, np.maximum(in_a, in_b) + call)
     return _PipelineEnds(first_call, last_first_call, first_c, call, c_out, after_a * one, after_b * one,
                          after_read * one)
+
+
+def _streamed_min(read_a: bool, read_b: bool, a, b, one):
+    """The smaller of ``a`` and ``b`` over the operands read from DDR (0 when neither is); the
+    compiled closed form's ``_streamed_min``."""
+    if read_a and read_b:
+        return np.minimum(a, b)
+    return a if read_a else b if read_b else 0 * one
 
 
 def _ddr_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, ddr: _Ddr, ends: _PipelineEnds):

@@ -71,7 +71,7 @@ def _data_left(batch) -> list[str]:
             b = int(st[c, L.S_BD])
             if b >= 0 and bds[b, L.BD_CYCLIC] == 1 and bds[b, L.BD_ACQ_LOCK] < 0:
                 excused.add(c)  # an endless source
-                excused.update(int(s) for s in lw.cons[ch[c, L.CH_CONS_START]:ch[c, L.CH_CONS_END]])
+                excused.update(_bd_consumers(lw, b))
     left = []
     for c in range(n):
         if c in excused:
@@ -79,11 +79,17 @@ def _data_left(batch) -> list[str]:
         queued = int(st[c, L.S_QLEN]) > 0
         stream = ch[c, L.CH_MM2S] == 0 and int(st[c, L.S_FILL]) > 0
         sending = ch[c, L.CH_MM2S] == 1 and int(st[c, L.S_STATE]) == L.CS_TRANSFER and not all(
-            int(s) in excused and int(st[s, L.S_FILL]) >= ch[s, L.CH_FIFO_CAP]
-            for s in lw.cons[ch[c, L.CH_CONS_START]:ch[c, L.CH_CONS_END]])
+            s in excused and int(st[s, L.S_FILL]) >= ch[s, L.CH_FIFO_CAP]
+            for s in _bd_consumers(lw, int(st[c, L.S_BD])))
         if queued or stream or sending:
             left.append(str(lw.channels[c]))
     return left
+
+
+def _bd_consumers(lw, b: int) -> list[int]:
+    """The S2MMs BD ``b``'s data goes to (its packet route's under fan-out by packet id, as the
+    engine reads them)."""
+    return [int(s) for s in lw.cons[lw.bds[b, L.BD_CONS_START]:lw.bds[b, L.BD_CONS_END]]]
 
 
 def _add_kernel_calls(ds, batch) -> None:
