@@ -166,8 +166,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
     or pins put it. ``validate=False``: a searched design may come back unchecked (``checked``)."""
     op = p.op
     noop = op.op_class in pins.noop
-    cols, col0 = at if at else (_columns(pins, p, arch), None)
     if op.kind == VECTOR:
+        cols, col0 = at if at else (_columns(pins, p, arch), None)
         spec = VectorOp(m=op.m, n=op.n, x_bytes=op.x.elem_bytes, y_bytes=op.y.elem_bytes,
                         vector_cycles_per_elem=op.vector_cycles_per_elem, x_inputs=op.x_inputs, noop=noop, cols=cols,
                         name=op.name, x_on_chip=p.chip.x, y_on_chip=p.chip.y,
@@ -179,8 +179,7 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     if op.kind == CONV:
         return _conv_design(p, arch, pins, noop, at)
-    _matmul_kind(op)
-    real, on, search_pins, top, keep, budget = search_request(p, arch, pins, at)
+    real, on, search_pins, top, keep, budget = search_request(p, arch, pins, at)  # refuses a kind it cannot map
     found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}

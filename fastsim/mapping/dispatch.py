@@ -125,6 +125,11 @@ def cuts_of_text(text: str) -> tuple[int, ...]:
     return tuple(int(c) for c in str(text).split(",") if c)
 
 
+def dispatches_of_text(text: str) -> int:
+    """Dispatches of the cut set ``cuts_text`` wrote: one more than its cuts."""
+    return 1 + len(cuts_of_text(text))
+
+
 def assign(layers: list[int], cuts: tuple[int, ...]) -> list[int]:
     """Dispatch of each op: the head's embedding runs in the first, final norm and LM head in the last."""
     n_layers = 1 + max(layers)

@@ -120,8 +120,7 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
 def ablate_point(study: LlmStudy, arch: Arch) -> dict:
     """One sweep point (``[study] kind = "ablate"``): the ranking of the study's own regime (its
     decode context or prefill prompt), as the outputs its sweep kind declares."""
-    tokens = study.context if study.regime == "decode" else study.prompt
-    ds = ablate(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    ds = ablate(study, [Regime.of(study)], arch).isel(regime=0)
     classes = [str(c) for c in ds.op_class.values]
     return {"seconds": float(ds.baseline_seconds), "data_movement_seconds": float(ds.data_movement_seconds),
             "delta_seconds": dict(zip(classes, ds.delta_seconds.values.tolist())),

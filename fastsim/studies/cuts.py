@@ -25,7 +25,7 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
-from ..mapping.dispatch import DispatchLimits, cuts_of_text, cuts_text
+from ..mapping.dispatch import DispatchLimits, cuts_text, dispatches_of_text
 from .regimes import Regime, parse_regimes
 from .variables import build
 
@@ -234,8 +234,7 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
 
 def cuts_point(study: LlmStudy, arch: Arch) -> dict:
     """One sweep point (``[study] kind = "cuts"``): the best cut set of the study's own regime."""
-    tokens = study.context if study.regime == "decode" else study.prompt
-    r = cuts(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
-    n = 1 + len(cuts_of_text(r.best_cuts.values))
+    r = cuts(study, [Regime.of(study)], arch).isel(regime=0)
+    n = dispatches_of_text(r.best_cuts.values)
     return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
             "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}

@@ -296,8 +296,7 @@ def playbook(ds: xr.Dataset) -> dict:
 def dataflow_point(study: LlmStudy, arch: Arch) -> dict:
     """One sweep point (``[study] kind = "dataflow"``): the study's own regime, its chosen point
     against the best single style."""
-    tokens = study.context if study.regime == "decode" else study.prompt
-    r = dataflow(study, [Regime(study.regime, tokens, study.batch)], arch).isel(regime=0)
+    r = dataflow(study, [Regime.of(study)], arch).isel(regime=0)
     chosen, baseline = str(r.chosen.values), str(r.baseline.values)
     return {"seconds": float(r.seconds.sel(point=chosen)), "energy_j": float(r.energy_j.sel(point=chosen)),
             "baseline_seconds": float(r.seconds.sel(point=baseline)),

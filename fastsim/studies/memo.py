@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..mapping.dispatch import cuts_of_text
+from ..mapping.dispatch import dispatches_of_text
 from .document import Document
 from .levers import NARROWER, WIDER
 
@@ -202,7 +202,7 @@ def cuts_section(doc: Document, ds) -> None:
     for g in ds.regime.values:
         r = ds.sel(regime=g)
         best = str(r.best_cuts.values)
-        n_best = 1 + len(cuts_of_text(best))
+        n_best = dispatches_of_text(best)
         b, d = float(r.best_seconds), float(r.default_seconds)
         where = f"cut after layers [{best}]" if best else "no cut"
         text = (f"**{g}**: {dispatches(n_best)}, {where}: {duration(b)}, against {duration(d)} for the "

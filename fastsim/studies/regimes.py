@@ -25,6 +25,11 @@ class Regime:
     def label(self) -> str:
         return f"{self.regime}@{self.tokens}" + (f"x{self.batch}" if self.batch > 1 else "")
 
+    @classmethod
+    def of(cls, study) -> "Regime":
+        """The regime an LlmStudy runs in (``study``'s inverse)."""
+        return cls(study.regime, study.context if study.regime == "decode" else study.prompt, study.batch)
+
     def study(self, base):
         """``base`` (an LlmStudy) in this regime."""
         shape = {"context": self.tokens} if self.regime == "decode" else {"prompt": self.tokens}

@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from ..figures import pyplot  # one headless matplotlib setup for every figure fastsim draws
-from ..mapping.dispatch import cuts_of_text
+from ..mapping.dispatch import dispatches_of_text
 
 
 def _save(plt, fig, path: Path | None):
@@ -107,7 +107,7 @@ def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     for regime in ds.regime.values:
         r = ds.sel(regime=regime)
         best = str(r.best_cuts.values)
-        n_best = 1 + len(cuts_of_text(best))
+        n_best = dispatches_of_text(best)
         out += [f"## {regime}", "",
                 f"**Best: {n_best} dispatch(es), cuts after layers [{best}]: {ms(float(r.best_seconds))} ms** "
                 f"(default greedy cut [{r.default_cuts.values}]: {ms(float(r.default_seconds))} ms). "
