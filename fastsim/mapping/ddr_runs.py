@@ -88,7 +88,9 @@ def bound_rate(arch: Arch, channels):
 def write_most(arch: Arch, b) -> np.ndarray:
     """Per structure of ``b`` (a ``plan.StructureBatch``), as (S, 1): the most C bytes per cycle its
     shim S2MMs write to DDR together, one per column at the stream rate or its column's rate."""
-    stream = to_units(arch.stream_bytes_per_cycle)
-    units = np.array([[sum(min(stream, to_units(w)) for w in row if np.isfinite(w))] for row in b.write_rate],
-                     dtype=np.float64)
-    return units / UNITS_PER_BYTE
+    rates = np.asarray(b.write_rate, dtype=np.float64)
+    finite = np.isfinite(rates)
+    # to_units of each finite rate (Python's round and np.rint both round half to even)
+    units = np.maximum(1.0, np.rint(np.where(finite, rates, 0.0) * UNITS_PER_BYTE))
+    each = np.minimum(float(to_units(arch.stream_bytes_per_cycle)), units)
+    return np.where(finite, each, 0.0).sum(axis=1, keepdims=True) / UNITS_PER_BYTE
