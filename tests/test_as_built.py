@@ -142,7 +142,7 @@ def test_pins__an_empty_l2_pin_is_a_pin():
 def test_apply_overlay__open_choices_keep_the_studys():
     from fastsim.mapping.overlay import Overlay
 
-    study = apply_overlay(LlmStudy(fusion="none", residency="static"), Overlay("decode", cuts=()))
+    study = apply_overlay(LlmStudy(fusion="none", residency="static"), Overlay(regime="decode", cuts=()))
     assert (study.fusion, study.residency, study.cuts) == ("none", "static", ())
 
 

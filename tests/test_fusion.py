@@ -158,7 +158,8 @@ def test_overlay__prints_stores_loads_and_pins_a_run(tmp_path):
     from fastsim.mapping import overlay as ov
 
     study = LlmStudy(regime="decode", context=256)
-    layout = ov.Overlay("decode", "ffn+flash_attention", {"gemm": 4, "ffn": 2}, {"q_proj": "ws"})
+    layout = ov.Overlay(regime="decode", fusion="ffn+flash_attention", columns={"gemm": 4, "ffn": 2},
+                        dataflow={"q_proj": "ws"})
     path = tmp_path / "o.toml"
     ov.save({"decode": layout}, path)
     assert ov.load(path) == {"decode": layout} and "[decode]" in str(layout)

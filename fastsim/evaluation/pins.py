@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..errors import Problems
 from ..graph import MATMUL, OpGraph
+from ..mapping.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,18 @@ class GraphPins:
     # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
     # share): search on the nominal arch, build and simulate on the one given to ``evaluate``
     mapped_on: Arch | None = None
+
+    @classmethod
+    def of(cls, layout: Layout, **rest) -> "GraphPins":
+        """The evaluator's pins of ``layout`` (``mapping.layout``, the one layout record): its tables as
+        (key, value) pairs, an open residency streamed, an open DDR layout as each design reads it;
+        ``rest``: the pins a layout does not hold (dtype, ablation, search budget, ...). The host
+        table and causal halving are the front end's (they shape the graph, not its mapping)."""
+        return cls(dataflow=tuple(layout.dataflow.items()), columns=tuple(layout.columns.items()),
+                   datapath=tuple(layout.datapath.items()), tiles=tuple((k, tuple(v)) for k, v in layout.tiles.items()),
+                   l2=tuple(layout.l2.items()), residency=layout.residency or "streamed", fusion=layout.fusion,
+                   cuts=None if layout.cuts is None else tuple(layout.cuts), row_major_ddr=bool(layout.row_major_ddr),
+                   **rest)
 
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):
         """A pin by op name, else by fusion pattern kind (overlays place groups), else by class."""

@@ -15,7 +15,8 @@ def overlay_of(ds: xr.Dataset):
         cols[str(name)] = int(c)
         if flow in ("ws", "is", "os"):
             flows[str(name)] = str(flow)
-    return Overlay(ds.attrs["regime"], ds.attrs["fusion"], cols, flows, ds.attrs["residency"])
+    return Overlay(regime=ds.attrs["regime"], fusion=ds.attrs["fusion"], columns=cols, dataflow=flows,
+                   residency=ds.attrs["residency"])
 
 
 def by_class(ds: xr.Dataset) -> dict[str, float]:

@@ -85,28 +85,17 @@ def study_pass(study: LlmStudy, arch: Arch = NPU2) -> Pass:
 def study_pins(study: LlmStudy, precision: Precision) -> GraphPins:
     """What a study fixes about how its graph runs (pipelines are tried in prefill and encode; static
     weights stay resident from one decode step to the next)."""
-    return GraphPins(compute_dtype=precision.compute_dtype, dataflow=tuple(study.dataflow.items()),
-                     columns=tuple(study.columns.items()), datapath=tuple(study.datapath.items()),
-                     tiles=tuple((k, tuple(v)) for k, v in study.tiles.items()), l2=tuple(study.l2.items()), residency=study.residency, fusion=study.fusion,
-                     cuts=None if study.cuts is None else tuple(study.cuts), noop=tuple(study.noop),
-                     kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
-                     pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode",
-                     search_budget=study.search_budget, dispatch_commands=study.dispatch_commands,
-                     row_major_ddr=study.row_major_ddr)
+    return GraphPins.of(study.layout, compute_dtype=precision.compute_dtype, noop=tuple(study.noop),
+                        kernel_efficiency=study.kernel_efficiency, stream_split=study.stream_split,
+                        pipelines=study.regime != "decode", static_weights_resident=study.regime == "decode",
+                        search_budget=study.search_budget, dispatch_commands=study.dispatch_commands)
 
 
 def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
     """The study laid out as ``overlay`` says (its pins added to, and winning over, the study's)."""
     if overlay is None:
         return study
-    return replace(study, fusion=study.fusion if overlay.fusion == "auto" else overlay.fusion,
-                   columns={**study.columns, **overlay.columns},
-                   dataflow={**study.dataflow, **overlay.dataflow}, residency=overlay.residency or study.residency,
-                   cuts=study.cuts if overlay.cuts is None else tuple(overlay.cuts),
-                   datapath={**study.datapath, **overlay.datapath}, tiles={**study.tiles, **overlay.tiles},
-                   l2={**study.l2, **overlay.l2}, host={**study.host, **overlay.host},
-                   causal_halving=study.causal_halving if overlay.causal_halving is None else overlay.causal_halving,
-                   row_major_ddr=study.row_major_ddr if overlay.row_major_ddr is None else overlay.row_major_ddr)
+    return replace(study, **overlay.layout.over(study.layout).fields())
 
 
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,

@@ -6,8 +6,7 @@ from dataclasses import InitVar, dataclass, field, replace
 
 from ..errors import ConfigError, Problems
 from ..graph import OP_CLASSES
-from ..mapping.fusion import GROUP_KINDS, MODES as FUSION_MODES, PIPELINABLE, valid_fusion
-from ..mapping.space import DATAFLOWS, L2_CHOICES
+from ..mapping.layout import Layout, layout_of
 from .parameters import study_checks
 from .routing import Routing
 from .transformer import REGIMES, VectorCosts, check_regime
@@ -83,6 +82,11 @@ class LlmStudy:
         except ConfigError:
             return Precision()
 
+    @property
+    def layout(self) -> Layout:
+        """The study's layout pins as the one layout record (``mapping.layout``)."""
+        return layout_of(self)
+
     def model_config(self) -> ModelConfig:
         return self.model if isinstance(self.model, ModelConfig) else get_model(self.model)
 
@@ -113,42 +117,11 @@ class LlmStudy:
                     f"applies to mixture-of-experts models; {model.name} has none")
         else:
             p.add("routing", self.routing, "a Routing")
-        if p.check(isinstance(self.host, dict), "host", self.host, "a table: op name or class -> seconds"):
-            for key, seconds in self.host.items():
-                p.number(f"host[{key}]", seconds, lo=0, hi=1000, unit="s per op instance (given, not simulated)")
-        for name in ("dataflow", "columns", "datapath", "tiles", "l2"):
-            if not p.check(isinstance(getattr(self, name), dict), name, getattr(self, name),
-                           "a table: op class or op name -> value"):
-                continue
-            for key, value in getattr(self, name).items():
-                _check_pin(p, name, key, value)
+        self.layout.problems(p, model.num_layers, scalars=False)  # the one check of a layout
         if p.check(isinstance(self.noop, (tuple, list)), "noop", self.noop, "a list of op classes"):
             for c in self.noop:
                 p.check(isinstance(c, str) and c in OP_CLASSES, "noop", c, f"one of {OP_CLASSES}")
-        if self.cuts is not None and p.check(isinstance(self.cuts, (tuple, list)), "cuts", self.cuts,
-                                             "a list of layer indices, () for one dispatch, None for the greedy cut"):
-            for c in self.cuts:
-                p.number("cuts", c, integer=True, lo=0, hi=model.num_layers - 2, unit="(layer indices)")
-        p.check(isinstance(self.fusion, str) and valid_fusion(self.fusion), "fusion", self.fusion,
-                f"one of {FUSION_MODES} or group kinds joined by + ({'+'.join(GROUP_KINDS)}), "
-                f"KIND:pipeline for {', '.join(PIPELINABLE)}")
         p.raise_if_any()
-
-
-def _check_pin(p: Problems, name: str, key, value) -> None:
-    """One per-op pin's value (whether the arch has a datapath is the mapper's check)."""
-    if name == "dataflow":
-        p.check(isinstance(value, str) and value in DATAFLOWS, f"dataflow[{key}]", value, f"one of {DATAFLOWS}")
-    elif name == "columns":
-        p.number(f"columns[{key}]", value, integer=True, lo=1, hi=1024)
-    elif name == "datapath":
-        p.check(isinstance(value, str), f"datapath[{key}]", value, "a datapath name (e.g. bf16, bfp16, int8)")
-    elif name == "tiles":
-        p.check(isinstance(value, (tuple, list)) and len(value) == 3 and all(
-            isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in value),
-            f"tiles[{key}]", value, "three sizes (m, k, n), each in 1..4096")
-    else:
-        p.check(value in L2_CHOICES, f"l2[{key}]", value, "'', a, b or ab")
 
 
 def _check_kv(p: Problems, precision: Precision, model: ModelConfig) -> None:

@@ -39,71 +39,35 @@ programs (only routes and BDs change) and ``Arch.elf_reload_s`` when some core n
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import tomli_w
 
 from ..errors import ConfigError, Problems, shown
-from .fusion import MODES, valid_fusion
-from .space import DATAFLOWS, L2_CHOICES
+from .layout import FACTS, TABLES, Layout, layout_of
 
 REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host",
                "causal_halving", "row_major_ddr")
-FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
+assert set(REGIME_KEYS) == {f.name for f in fields(Layout)}, "a regime table's keys are the Layout's fields"
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
              "row_major_ddr")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 
-@dataclass(frozen=True)
-class Overlay:
-    """One regime's layout. ``cuts`` None and empty tables are open: searched."""
+@dataclass(frozen=True, kw_only=True)
+class Overlay(Layout):
+    """One regime's layout (``Layout``, checked by its one validator). ``cuts`` None and empty
+    tables are open: searched."""
 
     regime: str
-    fusion: str = "auto"
-    columns: dict = field(default_factory=dict)  # group kind, op class or op name -> columns
-    dataflow: dict = field(default_factory=dict)  # op class or op name -> ws | is | os
-    residency: str | None = None  # weights streamed from DDR or "static" in on-chip memory; None: open
-    cuts: tuple[int, ...] | None = None  # dispatch boundaries after these layers; None: searched
-    datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath key
-    tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
-    l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
-    host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
-    # whether causal attention skips the tiles above the diagonal (``LlmStudy.causal_halving``): an
-    # implementation fact, not a choice the search makes; None: as the run says (skipped)
-    causal_halving: bool | None = None
-    # whether the tensors lie row-major in DDR and are read in tile rows (``LlmStudy.row_major_ddr``)
-    row_major_ddr: bool | None = None
 
     def validate(self) -> "Overlay":
         p = Problems(f"overlay [{self.regime}]")
         p.check(self.regime in REGIMES, "regime", self.regime, f"one of {REGIMES}")
-        p.check(valid_fusion(self.fusion), "fusion", self.fusion, f"one of {MODES} or group kinds joined by +")
-        for k, v in self.columns.items():
-            p.check(isinstance(v, int) and not isinstance(v, bool) and v >= 1, f"columns.{k}", v, "an integer >= 1")
-        for k, v in self.dataflow.items():
-            p.check(v in DATAFLOWS, f"dataflow.{k}", v, "ws, is or os")
-        for k, v in self.datapath.items():
-            p.check(isinstance(v, str), f"datapath.{k}", v, "a datapath name (e.g. bf16, bfp16, int8)")
-        for k, v in self.tiles.items():
-            p.check(isinstance(v, (list, tuple)) and len(v) == 3 and all(
-                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in v),
-                f"tiles.{k}", v, "three sizes [m, k, n], each in 1..4096")
-        for k, v in self.l2.items():
-            p.check(v in L2_CHOICES, f"l2.{k}", v, "'', a, b or ab")
-        for k, v in self.host.items():
-            p.number(f"host.{k}", v, lo=0, hi=1000, unit="s per op instance on the host CPU (given)")
-        if self.cuts is not None:
-            p.check(isinstance(self.cuts, (list, tuple)) and all(
-                isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in self.cuts),
-                "cuts", self.cuts, "a list of layer indices (the dispatch ends after each); [] for one dispatch")
-        p.check(self.residency in (None, "streamed", "static"), "residency", self.residency, "streamed or static")
-        for name in FACTS:
-            value = getattr(self, name)
-            p.check(value is None or isinstance(value, bool), name, value, "true or false")
+        self.problems(p, dotted=True)  # named as the file spells them
         # only a prefill's causal attention has masked tiles (decode sees every cached key, encode is
         # bidirectional): the key elsewhere would be accepted and change nothing
         p.check(self.causal_halving is None or self.regime == "prefill", "causal_halving", self.causal_halving,
@@ -111,25 +75,9 @@ class Overlay:
         p.raise_if_any()
         return self
 
-    def table(self) -> dict:
-        out = {"fusion": self.fusion, "columns": dict(self.columns), "dataflow": dict(self.dataflow)}
-        if self.residency is not None:
-            out["residency"] = self.residency
-        if self.cuts is not None:
-            out["cuts"] = list(self.cuts)
-        for name in ("datapath", "tiles", "l2", "host"):
-            if getattr(self, name):
-                out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
-        out.update({name: getattr(self, name) for name in FACTS if getattr(self, name) is not None})
-        return out
-
-    def open_choices(self) -> list[str]:
-        """What this overlay leaves to the search."""
-        out = [] if self.fusion != "auto" else ["fusion"]
-        out += [] if self.cuts is not None else ["cuts"]
-        out += [name for name in ("columns", "dataflow", "datapath", "tiles", "l2") if not getattr(self, name)]
-        out += [] if self.residency is not None else ["residency"]
-        return out
+    @property
+    def layout(self) -> Layout:
+        return layout_of(self)
 
     def __str__(self) -> str:
         return dumps({self.regime: self})
@@ -220,19 +168,18 @@ def _regime(p: Problems, regime: str, table) -> Overlay | None:
         return None
     for k in sorted(set(table) - set(REGIME_KEYS)):
         p.add(f"[{regime}].{k}", table[k], f"unknown key ({', '.join(REGIME_KEYS)})")
-    tables = {k: table.get(k, {}) for k in ("columns", "dataflow", "datapath", "tiles", "l2", "host")}
+    tables = {k: table.get(k, {}) for k in TABLES}
     for k, v in tables.items():
         p.check(isinstance(v, dict), f"[{regime}].{k}", v, "a table: op class or op name -> value")
     if p.items:
         return None
     cuts = table.get("cuts")
     try:
-        return Overlay(regime, table.get("fusion", "auto"), dict(tables["columns"]), dict(tables["dataflow"]),
-                       table.get("residency"), None if cuts is None else tuple(cuts) if
-                       isinstance(cuts, list) else cuts, dict(tables["datapath"]),
-                       {k: tuple(v) if isinstance(v, list) else v for k, v in tables["tiles"].items()},
-                       dict(tables["l2"]), dict(tables["host"]), table.get("causal_halving"),
-                       table.get("row_major_ddr")).validate()
+        return Overlay(regime=regime, fusion=table.get("fusion", "auto"), residency=table.get("residency"),
+                       cuts=None if cuts is None else tuple(cuts) if isinstance(cuts, list) else cuts,
+                       tiles={k: tuple(v) if isinstance(v, list) else v for k, v in tables["tiles"].items()},
+                       **{k: dict(v) for k, v in tables.items() if k != "tiles"},
+                       **{k: table.get(k) for k in FACTS}).validate()
     except ConfigError as e:
         p.items += e.problems
         return None

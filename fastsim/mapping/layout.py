@@ -1,0 +1,127 @@
+"""The one record of how a graph is laid out (``Layout``): what the Python API (``LlmStudy``), the
+overlay and as-built files (``Overlay``), sweep specs and plans pin about fusion, dispatch cuts,
+columns, dataflow, datapath, L1 tiles, L2 residency, host ops, weight residency and the two
+implementation facts. One validator (``Layout.problems``) checks every field, wherever it came
+from; ``over`` lays one layout on another (an overlay on a study). The evaluator reads it as
+``GraphPins`` (``fastsim.evaluation``), the mapper's per-op search as ``mapping.Pins``: both are
+derived from it, never declared again by hand.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from ..errors import Problems
+from .fusion import GROUP_KINDS, MODES, PIPELINABLE, valid_fusion
+from .space import DATAFLOWS, L2_CHOICES
+
+# per-op tables: op name, fusion pattern kind or op class -> value (the first that matches wins)
+TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "host")
+FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
+RESIDENCIES = ("streamed", "static")
+MAX_COLUMNS = 1024  # a pin beyond any part; the arch's own count is the evaluator's check (``GraphPins.check``)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    """How a graph is laid out. ``None`` and empty tables are open: searched (a fact left None is
+    as the run says). Keywords only: a record of many optional pins, none of which a position names."""
+
+    fusion: str = "auto"  # auto (searched), none, groups, chain, or pattern kinds joined by "+"
+    columns: dict = field(default_factory=dict)  # group kind, op class or op name -> columns
+    dataflow: dict = field(default_factory=dict)  # op class or op name -> ws | is | os
+    residency: str | None = None  # weights "streamed" from DDR or "static" in on-chip memory; None: open
+    cuts: tuple[int, ...] | None = None  # dispatch boundaries after these layers; () one dispatch; None: searched
+    datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath key
+    tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
+    l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
+    host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
+    # whether causal attention skips the tiles above the diagonal: an implementation fact
+    causal_halving: bool | None = None
+    # whether the tensors lie row-major in DDR and are read in tile rows: an implementation fact
+    row_major_ddr: bool | None = None
+
+    def problems(self, p: Problems, layers: int | None = None, scalars: bool = True, dotted: bool = False) -> None:
+        """Every field's problem into ``p``: the one check of a layout, wherever it was written.
+        ``layers``: the graph's layer count, which bounds the cuts (None: not known here);
+        ``scalars=False`` leaves residency and the facts to a caller that declares them as
+        parameters of its own (``LlmStudy``: command-line options, never open). A per-op pin is
+        named as its writer spelled it: ``tiles.gemm`` in a TOML file (``dotted``), else ``tiles[gemm]``."""
+        p.check(isinstance(self.fusion, str) and valid_fusion(self.fusion), "fusion", self.fusion,
+                f"one of {MODES} or group kinds joined by + ({'+'.join(GROUP_KINDS)}), "
+                f"KIND:pipeline for {', '.join(PIPELINABLE)}")
+        if scalars:
+            p.check(self.residency in (None, *RESIDENCIES), "residency", self.residency, " or ".join(RESIDENCIES))
+            for name in FACTS:
+                value = getattr(self, name)
+                p.check(value is None or isinstance(value, bool), name, value, "true or false")  # 1 == True: not a bool
+        if self.cuts is not None and p.check(isinstance(self.cuts, (tuple, list)), "cuts", self.cuts,
+                                             "a list of layer indices (a dispatch ends after each); () for one "
+                                             "dispatch, None for the searched cut"):
+            for c in self.cuts:
+                p.number("cuts", c, integer=True, lo=0, hi=None if layers is None else layers - 2,
+                         unit="(layer indices)")
+        for name in TABLES:
+            table = getattr(self, name)
+            if p.check(isinstance(table, dict), name, table, "a table: op class or op name -> value"):
+                for key, value in table.items():
+                    _check_pin(p, name, f"{name}.{key}" if dotted else f"{name}[{key}]", value)
+
+    def over(self, base: "Layout") -> "Layout":
+        """``base`` laid out as this layout says: its tables' pins added to, and winning over,
+        ``base``'s; each open (None, "auto") choice left as ``base`` has it."""
+        out = {name: {**getattr(base, name), **getattr(self, name)} for name in TABLES}
+        out["fusion"] = base.fusion if self.fusion == "auto" else self.fusion
+        for name in ("residency", "cuts", *FACTS):
+            mine = getattr(self, name)
+            out[name] = getattr(base, name) if mine is None else tuple(mine) if name == "cuts" else mine
+        return Layout(**out)
+
+    def fields(self) -> dict:
+        """The layout's fields by name (as ``replace`` takes them)."""
+        return {f.name: getattr(self, f.name) for f in fields(Layout)}
+
+    def open_choices(self) -> list[str]:
+        """What this layout leaves to the search."""
+        out = [] if self.fusion != "auto" else ["fusion"]
+        out += [] if self.cuts is not None else ["cuts"]
+        out += [name for name in ("columns", "dataflow", "datapath", "tiles", "l2") if not getattr(self, name)]
+        out += [] if self.residency is not None else ["residency"]
+        return out
+
+    def table(self) -> dict:
+        """The layout as a TOML table: what it pins, nothing it leaves open but fusion and the
+        columns and dataflow tables (written, empty or not, so a saved overlay shows them)."""
+        out = {"fusion": self.fusion, "columns": dict(self.columns), "dataflow": dict(self.dataflow)}
+        if self.residency is not None:
+            out["residency"] = self.residency
+        if self.cuts is not None:
+            out["cuts"] = list(self.cuts)
+        for name in ("datapath", "tiles", "l2", "host"):
+            if getattr(self, name):
+                out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
+        out.update({name: getattr(self, name) for name in FACTS if getattr(self, name) is not None})
+        return out
+
+
+def layout_of(record) -> Layout:
+    """The layout fields of ``record`` (an ``LlmStudy``, an ``Overlay``: anything that has them)."""
+    return Layout(**{f.name: getattr(record, f.name) for f in fields(Layout)})
+
+
+def _check_pin(p: Problems, name: str, where: str, value) -> None:
+    """One per-op pin's value, named ``where`` (whether the arch has a datapath, or the columns,
+    is the evaluator's check)."""
+    if name == "dataflow":
+        p.check(isinstance(value, str) and value in DATAFLOWS, where, value, f"one of {DATAFLOWS}")
+    elif name == "columns":
+        p.number(where, value, integer=True, lo=1, hi=MAX_COLUMNS)
+    elif name == "datapath":
+        p.check(isinstance(value, str), where, value, "a datapath name (e.g. bf16, bfp16, int8)")
+    elif name == "tiles":
+        p.check(isinstance(value, (tuple, list)) and len(value) == 3 and all(
+            isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in value),
+            where, value, "three sizes (m, k, n), each in 1..4096")
+    elif name == "l2":
+        p.check(value in L2_CHOICES, where, value, "'', a, b or ab")
+    else:
+        p.number(where, value, lo=0, hi=1000, unit="s per op instance on the host CPU (given, not simulated)")
