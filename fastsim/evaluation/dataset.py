@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 
 from ..arch import Arch
-from ..graph import TENSOR_KINDS, VECTOR
+from ..graph import KIND_TRAITS, TENSOR_KINDS, VECTOR
 from ..mapping.dispatch import DispatchLimits, host_seconds_per_dispatch, reload_seconds
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
@@ -17,7 +17,7 @@ from .pins import GraphPins
 
 def _ddr_by_kind(shim: dict[str, float], op) -> dict[str, float]:
     out = dict.fromkeys(TENSOR_KINDS, 0.0)
-    out[op.x.kind if op.kind == VECTOR else op.w.kind] += shim["mm2s0"]
+    out[op.x.kind if KIND_TRAITS[op.kind].first_mm2s == "x" else op.w.kind] += shim["mm2s0"]
     out[op.x.kind] += shim["mm2s1"]
     out[op.y.kind] += shim["s2mm0"]
     return out

@@ -16,6 +16,23 @@ from ..errors import ConfigError
 
 MATMUL, VECTOR, CONV = "matmul", "vector", "conv"
 OP_KINDS = (MATMUL, VECTOR, CONV)
+
+
+@dataclass(frozen=True)
+class KindTraits:
+    """What fusion, dispatch planning and the per-op Dataset need to know of an op kind, declared
+    once beside the kind: an op kind without its traits fails ``import fastsim.graph``, so none of
+    those rooms can treat a new kind as another one by default."""
+
+    ddr_edges: bool  # its designs read their input from and write their output to DDR (never fused on chip)
+    kernel_size: str  # program memory of its kernel: "matmul" (a microkernel) or "vector" (``DispatchLimits``)
+    first_mm2s: str  # the operand its designs stream on a shim's first MM2S channel: "x" or "w"
+
+
+KIND_TRAITS = {MATMUL: KindTraits(False, "matmul", "w"), VECTOR: KindTraits(False, "vector", "x"),
+               CONV: KindTraits(True, "matmul", "w")}
+if set(KIND_TRAITS) != set(OP_KINDS):
+    raise ImportError(f"op kinds without traits: {sorted(set(OP_KINDS) ^ set(KIND_TRAITS))} (fastsim/graph/ops.py)")
 OP_CLASSES = ("embedding", "norm", "gemm", "rope", "kv", "attention", "softmax", "elementwise", "cast", "conv",
               "pool")
 TENSOR_KINDS = ("weights", "activations", "kv", "psum")  # what DDR traffic is attributed to

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..arch import Arch
 from ..errors import ConfigError, Problems
+from ..graph import KIND_TRAITS
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,15 @@ def sequence_words(counts: tuple[int, int], limits: DispatchLimits) -> int:
 
 
 def program_bytes(kernels: set, limits: DispatchLimits) -> int:
-    """Program memory of a core that runs ``kernels`` (("matmul", ...), ("conv", ...): as large as a
-    matmul microkernel, an assumption; or ("vector", class))."""
+    """Program memory of a core that runs ``kernels``, each tagged by its op kind (("matmul", ...),
+    ("conv", ...), ("vector", class)): as large as its kind's ``KindTraits.kernel_size`` says (a
+    conv kernel as large as a matmul microkernel: an assumption)."""
     size = limits.core_loop_bytes
     for k in kernels:
-        size += limits.matmul_kernel_bytes if k[0] in ("matmul", "conv") else limits.vector_kernel_bytes
+        if k[0] not in KIND_TRAITS:
+            raise ValueError(f"kernel {k!r}: tagged by no op kind ({', '.join(KIND_TRAITS)})")  # a caller's bug
+        matmul_sized = KIND_TRAITS[k[0]].kernel_size == "matmul"
+        size += limits.matmul_kernel_bytes if matmul_sized else limits.vector_kernel_bytes
     return size
 
 
