@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 import fastsim
+import fastsim.cli
 from fastsim import settings
 from fastsim.settings import Settings, resolve_jit
 from fastsim.threads import resolve_threads
@@ -43,27 +44,33 @@ def test_settings__bad_thread_counts_are_config_errors():
 
 def test_cli__threads_option_is_in_force_for_the_command_only(monkeypatch):
     """``fastsim --threads N`` is a settings scope around the command, not an environment variable."""
-    import fastsim.workloads.gemm as run_module
+    import fastsim.evaluation.standalone as run_module
 
     monkeypatch.delenv("FASTSIM_THREADS", raising=False)
     seen = []
-    original = run_module.chosen_simulation
+    original = run_module.engine_result
 
     def spy(*args, **kwargs):
         seen.append(settings.current().threads)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "chosen_simulation", spy)
+    monkeypatch.setattr(run_module, "engine_result", spy)
     r = CliRunner().invoke(fastsim.cli.main, ["--threads", "1", "run", "gemm", "--m", "64", "--k", "64", "--n", "64"])
     assert r.exit_code == 0, r.output
     assert seen == [1] and settings.current() == Settings() and "FASTSIM_THREADS" not in os.environ
 
 
 def test_cli__run_gemm_reports_the_searchs_design_and_simulation(monkeypatch):
-    """``run gemm`` takes the search's simulation of its chosen design (no second simulation); a run
-    that steps every cycle simulates that same design object, never a rebuilt one."""
-    import fastsim.simulation
+    """``run gemm`` takes the search's simulation of its chosen design (no second simulation, in the
+    evaluator or after it); a run that steps every cycle simulates that same design object, never a
+    rebuilt one."""
+    import importlib
+
+    import fastsim.evaluation.standalone
     from fastsim.arch import load
+
+    # the module (the package exports a function of its name)
+    evaluator = importlib.import_module("fastsim.evaluation.evaluate")
     from fastsim.workloads.gemm import Gemm, gemm_mapping
 
     args = ["run", "--json", "gemm", "--m", "96", "--k", "64", "--n", "80", "--dtype", "int8"]
@@ -74,13 +81,14 @@ def test_cli__run_gemm_reports_the_searchs_design_and_simulation(monkeypatch):
     def no_simulation(*args, **kwargs):
         raise AssertionError("simulated again")
 
-    monkeypatch.setattr(fastsim.simulation, "simulate", no_simulation)
+    monkeypatch.setattr(fastsim.evaluation.standalone, "simulate", no_simulation)
+    monkeypatch.setattr(evaluator, "simulate_arrays", no_simulation)
     again = CliRunner().invoke(fastsim.cli.main, args)
     assert again.exit_code == 0, again.output
     assert json.loads(again.output) == first
 
     designs = []
-    monkeypatch.setattr(fastsim.simulation, "simulate",
+    monkeypatch.setattr(fastsim.evaluation.standalone, "simulate",
                         lambda design, **kw: designs.append(design) or found.best_simulation)
     stepped = CliRunner().invoke(fastsim.cli.main, args + ["--no-skip"])
     assert stepped.exit_code == 0, stepped.output

@@ -152,31 +152,13 @@ def parse_tile(text):
 def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None,
               budget=None, out_dtype=None):
     """The Gemm workload of ``gemm_options``' values (and an as-built file's [gemm] table)."""
-    from dataclasses import replace
-
-    from ..workloads.gemm import Gemm
+    from ..workloads.gemm import Gemm, with_as_built
 
     t = parse_tile(tile) or (None, None, None)
     g = Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
              dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
              stream_split=None if stream_split == "auto" else stream_split, budget=budget, out_dtype=out_dtype)
-    if not overlay_path:
-        return g
-    from ..mapping.overlay import load_as_built
-
-    table = dict(load_as_built(overlay_path).gemm)
-    if not table:
-        raise ConfigError([f"{overlay_path}: no [gemm] table"], "--overlay")
-    if "tile" in table:
-        tile_pin = table.pop("tile")
-        if not (isinstance(tile_pin, tuple) and len(tile_pin) == 3):
-            raise ConfigError([f"[gemm].tile = {tile_pin!r}: three sizes [m, k, n]"], overlay_path)
-        table.update(tile_m=tile_pin[0], tile_k=tile_pin[1], tile_n=tile_pin[2])
-    clash = [name for name in table if getattr(g, name) is not None]
-    if clash:
-        raise ConfigError([f"{', '.join(clash)}: {overlay_path} sets it too ([gemm]); give it in one place"],
-                          "--overlay")
-    return replace(g, **table)
+    return with_as_built(g, overlay_path) if overlay_path else g
 
 
 class Unsettable(click.ParamType):

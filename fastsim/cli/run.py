@@ -32,18 +32,6 @@ def run_group(ctx, arch_name, as_json, trace_path, trace_raw, no_skip, yes):
         ctx.invoke(gemm)
 
 
-def _check_dtype(dtype: str, arch) -> None:
-    """--dtype against the dtypes this arch has a matmul datapath for: only those are listed, so
-    that a dtype the list offers (int4 has element bytes but no MAC datapath) is never refused next."""
-    from ..dtypes import DTYPE_BYTES
-
-    usable = [d for d in sorted(DTYPE_BYTES) if arch.datapath_options(d)]
-    if dtype not in usable:
-        why = f"{arch.name} has no {dtype} matmul datapath; " if dtype in DTYPE_BYTES else ""
-        raise ConfigError([f"dtype = {dtype!r}: {why}use --dtype {' or '.join(usable)} (the dtypes {arch.name} has "
-                           "a matmul datapath for)"], "gemm")
-
-
 @run_group.command("gemm")
 @gemm_options
 @run_options_here
@@ -52,40 +40,24 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
-    from ..workloads.gemm import run_gemm
+    from ..workloads.gemm import check_dtype, run_gemm
 
     opts = ctx.obj
     arch = opts["arch"]
     try:
-        _check_dtype(dtype, arch)
+        check_dtype(dtype, arch)
         g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
                       out_dtype)
-        g.matmul()  # validated before the size guard reads it
+        g.graph()  # validated before the size guard reads it
         _guard_size(g, arch, opts)
-        summary, ds = run_gemm(g, arch, skip=opts["skip"], trace=bool(opts["trace"]))
+        summary, ds = run_gemm(g, arch, skip=opts["skip"], trace=bool(opts["trace"]), as_built=overlay_path)
     except (ConfigError, SimulationError) as e:
         fail(e)
-    if overlay_path:
-        summary["as_built"] = _as_built(g, overlay_path)
     if opts["trace"]:
         from ..trace import write_trace
 
         summary["trace_events"] = write_trace(ds, opts["trace"], raw=opts["trace_raw"])
     _echo(summary, g, arch, opts)
-
-
-def _as_built(g, path: str) -> dict:
-    """Which of the GEMM's choices the as-built file (or the options) pinned, and which were searched."""
-    from ..mapping.overlay import load_as_built
-
-    pins = {"tile": g.tile_m, "cols": g.cols, "rows": g.rows, "dataflow": g.dataflow, "l2": g.l2,
-            "datapath": g.datapath,
-            "k_split": g.k_split, "stream_split": g.stream_split, "out_dtype": g.out_dtype,
-            "buffers": g.buffers}
-    a = load_as_built(path)
-    return {"file": path, "pinned": [k for k, v in pins.items() if v is not None],
-            "searched": [k for k, v in pins.items() if v is None],
-            "sources": {k: v for k, v in a.sources.items() if k.startswith("gemm.")}}
 
 
 def _guard_size(g, arch, opts: dict) -> None:

@@ -4,5 +4,6 @@ from .dataset import to_dataset
 from .evaluate import GraphResult, evaluate
 from .op_result import OpResult
 from .pins import GraphPins
+from .standalone import StandaloneRun, run_standalone
 
-__all__ = ["GraphPins", "GraphResult", "OpResult", "evaluate", "to_dataset"]
+__all__ = ["GraphPins", "GraphResult", "OpResult", "StandaloneRun", "evaluate", "run_standalone", "to_dataset"]

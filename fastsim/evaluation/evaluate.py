@@ -350,12 +350,15 @@ class Evaluation:
         return self.total(placed) + sum(host) + sum(reloads)
 
     def movable(self, p: Placed) -> bool:
-        """A matmul whose kernel the evaluation may choose: not pinned by the user, not a pipeline stage."""
+        """A matmul whose kernel the evaluation may choose: not pinned by the user (tables or
+        ``op_pins``), not a pipeline stage."""
         pins, op = self.pins, p.op
+        own = pins.op_pins_of(op.name, p.kind, op.op_class)
         return (op.kind == MATMUL and not p.pipelined and p.key in self.results
                 and self.results[p.key].matmul_kernel is not None
                 and pins.pinned(pins.tiles, op.name, p.kind, op.op_class) is None
-                and pins.pinned(pins.datapath, op.name, p.kind, op.op_class) is None)
+                and pins.pinned(pins.datapath, op.name, p.kind, op.op_class) is None
+                and own.tile is None and own.datapath is None)
 
     def footprints(self, placed) -> list[OpFootprint]:
         out = []

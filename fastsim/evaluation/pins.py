@@ -4,9 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch import Arch
+from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
-from ..graph import MATMUL, OpGraph
+from ..graph import CONV, MATMUL, OpGraph
 from ..mapping.layout import Layout
+from ..mapping.pins import Pins
+
+# the op kinds a table's pin applies to (a pin that selects none of them would be ignored)
+_FOR_KINDS = {"dataflow": (MATMUL,), "datapath": (MATMUL,), "tiles": (MATMUL,), "l2": (MATMUL,),
+              "op_pins": (MATMUL, CONV), "out_dtype": (CONV,)}
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,16 @@ class GraphPins:
     # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
     # share): search on the nominal arch, build and simulate on the one given to ``evaluate``
     mapped_on: Arch | None = None
+    # as built: an op's other mapping pins (``mapping.Pins``: a matmul's rows, K split, buffers, ...;
+    # a conv's split, columns, rows, rpc, kb, weights, cb); their set fields override the tables above
+    op_pins: tuple[tuple[str, Pins], ...] = ()
+    # as built: the dtype a conv op writes (unpinned: int8 for a one-byte output, else bf16 for an
+    # int8 conv, else its compute dtype; ``place.conv_of``): a standalone conv's own out_dtype
+    out_dtype: tuple[tuple[str, str], ...] = ()
+    # each op's mapping search: the candidates it simulates first (its best-bounded ones) and the
+    # ranked and rejected ones it keeps for reports. A standalone GEMM searches as ``map gemm`` lists (6, 50)
+    search_top: int = 3
+    search_keep: int = 0
 
     @classmethod
     def of(cls, layout: Layout, **rest) -> "GraphPins":
@@ -72,13 +88,26 @@ class GraphPins:
         dataflow pin must reach a matmul (vector ops stream). ``kinds``: each op's pattern kind."""
         p = Problems("pins")
         for what, table in (("dataflow", self.dataflow), ("columns", self.columns), ("datapath", self.datapath),
-                            ("tiles", self.tiles), ("l2", self.l2)):
+                            ("tiles", self.tiles), ("l2", self.l2), ("op_pins", self.op_pins),
+                            ("out_dtype", self.out_dtype)):
             for key, _ in table:
                 chosen = [op for op, kind in zip(graph.ops, kinds) if key in (op.name, kind, op.op_class)]
                 if not chosen:
                     p.add(f"{what}[{key}]", key, "names no op, fusion group kind or op class of this workload: one of "
                           + ", ".join(sorted({op.name for op in graph.ops} | set(kinds) - {""}
                                              | {op.op_class for op in graph.ops})))
-                elif what in ("dataflow", "datapath", "tiles", "l2") and not any(op.kind == MATMUL for op in chosen):
-                    p.add(f"{what}[{key}]", key, f"selects only vector ops, which stream: a {what} pin is for matmul ops")
+                elif what in _FOR_KINDS and not any(op.kind in _FOR_KINDS[what] for op in chosen):
+                    p.add(f"{what}[{key}]", key, f"selects only vector ops, which stream: a {what} pin is for "
+                          f"{' and '.join(_FOR_KINDS[what])} ops" if what != "out_dtype" else
+                          "selects no conv op: an out_dtype pin is for conv ops")
+        for key, value in self.op_pins:
+            p.check(isinstance(value, Pins), f"op_pins[{key}]", value, "a mapping.Pins")
+        for key, value in self.out_dtype:
+            p.check(value in DTYPE_BYTES, f"out_dtype[{key}]", value, f"one of {sorted(DTYPE_BYTES)}")
+        p.number("search_top", self.search_top, integer=True, lo=1, hi=1000)
+        p.number("search_keep", self.search_keep, integer=True, lo=0, hi=10_000)
         p.raise_if_any()
+
+    def op_pins_of(self, name: str, kind: str, op_class: str) -> Pins:
+        """An op's ``op_pins`` (no pin: ``Pins()``)."""
+        return self.pinned(self.op_pins, name, kind, op_class) or Pins()

@@ -3,7 +3,7 @@ design per op instance, matmuls through the mapper's search."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import cached_property
 from typing import Callable, NamedTuple
 
@@ -12,6 +12,7 @@ from ..design import Design
 from ..errors import ConfigError
 from ..lower import LoweredDesign, lower, noop_twin
 from ..mapping import Matmul, Pins, matmul_design, search
+from ..mapping.search_result import SearchResult
 from ..mapping.search import lower_bound_cycles
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..graph import CONV, MATMUL, VECTOR, Op, OpGraph
@@ -20,9 +21,6 @@ from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, bl
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
 from ..results import DesignArrays
 from .pins import GraphPins
-
-_TOP = 3  # candidates simulated per distinct op (plus the baseline where it fits)
-
 
 @dataclass(frozen=True)
 class Placed:
@@ -206,8 +204,8 @@ def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] |
     # a pipeline stage, and an op held to a kernel its dispatch shares (a budgeted search), try
     # the best-bounded candidate of their narrowed space
     one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
-    return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else _TOP, 0,
-            1 if one else pins.search_budget)
+    return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else pins.search_top,
+            pins.search_keep, 1 if one else pins.search_budget)
 
 
 def _matmul_kind(op: Op) -> None:
@@ -218,16 +216,20 @@ def _matmul_kind(op: Op) -> None:
 
 
 def _search_pins(p: Placed, arch: Arch, pins: GraphPins, real: Matmul, cols: int | None, col0: int | None) -> Pins:
-    """What the graph's pins (and the kernel an op is held to) fix of a matmul's search."""
+    """What the graph's pins (and the kernel an op is held to) fix of a matmul's search: the
+    tables, then the fields its ``op_pins`` set."""
     op = p.op
     chosen = pins.pinned(pins.dataflow, op.name, p.kind, op.op_class)
     flows = (chosen,) if chosen else (("ws",) if real.static_b else ())
     tile, datapath = p.kernel or (pins.pinned(pins.tiles, op.name, p.kind, op.op_class),
                                   _datapath(pins, p, arch, real))
-    return Pins(dataflow=flows, cols=cols, col0=col0,
-                stream_split=None if pins.stream_split == "auto" else pins.stream_split,
-                tile=tuple(tile) if tile else None, datapath=datapath,
-                l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class))
+    tables = Pins(dataflow=flows, cols=cols, col0=col0,
+                  stream_split=None if pins.stream_split == "auto" else pins.stream_split,
+                  tile=tuple(tile) if tile else None, datapath=datapath,
+                  l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class))
+    own = pins.op_pins_of(op.name, p.kind, op.op_class)
+    return replace(tables, **{f.name: getattr(own, f.name) for f in fields(own)
+                              if getattr(own, f.name) not in (None, ())})
 
 
 def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins: GraphPins) -> float:
@@ -248,10 +250,8 @@ def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins: GraphPins) -> float:
 def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDesign:
     """A conv op through the conv mapper's search (``fastsim.mapping.conv_search``). Its designs
     read and write DDR (``fusion.on_chip_flags`` keeps its edges there), run on the columns the
-    search picks, and stream their weights: pins and placements that ask otherwise are refused.
-    NOOP (ablation) derives the data-only twin from its tables."""
-    from ..mapping.conv_search import search_conv
-
+    search picks (or its ``op_pins``), and stream their weights: pins and placements that ask
+    otherwise are refused. NOOP (ablation) derives the data-only twin from its tables."""
     op = p.op
     problems = [why for bad, why in (
         (p.chip.x or p.chip.y, "a conv reads and writes DDR; it does not fuse with its neighbours"),
@@ -266,8 +266,7 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDe
     if pins.mapped_on is not None:
         raise ConfigError([f"{op.name}: a conv's mapping is searched on the arch it runs on (mapped_on is for "
                            "matmul and vector ops)"], "mapping")
-    conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency)
-    found = search_conv(conv, arch, budget=pins.search_budget)
+    conv, found = _conv_search(p, arch, pins)
     kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", conv.dtype)})
     if noop:
         return OpDesign(found.best_design, "conv", None, kernels, None, noop_twin(lower(found.best_design)),
@@ -276,14 +275,36 @@ def _conv_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDe
     return OpDesign(found.best_design, "conv", found.best_arrays, kernels, twin, None, found.gap)
 
 
-def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None):
+def _conv_search(p: Placed, arch: Arch, pins: GraphPins):
+    """A conv op's ``Conv2d`` and its search's answer under the graph's pins."""
+    from ..mapping.conv_search import search_conv
+
+    op = p.op
+    out = pins.pinned(pins.out_dtype, op.name, p.kind, op.op_class)
+    conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency, out)
+    return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget)
+
+
+def op_search(p: Placed, arch: Arch, pins: GraphPins) -> SearchResult:
+    """The mapping search's answer that ``op_design`` takes for matmul or conv op ``p`` (after an
+    evaluation, its cached answer; a matmul's design checked): what a one-op workload reports of
+    its op (the mapping, the search's certainty)."""
+    if p.op.kind == CONV:
+        return _conv_search(p, arch, pins)[1]
+    request = search_request(p, arch, pins)
+    if request is None:
+        raise ValueError(f"{p.op.name}: a {p.op.kind} op searches no mapping")  # a caller's bug
+    return search(*request)
+
+
+def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None, out_dtype: str | None = None):
     """The conv mapper's ``Conv2d`` of a graph CONV op (int8 activations run int8; an int8 conv
-    without an int8 output writes bf16)."""
+    without an int8 output writes bf16), writing ``out_dtype`` where that is pinned."""
     from ..mapping.conv import Conv2d
 
     g = op.conv
     dtype = "int8" if op.x.elem_bytes == 1 else compute_dtype
-    out = "int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None)
+    out = out_dtype or ("int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None))
     return Conv2d(**asdict(g), dtype=dtype, out_dtype=out, kernel_efficiency=kernel_efficiency, name=op.name)
 
 

@@ -1,15 +1,20 @@
-"""Convolutions as workloads: one ``Conv2d`` (or every layer of a SCALE-Sim topology CSV) mapped by
-the conv search (``fastsim.mapping.conv_search``), simulated, and summarized as ``run gemm`` is.
+"""Convolutions as workloads: one ``Conv2d`` (or every layer of a SCALE-Sim topology CSV) as a
+one-op graph run by the evaluator (``fastsim.evaluation.run_standalone``: the conv search, the
+cache and the checks of every graph's conv), and summarized as ``run gemm`` is.
 
 Pointwise layers are GEMMs and take the matmul mapper's answer; everything else the conv space's
 (``docs/conv.md``).
 """
 from __future__ import annotations
 
+from dataclasses import fields
+
 from ..arch import Arch
+from ..dtypes import DTYPE_BYTES
 from ..errors import ConfigError
+from ..evaluation import GraphPins, run_standalone
+from ..graph import CONV, ConvGeometry, Op, OpGraph, Operand
 from ..mapping.conv import Conv2d
-from ..mapping.conv_search import search_conv
 from ..mapping.pins import Pins
 
 
@@ -32,16 +37,36 @@ def layers_from_topology(path: str, dtype: str = "int8") -> list[Conv2d]:
     return out
 
 
+def conv_graph(op: Conv2d) -> OpGraph:
+    """The one-op graph of ``op``: its geometry, activations and weights in its dtype, its output
+    in its out_dtype (the graph's conv op as the ONNX front end builds one)."""
+    geometry = ConvGeometry(**{f.name: getattr(op, f.name) for f in fields(ConvGeometry)})
+    m, k, n = geometry.gemm_extents()
+    elem = DTYPE_BYTES[op.dtype]
+    one = Op(op.name, "conv", 0, CONV, m, k, n, Operand("activations", elem), Operand("weights", elem),
+             Operand("activations", op.out_bytes), conv=geometry)
+    return OpGraph((one,), ((),), batch=1, tokens=m)
+
+
+def conv_pins(op: Conv2d, pins: Pins = Pins(), budget: int | None = None) -> GraphPins:
+    """The one-op graph's pins: ``op``'s dtype, out_dtype and efficiency, its mapping pins as the
+    op's ``op_pins``, the search's budget, nothing to fuse."""
+    return GraphPins(op.dtype, kernel_efficiency=op.kernel_efficiency, fusion="none", search_budget=budget,
+                     op_pins=((op.name, pins),), out_dtype=((op.name, op.out_dtype),) if op.out_dtype else ())
+
+
 def run_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = None,
              skip: bool = True, trace: bool = False) -> tuple[dict, object]:
-    """Search ``op``'s mapping, and return the usual summary (``report.summarize``) with the
+    """Evaluate ``op``'s one-op graph, and return the usual summary (``report.summarize``) with the
     workload, the chosen mapping and the search's certainty, and the engine result of the chosen
-    design (the search's own unless a trace or stepping was asked for)."""
+    design (the search's own unless a trace or stepping was asked for): what ``fastsim run conv``
+    prints."""
     from ..report import summarize
-    from ..simulation import simulate
 
-    found = search_conv(op.validate(arch), arch, pins, budget)
-    ds = found.best_simulation if skip and not trace else simulate(found.best_design, skip=skip, trace=trace)
+    graph = conv_graph(op.validate(arch))
+    pins.validate(arch, "conv")  # named as the conv search names them (the evaluator adds the op's name)
+    run = run_standalone(graph, arch, conv_pins(op, pins, budget), skip=skip, trace=trace)
+    found, ds = run.search, run.dataset
     summary = summarize(ds, 0, arch, 2 * op.macs, op.dtype)
     summary["workload"] = {"kind": "conv", "conv_kind": found.kind, "n": op.n, "c": op.c, "h": op.h, "w": op.w,
                            "k": op.k, "r": op.r, "s": op.s, "stride": op.stride, "padding": op.padding,

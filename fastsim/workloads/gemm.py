@@ -1,20 +1,21 @@
-"""GEMM C[M,N] = A[M,K] @ B[K,N] as a workload: a one-op graph, mapped by the mapper's search.
+"""GEMM C[M,N] = A[M,K] @ B[K,N] as a workload: a one-op graph, run by the evaluator.
 
 Fields left ``None`` are searched (``fastsim.mapping``); set ones pin the search (a tile, the
-columns, the dataflow, L2 residency, K split, datapath). The op the mapper sees is the graph's op
-as every graph's op becomes one (``fastsim.evaluation.place.matmul_of``), so a GEMM and the same
-matmul inside a model map alike. ``gemm_design(g, arch, mapping)`` builds the design of one
-explicit mapping instead.
+columns, the dataflow, L2 residency, K split, datapath). ``run_gemm`` evaluates the one-op graph
+(``fastsim.evaluation.run_standalone``), so a GEMM and the same matmul inside a model map alike,
+through the same search, cache and checks; it returns what ``fastsim run gemm`` prints.
+``gemm_mapping`` is the search alone with every ranked and rejected candidate (``fastsim map
+gemm``); ``gemm_design(g, arch, mapping)`` builds the design of one explicit mapping.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..arch import Arch
 from ..design import Design
 from ..dtypes import DTYPE_BYTES, OUT_DTYPE
 from ..errors import ConfigError, Problems
-from ..evaluation import GraphPins
+from ..evaluation import GraphPins, run_standalone
 from ..evaluation.place import Placed, matmul_of
 from ..graph import MATMUL, Op, OpGraph, Operand
 from ..mapping import Mapping, Matmul, Pins, matmul_design, search
@@ -22,6 +23,12 @@ from ..mapping import Mapping, Matmul, Pins, matmul_design, search
 
 MAX_EXTENT = 1 << 20  # per dimension
 MAX_MACS = 1 << 40
+# the GEMM's search simulates its best-bounded SEARCH_TOP candidates first and keeps SEARCH_KEEP
+# ranked and rejected ones (``map gemm`` lists them): the mapping search's own defaults
+SEARCH_TOP, SEARCH_KEEP = 6, 50
+# the choices an as-built file (or the options) may pin, as ``run gemm`` reports them
+AS_BUILT_CHOICES = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype",
+                    "buffers")
 
 
 @dataclass(frozen=True)
@@ -81,12 +88,13 @@ class Gemm:
         return OpGraph((op,), ((),), batch=1, tokens=self.m)
 
     def graph_pins(self) -> GraphPins:
-        """What the GEMM fixes beyond its mapping pins (``pins``): datapath dtype, efficiency,
-        per-call overhead, NOOP, and its operands row-major in DDR (read in tile rows: a GEMM's tensors
-        at the API boundary)."""
+        """The one-op graph's pins: its mapping pins (``pins``) as the op's ``op_pins``, datapath
+        dtype, efficiency, per-call overhead, NOOP, its operands row-major in DDR (read in tile rows:
+        a GEMM's tensors at the API boundary), nothing to fuse, and its search as ``map gemm`` runs it."""
         return GraphPins(self.dtype, kernel_efficiency=self.kernel_efficiency,
                          kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else (),
-                         search_budget=self.budget, row_major_ddr=bool(self.row_major_ddr))
+                         search_budget=self.budget, row_major_ddr=bool(self.row_major_ddr), fusion="none",
+                         op_pins=(("gemm", self.pins()),), search_top=SEARCH_TOP, search_keep=SEARCH_KEEP)
 
     def _validate(self) -> None:
         p = Problems("gemm")
@@ -137,14 +145,21 @@ class Gemm:
                     buffers=self.buffers)
 
 
-def gemm_mapping(g: Gemm, arch: Arch, top: int = 6):
+def check_dtype(dtype: str, arch: Arch) -> None:
+    """``dtype`` against the dtypes ``arch`` has a matmul datapath for: only those are listed, so
+    that a dtype the list offers (int4 has element bytes but no MAC datapath) is never refused next."""
+    usable = [d for d in sorted(DTYPE_BYTES) if arch.datapath_options(d)]
+    if dtype not in usable:
+        why = f"{arch.name} has no {dtype} matmul datapath; " if dtype in DTYPE_BYTES else ""
+        raise ConfigError([f"dtype = {dtype!r}: {why}use --dtype {' or '.join(usable)} (the dtypes {arch.name} has "
+                           "a matmul datapath for)"], "gemm")
+
+
+def gemm_mapping(g: Gemm, arch: Arch, top: int = SEARCH_TOP):
     """The mapping search's result for ``g`` (ranked and rejected candidates included)."""
     g.graph()  # every field checked first: a dtype that is not a name must not reach the arch's tables
-    if not arch.datapath_options(g.dtype):
-        usable = [d for d in sorted(DTYPE_BYTES) if arch.datapath_options(d)]
-        raise ConfigError([f"dtype = {g.dtype!r}: {arch.name} has no {g.dtype} matmul datapath (MAC rates for "
-                           f"{', '.join(sorted(arch.macs_per_cycle))}); use --dtype {' or '.join(usable)}"], "gemm")
-    return search(g.matmul(), arch, g.pins(), top=top, budget=g.budget)
+    check_dtype(g.dtype, arch)
+    return search(g.matmul(), arch, g.pins(), top=top, keep=SEARCH_KEEP, budget=g.budget)
 
 
 def gemm_design(g: Gemm, arch: Arch, mapping: Mapping | None = None) -> Design:
@@ -153,24 +168,21 @@ def gemm_design(g: Gemm, arch: Arch, mapping: Mapping | None = None) -> Design:
     return matmul_design(g.matmul(), mp, arch, noop=g.noop)
 
 
-def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False) -> tuple[dict, object]:
-    """Search ``g``'s mapping, and return the usual summary (``report.summarize``) with the workload,
-    the chosen mapping and the search's certainty, and the engine result of the chosen design: what
-    ``fastsim run gemm`` prints, for Python callers too."""
-    found = gemm_mapping(g, arch)
-    ds = chosen_simulation(found, skip, trace)
-    return gemm_summary(ds, g, found, arch), ds
-
-
-def chosen_simulation(found, skip: bool, trace: bool):
-    """The engine result of the search's chosen design for a run that asks for ``skip`` and
-    ``trace``: the search's own simulation where that is it (the search skips cycles and records
-    no trace), else the chosen design simulated as asked (the same numbers, stepped or traced)."""
-    if skip and not trace and found.best_simulation is not None:
-        return found.best_simulation
-    from ..simulation import simulate
-
-    return simulate(found.best_design, skip=skip, trace=trace)
+def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False,
+             as_built: str | None = None) -> tuple[dict, object]:
+    """Evaluate ``g``'s one-op graph, and return the usual summary (``report.summarize``) with the
+    workload, the chosen mapping and the search's certainty, and the engine result of the chosen
+    design: what ``fastsim run gemm`` prints, for Python callers too. ``as_built``: the as-built
+    file ``g`` was built with (``with_as_built``), whose pinned and searched choices the summary
+    reports (``as_built_report``)."""
+    graph = g.graph()  # every field checked first, as in ``gemm_mapping``
+    check_dtype(g.dtype, arch)
+    g.pins().validate(arch)  # named as the search names them (the evaluator adds the op's name)
+    run = run_standalone(graph, arch, g.graph_pins(), skip=skip, trace=trace)
+    summary = gemm_summary(run.dataset, g, run.search, arch)
+    if as_built:
+        summary["as_built"] = as_built_report(g, as_built)
+    return summary, run.dataset
 
 
 def gemm_summary(ds, g: Gemm, found, arch: Arch) -> dict:
@@ -190,3 +202,33 @@ def gemm_summary(ds, g: Gemm, found, arch: Arch) -> dict:
                           "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
     summary["search"] = found.summary()
     return summary
+
+
+def with_as_built(g: Gemm, path: str) -> Gemm:
+    """``g`` with the [gemm] table of as-built file ``path`` applied: the file's choices pin the
+    search; a choice ``g`` sets too is refused (given in one place)."""
+    from ..mapping.overlay import load_as_built
+
+    table = dict(load_as_built(path).gemm)
+    if not table:
+        raise ConfigError([f"{path}: no [gemm] table"], "--overlay")
+    if "tile" in table:
+        tile_pin = table.pop("tile")
+        if not (isinstance(tile_pin, tuple) and len(tile_pin) == 3):
+            raise ConfigError([f"[gemm].tile = {tile_pin!r}: three sizes [m, k, n]"], path)
+        table.update(tile_m=tile_pin[0], tile_k=tile_pin[1], tile_n=tile_pin[2])
+    clash = [name for name in table if getattr(g, name) is not None]
+    if clash:
+        raise ConfigError([f"{', '.join(clash)}: {path} sets it too ([gemm]); give it in one place"], "--overlay")
+    return replace(g, **table)
+
+
+def as_built_report(g: Gemm, path: str) -> dict:
+    """Which of the GEMM's choices (``AS_BUILT_CHOICES``) the as-built file ``path`` or ``g``'s own
+    fields pinned, which were searched, and the file's sources for its [gemm] table."""
+    from ..mapping.overlay import load_as_built
+
+    set_by = {"tile": g.tile_m, **{name: getattr(g, name) for name in AS_BUILT_CHOICES if name != "tile"}}
+    return {"file": path, "pinned": [k for k in AS_BUILT_CHOICES if set_by[k] is not None],
+            "searched": [k for k in AS_BUILT_CHOICES if set_by[k] is None],
+            "sources": {k: v for k, v in load_as_built(path).sources.items() if k.startswith("gemm.")}}
