@@ -99,7 +99,7 @@ def analyse(i: int, lw) -> None:
                         for g in range(1, min(a, 32) + 1)))
     print(f"  tile lag: fewest differing words vs the previous 32 tile boundaries: min {min(x[0] for x in lags)}, "
           f"median {int(np.median([x[0] for x in lags]))}")
-    a = min(range(8, len(lags)), key=lambda j: lags[j][0]) + 1
+    a = min(range(8 if len(lags) > 16 else 0, len(lags)), key=lambda j: lags[j][0]) + 1  # past the fill
     g = lags[a - 1][1]
     diff = np.nonzero(tiles[a - g, m:m + exact] != tiles[a, m:m + exact])[0]
     print(f"  tile {a} vs tile {a - g}: " + ", ".join(f"{names[j]} {tiles[a - g, m + j]}->{tiles[a, m + j]}"

@@ -141,6 +141,23 @@ def test_fast_forward__diagnostic_log_changes_nothing_and_counts_every_jump():
     assert_outputs_equal(batch.outputs, run(_long_pipeline()))
 
 
+def test_ff_drift__analyses_the_tiles_of_a_k_split_matmul(capsys):
+    """bench/ff_drift.py's body on a small design (4 C tiles): per-tile figures from both logs."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from ff_drift import analyse
+
+    arch = fastsim.NPU2.replace(columns=2, compute_rows=2)
+    design = matmul_design(Matmul(256, 1024, 256, "bf16"), Mapping("os", "2d", (32, 32, 32), 2, 2, k_split=2), arch)
+    analyse(0, lower(design))
+    out = capsys.readouterr().out
+    assert "4 C tiles of core 0, 34 k-loop snapshots" in out
+    assert "fewest differing words vs the previous 32 tile boundaries: min 0" in out
+    assert "steady state before their own period is found: 2 of 4" in out
+
+
 def _long_pipeline():
     from helpers import passthrough
 
