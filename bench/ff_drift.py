@@ -11,7 +11,10 @@ list), prints
 - *memory*: in how many tiles the k-loop's state, at a snapshot, equals a steady (periodic) state
   found in an earlier tile (what remembering the previous tile's period could jump earlier).
 
-    FASTSIM_CACHE=0 python bench/ff_drift.py [--top 2] [--only 19]
+``--gemm "M K N DATAFLOW"`` instead: one bf16 GEMM on npu2 (64^3 tiles, 8 columns, 4 rows), its
+exact repeats at the anchor's boundary and the bytes left that keep them from being periods.
+
+    FASTSIM_CACHE=0 python bench/ff_drift.py [--top 2] [--only 19] [--gemm "1024 2048 4096 os"]
 """
 from __future__ import annotations
 
@@ -106,11 +109,52 @@ def analyse(i: int, lw) -> None:
                                                      for j in diff))
     print(f"  memory: tiles whose k-loop state equals an earlier tile's steady state before their own period "
           f"is found: {mem_tiles} of {len(bounds)}")
+    why_no_period(lw)
+
+
+def why_no_period(lw) -> None:
+    """At the anchor's most frequent boundary: the periods whose every exact word repeats, and the
+    transfers started inside them whose bytes left differ (the jump's proof needs them equal)."""
+    import collections
+
+    from fastsim.kernels import fastforward as F
+    from fastsim.kernels import layout as L
+
+    log = logged(lw, F.LOG_BOUNDARIES, 400_000)
+    keys, counts = np.unique(log[:, 1], return_counts=True)
+    snaps = logged(lw, int(keys[counts.argmax()]), 3000)
+    names, exact = field_names(lw)
+    m, n_ch, w = F.M_N, len(lw.channels), L.S_NCOL + 2 * int(lw.prm[L.P_QDEPTH])
+    periods, drift = collections.Counter(), collections.Counter()
+    for k in range(3, len(snaps)):
+        back = next((g for g in (1, 2, 3) if (snaps[k - g, m:m + exact] == snaps[k, m:m + exact]).all()), 0)
+        if not back:
+            continue
+        a, b = snaps[k - back], snaps[k]
+        periods[int(b[F.M_T] - a[F.M_T])] += 1
+        la, lb = (x[m + exact:m + exact + F.LIN_CH * n_ch].reshape(n_ch, F.LIN_CH) for x in (a, b))
+        for c in range(n_ch):
+            inside = b[m + c * w + L.S_STATE] == L.CS_TRANSFER and lb[c, F.L_EV_START] >= a[F.M_T]
+            if inside and la[c, F.L_REMAIN] != lb[c, F.L_REMAIN]:
+                drift[f"{lw.channels[c]} {lb[c, F.L_REMAIN] - la[c, F.L_REMAIN]:+d} units"] += 1
+    print(f"  {len(log)} snapshots, {int((log[:, 2] > 0).sum())} jumps, {int(log[:, 2].sum()):,d} cycles jumped; "
+          f"exact repeats by period {periods.most_common(4)}; bytes left differing in them: {drift.most_common(4)}")
 
 
 def main(argv: list[str]) -> None:
     from ff_search import candidates, one
 
+    if "--gemm" in argv:  # M K N dataflow: one 8-column, 4-row 64^3-tile design on npu2
+        import fastsim
+        from fastsim.lower import lower
+        from fastsim.mapping import Mapping, Matmul, matmul_design
+
+        m, k, n, dataflow = argv[argv.index("--gemm") + 1].split()
+        lw = lower(matmul_design(Matmul(int(m), int(k), int(n), "bf16"), Mapping(dataflow, "2d", (64, 64, 64), 8, 4),
+                                 fastsim.NPU2))
+        print(lw.design.name)
+        why_no_period(lw)
+        return
     found, seconds, seen = candidates("2048 2048 2048 bf16")
     if "--only" in argv:
         picks = [int(argv[argv.index("--only") + 1])]

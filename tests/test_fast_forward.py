@@ -156,6 +156,7 @@ def test_ff_drift__analyses_the_tiles_of_a_k_split_matmul(capsys):
     assert "4 C tiles of core 0, 34 k-loop snapshots" in out
     assert "fewest differing words vs the previous 32 tile boundaries: min 0" in out
     assert "steady state before their own period is found: 2 of 4" in out
+    assert "exact repeats by period" in out
 
 
 def _long_pipeline():
