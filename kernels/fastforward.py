@@ -52,7 +52,8 @@ SPARSE_BELOW_STEPS = 128  # ... and only while its samples come fewer steps apar
 C_ANCHOR_CORE = 0
 C_ANCHOR_CH = 1
 C_NOTE = 2  # boundary key met by the anchor this cycle, or -1
-C_N = 3
+C_LOG = 3  # where a caller's diagnostic log starts (past the scratch), or 0: none (see _log)
+C_N = 4
 
 # key table, one row per tracked boundary
 KT_KEY = 0
@@ -80,6 +81,11 @@ L_DONE = 2
 L_REMAIN = 3
 L_EV_START = 4
 LIN_CH = 5
+
+# an optional diagnostic log past the scratch (see _log; bench/ff_drift.py reads it)
+LOG_HEADER = 2
+LOG_BOUNDARIES = -1
+LOG_ROW = 4
 
 MASK = 0x7FFFFFFFFFFFFFFF
 PRIME = 1099511628211
@@ -417,6 +423,28 @@ def _apply(n, prm, st, kst, kloop, hst, ch_bytes, ch_stats, core_stats, events, 
 
 
 @kernel  # called rarely: compiled once, not inlined into the engine loop
+def _log(ff, base, snap, new, key, cyc, jumped, steps):
+    """Diagnostics, when the caller set ff[C_LOG] to ``base``, past ``scratch_words`` (``ff_reset``
+    keeps it): at ff[base] the log's kind, at ff[base + 1] its rows; rows from ff[base + LOG_HEADER]
+    on, as long as they fit. Kind LOG_BOUNDARIES: one row (cycle, boundary key, cycles jumped,
+    engine steps) per snapshot taken; a kind k >= 0: a copy of each snapshot of boundary k."""
+    kind = ff[base]
+    width = LOG_ROW if kind == LOG_BOUNDARIES else snap
+    at = base + LOG_HEADER + ff[base + 1] * width
+    if at + width > ff.shape[0] or (kind != LOG_BOUNDARIES and kind != key):
+        return
+    if kind == LOG_BOUNDARIES:
+        ff[at] = cyc
+        ff[at + 1] = key
+        ff[at + 2] = jumped
+        ff[at + 3] = steps
+    else:
+        for x in range(snap):
+            ff[at + x] = ff[new + x]
+    ff[base + 1] += 1
+
+
+@kernel  # called rarely: compiled once, not inlined into the engine loop
 def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, locks, ch_bytes,
                 ch_stats, core_stats, events, res, ff):
     """The anchor met boundary ff[C_NOTE] in the cycle before ``cyc``: snapshot, compare with
@@ -466,6 +494,8 @@ def ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, l
         if n * (cyc - ff[old + M_T]) > best_dt:
             best_old = old
             best_dt = n * (cyc - ff[old + M_T])
+    if ff[C_LOG] > 0:  # a caller's diagnostic log
+        _log(ff, ff[C_LOG], snap, new, key, cyc, best_dt, res[R_STEPS])
     ff[r + KT_HEAD] = (head + 1) % DEPTH
     ff[r + KT_FILLED] = min(ff[r + KT_FILLED] + 1, DEPTH - 1)
     if best_dt == 0:

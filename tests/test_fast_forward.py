@@ -2,7 +2,7 @@
 and events that stepping gives (kernels.fastforward)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import fastsim
@@ -97,6 +97,66 @@ def test_fast_forward__matches_reference_on_long_pipelines(design):
 @given(matmul_designs(), st.booleans())
 def test_fast_forward__matches_stepping_on_random_matmuls(design, traced):
     assert_jumps_exact(design, traced)
+
+
+@st.composite
+def k_split_designs(draw):
+    """A matmul whose K is split over 2 cores (partial sums joined), over several C tiles in both
+    dimensions on a random small array: the k-loop's period restarts after every C tile, the
+    tile-boundary state of the 2048^3 search's slow candidates (bench/ff_drift.py)."""
+    arch = draw(small_arch()).replace(columns=2, compute_rows=2)
+    tile = tuple(draw(st.sampled_from([8, 16])) for _ in range(3))
+    m, n = (tile[i] * draw(st.integers(2, 4)) for i in (0, 2))
+    k = tile[1] * 2 * draw(st.integers(6, 12))
+    mapping = Mapping(draw(st.sampled_from(["os", "ws", "is"])), "2d", tile, draw(st.integers(1, 2)),
+                      2, k_split=2, order=draw(st.sampled_from(["m", "n"])), l2=draw(st.sampled_from(["", "a", "b"])))
+    try:
+        return matmul_design(Matmul(m, k, n, "bf16"), mapping, arch)
+    except fastsim.ConfigError:
+        return None
+
+
+@settings(max_examples=25, deadline=None)
+@given(k_split_designs(), st.booleans())
+def test_fast_forward__matches_stepping_on_k_split_matmuls_over_many_tiles(design, traced):
+    assume(design is not None)
+    assert_jumps_exact(design, traced)
+
+
+def test_fast_forward__diagnostic_log_changes_nothing_and_counts_every_jump():
+    """The log past the scratch (kernels.fastforward._log) records each snapshot's cycle, boundary
+    and jump: the jumps add up to the cycles fast-forwarded, and the run's outputs are unchanged."""
+    from fastsim.kernels import fastforward as F
+
+    batch = pack([lower(_long_pipeline(), **LIMITS)])
+    args = list(batch.kernel_args())
+    base = args[-1].shape[0]
+    ff = np.zeros(base + F.LOG_HEADER + 1000 * F.LOG_ROW, np.int64)
+    ff[F.C_LOG], ff[base] = base, F.LOG_BOUNDARIES
+    simulate_batch(*args[:-1], ff)
+    rows = ff[base + F.LOG_HEADER:].reshape(-1, F.LOG_ROW)[:ff[base + 1]]
+    res = batch.outputs["res"][0]
+    assert 0 < rows[:, 2].sum() == res[L.R_FF_CYCLES]
+    assert (np.diff(rows[:, 0]) > 0).all() and rows[-1, 3] <= res[L.R_STEPS]
+    assert_outputs_equal(batch.outputs, run(_long_pipeline()))
+
+
+def test_ff_drift__analyses_the_tiles_of_a_k_split_matmul(capsys):
+    """bench/ff_drift.py's body on a small design (4 C tiles): per-tile figures from both logs."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from ff_drift import analyse
+
+    arch = fastsim.NPU2.replace(columns=2, compute_rows=2)
+    design = matmul_design(Matmul(256, 1024, 256, "bf16"), Mapping("os", "2d", (32, 32, 32), 2, 2, k_split=2), arch)
+    analyse(0, lower(design))
+    out = capsys.readouterr().out
+    assert "4 C tiles of core 0, 34 k-loop snapshots" in out
+    assert "fewest differing words vs the previous 32 tile boundaries: min 0" in out
+    assert "steady state before their own period is found: 2 of 4" in out
+    assert "exact repeats by period" in out
 
 
 def _long_pipeline():
