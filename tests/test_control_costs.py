@@ -106,3 +106,15 @@ def test_control__llm_pass_reports_it_and_noop_keeps_it():
     noop = simulate_llm(replace(study, noop=("gemm",)), NPU2, ROOMY)
     assert float(noop.control_seconds) <= float(ds.control_seconds)
     assert float(noop.total_seconds) <= float(ds.total_seconds)
+
+
+def test_control__host_ops_and_the_op_after_them_set_nothing_up():
+    study = LlmStudy(model=TINY, regime="decode", context=256, fusion="none")
+    ds = simulate_llm(replace(study, host={"softmax": 1e-5}), NPU2, ROOMY)
+    plain = simulate_llm(study, NPU2, ROOMY)
+    on_host = np.nonzero(ds.op_class.values == "softmax")[0]
+    assert len(on_host) and (ds.op_control_instructions.values[on_host] == 0).all()
+    assert (ds.op_control_instructions.values[on_host + 1] == 0).all()
+    assert plain.op_control_instructions.values[on_host + 1].all()
+    assert np.isclose(float(ds.control_seconds), float(ds.op_control_seconds.sum()))
+    assert np.isclose(float(ds.control_seconds), float(ds.dispatch_control_seconds.sum()))
