@@ -153,7 +153,8 @@ def test_cli__presets_run_both_regimes(model):
         out = json.loads(r.output)
         for key in ("seconds", "tokens_per_s", "by_class", "ddr_bytes", "kv_bytes", "weight_bytes", "bound_by"):
             assert key in out
-        overheads = out["dispatch_seconds"] + out["program_reload_seconds"] + out["preload_seconds"]
+        overheads = (out["dispatch_seconds"] + out["program_reload_seconds"] + out["preload_seconds"]
+                     + out["control_seconds"])
         assert sum(out["by_class"].values()) + overheads == pytest.approx(out["seconds"])
         assert sum(out["by_layer"].values()) == pytest.approx(sum(out["by_class"].values()))
         assert len(out["by_layer"]) == MODELS[model].num_layers + 1
