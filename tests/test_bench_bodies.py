@@ -31,6 +31,9 @@ SLOW_BODIES = {"bench_studies.Optimize1B", "bench_engine.Startup", "bench_sweeps
 # body) adds no code path that the 32-column array under skip/fast-forward and the 8-column GEMMs
 # stepped do not run
 SLOW_COMBOS = {("bench_engine.EngineThroughput", ("gemm_2048_32col", "step"))}
+# bodies in the slow tier whose every call another body of the class makes in the default tier:
+# MapperSearch's timed search is the first line of track_searched_over_fixed_cycles
+SLOW_METHODS = {"bench_workloads.MapperSearch.time_search_gemm_2048"}
 
 
 def _import_quick():
@@ -60,7 +63,8 @@ def _cases():
                 for m in methods:
                     if cls_name == "Startup" and m == "track_cold_compile_s":
                         continue  # a cold compile is ~30 s; measured by asv, not in CI
-                    slow = f"{name}.{cls_name}" in SLOW_BODIES or (f"{name}.{cls_name}", combo) in SLOW_COMBOS
+                    slow = (f"{name}.{cls_name}" in SLOW_BODIES or (f"{name}.{cls_name}", combo) in SLOW_COMBOS
+                            or f"{name}.{cls_name}.{m}" in SLOW_METHODS)
                     marks = [pytest.mark.slow] if slow else []
                     yield pytest.param(cls, combo, m, id=f"{name}.{cls_name}.{m}{list(combo)}", marks=marks)
 
