@@ -1,4 +1,9 @@
-"""Small hand-built designs shared by tests."""
+"""Small hand-built designs shared by tests, and a property's two tiers (``two_tiers``)."""
+import functools
+
+import pytest
+from hypothesis import given, settings
+
 from fastsim import NPU2, Acquire, Compute, Design, Loop, Release, mm2s, object_fifo, s2mm
 from fastsim.llm.model import ModelConfig
 
@@ -36,3 +41,24 @@ def bench_module(name: str):
         return importlib.import_module(name)
     finally:
         sys.path.remove(bench)
+
+
+def two_tiers(fast: int, full: int, *strategies, **named_strategies):
+    """One hypothesis property in both tiers (docs/testing.md): ``fast`` examples in the default
+    tier, ``full`` under ``-m slow``, each derandomized. ``strategies``: ``given``'s arguments.
+    Returns the two tests, to be bound to module names that pytest collects::
+
+        test_p, test_p__more_examples = two_tiers(15, 40, st.integers())(check)
+
+    (each on its own copy of ``check``: hypothesis keeps its settings on the function object)."""
+    def copy(check):
+        @functools.wraps(check)
+        def run(*args, **kwargs):
+            return check(*args, **kwargs)
+        return run
+
+    def wrap(check):
+        default = settings(max_examples=fast, deadline=None)(given(*strategies, **named_strategies)(copy(check)))
+        slow = settings(max_examples=full, deadline=None)(given(*strategies, **named_strategies)(copy(check)))
+        return default, pytest.mark.slow(slow)
+    return wrap

@@ -15,6 +15,7 @@ from fastsim.errors import ConfigError
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.run import apply_overlay
 from fastsim.mapping.overlay import load_as_built
+from helpers import SMALL
 
 DECODE = '''
 [model]
@@ -250,7 +251,8 @@ def test_as_built__causal_halving_false_computes_the_masked_tiles(tmp_path):
     path.write_text('[prefill]\ncausal_halving = false\n')
     built = load_as_built(path)
     assert built.overlays["prefill"].causal_halving is False and "causal_halving" in built.pinned("prefill")
-    study = LlmStudy(regime="prefill", prompt=256)
+    # a two-layer model: each op class is there; its prefill of 32 is tests/test_latency.py's too
+    study = LlmStudy(model=SMALL, regime="prefill", prompt=32)
     assert apply_overlay(study, built.overlays["prefill"]).causal_halving is False
     assert apply_overlay(study, load_as_built(_write(tmp_path, "[prefill]\nfusion = \"none\"\n")).overlays[
         "prefill"]).causal_halving is True  # left out: the run's own
@@ -277,7 +279,8 @@ def test_as_built__row_major_ddr_true_reads_tile_rows_and_is_never_faster(tmp_pa
 
     built = load_as_built(_write(tmp_path, "[prefill]\nrow_major_ddr = true\n"))
     assert "row_major_ddr" in built.pinned("prefill")
-    study = LlmStudy(regime="prefill", prompt=256)
+    # two layers, a prompt of 256 (at 32 no GEMM is slower row-major: too few tile rows)
+    study = LlmStudy(model=SMALL, regime="prefill", prompt=256)
     rows = apply_overlay(study, built.overlays["prefill"])
     assert rows.row_major_ddr is True and study.row_major_ddr is False
     plain, tiled = simulate_llm(study), simulate_llm(rows)

@@ -26,6 +26,14 @@ ENTRY_POINTS = ("run_batch", "simulate_llm", "search", "search_conv", "optimize"
 # bodies of 10 s or more even when shrunk (2 cores): in the slow tier
 SLOW_BODIES = {"bench_studies.Optimize1B", "bench_engine.Startup", "bench_sweeps.SweepThroughput",
                "bench_frontends.WholeRunSearch", "bench_workloads.Llama1B"}
+# parameter combinations in the slow tier whose bodies and parameter values all run in the default
+# tier in other combinations: stepping the 128-core array cycle by cycle (~2 s a run, two runs a
+# body) adds no code path that the 32-column array under skip/fast-forward and the 8-column GEMMs
+# stepped do not run
+SLOW_COMBOS = {("bench_engine.EngineThroughput", ("gemm_2048_32col", "step"))}
+# bodies in the slow tier whose every call another body of the class makes in the default tier:
+# MapperSearch's timed search is the first line of track_searched_over_fixed_cycles
+SLOW_METHODS = {"bench_workloads.MapperSearch.time_search_gemm_2048"}
 
 
 def _import_quick():
@@ -55,7 +63,9 @@ def _cases():
                 for m in methods:
                     if cls_name == "Startup" and m == "track_cold_compile_s":
                         continue  # a cold compile is ~30 s; measured by asv, not in CI
-                    marks = [pytest.mark.slow] if f"{name}.{cls_name}" in SLOW_BODIES else []
+                    slow = (f"{name}.{cls_name}" in SLOW_BODIES or (f"{name}.{cls_name}", combo) in SLOW_COMBOS
+                            or f"{name}.{cls_name}.{m}" in SLOW_METHODS)
+                    marks = [pytest.mark.slow] if slow else []
                     yield pytest.param(cls, combo, m, id=f"{name}.{cls_name}.{m}{list(combo)}", marks=marks)
 
 

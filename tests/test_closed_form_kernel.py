@@ -8,6 +8,7 @@ from fastsim import NPU1, NPU2
 from fastsim.mapping.candidates import COLUMNS, ranked_compiled, ranked_numpy
 from fastsim.mapping.search import Pins, _batches, _grid
 from fastsim.mapping.space import Matmul
+from helpers import two_tiers
 
 # columns that differ in read and write bandwidth, and a part whose kernels cost more per call
 ASYM = NPU2.replace(name="asym", shim_read_bytes_per_cycle=(1.0,) * 4 + (4.0,) * 4,
@@ -43,11 +44,14 @@ def _assert_same(op, arch, pins):
     return pairs
 
 
-@settings(max_examples=40, deadline=None)
-@given(op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)), buffers=st.sampled_from((None, 1)))
-def test_compiled_closed_form_equals_numpy(op, arch, cols, buffers):
+def _compiled_equals_numpy(op, arch, cols, buffers):
     pins = Pins(cols=cols, buffers=buffers, dataflow=("ws",) if op.static_b else ())
     _assert_same(op, arch, pins)
+
+
+test_compiled_closed_form_equals_numpy, test_compiled_closed_form_equals_numpy__more = two_tiers(
+    15, 40, op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)),
+    buffers=st.sampled_from((None, 1)))(_compiled_equals_numpy)
 
 
 def test_compiled_closed_form_equals_numpy_on_llm_shapes():

@@ -12,6 +12,7 @@ from fastsim import NPU1, NPU2
 from fastsim.lower import lower
 from fastsim.validate import validate_design
 from fastsim.mapping import Mapping, Matmul, Pins, matmul_design, search
+from helpers import two_tiers
 
 _search = __import__("fastsim.mapping.search", fromlist=["_Candidates"])  # the module, not the function
 ARCHS = {"npu1": NPU1, "npu2": NPU2}
@@ -33,12 +34,7 @@ def _simulated(op, arch, table, indices):
     return _search._MatmulSpace(op, arch, table, table.a["reason"] < 0).simulate(rows, None)
 
 
-@settings(max_examples=40, deadline=None)
-@given(m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]), arch=st.sampled_from(sorted(BOUND_ARCHS)),
-       a_on_chip=st.booleans(), c_on_chip=st.booleans(), static_b=st.booleans(), row_major=st.booleans(),
-       seed=st.integers(0, 2**16))
-def test_bounds__never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c_on_chip, static_b, row_major,
-                                                   seed):
+def _bounds_never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c_on_chip, static_b, row_major, seed):
     """Branch and bound is exact only if every bound is valid: simulate the best-bounded
     candidates and a random sample of the rest, fused variants, static weights and row-major
     operands (a DDR run per tile row) included, on DDR-bound arches too; and every legal
@@ -58,6 +54,12 @@ def test_bounds__never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_ch
         validate_design(r["design"])
         assert r["status"] == "ok", (r["mapping"].label(), r["status"])  # no legal candidate deadlocks
         assert r["cycles"] >= r["lower_bound_cycles"], (r["mapping"].label(), r["cycles"], r["plan"]["bounds"])
+
+
+test_bounds__never_exceed_the_simulated_cycles, test_bounds__never_exceed_the_simulated_cycles__more = two_tiers(
+    20, 40, m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]),
+    arch=st.sampled_from(sorted(BOUND_ARCHS)), a_on_chip=st.booleans(), c_on_chip=st.booleans(),
+    static_b=st.booleans(), row_major=st.booleans(), seed=st.integers(0, 2**16))(_bounds_never_exceed_the_simulated_cycles)
 
 
 @pytest.mark.parametrize("arch,op,pins", [
@@ -179,14 +181,16 @@ def test_fused_a_on_one_column__runs_without_deadlock():
     (NPU2, Matmul(1, 2048, 2048, "bf16", c_on_chip=True)), (NPU2, Matmul(77, 300, 129, "bf16")),
     (NPU2, Matmul(1024, 256, 64, "int8")), (NPU1, Matmul(16, 1024, 8, "int8", static_b=True)),
 ], ids=["512-npu2", "256x1024x512-a-chip", "gemv-c-chip", "odd", "int8-npu2", "static-b"])
-def test_bounds__hold_for_the_best_bounded_and_random_candidates_of_larger_ops(arch, op):
+@pytest.mark.parametrize("random_picks", [10, pytest.param(40, marks=pytest.mark.slow)])
+def test_bounds__hold_for_the_best_bounded_and_random_candidates_of_larger_ops(arch, op, random_picks):
     """The property test's extents stay small; the bounds matter most on larger ops, where the
     pipeline ends, buffer pacing and staggered fills are a smaller share: the 20 best-bounded
-    candidates and 40 random legal ones, each simulated to its end."""
+    candidates and ``random_picks`` random legal ones (10 in the default tier, 40 under -m slow),
+    each simulated to its end."""
     pins = Pins(dataflow=("ws",)) if op.static_b else Pins()
     table, legal = _candidates(op, arch, pins)
     rng = random.Random(0)
-    picked = sorted(set(table.best(table.a["reason"] < 0, 20)) | set(rng.sample(list(legal), min(40, len(legal)))))
+    picked = sorted(set(table.best(table.a["reason"] < 0, 20)) | set(rng.sample(list(legal), min(random_picks, len(legal)))))
     for r in _simulated(op, arch, table, picked):
         assert r["status"] == "ok", (r["mapping"].label(), r["status"])
         assert r["cycles"] >= r["lower_bound_cycles"], (r["mapping"].label(), r["cycles"], r["plan"]["bounds"])

@@ -1,5 +1,5 @@
 """Fuzz every input family through the API and the CLI (issue 14): each input gives a result or a
-clean ConfigError/SimulationError (the CLI: exit 0 or 2, no traceback), within a time bound.
+clean ConfigError/SimulationError (the CLI: exit 0 or 2, no traceback), without hanging.
 
 A few dozen examples per family run in CI; ``-m slow`` runs hundreds per family (thousands in
 all). Examples are derandomized: the same cases every run.
@@ -20,7 +20,10 @@ from fastsim.cli import main
 from fastsim.errors import ConfigError, SimulationError
 
 FAST, SLOW = 30, 500
-SECONDS = 20.0  # the time bound of one case
+# a bound on a hang, never on speed: a case takes well under a second to a few seconds, and a
+# loaded 2-core machine must not fail it; an input that makes a run go on for minutes (a huge
+# size accepted instead of refused) still fails here rather than stalling the suite
+HANG_SECONDS = 300.0
 CLEAN = (ConfigError, SimulationError)
 
 # values that broke earlier versions: wrong types, non-finite, huge, negative, nested
@@ -36,13 +39,13 @@ def _settings(n):
 
 
 def _clean(fn, *args):
-    """Run ``fn``: a result or a clean error, within the time bound."""
+    """Run ``fn``: a result or a clean error, and no hang."""
     start = time.perf_counter()
     try:
         fn(*args)
     except CLEAN:
         pass
-    assert time.perf_counter() - start < SECONDS, f"took {time.perf_counter() - start:.1f} s"
+    assert time.perf_counter() - start < HANG_SECONDS, f"took {time.perf_counter() - start:.1f} s"
 
 
 def _both(strategy):
@@ -346,7 +349,7 @@ def _cli(args):
     assert r.exit_code in (0, 2), (args, r.exit_code, r.output)
     assert r.exception is None or isinstance(r.exception, SystemExit), (args, repr(r.exception))
     assert "Traceback" not in r.output, (args, r.output)
-    assert time.perf_counter() - start < SECONDS
+    assert time.perf_counter() - start < HANG_SECONDS
 
 
 test_cli, test_cli_slow = _both(command_lines())(_cli)

@@ -21,7 +21,7 @@ from fastsim.cli import main
 from fastsim.errors import ConfigError
 
 FAST, SLOW = 25, 300
-SECONDS = 20.0  # the time bound of one case (tests/test_fuzz.py's)
+HANG_SECONDS = 300.0  # a bound on a hang, never on speed (tests/test_fuzz.py's)
 HERE = Path(__file__).parent / "mlir"
 
 
@@ -45,7 +45,7 @@ def _both(strategy):
 
 def _expect(fn, bad: list[str]):
     """``fn()`` raises one ConfigError when ``bad`` (the mutated fields) is not empty, whose
-    problems quote a bytes value only to say it is not UTF-8; returns without error otherwise; within the time bound."""
+    problems quote a bytes value only to say it is not UTF-8; returns without error otherwise; without hanging."""
     start = time.perf_counter()
     try:
         out = fn()
@@ -57,7 +57,7 @@ def _expect(fn, bad: list[str]):
         out = None
     else:
         assert not bad, f"malformed input {bad} gave a result"
-    assert time.perf_counter() - start < SECONDS, f"took {time.perf_counter() - start:.1f} s"
+    assert time.perf_counter() - start < HANG_SECONDS, f"took {time.perf_counter() - start:.1f} s"
     return out
 
 

@@ -13,6 +13,7 @@ or ``import fastsim`` import the facade.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -74,11 +75,14 @@ def imported(module: str, source: str, package: bool, known: set[str]) -> set[st
     return out
 
 
-def import_edges() -> set[tuple[str, str]]:
+@functools.cache
+def import_edges() -> frozenset[tuple[str, str]]:
+    """Every (importer, imported) edge of the source tree: read once a session (the tree does not
+    change while the tests run; this module's tests and tests/test_package_cycles.py share it)."""
     modules = source_modules()
     known = set(modules)
-    return {(m, target) for m, (path, package) in modules.items()
-            for target in imported(m, path.read_text(), package, known)}
+    return frozenset((m, target) for m, (path, package) in modules.items()
+                     for target in imported(m, path.read_text(), package, known))
 
 
 def room(module: str) -> str:

@@ -33,8 +33,9 @@ def test_model__presets_match_published_parameter_counts():
 
 
 def test_model__hf_config_json(tmp_path):
-    cfg = {"model_type": "llama", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
-           "intermediate_size": 4096, "vocab_size": 32000, "_name_or_path": "tiny-llama"}
+    # helpers.SMALL's shapes: what is read is the file; the run's op searches are other tests' too
+    cfg = {"model_type": "llama", "hidden_size": 512, "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+           "intermediate_size": 1024, "vocab_size": 1000, "_name_or_path": "tiny-llama"}
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     m = from_hf_config(tmp_path / "config.json")
     assert (m.head_dim, m.group, m.name) == (64, 4, "tiny-llama")

@@ -2,7 +2,7 @@
 from dataclasses import replace
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume
 from hypothesis import strategies as st
 
 import fastsim
@@ -11,6 +11,7 @@ from fastsim.lower import lower
 from fastsim.mapping import Mapping, Matmul, matmul_design
 from fastsim.mapping.pipeline import merge, pipeline, stage_columns
 from fastsim.mapping.vector import VectorOp, vector_design
+from helpers import two_tiers
 from reference_model import ReferenceSim
 from test_engine_vs_reference import LIMITS, assert_same, run_kernel
 
@@ -44,15 +45,17 @@ def multi_group_designs(draw):
         return None
 
 
-@settings(max_examples=40, deadline=None)
-@given(multi_group_designs())
-def test_engine__matches_reference_on_multi_group_designs(design):
+def _multi_group_designs_match_reference(design):
     """Concurrent groups and pipelines with mem-tile hand-offs: cycle for cycle, and they finish."""
     assume(design is not None)
     lowered = lower(design, **{**LIMITS, "max_cycles": 400_000, "livelock_cycles": 20_000})
     ref = ReferenceSim(lowered).run()
     assert_same(run_kernel([lowered]), 0, ref, lowered)
     assert ref.status == 0
+
+
+test_engine__matches_reference_on_multi_group_designs, test_engine__matches_reference_on_multi_group_designs__more = (
+    two_tiers(15, 40, multi_group_designs())(_multi_group_designs_match_reference))
 
 
 def _ddr(ds, i):

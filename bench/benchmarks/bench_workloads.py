@@ -62,7 +62,7 @@ class MapperSearch:
     repeat = 3
 
     def setup(self):
-        size = 256 if QUICK else 2048
+        size = 128 if QUICK else 2048
         self.op = Matmul(size, size, size)
         search(Matmul(64, 64, 64), fastsim.NPU2, top=1)  # JIT warm-up
 
