@@ -141,17 +141,6 @@ def test_layers__no_cycles_between_rooms():
     assert not cycles, "\n".join(shown)
 
 
-def test_layers__no_cycles_between_modules_inside_a_room():
-    """Inside a package too, modules import one way (a package's ``__init__`` counts as a module):
-    a circle between two modules of one room is as hard to read as one between rooms, and its
-    order of import decides which half sees the other half-built."""
-    graph: dict[str, set[str]] = {}
-    for a, b in import_edges() - PENDING:
-        graph.setdefault(a, set()).add(b)
-    cycles = [sorted(c) for c in strongly_connected(graph) if len(c) > 1]
-    assert not cycles, "modules that import each other: " + "; ".join(" <-> ".join(c) for c in cycles)
-
-
 def test_layers__docs_list_the_same_layers():
     """docs/architecture.md's layer table and LAYERS agree, row by row."""
     rows = [line.strip("|").split("|") for line in (ROOT / "docs" / "architecture.md").read_text().splitlines()
