@@ -51,14 +51,17 @@ def two_tiers(fast: int, full: int, *strategies, **named_strategies):
         test_p, test_p__more_examples = two_tiers(15, 40, st.integers())(check)
 
     (each on its own copy of ``check``: hypothesis keeps its settings on the function object)."""
-    def copy(check):
-        @functools.wraps(check)
-        def run(*args, **kwargs):
-            return check(*args, **kwargs)
-        return run
-
     def wrap(check):
-        default = settings(max_examples=fast, deadline=None)(given(*strategies, **named_strategies)(copy(check)))
-        slow = settings(max_examples=full, deadline=None)(given(*strategies, **named_strategies)(copy(check)))
+        default = settings(max_examples=fast, deadline=None)(given(*strategies, **named_strategies)(copied(check)))
+        slow = settings(max_examples=full, deadline=None)(given(*strategies, **named_strategies)(copied(check)))
         return default, pytest.mark.slow(slow)
     return wrap
+
+
+def copied(check):
+    """A copy of test function ``check`` to hold its own hypothesis settings (hypothesis keeps them
+    on the function object, so one property at two sizes needs two functions)."""
+    @functools.wraps(check)
+    def run(*args, **kwargs):
+        return check(*args, **kwargs)
+    return run

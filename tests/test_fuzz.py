@@ -7,7 +7,6 @@ all). Examples are derandomized: the same cases every run.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import time
 
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from fastsim.arch import NPU2, _as_plain_dict, from_dict, load
 from fastsim.cli import main
 from fastsim.errors import ConfigError, SimulationError
+from helpers import copied
 
 FAST, SLOW = 30, 500
 # a bound on a hang, never on speed: a case takes well under a second to a few seconds, and a
@@ -51,15 +51,9 @@ def _clean(fn, *args):
 def _both(strategy):
     """The same property at the CI size and, under -m slow, at the large size (each on its own
     copy of the function: hypothesis keeps its settings on the function object)."""
-    def copy(check):
-        @functools.wraps(check)
-        def run(*args, **kwargs):
-            return check(*args, **kwargs)
-        return run
-
     def wrap(check):
-        fast = given(strategy)(_settings(FAST)(copy(check)))
-        slow = pytest.mark.long(given(strategy)(_settings(SLOW)(copy(check))))
+        fast = given(strategy)(_settings(FAST)(copied(check)))
+        slow = pytest.mark.long(given(strategy)(_settings(SLOW)(copied(check))))
         return fast, slow
     return wrap
 
