@@ -89,3 +89,14 @@ def test_graph_pins__op_pins_and_out_dtype_must_select_their_kinds():
         with pytest.raises(ConfigError, match=named.replace("[", r"\[")):
             evaluate(graph, NPU2, pins)
     assert replace(GraphPins(), op_pins=(("mm", Pins(rows=1)),)).op_pins_of("mm", "", "gemm") == Pins(rows=1)
+
+
+def test_one_door__a_field_pinned_by_a_table_and_by_op_pins_alike_is_refused_when_they_differ():
+    """A table and an op's own pins name the same choice: the same value is one pin, two values
+    are refused (one would otherwise win silently)."""
+    g = Gemm(64, 64, 64)
+    same = replace(g.graph_pins(), tiles=(("gemm", (32, 32, 32)),), op_pins=(("gemm", Pins(tile=(32, 32, 32))),))
+    evaluate(g.graph(), NPU2, same)
+    differ = replace(same, op_pins=(("gemm", Pins(tile=(16, 32, 32))),))
+    with pytest.raises(ConfigError, match=r"gemm: tile pinned twice, \(32, 32, 32\) by a table and \(16, 32, 32\) by op_pins"):
+        evaluate(g.graph(), NPU2, differ)

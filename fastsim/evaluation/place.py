@@ -228,6 +228,12 @@ def _search_pins(p: Placed, arch: Arch, pins: GraphPins, real: Matmul, cols: int
                   tile=tuple(tile) if tile else None, datapath=datapath,
                   l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class))
     own = pins.op_pins_of(op.name, p.kind, op.op_class)
+    set_twice = [f"{op.name}: {name} pinned twice, {getattr(tables, name)!r} by a table and {getattr(own, name)!r} "
+                 "by op_pins: give it in one place" for name in ("dataflow", "tile", "datapath", "l2", "cols")
+                 if getattr(own, name) not in (None, ()) and getattr(tables, name) not in (None, ())
+                 and (name != "dataflow" or chosen) and getattr(own, name) != getattr(tables, name)]
+    if set_twice:
+        raise ConfigError(set_twice, "mapping")
     return replace(tables, **{f.name: getattr(own, f.name) for f in fields(own)
                               if getattr(own, f.name) not in (None, ())})
 
