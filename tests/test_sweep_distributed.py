@@ -139,7 +139,8 @@ def cluster(dask_cluster):
 
 
 def test_sweep__every_worker_of_a_running_scheduler_gets_points(tmp_path, cluster):
-    """8 points at the default chunk_points (8) went out as one chunk: one worker did them all."""
+    """8 points at the default chunk_points (8) on a running scheduler of two workers: the sweep
+    splits them into two chunks of 4, one per worker, and stores what a local run stores."""
     client, local = cluster
     report = []
     began = time.perf_counter()
