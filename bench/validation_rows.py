@@ -203,11 +203,9 @@ RAI_TIMING = "mean per-call session.run wall time after 40 warm-ups (performance
 HPT_TIMING = ("median of 8 session.run after 2 warm-ups (session creation and preprocessing excluded); hobbyist "
               "lab notes")
 HAWK_POINT = "Ryzen 9 8945HS Hawk Point (npu1)"
-VAI_SUSPECT = ("per-layer control beyond what fastsim counts (it charges the shim and mem-tile re-programming and "
-               "a parameter write per core between layers, docs/hardware.md; a runtime that also rewrites the "
-               "compute tiles' BDs and locks adds about as many again), input/output quantize on the host inside "
-               "session.run, and tiles the mapper would not pick. Micro-benchmark: the same model's per-layer NPU "
-               "profile (Vitis AI EP's ai_analyzer)")
+VAI_SUSPECT = ("per-layer control the closed runtime adds (instruction streams and BD reprogramming per layer, "
+               "input/output quantize on the host inside session.run) and tiles the mapper would not pick. "
+               "Micro-benchmark: the same model's per-layer NPU profile (Vitis AI EP's ai_analyzer)")
 SMOLVLA = "mlir-air programming_examples/llms/smolvla/docs/profile.md:{}"
 SMOLVLA_XCLBIN = ("8x4 herd, drain (f32 C in L1, cast once), bf16 on the bfp16 MMA, L1 tile {tile}, tile_k_l2 {kl2}; "
                   "the standalone GEMM module through the registry's xclbin harness (one synchronous dispatch), "
