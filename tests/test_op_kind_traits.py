@@ -15,8 +15,12 @@ from fastsim.llm.run import study_pass
 from fastsim.arch import NPU2
 
 
-def test_traits__every_kind_has_them():
-    assert set(KIND_TRAITS) == set(OP_KINDS)
+def test_traits__a_kind_without_traits_or_traits_without_a_kind_fail_the_import_check():
+    ops.check_kind_traits(OP_KINDS, KIND_TRAITS)
+    with pytest.raises(ImportError, match="'transpose'"):
+        ops.check_kind_traits((*OP_KINDS, "transpose"), KIND_TRAITS)
+    with pytest.raises(ImportError, match="'conv'"):
+        ops.check_kind_traits(OP_KINDS, {k: v for k, v in KIND_TRAITS.items() if k != CONV})
 
 
 def test_traits__program_bytes_size_each_kernel_by_its_kinds_trait_and_refuse_an_untagged_one():

@@ -589,7 +589,7 @@ def _compute_bound(arch: Arch, b: StructureBatch, t: _Tiles, c: _CoreMemory, cyc
     bound = start + cyc.core_cycles + _lock_cycles(arch, b, t, calls) + ends.c_out
     # each call also acquires and releases every operand it streams; of a transfer's calls, only
     # the first's acquires of the other operands may come before the transfer is in
-    operands = (b.mapping.dataflow != "is") + (b.mapping.dataflow != "ws")
+    operands = _streamed_operands(b.mapping.dataflow)
     lock_call = operands * (arch.lock_acquire_cycles + arch.lock_release_cycles)
     lock_use = (operands - 1) * arch.lock_acquire_cycles
     for moved, size, depth in ((c.core_a, c.l1_a, c.depth_a), (c.core_b, c.l1_b, c.depth_b)):
@@ -604,6 +604,12 @@ def _compute_bound(arch: Arch, b: StructureBatch, t: _Tiles, c: _CoreMemory, cyc
     return bound
 
 
+def _streamed_operands(dataflow: str) -> int:
+    """Operands each call acquires and releases: both but the one a dataflow holds resident (ws: B,
+    is: A; os streams both)."""
+    return (dataflow != "is") + (dataflow != "ws")
+
+
 def _lock_cycles(arch: Arch, b: StructureBatch, t: _Tiles, calls):
     """The lock latencies of the last core's program (``design._program``) after its first call
     starts: every call acquires and releases each operand it streams, every C tile its output
@@ -613,7 +619,7 @@ def _lock_cycles(arch: Arch, b: StructureBatch, t: _Tiles, calls):
     to start may be another one.)"""
     acq, rel = arch.lock_acquire_cycles, arch.lock_release_cycles
     flow = b.mapping.dataflow
-    streamed = (flow != "is") + (flow != "ws")  # operands each call acquires
+    streamed = _streamed_operands(flow)
     held = t.nt * (not b.static_b) if flow == "ws" else t.mt if flow == "is" else 0 * t.mt  # resident blocks
     before = streamed * acq + acq + np.where(held > 0, acq, 0)
     return calls * streamed * (acq + rel) + t.mt * t.nt * (acq + rel) + held * (acq + rel) - before
