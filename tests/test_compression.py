@@ -115,7 +115,9 @@ def test_cli_measures_weights_and_kv_and_a_run_applies_them(tmp_path):
     packed = json.loads(CliRunner().invoke(main, args + ["--compression", str(measured)]).output)
     r_w = ratios["weight_compression"]["bf16"]
     assert plain["weight_bytes"] / packed["weight_bytes"] == pytest.approx(r_w, rel=0.02)
-    assert packed["seconds"] < plain["seconds"]
+    # the ops run faster; the pass's control instructions may not (the mapping search ranks an op's
+    # mappings by its cycles, and a faster mapping may set up more mem-tile BDs: docs/hardware.md)
+    assert packed["seconds"] - packed["control_seconds"] < plain["seconds"] - plain["control_seconds"]
 
 
 def test_bad_inputs_are_config_errors(tmp_path):

@@ -18,7 +18,8 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
-from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, host_seconds_per_dispatch,
+from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, control_instructions,
+                                control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
                                 plan as plan_dispatches, program_bytes, reload_seconds, sequence_words)
 from ..mapping.search import search_many
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
@@ -43,6 +44,7 @@ class GraphResult:
     dispatch: DispatchPlan
     fusion: str
     alternatives: str
+    control_instructions: tuple = ()  # per op: runtime-sequence instructions setting it up (``control``)
 
     def op_results(self) -> list[OpResult]:
         return [self.results[p.key] for p in self.placed]
@@ -90,6 +92,7 @@ class Evaluation:
         self.capacity = (arch.compute_tiles * arch.compute.memory_bytes
                          + arch.columns * arch.mem_rows * arch.mem.memory_bytes)
         self.cuts = None if self.pins.cuts is None else tuple(sorted(self.pins.cuts))
+        self.index = {op.name: i for i, op in enumerate(self.graph.ops)}  # a placed op's graph op (``runs``)
 
     def run(self) -> GraphResult:
         pins, layers = self.pins, self.graph.layers
@@ -114,7 +117,8 @@ class Evaluation:
         self.add_twins(chosen)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
                                  for k, v in self.alternatives.items())
-        return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives)
+        return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives,
+                           tuple(self.control(chosen, dispatch)))
 
     def place(self, fused: set[str], chain: bool, dispatch: list[int]) -> list[Placed] | None:
         return place(self.graph, self.groups, self.pins, self.arch, fused, chain, dispatch)
@@ -163,14 +167,32 @@ class Evaluation:
         return chained, self.dispatches(chained, greedy.cuts, strict=True)
 
     def total(self, placed: list[Placed]) -> float:
-        """Seconds of all ops (inf when one has no legal design)."""
+        """Seconds of all ops and of setting each up inside its dispatch (every op charged, as
+        if none came first: the choices compare alternatives of the same ops; inf when one has no
+        legal design)."""
         total = 0
-        for p in placed:
+        each = self.arch.runtime_instruction_cycles
+        for p, runs in zip(placed, self.runs(placed)):
             r = self.results.get(p.key)
             if r is None:
                 return float("inf")
-            total += r.cycles * p.op.repeat
+            total += r.cycles * p.op.repeat + layer_instructions(r.control) * runs * each
         return total / self.arch.clock_hz
+
+    def runs(self, placed: list[Placed]) -> list[int]:
+        """Times each op is set up in its dispatch: once, or once per token block where a fused
+        group runs block by block (its ops take turns); a pipeline's blocks run inside one design."""
+        out = []
+        for p in placed:
+            blocked = p.chip.group is not None and not p.pipelined
+            graph_op = self.graph.ops[self.index[p.op.name]]
+            out.append(max(1, p.op.repeat // graph_op.repeat) if blocked else 1)
+        return out
+
+    def control(self, placed: list[Placed], dispatch: DispatchPlan) -> list[int]:
+        """Per op of ``placed``: the runtime-sequence instructions that set it up in its dispatch
+        (``mapping.dispatch.control_instructions``)."""
+        return control_instructions([self.results[p.key].control for p in placed], self.runs(placed), dispatch.of_op)
 
     def best_per_kind(self, unfused, grouped, forced: bool):
         """Each group kind fused or not, whichever is faster (forced: fused wherever it is legal)."""
@@ -344,10 +366,13 @@ class Evaluation:
         return out
 
     def pass_seconds(self, placed, dispatch) -> float:
-        """Seconds of the ops, the dispatches' host round trips and their program reloads."""
+        """Seconds of the ops, the dispatches' host round trips, their control instructions and
+        their program reloads."""
         reloads = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch)
         host = host_seconds_per_dispatch(self.arch, dispatch.count, self.pins.dispatch_commands)
-        return self.total(placed) + sum(host) + sum(reloads)
+        control = control_seconds_per_dispatch(self.control(placed, dispatch), dispatch.of_op, dispatch.count, self.arch)
+        ops = sum(self.results[p.key].cycles * p.op.repeat for p in placed) / self.arch.clock_hz
+        return ops + sum(host) + sum(control) + sum(reloads)
 
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user (tables or

@@ -44,6 +44,7 @@ def llm_summary(ds: xr.Dataset) -> dict:
     for b, s in zip(ds.bound_by.values, ds.op_seconds.values):
         bound_time[b] = bound_time.get(b, 0.0) + s
     bound_time["dispatch"] = float(ds.dispatch_seconds)
+    bound_time["control"] = float(ds.control_seconds)
     seconds = float(ds.total_seconds)
     decode = ds.attrs["regime"] == "decode"
     preload = float(ds.get("preload_bytes", 0.0))  # static weights: in time, bytes and energy alike
@@ -65,6 +66,8 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "dispatch_seconds": float(ds.dispatch_seconds),
         "dispatch_share": float(ds.dispatch_seconds) / seconds,
         "dispatches": int(ds.attrs["dispatches"]),
+        "control_seconds": float(ds.control_seconds),
+        "control_instructions": int(ds.op_control_instructions.sum()),
         "program_reload_seconds": float(ds.program_reload_seconds),
         "preload_seconds": float(ds.preload_seconds),
         "fusion": ds.attrs["fusion"],

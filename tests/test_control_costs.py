@@ -1,0 +1,120 @@
+"""Control costs inside one dispatch (docs/hardware.md "Control costs"): every op after the first in
+a dispatch pays the runtime-sequence instructions that set its design up (shim tasks, syncs,
+mem-tile BDs, chain starts and locks, one parameter write per core), each
+``Arch.runtime_instruction_cycles``; the time is its own variable and in the total."""
+from dataclasses import replace
+
+import numpy as np
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
+
+from fastsim.arch import NPU1, NPU2
+from fastsim.evaluation import GraphPins, evaluate
+from fastsim.graph import VECTOR, Op, OpGraph, Operand
+from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
+from fastsim.mapping.dispatch import (ControlCounts, DispatchLimits, control_instructions, control_seconds_per_dispatch,
+                                      layer_instructions)
+
+TINY = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
+ROOMY = DispatchLimits(program_memory_bytes=1 << 20)
+
+ACT = Operand("activations", 2.0)
+ONE_COLUMN = GraphPins(columns=(("elementwise", 1),), fusion="none")
+
+
+def _chain(n: int, m: int = 64, width: int = 256) -> OpGraph:
+    """``n`` element-wise ops, each reading the one before, one layer each."""
+    ops = tuple(Op(f"op{i}", "elementwise", i, VECTOR, m, 1, width, ACT, vector_cycles_per_elem=1.0) for i in range(n))
+    return OpGraph(ops, tuple((i - 1,) if i else () for i in range(n)))
+
+
+def test_control__two_layer_graph_counts_instructions_as_by_hand():
+    # The second op: 64 x 256 bf16 on one column (four cores), its input and output through DDR.
+    # Shim: X read on MM2S0, Y written on S2MM0, each a task of npu_writebd + npu_address_patch +
+    # npu_push_queue = 2 x 3 = 6; one npu_sync on Y.
+    # Mem tile: X lands in a ring of 2 buffers per core (8 BDs on S2MM0) and goes up to each core on
+    # its own MM2S (2 BDs each, 8); Y comes down from each core on its own S2MM (2 each, 8) and
+    # leaves on MM2S5 (8): 32 BDs, one blockwrite each; chains started: 1 + 4 + 4 + 1 = 10 queue
+    # pushes; locks: a producer and a consumer lock per core for X and for Y, 16 set_locks.
+    # Cores: one runtime-parameter write each, 4.
+    # 6 + 1 + 32 + 10 + 16 + 4 = 69; the first op of the dispatch pays none.
+    result = evaluate(_chain(2), NPU2, ONE_COLUMN)
+    assert result.dispatch.of_op == [0, 0]
+    second = result.results[result.placed[1].key].control
+    assert second == ControlCounts(shim_tasks=2, tile_pushes=0, syncs=1, mem_bds=32, mem_starts=10, mem_locks=16,
+                                   cores=4)
+    assert result.control_instructions == (0, 69)
+
+
+def test_control__seconds_are_instructions_at_the_command_processors_rate():
+    from fastsim.evaluation import to_dataset
+
+    result = evaluate(_chain(2), NPU2, ONE_COLUMN)
+    ds = to_dataset(result, ONE_COLUMN, NPU2, DispatchLimits(), {})
+    each = NPU2.runtime_instruction_cycles / NPU2.clock_hz
+    assert float(ds.control_seconds) == float(ds.op_control_seconds.sum()) == 69 * each
+    assert ds.op_control_seconds.attrs["units"] == "s" and ds.control_seconds.attrs["units"] == "s"
+    pieces = (float(ds.op_seconds.sum()) + float(ds.dispatch_seconds) + float(ds.preload_seconds)
+              + float(ds.control_seconds) + float(ds.program_reload_seconds))
+    assert np.isclose(float(ds.total_seconds), pieces)
+    assert np.isclose(float(ds.dispatch_total_seconds.sum()), float(ds.total_seconds))
+    free = NPU2.replace(runtime_instruction_cycles=0)
+    assert float(to_dataset(evaluate(_chain(2), free, ONE_COLUMN), ONE_COLUMN, free, DispatchLimits(),
+                            {}).control_seconds) == 0.0
+
+
+def test_control__each_dispatch_sets_its_own_first_op_up():
+    counts = [ControlCounts(1, 0, 1, 2, 1, 2, 1)] * 4
+    each = layer_instructions(counts[0])
+    assert each == 3 + 1 + 2 + 1 + 2 + 1
+    assert control_instructions(counts, [1, 1, 1, 1], [0, 0, 1, 1]) == [0, each, 0, each]
+    # a token-blocked group's ops take turns block by block: each block is set up anew
+    assert control_instructions(counts[:2], [3, 3], [0, 0]) == [2 * each, 3 * each]
+    assert control_seconds_per_dispatch([0, each, 0, each], [0, 0, 1, 1], 2, NPU1) == \
+        [each * NPU1.runtime_instruction_cycles / NPU1.clock_hz] * 2
+
+
+COUNTS = st.builds(ControlCounts, *[st.integers(0, 50)] * 7)
+
+
+@examples(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(COUNTS, st.integers(1, 4)), min_size=1, max_size=8), COUNTS, st.integers(1, 4),
+       st.data())
+def test_control__one_more_layer_in_a_dispatch_never_takes_less(ops, extra, runs, data):
+    where = data.draw(st.integers(0, len(ops)))
+    more = ops[:where] + [(extra, runs)] + ops[where:]
+    before = control_instructions([c for c, _ in ops], [n for _, n in ops], [0] * len(ops))
+    after = control_instructions([c for c, _ in more], [n for _, n in more], [0] * len(more))
+    assert sum(after) >= sum(before)
+
+
+def test_control__more_layers_in_a_dispatch_never_less_control_time():
+    seconds = []
+    for n in range(1, 5):
+        result = evaluate(_chain(n), NPU2, ONE_COLUMN)
+        assert result.dispatch.count == 1
+        seconds.append(sum(control_seconds_per_dispatch(list(result.control_instructions), result.dispatch.of_op, 1,
+                                                        NPU2)))
+    assert seconds[0] == 0 and all(a < b for a, b in zip(seconds, seconds[1:]))
+
+
+def test_control__llm_pass_reports_it_and_noop_keeps_it():
+    study = LlmStudy(model=TINY, regime="decode", context=256)
+    ds = simulate_llm(study, NPU2, ROOMY)
+    assert float(ds.control_seconds) > 0 and ds.op_control_instructions.values[0] == 0
+    noop = simulate_llm(replace(study, noop=("gemm",)), NPU2, ROOMY)
+    assert float(noop.control_seconds) <= float(ds.control_seconds)
+    assert float(noop.total_seconds) <= float(ds.total_seconds)
+
+
+def test_control__host_ops_and_the_op_after_them_set_nothing_up():
+    study = LlmStudy(model=TINY, regime="decode", context=256, fusion="none")
+    ds = simulate_llm(replace(study, host={"softmax": 1e-5}), NPU2, ROOMY)
+    plain = simulate_llm(study, NPU2, ROOMY)
+    on_host = np.nonzero(ds.op_class.values == "softmax")[0]
+    assert len(on_host) and (ds.op_control_instructions.values[on_host] == 0).all()
+    assert (ds.op_control_instructions.values[on_host + 1] == 0).all()
+    assert plain.op_control_instructions.values[on_host + 1].all()
+    assert np.isclose(float(ds.control_seconds), float(ds.op_control_seconds.sum()))
+    assert np.isclose(float(ds.control_seconds), float(ds.dispatch_control_seconds.sum()))
