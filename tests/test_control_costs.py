@@ -118,3 +118,31 @@ def test_control__host_ops_and_the_op_after_them_set_nothing_up():
     assert plain.op_control_instructions.values[on_host + 1].all()
     assert np.isclose(float(ds.control_seconds), float(ds.op_control_seconds.sum()))
     assert np.isclose(float(ds.control_seconds), float(ds.dispatch_control_seconds.sum()))
+
+
+def test_search__ranks_by_cycles_plus_weighted_control_and_proves_it():
+    from fastsim.mapping import Matmul, Pins, search
+    from fastsim.mapping.branch_bound import objective
+    from fastsim.mapping.dispatch import control_counts
+
+    # a narrowed space (one column, os), so that the exact search with control stays small
+    op, pins = Matmul(64, 128, 64), Pins(cols=1, dataflow=("os",))
+    plain = search(op, NPU2, pins, budget=None)
+    weighed = search(op, NPU2, pins, budget=None, control_weight=2.0)
+    assert plain.best_control_cycles == 0 and plain.best_objective == plain.best_cycles
+    assert weighed.optimal and weighed.gap == 0.0
+    assert weighed.best_control_cycles == objective(0, control_counts(weighed.best_design), NPU2, 2.0) > 0
+    # the exact answer under the objective is no worse than cycles' answer under it
+    assert weighed.best_objective <= objective(plain.best_cycles, control_counts(plain.best_design), NPU2, 2.0)
+    assert search(op, NPU2, pins, budget=None, control_weight=0.0) is plain  # weight 0: cycles alone, one key
+
+
+def test_search__control_weight_is_the_ops_set_ups_per_run_and_zero_standalone():
+    from fastsim.evaluation.place import Placed, search_request
+    from fastsim.workloads.gemm import Gemm
+
+    op = Op("gemm", "gemm", 0, "matmul", 64, 64, 64, ACT, Operand("weights", 2.0), ACT, repeat=4)
+    assert search_request(Placed(op, runs=2), NPU2, GraphPins())[6] == 0.5
+    assert search_request(Placed(op, runs=2), NPU2, GraphPins(search_control=False))[6] == 0.0
+    g = Gemm(64, 64, 64)
+    assert search_request(Placed(g.graph().ops[0]), NPU2, g.graph_pins())[6] == 0.0

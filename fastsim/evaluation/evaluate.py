@@ -21,6 +21,7 @@ from ..graph import MATMUL
 from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, control_instructions,
                                 control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
                                 plan as plan_dispatches, program_bytes, reload_seconds, sequence_words)
+from ..mapping.branch_bound import objective
 from ..mapping.search import search_many
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
@@ -29,7 +30,7 @@ from ..simulation import simulate, simulate_arrays
 from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
-from .place import Placed, matmul_lower_bound_cycles, op_design, place, search_request
+from .place import Placed, control_weight, matmul_lower_bound_cycles, op_design, place, search_request
 from .sharing import shared_kernels
 
 
@@ -92,7 +93,6 @@ class Evaluation:
         self.capacity = (arch.compute_tiles * arch.compute.memory_bytes
                          + arch.columns * arch.mem_rows * arch.mem.memory_bytes)
         self.cuts = None if self.pins.cuts is None else tuple(sorted(self.pins.cuts))
-        self.index = {op.name: i for i, op in enumerate(self.graph.ops)}  # a placed op's graph op (``runs``)
 
     def run(self) -> GraphResult:
         pins, layers = self.pins, self.graph.layers
@@ -180,14 +180,8 @@ class Evaluation:
         return total / self.arch.clock_hz
 
     def runs(self, placed: list[Placed]) -> list[int]:
-        """Times each op is set up in its dispatch: once, or once per token block where a fused
-        group runs block by block (its ops take turns); a pipeline's blocks run inside one design."""
-        out = []
-        for p in placed:
-            blocked = p.chip.group is not None and not p.pipelined
-            graph_op = self.graph.ops[self.index[p.op.name]]
-            out.append(max(1, p.op.repeat // graph_op.repeat) if blocked else 1)
-        return out
+        """Times each op is set up in its dispatch (``Placed.runs``)."""
+        return [p.runs for p in placed]
 
     def control(self, placed: list[Placed], dispatch: DispatchPlan) -> list[int]:
         """Per op of ``placed``: the runtime-sequence instructions that set it up in its dispatch
@@ -361,8 +355,10 @@ class Evaluation:
         for alone, p in zip(placed, out):
             if p.kernel and p.key in self.results and alone.key in self.results:
                 mine, own = self.results[p.key], self.results[alone.key]
-                lower = (1 - own.search_gap) * own.cycles
-                self.results[p.key] = replace(mine, search_gap=max(0.0, 1 - lower / mine.cycles))
+                weight = control_weight(p, self.pins)  # gaps are of the searches' objective
+                lower = (1 - own.search_gap) * objective(own.cycles, own.control, self.arch, weight)
+                self.results[p.key] = replace(mine, search_gap=max(
+                    0.0, 1 - lower / objective(mine.cycles, mine.control, self.arch, weight)))
         return out
 
     def pass_seconds(self, placed, dispatch) -> float:

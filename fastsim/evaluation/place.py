@@ -33,13 +33,18 @@ class Placed:
     kind: str = ""
     # (tile, datapath) a matmul is held to where its dispatch shares kernels (``evaluation.sharing``)
     kernel: tuple = ()
+    # times its design is set up in its dispatch: once, or once per token block where a fused group
+    # runs block by block (its ops take turns); a pipeline's blocks run inside one design
+    runs: int = 1
 
     @cached_property
     def key(self) -> tuple:
-        """Instances with equal keys have identical designs (simulated once). An evaluation looks
-        its ops' results up thousands of times: the key and its hash are made once."""
+        """Instances with equal keys have identical designs (simulated once): their repeats and
+        runs are in it too, as they weigh the search's control (``control_weight``). An evaluation
+        looks its ops' results up thousands of times: the key and its hash are made once."""
         return _HashedKey(self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y,
-                                               self.chip.window_bytes, self.pipelined, self.kernel))
+                                               self.chip.window_bytes, self.pipelined, self.kernel,
+                                               self.op.repeat, self.runs))
 
 
 class _HashedKey(tuple):
@@ -89,13 +94,14 @@ def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch
     kinds = kind_by_op(graph, groups)
     out = []
     for i, (op, chip) in enumerate(zip(graph.ops, on_chip_flags(graph, group_of, flash))):
-        block = blocks.get(group_of[i], tokens)
+        block, runs = blocks.get(group_of[i], tokens), 1
         if block < tokens and op.m == tokens:
-            op = replace(op, m=block, repeat=op.repeat * math.ceil(tokens / block))
+            runs = math.ceil(tokens / block)
+            op = replace(op, m=block, repeat=op.repeat * runs)
         if op.online_rescale_cycles and runs_flash(group_of[i], i, flash):
             extra = op.online_rescale_cycles / FLASH_KV_BLOCK  # once per block of keys
             op = replace(op, vector_cycles_per_elem=op.vector_cycles_per_elem + extra)
-        out.append(Placed(op, chip, kind=kinds[i]))
+        out.append(Placed(op, chip, kind=kinds[i], runs=runs))
     return out
 
 
@@ -177,8 +183,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     if op.kind == CONV:
         return _conv_design(p, arch, pins, noop, at)
-    real, on, search_pins, top, keep, budget = search_request(p, arch, pins, at)  # refuses a kind it cannot map
-    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate)
+    real, on, search_pins, top, keep, budget, weight = search_request(p, arch, pins, at)  # refuses a kind it cannot map
+    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate, control_weight=weight)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
@@ -194,7 +200,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
 
 def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> tuple | None:
     """The mapping search ``op_design`` runs for ``p``: ``search``'s arguments (op, arch, pins, top,
-    keep, budget), or None for an op it searches none for (vector ops; convs search their own)."""
+    keep, budget, control_weight), or None for an op it searches none for (vector ops; convs search
+    their own)."""
     if p.op.kind in (VECTOR, CONV):
         return None
     _matmul_kind(p.op)
@@ -205,7 +212,14 @@ def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] |
     # the best-bounded candidate of their narrowed space
     one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
     return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else pins.search_top,
-            pins.search_keep, 1 if one else pins.search_budget)
+            pins.search_keep, 1 if one else pins.search_budget, control_weight(p, pins))
+
+
+def control_weight(p: Placed, pins: GraphPins) -> float:
+    """The weight of a candidate's control in ``p``'s search (``branch_bound.objective``): its
+    set-ups per simulated run of its design, as ``Evaluation.total`` charges them (``runs`` set-ups
+    for ``repeat`` runs); 0 where the pins rank by cycles alone (``GraphPins.search_control``)."""
+    return p.runs / p.op.repeat if pins.search_control else 0.0
 
 
 def _matmul_kind(op: Op) -> None:
@@ -288,7 +302,8 @@ def _conv_search(p: Placed, arch: Arch, pins: GraphPins):
     op = p.op
     out = pins.pinned(pins.out_dtype, op.name, p.kind, op.op_class)
     conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency, out)
-    return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget)
+    return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget,
+                             control_weight(p, pins))
 
 
 def op_search(p: Placed, arch: Arch, pins: GraphPins) -> SearchResult:

@@ -86,11 +86,12 @@ def mapping_search(ds: xr.Dataset) -> dict:
     answer (gap 0) or stopped at its budget with a gap (an op held to a kernel its dispatch shares
     counts against the best of its whole space); an op can get at most its gap x its time faster,
     and the program reloads left could at most vanish, so their sum bounds what any other choice
-    of the ops' mappings could save."""
+    of the ops' mappings could save. A gap is of the search's objective, the op's time and its
+    control inside the dispatch (``mapping.branch_bound.objective``): it applies to both."""
     matmul = ds.dataflow.values != "stream"
     gaps = ds["mapping_gap"].values
     reload_s = float(ds.program_reload_seconds)
-    saving = float((gaps * ds.op_seconds.values)[matmul].sum()) + reload_s
+    saving = float((gaps * (ds.op_seconds.values + ds.op_control_seconds.values))[matmul].sum()) + reload_s
     shared = ds["kernel_shared"].values if "kernel_shared" in ds else np.zeros(ds.sizes["op"], bool)
     return {"matmul_ops": int(matmul.sum()), "proven_best": int((gaps[matmul] == 0).sum()),
             "worst_gap": float(gaps[matmul].max()) if matmul.any() else 0.0,

@@ -14,9 +14,11 @@
    ``budget`` (candidates simulated) the search may stop first and reports its optimality gap:
    how much faster than the answer the best unsimulated candidate might be.
    Candidates whose designs are the same (a split that divides nothing differently) are simulated
-   once.
+   once. Inside a graph (``control_weight`` > 0) "fastest" is by cycles plus the weighted cycles of
+   the control instructions that set the design up in its dispatch (``branch_bound.objective``).
 
-Results are cached on everything the search reads (op, pins, arch, top, keep) in the one cache
+Results are cached on everything the search reads (op, pins, arch, top, keep, budget,
+control_weight) in the one cache
 (``fastsim.cache``, region "search": in memory and on disk per code version, shared by later
 processes and sweep workers).
 """
@@ -148,38 +150,43 @@ CACHE.add_region(Region(REGION, 512, CODEC))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,
-           budget: int | None = None, validate: bool = True) -> SearchResult:
+           budget: int | None = None, validate: bool = True, control_weight: float = 0.0) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring): the best of the space,
     or, when ``budget`` candidates were simulated first, the best found with its gap.
-    ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``)."""
+    ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``).
+    ``control_weight``: set-ups of the design inside a dispatch per simulated run, which the
+    objective charges (``branch_bound.objective``); 0: ranked by cycles alone (an op that is a
+    dispatch of its own)."""
     pins.validate(arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
                           "mapping search")
-    key = _key(op, arch, pins, top, keep, budget)
+    key = _key(op, arch, pins, top, keep, budget, control_weight)
     result = CACHE.get(REGION, key, context=arch)  # this process's, or an earlier one's on disk
     if result is None:
         with gc_paused():
-            result = drive(_search(op, arch, pins, top, keep, budget))
+            result = drive(_search(op, arch, pins, top, keep, budget, control_weight))
         CACHE.put(REGION, key, result)
     return result.checked() if validate else result
 
 
 def search_many(requests: list[tuple], done=None) -> None:
-    """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget)
+    """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget and,
+    optionally, control_weight)
     not answered yet, together: each step's candidates of all of them in one engine call
     (``branch_bound.drive_together``), the answers into the cache where ``search`` finds them. A
     decode step's ops each simulate a few candidates; alone, each was an engine call of its own.
     ``done()``, if given, is called as each search ends (a progress bar)."""
     todo = {}
-    for op, arch, pins, top, keep, budget in requests:
+    for request in requests:
+        op, arch, pins = request[:3]
         try:
             pins.validate(arch)
         except ConfigError:
             continue  # ``search`` says so, alone
-        key = _key(op, arch, pins, top, keep, budget)
+        key = _key(*request)
         if key not in todo and CACHE.get(REGION, key, context=arch) is None:
-            todo[key] = (op, arch, pins, top, keep, budget)
+            todo[key] = request
     if len(todo) < 2:
         return  # nothing to share an engine call with: ``search`` runs it alone
     with gc_paused():
@@ -189,8 +196,10 @@ def search_many(requests: list[tuple], done=None) -> None:
             CACHE.put(REGION, key, result)
 
 
-def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> tuple:
-    return (replace(op, name=""), pins, repr(arch), top, keep, budget)  # ops differing only in name share it
+def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
+         control_weight: float = 0.0) -> tuple:
+    # ops differing only in name share it
+    return (replace(op, name=""), pins, repr(arch), top, keep, budget, control_weight)
 
 
 BOUND_REGION = "search_bound"
@@ -212,7 +221,8 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
     return found
 
 
-def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None):
+def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
+            control_weight: float = 0.0):
     """Rank every candidate in closed form, then simulate in order of lower bound until no
     unsimulated candidate can beat the fastest simulated one (or the budget is spent). A generator
     of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
@@ -238,7 +248,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
         baseline = _baseline(op, arch, legal, chosen)
     explored = _MatmulSpace(op, arch, table, is_legal)
     fastest, _, count = yield from walk(explored, chosen, budget,
-                                         None if baseline is None else table.planned(baseline))
+                                         None if baseline is None else table.planned(baseline), control_weight)
     for r in explored.rows:
         if r["design"] is not fastest["design"]:
             r["design"].discard()
@@ -248,7 +258,8 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
                         by_reason, fastest["design"], kept_run(*fastest["run"]), fastest["lowered"],
-                        count, explored.unexplored_bound())
+                        count, explored.unexplored_bound(),
+                        best_control_cycles=fastest["objective"] - fastest["cycles"])
 
 
 class _MatmulSpace:
