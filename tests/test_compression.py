@@ -111,13 +111,15 @@ def test_cli_measures_weights_and_kv_and_a_run_applies_them(tmp_path):
     other = CliRunner().invoke(main, ["run", "llm", "--weights", "bf16", "--compression", str(measured)])
     assert other.exit_code == 2 and "not llama-3.2-1b's" in other.output
     args = ["run", "--json", "llm", "--model", str(MINILM.parent / "config.json"), "--weights", "bf16", "--prompt", "16"]
-    plain = json.loads(CliRunner().invoke(main, args).output)
-    packed = json.loads(CliRunner().invoke(main, args + ["--compression", str(measured)]).output)
+    # both under the plain run's layout: left to its search, a compressed op may choose another tile,
+    # padded (the search weighs each mapping's control, docs/mapping.md), and read other bytes
+    layout = tmp_path / "layout.toml"
+    plain = json.loads(CliRunner().invoke(main, args + ["--save-overlay", str(layout)]).output)
+    packed = json.loads(CliRunner().invoke(main, args + ["--overlay", str(layout), "--compression",
+                                                         str(measured)]).output)
     r_w = ratios["weight_compression"]["bf16"]
     assert plain["weight_bytes"] / packed["weight_bytes"] == pytest.approx(r_w, rel=0.02)
-    # the ops run faster; the pass's control instructions may not (the mapping search ranks an op's
-    # mappings by its cycles, and a faster mapping may set up more mem-tile BDs: docs/hardware.md)
-    assert packed["seconds"] - packed["control_seconds"] < plain["seconds"] - plain["control_seconds"]
+    assert packed["seconds"] < plain["seconds"]
 
 
 def test_bad_inputs_are_config_errors(tmp_path):

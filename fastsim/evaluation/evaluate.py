@@ -312,7 +312,8 @@ class Evaluation:
         to under the best kernel set that fits (ops on their own kernel left out); {} when none
         fits or none beats the reloads. Branch and bound, as the mapping search: an op design's
         time on another kernel is its closed-form lower bound until the best set so far needs it,
-        then simulated; the answer is the best set over exact times."""
+        then simulated; the answer is the best set over exact times (each the search's objective:
+        cycles and weighted control, ``op_objective``)."""
         results, limits = self.results, self.limits
         mine = [i for i, x in enumerate(dispatch.of_op) if x == d]
         free = [i for i in mine if self.movable(chosen[i])]
@@ -322,7 +323,7 @@ class Evaluation:
             first.setdefault(chosen[i].key, i)
             count[chosen[i].key] = count.get(chosen[i].key, 0) + chosen[i].op.repeat
         own = {key: results[key].matmul_kernel for key in first}
-        cycles = {key: {k: results[key].cycles if k == own[key] else
+        cycles = {key: {k: self.op_objective(chosen[i], results[key]) if k == own[key] else
                         matmul_lower_bound_cycles(replace(chosen[i], kernel=k[1:]), self.arch, self.pins)
                         if _calls(chosen[i].op, k) <= HELD_CALLS_MAX * _calls(chosen[i].op, own[key]) else float("inf")
                         for k in kernels} for key, i in first.items()}
@@ -344,7 +345,7 @@ class Evaluation:
             tried = {key: replace(chosen[first[key]], kernel=k[1:]) for key, k in todo.items()}
             self.simulate(list(tried.values()), strict=False)
             for key, v in tried.items():
-                cycles[key][todo[key]] = results[v.key].cycles if v.key in results else float("inf")
+                cycles[key][todo[key]] = self.op_objective(v, results[v.key]) if v.key in results else float("inf")
                 exact.add((key, todo[key]))
 
     def held(self, placed, kernel_of: dict) -> list[Placed]:
@@ -355,11 +356,14 @@ class Evaluation:
         for alone, p in zip(placed, out):
             if p.kernel and p.key in self.results and alone.key in self.results:
                 mine, own = self.results[p.key], self.results[alone.key]
-                weight = control_weight(p, self.pins)  # gaps are of the searches' objective
-                lower = (1 - own.search_gap) * objective(own.cycles, own.control, self.arch, weight)
-                self.results[p.key] = replace(mine, search_gap=max(
-                    0.0, 1 - lower / objective(mine.cycles, mine.control, self.arch, weight)))
+                lower = (1 - own.search_gap) * self.op_objective(alone, own)  # gaps are of the objective
+                self.results[p.key] = replace(mine, search_gap=max(0.0, 1 - lower / self.op_objective(p, mine)))
         return out
+
+    def op_objective(self, p: Placed, r: OpResult) -> float:
+        """What ``p``'s mapping search ranks its design by (``branch_bound.objective``): its cycles
+        and, inside a graph, its weighted control."""
+        return objective(r.cycles, r.control, self.arch, control_weight(p, self.pins))
 
     def pass_seconds(self, placed, dispatch) -> float:
         """Seconds of the ops, the dispatches' host round trips, their control instructions and
