@@ -40,13 +40,14 @@ class Segment:
     problems: str
     reload_s: float
     preload_s: float
-    ops_s: dict  # op time by layer offset from a; "head" (embedding) and "tail" (final norm, LM head)
+    ops_s: dict  # op time and control by layer offset from a; "head" (embedding) and "tail" (final norm, LM head)
 
 
 def _segments_of(ds: xr.Dataset, starts: list[int], n_layers: int) -> dict:
     """Every dispatch of one run as (first, last, length) -> Segment."""
     out = {}
-    disp, layer, secs = ds.dispatch.values, ds.layer.values, ds.op_seconds.values
+    # an op's time with its control: its mapping search trades one for the other (docs/mapping.md)
+    disp, layer, secs = ds.dispatch.values, ds.layer.values, ds.op_seconds.values + ds.op_control_seconds.values
     problems = ds.attrs["dispatch_problems"]
     for d, a in enumerate(starts):
         b = starts[d + 1] if d + 1 < len(starts) else n_layers
