@@ -146,3 +146,71 @@ def test_search__control_weight_is_the_ops_set_ups_per_run_and_zero_standalone()
     assert search_request(Placed(op, runs=2), NPU2, GraphPins(search_control=False))[6] == 0.0
     g = Gemm(64, 64, 64)
     assert search_request(Placed(g.graph().ops[0]), NPU2, g.graph_pins())[6] == 0.0
+
+
+def _candidate(data, arch):
+    """A random legal matmul candidate (op, mapping) on ``arch``: extents, on-chip operands, static
+    weights, a structure the search enumerates and a power-of-two tile."""
+    from hypothesis import assume
+
+    from fastsim.errors import ConfigError
+    from fastsim.mapping import Matmul, Pins
+    from fastsim.mapping.plan import check
+    from fastsim.mapping.search import structures
+
+    dims = [data.draw(st.sampled_from([1, 3, 16, 40, 64, 96, 200, 256, 384, 1024, 4096])) for _ in range(3)]
+    op = Matmul(*dims, data.draw(st.sampled_from(["bf16", "int8"])), static_b=data.draw(st.booleans()),
+                a_on_chip=data.draw(st.booleans()), c_on_chip=data.draw(st.booleans()),
+                onchip_window_bytes=data.draw(st.sampled_from([0, 0, 4096])))
+    buffers = data.draw(st.sampled_from([1, 2]))
+    mp = data.draw(st.sampled_from(structures(op, arch, Pins(buffers=buffers))))
+    tile = tuple(data.draw(st.sampled_from([1, 4, 8, 16, 32, 64, 128, 256])) for _ in range(3))
+    mp = replace(mp, tile=tile)
+    try:
+        check(op, mp, arch)
+    except ConfigError:
+        assume(False)
+    return op, mp
+
+
+@examples(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from([NPU1, NPU2, NPU2.replace(bd_iterations_max=4)]), st.data())
+def test_search__control_bound_is_the_designs_control_without_building_it(arch, data):
+    # the closed form the search bounds candidates with counts exactly what the built design sets up
+    # (so it bounds it from below): shim tasks, pushes, syncs, mem BDs (the tile's chunked re-sends
+    # included), chain starts, locks and cores
+    from fastsim.mapping.design import matmul_design
+    from fastsim.mapping.dispatch import control_counts
+    from fastsim.mapping.plan import control_counts_of, stack, structure
+
+    op, mp = _candidate(data, arch)
+    closed = control_counts_of(op, stack([structure(op, mp, arch)], arch), arch,
+                               *(np.array([[x]]) for x in mp.tile))
+    built = control_counts(matmul_design(op, mp, arch))
+    assert ControlCounts(*(int(np.asarray(x).item()) for x in closed)) == built
+
+
+@examples(max_examples=100, deadline=None, derandomize=True)
+@given(st.sampled_from([NPU1, NPU2]), st.data())
+def test_conv_search__control_bound_is_the_designs_control_without_building_it(arch, data):
+    # the conv search's closed form, from the plan alone: the built design's control exactly
+    from hypothesis import assume
+
+    from fastsim.mapping.conv import Conv2d
+    from fastsim.mapping.conv_design import conv_design
+    from fastsim.mapping.conv_plan import control_counts_of, plan, problems
+    from fastsim.mapping.conv_search import candidates
+    from fastsim.mapping.dispatch import control_counts
+    from fastsim.mapping.pins import Pins
+
+    c = data.draw(st.sampled_from([3, 8, 16, 32, 64]))
+    groups = data.draw(st.sampled_from([1, c]))
+    size = data.draw(st.integers(3, 20))
+    op = Conv2d(data.draw(st.integers(1, 2)), c, size, size, groups * data.draw(st.sampled_from([1, 2, 8])),
+                *[data.draw(st.integers(1, 3))] * 2, stride=data.draw(st.integers(1, 2)),
+                padding=data.draw(st.integers(0, 1)), groups=groups)
+    assume(op.oh >= 1 and op.ow >= 1)
+    mp = data.draw(st.sampled_from(candidates(op, arch, Pins())))
+    pl = plan(op, mp, arch)
+    assume(not problems(pl, arch))
+    assert control_counts_of(pl) == control_counts(conv_design(op, mp, arch, pl))

@@ -14,9 +14,11 @@ the two spaces today.
 What a candidate is ranked by (``objective``): its simulated cycles, plus, inside a graph, the
 cycles of the runtime-sequence instructions that set its design up after another op's in the same
 dispatch, weighted as the evaluation charges them (``control_weight``: set-ups per simulated run;
-0 for an op that is a dispatch of its own). Control is never negative, so a closed-form bound on
-cycles stays a lower bound of the objective, and a candidate is pruned only when its bound is no
-better than the best objective simulated."""
+0 for an op that is a dispatch of its own). A space's bounds are lower bounds of the objective:
+a closed-form bound on cycles plus the weighted control counted in closed form from the candidate
+(the matmul and conv spaces count it exactly: ``plan.control_counts_of``,
+``conv_plan.control_counts_of``); a candidate is taken best bound first and pruned only when its
+bound is no better than the best objective simulated."""
 from __future__ import annotations
 
 from typing import Protocol

@@ -17,7 +17,8 @@ from ..cache import CACHE, Region
 from ..errors import ConfigError
 from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
 from .branch_bound import FIRST_BATCH, branch_and_bound
-from .conv_plan import plan, problems
+from .conv_plan import control_counts_of, plan, problems
+from .dispatch import layer_instructions
 from .pins import Pins
 from .search_result import SearchResult
 
@@ -124,12 +125,15 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None, control_weig
             first = broken[0].limit.value  # the first limit broken, as the matmul search counts
             reasons[first] = reasons.get(first, 0) + 1
             continue
-        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl["lower_bound_cycles"]})
+        control = layer_instructions(control_counts_of(pl)) if control_weight else 0
+        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl["lower_bound_cycles"],
+                      "objective_bound": pl["lower_bound_cycles"]
+                      + control_weight * control * arch.runtime_instruction_cycles})
     if not legal:
         raise ConfigError([f"no legal mapping for conv {op.name} (c={op.c}, h={op.h}, w={op.w}, k={op.k}, "
                            f"r={op.r}, s={op.s}, groups={op.groups}, dtype={op.dtype}) among {enumerated} "
                            f"candidates; rejected: {reasons}"], "conv search")
-    legal.sort(key=lambda r: (r["lower_bound_cycles"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
+    legal.sort(key=lambda r: (r["objective_bound"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
                               r["mapping"]))
     space = _ConvSpace(op, arch, legal)
     first = space.take(FIRST_BATCH if budget is None else min(FIRST_BATCH, budget), float("inf"))
@@ -142,7 +146,9 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None, control_weig
 
 
 class _ConvSpace:
-    """The conv candidates as ``branch_bound`` walks them: every legal one, planned, in bound order."""
+    """The conv candidates as ``branch_bound`` walks them: every legal one, planned, in order of
+    ``objective_bound`` (its cycles bound plus, inside a graph, its design's weighted control,
+    counted from the plan: ``conv_plan.control_counts_of``)."""
 
     group = "conv search"
 
@@ -151,12 +157,12 @@ class _ConvSpace:
         self.done = 0  # legal[:done] are simulated
 
     def take(self, size: int, below: float) -> list[dict]:
-        batch = [r for r in self.legal[self.done:self.done + size] if r["lower_bound_cycles"] < below]
+        batch = [r for r in self.legal[self.done:self.done + size] if r["objective_bound"] < below]
         self.done += len(batch)
         return batch
 
     def unexplored_bound(self) -> float:
-        return self.legal[self.done]["lower_bound_cycles"] if self.done < len(self.legal) else float("inf")
+        return self.legal[self.done]["objective_bound"] if self.done < len(self.legal) else float("inf")
 
     def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
         _simulate(self.op, self.arch, rows, cap_cycles)

@@ -15,7 +15,9 @@
    how much faster than the answer the best unsimulated candidate might be.
    Candidates whose designs are the same (a split that divides nothing differently) are simulated
    once. Inside a graph (``control_weight`` > 0) "fastest" is by cycles plus the weighted cycles of
-   the control instructions that set the design up in its dispatch (``branch_bound.objective``).
+   the control instructions that set the design up in its dispatch (``branch_bound.objective``),
+   and candidates are ranked, taken and pruned by their cycles bound plus that weighted control,
+   counted without building their designs (``plan.control_counts_of``: exactly the design's).
 
 Results are cached on everything the search reads (op, pins, arch, top, keep, budget,
 control_weight) in the one cache
@@ -35,8 +37,9 @@ from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
 from .branch_bound import drive, drive_together, walk
 from .candidates import ranked
-from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
-                   stack, structure)
+from .dispatch import layer_instructions
+from .plan import (RESOURCES, StructureBatch, check, control_counts_of, plan_one, problem_templates, reason_text,
+                   same_as_equal_split, stack, structure)
 from .pins import Pins
 from .search_store import CODEC
 from .search_result import SearchResult
@@ -228,7 +231,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
     from ..simulation import kept_run
 
-    table = _Candidates(op, arch, pins)
+    table = _Candidates(op, arch, pins, control_weight)
     is_legal = table.a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
     illegal_i = table.best(~is_legal, max(keep, 5))
@@ -276,10 +279,10 @@ class _MatmulSpace:
 
     def take(self, size: int, below: float) -> list[dict]:
         t = self.table
-        return [t.row(i) for i in t.best(self.left & (t.a["bound"] < below), size)]
+        return [t.row(i) for i in t.best(self.left & (t.a["objective_bound"] < below), size)]
 
     def unexplored_bound(self) -> float:
-        bounds = self.table.a["bound"][self.left]
+        bounds = self.table.a["objective_bound"][self.left]
         return float(bounds.min()) if len(bounds) else float("inf")
 
     def tie(self, row: dict) -> tuple:
@@ -348,24 +351,34 @@ def _design_key(mp: Mapping) -> Mapping:
 
 class _Candidates:
     """Every enumerated candidate of a search as flat columns (``a``: structure, tile, bound,
-    energy, first violated check, transfers), built one structure batch at a time: a search has
-    10^5 and more candidates, and only the few it reports become rows with a plan."""
+    energy, first violated check, transfers, control, objective bound), built one structure batch at
+    a time: a search has 10^5 and more candidates, and only the few it reports become rows with a
+    plan.
 
-    def __init__(self, op: Matmul, arch: Arch, pins: Pins):
-        self.op, self.arch = op, arch
+    ``control`` is each candidate's runtime-sequence instructions (``plan.control_counts_of``: its
+    design's ``layer_instructions``, counted without building it; 0 when ``control_weight`` is 0),
+    and ``objective_bound`` = ``bound`` + ``control_weight`` x control x
+    ``Arch.runtime_instruction_cycles``: a lower bound of the candidate's objective
+    (``branch_bound.objective``), by which candidates are ranked, taken and pruned (``bound`` alone
+    when the weight is 0)."""
+
+    def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0):
+        self.op, self.arch, self.control_weight = op, arch, control_weight
         self.bases: list[Mapping] = []
         self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
         self.call_cycles: dict = {}  # kernel call cycles per (datapath, tile grid): batches share grids
         cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
-                "transfers": []}
+                "transfers": [], "control": []}
         for batch in _batches(op, arch, pins):
             self._add(batch, pins, cols)
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
+        control_cycles = control_weight * arch.runtime_instruction_cycles * self.a["control"]
+        self.a["objective_bound"] = self.a["bound"] + control_cycles if control_weight else self.a["bound"]
         # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
         # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-        self.bucket = np.floor(np.log(np.maximum(self.a["bound"], 1)) / np.log(1.005))
+        self.bucket = np.floor(np.log(np.maximum(self.a["objective_bound"], 1)) / np.log(1.005))
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
         """Rank one batch's tile grid and append the candidates its structures consider;
@@ -376,6 +389,12 @@ class _Candidates:
             cols[name].append(v.reshape(-1)[found["t"]])
         for name in ("bound", "energy", "reason", "transfers"):
             cols[name].append(found[name])
+        control = np.zeros(len(found["s"]))
+        if self.control_weight:
+            instructions = layer_instructions(control_counts_of(self.op, batch, self.arch, m, k, n))
+            shape = (len(batch.structures), m.shape[-1])
+            control = np.broadcast_to(instructions, shape)[found["s"], found["t"]].astype(np.float64)
+        cols["control"].append(control)
         cols["base"].append(len(self.bases) + found["s"])
         self.bases += [st.mapping for st in batch.structures]
 
