@@ -2,6 +2,8 @@
 grow with the tile, its search is never slower than a pinned mapping and never faster than its
 bound, and ONNX Transpose nodes reach it (a view stays a view, a perm it cannot express is
 refused by name)."""
+import json
+
 import pytest
 from hypothesis import given, settings, strategies as st
 from onnx import TensorProto, helper
@@ -110,3 +112,18 @@ def test_onnx_transpose__a_perm_it_cannot_express_is_refused_by_name():
     odd = _model([helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0, 2])], [4, 6, 3], [6, 4, 3])
     with pytest.raises(ConfigError, match=r"perm = \[1, 0, 2\].*16-byte"):
         build_graph(odd)
+
+
+def test_run_transpose__the_command_prints_the_searched_mapping_and_refuses_a_bad_tile():
+    from click.testing import CliRunner
+
+    from fastsim.cli import main
+
+    out = CliRunner().invoke(main, ["run", "transpose", "--m", "64", "--n", "96", "--batch", "3", "--json"])
+    assert out.exit_code == 0, out.output
+    s = json.loads(out.output)
+    found = search_transpose(Transpose(64, 96, 1, 2), NPU2)
+    assert s["mapping"]["label"] == found.best.label() and s["total_cycles"] == 3 * found.best_cycles
+    assert s["search"]["optimal"] and s["ddr_bytes"] == 3 * 2 * 64 * 96 * 2 and "ops_per_s" not in s
+    bad = CliRunner().invoke(main, ["run", "transpose", "--m", "64", "--n", "64", "--tile", "24,8"])
+    assert bad.exit_code != 0 and "tm dividing m = 64" in bad.output
