@@ -127,3 +127,13 @@ def test_run_transpose__the_command_prints_the_searched_mapping_and_refuses_a_ba
     assert s["search"]["optimal"] and s["ddr_bytes"] == 3 * 2 * 64 * 96 * 2 and "ops_per_s" not in s
     bad = CliRunner().invoke(main, ["run", "transpose", "--m", "64", "--n", "64", "--tile", "24,8"])
     assert bad.exit_code != 0 and "tm dividing m = 64" in bad.output
+
+
+@settings(deadline=None, max_examples=12)
+@given(m=st.sampled_from([8, 12, 24, 64, 100, 128]), n=st.sampled_from([8, 16, 40, 96, 256]),
+       elem=st.sampled_from([1, 2, 4]), runs=st.booleans(), arch=st.sampled_from([NPU1, NPU2]))
+def test_transpose_search__every_simulated_candidate_is_no_faster_than_its_bound(m, n, elem, runs, arch):
+    found = search_transpose(Transpose(m, n, 16 // elem if runs else 1, elem), arch)
+    simulated = [r for r in found.ranked if r.get("status") == "ok"]
+    assert simulated and all(r["cycles"] >= r["lower_bound_cycles"] for r in simulated)
+    assert found.optimal and found.best_cycles == min(r["cycles"] for r in simulated)

@@ -19,7 +19,8 @@ def _options(fn):
         click.option("--unit", default=1, show_default=True, type=_SIZE,
                      help="contiguous elements moved as one (1: an element transpose)"),
         click.option("--batch", default=1, show_default=True, type=_SIZE, help="instances, one after another"),
-        click.option("--dtype", default="bf16", show_default=True, type=click.Choice(["int8", "bf16", "int16", "int32", "f32"])),
+        click.option("--dtype", default="bf16", show_default=True,
+                     type=click.Choice(["int8", "bf16", "int16", "int32", "f32"])),
         click.option("--cols", default=None, type=_SIZE, help="pin the columns used"),
         click.option("--rows", default=None, type=_SIZE, help="pin the compute rows used per column"),
         click.option("--tile", default=None, help="pin the tile: TM,TN (dividing m and n)"),
@@ -65,8 +66,8 @@ def transpose_cmd(ctx, m, n, unit, batch, dtype, cols, rows, tile, budget):
     unit_text = f" of {unit}-element runs" if unit > 1 else ""
     click.echo(f"transpose {m}x{n}{unit_text} {dtype}" + (f" x{batch}" if batch > 1 else "") + f" on {arch.name}")
     click.echo(f"  cycles          {summary['total_cycles']:,}")
-    click.echo(f"  time            {summary['seconds'] * 1e6:,.1f} us  (kernel {summary['kernel_seconds'] * 1e6:,.1f} us"
-               f" + dispatch {summary['dispatch_overhead_s'] * 1e6:,.1f} us)")
+    click.echo(f"  time            {summary['seconds'] * 1e6:,.1f} us  (kernel "
+               f"{summary['kernel_seconds'] * 1e6:,.1f} us + dispatch {summary['dispatch_overhead_s'] * 1e6:,.1f} us)")
     click.echo(f"  bandwidth       {summary['bytes_per_s'] / 1e9:.2f} GB/s (bytes read and written)")
     for k, v in sorted(summary["utilization"].items(), key=lambda kv: -kv[1])[:4]:
         click.echo(f"    {k:<16}{100 * v:5.1f} %")

@@ -18,6 +18,7 @@ from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
 from ..graph import CONV, MATMUL, TRANSPOSE, VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
+from ..mapping.transpose import Transpose, search_transpose, transpose_design
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
 from ..results import DesignArrays
 from .pins import GraphPins
@@ -295,9 +296,9 @@ def _conv_search(p: Placed, arch: Arch, pins: GraphPins):
 
 
 def op_search(p: Placed, arch: Arch, pins: GraphPins) -> SearchResult:
-    """The mapping search's answer that ``op_design`` takes for matmul, conv or transpose op ``p`` (after an
-    evaluation, its cached answer; a matmul's design checked): what a one-op workload reports of
-    its op (the mapping, the search's certainty)."""
+    """The mapping search's answer that ``op_design`` takes for matmul, conv or transpose op ``p``
+    (after an evaluation, its cached answer; a matmul's design checked): what a one-op workload
+    reports of its op (the mapping, the search's certainty)."""
     if p.op.kind == CONV:
         return _conv_search(p, arch, pins)[1]
     if p.op.kind == TRANSPOSE:
@@ -328,8 +329,6 @@ def _transpose_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) ->
     write DDR (``KindTraits.ddr_edges``) on the columns the search picks (a ``columns`` table pin
     or its ``op_pins`` fix them). A mapping searched on ``mapped_on`` is built for ``arch``; NOOP
     (ablation) derives the data-only twin from its tables."""
-    from ..mapping.transpose import transpose_design
-
     if at is not None:
         raise ConfigError([f"{p.op.name}: a transpose does not run as a pipeline stage"], "mapping")
     op, found = _transpose_search(p, arch, pins)
@@ -345,8 +344,6 @@ def _transpose_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) ->
 def _transpose_search(p: Placed, arch: Arch, pins: GraphPins):
     """A transpose op's ``Transpose`` and its search's answer (on ``mapped_on`` where set) under
     the graph's pins: its ``op_pins``, and a ``columns`` table pin where those leave columns open."""
-    from ..mapping.transpose import Transpose, search_transpose
-
     op = p.op
     e = op.x.elem_bytes
     t = Transpose(op.m, op.n, op.k, int(e) if e == int(e) else e, op.name)

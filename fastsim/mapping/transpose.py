@@ -144,6 +144,11 @@ def plan(op: Transpose, mp: TransposeMapping, arch: Arch) -> TransposePlan:
         broken.append(f"core memory: needs {l1} bytes; {arch.compute.memory_bytes} available")
     if l2 > arch.mem.memory_bytes:
         broken.append(f"mem tile: needs {l2} bytes; {arch.mem.memory_bytes} available")
+    mem = arch.mem
+    if mp.rows + 1 > mem.s2mm_channels or mp.rows > DRAIN_CHANNEL or DRAIN_CHANNEL >= mem.mm2s_channels \
+            or 8 * mp.rows > mem.bd_count:
+        broken.append(f"mem tile channels: {mp.rows} rows need {mp.rows + 1} S2MM, MM2S 0..{mp.rows - 1} and "
+                      f"{DRAIN_CHANNEL}, {8 * mp.rows} BDs")
     if tile_bytes / 4 >= 2 ** arch.compute.bd_length_bits:
         broken.append(f"compute tile BD length field holds < 2**{arch.compute.bd_length_bits} words")
     runs = (1 if not x_dims else mp.tm) + (1 if not y_dims else mp.tn)
