@@ -8,8 +8,11 @@ The loop (``walk``) is a generator of the batches it wants simulated: ``drive`` 
 
 An op kind plugs in a ``Space``: its legal candidates in bound order (rows: dicts with at least
 ``lower_bound_cycles``; simulation fills ``status`` and ``cycles``), how to simulate a batch, and
-how ties between equally fast candidates break. Matmul (``search``) and conv (``conv_search``) are
-the two spaces today."""
+how ties between equally fast candidates break. Matmul (``search``), conv (``conv_search``) and
+transpose (``transpose``) are the spaces today.
+
+A space whose legal rows are all listed up front, sorted by bound, takes its walk from
+``LegalInOrder`` (conv, transpose)."""
 from __future__ import annotations
 
 from typing import Protocol
@@ -39,6 +42,23 @@ class Space(Protocol):
 
     def tie(self, row: dict) -> tuple:
         """What breaks a tie in cycles (before simulation order)."""
+
+
+class LegalInOrder:
+    """A ``Space``'s walk over a list of legal rows already sorted by bound (conv, transpose): the
+    plug-in adds ``group``, ``simulate`` and ``tie``."""
+
+    def __init__(self, name: str, legal: list[dict]):
+        self.name, self.legal = name, legal
+        self.done = 0  # legal[:done] are simulated
+
+    def take(self, size: int, below: float) -> list[dict]:
+        batch = [r for r in self.legal[self.done:self.done + size] if r["lower_bound_cycles"] < below]
+        self.done += len(batch)
+        return batch
+
+    def unexplored_bound(self) -> float:
+        return self.legal[self.done]["lower_bound_cycles"] if self.done < len(self.legal) else float("inf")
 
 
 def branch_and_bound(space: Space, first: list[dict], budget: int | None,

@@ -33,7 +33,7 @@ from ..cache import CACHE, Region
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import ConfigError, Problems
 from ..kernel_model import vector as KV
-from .branch_bound import FIRST_BATCH, branch_and_bound
+from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound
 from .ddr_runs import bound_rate, bound_run_bytes
 from .paths import join_outputs, push_round, stream_rates
 from .pins import Pins
@@ -237,22 +237,14 @@ def _search(op: Transpose, arch: Arch, pins: Pins, budget: int | None) -> Search
                         kind="transpose", best_plan=best["plan"], validated=True)  # ``simulate`` validates
 
 
-class _Space:
+class _Space(LegalInOrder):
     """The legal candidates as ``branch_bound`` walks them, in bound order."""
 
     group = "transpose search"
 
     def __init__(self, op: Transpose, arch: Arch, legal: list[dict]):
-        self.op, self.arch, self.legal, self.name = op, arch, legal, f"transpose {op.name}"
-        self.done = 0
-
-    def take(self, size: int, below: float) -> list[dict]:
-        batch = [r for r in self.legal[self.done:self.done + size] if r["lower_bound_cycles"] < below]
-        self.done += len(batch)
-        return batch
-
-    def unexplored_bound(self) -> float:
-        return self.legal[self.done]["lower_bound_cycles"] if self.done < len(self.legal) else float("inf")
+        super().__init__(f"transpose {op.name}", legal)
+        self.op, self.arch = op, arch
 
     def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
         from ..simulation import simulate
