@@ -171,6 +171,7 @@ class Measurement:
     kind: str
     args: dict
     seconds: float
+    source: str = ""  # where it was measured (a harness, a campaign): leave-one-source-out groups by it
 
 
 def parse_workload(text: str) -> tuple[str, dict]:
@@ -194,7 +195,8 @@ def parse_workload(text: str) -> tuple[str, dict]:
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
-    """The CSV (columns name, workload, seconds), every row checked; all problems in one error."""
+    """The CSV (columns name, workload, seconds; optionally source), every row checked; all problems
+    in one error."""
     problems, out = [], []
     try:
         rows = list(csv.DictReader(Path(path).read_text().splitlines()))
@@ -202,13 +204,17 @@ def read_measurements(path: str | Path) -> list[Measurement]:
         raise ConfigError([f"cannot read {path}: {e}"], "measurements")
     if rows and not {"name", "workload", "seconds"} <= set(rows[0]):
         raise ConfigError([f"columns {sorted(rows[0])}: needs name, workload, seconds"], f"measurements {path}")
+    unknown = sorted(set(rows[0]) - {"name", "workload", "seconds", "source"}) if rows else []
+    if unknown:
+        raise ConfigError([f"column {c!r}: not read by calibrate; allowed name, workload, seconds, source"
+                           for c in unknown], f"measurements {path}")
     for i, row in enumerate(rows, start=2):
         try:
             kind, args = parse_workload(row["workload"] or "")
             seconds = float(row["seconds"])
             if not (seconds > 0 and math.isfinite(seconds)):
                 raise ValueError(f"seconds = {row['seconds']!r}: must be a time > 0")
-            out.append(Measurement(row["name"] or f"row{i}", kind, args, seconds))
+            out.append(Measurement(row["name"] or f"row{i}", kind, args, seconds, (row.get("source") or "").strip()))
         except (ValueError, TypeError) as e:
             problems.append(f"line {i}: {e}")
     if len(out) < 1 and not problems:

@@ -292,3 +292,44 @@ def test_calibrate__fits_the_ddr_cost_per_run_only_where_memcpy_rows_of_two_run_
     assert "ddr_run_overhead_s" not in Predictor(NPU2, one).determined()
     assert "ddr_run_overhead_s" in Predictor(NPU2, two).determined()
     assert "fit_ddr_runs" in PLAUSIBLE["ddr_run_overhead_s"].source
+
+
+SOURCED = ("name,workload,seconds,source\n"
+           "empty A,dispatch,0.00006,lab A\n"
+           "empty B,dispatch,0.00006,lab B\n"
+           "mm A,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.0036,lab A\n"
+           "mm small B,kernel m=32 k=64 n=64 dtype=bf16 calls=10000,0.00186,lab B\n")
+
+
+def test_cli__a_csv_row_held_out_is_predicted_not_fitted_and_each_source_is_left_out(tmp_path):
+    """The rows of the CLI test above, from one arch, split over two sources: the held-out row is
+    predicted by the fit on the other three; lab B left out, lab A's two rows set both parameters
+    and predict lab B's; lab A left out, lab B's one train row (a dispatch) cannot set the kernel
+    efficiency, which the report names as kept at its start beside lab A's mispredicted kernel row."""
+    csv = tmp_path / "m.csv"
+    csv.write_text(SOURCED)
+    r = CliRunner().invoke(main, ["calibrate", str(csv), "--out", str(tmp_path / "c.toml"), "--json", "--no-loo",
+                                  "--held-out", "mm small B"])
+    assert r.exit_code == 0, r.output
+    fit = json.loads(r.output)
+    assert fit["train"] == ["empty A", "empty B", "mm A"]
+    [held] = fit["held_out"]
+    assert held["name"] == "mm small B" and abs(held["error"]) < 0.05
+    by = {s["source"]: s for s in fit["leave_one_source_out"]}
+    efficiency = [n for n in fit["parameters"] if "efficiency" in n]
+    assert by["lab A"]["kept_at_start"] == efficiency and abs(by["lab A"]["errors"][1]) > 0.05
+    assert by["lab B"]["rows"] == ["empty B", "mm small B"] and max(map(abs, by["lab B"]["errors"])) < 0.05
+    assert by["lab B"]["kept_at_start"] == []
+    text = CliRunner().invoke(main, ["calibrate", str(csv), "--out", str(tmp_path / "c.toml"), "--no-loo",
+                                     "--held-out", "mm small B"])
+    assert "held out (not fitted" in text.output and "leave one source out" in text.output
+
+
+def test_cli__a_csv_column_calibrate_does_not_read_and_an_unknown_held_out_row_are_refused(tmp_path):
+    csv = tmp_path / "m.csv"
+    csv.write_text("name,workload,seconds,notes\nempty,dispatch,0.00006,warm\n")
+    r = CliRunner().invoke(main, ["calibrate", str(csv)])
+    assert r.exit_code == 2 and "column 'notes': not read by calibrate" in r.output
+    csv.write_text(SOURCED)
+    r = CliRunner().invoke(main, ["calibrate", str(csv), "--held-out", "mm C"])
+    assert r.exit_code == 2 and "--held-out 'mm C': no such row" in r.output

@@ -31,7 +31,7 @@ LAYERS = [
     ("front ends", {"workloads", "llm", "mlir", "onnx"}),
     ("figures", {"figures"}),
     ("studies", {"studies"}),
-    ("calibration", {"calibration", "profiles"}),
+    ("calibration", {"calibration", "calibration_split", "profiles"}),
     ("sweeping", {"sweeping"}),
     ("plot", {"plot"}),
     ("cli", {"cli"}),

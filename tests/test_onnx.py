@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 from fastsim.arch import NPU1, NPU2
 from fastsim.errors import ConfigError
-from fastsim.graph import CONV, MATMUL, VECTOR
+from fastsim.graph import CONV, MATMUL, TRANSPOSE, VECTOR
 from fastsim.llm.transformer import VectorCosts
 from fastsim.onnx import build_graph, onnx_summary, simulate_onnx, zoo
 from fastsim.onnx.graph import macs
@@ -111,7 +111,9 @@ def test_onnx__data_movement_resize_and_activations():
     assert swish.vector_cycles_per_elem == 3 * COSTS.tile_cost("elementwise", swish.m, swish.n)
     assert sigmoid.vector_cycles_per_elem == COSTS.tile_cost("silu_mul", sigmoid.m, sigmoid.n)
     assert (resize.m * resize.n, resize.x.elem_bytes, resize.x_inputs) == (8 * 8 * 8, 0.5, 1)
-    assert g.graph.producers[2] == (0, 1) and transpose.vector_cycles_per_elem == 0.0
+    assert g.graph.producers[2] == (0, 1)
+    # NCHW -> NHWC: the 8 channels swap with the 8 x 8 pixels (batch 1 dropped), element by element
+    assert (transpose.kind, transpose.m, transpose.n, transpose.k, transpose.repeat) == (TRANSPOSE, 8, 64, 1, 1)
 
 
 def test_onnx__encoder_matmuls_are_weights_or_attention_per_head():

@@ -1,5 +1,7 @@
 """Studies of the optimization method: ablation ranking (and its sweep kind, report and CLI)."""
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import fastsim
 from fastsim.cli import main
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.model import ModelConfig
+from fastsim.mapping.overlay import load_as_built
 from fastsim.studies import ablate, parse_regime, parse_regimes
 from fastsim.studies.registry import write_report
 from fastsim.sweeping import parse_spec, sweep
@@ -56,6 +59,7 @@ def test_ablate__ranks_by_measured_delta_and_names_the_top(ranking):
         assert str(r.top_class.values) == str(r.op_class.values[present][order][0])
         assert (r.delta_seconds.values[present] >= 0).all()
         assert np.allclose(r.share.values[present], r.delta_seconds.values[present] / float(r.baseline_seconds))
+        assert np.allclose(r.time_share.values[present], r.op_seconds.values[present] / float(r.baseline_seconds))
         # a class cannot save more than its own compute, nor more than its own time
         assert (r.delta_seconds.values[present] <= r.op_seconds.values[present] + 1e-12).all()
     assert ranking.delta_seconds.attrs["units"] == "s" and ranking.share.attrs["units"] == "1"
@@ -66,6 +70,35 @@ def test_ablate__report_has_a_table_per_regime_and_a_figure(ranking, tmp_path):
     text = md.read_text()
     assert text.count("| rank | class |") == 2 and "Optimize first" in text
     assert (tmp_path / "ablate.png").stat().st_size > 5000
+
+
+AS_BUILT_PREFILL = Path(__file__).resolve().parents[1] / "examples" / "as_built" / "air_prefill_bf16.toml"
+
+
+def test_ablate__as_built_ranks_the_baseline_laid_out_as_the_file_says():
+    """The baseline a user already runs: the file's precision and its prefill layout (mlir-air's
+    prefill pins flash attention alone, bf16 weights), every ablated run on the same layout."""
+    built = load_as_built(AS_BUILT_PREFILL)
+    base = LlmStudy(model=SMALL)
+    base = replace(base, precision=replace(base.precision, **built.precision))
+    ds = ablate(base, ["prefill:64"], overlays=built.overlays)
+    assert str(ds.fusion.values[0]) == "flash_attention" and ds.attrs["weights"] == "bf16"
+    assert (ds.delta_seconds.values[ds["rank"].values > 0] >= 0).all()
+    searched = ablate(replace(base, fusion="none"), ["prefill:64"])
+    assert str(searched.fusion.values[0]) == "none"  # the file's layout is what made it flash attention
+    with pytest.raises(fastsim.ConfigError, match="decode@256: the layout file describes none"):
+        ablate(base, ["decode:256"], overlays=built.overlays)
+
+
+def test_cli__study_ablate_overlay_refuses_what_it_cannot_ablate_as_built():
+    clash = CliRunner().invoke(main, ["study", "ablate", "--overlay", str(AS_BUILT_PREFILL), "--weights", "int4",
+                                      "--regime", "prefill:64"])
+    assert clash.exit_code == 2 and "--weights" in clash.output and "sets it too" in clash.output
+    other = CliRunner().invoke(main, ["study", "ablate", "--overlay", str(AS_BUILT_PREFILL)])
+    assert other.exit_code == 2 and "decode@4096: the layout file describes none" in other.output
+    design = CliRunner().invoke(main, ["study", "ablate", "--overlay", str(AS_BUILT_PREFILL), "--design",
+                                       str(AS_BUILT_PREFILL)])
+    assert design.exit_code == 2 and "--overlay" in design.output and "do not apply to --design" in design.output
 
 
 def test_regimes__parse_and_say_what_is_allowed():

@@ -31,6 +31,7 @@ from .plot import plot_cmd
 from .run import run_group
 from .study import study_group
 from .sweep import sweep_cmd
+from .transpose import transpose_cmd
 from .systolic import systolic_cmd
 
 __all__ = ["main", "script"]
@@ -75,6 +76,7 @@ def main(ctx, threads, debug):
 run_group.add_command(llm_cmd)
 run_group.add_command(design_cmd)
 run_group.add_command(conv_cmd)
+run_group.add_command(transpose_cmd)
 run_group.add_command(onnx_cmd)
 main.add_command(export_group)
 for command in (run_group, map_group, show_arch, sweep_cmd, systolic_cmd, plot_cmd, study_group, optimize_cmd,

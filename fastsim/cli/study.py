@@ -39,13 +39,17 @@ def study_group():
               help="an mlir-aie design (.mlir, docs/mlir.md): rank its kernels instead of a model's op classes")
 @click.option("--kernels", "kernels_path", type=click.Path(exists=True, dir_okay=False), default=None,
               help="with --design: the kernels' cycles per call ([kernels] NAME = CYCLES)")
+@click.option("--overlay", "overlay_path", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="an overlay or as-built TOML (docs/as_built.md): ablate the baseline as built, its [model] "
+                   "precision and each regime's layout (every --regime must be one the file describes)")
 @click.pass_context
 def ablate_cmd(ctx, model, weights, kv, activations, arch_name, regimes, as_json, report_dir, design_path,
-               kernels_path):
+               kernels_path, overlay_path):
     """Which op class is worth optimizing? Each class in turn computes nothing while its data still
     moves; classes are ranked per regime by the end-to-end time that saves (whole-run differences,
     layout pinned). One more pass removes all compute: the pure data-movement time. With
-    --design, the same question for the kernels of your own mlir-aie design.
+    --overlay, the baseline is your design as built; with --design, the same question for the
+    kernels of your own mlir-aie design.
 
     Example: fastsim study ablate --regime decode:4096 --regime prefill:1024 --report out/
     """
@@ -54,8 +58,30 @@ def ablate_cmd(ctx, model, weights, kv, activations, arch_name, regimes, as_json
         return
     from ..studies import ablate
 
-    _run_study(lambda: ablate(base_study(model, weights, kv, activations), regimes, load_arch(arch_name)),
-               as_json, report_dir)
+    def compute():
+        base, overlays = base_study(model, weights, kv, activations), None
+        if overlay_path:
+            base, overlays = _as_built(ctx, overlay_path, base)
+        ds = ablate(base, regimes, load_arch(arch_name), overlays=overlays)
+        ds.attrs["layout_file"] = overlay_path or ""
+        return ds
+
+    _run_study(compute, as_json, report_dir)
+
+
+def _as_built(ctx, path: str, base):
+    """``base`` with the as-built file's [model] precision, and the file's layouts by regime; a
+    precision option the file also sets is refused (which one wins would be a guess)."""
+    from dataclasses import replace
+
+    from ..mapping.overlay import load_as_built
+    from .llm_inputs import given
+
+    built = load_as_built(path)
+    clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in built.precision and given(ctx, k)]
+    if clash:
+        raise ConfigError([f"{', '.join(clash)}: {path} sets it too ([model]); give it in one place"], "study ablate")
+    return replace(base, precision=replace(base.precision, **built.precision)), built.overlays
 
 
 def _ablate_design(ctx, design_path, kernels_path, arch_name, as_json: bool) -> None:
@@ -65,8 +91,9 @@ def _ablate_design(ctx, design_path, kernels_path, arch_name, as_json: bool) -> 
     from ..mlir.ablate import ablate, format_ablation
     from .llm_inputs import given
 
-    unused = [f"--{name.replace('_', '-')}" for name in ("model", "weights", "kv", "activations", "regimes",
-                                                        "report_dir") if given(ctx, name)]
+    flags = {"model": "--model", "weights": "--weights", "kv": "--kv", "activations": "--activations",
+             "regimes": "--regime", "report_dir": "--report", "overlay_path": "--overlay"}
+    unused = [flag for name, flag in flags.items() if given(ctx, name)]
     problems = ([f"{', '.join(unused)}: a model's options do not apply to --design"] if unused else [])
     if not design_path:
         problems.append("--kernels: gives the kernel costs of --design; no design given")

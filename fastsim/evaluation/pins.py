@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
-from ..graph import CONV, MATMUL, OpGraph
+from ..graph import CONV, MATMUL, TRANSPOSE, OpGraph
 from ..mapping.layout import Layout
 from ..mapping.pins import Pins
 
 # the op kinds a table's pin applies to (a pin that selects none of them would be ignored)
 _FOR_KINDS = {"dataflow": (MATMUL,), "datapath": (MATMUL,), "tiles": (MATMUL,), "l2": (MATMUL,),
-              "op_pins": (MATMUL, CONV), "out_dtype": (CONV,)}
+              "op_pins": (MATMUL, CONV, TRANSPOSE), "out_dtype": (CONV,)}
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from ..mapping import Matmul, Pins, matmul_design, search
 from ..mapping.search_result import SearchResult
 from ..mapping.search import lower_bound_cycles
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
-from ..graph import CONV, MATMUL, VECTOR, Op, OpGraph
+from ..graph import CONV, MATMUL, TRANSPOSE, VECTOR, Op, OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
+from ..mapping.transpose import Transpose, search_transpose, transpose_design
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
 from ..results import DesignArrays
 from .pins import GraphPins
@@ -183,6 +184,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
     if op.kind == CONV:
         return _conv_design(p, arch, pins, noop, at)
+    if op.kind == TRANSPOSE:
+        return _transpose_design(p, arch, pins, noop, at)
     real, on, search_pins, top, keep, budget, weight = search_request(p, arch, pins, at)  # refuses a kind it cannot map
     found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate, control_weight=weight)
     best = found.best
@@ -200,9 +203,9 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
 
 def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> tuple | None:
     """The mapping search ``op_design`` runs for ``p``: ``search``'s arguments (op, arch, pins, top,
-    keep, budget, control_weight), or None for an op it searches none for (vector ops; convs search
-    their own)."""
-    if p.op.kind in (VECTOR, CONV):
+    keep, budget, control_weight), or None for an op it searches none for (vector ops; convs and
+    transposes search their own)."""
+    if p.op.kind in (VECTOR, CONV, TRANSPOSE):
         return None
     _matmul_kind(p.op)
     cols, col0 = at if at else (_columns(pins, p, arch), None)
@@ -307,11 +310,13 @@ def _conv_search(p: Placed, arch: Arch, pins: GraphPins):
 
 
 def op_search(p: Placed, arch: Arch, pins: GraphPins) -> SearchResult:
-    """The mapping search's answer that ``op_design`` takes for matmul or conv op ``p`` (after an
-    evaluation, its cached answer; a matmul's design checked): what a one-op workload reports of
-    its op (the mapping, the search's certainty)."""
+    """The mapping search's answer that ``op_design`` takes for matmul, conv or transpose op ``p``
+    (after an evaluation, its cached answer; a matmul's design checked): what a one-op workload
+    reports of its op (the mapping, the search's certainty)."""
     if p.op.kind == CONV:
         return _conv_search(p, arch, pins)[1]
+    if p.op.kind == TRANSPOSE:
+        return _transpose_search(p, arch, pins)[1]
     request = search_request(p, arch, pins)
     if request is None:
         raise ValueError(f"{p.op.name}: a {p.op.kind} op searches no mapping")  # a caller's bug
@@ -331,3 +336,37 @@ def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None, out_
 
 def _no_conv_pipeline() -> Design:
     raise ConfigError(["a conv does not run as a pipeline stage"], "mapping")
+
+
+def _transpose_design(p: Placed, arch: Arch, pins: GraphPins, noop: bool, at) -> OpDesign:
+    """A transpose op through its own search (``fastsim.mapping.transpose``): its designs read and
+    write DDR (``KindTraits.ddr_edges``) on the columns the search picks (a ``columns`` table pin
+    or its ``op_pins`` fix them). A mapping searched on ``mapped_on`` is built for ``arch``; NOOP
+    (ablation) derives the data-only twin from its tables."""
+    if at is not None:
+        raise ConfigError([f"{p.op.name}: a transpose does not run as a pipeline stage"], "mapping")
+    op, found = _transpose_search(p, arch, pins)
+    kernels = frozenset({("transpose", op.elem_bytes, op.unit > 1)})
+    design, known = found.best_design, found.best_arrays
+    if pins.mapped_on not in (None, arch):
+        design, known = transpose_design(op, found.best, arch), None
+    if noop:
+        return OpDesign(design, "transpose", None, kernels, None, noop_twin(lower(design)), found.gap)
+    return OpDesign(design, "transpose", known, kernels, NoopTwin(_no_transpose_pipeline), None, found.gap)
+
+
+def _transpose_search(p: Placed, arch: Arch, pins: GraphPins):
+    """A transpose op's ``Transpose`` and its search's answer (on ``mapped_on`` where set) under
+    the graph's pins: its ``op_pins``, and a ``columns`` table pin where those leave columns open."""
+    op = p.op
+    e = op.x.elem_bytes
+    t = Transpose(op.m, op.n, op.k, int(e) if e == int(e) else e, op.name)
+    own = pins.op_pins_of(op.name, p.kind, op.op_class)
+    cols = _columns(pins, p, arch)
+    if cols is not None and own.cols is None:
+        own = replace(own, cols=cols)
+    return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget)
+
+
+def _no_transpose_pipeline() -> Design:
+    raise ConfigError(["a transpose does not run as a pipeline stage"], "mapping")

@@ -3,7 +3,9 @@
 A matmul op computes Y[m x n] = X[m x k] @ W[k x n]; a vector op reads ``x_inputs`` operands of
 m x n elements and writes one; a conv op is a 2-D convolution (``conv`` holds its geometry; m, k, n
 are those of the GEMM it equals in MACs: m = n*oh*ow output pixels, k = (c/groups)*r*s, n = output
-channels). ``repeat`` identical instances run one after another: per attention
+channels); a transpose op turns a row-major m x n tensor into its n x m transpose, each element a
+run of ``k`` contiguous elements (1: an element transpose; a head's row when ONNX moves heads).
+``repeat`` identical instances run one after another: per attention
 head and, where every sequence of a batch has its own operand (its KV cache), per sequence. The W
 operand of attention is the KV cache, so KV bytes and attention MACs scale with batch while a
 weight is read once per step for the whole batch (its rows, M, grow with batch instead).
@@ -14,8 +16,8 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
-MATMUL, VECTOR, CONV = "matmul", "vector", "conv"
-OP_KINDS = (MATMUL, VECTOR, CONV)
+MATMUL, VECTOR, CONV, TRANSPOSE = "matmul", "vector", "conv", "transpose"
+OP_KINDS = (MATMUL, VECTOR, CONV, TRANSPOSE)
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class KindTraits:
 
 
 KIND_TRAITS = {MATMUL: KindTraits(False, "matmul", "w"), VECTOR: KindTraits(False, "vector", "x"),
-               CONV: KindTraits(True, "matmul", "w")}
+               CONV: KindTraits(True, "matmul", "w"), TRANSPOSE: KindTraits(True, "vector", "x")}
 
 
 def check_kind_traits(kinds, traits) -> None:
@@ -171,6 +173,9 @@ class OpGraph:
             elif op.conv is not None and (op.m, op.k, op.n) != op.conv.gemm_extents():
                 problems.append(f"ops[{i}] (m, k, n) = {(op.m, op.k, op.n)}: a conv op's must be its geometry's "
                                 f"{op.conv.gemm_extents()}")
+        problems += [f"ops[{i}] {op.name}: a transpose reads and writes elements of one size "
+                     f"(x {op.x.elem_bytes:g} bytes, y {op.y.elem_bytes:g})" for i, op in enumerate(self.ops)
+                     if op.kind == TRANSPOSE and op.x.elem_bytes != op.y.elem_bytes]
         if problems:
             raise ConfigError(problems, "op graph")
 

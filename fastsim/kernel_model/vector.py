@@ -40,6 +40,10 @@ class VectorCore:
     # core_load_bytes_per_cycle / core_store_bytes_per_cycle fields)
     load_bytes_per_cycle: int = 64
     store_bytes_per_cycle: int = 32
+    # accesses per cycle: two loads and one store per VLIW bundle, whatever their width (UG1603
+    # "Architecture Overview"; AM020 "Functional Overview"); a narrow access takes a whole slot
+    load_issues_per_cycle: int = 2
+    store_issues_per_cycle: int = 1
     # special-function lanes per issue (exp2, tanh): AIE-ML v2 16 (mlir-air attn_npu2.cc exp_g_minus_u:
     # "exp2 native width is 16"); 0: none, exp and tanh read look-up tables (AIE-ML)
     special_lanes: int = 0
@@ -265,3 +269,44 @@ def pool_cycles(core: VectorCore, outputs: int, window: int, kind: str = "max") 
     body = Body(window * V, V, alu_ops=window if kind == "max" else 0,
                 fp_ops=(window + 1) if kind == "avg" else 0)
     return core.call_cycles + loop_cycles(core, body, outputs)
+
+
+# An in-register transpose of one b x b block of elements of each size: (b, shuffles). AIE-API
+# ``aie::transpose(v, b, b)`` (aie_api include/aie_api/detail/aie2/transpose.hpp): 16-bit 8 x 8
+# (64 lanes, two 512-bit registers) is "8x8 emulated", two 1024-bit shuffles then one more per
+# half (4); 32-bit 4 x 4 (16 lanes) one shuffle (T32_4x4); 8-bit 8 x 8 (64 lanes) one (T8_8x8).
+# AIE-ML v2: assumption, the same counts (no aie2p transpose source read)
+TRANSPOSE_BLOCKS = {1: (8, 1), 2: (8, 4), 4: (4, 1)}
+RUN_ALIGN_BYTES = 16  # a moved unit of several elements: whole 128-bit accesses (assumption)
+
+
+def transpose_cycles(core: VectorCore, rows: int, cols: int, elem_bytes: int, unit: int = 1) -> float:
+    """One call transposing a ``rows`` x ``cols`` tile in L1 into a ``cols`` x ``rows`` tile, both
+    row-major. ``unit`` 1: element by element, in b x b blocks (``TRANSPOSE_BLOCKS``, the tile
+    padded up to whole blocks): per block, b row loads of b elements, the shuffles of
+    ``aie::transpose``, b row stores of b elements (as mlir-aie kernels gather 8 rows of 8 bf16
+    with ``aie::load_v<8>``, transpose and store; each access takes a load or store slot). A
+    block's interval is the busiest of the shuffle slot, the load slots, the store slot and the
+    ports' bytes; one pipelined loop per row of blocks (its fill each). ``unit`` > 1: each element
+    is a run of ``unit`` elements (a block transpose: heads, ``[0, 2, 1, 3]``) moved as whole
+    accesses, no shuffle: per unit its loads and stores at the ports' access widths; one loop per
+    input row. Plus the call's own overhead."""
+    if unit == 1:
+        if elem_bytes not in TRANSPOSE_BLOCKS:
+            raise ConfigError([f"transpose elem_bytes = {shown(elem_bytes)}: one of {sorted(TRANSPOSE_BLOCKS)}"],
+                              "kernel model")
+        b, shuffles = TRANSPOSE_BLOCKS[elem_bytes]
+        block = b * b * elem_bytes
+        ii = max(shuffles / core.vector_issues_per_cycle, b / core.load_issues_per_cycle,
+                 b / core.store_issues_per_cycle, block / core.load_bytes_per_cycle,
+                 block / core.store_bytes_per_cycle)
+        return core.call_cycles + math.ceil(rows / b) * (core.loop_overhead_cycles + math.ceil(cols / b) * ii)
+    run = unit * elem_bytes
+    if run % RUN_ALIGN_BYTES:
+        raise ConfigError([f"transpose unit = {shown(unit)} elements of {shown(elem_bytes)} bytes: a moved run is "
+                           f"whole {RUN_ALIGN_BYTES}-byte accesses"], "kernel model")
+    load_width = core.load_bytes_per_cycle / core.load_issues_per_cycle
+    store_width = core.store_bytes_per_cycle / core.store_issues_per_cycle
+    ii = max(math.ceil(run / load_width) / core.load_issues_per_cycle,
+             math.ceil(run / store_width) / core.store_issues_per_cycle)
+    return core.call_cycles + rows * (core.loop_overhead_cycles + cols * ii)

@@ -8,8 +8,9 @@ The loop (``walk``) is a generator of the batches it wants simulated: ``drive`` 
 
 An op kind plugs in a ``Space``: its legal candidates in bound order (rows: dicts with at least
 ``lower_bound_cycles``; simulation fills ``status`` and ``cycles``), how to simulate a batch, and
-how ties between equally fast candidates break. Matmul (``search``) and conv (``conv_search``) are
-the two spaces today.
+how ties between equally fast candidates break. Matmul (``search``), conv (``conv_search``) and
+transpose (``transpose``) are the spaces today. A space whose legal rows are all listed up front,
+sorted by bound, takes its walk from ``LegalInOrder`` (conv, transpose).
 
 What a candidate is ranked by (``objective``): its simulated cycles, plus, inside a graph, the
 cycles of the runtime-sequence instructions that set its design up after another op's in the same
@@ -50,6 +51,25 @@ class Space(Protocol):
 
     def tie(self, row: dict) -> tuple:
         """What breaks a tie in cycles (before simulation order)."""
+
+
+class LegalInOrder:
+    """A ``Space``'s walk over a list of legal rows already sorted by bound (conv, transpose): the
+    plug-in adds ``group``, ``simulate`` and ``tie``."""
+
+    bound = "lower_bound_cycles"  # the row key it is sorted and pruned by
+
+    def __init__(self, name: str, legal: list[dict]):
+        self.name, self.legal = name, legal
+        self.done = 0  # legal[:done] are simulated
+
+    def take(self, size: int, below: float) -> list[dict]:
+        batch = [r for r in self.legal[self.done:self.done + size] if r[self.bound] < below]
+        self.done += len(batch)
+        return batch
+
+    def unexplored_bound(self) -> float:
+        return self.legal[self.done][self.bound] if self.done < len(self.legal) else float("inf")
 
 
 def branch_and_bound(space: Space, first: list[dict], budget: int | None, extra: dict | None = None,

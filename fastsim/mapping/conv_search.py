@@ -16,7 +16,7 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
-from .branch_bound import FIRST_BATCH, branch_and_bound
+from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound
 from .conv_plan import control_counts_of, plan, problems
 from .dispatch import layer_instructions
 from .pins import Pins
@@ -145,24 +145,17 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None, control_weig
                         best_control_cycles=best["objective"] - best["cycles"])
 
 
-class _ConvSpace:
+class _ConvSpace(LegalInOrder):
     """The conv candidates as ``branch_bound`` walks them: every legal one, planned, in order of
     ``objective_bound`` (its cycles bound plus, inside a graph, its design's weighted control,
     counted from the plan: ``conv_plan.control_counts_of``)."""
 
     group = "conv search"
+    bound = "objective_bound"
 
     def __init__(self, op: Conv2d, arch: Arch, legal: list[dict]):
-        self.op, self.arch, self.legal, self.name = op, arch, legal, f"conv {op.name}"
-        self.done = 0  # legal[:done] are simulated
-
-    def take(self, size: int, below: float) -> list[dict]:
-        batch = [r for r in self.legal[self.done:self.done + size] if r["objective_bound"] < below]
-        self.done += len(batch)
-        return batch
-
-    def unexplored_bound(self) -> float:
-        return self.legal[self.done]["objective_bound"] if self.done < len(self.legal) else float("inf")
+        super().__init__(f"conv {op.name}", legal)
+        self.op, self.arch = op, arch
 
     def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
         _simulate(self.op, self.arch, rows, cap_cycles)

@@ -1,7 +1,7 @@
 """The one record of what a user fixes about an op's mapping (``Pins``), for every op kind."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..arch import Arch
 from ..errors import Problems
@@ -12,6 +12,9 @@ from .space import DATAFLOWS, L2_CHOICES, SPLITS
 # the pins of one op kind only
 CONV_ONLY = ("rpc", "kb", "weights", "cb")
 MATMUL_ONLY = ("dataflow", "tile", "col0", "k_split", "order", "l2", "datapath", "stream_split", "buffers")
+# a transpose's: its columns, rows and tile (tm, tn, 1); nothing else of the other kinds'
+TRANSPOSE_PINS = ("cols", "rows", "tile")
+PIN_KINDS = ("matmul", "conv", "transpose")  # the op kinds that search a mapping
 
 
 @dataclass(frozen=True)
@@ -40,11 +43,20 @@ class Pins:
     cb: int | None = None
 
     def validate(self, arch: Arch, kind: str = "matmul") -> "Pins":
-        """Every set field in its range on ``arch``; ``kind`` (matmul or conv): the op kind searched,
-        whose pins alone may be set."""
-        if kind not in ("matmul", "conv"):
-            raise ValueError(f"Pins.validate: kind {kind!r} has no pins (matmul or conv)")  # a caller's bug
-        p = Problems("mapping pins" if kind == "matmul" else "conv mapping pins")
+        """Every set field in its range on ``arch``; ``kind`` (matmul, conv or transpose): the op kind
+        searched, whose pins alone may be set."""
+        if kind not in PIN_KINDS:
+            raise ValueError(f"Pins.validate: kind {kind!r} has no pins ({', '.join(PIN_KINDS)})")  # a caller's bug
+        p = Problems({"matmul": "mapping pins"}.get(kind, f"{kind} mapping pins"))
+        if kind == "transpose":
+            for f in fields(self):
+                if f.name not in TRANSPOSE_PINS and getattr(self, f.name) not in (None, ()):
+                    p.add(f.name, getattr(self, f.name), f"not a transpose pin: a transpose pins {TRANSPOSE_PINS}")
+            self._sizes(p, (("cols", 1, arch.columns), ("rows", 1, arch.compute_rows)))
+            p.check(self.tile is None or (isinstance(self.tile, tuple) and len(self.tile) == 3 and all(
+                isinstance(x, int) and x >= 1 for x in self.tile)), "tile", self.tile, "three sizes tm, tn, 1")
+            p.raise_if_any()
+            return self
         for name in (CONV_ONLY if kind == "matmul" else MATMUL_ONLY):
             if getattr(self, name) not in (None, ()):
                 p.add(name, getattr(self, name), f"a {'conv' if kind == 'matmul' else 'matmul'} pin: this op is a {kind}")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..graph import CONV, MATMUL, VECTOR, ConvGeometry, Op, Operand
-from ..errors import shown
+from ..graph import CONV, MATMUL, TRANSPOSE, VECTOR, ConvGeometry, Op, Operand
+from ..errors import ConfigError, shown
 from ..graph.ops import NO_OPERAND
+from ..mapping.transpose import Transpose
 from .read import ELEM_BYTES
 
 
@@ -247,9 +248,51 @@ def resize(b, node) -> None:
 
 
 def transpose(b, node) -> None:
-    """A copy through the array (data movement, no compute cycles)."""
-    m, n = _rows(b.shape(node.output[0]))
-    vector(b, node, "elementwise", 0.0, m, n, inputs=[node.input[0]])
+    """A view where ``perm`` only moves size-1 axes; else a TRANSPOSE op when ``perm``, once size-1
+    axes are dropped and axes that stay neighbours in order are merged, swaps two axes: after
+    the batch axis (``repeat``) if any, before a run of contiguous elements (``k``) if any. Any
+    other perm is refused by name."""
+    xs = b.shape(node.input[0])
+    perm = list(_attrs(node).get("perm", range(len(xs) - 1, -1, -1)))
+    swap = transpose_of(xs, perm)
+    if swap is None:
+        b.alias(node.output[0], b.source(node.input[0]))
+        return
+    batch, m, n, unit = swap
+    x = b.operand(node.input[0])
+    try:
+        Transpose(m, n, unit, x.elem_bytes).validate()
+    except ConfigError as e:
+        raise NodeProblem(f"perm = {perm} of a {list(xs)} tensor: " + "; ".join(e.problems)) from None
+    op = Op(b.name(node), "elementwise", b.layer, TRANSPOSE, m, unit, n, x, NO_OPERAND, x, repeat=batch)
+    b.add(node, op, node.input[0])
+
+
+def transpose_of(shape, perm) -> tuple[int, int, int, int] | None:
+    """(batch, m, n, unit) of the 2-D transpose ``perm`` makes of a tensor of ``shape``; None when it
+    moves no data (only size-1 axes move). A ``NodeProblem`` names a perm that is no such swap."""
+    if sorted(perm) != list(range(len(shape))):
+        raise NodeProblem(f"perm = {list(perm)}: must order the input's {len(shape)} axes")
+    kept = [a for a in perm if shape[a] > 1]
+    if kept == sorted(kept):
+        return None
+    after = dict(zip(sorted(kept), sorted(kept)[1:]))  # each kept axis's next one in the input
+    groups = [[kept[0]]]
+    for a in kept[1:]:  # axes that stay neighbours, in order, move as one
+        if after.get(groups[-1][-1]) == a:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    order = sorted(range(len(groups)), key=lambda i: groups[i][0])  # the merged axes in input order
+    q = [order.index(i) for i in range(len(groups))]
+    sizes = [math.prod(shape[a] for a in groups[i]) for i in order]
+    lead = 1 if q[0] == 0 else 0
+    if q[lead:lead + 2] != [lead + 1, lead] or q[lead + 2:] not in ([], [lead + 2]) or len(q) > lead + 3:
+        raise NodeProblem(f"perm = {list(perm)} of a {list(shape)} tensor: fastsim's transpose swaps two axes "
+                          "(after a batch, before a contiguous run: size-1 axes dropped, neighbours merged); "
+                          "this perm is no such swap")
+    m, n = sizes[lead], sizes[lead + 1]
+    return (sizes[0] if lead else 1), m, n, (sizes[lead + 2] if len(q) == lead + 3 else 1)
 
 
 def view(b, node) -> None:

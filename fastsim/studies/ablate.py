@@ -18,9 +18,10 @@ import numpy as np
 import xarray as xr
 
 from ..arch import NPU2, Arch
+from ..errors import ConfigError
 from ..graph import OP_CLASSES
 from ..llm import LlmStudy, simulate_llm
-from ..llm.run import pinned_layout
+from ..llm.run import apply_overlay, pinned_layout
 from .regimes import Regime, binding, parse_regimes
 from .variables import build
 
@@ -36,7 +37,7 @@ def _classes(baseline: xr.Dataset) -> list[str]:
     return seen
 
 
-def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.Dataset:
+def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2, overlays: dict | None = None) -> xr.Dataset:
     """Rank op classes by the end-to-end time their compute costs, per regime.
 
     Parameters
@@ -46,6 +47,10 @@ def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.D
     regimes : list of str or Regime
         e.g. ``["decode:4096", "prefill:1024", "decode:4096:8"]`` (default: decode at 4k, prefill 1k).
     arch : Arch
+    overlays : dict, optional
+        Layouts by regime kind (an as-built file's ``AsBuilt.overlays``): the baseline a user
+        already runs, ablated as built. Every regime asked must have one (a regime the file does
+        not describe would be ablated on a searched layout under the file's name).
 
     Returns
     -------
@@ -56,14 +61,23 @@ def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2) -> xr.D
     ``baseline_seconds``, ``data_movement_seconds`` (every class's compute removed) and ``top_class``.
     """
     regimes = parse_regimes(regimes)
+    if overlays is not None:
+        missing = [r.label for r in regimes if r.regime not in overlays]
+        if missing:
+            raise ConfigError([f"regime {', '.join(missing)}: the layout file describes none "
+                               f"(it has {', '.join(sorted(overlays)) or 'no regime'}); ask for those regimes"], "ablate")
     rows = []
     for regime in regimes:
-        study = regime.study(base)
-        baseline = simulate_llm(study, arch)
+        layout = (overlays or {}).get(regime.regime)
+        # cuts an as-built layout pins are what was built: reported if they overflow, never refused
+        strict = layout is None or layout.cuts is None
+        study = apply_overlay(regime.study(base), layout)
+        baseline = simulate_llm(study, arch, strict=strict)
         pinned = pinned_layout(study, baseline)
         classes = _classes(baseline)
-        ablated = {c: float(simulate_llm(replace(pinned, noop=(c,)), arch).total_seconds) for c in classes}
-        movement = float(simulate_llm(replace(pinned, noop=tuple(classes)), arch).total_seconds)
+        ablated = {c: float(simulate_llm(replace(pinned, noop=(c,)), arch, strict=strict).total_seconds)
+                   for c in classes}
+        movement = float(simulate_llm(replace(pinned, noop=tuple(classes)), arch, strict=strict).total_seconds)
         rows.append((regime, baseline, classes, ablated, movement))
     return _dataset(rows, base, arch)
 
@@ -99,6 +113,7 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
             "delta_seconds": v["delta"],
             "share": v["share"],
             "op_seconds": v["op"],
+            "time_share": v["op"] / np.array(total)[:, None],
             "compute_seconds": v["compute"],
             "movement_seconds": v["movement"],
             "bound_by": bound.astype(str),

@@ -37,8 +37,10 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
            "",
            "Each op class in turn computes nothing while all of its data still moves; the whole forward "
            "pass is simulated again with the baseline's fusion and cuts. Deltas are differences of whole "
-           "runs. Optimize the top of each ranking first. `cast` is the weight dequantization inside the "
-           "gemm ops: its row is a part of gemm's, not an addition to it.", ""]
+           "runs. Optimize the top of each ranking first. `time share` is the class's share of the run (what "
+           "a per-kernel profile shows): a large share with a small delta is time spent moving data, which a "
+           "faster kernel would not shorten and a better placement or dataflow would. `cast` is the weight "
+           "dequantization inside the gemm ops: its row is a part of gemm's, not an addition to it.", ""]
     for regime in ds.regime.values:
         r = ds.sel(regime=regime)
         present = [c for c in ds.op_class.values if int(r["rank"].sel(op_class=c)) > 0]
@@ -46,8 +48,9 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
         top = str(r.top_class.values)
         out += [f"## {regime}", "",
                 f"Baseline {ms(float(r.baseline_seconds))} ms; with every class's compute removed "
-                f"{ms(float(r.data_movement_seconds))} ms (pure data movement). Layout: fusion "
-                f"`{r.fusion.values}`.", ""]
+                f"{ms(float(r.data_movement_seconds))} ms (pure data movement). Layout: "
+                + (f"as built in `{ds.attrs['layout_file']}`, " if ds.attrs.get("layout_file") else "")
+                + f"fusion `{r.fusion.values}`.", ""]
         if top:
             t = r.sel(op_class=top)
             out += [f"**Optimize first: {top}** ({ms(float(t.delta_seconds))} ms, "
@@ -58,9 +61,10 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
             x = r.sel(op_class=c)
             exposed = float(x.exposed_share)
             rows.append([int(x["rank"]), c, ms(float(x.delta_seconds)), f"{100 * float(x.share):.2f} %",
-                         ms(float(x.op_seconds)), ms(float(x.compute_seconds)), ms(float(x.movement_seconds)),
+                         ms(float(x.op_seconds)), f"{100 * float(x.time_share):.1f} %", ms(float(x.compute_seconds)),
+                         ms(float(x.movement_seconds)),
                          "" if np.isnan(exposed) else f"{100 * exposed:.1f} %", str(x.bound_by.values)])
-        out += [table(["rank", "class", "delta ms", "share", "class ms", "compute ms", "movement ms",
+        out += [table(["rank", "class", "delta ms", "share", "class ms", "time share", "compute ms", "movement ms",
                        "compute exposed", "highest utilization"], rows), ""]
     if figure:
         out += [f"![time saved per op class]({figure})", ""]

@@ -75,6 +75,9 @@ VARIABLES = {
            "end-to-end time saved when the class computes nothing (its data still moves)"),
         "share": _v(("regime", "op_class"), "1", "delta_seconds over baseline_seconds"),
         "op_seconds": _v(("regime", "op_class"), "s", "the class's op time in the baseline"),
+        "time_share": _v(("regime", "op_class"), "1",
+           "op_seconds over baseline_seconds: the class's share of the run, what a per-kernel profile "
+           "shows (a class can take most of the time and save none of it: its time is data movement)"),
         "compute_seconds": _v(("regime", "op_class"), "s",
            "the class's kernel time in the baseline (busiest core per op)"),
         "movement_seconds": _v(("regime", "op_class"), "s",
@@ -88,7 +91,7 @@ VARIABLES = {
         "baseline_seconds": _v(("regime",), "s", "end-to-end time of the regime, nothing removed"),
         "data_movement_seconds": _v(("regime",), "s", "end-to-end time with every class's compute removed at once"),
         "top_class": _v(("regime",), "1", "the class to optimize first (rank 1)"),
-        "fusion": _v(("regime",), "1", "the layout every run of the regime kept (the baseline's searched fusion)"),
+        "fusion": _v(("regime",), "1", "the layout every run of the regime kept (the baseline's fusion: searched, or as built)"),
     },
     "cuts": {
         "seconds": _v(("regime", "dispatches"), "s",
