@@ -365,7 +365,7 @@ def _transpose_search(p: Placed, arch: Arch, pins: GraphPins):
     cols = _columns(pins, p, arch)
     if cols is not None and own.cols is None:
         own = replace(own, cols=cols)
-    return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget)
+    return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget, control_weight(p, pins))
 
 
 def _no_transpose_pipeline() -> Design:
