@@ -15,6 +15,8 @@ A space whose legal rows are all listed up front, sorted by bound, takes its wal
 ``LegalInOrder`` (conv, transpose)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol
 
 from ..errors import ConfigError
@@ -42,6 +44,18 @@ class Space(Protocol):
 
     def tie(self, row: dict) -> tuple:
         """What breaks a tie in cycles (before simulation order)."""
+
+
+@dataclass(frozen=True)
+class Broken:
+    """One limit a candidate breaks (its kind's ``Limit`` enum: searches count rejections by it,
+    never by text), with its numbers."""
+
+    limit: Enum
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 class LegalInOrder:
