@@ -307,3 +307,15 @@ def test_as_built__a_gemm_row_major_in_ddr_is_never_faster_and_refused_if_not_a_
     assert rows["total_cycles"] >= fast["total_cycles"]
     with pytest.raises(ConfigError, match="row_major_ddr"):
         replace(plain, row_major_ddr=1).graph()
+
+
+@pytest.mark.parametrize("command, unread", [
+    (["run", "llm", "--context", "64"], "[gemm]"), (["study", "ablate", "--regime", "decode:64"], "[gemm]"),
+    (["run", "gemm", "--m", "64", "--k", "64", "--n", "64"], "[decode]")])
+def test_cli__a_table_the_workload_does_not_read_is_refused_by_name(tmp_path, command, unread):
+    """A file with a model's regime and one GEMM's table: an LLM run would drop the [gemm] table and
+    a GEMM run the [decode] one, each running another design under the file's name."""
+    path = tmp_path / "both.toml"
+    path.write_text('[decode]\nfusion = "none"\n[gemm]\ntile = [64, 64, 64]\n')
+    r = CliRunner().invoke(main, [*command, "--overlay", str(path)])
+    assert r.exit_code == 2 and f"{unread}: {path} describes it" in r.output and "does not read it" in r.output

@@ -232,7 +232,7 @@ def _as_built_precision(ctx, o, precision):
     from ..mapping.overlay import load_as_built
     from .llm_inputs import given
 
-    o.as_built = load_as_built(o.overlay_path)
+    o.as_built = load_as_built(o.overlay_path).check_read_by("llm", o.overlay_path)
     table = o.as_built.precision
     clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in table and given(ctx, k)]
     clash += [f"--tensor-dtype {k}" for k in table if k in parse_kinds(o.tensor_dtypes)]
@@ -307,7 +307,7 @@ def _routing_spread(study, o, arch) -> dict | None:
 def _simulate(study, o, arch):
     """(the pass's Dataset, or the generation's summary dict; the latency quantiles or None)."""
     from ..llm import simulate_llm
-    from ..llm.run import apply_overlay
+    from ..llm.run import apply_overlay, strict_for
     from ..mapping import overlay as overlay_io
 
     overlays = o.as_built.overlays if o.overlay_path else {}
@@ -316,10 +316,8 @@ def _simulate(study, o, arch):
 
         result = simulate_generation(study, o.new_tokens, arch, overlays=overlays)
     else:
-        # dispatches an as-built file pins are what was built: fastsim's assumed dispatch limits
-        # (instruction buffer, program memory) report what they would not fit, never veto it
         layout = overlays.get(o.regime)
-        laid_out, strict = apply_overlay(study, layout), layout is None or layout.cuts is None
+        laid_out, strict = apply_overlay(study, layout), strict_for(layout)
         result = simulate_llm(laid_out, arch, strict=strict)
         if o.whole_run:
             from ..studies.whole_run import whole_run_search

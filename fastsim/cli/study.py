@@ -77,7 +77,7 @@ def _as_built(ctx, path: str, base):
     from ..mapping.overlay import load_as_built
     from .llm_inputs import given
 
-    built = load_as_built(path)
+    built = load_as_built(path).check_read_by("llm", path)
     clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in built.precision and given(ctx, k)]
     if clash:
         raise ConfigError([f"{', '.join(clash)}: {path} sets it too ([model]); give it in one place"], "study ablate")

@@ -78,6 +78,7 @@ class Evaluation:
     results: dict = field(default_factory=dict)
     movement: bool = True  # simulate each op design's data-only twin (``evaluate``)
     alternatives: dict = field(default_factory=dict)
+    unablated: "Evaluation | None" = field(default=None, repr=False)  # the same graph without NOOP (``real_results``)
 
     def __post_init__(self):
         self.groups = find_groups(self.graph)
@@ -423,9 +424,11 @@ class Evaluation:
         NOOP op may keep (``paced``)."""
         if not ablated:
             return {}
-        real = Evaluation(self.graph, replace(self.pins, noop=()), self.arch, self.limits, self.strict, movement=False)
-        real.simulate(ablated, strict=False)
-        return real.results
+        if self.unablated is None:  # one for the evaluation: its results accumulate across the calls
+            self.unablated = Evaluation(self.graph, replace(self.pins, noop=()), self.arch, self.limits, self.strict,
+                                        movement=False)
+        self.unablated.simulate(ablated, strict=False)
+        return self.unablated.results
 
     def check_designs(self, placed: list[Placed]) -> None:
         """Validate the chosen ops' designs whose searches left it to the evaluation (``simulate``

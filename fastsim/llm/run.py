@@ -98,6 +98,13 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
     return replace(study, **overlay.layout.over(study.layout).fields())
 
 
+def strict_for(overlay) -> bool:
+    """Whether fastsim's assumed dispatch limits (instruction buffer, program memory) may refuse a
+    run laid out as ``overlay``: not where it pins the cuts, which are then what was built (what
+    would not fit is reported, ``dispatch_fits``, never vetoed)."""
+    return overlay is None or overlay.cuts is None
+
+
 def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, samples: int = 4,
                         overlays: dict | None = None) -> dict:
     """A request end to end: prefill of ``study.prompt`` tokens, one overlay switch, then
@@ -115,11 +122,13 @@ def simulate_generation(study: LlmStudy, new_tokens: int, arch: Arch = NPU2, sam
     if new_tokens < 1:
         raise ConfigError([f"new_tokens = {new_tokens}: must be >= 1"], "generation")
     overlays = overlays or {}
-    prefill = simulate_llm(apply_overlay(replace(study, regime="prefill"), overlays.get("prefill")), arch)
+    layout = overlays.get("prefill")
+    prefill = simulate_llm(apply_overlay(replace(study, regime="prefill"), layout), arch, strict=strict_for(layout))
     first, last = study.prompt, study.prompt + new_tokens - 1
     contexts = sorted({int(round(x)) for x in np.linspace(first, last, max(2, samples))})
-    decode = apply_overlay(replace(study, regime="decode"), overlays.get("decode"))
-    steps = [simulate_llm(replace(decode, context=c), arch) for c in contexts]
+    layout = overlays.get("decode")
+    decode = apply_overlay(replace(study, regime="decode"), layout)
+    steps = [simulate_llm(replace(decode, context=c), arch, strict=strict_for(layout)) for c in contexts]
     per_step = np.interp(np.arange(first, last + 1), contexts, [float(s.total_seconds) for s in steps])
     ttft = float(prefill.total_seconds)
     switch, changes = switch_seconds(set(prefill.attrs["kernels"]), set(steps[-1].attrs["kernels"]), arch)

@@ -22,6 +22,8 @@ a closed-form bound on cycles plus the weighted control counted in closed form f
 bound is no better than the best objective simulated."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from typing import Protocol
 
 from ..errors import ConfigError
@@ -51,6 +53,18 @@ class Space(Protocol):
 
     def tie(self, row: dict) -> tuple:
         """What breaks a tie in cycles (before simulation order)."""
+
+
+@dataclass(frozen=True)
+class Broken:
+    """One limit a candidate breaks (its kind's ``Limit`` enum: searches count rejections by it,
+    never by text), with its numbers."""
+
+    limit: Enum
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
 
 
 class LegalInOrder:

@@ -13,6 +13,7 @@ import numpy as np
 from ..arch import Arch
 from ..kernel_model import conv as KC
 from ..kernel_model import matmul as KM
+from .branch_bound import Broken
 from .conv import Conv2d, ConvMapping, cdiv, check_mapping, words
 from .dispatch import ControlCounts
 from .paths import deal, stream_rates
@@ -322,17 +323,6 @@ class Limit(Enum):
     MEM_TILE_PORTS_DOWN = "mem tile streams down"
     COMPUTE_BD_LENGTH = "compute tile BD length"
     MEM_BD_LENGTH = "mem tile BD length"
-
-
-@dataclass(frozen=True)
-class Broken:
-    """One limit a candidate breaks, with its numbers."""
-
-    limit: Limit
-    detail: str
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 _MEM_TILE = (("l2", "bytes", Limit.MEM_TILE_BYTES), ("bds", "bds", Limit.MEM_TILE_BDS),

@@ -93,6 +93,18 @@ class AsBuilt:
     sources: dict
     gemm: dict = field(default_factory=dict)  # mapping Pins fields of one GEMM as built
 
+    def check_read_by(self, workload: str, path) -> "AsBuilt":
+        """Refuse the tables ``workload`` ("llm": a model's regimes, or "gemm": one GEMM) would not
+        read: a layout silently dropped would run another design under the file's name."""
+        unread = (["gemm"] if self.gemm else []) if workload == "llm" else \
+            [*self.overlays, *(["model"] if self.precision else [])]
+        if unread:
+            run, other = (("a GEMM run", "an LLM run: run llm, study ablate") if workload == "gemm" else
+                          ("an LLM run", "fastsim run gemm --overlay"))
+            raise ConfigError([f"[{t}]: {path} describes it, but {run} does not read it (it is for {other}); "
+                               "give one file per workload" for t in unread], "overlay file")
+        return self
+
     def pinned(self, regime: str) -> list[str]:
         o = self.overlays.get(regime)
         set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices() and (k != "host" or o.host)

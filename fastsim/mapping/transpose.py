@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from ..arch import Arch
 from ..cache import CACHE, Region
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import ConfigError, Problems
 from ..kernel_model import vector as KV
-from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound
+from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound
 from .ddr_runs import bound_rate, bound_run_bytes
 from .dispatch import ControlCounts, layer_instructions
 from .paths import join_outputs, push_round, stream_rates
@@ -88,6 +89,19 @@ class TransposeMapping:
         return f"{self.tm}x{self.tn} {self.cols}c{self.rows}r"
 
 
+class Limit(Enum):
+    """What a transpose candidate can break: the search counts its rejections by these."""
+
+    NO_CORE = "no vector core"
+    TILE_WORDS = "tile"
+    DDR_READ = "DDR read"
+    DDR_WRITE = "DDR write"
+    CORE_MEMORY = "core memory"
+    MEM_TILE_BYTES = "mem tile"
+    MEM_TILE_CHANNELS = "mem tile channels"
+    COMPUTE_BD_LENGTH = "compute tile BD length"
+
+
 @dataclass(frozen=True)
 class TransposePlan:
     """The closed form of one mapping: what the design moves and computes, what it needs, how
@@ -104,7 +118,7 @@ class TransposePlan:
     l1_bytes: int
     l2_bytes: int
     lower_bound_cycles: float
-    problems: tuple[str, ...]
+    problems: tuple[Broken, ...]
 
 
 def _divisors(x: int) -> list[int]:
@@ -132,26 +146,29 @@ def plan(op: Transpose, mp: TransposeMapping, arch: Arch) -> TransposePlan:
     l1, l2 = 4 * tile_bytes, 4 * mp.rows * tile_bytes  # double-buffered in and out, per core / per column
     broken = []
     if core is None:
-        broken.append(f"{arch.name}: no vector core documented for its generation (kernel_model.vector.CORES)")
+        broken.append(Broken(Limit.NO_CORE, f"{arch.name}: no vector core documented for its generation "
+                                            "(kernel_model.vector.CORES)"))
     if tile_bytes % 4:
-        broken.append(f"tile: {tile_bytes} bytes, not whole 32-bit words (DMAs move words)")
-    for what, run, pitch, dims in (("read", x_run, op.n * ub, x_dims), ("write", y_run, op.m * ub, y_dims)):
+        broken.append(Broken(Limit.TILE_WORDS, f"tile: {tile_bytes} bytes, not whole 32-bit words (DMAs move words)"))
+    for limit, what, run, pitch, dims in ((Limit.DDR_READ, "read", x_run, op.n * ub, x_dims),
+                                          (Limit.DDR_WRITE, "write", y_run, op.m * ub, y_dims)):
         if dims and (run % 4 or pitch % 4):
-            broken.append(f"DDR {what}: runs of {run} bytes {pitch} bytes apart, not whole 32-bit words")
+            broken.append(Broken(limit, f"DDR {what}: runs of {run} bytes {pitch} bytes apart, not whole 32-bit words"))
         elif dims and (any(size >= 2 ** arch.shim.bd_wrap_bits for size, _ in dims)
                        or dims[1][1] >= 2 ** arch.shim.bd_step_bits):
-            broken.append(f"DDR {what}: dims {dims} exceed a shim BD's wraps or step")
+            broken.append(Broken(limit, f"DDR {what}: dims {dims} exceed a shim BD's wraps or step"))
     if l1 > arch.compute.memory_bytes:
-        broken.append(f"core memory: needs {l1} bytes; {arch.compute.memory_bytes} available")
+        broken.append(Broken(Limit.CORE_MEMORY, f"core memory: needs {l1} bytes; {arch.compute.memory_bytes} available"))
     if l2 > arch.mem.memory_bytes:
-        broken.append(f"mem tile: needs {l2} bytes; {arch.mem.memory_bytes} available")
+        broken.append(Broken(Limit.MEM_TILE_BYTES, f"mem tile: needs {l2} bytes; {arch.mem.memory_bytes} available"))
     mem = arch.mem
     if mp.rows + 1 > mem.s2mm_channels or mp.rows > DRAIN_CHANNEL or DRAIN_CHANNEL >= mem.mm2s_channels \
             or 8 * mp.rows > mem.bd_count:
-        broken.append(f"mem tile channels: {mp.rows} rows need {mp.rows + 1} S2MM, MM2S 0..{mp.rows - 1} and "
-                      f"{DRAIN_CHANNEL}, {8 * mp.rows} BDs")
+        broken.append(Broken(Limit.MEM_TILE_CHANNELS, f"mem tile channels: {mp.rows} rows need {mp.rows + 1} S2MM, "
+                                                      f"MM2S 0..{mp.rows - 1} and {DRAIN_CHANNEL}, {8 * mp.rows} BDs"))
     if tile_bytes / 4 >= 2 ** arch.compute.bd_length_bits:
-        broken.append(f"compute tile BD length field holds < 2**{arch.compute.bd_length_bits} words")
+        broken.append(Broken(Limit.COMPUTE_BD_LENGTH,
+                             f"compute tile BD length field holds < 2**{arch.compute.bd_length_bits} words"))
     runs = (1 if not x_dims else mp.tm) + (1 if not y_dims else mp.tn)
     bound = _bound(arch, mp, per_core, tile_bytes, call, runs)
     return TransposePlan(tiles, per_core, per_core * cores - tiles, tile_bytes, call, x_dims, y_dims, runs, l1, l2,
@@ -234,7 +251,7 @@ def _search(op: Transpose, arch: Arch, pins: Pins, budget: int | None, control_w
         enumerated += 1
         pl = plan(op, mp, arch)
         if pl.problems:
-            first = pl.problems[0].split(":")[0]
+            first = pl.problems[0].limit.value  # the first limit broken, as the conv search counts
             reasons[first] = reasons.get(first, 0) + 1
             continue
         control = layer_instructions(control_counts_of(mp)) if control_weight else 0
@@ -285,7 +302,7 @@ def checked_plan(op: Transpose, mp: TransposeMapping, arch: Arch) -> TransposePl
     op.validate()
     pl = plan(op, mp, arch)
     if pl.problems:
-        raise ConfigError(list(pl.problems), f"transpose mapping {mp.label()}")
+        raise ConfigError([str(b) for b in pl.problems], f"transpose mapping {mp.label()}")
     return pl
 
 

@@ -21,7 +21,7 @@ from ..arch import NPU2, Arch
 from ..errors import ConfigError
 from ..graph import OP_CLASSES
 from ..llm import LlmStudy, simulate_llm
-from ..llm.run import apply_overlay, pinned_layout
+from ..llm.run import apply_overlay, pinned_layout, strict_for
 from .regimes import Regime, binding, parse_regimes
 from .variables import build
 
@@ -69,8 +69,7 @@ def ablate(base: LlmStudy = LlmStudy(), regimes=None, arch: Arch = NPU2, overlay
     rows = []
     for regime in regimes:
         layout = (overlays or {}).get(regime.regime)
-        # cuts an as-built layout pins are what was built: reported if they overflow, never refused
-        strict = layout is None or layout.cuts is None
+        strict = strict_for(layout)
         study = apply_overlay(regime.study(base), layout)
         baseline = simulate_llm(study, arch, strict=strict)
         pinned = pinned_layout(study, baseline)

@@ -211,7 +211,7 @@ def with_as_built(g: Gemm, path: str) -> Gemm:
     search; a choice ``g`` sets too is refused (given in one place)."""
     from ..mapping.overlay import load_as_built
 
-    table = dict(load_as_built(path).gemm)
+    table = dict(load_as_built(path).check_read_by("gemm", path).gemm)
     if not table:
         raise ConfigError([f"{path}: no [gemm] table"], "--overlay")
     if "tile" in table:
