@@ -14,7 +14,8 @@ from fastsim.evaluation import GraphPins, evaluate
 from fastsim.graph import VECTOR, Op, OpGraph, Operand
 from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
 from fastsim.mapping.dispatch import (ControlCounts, DispatchLimits, control_instructions, control_seconds_per_dispatch,
-                                      layer_instructions)
+                                      ControlWeight, layer_instructions, repeat_instructions,
+                                      weighted_instructions)
 
 TINY = ModelConfig("tiny", 256, 2, 4, 2, 64, 512, 1024, True)
 ROOMY = DispatchLimits(program_memory_bytes=1 << 20)
@@ -68,11 +69,44 @@ def test_control__each_dispatch_sets_its_own_first_op_up():
     counts = [ControlCounts(1, 0, 1, 2, 1, 2, 1)] * 4
     each = layer_instructions(counts[0])
     assert each == 3 + 1 + 2 + 1 + 2 + 1
-    assert control_instructions(counts, [1, 1, 1, 1], [0, 0, 1, 1]) == [0, each, 0, each]
+    assert control_instructions(counts, [1, 1, 1, 1], [0, 0, 0, 0], [0, 0, 1, 1]) == [0, each, 0, each]
     # a token-blocked group's ops take turns block by block: each block is set up anew
-    assert control_instructions(counts[:2], [3, 3], [0, 0]) == [2 * each, 3 * each]
+    assert control_instructions(counts[:2], [3, 3], [0, 0], [0, 0]) == [2 * each, 3 * each]
     assert control_seconds_per_dispatch([0, each, 0, each], [0, 0, 1, 1], 2, NPU1) == \
         [each * NPU1.runtime_instruction_cycles / NPU1.clock_hz] * 2
+
+
+def test_control__a_repeated_ops_other_instances_push_their_tasks_again():
+    # an op repeated per expert: set up once, then each other expert's instance re-pushes its shim
+    # tasks (3 instructions each) and on-chip sends, restarts its mem-tile chains and waits; its
+    # BDs, locks and core parameters stay
+    c = ControlCounts(shim_tasks=2, tile_pushes=1, syncs=1, mem_bds=6, mem_starts=2, mem_locks=4, cores=4)
+    again = repeat_instructions(c)
+    assert again == 3 * 2 + 1 + 1 + 2
+    assert control_instructions([c, c], [1, 1], [3, 0], [0, 0]) == [3 * again, layer_instructions(c)]
+    # what a search weighs per simulated instance: set-ups and re-runs per instance
+    assert weighted_instructions(c, ControlWeight(1 / 4, 3 / 4)) == (layer_instructions(c) + 3 * again) / 4
+    assert weighted_instructions(c, 1 / 4) == layer_instructions(c) / 4  # strided repeats: one task
+    assert not ControlWeight(0.0, 0.0) and ControlWeight(0.0, 0.5)
+
+
+def test_control__an_expert_op_is_charged_per_expert_a_strided_repeat_once():
+    from fastsim.evaluation.place import Placed, control_weight
+    from fastsim.evaluation.pins import GraphPins
+
+    experts = Op("expert_up", "gemm", 0, "matmul", 2, 64, 64, Operand("activations", 2),
+                 Operand("weights", 2), repeat=4, gathered=True)
+    assert control_weight(Placed(experts), GraphPins()) == ControlWeight(1 / 4, 3 / 4)
+    assert control_weight(Placed(replace(experts, gathered=False)), GraphPins()) == ControlWeight(1 / 4, 0.0)
+    assert control_weight(Placed(experts), GraphPins(search_control=False)) == 0.0
+    # a pass: the two ops after the first, one with 4 experts (set up once, re-run 3 times)
+    graph = OpGraph((_chain(1).ops[0], replace(experts, layer=1), replace(experts, name="expert_down", layer=2)),
+                    ((), (0,), (1,)))
+    result = evaluate(graph, NPU2, ONE_COLUMN)
+    assert result.dispatch.count == 1
+    for p, charged in zip(result.placed[1:], result.control_instructions[1:]):
+        c = result.results[p.key].control
+        assert charged == layer_instructions(c) + 3 * repeat_instructions(c)
 
 
 COUNTS = st.builds(ControlCounts, *[st.integers(0, 50)] * 7)
@@ -81,12 +115,18 @@ COUNTS = st.builds(ControlCounts, *[st.integers(0, 50)] * 7)
 @examples(max_examples=200, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(COUNTS, st.integers(1, 4)), min_size=1, max_size=8), COUNTS, st.integers(1, 4),
        st.data())
-def test_control__one_more_layer_in_a_dispatch_never_takes_less(ops, extra, runs, data):
+def test_control__one_more_layer_or_instance_in_a_dispatch_never_takes_less(ops, extra, runs, data):
     where = data.draw(st.integers(0, len(ops)))
     more = ops[:where] + [(extra, runs)] + ops[where:]
-    before = control_instructions([c for c, _ in ops], [n for _, n in ops], [0] * len(ops))
-    after = control_instructions([c for c, _ in more], [n for _, n in more], [0] * len(more))
-    assert sum(after) >= sum(before)
+    reruns = [data.draw(st.integers(0, 3)) for _ in ops]
+
+    def total(ops, reruns):
+        return sum(control_instructions([c for c, _ in ops], [n for _, n in ops], reruns, [0] * len(ops)))
+
+    before = total(ops, reruns)
+    assert total(more, reruns[:where] + [0] + reruns[where:]) >= before
+    one_more = data.draw(st.integers(0, len(ops) - 1))  # one more expert's instance of an op
+    assert total(ops, [r + (i == one_more) for i, r in enumerate(reruns)]) >= before
 
 
 def test_control__more_layers_in_a_dispatch_never_less_control_time():
@@ -142,7 +182,9 @@ def test_search__control_weight_is_the_ops_set_ups_per_run_and_zero_standalone()
     from fastsim.workloads.gemm import Gemm
 
     op = Op("gemm", "gemm", 0, "matmul", 64, 64, 64, ACT, Operand("weights", 2.0), ACT, repeat=4)
-    assert search_request(Placed(op, runs=2), NPU2, GraphPins())[6] == 0.5
+    assert search_request(Placed(op, runs=2), NPU2, GraphPins())[6] == ControlWeight(0.5)
+    # gathered repeats (experts): the other runs re-run the design on new operands
+    assert search_request(Placed(replace(op, gathered=True), runs=2), NPU2, GraphPins())[6] == ControlWeight(0.5, 0.5)
     assert search_request(Placed(op, runs=2), NPU2, GraphPins(search_control=False))[6] == 0.0
     g = Gemm(64, 64, 64)
     assert search_request(Placed(g.graph().ops[0]), NPU2, g.graph_pins())[6] == 0.0

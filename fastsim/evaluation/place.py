@@ -12,6 +12,7 @@ from ..design import Design
 from ..errors import ConfigError
 from ..lower import LoweredDesign, lower, noop_twin
 from ..mapping import Matmul, Pins, matmul_design, search
+from ..mapping.dispatch import ControlWeight
 from ..mapping.search_result import SearchResult
 from ..mapping.search import lower_bound_cycles
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
@@ -45,7 +46,7 @@ class Placed:
         looks its ops' results up thousands of times: the key and its hash are made once."""
         return _HashedKey(self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y,
                                                self.chip.window_bytes, self.pipelined, self.kernel,
-                                               self.op.repeat, self.runs))
+                                               self.op.repeat, self.op.gathered, self.runs))
 
 
 class _HashedKey(tuple):
@@ -218,11 +219,15 @@ def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] |
             pins.search_keep, 1 if one else pins.search_budget, control_weight(p, pins))
 
 
-def control_weight(p: Placed, pins: GraphPins) -> float:
-    """The weight of a candidate's control in ``p``'s search (``branch_bound.objective``): its
-    set-ups per simulated run of its design, as ``Evaluation.total`` charges them (``runs`` set-ups
-    for ``repeat`` runs); 0 where the pins rank by cycles alone (``GraphPins.search_control``)."""
-    return p.runs / p.op.repeat if pins.search_control else 0.0
+def control_weight(p: Placed, pins: GraphPins):
+    """The weight of a candidate's control in ``p``'s search (``branch_bound.objective``), as
+    ``Evaluation.total`` charges it per simulated run of its design: ``runs`` set-ups for ``repeat``
+    runs, and where its repeats are gathered (experts) a re-run on new operands for each other
+    run; 0 where the pins rank by cycles alone (``GraphPins.search_control``)."""
+    if not pins.search_control:
+        return 0.0
+    reruns = (p.op.repeat - p.runs) / p.op.repeat if p.op.gathered else 0.0
+    return ControlWeight(p.runs / p.op.repeat, reruns)
 
 
 def _matmul_kind(op: Op) -> None:

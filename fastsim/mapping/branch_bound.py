@@ -27,7 +27,7 @@ from enum import Enum
 from typing import Protocol
 
 from ..errors import ConfigError
-from .dispatch import ControlCounts, control_counts, layer_instructions
+from .dispatch import ControlCounts, control_counts, weighted_instructions
 
 FIRST_BATCH = 4  # candidates in the first engine call when the space chooses them (then 8, 16, ...)
 
@@ -93,13 +93,20 @@ def branch_and_bound(space: Space, first: list[dict], budget: int | None, extra:
 
 
 def objective(cycles: float, control: ControlCounts, arch, control_weight: float) -> float:
-    """What a candidate is ranked by: its ``cycles``, plus ``control_weight`` times the cycles of the
-    runtime-sequence instructions that set its design up inside a dispatch (``control``:
-    ``dispatch.control_counts`` of its design; ``Arch.runtime_instruction_cycles`` each). Exactly
-    its cycles when ``control_weight`` is 0 (an op run as its own dispatch)."""
+    """What a candidate is ranked by: its ``cycles``, plus the cycles of the runtime-sequence
+    instructions charged per simulated run of its design inside a dispatch (``control_cycles``).
+    Exactly its cycles when ``control_weight`` is 0 (an op run as its own dispatch)."""
+    return cycles + control_cycles(control, arch, control_weight)
+
+
+def control_cycles(control: ControlCounts, arch, control_weight: float):
+    """Cycles of the control instructions a search weighs per simulated run (``control``:
+    ``dispatch.control_counts`` of the design, or arrays of them counted in closed form;
+    ``dispatch.weighted_instructions`` at ``Arch.runtime_instruction_cycles`` each; 0 when
+    ``control_weight`` is 0)."""
     if not control_weight:
-        return cycles
-    return cycles + control_weight * layer_instructions(control) * arch.runtime_instruction_cycles
+        return 0
+    return weighted_instructions(control, control_weight) * arch.runtime_instruction_cycles
 
 
 def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None = None,

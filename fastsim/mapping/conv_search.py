@@ -16,9 +16,8 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
-from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound
+from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound, control_cycles
 from .conv_plan import control_counts_of, plan, problems
-from .dispatch import layer_instructions
 from .pins import Pins
 from .search_result import SearchResult
 
@@ -125,10 +124,9 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None, control_weig
             first = broken[0].limit.value  # the first limit broken, as the matmul search counts
             reasons[first] = reasons.get(first, 0) + 1
             continue
-        control = layer_instructions(control_counts_of(pl)) if control_weight else 0
+        control = control_cycles(control_counts_of(pl), arch, control_weight) if control_weight else 0
         legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl["lower_bound_cycles"],
-                      "objective_bound": pl["lower_bound_cycles"]
-                      + control_weight * control * arch.runtime_instruction_cycles})
+                      "objective_bound": pl["lower_bound_cycles"] + control})
     if not legal:
         raise ConfigError([f"no legal mapping for conv {op.name} (c={op.c}, h={op.h}, w={op.w}, k={op.k}, "
                            f"r={op.r}, s={op.s}, groups={op.groups}, dtype={op.dtype}) among {enumerated} "

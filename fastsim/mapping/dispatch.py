@@ -109,16 +109,47 @@ def layer_instructions(c: ControlCounts) -> int:
             + c.cores)
 
 
-def control_instructions(counts: list[ControlCounts], runs: list[int], of_op: list[int]) -> list[int]:
+def repeat_instructions(c: ControlCounts):
+    """Runtime-sequence instructions that run a design already set up once more on new operands (an
+    op repeated per expert: each instance reads its own expert's weights and tokens, at addresses
+    no multi-dimensional task can stride to): its shim tasks pushed again at the new addresses, its
+    on-chip sends pushed, its mem-tile chains restarted, its waits; its mem-tile BDs, locks and
+    core parameters stay as set."""
+    return SHIM_TASK_INSTRUCTIONS * c.shim_tasks + c.tile_pushes + c.syncs + c.mem_starts
+
+
+class ControlWeight(NamedTuple):
+    """How much of a design's control one simulated run of it is charged inside a dispatch: its
+    set-ups and its re-runs on new operands per run (``Placed``: runs / repeat, and for gathered
+    repeats (repeat - runs) / repeat). A plain number is set-ups alone; 0 (or all zero): none."""
+
+    setups: float
+    reruns: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.setups or self.reruns)
+
+
+def weighted_instructions(c: ControlCounts, weight):
+    """Control instructions per simulated run of a design weighted by ``weight`` (a
+    ``ControlWeight`` or a number of set-ups): set-ups x ``layer_instructions`` + re-runs x
+    ``repeat_instructions``. Works on arrays of counts."""
+    w = weight if isinstance(weight, ControlWeight) else ControlWeight(weight)
+    return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
+
+
+def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: list[int],
+                         of_op: list[int]) -> list[int]:
     """Per op: the runtime-sequence instructions charged for setting it up inside its dispatch,
     ``runs`` times (a token-blocked fused group's ops take turns, block by block: each block of
     each op is set up anew), except the first run of each dispatch's first op (its set-up is the
-    dispatch's own: part of ``host_seconds_per_dispatch``)."""
+    dispatch's own: part of ``host_seconds_per_dispatch``), and for re-running it ``reruns`` times
+    on new operands (gathered repeats: ``repeat_instructions``)."""
     out, seen = [], set()
-    for c, n, d in zip(counts, runs, of_op):
+    for c, n, again, d in zip(counts, runs, reruns, of_op):
         first = d not in seen
         seen.add(d)
-        out.append(layer_instructions(c) * (n - 1 if first else n))
+        out.append(layer_instructions(c) * (n - 1 if first else n) + repeat_instructions(c) * again)
     return out
 
 

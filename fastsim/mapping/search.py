@@ -35,9 +35,8 @@ from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
-from .branch_bound import drive, drive_together, walk
+from .branch_bound import control_cycles, drive, drive_together, walk
 from .candidates import ranked
-from .dispatch import layer_instructions
 from .plan import (RESOURCES, StructureBatch, check, control_counts_of, plan_one, problem_templates, reason_text,
                    same_as_equal_split, stack, structure)
 from .pins import Pins
@@ -355,12 +354,11 @@ class _Candidates:
     a time: a search has 10^5 and more candidates, and only the few it reports become rows with a
     plan.
 
-    ``control`` is each candidate's runtime-sequence instructions (``plan.control_counts_of``: its
-    design's ``layer_instructions``, counted without building it; 0 when ``control_weight`` is 0),
-    and ``objective_bound`` = ``bound`` + ``control_weight`` x control x
-    ``Arch.runtime_instruction_cycles``: a lower bound of the candidate's objective
-    (``branch_bound.objective``), by which candidates are ranked, taken and pruned (``bound`` alone
-    when the weight is 0)."""
+    ``control`` is the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
+    ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
+    ``control_weight`` is 0), and ``objective_bound`` = ``bound`` + ``control``: a lower bound of
+    the candidate's objective (``branch_bound.objective``), by which candidates are ranked, taken
+    and pruned (``bound`` alone when the weight is 0)."""
 
     def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0):
         self.op, self.arch, self.control_weight = op, arch, control_weight
@@ -374,8 +372,7 @@ class _Candidates:
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
-        control_cycles = control_weight * arch.runtime_instruction_cycles * self.a["control"]
-        self.a["objective_bound"] = self.a["bound"] + control_cycles if control_weight else self.a["bound"]
+        self.a["objective_bound"] = self.a["bound"] + self.a["control"] if control_weight else self.a["bound"]
         # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
         # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
         self.bucket = np.floor(np.log(np.maximum(self.a["objective_bound"], 1)) / np.log(1.005))
@@ -391,9 +388,9 @@ class _Candidates:
             cols[name].append(found[name])
         control = np.zeros(len(found["s"]))
         if self.control_weight:
-            instructions = layer_instructions(control_counts_of(self.op, batch, self.arch, m, k, n))
+            cycles = control_cycles(control_counts_of(self.op, batch, self.arch, m, k, n), self.arch, self.control_weight)
             shape = (len(batch.structures), m.shape[-1])
-            control = np.broadcast_to(instructions, shape)[found["s"], found["t"]].astype(np.float64)
+            control = np.broadcast_to(cycles, shape)[found["s"], found["t"]].astype(np.float64)
         cols["control"].append(control)
         cols["base"].append(len(self.bases) + found["s"])
         self.bases += [st.mapping for st in batch.structures]

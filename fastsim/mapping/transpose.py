@@ -34,9 +34,9 @@ from ..cache import CACHE, Region
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import ConfigError, Problems
 from ..kernel_model import vector as KV
-from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound
+from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound, control_cycles
 from .ddr_runs import bound_rate, bound_run_bytes
-from .dispatch import ControlCounts, layer_instructions
+from .dispatch import ControlCounts
 from .paths import join_outputs, push_round, stream_rates
 from .pins import Pins
 from .search_result import SearchResult
@@ -254,9 +254,9 @@ def _search(op: Transpose, arch: Arch, pins: Pins, budget: int | None, control_w
             first = pl.problems[0].limit.value  # the first limit broken, as the conv search counts
             reasons[first] = reasons.get(first, 0) + 1
             continue
-        control = layer_instructions(control_counts_of(mp)) if control_weight else 0
+        control = control_cycles(control_counts_of(mp), arch, control_weight) if control_weight else 0
         legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl.lower_bound_cycles,
-                      "objective_bound": pl.lower_bound_cycles + control_weight * control * arch.runtime_instruction_cycles})
+                      "objective_bound": pl.lower_bound_cycles + control})
     if not legal:
         raise ConfigError([f"no legal mapping for transpose {op.name} (m={op.m}, n={op.n}, unit={op.unit}, "
                            f"elem_bytes={op.elem_bytes}) among {enumerated} candidates; rejected: {reasons}"],
