@@ -139,11 +139,13 @@ def test_llm__lower_kernel_efficiency_is_never_faster(regime, efficiency):
 
 
 @FEW
-@given(st.sampled_from(["gemm", "attention", "norm"]), st.sampled_from([4, 2]))
-def test_llm__fewer_columns_for_a_class_is_never_faster(op_class, cols):
+@given(st.sampled_from(["gemm", "attention", "norm"]), st.sampled_from([1, 2, 4, 8]))
+def test_llm__pinning_a_class_to_some_columns_is_never_faster_than_the_search(op_class, cols):
+    # Not "fewer columns never faster": each column adds shim tasks and mem-tile BDs to set up
+    # inside the dispatch: the tiny decode runs 0.312 ms with its GEMMs on 4 columns, 0.380 ms on 8
+    # (the searches, free to choose, 0.294 ms). The columns they may choose include every pin.
     study = LlmStudy(model=TINY, regime="decode", context=256, fusion="none")
-    fewer = _seconds(replace(study, columns={op_class: cols}))
-    assert fewer >= _at_best(replace(study, columns={op_class: 2 * cols}))
+    assert _seconds(replace(study, columns={op_class: cols})) >= _at_best(study)
 
 
 @FEW

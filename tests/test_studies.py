@@ -189,6 +189,10 @@ def test_cuts__study_finds_the_front_and_prices_its_boundaries(tmp_path):
     b = r.isel(boundary=0)
     assert float(b.boundary_host_round_trip_seconds) == fastsim.NPU2.dispatch_overhead_s
     assert float(b.boundary_write_out_seconds) >= 0 and float(b.boundary_read_back_seconds) >= 0
+    assert float(b.boundary_setup_in_round_trip_seconds) < 0  # the new dispatch sets its first op up
+    parts = ("write_out", "read_back", "host_round_trip", "setup_in_round_trip", "weight_reload", "program_reload")
+    assert float(b.boundary_net_seconds) == pytest.approx(sum(float(b[f"boundary_{k}_seconds"]) for k in parts),
+                                                          abs=1e-9)
     # without a boundary nothing fits (another may relieve program reloads)
     assert any("runtime sequence" in str(x) for x in r.boundary_relieves.values)
     md = write_report(ds, tmp_path)

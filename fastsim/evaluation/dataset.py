@@ -9,7 +9,8 @@ import xarray as xr
 
 from ..arch import Arch
 from ..graph import KIND_TRAITS, TENSOR_KINDS, VECTOR
-from ..mapping.dispatch import DispatchLimits, control_seconds_per_dispatch, host_seconds_per_dispatch, reload_seconds
+from ..mapping.dispatch import (DispatchLimits, control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
+                                reload_seconds)
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
 from .pins import GraphPins
@@ -35,6 +36,11 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
     return xr.Dataset(
         {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
+         "op_setup_instructions": (OP_DIM, np.array([layer_instructions(results[p.key].control) for p in placed],
+                                                    np.int64).reshape(len(ops)), {"units": "instructions",
+                                   "description": "runtime-sequence instructions that set the op's design up after "
+                                   "another op's, wherever it runs (op_control_instructions charges them, but not "
+                                   "for a dispatch's first op: its dispatch sets it up)"}),
          **_total_variables(dispatch, totals, result.graph.token_rows),
          **(variables or {})},
         coords={

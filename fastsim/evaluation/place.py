@@ -21,6 +21,7 @@ from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, bl
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..mapping.transpose import Transpose, search_transpose, transpose_design
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
+from ..mapping.vector_search import search_vector_columns
 from ..results import DesignArrays
 from .pins import GraphPins
 
@@ -179,6 +180,9 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
                         name=op.name, x_on_chip=p.chip.x, y_on_chip=p.chip.y,
                         onchip_window_bytes=p.chip.window_bytes, col0=col0 or 0,
                         stream_split="proportional" if pins.stream_split == "auto" else pins.stream_split)
+        weight = control_weight(p, pins)
+        if cols is None and weight and not (p.chip.x or p.chip.y):  # the real op's columns, NOOP or not
+            spec = replace(spec, cols=search_vector_columns(replace(spec, noop=False), arch, weight))
         # lowering validates: on-chip buffers must fit next to the stream buffers, say so now
         design, lowered = lowered_vector_design(spec, arch)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))

@@ -111,6 +111,8 @@ VARIABLES = {
         "boundary_read_back_seconds": _v(("regime", "boundary"), "s",
            "extra time of the ops after it, control included (activations read back from DDR), against the merged dispatch"),
         "boundary_host_round_trip_seconds": _v(("regime", "boundary"), "s", "one more dispatch's host round trip"),
+        "boundary_setup_in_round_trip_seconds": _v(("regime", "boundary"), "s",
+           "the set-up of the op after it, which the new dispatch does (negative: no op's control pays it)"),
         "boundary_weight_reload_seconds": _v(("regime", "boundary"), "s",
            "static weights loaded again (no longer resident)"),
         "boundary_program_reload_seconds": _v(("regime", "boundary"), "s", "program reloads added (negative: saved)"),
