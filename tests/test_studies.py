@@ -227,8 +227,9 @@ def test_overlays__gain_is_net_of_the_switch_cost(placement):
     singles = ds.mix_seconds.values[1:]
     assert ds.attrs["gain_seconds"] == pytest.approx(np.nanmin(singles) - float(ds.mix_seconds.sel(plan="per_regime")))
     assert ds.attrs["switch_seconds"] in (fastsim.NPU2.reconfiguration_s, fastsim.NPU2.elf_reload_s)
-    # a decode chain cannot hold a prefill's activations
-    assert np.isnan(float(s.sel(regime="prefill@256", overlay="decode@288")))
+    # a decode chain cannot hold a prefill's activations; another decode fusion runs it
+    chain = str(ds.fusion.sel(regime="decode@288").values) == "chain"
+    assert np.isnan(float(s.sel(regime="prefill@256", overlay="decode@288"))) == chain
     # each regime's residency comes with its reason: static weights only where they fit and run faster
     # (SMALL's weights fit: prefill@256 keeps them static since control counts, 1.138 vs 1.221 ms)
     for g in ds.regime.values:
