@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from fastsim.arch import NPU1, NPU2
 from fastsim.mapping.branch_bound import objective
 from fastsim.mapping.dispatch import ControlWeight, control_counts
-from fastsim.mapping.vector import VectorOp, lower_bound_cycles, vector_design
+from fastsim.mapping.vector import VectorOp, lower_bound_cycles, used_columns, vector_design
 from fastsim.mapping.vector_search import column_choices, search_vector_columns
 from fastsim.simulation import simulate
 
@@ -24,8 +24,12 @@ def test_vector_columns__bound_holds_and_the_answer_is_the_least_objective(op, a
     designs = {c: vector_design(replace(op, cols=c), arch) for c in column_choices(arch)}
     ds = simulate(list(designs.values()))
     cycles = dict(zip(designs, (int(x) for x in ds.total_cycles.values)))
+    one_column = control_counts(vector_design(replace(op, cols=1), arch))
     for c in designs:
         assert lower_bound_cycles(replace(op, cols=c), arch) <= cycles[c]
+        # the search counts control without building: one column's, times the columns used
+        used = used_columns(replace(op, cols=c), arch)
+        assert control_counts(designs[c]) == tuple(n * used for n in one_column)
     score = {c: objective(cycles[c], control_counts(designs[c]), arch, weight) for c in designs}
     chosen = search_vector_columns(op, arch, weight)
     assert score[chosen] == min(score.values())

@@ -282,3 +282,12 @@ def lower_bound_cycles(op: VectorOp, arch: Arch) -> float:
         bound = max(bound, x_bytes / reads[i], y_bytes / writes[i], tiles * t.x_tile / arch.stream_bytes_per_cycle,
                     tiles * t.cycles)
     return max(bound, streamed / arch.ddr_bytes_per_cycle)
+
+
+def used_columns(op: VectorOp, arch: Arch) -> int:
+    """The columns ``vector_design(op, arch)`` streams tiles through (a proportional split may leave
+    a slow column none): every used column is set up alike, so its control is this many times one
+    column's (tests/test_vector_search.py)."""
+    cols = _checked_cols(op, arch)
+    t = _tiling(op, arch, cols)
+    return sum(1 for n in _column_tiles(op, arch, cols, t.tiles, t.x_tile, t.y_tile).values() if n)

@@ -13,9 +13,9 @@ from dataclasses import replace
 
 from ..arch import Arch
 from ..cache import CACHE, Region
-from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound, control_cycles
-from .dispatch import control_counts
-from .vector import VectorOp, lower_bound_cycles, vector_design
+from .branch_bound import LegalInOrder, branch_and_bound, control_cycles
+from .dispatch import ControlCounts, control_counts
+from .vector import VectorOp, lower_bound_cycles, used_columns, vector_design
 
 REGION = "vector_columns"
 CACHE.add_region(Region(REGION, 4096))
@@ -37,17 +37,17 @@ def search_vector_columns(op: VectorOp, arch: Arch, control_weight=0.0) -> int:
 
 
 def _search(op: VectorOp, arch: Arch, control_weight) -> int:
+    one_column = control_counts(vector_design(replace(op, cols=1), arch))  # each used column sets up alike
     legal = []
     for cols in sorted(column_choices(arch), reverse=True):
         one = replace(op, cols=cols)
-        design = vector_design(one, arch)
-        control = control_cycles(control_counts(design), arch, control_weight) if control_weight else 0
-        legal.append({"cols": cols, "design": design, "lower_bound_cycles": lower_bound_cycles(one, arch),
-                      "objective_bound": lower_bound_cycles(one, arch) + control})
+        counts = ControlCounts(*(n * used_columns(one, arch) for n in one_column))
+        control = control_cycles(counts, arch, control_weight) if control_weight else 0
+        bound = lower_bound_cycles(one, arch)
+        legal.append({"cols": cols, "lower_bound_cycles": bound, "objective_bound": bound + control})
     legal.sort(key=lambda r: (r["objective_bound"], -r["cols"]))
     space = _Space(op, arch, legal)
-    best, _, _ = branch_and_bound(space, space.take(FIRST_BATCH // 2, float("inf")), None,
-                                  control_weight=control_weight)
+    best, _, _ = branch_and_bound(space, space.take(1, float("inf")), None, control_weight=control_weight)
     return best["cols"]
 
 
@@ -57,11 +57,13 @@ class _Space(LegalInOrder):
 
     def __init__(self, op: VectorOp, arch: Arch, legal: list[dict]):
         super().__init__(f"vector op {op.name}", legal)
-        self.arch = arch
+        self.op, self.arch = op, arch
 
     def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
         from ..simulation import simulate
 
+        for r in rows:  # built only when taken: the bounds need no design
+            r["design"] = vector_design(replace(self.op, cols=r["cols"]), self.arch)
         ds = simulate([r["design"] for r in rows], on_error="record", max_cycles=cap_cycles or 2**40)
         for i, r in enumerate(rows):
             r["status"] = str(ds.status.values[i])
