@@ -105,7 +105,7 @@ def format_summary(title: str, s: dict) -> str:
 NAMED_UNITS = {"seconds": "s", "by_class": "s", "by_layer": "s", "time_by_bound": "s", "stalls_by_op": "s (seconds)",
                "context": "tokens", "prompt": "tokens", "new_tokens": "tokens", "prefill_context": "tokens",
                "batch": "requests", "macs": "MAC", "params": "weights", "active_params": "weights",
-               "dispatches": "1", "cycles": "cycles", "ops_per_s": "ops/s", "trace_events": "slices"}
+               "dispatches": "1", "control_instructions": "instructions", "cycles": "cycles", "ops_per_s": "ops/s", "trace_events": "slices"}
 SUFFIX_UNITS = (("_seconds", "s"), ("_s", "s"), ("_bytes", "bytes"), ("_bytes_by_kind", "bytes"), ("_j", "J"),
                 ("_cycles", "cycles"), ("_share", "1"), ("_pj", "pJ"))
 

@@ -98,7 +98,8 @@ def llm_trace(ds: xr.Dataset) -> dict:
         start = t
         for label, seconds in (("host round trip", overhead),
                                ("static weight load", float(ds.dispatch_preload_seconds[d])),
-                               ("program reloads", float(ds.dispatch_reload_seconds[d]))):
+                               ("program reloads", float(ds.dispatch_reload_seconds[d])),
+                               ("control instructions", float(ds.dispatch_control_seconds[d]))):
             if seconds > 0:
                 events.append({"ph": "X", "name": label, "cat": "dispatch", "pid": 0, "tid": 0, "ts": t * us,
                                "dur": seconds * us, "args": {"dispatch": d}})

@@ -174,7 +174,8 @@ def test_host_ops__given_time_replaces_the_op_and_each_run_adds_a_dispatch():
     # scores, softmax and attention x V run back to back: one more dispatch per layer
     assert int(ds.attrs["dispatches"]) == int(base.attrs["dispatches"]) + layers
     npu = float(ds.op_seconds.values[~on_host].sum())
-    overheads = float(ds.dispatch_seconds) + float(ds.program_reload_seconds) + float(ds.preload_seconds)
+    overheads = (float(ds.dispatch_seconds) + float(ds.program_reload_seconds) + float(ds.preload_seconds)
+                 + float(ds.control_seconds))
     assert float(ds.total_seconds) == pytest.approx(npu + layers * 2.5e-4 + overheads)
     assert float(ds.tokens_per_s) == pytest.approx(1 / float(ds.total_seconds))
     with pytest.raises(ConfigError, match="host\\[flash\\]"):

@@ -72,7 +72,7 @@ def test_cache__other_code_versions_and_off_never_answer(tmp_path, monkeypatch):
     op = Matmul(128, 128, 128, "bf16")
     cache.clear()
     found = search(op, fastsim.NPU2)
-    key = (replace(op, name=""), Pins(), repr(fastsim.NPU2), 6, 50, None)  # as search() keys it
+    key = (replace(op, name=""), Pins(), repr(fastsim.NPU2), 6, 50, None, 0.0)  # as search() keys it
     assert list(tmp_path.glob("v*/search/*" + cache.SUFFIX))
     cache.clear()
     assert cache.CACHE.get("search", key, fastsim.NPU2).best_cycles == found.best_cycles  # from disk

@@ -125,6 +125,9 @@ def test_cnn_optimize__per_layer_table_groups_layers_and_states_their_mappings(r
     assert layers["conv3"]["dataflow"] in ("ws", "is", "os") and layers["fc"]["dataflow"] in ("ws", "is", "os")
     total = sum(r["seconds"] for r in d["layers"])
     assert sum(g["seconds"] for g in d["groups"]) == pytest.approx(total)
+    # each group's set-up is its layers' control, and the layers' control is the run's
+    assert sum(g["control_seconds"] for g in d["groups"]) == pytest.approx(sum(r["control_seconds"] for r in d["layers"]))
+    assert any(g["control_seconds"] > 0 for g in d["groups"]) and all("set" in rule for rule in d["rules"])
     assert len(d["rules"]) == len(d["groups"]) and all(g["group"] in rule for g, rule in zip(d["groups"], d["rules"]))
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from fastsim.cli import main
 from fastsim.errors import ConfigError
+from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.studies.compression import bf16_bytes, compression, load_run_ratios, prune, quantize, run_ratios, zvc_bytes
 
 
@@ -111,8 +112,18 @@ def test_cli_measures_weights_and_kv_and_a_run_applies_them(tmp_path):
     other = CliRunner().invoke(main, ["run", "llm", "--weights", "bf16", "--compression", str(measured)])
     assert other.exit_code == 2 and "not llama-3.2-1b's" in other.output
     args = ["run", "--json", "llm", "--model", str(MINILM.parent / "config.json"), "--weights", "bf16", "--prompt", "16"]
-    plain = json.loads(CliRunner().invoke(main, args).output)
-    packed = json.loads(CliRunner().invoke(main, args + ["--compression", str(measured)]).output)
+    # both under the plain run's layout and tiles (an overlay leaves tiles to each layer's search):
+    # left to its search, a compressed op may choose another tile, padded (the search weighs each
+    # mapping's control, docs/mapping.md), and read other bytes
+    layout = tmp_path / "layout.toml"
+    plain = json.loads(CliRunner().invoke(main, args + ["--save-overlay", str(layout)]).output)
+    same = simulate_llm(LlmStudy(model=str(MINILM.parent / "config.json"), regime="encode", weights="bf16", prompt=16))
+    assert float(same.total_seconds) == pytest.approx(plain["seconds"], rel=1e-9)
+    tiles = {str(n): [int(x) for x in t] for n, t, w in zip(same.op_name.values, same.matmul_tile.values,
+                                                          same.weight_kind.values) if w and t[0] > 0}
+    layout.write_text(layout.read_text() + "\n[encode.tiles]\n" + "".join(f"{n} = {t}\n" for n, t in tiles.items()))
+    packed = json.loads(CliRunner().invoke(main, args + ["--overlay", str(layout), "--compression",
+                                                         str(measured)]).output)
     r_w = ratios["weight_compression"]["bf16"]
     assert plain["weight_bytes"] / packed["weight_bytes"] == pytest.approx(r_w, rel=0.02)
     assert packed["seconds"] < plain["seconds"]

@@ -29,13 +29,20 @@ def _small_cnn() -> OpGraph:
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", [NPU1, NPU2], ids=["npu1", "npu2"])
 def test_cnn__each_conv_takes_what_its_own_search_found(arch):
+    from fastsim.evaluation.place import control_weight
+
     graph = _small_cnn()
-    result = evaluate(graph, arch, GraphPins(compute_dtype="int8", search_budget=None))
-    by_name = {p.op.name: result.results[p.key] for p in result.placed}
+    pins = GraphPins(compute_dtype="int8", search_budget=None)
+    result = evaluate(graph, arch, pins)
+    placed = {p.op.name: p for p in result.placed}
+    by_name = {name: result.results[p.key] for name, p in placed.items()}
     for op in (graph.ops[0], graph.ops[2]):
         g = op.conv
+        # its own search inside a graph weighs the control the pass charges it (docs/mapping.md)
+        weight = control_weight(placed[op.name], pins)
+        assert weight
         found = search_conv(Conv2d(g.n, g.c, g.h, g.w, g.k, g.r, g.s, g.stride, g.padding, g.dilation, g.groups,
-                                   "int8", "int8", name=op.name), arch)
+                                   "int8", "int8", name=op.name), arch, control_weight=weight)
         assert by_name[op.name].cycles == found.best_cycles
         assert by_name[op.name].dataflow == "conv"
     assert by_name["relu1"].cycles > 0

@@ -79,8 +79,12 @@ def test_llm__fusion_is_searched_per_group_and_unfused_stays_available():
     act = {k: float(ds.ddr_bytes.sel(tensor_kind="activations").sum()) for k, ds in
            (("none", none), ("groups", groups))}
     assert act["groups"] < act["none"]
-    # the search never picks a slower op total than either fixed choice
-    assert float(auto.op_seconds.sum()) <= min(float(none.op_seconds.sum()), float(groups.op_seconds.sum())) + 1e-12
+    # the search never picks a slower total of ops and their set-ups than either fixed choice (it
+    # weighs both: a fused group that saves op time may cost more control, docs/hardware.md)
+    def weighed(ds):
+        return float(ds.op_seconds.sum()) + float(ds.op_control_seconds.sum())
+
+    assert weighed(auto) <= min(weighed(none), weighed(groups)) + 1e-12
     assert "none" in auto.attrs["fusion_alternatives"]
 
 

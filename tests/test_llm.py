@@ -113,7 +113,8 @@ def test_ddr__doubling_bandwidth_never_slows_decode_or_prefill():
 def test_dispatch__cuts_add_overhead_and_static_weights_must_fit():
     """Fusion groups stay inside a layer, so cuts between layers leave every op as it was, but for
     the kernels a dispatch shares to fit program memory (fewer distinct kernels per dispatch may
-    need less sharing), and add host round trips."""
+    need less sharing), and add host round trips; each new dispatch sets its first op up itself
+    (its control instructions leave ``control_seconds``)."""
     one = simulate_llm(LlmStudy(regime="decode", context=1024, fusion="groups"))
     three = simulate_llm(LlmStudy(regime="decode", context=1024, cuts=(4, 9), fusion="groups"))
     assert three.attrs["dispatches"] == 3
@@ -122,8 +123,12 @@ def test_dispatch__cuts_add_overhead_and_static_weights_must_fit():
     assert (three.op_seconds.values[unshared] == one.op_seconds.values[unshared]).all()
     ops = float(three.op_seconds.sum()) - float(one.op_seconds.sum())
     reload = float(three.program_reload_seconds) - float(one.program_reload_seconds)
+    firsts = [int(np.argmax(three.dispatch.values == d)) for d in (1, 2)]
+    assert (three.op_control_instructions.values[firsts] == 0).all()
+    assert one.op_control_instructions.values[firsts].all()
+    control = float(three.control_seconds) - float(one.control_seconds)
     assert float(three.total_seconds) - float(one.total_seconds) == pytest.approx(
-        2 * NPU2.dispatch_overhead_s + reload + ops)
+        2 * NPU2.dispatch_overhead_s + reload + ops + control)
     with pytest.raises(fastsim.ConfigError, match="static weights|core memory: needs"):
         simulate_llm(LlmStudy(regime="decode", residency="static"))
 
@@ -149,7 +154,8 @@ def test_cli__presets_run_both_regimes(model):
         out = json.loads(r.output)
         for key in ("seconds", "tokens_per_s", "by_class", "ddr_bytes", "kv_bytes", "weight_bytes", "bound_by"):
             assert key in out
-        overheads = out["dispatch_seconds"] + out["program_reload_seconds"] + out["preload_seconds"]
+        overheads = (out["dispatch_seconds"] + out["program_reload_seconds"] + out["preload_seconds"]
+                     + out["control_seconds"])
         assert sum(out["by_class"].values()) + overheads == pytest.approx(out["seconds"])
         assert sum(out["by_layer"].values()) == pytest.approx(sum(out["by_class"].values()))
         assert len(out["by_layer"]) == MODELS[model].num_layers + 1
@@ -235,7 +241,8 @@ def test_cache__cached_results_equal_fresh_ones():
     # ops with equal shapes but different names may be placed differently
     norms = fresh.op_seconds.where(fresh.op_name == "attn_norm", drop=True).values
     ffn = fresh.op_seconds.where(fresh.op_name == "ffn_norm", drop=True).values
-    assert norms[0] > ffn[0]
+    cols = {n: set(fresh.op_columns.values[fresh.op_name.values == n]) for n in ("attn_norm", "ffn_norm")}
+    assert cols["attn_norm"] == {2} and cols["ffn_norm"] != {2} and norms[0] != ffn[0]
 
 
 def test_static_residency_preload_counts_in_ddr_bytes_and_energy_too():

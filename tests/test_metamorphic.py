@@ -102,12 +102,25 @@ def _at_best(study, arch=NPU2) -> float:
 def test_llm__decode_kv_traffic_scales_with_batch(batch, context):
     one = simulate_llm(LlmStudy(model=TINY, context=context))
     many = simulate_llm(LlmStudy(model=TINY, context=context, batch=batch))
+    assert float(many.total_seconds) >= float(one.total_seconds)
+    # under the same attention mappings the KV read scales exactly (left to their searches, each
+    # batch weighs its own control: batch 2 at context 128 took a tile padding the context more)
+    held = _attention_layout(one)
+    one, many = (simulate_llm(LlmStudy(model=TINY, context=context, batch=b, **held)) for b in (1, batch))
 
     def kv_read(ds):
         return float(ds.ddr_bytes.sel(tensor_kind="kv").where(ds.op_class == "attention").sum())
 
     assert kv_read(many) == batch * kv_read(one)
-    assert float(many.total_seconds) >= float(one.total_seconds)
+
+
+def _attention_layout(ds) -> dict:
+    """The tiles, columns and dataflow each attention matmul of ``ds`` ran with, as study pins."""
+    ops = [i for i in range(ds.sizes["op"]) if ds.op_class.values[i] == "attention" and ds.matmul_tile.values[i][0] > 0]
+    names = {str(ds.op_name.values[i]): i for i in ops}
+    return {"tiles": {n: tuple(int(x) for x in ds.matmul_tile.values[i]) for n, i in names.items()},
+            "columns": {n: int(ds.op_columns.values[i]) for n, i in names.items()},
+            "dataflow": {n: str(ds.dataflow.values[i]) for n, i in names.items()}}
 
 
 @FEW
@@ -126,11 +139,13 @@ def test_llm__lower_kernel_efficiency_is_never_faster(regime, efficiency):
 
 
 @FEW
-@given(st.sampled_from(["gemm", "attention", "norm"]), st.sampled_from([4, 2]))
-def test_llm__fewer_columns_for_a_class_is_never_faster(op_class, cols):
+@given(st.sampled_from(["gemm", "attention", "norm"]), st.sampled_from([1, 2, 4, 8]))
+def test_llm__pinning_a_class_to_some_columns_is_never_faster_than_the_search(op_class, cols):
+    # Not "fewer columns never faster": each column adds shim tasks and mem-tile BDs to set up
+    # inside the dispatch: the tiny decode runs 0.312 ms with its GEMMs on 4 columns, 0.380 ms on 8
+    # (the searches, free to choose, 0.294 ms). The columns they may choose include every pin.
     study = LlmStudy(model=TINY, regime="decode", context=256, fusion="none")
-    fewer = _seconds(replace(study, columns={op_class: cols}))
-    assert fewer >= _at_best(replace(study, columns={op_class: 2 * cols}))
+    assert _seconds(replace(study, columns={op_class: cols})) >= _at_best(study)
 
 
 @FEW

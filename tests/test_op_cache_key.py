@@ -14,7 +14,8 @@ CHANGED = {"compute_dtype": "int8", "dataflow": (("gemm", "ws"),), "columns": ((
            "datapath": (("gemm", "bfp16"),), "tiles": (("gemm", (8, 8, 8)),), "l2": (("gemm", "a"),),
            "residency": "static", "kernel_efficiency": 0.5, "kernel_overhead_cycles": 7,
            "stream_split": "equal", "search_budget": None, "mapped_on": NPU1, "row_major_ddr": True,
-           "op_pins": (("gemm", Pins(rows=1)),), "out_dtype": (("conv", "int8"),), "search_top": 6, "search_keep": 50}
+           "op_pins": (("gemm", Pins(rows=1)),), "out_dtype": (("conv", "int8"),), "search_top": 6, "search_keep": 50,
+           "search_control": False}
 
 
 def test_every_pin_that_can_change_a_design_changes_the_key():

@@ -105,12 +105,15 @@ def test_families_sweep__sliding_window_kv_saturates_while_global_kv_grows_linea
     assert slide.kv_cache_bytes.isel(batch=0).values.tolist() == (np.minimum(ctx, WINDOW) * KV_PER_TOKEN).tolist()
     for b in ds.batch.values:
         g, s = glob.kv_bytes.sel(batch=b).values, slide.kv_bytes.sel(batch=b).values
-        # DDR KV bytes per step: affine in context, up to the padding of the searched tiles
+        # DDR KV bytes per step: the whole cache read, affine in context up to the padding of the
+        # searched tiles (each context's search weighs its own control: 2,048 to 2,096 bytes a token)
+        assert (g >= b * ctx * KV_PER_TOKEN).all()
         steps = np.diff(g) / np.diff(ctx)
-        assert steps[0] > 0 and np.allclose(steps, steps[0], rtol=0.02)
+        assert steps[0] > 0 and np.allclose(steps, steps[0], rtol=0.05)
         assert s[0] < s[1] and s[1] == s[2] == s[3]  # flat from the window on
         assert s[0] == g[0]  # below the window the two attend alike
-    assert np.allclose(glob.kv_bytes.sel(batch=2), 2 * glob.kv_bytes.sel(batch=1))
+    # twice the sequences, twice the cache read, up to the padding of each batch's searched tiles
+    assert np.allclose(glob.kv_bytes.sel(batch=2), 2 * glob.kv_bytes.sel(batch=1), rtol=0.02)
 
 
 def test_kv_crossover__interpolates_linearly_in_context_between_the_bracketing_points():

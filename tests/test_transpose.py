@@ -13,7 +13,9 @@ from fastsim.errors import ConfigError
 from fastsim.graph import TRANSPOSE
 from fastsim.kernel_model.vector import AIE2, AIE2P, transpose_cycles
 from fastsim.mapping.pins import Pins
-from fastsim.mapping.transpose import Transpose, TransposeMapping, plan, search_transpose
+from fastsim.mapping.dispatch import control_counts, layer_instructions
+from fastsim.mapping.transpose import (Transpose, TransposeMapping, candidates, control_counts_of, plan, search_transpose,
+                                       transpose_design)
 from fastsim.onnx import build_graph, simulate_onnx
 from fastsim.simulation import simulate
 
@@ -91,7 +93,8 @@ def test_onnx_transpose__a_last_two_axes_swap_runs_as_the_transpose_kind():
     assert (t.kind, t.repeat, t.m, t.n, t.k, t.x.elem_bytes) == (TRANSPOSE, 3, 64, 96, 1, 2.0)
     ds = simulate_onnx(g, NPU2)
     i = list(ds.onnx_op_type.values).index("Transpose")
-    found = search_transpose(Transpose(64, 96, 1, 2, t.name), NPU2, budget=3)
+    # inside a graph the search weighs the op's control: one set-up for its 3 runs (place.control_weight)
+    found = search_transpose(Transpose(64, 96, 1, 2, t.name), NPU2, budget=3, control_weight=1 / 3)
     assert int(ds.op_cycles.values[i]) == 3 * found.best_cycles
 
 
@@ -137,3 +140,28 @@ def test_transpose_search__every_simulated_candidate_is_no_faster_than_its_bound
     simulated = [r for r in found.ranked if r.get("status") == "ok"]
     assert simulated and all(r["cycles"] >= r["lower_bound_cycles"] for r in simulated)
     assert found.optimal and found.best_cycles == min(r["cycles"] for r in simulated)
+
+
+@settings(deadline=None, max_examples=15)
+@given(m=st.sampled_from([8, 24, 64, 128, 512]), n=st.sampled_from([16, 40, 96, 256, 768]), elem=st.sampled_from([1, 2, 4]),
+       arch=st.sampled_from([NPU1, NPU2]), pick=st.randoms(use_true_random=False))
+def test_transpose_control__counted_from_the_mapping_equals_the_built_designs(m, n, elem, arch, pick):
+    """The search bounds a candidate's control without building it (``control_counts_of``): the count
+    must be the built design's exactly, so the bound is valid and as tight as it can be."""
+    op = Transpose(m, n, 1, elem)
+    legal = [mp for mp in candidates(op, arch, Pins()) if not plan(op, mp, arch).problems]
+    for mp in pick.sample(legal, min(4, len(legal))):
+        assert control_counts_of(mp) == control_counts(transpose_design(op, mp, arch))
+
+
+def test_transpose_search__weighs_control_inside_a_graph_and_stays_exact():
+    """With a control weight the answer minimizes cycles + weighted control, proven over the space:
+    no legal candidate's combined bound is below the answer's objective, and a weight of 0 is the
+    cycles-only answer."""
+    op = Transpose(512, 768, 1, 2)
+    plain, weighed = search_transpose(op, NPU2), search_transpose(op, NPU2, control_weight=1.0)
+    assert plain.best_control_cycles == 0 and weighed.optimal
+    objective = weighed.best_cycles + weighed.best_control_cycles
+    assert weighed.best_control_cycles == layer_instructions(control_counts_of(weighed.best)) * NPU2.runtime_instruction_cycles
+    assert all(r["objective_bound"] >= objective or r.get("status") == "ok" for r in weighed.ranked)
+    assert plain.best_cycles <= weighed.best_cycles

@@ -488,6 +488,8 @@ def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") ->
     chained = ", one chained run list" if ds.attrs.get("dispatch_commands") == "chained" and s["dispatches"] > 1 else ""
     click.echo(f"  dispatch        {s['dispatches']} x {1e3 * s['dispatch_seconds'] / s['dispatches']:,.3f} ms "
                f"({100 * s['dispatch_share']:.1f} %{chained}), cuts after layers [{cuts_text(ds.attrs['cuts'])}]")
+    click.echo(f"  control         {s['control_seconds'] * 1e3:,.3f} ms ({s['control_instructions']:,} runtime-sequence "
+               "instructions setting ops up inside their dispatches)")
     if s["program_reload_seconds"]:
         click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
     if fusion_source == "pinned":

@@ -91,6 +91,8 @@ def _echo(s: dict, ds) -> None:
         f"{k} {v * 1e3:,.3f} ms" for k, v in sorted(s["time_by_bound"].items(), key=lambda kv: -kv[1])) + ")")
     click.echo(f"  energy          {s['energy_j'] * 1e3:,.3f} mJ (energy table: assumptions)")
     click.echo(f"  dispatch        {s['dispatches']} x, {s['dispatch_seconds'] * 1e3:,.3f} ms; fusion {s['fusion']}")
+    click.echo(f"  control         {s['control_seconds'] * 1e3:,.3f} ms ({s['control_instructions']:,} runtime-sequence "
+               "instructions setting layers up inside the dispatch)")
     if s["host"]["ops"]:
         ops = ", ".join(f"{t} x{n}" for t, n in s["host"]["ops"].items())
         click.echo(f"  host            {s['host']['seconds'] * 1e3:,.3f} ms ({ops}; given, not simulated)")

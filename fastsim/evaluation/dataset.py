@@ -9,7 +9,8 @@ import xarray as xr
 
 from ..arch import Arch
 from ..graph import KIND_TRAITS, TENSOR_KINDS, VECTOR
-from ..mapping.dispatch import DispatchLimits, host_seconds_per_dispatch, reload_seconds
+from ..mapping.dispatch import (DispatchLimits, control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
+                                reload_seconds)
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
 from .pins import GraphPins
@@ -31,9 +32,16 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     placed, results, dispatch = result.placed, result.results, result.dispatch
     ops = [p.op for p in placed]
     per_op = _per_op(placed, results, arch, pins)
-    totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]))
+    control = np.array(result.control_instructions or [0] * len(ops), np.int64).reshape(len(ops))
+    totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
     return xr.Dataset(
-        {**_op_variables(placed, results, per_op), **_total_variables(dispatch, totals, result.graph.token_rows),
+        {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
+         "op_setup_instructions": (OP_DIM, np.array([layer_instructions(results[p.key].control) for p in placed],
+                                                    np.int64).reshape(len(ops)), {"units": "instructions",
+                                   "description": "runtime-sequence instructions that set the op's design up after "
+                                   "another op's, wherever it runs (op_control_instructions charges them, but not "
+                                   "for a dispatch's first op: its dispatch sets it up)"}),
+         **_total_variables(dispatch, totals, result.graph.token_rows),
          **(variables or {})},
         coords={
             "op_name": (OP_DIM, np.array([op.name for op in ops], dtype=object)),
@@ -103,9 +111,9 @@ def _op_row(r, op, arch: Arch, pins: GraphPins) -> dict:
                              for lv in LEVELS if lv not in ("ddr_read", "ddr_write")))}
 
 
-def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_of) -> dict:
-    """Per dispatch and overall: op time, host round trips, static weight loads and program
-    reloads (they add up to the total), and energy."""
+def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_of, control) -> dict:
+    """Per dispatch and overall: op time, host round trips, static weight loads, control
+    instructions and program reloads (they add up to the total), and energy."""
     f = per_op["f"]
     n_dispatch = dispatch.count
     static = np.array(dispatch.static_weight_bytes)
@@ -122,16 +130,30 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     of_op = np.array(dispatch.of_op)
     per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(3))
     per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits, arch), np.float64)
+    per_control = np.array(control_seconds_per_dispatch(list(control), dispatch.of_op, n_dispatch, arch), np.float64)
     for d in range(n_dispatch):
         mine = of_op == d
         per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
-        per_total[d] = f["seconds"][mine].sum() + host_s[d] + per_preload[d] + per_reload[d]
+        per_total[d] = f["seconds"][mine].sum() + host_s[d] + per_preload[d] + per_control[d] + per_reload[d]
         per_energy[d] = f["energy"][mine].sum() + (0.0 if resident else static[d] * arch.pj_per_byte["ddr"])
-    reload_s = per_reload.sum()
-    total_s = f["seconds"].sum() + dispatch_s + preload_s + reload_s
+    reload_s, control_s = per_reload.sum(), per_control.sum()
+    total_s = f["seconds"].sum() + dispatch_s + preload_s + control_s + reload_s
     return dict(total_s=total_s, dispatch_s=dispatch_s, preload_s=preload_s, preload_bytes=preload_bytes,
-                preload_pj=preload_pj, reload_s=reload_s, static=static, per_reload=per_reload,
-                per_preload=per_preload, per_total=per_total, per_energy=per_energy)
+                preload_pj=preload_pj, reload_s=reload_s, control_s=control_s, static=static, per_reload=per_reload,
+                per_control=per_control, per_preload=per_preload, per_total=per_total, per_energy=per_energy)
+
+
+def _control_variables(control: np.ndarray, arch: Arch) -> dict:
+    """Per op: the runtime-sequence instructions that set it up inside its dispatch, and their time."""
+    return {
+        "op_control_instructions": (OP_DIM, control, {"units": "instructions", "description":
+                                 "runtime-sequence instructions that set the op up after the op before it in its "
+                                 "dispatch (shim tasks, syncs, mem-tile BDs, chain starts and locks, core "
+                                 "parameters; docs/hardware.md 'Control costs'); 0 for a dispatch's first op"}),
+        "op_control_seconds": (OP_DIM, control * arch.runtime_instruction_cycles / arch.clock_hz, {
+                            "units": "s", "description": "time of op_control_instructions (Arch.runtime_instruction_cycles "
+                            "each), in no op's op_seconds; in total_seconds"}),
+    }
 
 
 def _op_variables(placed, results, per_op: dict) -> dict:
@@ -205,13 +227,16 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
     return {
         "dispatch": (OP_DIM, np.array(dispatch.of_op, np.int64), {"description": "dispatch the op runs in"}),
         "total_seconds": ((), t["total_s"], {"units": "s", "description":
-                                        "ops + dispatch overheads + static weight loads + program reloads"}),
+                                        "ops + dispatch overheads + static weight loads + control instructions + program reloads"}),
         "dispatch_seconds": ((), t["dispatch_s"], {"units": "s", "description": "host time of every dispatch together (single commands or a chained run list: dispatch_commands)"}),
         "preload_seconds": ((), t["preload_s"], {"units": "s", "description":
                                             "static weights loaded per pass (0 when one dispatch keeps them resident)"}),
         "preload_bytes": ((), t["preload_bytes"], {"units": "bytes", "description":
                           "static weights read from DDR per pass (in no op's ddr_bytes; llm_summary adds them)"}),
         "preload_energy_pj": ((), t["preload_pj"], {"units": "pJ", "description": "DDR energy of the static weight load"}),
+        "control_seconds": ((), t["control_s"], {"units": "s", "description":
+                                  "runtime-sequence instructions that set each op up inside its dispatch (the sum of "
+                                  "op_control_seconds)"}),
         "program_reload_seconds": ((), t["reload_s"], {"units": "s", "description":
                                                   "core program reloads where a dispatch's kernels exceed program memory"}),
         "sequence_words": (("dispatch_index",), np.array(dispatch.sequence_words, np.int64),
@@ -220,8 +245,10 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
                           {"units": "bytes", "description": "core program memory per dispatch (distinct kernels)"}),
         "static_weight_bytes": (("dispatch_index",), static, {"units": "bytes"}),
         "dispatch_total_seconds": (("dispatch_index",), t["per_total"], {"units": "s", "description":
-                                   "the dispatch's ops, host round trip, static weight load and program "
-                                   "reloads (they add up to total_seconds)"}),
+                                   "the dispatch's ops, host round trip, static weight load, control "
+                                   "instructions and program reloads (they add up to total_seconds)"}),
+        "dispatch_control_seconds": (("dispatch_index",), t["per_control"], {"units": "s", "description":
+                                     "control instructions of the dispatch's ops (control_seconds)"}),
         "dispatch_reload_seconds": (("dispatch_index",), t["per_reload"], {"units": "s", "description":
                                     "core program reloads in the dispatch"}),
         "dispatch_preload_seconds": (("dispatch_index",), t["per_preload"], {"units": "s", "description":

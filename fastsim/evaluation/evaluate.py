@@ -18,8 +18,11 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
-from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, host_seconds_per_dispatch,
-                                plan as plan_dispatches, program_bytes, reload_seconds, sequence_words)
+from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, control_instructions,
+                                control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
+                                plan as plan_dispatches, program_bytes, reload_seconds, repeat_instructions,
+                                sequence_words)
+from ..mapping.branch_bound import objective
 from ..mapping.search import search_many
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
@@ -28,7 +31,7 @@ from ..simulation import simulate, simulate_arrays
 from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
-from .place import Placed, matmul_lower_bound_cycles, op_design, place, search_request
+from .place import Placed, control_weight, matmul_lower_bound_cycles, op_design, place, search_request
 from .sharing import shared_kernels
 
 
@@ -43,6 +46,7 @@ class GraphResult:
     dispatch: DispatchPlan
     fusion: str
     alternatives: str
+    control_instructions: tuple = ()  # per op: runtime-sequence instructions setting it up (``control``)
 
     def op_results(self) -> list[OpResult]:
         return [self.results[p.key] for p in self.placed]
@@ -115,7 +119,8 @@ class Evaluation:
         self.add_twins(chosen)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
                                  for k, v in self.alternatives.items())
-        return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives)
+        return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives,
+                           tuple(self.control(chosen, dispatch)))
 
     def place(self, fused: set[str], chain: bool, dispatch: list[int]) -> list[Placed] | None:
         return place(self.graph, self.groups, self.pins, self.arch, fused, chain, dispatch)
@@ -164,14 +169,34 @@ class Evaluation:
         return chained, self.dispatches(chained, greedy.cuts, strict=True)
 
     def total(self, placed: list[Placed]) -> float:
-        """Seconds of all ops (inf when one has no legal design)."""
+        """Seconds of all ops and of setting each up inside its dispatch (every op charged, as
+        if none came first: the choices compare alternatives of the same ops; inf when one has no
+        legal design); a gathered op's repeats beyond its set-ups re-run it on new operands
+        (``reruns``)."""
         total = 0
-        for p in placed:
+        each = self.arch.runtime_instruction_cycles
+        for p, runs, again in zip(placed, self.runs(placed), self.reruns(placed)):
             r = self.results.get(p.key)
             if r is None:
                 return float("inf")
-            total += r.cycles * p.op.repeat
+            control = layer_instructions(r.control) * runs + repeat_instructions(r.control) * again
+            total += r.cycles * p.op.repeat + control * each
         return total / self.arch.clock_hz
+
+    def runs(self, placed: list[Placed]) -> list[int]:
+        """Times each op is set up in its dispatch (``Placed.runs``)."""
+        return [p.runs for p in placed]
+
+    def reruns(self, placed: list[Placed]) -> list[int]:
+        """Times each op's design is re-run on new operands after a set-up: each gathered repeat
+        (an expert) beyond its set-ups; strided repeats are iterations of one task."""
+        return [p.op.repeat - p.runs if p.op.gathered else 0 for p in placed]
+
+    def control(self, placed: list[Placed], dispatch: DispatchPlan) -> list[int]:
+        """Per op of ``placed``: the runtime-sequence instructions that set it up in its dispatch
+        (``mapping.dispatch.control_instructions``)."""
+        return control_instructions([self.results[p.key].control for p in placed], self.runs(placed),
+                                    self.reruns(placed), dispatch.of_op)
 
     def best_per_kind(self, unfused, grouped, forced: bool):
         """Each group kind fused or not, whichever is faster (forced: fused wherever it is legal)."""
@@ -297,7 +322,8 @@ class Evaluation:
         to under the best kernel set that fits (ops on their own kernel left out); {} when none
         fits or none beats the reloads. Branch and bound, as the mapping search: an op design's
         time on another kernel is its closed-form lower bound until the best set so far needs it,
-        then simulated; the answer is the best set over exact times."""
+        then simulated; the answer is the best set over exact times (each the search's objective:
+        cycles and weighted control, ``op_objective``)."""
         results, limits = self.results, self.limits
         mine = [i for i, x in enumerate(dispatch.of_op) if x == d]
         free = [i for i in mine if self.movable(chosen[i])]
@@ -307,7 +333,7 @@ class Evaluation:
             first.setdefault(chosen[i].key, i)
             count[chosen[i].key] = count.get(chosen[i].key, 0) + chosen[i].op.repeat
         own = {key: results[key].matmul_kernel for key in first}
-        cycles = {key: {k: results[key].cycles if k == own[key] else
+        cycles = {key: {k: self.op_objective(chosen[i], results[key]) if k == own[key] else
                         matmul_lower_bound_cycles(replace(chosen[i], kernel=k[1:]), self.arch, self.pins)
                         if _calls(chosen[i].op, k) <= HELD_CALLS_MAX * _calls(chosen[i].op, own[key]) else float("inf")
                         for k in kernels} for key, i in first.items()}
@@ -329,7 +355,7 @@ class Evaluation:
             tried = {key: replace(chosen[first[key]], kernel=k[1:]) for key, k in todo.items()}
             self.simulate(list(tried.values()), strict=False)
             for key, v in tried.items():
-                cycles[key][todo[key]] = results[v.key].cycles if v.key in results else float("inf")
+                cycles[key][todo[key]] = self.op_objective(v, results[v.key]) if v.key in results else float("inf")
                 exact.add((key, todo[key]))
 
     def held(self, placed, kernel_of: dict) -> list[Placed]:
@@ -340,15 +366,23 @@ class Evaluation:
         for alone, p in zip(placed, out):
             if p.kernel and p.key in self.results and alone.key in self.results:
                 mine, own = self.results[p.key], self.results[alone.key]
-                lower = (1 - own.search_gap) * own.cycles
-                self.results[p.key] = replace(mine, search_gap=max(0.0, 1 - lower / mine.cycles))
+                lower = (1 - own.search_gap) * self.op_objective(alone, own)  # gaps are of the objective
+                self.results[p.key] = replace(mine, search_gap=max(0.0, 1 - lower / self.op_objective(p, mine)))
         return out
 
+    def op_objective(self, p: Placed, r: OpResult) -> float:
+        """What ``p``'s mapping search ranks its design by (``branch_bound.objective``): its cycles
+        and, inside a graph, its weighted control."""
+        return objective(r.cycles, r.control, self.arch, control_weight(p, self.pins))
+
     def pass_seconds(self, placed, dispatch) -> float:
-        """Seconds of the ops, the dispatches' host round trips and their program reloads."""
+        """Seconds of the ops, the dispatches' host round trips, their control instructions and
+        their program reloads."""
         reloads = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch)
         host = host_seconds_per_dispatch(self.arch, dispatch.count, self.pins.dispatch_commands)
-        return self.total(placed) + sum(host) + sum(reloads)
+        control = control_seconds_per_dispatch(self.control(placed, dispatch), dispatch.of_op, dispatch.count, self.arch)
+        ops = sum(self.results[p.key].cycles * p.op.repeat for p in placed) / self.arch.clock_hz
+        return ops + sum(host) + sum(control) + sum(reloads)
 
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user (tables or

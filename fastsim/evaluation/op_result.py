@@ -7,7 +7,7 @@ import numpy as np
 
 from ..arch import Arch
 from ..design import buffer_peaks, compute_cycles_by_kernel
-from ..mapping.dispatch import host_counts
+from ..mapping.dispatch import NO_CONTROL, ControlCounts, control_counts, host_counts
 from ..report import utilization_of
 from ..results import DesignArrays
 
@@ -31,6 +31,7 @@ class OpResult:
     host_steps: tuple  # (distinct BDs pushed, syncs) of its runtime sequence
     columns: int
     kernels: frozenset
+    control: ControlCounts = NO_CONTROL  # what setting its design up inside a dispatch writes
     search_gap: float = 0.0  # see ``OpDesign.search_gap``
     design_checked: bool = True  # see ``OpDesign.checked``
 
@@ -55,6 +56,7 @@ def design_result(a: DesignArrays, design, flow: str, kernels, arch: Arch) -> Op
                     cast_share=per_core[0].get("cast", 0) / busy if busy else 0.0, shim_bytes=shim_bytes(a),
                     compute_cycles=max((sum(c.values()) for c in per_core), default=0), movement_cycles=cycles,
                     l1_peak_bytes=l1, l2_peak_bytes=l2, host_steps=host_counts(design),
+                    control=control_counts(design),
                     columns=len({t.col for t in design.cores}), kernels=frozenset(kernels))
 
 

@@ -64,6 +64,11 @@ class GraphPins:
     # ranked and rejected ones it keeps for reports. A standalone GEMM searches as ``map gemm`` lists (6, 50)
     search_top: int = 3
     search_keep: int = 0
+    # each op's mapping search ranks a candidate by its cycles plus its weighted control: the
+    # instructions that set its design up after another op's in the dispatch (``place.control_weight``),
+    # so that a slower op never wins on fewer mem-tile BDs picked by cycles alone. False: by cycles
+    # alone, as a one-op workload (a dispatch of its own: its set-up is the dispatch's)
+    search_control: bool = True
 
     @classmethod
     def of(cls, layout: Layout, **rest) -> "GraphPins":

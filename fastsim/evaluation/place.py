@@ -12,6 +12,7 @@ from ..design import Design
 from ..errors import ConfigError
 from ..lower import LoweredDesign, lower, noop_twin
 from ..mapping import Matmul, Pins, matmul_design, search
+from ..mapping.dispatch import ControlWeight
 from ..mapping.search_result import SearchResult
 from ..mapping.search import lower_bound_cycles
 from ..mapping.design import NOOP_DROPS as MATMUL_NOOP_DROPS
@@ -20,6 +21,7 @@ from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, OnChip, bl
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
 from ..mapping.transpose import Transpose, search_transpose, transpose_design
 from ..mapping.vector import VectorOp, lowered_vector_design, vector_design
+from ..mapping.vector_search import search_vector_columns
 from ..results import DesignArrays
 from .pins import GraphPins
 
@@ -34,13 +36,18 @@ class Placed:
     kind: str = ""
     # (tile, datapath) a matmul is held to where its dispatch shares kernels (``evaluation.sharing``)
     kernel: tuple = ()
+    # times its design is set up in its dispatch: once, or once per token block where a fused group
+    # runs block by block (its ops take turns); a pipeline's blocks run inside one design
+    runs: int = 1
 
     @cached_property
     def key(self) -> tuple:
-        """Instances with equal keys have identical designs (simulated once). An evaluation looks
-        its ops' results up thousands of times: the key and its hash are made once."""
+        """Instances with equal keys have identical designs (simulated once): their repeats and
+        runs are in it too, as they weigh the search's control (``control_weight``). An evaluation
+        looks its ops' results up thousands of times: the key and its hash are made once."""
         return _HashedKey(self.op.shape_key + (self.op.name, self.kind, self.chip.x, self.chip.y,
-                                               self.chip.window_bytes, self.pipelined, self.kernel))
+                                               self.chip.window_bytes, self.pipelined, self.kernel,
+                                               self.op.repeat, self.op.gathered, self.runs))
 
 
 class _HashedKey(tuple):
@@ -90,13 +97,14 @@ def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch
     kinds = kind_by_op(graph, groups)
     out = []
     for i, (op, chip) in enumerate(zip(graph.ops, on_chip_flags(graph, group_of, flash))):
-        block = blocks.get(group_of[i], tokens)
+        block, runs = blocks.get(group_of[i], tokens), 1
         if block < tokens and op.m == tokens:
-            op = replace(op, m=block, repeat=op.repeat * math.ceil(tokens / block))
+            runs = math.ceil(tokens / block)
+            op = replace(op, m=block, repeat=op.repeat * runs)
         if op.online_rescale_cycles and runs_flash(group_of[i], i, flash):
             extra = op.online_rescale_cycles / FLASH_KV_BLOCK  # once per block of keys
             op = replace(op, vector_cycles_per_elem=op.vector_cycles_per_elem + extra)
-        out.append(Placed(op, chip, kind=kinds[i]))
+        out.append(Placed(op, chip, kind=kinds[i], runs=runs))
     return out
 
 
@@ -172,6 +180,9 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
                         name=op.name, x_on_chip=p.chip.x, y_on_chip=p.chip.y,
                         onchip_window_bytes=p.chip.window_bytes, col0=col0 or 0,
                         stream_split="proportional" if pins.stream_split == "auto" else pins.stream_split)
+        weight = control_weight(p, pins)
+        if cols is None and weight and not (p.chip.x or p.chip.y):  # the real op's columns, NOOP or not
+            spec = replace(spec, cols=search_vector_columns(replace(spec, noop=False), arch, weight))
         # lowering validates: on-chip buffers must fit next to the stream buffers, say so now
         design, lowered = lowered_vector_design(spec, arch)
         twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
@@ -180,8 +191,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
         return _conv_design(p, arch, pins, noop, at)
     if op.kind == TRANSPOSE:
         return _transpose_design(p, arch, pins, noop, at)
-    real, on, search_pins, top, keep, budget = search_request(p, arch, pins, at)  # refuses a kind it cannot map
-    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate)
+    real, on, search_pins, top, keep, budget, weight = search_request(p, arch, pins, at)  # refuses a kind it cannot map
+    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate, control_weight=weight)
     best = found.best
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
     if real.cast_cycles_per_weight:
@@ -197,8 +208,8 @@ def op_design(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None
 
 def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] | None = None) -> tuple | None:
     """The mapping search ``op_design`` runs for ``p``: ``search``'s arguments (op, arch, pins, top,
-    keep, budget), or None for an op it searches none for (vector ops; convs and transposes search
-    their own)."""
+    keep, budget, control_weight), or None for an op it searches none for (vector ops; convs and
+    transposes search their own)."""
     if p.op.kind in (VECTOR, CONV, TRANSPOSE):
         return None
     _matmul_kind(p.op)
@@ -209,7 +220,18 @@ def search_request(p: Placed, arch: Arch, pins: GraphPins, at: tuple[int, int] |
     # the best-bounded candidate of their narrowed space
     one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
     return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else pins.search_top,
-            pins.search_keep, 1 if one else pins.search_budget)
+            pins.search_keep, 1 if one else pins.search_budget, control_weight(p, pins))
+
+
+def control_weight(p: Placed, pins: GraphPins):
+    """The weight of a candidate's control in ``p``'s search (``branch_bound.objective``), as
+    ``Evaluation.total`` charges it per simulated run of its design: ``runs`` set-ups for ``repeat``
+    runs, and where its repeats are gathered (experts) a re-run on new operands for each other
+    run; 0 where the pins rank by cycles alone (``GraphPins.search_control``)."""
+    if not pins.search_control:
+        return 0.0
+    reruns = (p.op.repeat - p.runs) / p.op.repeat if p.op.gathered else 0.0
+    return ControlWeight(p.runs / p.op.repeat, reruns)
 
 
 def _matmul_kind(op: Op) -> None:
@@ -292,7 +314,8 @@ def _conv_search(p: Placed, arch: Arch, pins: GraphPins):
     op = p.op
     out = pins.pinned(pins.out_dtype, op.name, p.kind, op.op_class)
     conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency, out)
-    return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget)
+    return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget,
+                             control_weight(p, pins))
 
 
 def op_search(p: Placed, arch: Arch, pins: GraphPins) -> SearchResult:
@@ -351,7 +374,7 @@ def _transpose_search(p: Placed, arch: Arch, pins: GraphPins):
     cols = _columns(pins, p, arch)
     if cols is not None and own.cols is None:
         own = replace(own, cols=cols)
-    return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget)
+    return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget, control_weight(p, pins))
 
 
 def _no_transpose_pipeline() -> Design:

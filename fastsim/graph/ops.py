@@ -115,6 +115,10 @@ class Op:
     cast_cycles_per_weight: float = 0.0
     macs_scale: float = 1.0  # e.g. causal attention computes about half its rectangle
     repeat: int = 1
+    # its repeats read operands at addresses chosen at run time (a mixture-of-experts layer's
+    # experts): each instance's tasks are pushed anew (``dispatch.repeat_instructions``), where
+    # strided repeats (heads, sequences) are iterations of one task
+    gathered: bool = False
     # core cycles per element for each rescale of a running output when the op runs flash-style
     # (an online softmax rescales once per block of keys; the evaluator divides by the block)
     online_rescale_cycles: float = 0.0

@@ -44,6 +44,7 @@ def llm_summary(ds: xr.Dataset) -> dict:
     for b, s in zip(ds.bound_by.values, ds.op_seconds.values):
         bound_time[b] = bound_time.get(b, 0.0) + s
     bound_time["dispatch"] = float(ds.dispatch_seconds)
+    bound_time["control"] = float(ds.control_seconds)
     seconds = float(ds.total_seconds)
     decode = ds.attrs["regime"] == "decode"
     preload = float(ds.get("preload_bytes", 0.0))  # static weights: in time, bytes and energy alike
@@ -65,6 +66,8 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "dispatch_seconds": float(ds.dispatch_seconds),
         "dispatch_share": float(ds.dispatch_seconds) / seconds,
         "dispatches": int(ds.attrs["dispatches"]),
+        "control_seconds": float(ds.control_seconds),
+        "control_instructions": int(ds.op_control_instructions.sum()),
         "program_reload_seconds": float(ds.program_reload_seconds),
         "preload_seconds": float(ds.preload_seconds),
         "fusion": ds.attrs["fusion"],
@@ -83,11 +86,12 @@ def mapping_search(ds: xr.Dataset) -> dict:
     answer (gap 0) or stopped at its budget with a gap (an op held to a kernel its dispatch shares
     counts against the best of its whole space); an op can get at most its gap x its time faster,
     and the program reloads left could at most vanish, so their sum bounds what any other choice
-    of the ops' mappings could save."""
+    of the ops' mappings could save. A gap is of the search's objective, the op's time and its
+    control inside the dispatch (``mapping.branch_bound.objective``): it applies to both."""
     matmul = ds.dataflow.values != "stream"
     gaps = ds["mapping_gap"].values
     reload_s = float(ds.program_reload_seconds)
-    saving = float((gaps * ds.op_seconds.values)[matmul].sum()) + reload_s
+    saving = float((gaps * (ds.op_seconds.values + ds.op_control_seconds.values))[matmul].sum()) + reload_s
     shared = ds["kernel_shared"].values if "kernel_shared" in ds else np.zeros(ds.sizes["op"], bool)
     return {"matmul_ops": int(matmul.sum()), "proven_best": int((gaps[matmul] == 0).sum()),
             "worst_gap": float(gaps[matmul].max()) if matmul.any() else 0.0,

@@ -170,7 +170,8 @@ def _dense_ffn(b: Builder, layer: int, source, prefix: str = "ffn", size: int = 
 def _experts(b: Builder, layer: int, source) -> tuple:
     """Router (gate matmul, with the shared expert's gate as one more column), top-k, each group
     of experts that receive the same number of tokens as one op repeated per expert (each
-    instance reads its own expert's weights), the shared expert, and the weighted combine."""
+    instance reads its own expert's weights: gathered, set up anew), the shared expert, and the
+    weighted combine."""
     m, c, rows = b.model, b.costs, b.rows
     e, h = m.experts, m.hidden_size
     b.add(b.gemm("router", rows, h, e.count + e.shared_gate, layer, "router"), source)
@@ -180,10 +181,10 @@ def _experts(b: Builder, layer: int, source) -> tuple:
     for tokens, experts in loads:
         tag = "" if len(loads) == 1 else f"@{tokens}"
         gate, up, act, down = (f"expert_{s}{tag}" for s in ("gate", "up", "act", "down"))
-        b.add(b.gemm(gate, tokens, h, e.ffn_size, layer, "ffn", repeat=experts), source)
-        b.add(b.gemm(up, tokens, h, e.ffn_size, layer, "ffn", repeat=experts), source)
+        b.add(b.gemm(gate, tokens, h, e.ffn_size, layer, "ffn", repeat=experts, gathered=True), source)
+        b.add(b.gemm(up, tokens, h, e.ffn_size, layer, "ffn", repeat=experts, gathered=True), source)
         b.activation(act, tokens * experts, e.ffn_size, layer, True, (gate, layer), (up, layer))
-        b.add(b.gemm(down, tokens, e.ffn_size, h, layer, "ffn", repeat=experts), (act, layer))
+        b.add(b.gemm(down, tokens, e.ffn_size, h, layer, "ffn", repeat=experts, gathered=True), (act, layer))
         downs.append((down, layer))
     if e.shared_ffn_size:
         downs.append(_dense_ffn(b, layer, source, "shared", e.shared_ffn_size))

@@ -81,6 +81,7 @@ def account(ds: xr.Dataset, chosen: dict[int, float], overhead_s: float) -> xr.D
     bound[idx] = "host"
     ds["bound_by"] = ds.bound_by.copy(data=bound)
     tokens = float(ds.tokens_per_s) * float(ds.total_seconds)
+    removed += _drop_control(ds, _control_free(chosen, ds.sizes["op"]))
     total = float(ds.total_seconds) - removed + float(host.sum()) + extra
     ds["total_seconds"] = ds.total_seconds.copy(data=total)
     ds["dispatch_seconds"] = ds.dispatch_seconds.copy(data=float(ds.dispatch_seconds) + extra)
@@ -90,3 +91,29 @@ def account(ds: xr.Dataset, chosen: dict[int, float], overhead_s: float) -> xr.D
     ds.attrs["host_ops"] = ";".join(sorted({str(n) for n in ds.op_name.values[idx]}))
     ds.attrs["host_dispatches"] = islands(chosen)
     return ds
+
+
+def _control_free(chosen: dict[int, float], n_ops: int) -> list[int]:
+    """Ops that set nothing up inside a dispatch: the host ops, and the NPU op after each run of
+    them (it starts the next dispatch, whose round trip sets it up)."""
+    after = [i + 1 for i in sorted(chosen) if i + 1 < n_ops and i + 1 not in chosen]
+    return sorted(chosen) + after
+
+
+def _drop_control(ds: xr.Dataset, ops: list[int]) -> float:
+    """Zero the control instructions of ``ops`` in ``ds`` (in place: per op, per dispatch and the
+    sum); returns the seconds removed."""
+    if "op_control_seconds" not in ds or not ops:
+        return 0.0
+    seconds = ds.op_control_seconds.values.copy()
+    removed = float(seconds[ops].sum())
+    per_dispatch = ds.dispatch_control_seconds.values.copy()
+    np.subtract.at(per_dispatch, ds.dispatch.values[ops], seconds[ops])
+    seconds[ops] = 0
+    count = ds.op_control_instructions.values.copy()
+    count[ops] = 0
+    ds["op_control_seconds"] = ds.op_control_seconds.copy(data=seconds)
+    ds["op_control_instructions"] = ds.op_control_instructions.copy(data=count)
+    ds["dispatch_control_seconds"] = ds.dispatch_control_seconds.copy(data=np.maximum(per_dispatch, 0.0))
+    ds["control_seconds"] = ds.control_seconds.copy(data=float(ds.control_seconds) - removed)
+    return removed

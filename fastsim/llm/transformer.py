@@ -164,12 +164,12 @@ class Builder:
         self.index[(op.name, op.layer)] = len(self.ops)
         self.ops.append(op)
 
-    def gemm(self, name, m, k, n, layer, weight_kind, repeat=1, stored_as=None) -> Op:
+    def gemm(self, name, m, k, n, layer, weight_kind, repeat=1, stored_as=None, gathered=False) -> Op:
         """A matmul over a weight of ``weight_kind``, stored at the precision of ``stored_as``
-        (a tied LM head is the embedding table)."""
+        (a tied LM head is the embedding table); ``gathered``: its repeats are experts."""
         a = Operand("activations", self.a)
         w = Operand("weights", self.precision.bytes_of(stored_as or weight_kind))
-        return Op(name, "gemm", layer, MATMUL, m, k, n, a, w, a, repeat=repeat,
+        return Op(name, "gemm", layer, MATMUL, m, k, n, a, w, a, repeat=repeat, gathered=gathered,
                   cast_cycles_per_weight=_cast_cycles(self.precision, stored_as or weight_kind, self.costs),
                   weight_kind=weight_kind)
 

@@ -9,10 +9,17 @@ The loop (``walk``) is a generator of the batches it wants simulated: ``drive`` 
 An op kind plugs in a ``Space``: its legal candidates in bound order (rows: dicts with at least
 ``lower_bound_cycles``; simulation fills ``status`` and ``cycles``), how to simulate a batch, and
 how ties between equally fast candidates break. Matmul (``search``), conv (``conv_search``) and
-transpose (``transpose``) are the spaces today.
+transpose (``transpose``) are the spaces today. A space whose legal rows are all listed up front,
+sorted by bound, takes its walk from ``LegalInOrder`` (conv, transpose).
 
-A space whose legal rows are all listed up front, sorted by bound, takes its walk from
-``LegalInOrder`` (conv, transpose)."""
+What a candidate is ranked by (``objective``): its simulated cycles, plus, inside a graph, the
+cycles of the runtime-sequence instructions that set its design up after another op's in the same
+dispatch, weighted as the evaluation charges them (``control_weight``: set-ups per simulated run;
+0 for an op that is a dispatch of its own). A space's bounds are lower bounds of the objective:
+a closed-form bound on cycles plus the weighted control counted in closed form from the candidate
+(the matmul and conv spaces count it exactly: ``plan.control_counts_of``,
+``conv_plan.control_counts_of``); a candidate is taken best bound first and pruned only when its
+bound is no better than the best objective simulated."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,6 +27,7 @@ from enum import Enum
 from typing import Protocol
 
 from ..errors import ConfigError
+from .dispatch import ControlCounts, control_counts, weighted_instructions
 
 FIRST_BATCH = 4  # candidates in the first engine call when the space chooses them (then 8, 16, ...)
 
@@ -27,6 +35,7 @@ FIRST_BATCH = 4  # candidates in the first engine call when the space chooses th
 class Space(Protocol):
     name: str  # what is searched, as errors name it (an op)
     group: str  # the search, as errors name it
+    arch: object  # the Arch its candidates run on (their control's cycles, ``objective``)
 
     def take(self, size: int, below: float) -> list[dict]:
         """Up to ``size`` legal rows not simulated yet whose bound is below ``below``, best-bounded
@@ -62,39 +71,60 @@ class LegalInOrder:
     """A ``Space``'s walk over a list of legal rows already sorted by bound (conv, transpose): the
     plug-in adds ``group``, ``simulate`` and ``tie``."""
 
+    bound = "lower_bound_cycles"  # the row key it is sorted and pruned by
+
     def __init__(self, name: str, legal: list[dict]):
         self.name, self.legal = name, legal
         self.done = 0  # legal[:done] are simulated
 
     def take(self, size: int, below: float) -> list[dict]:
-        batch = [r for r in self.legal[self.done:self.done + size] if r["lower_bound_cycles"] < below]
+        batch = [r for r in self.legal[self.done:self.done + size] if r[self.bound] < below]
         self.done += len(batch)
         return batch
 
     def unexplored_bound(self) -> float:
-        return self.legal[self.done]["lower_bound_cycles"] if self.done < len(self.legal) else float("inf")
+        return self.legal[self.done][self.bound] if self.done < len(self.legal) else float("inf")
 
 
-def branch_and_bound(space: Space, first: list[dict], budget: int | None,
-                     extra: dict | None = None) -> tuple[dict, list[dict], int]:
+def branch_and_bound(space: Space, first: list[dict], budget: int | None, extra: dict | None = None,
+                     control_weight: float = 0.0) -> tuple[dict, list[dict], int]:
     """``walk`` run alone: each batch simulated by its space as it comes."""
-    return drive(walk(space, first, budget, extra))
+    return drive(walk(space, first, budget, extra, control_weight))
 
 
-def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None = None):
+def objective(cycles: float, control: ControlCounts, arch, control_weight: float) -> float:
+    """What a candidate is ranked by: its ``cycles``, plus the cycles of the runtime-sequence
+    instructions charged per simulated run of its design inside a dispatch (``control_cycles``).
+    Exactly its cycles when ``control_weight`` is 0 (an op run as its own dispatch)."""
+    return cycles + control_cycles(control, arch, control_weight)
+
+
+def control_cycles(control: ControlCounts, arch, control_weight: float):
+    """Cycles of the control instructions a search weighs per simulated run (``control``:
+    ``dispatch.control_counts`` of the design, or arrays of them counted in closed form;
+    ``dispatch.weighted_instructions`` at ``Arch.runtime_instruction_cycles`` each; 0 when
+    ``control_weight`` is 0)."""
+    if not control_weight:
+        return 0
+    return weighted_instructions(control, control_weight) * arch.runtime_instruction_cycles
+
+
+def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None = None,
+         control_weight: float = 0.0):
     """Simulate ``first``, then the best-bounded rest, until no unsimulated bound beats the fastest
-    simulated cycles or ``budget`` simulations are spent. ``extra``: a row simulated after the first
+    simulated objective or ``budget`` simulations are spent. ``extra``: a row simulated after the first
     batch whenever its (valid) bound says it could still win or tie, budget or not (the matmul
-    search's fixed whole-array baseline: the answer is never slower than it). A generator: it yields
+    search's fixed whole-array baseline: the answer is never slower than it). Each simulated row that
+    ran to its end gets its ``objective`` (the module docstring). A generator: it yields
     each batch to simulate as (space, rows, cap cycles) and is sent the simulated rows back, so
     that a driver may run the batches of many searches in one engine call (``drive_together``).
-    Returns the fastest row, every simulated row in order, and how many were simulated."""
+    Returns the best row, every simulated row in order, and how many were simulated."""
     rows: list[dict] = []
     batch, size = first, FIRST_BATCH
     while batch:
-        rows += yield space, batch, _cap(rows)
+        rows += _ranked((yield space, batch, _cap(rows)), space, control_weight)
         if extra is not None and extra["lower_bound_cycles"] <= _fastest(rows):
-            rows += yield space, [extra], _cap(rows)
+            rows += _ranked((yield space, [extra], _cap(rows)), space, control_weight)
         extra = None
         best = _fastest(rows)
         if space.unexplored_bound() >= best or (budget is not None and len(rows) >= budget):
@@ -105,7 +135,16 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
     if not ok:
         raise ConfigError([f"{space.name}: every simulated candidate failed: " + "; ".join(
             f"{r['mapping'].label()}: {r['status']}" for r in rows)], space.group)
-    return min(ok, key=lambda r: (r["cycles"], *space.tie(r), rows.index(r))), rows, len(rows)
+    return min(ok, key=lambda r: (r["objective"], *space.tie(r), rows.index(r))), rows, len(rows)
+
+
+def _ranked(rows: list[dict], space: Space, control_weight: float) -> list[dict]:
+    """``rows`` as simulated, each that ran to its end with its ``objective``."""
+    for r in rows:
+        if r["status"] == "ok":
+            control = control_counts(r["design"]) if control_weight else None
+            r["objective"] = objective(r["cycles"], control, space.arch, control_weight)
+    return rows
 
 
 def drive(walker):
@@ -173,11 +212,12 @@ def _advance(walker, i: int, reply, requests: dict, answers: list, done) -> None
 
 
 def _fastest(rows: list[dict]) -> float:
-    """The fewest cycles simulated so far (inf before any candidate ran to its end)."""
-    return min((r["cycles"] for r in rows if r["status"] == "ok"), default=float("inf"))
+    """The best objective simulated so far (inf before any candidate ran to its end)."""
+    return min((r["objective"] for r in rows if r["status"] == "ok"), default=float("inf"))
 
 
 def _cap(rows: list[dict]) -> int | None:
-    """Cycles past which a run cannot win (ties still run to the end: the tie-break may prefer them)."""
+    """Cycles past which a run cannot win (its objective is at least its cycles; ties still run to
+    the end: the tie-break may prefer them)."""
     fastest = _fastest(rows)
     return None if fastest == float("inf") else int(fastest) + 1

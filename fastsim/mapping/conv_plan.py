@@ -15,6 +15,7 @@ from ..kernel_model import conv as KC
 from ..kernel_model import matmul as KM
 from .branch_bound import Broken
 from .conv import Conv2d, ConvMapping, cdiv, check_mapping, words
+from .dispatch import ControlCounts
 from .paths import deal, stream_rates
 
 RESOURCES = ("compute", "ddr", "dma")
@@ -232,6 +233,24 @@ def _memories(op: Conv2d, mp: ConvMapping, arch: Arch, pl: dict) -> None:
             s2mm=(nb > 0) + (nw > 0) + lay.rows, ports_down=nb + nw))
     pl["columns"] = per_col
     pl["l2_bytes"] = max(c["l2"] for c in per_col)
+
+
+def control_counts_of(pl: dict) -> ControlCounts:
+    """``dispatch.control_counts`` of the design ``conv_design`` builds from plan ``pl``, without
+    building it: per column, a shim task for its input rows and its weights where it hosts any and
+    one for its outputs (one sync each); per band stream a ring fill BD, ``ct`` BDs per distinct
+    window kind (each kind's first pushed by the host) and two locks; per weight part
+    ``w_l2_depth`` fill and send BDs, a send chain and two locks; per column's join four BDs and two
+    locks a core row, its chains and the fill chains; one parameter write a core."""
+    lay, columns = pl["layout"], pl["columns"]
+    kinds = [len(set(pl["rows"].windows[part])) for part, _ in lay.band_streams]
+    banded, weighted = sum(c["band"] > 0 for c in columns), sum(c["weights"] > 0 for c in columns)
+    streams, parts = len(lay.band_streams), len(lay.weight_host)
+    return ControlCounts(
+        shim_tasks=banded + weighted + lay.cols, tile_pushes=sum(kinds), syncs=lay.cols,
+        mem_bds=streams + pl["ct"] * sum(kinds) + 2 * pl["w_l2_depth"] * parts + 4 * lay.rows * lay.cols,
+        mem_starts=banded + weighted + parts + lay.cols * (lay.rows + 1),
+        mem_locks=2 * streams + 2 * parts + 2 * lay.rows * lay.cols, cores=lay.cols * lay.rows)
 
 
 def _traffic(op: Conv2d, mp: ConvMapping, arch: Arch, pl: dict) -> None:

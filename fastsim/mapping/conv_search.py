@@ -1,6 +1,7 @@
 """Search the mapping space of a convolution: enumerate, check and bound in closed form
 (``conv_plan``), then simulate candidates cycle-exactly, best lower bound first, until the fastest
-simulated one is no slower than every unsimulated bound (the answer is then the best of the space).
+simulated one is no slower than every unsimulated bound (the answer is then the best of the space;
+inside a graph, "slower" counts the design's control too: ``branch_bound.objective``).
 
 Pointwise convolutions are GEMMs and go to the matmul mapper (``fastsim.mapping.search``) unchanged;
 depthwise and dense ones search the conv space (``ConvMapping``): split, columns, rows, output rows
@@ -15,8 +16,8 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
-from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound
-from .conv_plan import plan, problems
+from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound, control_cycles
+from .conv_plan import control_counts_of, plan, problems
 from .pins import Pins
 from .search_result import SearchResult
 
@@ -26,18 +27,20 @@ REGION = "conv_search"
 CACHE.add_region(Region(REGION, 64))
 
 
-def search_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = None) -> SearchResult:
+def search_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = None,
+                control_weight: float = 0.0) -> SearchResult:
     """The fastest mapping of ``op`` on ``arch`` (module docstring); results are kept in the one
-    cache (region "conv_search", memory only) on everything the search reads."""
+    cache (region "conv_search", memory only) on everything the search reads. ``control_weight``:
+    as the matmul search's (``search.search``), the objective's weight on the design's control."""
     op.validate(arch)
     pins.validate(arch, "conv")
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1"], "conv search")
-    key = (replace(op, name=""), pins, repr(arch), budget)
+    key = (replace(op, name=""), pins, repr(arch), budget, control_weight)
     found = CACHE.get(REGION, key)
     if found is None:
-        found = _pointwise(op, arch, budget) if op.kind == "pointwise" and pins == Pins() else \
-            _search(op, arch, pins, budget)
+        found = _pointwise(op, arch, budget, control_weight) if op.kind == "pointwise" and pins == Pins() else \
+            _search(op, arch, pins, budget, control_weight)
         CACHE.put(REGION, key, found)
     return found
 
@@ -51,15 +54,15 @@ def gemm_of(op: Conv2d):
                   kernel_efficiency=op.kernel_efficiency, name=op.name)
 
 
-def _pointwise(op: Conv2d, arch: Arch, budget: int | None) -> SearchResult:
+def _pointwise(op: Conv2d, arch: Arch, budget: int | None, control_weight: float) -> SearchResult:
     from .search import search
 
-    found = search(gemm_of(op), arch, budget=budget)
+    found = search(gemm_of(op), arch, budget=budget, control_weight=control_weight)
     chosen = next(r for r in found.ranked if r["chosen"])
     return SearchResult(op, found.best, found.best_cycles, found.ranked, [], found.enumerated, found.legal,
                         found.rejected_by_reason, found.best_design, found.best_run, None, found.simulated,
                         found.unexplored_bound_cycles, kind="pointwise", best_plan=chosen, gemm=found,
-                        validated=found.validated)
+                        validated=found.validated, best_control_cycles=found.best_control_cycles)
 
 
 def _pow2_cover(x: int, lo: int = 1) -> list[int]:
@@ -107,7 +110,7 @@ def candidates(op: Conv2d, arch: Arch, pins: Pins) -> list[ConvMapping]:
     return out
 
 
-def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None) -> SearchResult:
+def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None, control_weight: float) -> SearchResult:
     """Plan every candidate, then branch and bound over the legal ones (module docstring)."""
     memo: dict = {}
     legal, reasons, enumerated = [], {}, 0
@@ -121,26 +124,32 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None) -> SearchRes
             first = broken[0].limit.value  # the first limit broken, as the matmul search counts
             reasons[first] = reasons.get(first, 0) + 1
             continue
-        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl["lower_bound_cycles"]})
+        control = control_cycles(control_counts_of(pl), arch, control_weight) if control_weight else 0
+        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl["lower_bound_cycles"],
+                      "objective_bound": pl["lower_bound_cycles"] + control})
     if not legal:
         raise ConfigError([f"no legal mapping for conv {op.name} (c={op.c}, h={op.h}, w={op.w}, k={op.k}, "
                            f"r={op.r}, s={op.s}, groups={op.groups}, dtype={op.dtype}) among {enumerated} "
                            f"candidates; rejected: {reasons}"], "conv search")
-    legal.sort(key=lambda r: (r["lower_bound_cycles"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
+    legal.sort(key=lambda r: (r["objective_bound"], r["plan"]["windows_per_core"] + r["plan"]["tiles_per_core"],
                               r["mapping"]))
     space = _ConvSpace(op, arch, legal)
     first = space.take(FIRST_BATCH if budget is None else min(FIRST_BATCH, budget), float("inf"))
-    best, _, simulated = branch_and_bound(space, first, budget)
+    best, _, simulated = branch_and_bound(space, first, budget, control_weight=control_weight)
     left = space.unexplored_bound()
     return SearchResult(op, best["mapping"], best["cycles"], legal, [], enumerated, len(legal), reasons, best["design"],
                         best["simulation"], None, simulated, left, kind=op.kind, best_plan=best["plan"],
-                        validated=True)  # its candidates were simulated through ``simulate``, which validates
+                        validated=True,  # its candidates were simulated through ``simulate``, which validates
+                        best_control_cycles=best["objective"] - best["cycles"])
 
 
 class _ConvSpace(LegalInOrder):
-    """The conv candidates as ``branch_bound`` walks them: every legal one, planned, in bound order."""
+    """The conv candidates as ``branch_bound`` walks them: every legal one, planned, in order of
+    ``objective_bound`` (its cycles bound plus, inside a graph, its design's weighted control,
+    counted from the plan: ``conv_plan.control_counts_of``)."""
 
     group = "conv search"
+    bound = "objective_bound"
 
     def __init__(self, op: Conv2d, arch: Arch, legal: list[dict]):
         super().__init__(f"conv {op.name}", legal)

@@ -20,6 +20,7 @@ resident across decode steps).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..arch import Arch
 from ..errors import ConfigError, Problems
@@ -64,6 +65,100 @@ def host_counts(design) -> tuple[int, int]:
 
     pushes = [op for op in design.host if isinstance(op, Push)]
     return len({id(op.bd) for op in pushes}), len(design.host) - len(pushes)
+
+
+class ControlCounts(NamedTuple):
+    """What the runtime sequence writes to set one op's design up between layers of a dispatch
+    (``control_counts``), each one runtime-sequence instruction as mlir-aie lowers it."""
+
+    shim_tasks: int  # distinct shim BDs the host pushes: blockwrite + address patch + queue push each
+    tile_pushes: int  # distinct mem-tile BDs the host pushes (on-chip sends): a queue push each
+    syncs: int  # host waits: one npu_sync each
+    mem_bds: int  # mem-tile BDs: one blockwrite each (npu_writebd)
+    mem_starts: int  # mem-tile BD chains started: one queue push each
+    mem_locks: int  # mem-tile locks: one write32 each (set_lock)
+    cores: int  # compute tiles: one runtime-parameter write32 each (the layer's shape)
+
+
+NO_CONTROL = ControlCounts(0, 0, 0, 0, 0, 0, 0)
+# instructions of one shim task (mlir-aie AIEDmaToNpu: npu_dma_memcpy_nd -> npu_writebd (one
+# blockwrite) + npu_address_patch + npu_push_queue (one write32))
+SHIM_TASK_INSTRUCTIONS = 3
+
+
+def control_counts(design) -> ControlCounts:
+    """The set-up a design needs when it follows another one in the same dispatch (an overlay:
+    compute tiles keep their DMA programs and locks; shim and mem tiles are re-programmed)."""
+    from ..design import Push
+
+    arch = design.arch
+    pushed = {id(op.bd): op.bd for op in design.host if isinstance(op, Push)}
+    shim = sum(b.channel.tile.row == 0 for b in pushed.values())
+    mem = [b for b in design.bds if 0 < b.channel.tile.row < arch.first_compute_row]
+    return ControlCounts(
+        shim_tasks=shim, tile_pushes=len(pushed) - shim,
+        syncs=sum(not isinstance(op, Push) for op in design.host), mem_bds=len(mem),
+        mem_starts=sum(0 < ch.tile.row < arch.first_compute_row for ch in design.static_chains),
+        mem_locks=sum(0 < lk.tile.row < arch.first_compute_row for lk in design.locks), cores=len(design.cores))
+
+
+def layer_instructions(c: ControlCounts) -> int:
+    """Runtime-sequence instructions that set one op's design up after another op's (see
+    docs/hardware.md "Control costs": each a cited lowering in mlir-aie)."""
+    return (SHIM_TASK_INSTRUCTIONS * c.shim_tasks + c.tile_pushes + c.syncs + c.mem_bds + c.mem_starts + c.mem_locks
+            + c.cores)
+
+
+def repeat_instructions(c: ControlCounts):
+    """Runtime-sequence instructions that run a design already set up once more on new operands (an
+    op repeated per expert: each instance reads its own expert's weights and tokens, at addresses
+    no multi-dimensional task can stride to): its shim tasks pushed again at the new addresses, its
+    on-chip sends pushed, its mem-tile chains restarted, its waits; its mem-tile BDs, locks and
+    core parameters stay as set."""
+    return SHIM_TASK_INSTRUCTIONS * c.shim_tasks + c.tile_pushes + c.syncs + c.mem_starts
+
+
+class ControlWeight(NamedTuple):
+    """How much of a design's control one simulated run of it is charged inside a dispatch: its
+    set-ups and its re-runs on new operands per run (``Placed``: runs / repeat, and for gathered
+    repeats (repeat - runs) / repeat). A plain number is set-ups alone; 0 (or all zero): none."""
+
+    setups: float
+    reruns: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.setups or self.reruns)
+
+
+def weighted_instructions(c: ControlCounts, weight):
+    """Control instructions per simulated run of a design weighted by ``weight`` (a
+    ``ControlWeight`` or a number of set-ups): set-ups x ``layer_instructions`` + re-runs x
+    ``repeat_instructions``. Works on arrays of counts."""
+    w = weight if isinstance(weight, ControlWeight) else ControlWeight(weight)
+    return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
+
+
+def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: list[int],
+                         of_op: list[int]) -> list[int]:
+    """Per op: the runtime-sequence instructions charged for setting it up inside its dispatch,
+    ``runs`` times (a token-blocked fused group's ops take turns, block by block: each block of
+    each op is set up anew), except the first run of each dispatch's first op (its set-up is the
+    dispatch's own: part of ``host_seconds_per_dispatch``), and for re-running it ``reruns`` times
+    on new operands (gathered repeats: ``repeat_instructions``)."""
+    out, seen = [], set()
+    for c, n, again, d in zip(counts, runs, reruns, of_op):
+        first = d not in seen
+        seen.add(d)
+        out.append(layer_instructions(c) * (n - 1 if first else n) + repeat_instructions(c) * again)
+    return out
+
+
+def control_seconds_per_dispatch(instructions: list[int], of_op: list[int], count: int, arch: Arch) -> list[float]:
+    """Seconds of each dispatch's control instructions (``Arch.runtime_instruction_cycles`` each)."""
+    out = [0.0] * count
+    for n, d in zip(instructions, of_op):
+        out[d] += n * arch.runtime_instruction_cycles / arch.clock_hz
+    return out
 
 
 def sequence_words(counts: tuple[int, int], limits: DispatchLimits) -> int:

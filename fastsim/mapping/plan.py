@@ -20,6 +20,7 @@ from ..cache import CACHE, Region
 from ..cost import kernel_modelled
 from ..kernel_model import matmul as KM
 from .ddr_runs import bound_rate, bound_run_bytes, write_most
+from .dispatch import ControlCounts
 from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
 from .space import Matmul, Mapping
 
@@ -773,6 +774,42 @@ def reason_text(template: str, plan: dict) -> str:
     """Fill a problem template with one candidate's numbers."""
     keys = ("l1_bytes", "l2_bytes", "mem_bds", "nt", "mem_mm2s", "mem_s2mm", "ports_down", "ports_up", "mem_locks")
     return template.format(**{k: f"{plan[k]:.0f}" for k in keys if "{" + k + "}" in template})
+
+
+def control_counts_of(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> ControlCounts:
+    """``dispatch.control_counts`` of every (structure, tile) of ``b`` without building a design: the
+    runtime-sequence set-up ``design.matmul_design`` lays out, counted from the structure (hosted
+    parts per column, columns, K-split groups, cores, on-chip operands) and, for mem-tile BDs, from
+    the tile (``_mem_tile``: a resident operand's buffers, one or ``buffers`` deep, and its re-sends
+    chunked into ``cdiv(reps, bd_iterations_max)`` BDs each). Each field broadcasts to (S, T).
+    Exact: the design is built from these same closed-form numbers (property-tested against
+    ``control_counts(matmul_design(...))``), so it is a lower bound of a candidate's control too."""
+    t = _tiles(op, b, m, k, n)
+    s = _streams(op, b.mapping, t)
+    mem = _mem_tile(op, b, arch, t, s, _core_memory(op, b, arch, t, m, n))
+    a_chip, c_chip = bool(op.a_on_chip), bool(op.c_on_chip)
+    ha, hb = b.hosted_a, b.hosted_b  # parts per column (S, columns); 0 past a structure's columns
+
+    def total(per_column):
+        return per_column.sum(axis=1, keepdims=True)
+
+    parts_a, parts_b = total(ha), total(hb)
+    cols_a, cols_b = total(ha > 0), total(hb > 0)  # columns whose shim streams (and mem tile fills) A, B
+    # per column: 2 join BDs in and 2 out per group (a kept C: one receive BD per group, pushed)
+    join_bds, join_chains = (1, 0) if c_chip else (4, 1)
+    bds_a = parts_a if a_chip else parts_a * mem.depth_a * (1 + mem.send_bds_a)  # fill + sends per buffer
+    bds_b = parts_b * mem.depth_b * (1 + mem.send_bds_b)
+    one = t.one
+    return ControlCounts(
+        shim_tasks=(0 if a_chip else cols_a) + cols_b + (0 if c_chip else b.cols) * one,
+        tile_pushes=(parts_a if a_chip else 0) + (b.cols * b.groups if c_chip else 0) * one,
+        syncs=b.cols * (b.groups if c_chip else 1) * one,
+        mem_bds=bds_a + bds_b + join_bds * b.cols * b.groups,
+        # fill chain per operand a column hosts, a send chain per part, and the join's chains
+        mem_starts=(0 if a_chip else cols_a + parts_a) + cols_b + parts_b
+        + join_chains * b.cols * (b.groups + 1) * one,
+        mem_locks=(0 if a_chip else 2 * parts_a) + 2 * parts_b + (0 if c_chip else 2) * b.cols * b.groups * one,
+        cores=b.cols * b.groups * b.pk * one)
 
 
 def plan_one(op: Matmul, s: Structure, arch: Arch, tile: tuple[int, int, int]) -> dict:

@@ -14,9 +14,13 @@
    ``budget`` (candidates simulated) the search may stop first and reports its optimality gap:
    how much faster than the answer the best unsimulated candidate might be.
    Candidates whose designs are the same (a split that divides nothing differently) are simulated
-   once.
+   once. Inside a graph (``control_weight`` > 0) "fastest" is by cycles plus the weighted cycles of
+   the control instructions that set the design up in its dispatch (``branch_bound.objective``),
+   and candidates are ranked, taken and pruned by their cycles bound plus that weighted control,
+   counted without building their designs (``plan.control_counts_of``: exactly the design's).
 
-Results are cached on everything the search reads (op, pins, arch, top, keep) in the one cache
+Results are cached on everything the search reads (op, pins, arch, top, keep, budget,
+control_weight) in the one cache
 (``fastsim.cache``, region "search": in memory and on disk per code version, shared by later
 processes and sweep workers).
 """
@@ -31,10 +35,10 @@ from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
-from .branch_bound import drive, drive_together, walk
+from .branch_bound import control_cycles, drive, drive_together, walk
 from .candidates import ranked
-from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text, same_as_equal_split,
-                   stack, structure)
+from .plan import (RESOURCES, StructureBatch, check, control_counts_of, plan_one, problem_templates, reason_text,
+                   same_as_equal_split, stack, structure)
 from .pins import Pins
 from .search_store import CODEC
 from .search_result import SearchResult
@@ -148,38 +152,43 @@ CACHE.add_region(Region(REGION, 512, CODEC))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,
-           budget: int | None = None, validate: bool = True) -> SearchResult:
+           budget: int | None = None, validate: bool = True, control_weight: float = 0.0) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring): the best of the space,
     or, when ``budget`` candidates were simulated first, the best found with its gap.
-    ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``)."""
+    ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``).
+    ``control_weight``: set-ups of the design inside a dispatch per simulated run, which the
+    objective charges (``branch_bound.objective``); 0: ranked by cycles alone (an op that is a
+    dispatch of its own)."""
     pins.validate(arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
                           "mapping search")
-    key = _key(op, arch, pins, top, keep, budget)
+    key = _key(op, arch, pins, top, keep, budget, control_weight)
     result = CACHE.get(REGION, key, context=arch)  # this process's, or an earlier one's on disk
     if result is None:
         with gc_paused():
-            result = drive(_search(op, arch, pins, top, keep, budget))
+            result = drive(_search(op, arch, pins, top, keep, budget, control_weight))
         CACHE.put(REGION, key, result)
     return result.checked() if validate else result
 
 
 def search_many(requests: list[tuple], done=None) -> None:
-    """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget)
+    """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget and,
+    optionally, control_weight)
     not answered yet, together: each step's candidates of all of them in one engine call
     (``branch_bound.drive_together``), the answers into the cache where ``search`` finds them. A
     decode step's ops each simulate a few candidates; alone, each was an engine call of its own.
     ``done()``, if given, is called as each search ends (a progress bar)."""
     todo = {}
-    for op, arch, pins, top, keep, budget in requests:
+    for request in requests:
+        op, arch, pins = request[:3]
         try:
             pins.validate(arch)
         except ConfigError:
             continue  # ``search`` says so, alone
-        key = _key(op, arch, pins, top, keep, budget)
+        key = _key(*request)
         if key not in todo and CACHE.get(REGION, key, context=arch) is None:
-            todo[key] = (op, arch, pins, top, keep, budget)
+            todo[key] = request
     if len(todo) < 2:
         return  # nothing to share an engine call with: ``search`` runs it alone
     with gc_paused():
@@ -189,8 +198,10 @@ def search_many(requests: list[tuple], done=None) -> None:
             CACHE.put(REGION, key, result)
 
 
-def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None) -> tuple:
-    return (replace(op, name=""), pins, repr(arch), top, keep, budget)  # ops differing only in name share it
+def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
+         control_weight: float = 0.0) -> tuple:
+    # ops differing only in name share it
+    return (replace(op, name=""), pins, repr(arch), top, keep, budget, control_weight)
 
 
 BOUND_REGION = "search_bound"
@@ -212,13 +223,14 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
     return found
 
 
-def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None):
+def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
+            control_weight: float = 0.0):
     """Rank every candidate in closed form, then simulate in order of lower bound until no
     unsimulated candidate can beat the fastest simulated one (or the budget is spent). A generator
     of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
     from ..simulation import kept_run
 
-    table = _Candidates(op, arch, pins)
+    table = _Candidates(op, arch, pins, control_weight)
     is_legal = table.a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
     illegal_i = table.best(~is_legal, max(keep, 5))
@@ -238,7 +250,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
         baseline = _baseline(op, arch, legal, chosen)
     explored = _MatmulSpace(op, arch, table, is_legal)
     fastest, _, count = yield from walk(explored, chosen, budget,
-                                         None if baseline is None else table.planned(baseline))
+                                         None if baseline is None else table.planned(baseline), control_weight)
     for r in explored.rows:
         if r["design"] is not fastest["design"]:
             r["design"].discard()
@@ -248,7 +260,8 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
                         by_reason, fastest["design"], kept_run(*fastest["run"]), fastest["lowered"],
-                        count, explored.unexplored_bound())
+                        count, explored.unexplored_bound(),
+                        best_control_cycles=fastest["objective"] - fastest["cycles"])
 
 
 class _MatmulSpace:
@@ -265,10 +278,10 @@ class _MatmulSpace:
 
     def take(self, size: int, below: float) -> list[dict]:
         t = self.table
-        return [t.row(i) for i in t.best(self.left & (t.a["bound"] < below), size)]
+        return [t.row(i) for i in t.best(self.left & (t.a["objective_bound"] < below), size)]
 
     def unexplored_bound(self) -> float:
-        bounds = self.table.a["bound"][self.left]
+        bounds = self.table.a["objective_bound"][self.left]
         return float(bounds.min()) if len(bounds) else float("inf")
 
     def tie(self, row: dict) -> tuple:
@@ -337,24 +350,32 @@ def _design_key(mp: Mapping) -> Mapping:
 
 class _Candidates:
     """Every enumerated candidate of a search as flat columns (``a``: structure, tile, bound,
-    energy, first violated check, transfers), built one structure batch at a time: a search has
-    10^5 and more candidates, and only the few it reports become rows with a plan."""
+    energy, first violated check, transfers, control, objective bound), built one structure batch at
+    a time: a search has 10^5 and more candidates, and only the few it reports become rows with a
+    plan.
 
-    def __init__(self, op: Matmul, arch: Arch, pins: Pins):
-        self.op, self.arch = op, arch
+    ``control`` is the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
+    ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
+    ``control_weight`` is 0), and ``objective_bound`` = ``bound`` + ``control``: a lower bound of
+    the candidate's objective (``branch_bound.objective``), by which candidates are ranked, taken
+    and pruned (``bound`` alone when the weight is 0)."""
+
+    def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0):
+        self.op, self.arch, self.control_weight = op, arch, control_weight
         self.bases: list[Mapping] = []
         self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
         self.call_cycles: dict = {}  # kernel call cycles per (datapath, tile grid): batches share grids
         cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
-                "transfers": []}
+                "transfers": [], "control": []}
         for batch in _batches(op, arch, pins):
             self._add(batch, pins, cols)
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
+        self.a["objective_bound"] = self.a["bound"] + self.a["control"] if control_weight else self.a["bound"]
         # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
         # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-        self.bucket = np.floor(np.log(np.maximum(self.a["bound"], 1)) / np.log(1.005))
+        self.bucket = np.floor(np.log(np.maximum(self.a["objective_bound"], 1)) / np.log(1.005))
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
         """Rank one batch's tile grid and append the candidates its structures consider;
@@ -365,6 +386,12 @@ class _Candidates:
             cols[name].append(v.reshape(-1)[found["t"]])
         for name in ("bound", "energy", "reason", "transfers"):
             cols[name].append(found[name])
+        control = np.zeros(len(found["s"]))
+        if self.control_weight:
+            cycles = control_cycles(control_counts_of(self.op, batch, self.arch, m, k, n), self.arch, self.control_weight)
+            shape = (len(batch.structures), m.shape[-1])
+            control = np.broadcast_to(cycles, shape)[found["s"], found["t"]].astype(np.float64)
+        cols["control"].append(control)
         cols["base"].append(len(self.bases) + found["s"])
         self.bases += [st.mapping for st in batch.structures]
 

@@ -30,6 +30,9 @@ class SearchResult:
     best_plan: dict | None = None  # the chosen candidate's closed-form plan (conv)
     gemm: "SearchResult | None" = None  # a pointwise conv's: the matmul search that answered it
     validated: bool = False  # ``best_design`` passed ``validate_design`` (see ``checked``)
+    # what the search's objective added to ``best_cycles``: its control's cycles, weighted
+    # (``branch_bound.objective``; 0 for an op that is a dispatch of its own)
+    best_control_cycles: float = 0.0
 
     @property
     def best_simulation(self):
@@ -61,13 +64,18 @@ class SearchResult:
     @property
     def optimal(self) -> bool:
         """No unsimulated candidate can be faster: the answer is the best of the space."""
-        return self.unexplored_bound_cycles >= self.best_cycles
+        return self.unexplored_bound_cycles >= self.best_objective
 
     @property
     def gap(self) -> float:
         """At most how much faster than the answer an unsimulated candidate may be, as a fraction
-        of the answer's cycles (0 when optimal)."""
-        return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_cycles)
+        of the answer's objective (its cycles, plus its weighted control inside a graph; 0 when optimal)."""
+        return max(0.0, 1.0 - self.unexplored_bound_cycles / self.best_objective)
+
+    @property
+    def best_objective(self) -> float:
+        """What the search ranked the answer by (``branch_bound.objective``)."""
+        return self.best_cycles + self.best_control_cycles
 
     def summary(self) -> dict:
         """How sure the search is of its answer: proven the best of its space, or within a gap."""

@@ -20,7 +20,8 @@ def encode(result) -> tuple[dict, dict[str, np.ndarray]]:
     plain = {"op": asdict(result.op), "best": asdict(result.best), "best_cycles": result.best_cycles,
              "ranked": result.ranked, "rejected": result.rejected, "enumerated": result.enumerated,
              "legal": result.legal, "rejected_by_reason": result.rejected_by_reason, "simulation": simulation,
-             "simulated": result.simulated, "unexplored_bound_cycles": result.unexplored_bound_cycles}
+             "simulated": result.simulated, "unexplored_bound_cycles": result.unexplored_bound_cycles,
+             "best_control_cycles": result.best_control_cycles}
     return plain, arrays
 
 
@@ -33,7 +34,8 @@ def decode(plain: dict, arrays: dict[str, np.ndarray], arch):
                         [_tuples(r) for r in plain["rejected"]], plain["enumerated"], plain["legal"],
                         plain["rejected_by_reason"], matmul_design(op, best, arch),
                         dataset_from_plain(plain["simulation"], arrays, "simulation"), None,
-                        plain["simulated"], plain["unexplored_bound_cycles"])
+                        plain["simulated"], plain["unexplored_bound_cycles"],
+                        best_control_cycles=plain["best_control_cycles"])
 
 
 def _tuples(row: dict) -> dict:

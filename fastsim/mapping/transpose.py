@@ -34,8 +34,9 @@ from ..cache import CACHE, Region
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import ConfigError, Problems
 from ..kernel_model import vector as KV
-from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound
+from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound, control_cycles
 from .ddr_runs import bound_rate, bound_run_bytes
+from .dispatch import ControlCounts
 from .paths import join_outputs, push_round, stream_rates
 from .pins import Pins
 from .search_result import SearchResult
@@ -215,23 +216,36 @@ def check_pins(op: Transpose, pins: Pins, arch: Arch) -> None:
         p.raise_if_any()
 
 
-def search_transpose(op: Transpose, arch: Arch, pins: Pins = Pins(), budget: int | None = None) -> SearchResult:
+def search_transpose(op: Transpose, arch: Arch, pins: Pins = Pins(), budget: int | None = None,
+                     control_weight: float = 0.0) -> SearchResult:
     """The fastest mapping of ``op`` on ``arch``: every candidate planned, the legal ones simulated
     best bound first (``branch_bound``) until no bound left beats the fastest; kept in the one
-    cache (region "transpose_search", memory only) on everything the search reads."""
+    cache (region "transpose_search", memory only) on everything the search reads.
+    ``control_weight``: how much a candidate's control counts in its objective (inside a graph;
+    ``branch_bound.objective``), its bound counted in closed form (``control_counts_of``)."""
     op.validate()
     check_pins(op, pins, arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1"], "transpose search")
-    key = (replace(op, name=""), pins, repr(arch), budget)
+    key = (replace(op, name=""), pins, repr(arch), budget, control_weight)
     found = CACHE.get(REGION, key)
     if found is None:
-        found = _search(op, arch, pins, budget)
+        found = _search(op, arch, pins, budget, control_weight)
         CACHE.put(REGION, key, found)
     return found
 
 
-def _search(op: Transpose, arch: Arch, pins: Pins, budget: int | None) -> SearchResult:
+def control_counts_of(mp: TransposeMapping) -> ControlCounts:
+    """What ``transpose_design`` writes to set itself up inside a dispatch (``dispatch.control_counts``
+    of the built design, exactly: tests/test_transpose.py): per column its shim X and Y tasks, one
+    wait and 2 x rows + 2 mem-tile chains started; per core 8 mem-tile BDs and 4 locks (its tile's
+    double-buffered hop in and out of the mem tile)."""
+    c, r = mp.cols, mp.rows
+    return ControlCounts(shim_tasks=2 * c, tile_pushes=0, syncs=c, mem_bds=8 * c * r, mem_starts=c * (2 * r + 2),
+                         mem_locks=4 * c * r, cores=c * r)
+
+
+def _search(op: Transpose, arch: Arch, pins: Pins, budget: int | None, control_weight: float) -> SearchResult:
     legal, reasons, enumerated = [], {}, 0
     for mp in candidates(op, arch, pins):
         enumerated += 1
@@ -240,24 +254,29 @@ def _search(op: Transpose, arch: Arch, pins: Pins, budget: int | None) -> Search
             first = pl.problems[0].limit.value  # the first limit broken, as the conv search counts
             reasons[first] = reasons.get(first, 0) + 1
             continue
-        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl.lower_bound_cycles})
+        control = control_cycles(control_counts_of(mp), arch, control_weight) if control_weight else 0
+        legal.append({"mapping": mp, "plan": pl, "lower_bound_cycles": pl.lower_bound_cycles,
+                      "objective_bound": pl.lower_bound_cycles + control})
     if not legal:
         raise ConfigError([f"no legal mapping for transpose {op.name} (m={op.m}, n={op.n}, unit={op.unit}, "
                            f"elem_bytes={op.elem_bytes}) among {enumerated} candidates; rejected: {reasons}"],
                           "transpose search")
-    legal.sort(key=lambda r: (r["lower_bound_cycles"], r["plan"].padding_tiles, r["mapping"]))
+    legal.sort(key=lambda r: (r["objective_bound"], r["plan"].padding_tiles, r["mapping"]))
     space = _Space(op, arch, legal)
     first = space.take(FIRST_BATCH if budget is None else min(FIRST_BATCH, budget), float("inf"))
-    best, _, simulated = branch_and_bound(space, first, budget)
+    best, _, simulated = branch_and_bound(space, first, budget, control_weight=control_weight)
     return SearchResult(op, best["mapping"], best["cycles"], legal, [], enumerated, len(legal), reasons,
                         best["design"], best["simulation"], None, simulated, space.unexplored_bound(),
-                        kind="transpose", best_plan=best["plan"], validated=True)  # ``simulate`` validates
+                        kind="transpose", best_plan=best["plan"], validated=True,  # ``simulate`` validates
+                        best_control_cycles=best["objective"] - best["cycles"])
 
 
 class _Space(LegalInOrder):
-    """The legal candidates as ``branch_bound`` walks them, in bound order."""
+    """The legal candidates as ``branch_bound`` walks them, in order of ``objective_bound`` (the
+    cycles bound plus, inside a graph, the weighted control of ``control_counts_of``)."""
 
     group = "transpose search"
+    bound = "objective_bound"
 
     def __init__(self, op: Transpose, arch: Arch, legal: list[dict]):
         super().__init__(f"transpose {op.name}", legal)

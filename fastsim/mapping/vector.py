@@ -262,3 +262,32 @@ def _column_tiles(op: VectorOp, arch: Arch, cols: int, tiles: int, x_tile: int, 
     reads, writes = stream_rates(arch, op.col0, cols, "read"), stream_rates(arch, op.col0, cols, "write")
     rates = [1.0 / max(x_tile * rows / r, y_tile * rows / w) for r, w in zip(reads, writes)]
     return dict(zip(span, shares(tiles * cols, rates, how)))
+
+
+def lower_bound_cycles(op: VectorOp, arch: Arch) -> float:
+    """Cycles no run of ``vector_design(op, arch)`` beats (the column search prunes by it): each
+    column's shim channel moves its streamed inputs and outputs at most at its rate, each core's
+    stream from the mem tile at most one stream's width a cycle, each core computes its tiles one
+    after another, and the shared DDR moves every streamed byte at most at its rate."""
+    cols = _checked_cols(op, arch)
+    t = _tiling(op, arch, cols)
+    col_tiles = _column_tiles(op, arch, cols, t.tiles, t.x_tile, t.y_tile)
+    rows = arch.compute_rows
+    reads, writes = stream_rates(arch, op.col0, cols, "read"), stream_rates(arch, op.col0, cols, "write")
+    bound, streamed = 0.0, 0.0
+    for i, c in enumerate(range(op.col0, op.col0 + cols)):
+        tiles = col_tiles[c]
+        x_bytes, y_bytes = tiles * rows * t.x_tile * (not op.x_on_chip), tiles * rows * t.y_tile * (not op.y_on_chip)
+        streamed += x_bytes + y_bytes
+        bound = max(bound, x_bytes / reads[i], y_bytes / writes[i], tiles * t.x_tile / arch.stream_bytes_per_cycle,
+                    tiles * t.cycles)
+    return max(bound, streamed / arch.ddr_bytes_per_cycle)
+
+
+def used_columns(op: VectorOp, arch: Arch) -> int:
+    """The columns ``vector_design(op, arch)`` streams tiles through (a proportional split may leave
+    a slow column none): every used column is set up alike, so its control is this many times one
+    column's (tests/test_vector_search.py)."""
+    cols = _checked_cols(op, arch)
+    t = _tiling(op, arch, cols)
+    return sum(1 for n in _column_tiles(op, arch, cols, t.tiles, t.x_tile, t.y_tile).values() if n)

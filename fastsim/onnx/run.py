@@ -51,6 +51,7 @@ def onnx_summary(ds: xr.Dataset, top: int = 10) -> dict:
                "macs": int(ds.macs.values[i])} for i in order]
     bound = _sum_by(ds.bound_by.values, ds.op_seconds.values)
     bound["dispatch"] = float(ds.dispatch_seconds)
+    bound["control"] = float(ds.control_seconds)
     host_ops = ds.bound_by.values == "host"
     macs = int(ds.macs.sum())
     return {
@@ -65,6 +66,7 @@ def onnx_summary(ds: xr.Dataset, top: int = 10) -> dict:
         "bound_by": max(bound, key=bound.get), "time_by_bound": bound,
         "energy_j": (float(ds.energy_pj.sum()) + float(ds.get("preload_energy_pj", 0.0))) * 1e-12,
         "dispatches": int(ds.attrs["dispatches"]), "dispatch_seconds": float(ds.dispatch_seconds),
+        "control_seconds": float(ds.control_seconds), "control_instructions": int(ds.op_control_instructions.sum()),
         "fusion": ds.attrs["fusion"],
         "host": {"seconds": float(ds.get("host_seconds", 0.0)),
                  "ops": _count(ds.onnx_op_type.values[host_ops])},

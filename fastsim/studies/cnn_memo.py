@@ -219,10 +219,12 @@ def _dataflow(doc: Document, plan: dict) -> None:
                   "(weight-, input- or output-stationary) per layer" +
                   (f" and chose {flows} (the mapping column says which)." if flows else "."))
     rows = [[g["group"], g["layers"], dur(g["seconds"]), f"{100 * g['share']:.1f} %", f"{g['tops']:.3g}",
-             f"{g['bound_by']} ({100 * g['bound_share']:.0f} %)", dur(g["kernel_headroom_seconds"])]
-            for g in d["groups"]]
-    doc.paragraph("Layers by type, largest total time first (op time, plan):")
-    doc.table(["group", "layers", "time", "share", "TOPS", "bound by (share of its time)", "kernel headroom"], rows)
+             f"{g['bound_by']} ({100 * g['bound_share']:.0f} %)", dur(g["kernel_headroom_seconds"]),
+             dur(g["control_seconds"])] for g in d["groups"]]
+    doc.paragraph("Layers by type, largest total time first (op time, plan; set-up: the runtime-sequence "
+                  "instructions that set each layer up inside the dispatch, docs/hardware.md):")
+    doc.table(["group", "layers", "time", "share", "TOPS", "bound by (share of its time)", "kernel headroom",
+               "set-up"], rows)
     doc.paragraph("The playbook's rules, one per group:")
     doc.bullets(d["rules"])
     layers = d["layers"]

@@ -249,13 +249,16 @@ def layer_group(op) -> str:
 
 
 def _conv_mapping(op, compute_dtype: str, arch: Arch, budget) -> tuple[str, str]:
-    """(kind, label) of a conv's chosen mapping: the same search, on the same Conv2d, as
-    ``evaluation.place._conv_design`` runs (its answer comes from the search's cache)."""
-    from ..evaluation.place import conv_of
+    """(kind, label) of a conv's chosen mapping: the same search, on the same Conv2d and with the
+    same control weight, as ``evaluation.place._conv_design`` runs (its answer comes from the
+    search's cache; a conv never fuses, so it is placed as it stands)."""
+    from ..evaluation import GraphPins
+    from ..evaluation.place import Placed, control_weight, conv_of
     from ..mapping.conv_search import search_conv
 
     conv = conv_of(op, compute_dtype)
-    return conv.kind, search_conv(conv, arch, budget=budget).best.label()
+    weight = control_weight(Placed(op), GraphPins(compute_dtype))
+    return conv.kind, search_conv(conv, arch, budget=budget, control_weight=weight).best.label()
 
 
 def _mapping(op, ds, i: int, compute_dtype: str, arch: Arch, budget) -> tuple[str, str]:
@@ -279,6 +282,7 @@ def _layer(op, ds, i: int, compute_dtype: str, arch: Arch, budget) -> dict:
            "kernel": "", "stride": None, "groups": None, "channels": "", "dataflow": flow, "mapping": label,
            "columns": int(ds.op_columns.values[i]), "bound_by": str(ds.bound_by.values[i]),
            "seconds": float(ds.op_seconds.values[i]), "movement_seconds": float(ds.movement_seconds.values[i]),
+           "control_seconds": float(ds.op_control_seconds.values[i]),
            "macs": int(ds.macs.values[i]), "mapping_gap": float(ds.mapping_gap.values[i])}
     if op is not None and op.kind == CONV:
         g = op.conv
@@ -315,8 +319,8 @@ def _weight_modes(layers: list[dict]) -> dict[str, int]:
 
 def layer_groups(layers: list[dict]) -> list[dict]:
     """Layers by type, largest total time first: count, time, share, MACs, TOPS, the binding
-    resource (by time) and the time above the data-movement twins (what faster kernels can save
-    at most), with the group's rule."""
+    resource (by time), the time above the data-movement twins (what faster kernels can save
+    at most) and the set-up of its layers inside the dispatch, with the group's rule."""
     total = sum(r["seconds"] for r in layers) or 1.0
     names = list(dict.fromkeys(r["group"] for r in layers))
     out = []
@@ -331,7 +335,8 @@ def layer_groups(layers: list[dict]) -> list[dict]:
         group = {"group": name, "layers": len(rows), "seconds": seconds, "share": seconds / total, "macs": macs,
                  "tops": 2 * macs / seconds / 1e12 if seconds else 0.0, "bound_by": bound,
                  "bound_share": by[bound] / seconds if seconds else 0.0,
-                 "kernel_headroom_seconds": sum(max(0.0, r["seconds"] - r["movement_seconds"]) for r in rows)}
+                 "kernel_headroom_seconds": sum(max(0.0, r["seconds"] - r["movement_seconds"]) for r in rows),
+                 "control_seconds": sum(r["control_seconds"] for r in rows)}
         group["rule"] = _rule(group)
         out.append(group)
     return sorted(out, key=lambda gr: -gr["seconds"])
@@ -341,7 +346,14 @@ def _rule(g: dict) -> str:
     return (f"{g['group']} ({g['layers']} layer{'' if g['layers'] == 1 else 's'}, {duration(g['seconds'])}, "
             f"{100 * g['share']:.1f} % of the op time): bound by {g['bound_by']} for {100 * g['bound_share']:.0f} % "
             f"of it; {HINTS.get(g['bound_by'], 'see its binding resource')}; faster kernels can save at most "
-            f"{duration(g['kernel_headroom_seconds'])} (its time above the data-movement twins)")
+            f"{duration(g['kernel_headroom_seconds'])} (its time above the data-movement twins); setting its layers "
+            f"up inside the dispatch takes {duration(g['control_seconds'])} more ({_setup_hint(g)})")
+
+
+def _setup_hint(g: dict) -> str:
+    if g["control_seconds"] > g["seconds"]:
+        return "more than its layers run: fold or fuse them, or run them on fewer columns"
+    return "less than its layers run"
 
 
 # -- levers and reproducibility -----------------------------------------------------------------

@@ -40,25 +40,30 @@ class Segment:
     problems: str
     reload_s: float
     preload_s: float
-    ops_s: dict  # op time by layer offset from a; "head" (embedding) and "tail" (final norm, LM head)
+    ops_s: dict  # op time and control by layer offset from a; "head" (embedding) and "tail" (final norm, LM head)
+    first_setup_s: float  # the set-up of its first op, which its dispatch does (no op's control pays it)
 
 
-def _segments_of(ds: xr.Dataset, starts: list[int], n_layers: int) -> dict:
+def _segments_of(ds: xr.Dataset, starts: list[int], n_layers: int, arch: Arch) -> dict:
     """Every dispatch of one run as (first, last, length) -> Segment."""
     out = {}
-    disp, layer, secs = ds.dispatch.values, ds.layer.values, ds.op_seconds.values
+    # an op's time with its control: its mapping search trades one for the other (docs/mapping.md);
+    # a dispatch's first op counts its set-up too (its dispatch does it): the same op, wherever it runs
+    disp, layer, secs = ds.dispatch.values, ds.layer.values, ds.op_seconds.values + ds.op_control_seconds.values
+    setup_s = ds.op_setup_instructions.values * arch.runtime_instruction_cycles / arch.clock_hz
     problems = ds.attrs["dispatch_problems"]
     for d, a in enumerate(starts):
         b = starts[d + 1] if d + 1 < len(starts) else n_layers
         ops = {}
-        for i in np.nonzero(disp == d)[0]:
+        mine_ops = np.nonzero(disp == d)[0]
+        for i in mine_ops:
             key = ("head" if i == 0 else "tail") if layer[i] < 0 else int(layer[i] - a)
-            ops[key] = ops.get(key, 0.0) + float(secs[i])
+            ops[key] = ops.get(key, 0.0) + float(secs[i]) + (float(setup_s[i]) if i == mine_ops[0] else 0.0)
         mine = "; ".join(x for x in problems.split("; ") if x.startswith(f"dispatch {d}:"))
         out[(a == 0, b == n_layers, b - a)] = Segment(
             float(ds.dispatch_total_seconds.values[d]), float(ds.dispatch_energy_pj.values[d]),
             bool(ds.dispatch_fits.values[d]), mine, float(ds.dispatch_reload_seconds.values[d]),
-            float(ds.dispatch_preload_seconds.values[d]), ops)
+            float(ds.dispatch_preload_seconds.values[d]), ops, float(setup_s[mine_ops[0]]))
     return out
 
 
@@ -70,7 +75,7 @@ def segment_costs(study: LlmStudy, arch: Arch, limits: DispatchLimits, n_layers:
     def run(cuts):
         ds = simulate_llm(replace(study, cuts=tuple(cuts)), arch, limits, strict=False)
         starts = [0] + [c + 1 for c in cuts]
-        segments.update(_segments_of(ds, starts, n_layers))
+        segments.update(_segments_of(ds, starts, n_layers, arch))
 
     run(())
     for length in range(1, n_layers):
@@ -140,6 +145,7 @@ def explain_boundary(segments: dict, cuts: tuple, cut: int, n_layers: int, arch:
 
     out["write_out_s"] = ops(left, a, m, a) - ops(merged, a, m, a)
     out["read_back_s"] = ops(right, m, b, m) - ops(merged, m, b, a)
+    out["setup_in_round_trip_s"] = -right.first_setup_s  # the new dispatch sets its first op up
     out["weight_reload_s"] = left.preload_s + right.preload_s - merged.preload_s
     out["program_reload_s"] = left.reload_s + right.reload_s - merged.reload_s
     out["net_s"] = left.seconds + right.seconds - merged.seconds
@@ -204,8 +210,8 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
     # the best cut set's boundaries, each against the merged dispatch it replaces
     nb = max(1, max(len(e) for e in explained))
     boundary = {}
-    for key in ("after_layer", "write_out_s", "read_back_s", "host_round_trip_s", "weight_reload_s",
-                "program_reload_s", "net_s", "relieves"):
+    for key in ("after_layer", "write_out_s", "read_back_s", "host_round_trip_s", "setup_in_round_trip_s",
+                "weight_reload_s", "program_reload_s", "net_s", "relieves"):
         fill = {"after_layer": -1, "relieves": ""}.get(key, np.nan)
         arr = np.full((len(rows), nb), fill, dtype={"after_layer": np.int64, "relieves": object}.get(key, float))
         for i, e in enumerate(explained):

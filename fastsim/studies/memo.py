@@ -211,10 +211,12 @@ def cuts_section(doc: Document, ds) -> None:
         for j, layer in enumerate(layers):
             x = r.isel(boundary=j)
             cost = {k: float(x[f"boundary_{k}_seconds"]) for k in ("write_out", "read_back", "host_round_trip",
-                                                                  "weight_reload", "program_reload", "net")}
+                                                                  "setup_in_round_trip", "weight_reload",
+                                                                  "program_reload", "net")}
             net = cost["net"]
             text += (f" The boundary after layer {layer} costs {duration(cost['write_out'])} of activations written out, "
-                     f"{duration(cost['read_back'])} read back, {duration(cost['host_round_trip'])} of host round trip and "
+                     f"{duration(cost['read_back'])} read back, {duration(cost['host_round_trip'])} of host round trip "
+                     f"(less {duration(-cost['setup_in_round_trip'])} of set-up it does for the next op) and "
                      f"{duration(cost['weight_reload'])} of weight reload; it relieves {x.boundary_relieves.values} "
                      f"(program reloads {duration(cost['program_reload'])}): net {duration(net)}"
                      f"{' (it pays for itself)' if net < 0 else ''}.")

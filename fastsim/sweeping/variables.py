@@ -9,7 +9,7 @@ from ..studies.registry import SWEEP_KINDS
 from ..studies.variables import Variable
 from ..systolic.inputs import OPERANDS
 
-BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch")
+BOUND_RESOURCES = ("compute", "ddr", "shim_column", "dma_stream", "dispatch", "control")
 STATUS = ("ok", "config_error", "simulation_error", "error")
 MESSAGE_CHARS = 240
 FAMILY_CHARS = 32
@@ -36,6 +36,8 @@ LLM = {
     "macs": _v("macs", "MAC", "multiply-accumulates of the forward pass"),
     "energy_j": _v("energy_j", "J", "energy from the arch energy table (assumptions)"),
     "dispatch_seconds": _v("dispatch_seconds", "s", "host dispatch overheads"),
+    "control_seconds": _v("control_seconds", "s", "runtime-sequence instructions setting ops up inside their "
+                          "dispatches"),
     "by_class": _v("by_class", "s", "time per op class", extra_dim=("op_class", OP_CLASSES)),
     # the point's model facts, to segment a sweep over models (strings are fixed width: FAMILY_CHARS)
     "family": _v("family", "1", "model family (the config.json model_type: llama, qwen3, gemma3, mistral, "

@@ -50,9 +50,11 @@ def conv_graph(op: Conv2d) -> OpGraph:
 
 def conv_pins(op: Conv2d, pins: Pins = Pins(), budget: int | None = None) -> GraphPins:
     """The one-op graph's pins: ``op``'s dtype, out_dtype and efficiency, its mapping pins as the
-    op's ``op_pins``, the search's budget, nothing to fuse."""
+    op's ``op_pins``, the search's budget, nothing to fuse, its search by cycles alone (the op is a
+    dispatch of its own)."""
     return GraphPins(op.dtype, kernel_efficiency=op.kernel_efficiency, fusion="none", search_budget=budget,
-                     op_pins=((op.name, pins),), out_dtype=((op.name, op.out_dtype),) if op.out_dtype else ())
+                     op_pins=((op.name, pins),), out_dtype=((op.name, op.out_dtype),) if op.out_dtype else (),
+                     search_control=False)
 
 
 def run_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = None,

@@ -90,11 +90,13 @@ class Gemm:
     def graph_pins(self) -> GraphPins:
         """The one-op graph's pins: its mapping pins (``pins``) as the op's ``op_pins``, datapath
         dtype, efficiency, per-call overhead, NOOP, its operands row-major in DDR (read in tile rows:
-        a GEMM's tensors at the API boundary), nothing to fuse, and its search as ``map gemm`` runs it."""
+        a GEMM's tensors at the API boundary), nothing to fuse, and its search as ``map gemm`` runs it
+        (by cycles alone: the op is a dispatch of its own)."""
         return GraphPins(self.dtype, kernel_efficiency=self.kernel_efficiency,
                          kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else (),
                          search_budget=self.budget, row_major_ddr=bool(self.row_major_ddr), fusion="none",
-                         op_pins=(("gemm", self.pins()),), search_top=SEARCH_TOP, search_keep=SEARCH_KEEP)
+                         op_pins=(("gemm", self.pins()),), search_top=SEARCH_TOP, search_keep=SEARCH_KEEP,
+                         search_control=False)
 
     def _validate(self) -> None:
         p = Problems("gemm")

@@ -29,7 +29,8 @@ def run_transpose(op: Transpose, arch: Arch, batch: int = 1, pins: Pins = Pins()
     from ..report import summarize
 
     check_pins(op.validate(), pins, arch)  # named as the transpose search names them
-    gp = GraphPins(fusion="none", search_budget=budget, op_pins=((op.name, pins),))
+    gp = GraphPins(fusion="none", search_budget=budget, op_pins=((op.name, pins),),
+                   search_control=False)  # ranked by cycles alone, as run gemm and run conv: a dispatch of its own
     run = run_standalone(transpose_graph(op, batch), arch, gp, skip=skip, trace=trace)
     found, ds = run.search, run.dataset
     summary = {k: v for k, v in summarize(ds, 0, arch, 0.0, "bf16").items() if k not in ARITHMETIC}
