@@ -41,3 +41,18 @@ def test_vector_columns__a_tiny_op_inside_a_graph_takes_fewer_columns():
     # standalone (weight 0) the fastest design alone decides
     norm = VectorOp(m=1, n=2048, vector_cycles_per_elem=0.5)
     assert search_vector_columns(norm, NPU2, 1.0) < NPU2.columns
+
+
+def test_lowered_vector_design__ops_differing_in_name_share_tables_not_designs():
+    from fastsim.cache import clear
+    from fastsim.mapping.vector import lowered_vector_design
+
+    clear()
+    attn = VectorOp(m=4, n=512, vector_cycles_per_elem=0.5, name="attn_norm")
+    design_a, lowered_a = lowered_vector_design(attn, NPU2)
+    design_f, lowered_f = lowered_vector_design(replace(attn, name="ffn_norm"), NPU2)
+    assert (design_a.name, design_f.name) == ("attn_norm", "ffn_norm")
+    assert lowered_a.design is design_a and lowered_f.design is design_f
+    assert lowered_f.bds is lowered_a.bds  # lowered once
+    one, two = simulate([lowered_a.design, lowered_f.design]).total_cycles.values
+    assert one == two

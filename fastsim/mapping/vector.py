@@ -15,7 +15,7 @@ or output stays on chip keeps the equal split: its neighbour op's tiles are laid
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -80,12 +80,19 @@ CACHE.add_region(Region(VECTOR_REGION, 256))
 def lowered_vector_design(op: VectorOp, arch: Arch) -> tuple[Design, LoweredDesign]:
     """``vector_design(op, arch)`` and its lowered (so validated) tables. A vector op's design is
     its mapping, nothing is searched: like a matmul's searched design, it is kept in the one cache
-    (region "vector"), so a workload that runs the same op again only simulates it."""
+    (region "vector"), so a workload that runs the same op again only simulates it. Ops that differ
+    in name alone (a layer's two norms) share the lowered tables, the costly part; each keeps a
+    design of its own name (for its messages, traces and exports)."""
     key = (op, repr(arch))
     found = CACHE.get(VECTOR_REGION, key)
     if found is None:
         design = vector_design(op, arch)
-        found = (design, lower(design))
+        shape_key = (replace(op, name=""), repr(arch))
+        shared = CACHE.get(VECTOR_REGION, shape_key)
+        if shared is None:
+            shared = lower(design)
+            CACHE.put(VECTOR_REGION, shape_key, shared)
+        found = (design, replace(shared, design=design))
         CACHE.put(VECTOR_REGION, key, found)
     return found
 
