@@ -10,7 +10,8 @@ An op kind plugs in a ``Space``: its legal candidates in bound order (rows: dict
 ``lower_bound_cycles``; simulation fills ``status`` and ``cycles``), how to simulate a batch, and
 how ties between equally fast candidates break. Matmul (``search``), conv (``conv_search``) and
 transpose (``transpose``) are the spaces today. A space whose legal rows are all listed up front,
-sorted by bound, takes its walk from ``LegalInOrder`` (conv, transpose).
+sorted by bound, takes its walk from ``LegalInOrder`` (conv, transpose, vector columns), and its
+simulation from it too when it says how to build a row's design (``design_of``: transpose, vector columns).
 
 What a candidate is ranked by (``objective``): its simulated cycles, plus, inside a graph, the
 cycles of the runtime-sequence instructions that set its design up after another op's in the same
@@ -84,6 +85,23 @@ class LegalInOrder:
 
     def unexplored_bound(self) -> float:
         return self.legal[self.done][self.bound] if self.done < len(self.legal) else float("inf")
+
+    def design_of(self, row: dict):
+        """The design of one legal row (a plug-in that keeps this ``simulate`` says how to build it)."""
+        raise NotImplementedError(f"{type(self).__name__} builds no design: it must define design_of or simulate")
+
+    def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
+        """Each row's design (``design_of``), all simulated in one engine call: every row gets its
+        ``design``, ``simulation``, ``status`` and ``cycles``."""
+        from ..simulation import simulate
+
+        designs = [self.design_of(r) for r in rows]
+        ds = simulate(designs, on_error="record", max_cycles=cap_cycles or 2**40)
+        for i, r in enumerate(rows):
+            r["design"], r["simulation"] = designs[i], ds.isel(design=[i])
+            r["status"] = str(ds.status.values[i])
+            r["cycles"] = int(ds.total_cycles.values[i])
+        return rows
 
 
 def branch_and_bound(space: Space, first: list[dict], budget: int | None, extra: dict | None = None,
