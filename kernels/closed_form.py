@@ -1,8 +1,9 @@
 """The mapping search's closed form over every (structure, tile) candidate in one compiled loop.
 
 ``fastsim.mapping.plan.evaluate`` is the reference: numpy over (structures, tiles) arrays, every
-quantity a plan reports. A search needs five of them per candidate (lower bound, energy, the first
-violated limit, DMA transfers, whether its L2 choice re-sends anything) over 10^5-10^6 candidates;
+quantity a plan reports. A search needs six of them per candidate (lower bound, energy, the first
+violated limit, DMA transfers, whether its L2 choice re-sends anything, its weighed control) over
+10^5-10^6 candidates;
 numpy spent most of a cold LLM pass's closed-form time allocating temporaries for the others. This
 kernel computes just those five, candidate by candidate, with the same operations in the same
 order, so its results are bit-identical to the reference (property-tested in
@@ -25,12 +26,14 @@ from .layout import UNITS_PER_BYTE
  I_WINDOW, I_BUFFERS, I_MODELLED, I_DDR_UNITS, I_ACQ, I_REL, N_IP) = range(28)
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
- F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, F_RUN, N_FP) = range(22)
+ F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, F_RUN,
+ F_SETUPS, F_RERUNS, F_INSTRUCTION_CYCLES, N_FP) = range(25)
 # per structure: its numbers (``dims``), its datapath's intrinsic shape (``shape``) and its MAC rate,
 # cycles per call and per output block (``dp``)
 S_COLS, S_GROUPS, S_PM, S_PN, S_PK, N_DIMS = range(6)
 D_RATE, D_CALL, D_BLOCK, N_DP = range(4)
 FLOW_OS, FLOW_WS, FLOW_IS = range(3)
+SHIM_TASK_INSTRUCTIONS = 3  # ``fastsim.mapping.dispatch.SHIM_TASK_INSTRUCTIONS`` (a test keeps them equal)
 
 
 @kernel
@@ -45,9 +48,11 @@ def _words(nbytes):
 
 @kernel
 def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, write_most, conv_cpe, tm, tk, tn,
-               keep, model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers):
+               keep, model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers,
+               out_control):
     """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
-    check (-1: legal) and transfers, in (structure, tile) order; return how many. With
+    check (-1: legal), transfers and weighed control cycles (``_control``), in (structure, tile)
+    order; return how many. With
     ``ip[I_MODELLED]`` a call's cycles and its conversion's are the kernel model's, given per
     (structure, tile) in ``model_mm`` and ``model_conv`` (float64[S, T]); otherwise computed here.
     ``write_most`` (float64[S]): the most C bytes per cycle a structure's shim S2MMs write together."""
@@ -245,8 +250,34 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             out_s[count], out_t[count] = s, t
             out_bound[count], out_energy[count], out_reason[count] = bound, energy, reason
             out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt
+            out_control[count] = _control(fp, a_chip, c_chip, cols, groups, pk, sum_a, sum_b, cols_a, cols_b,
+                                          mdepth_a, mdepth_b, send_bds_a, send_bds_b)
             count += 1
     return count
+
+
+@kernel
+def _control(fp, a_chip, c_chip, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a, depth_b,
+             send_bds_a, send_bds_b):
+    """The candidate's control instructions (``plan.control_counts_of``, then
+    ``dispatch.weighted_instructions``) in cycles (``branch_bound.control_cycles``): 0 when the
+    search weighs none. ``cols_a`` is 0 for an on-chip A."""
+    setups, reruns = fp[F_SETUPS], fp[F_RERUNS]
+    if setups == 0 and reruns == 0:
+        return 0.0
+    c_cols = 0 if c_chip else cols
+    shim_tasks = cols_a + cols_b + c_cols
+    tile_pushes = (parts_a if a_chip else 0) + (cols * groups if c_chip else 0)
+    syncs = cols * (groups if c_chip else 1)
+    bds_a = parts_a if a_chip else parts_a * depth_a * (1 + send_bds_a)
+    mem_bds = bds_a + parts_b * depth_b * (1 + send_bds_b) + (1 if c_chip else 4) * cols * groups
+    mem_starts = ((0 if a_chip else cols_a + parts_a) + cols_b + parts_b
+                  + (0 if c_chip else 1) * cols * (groups + 1))
+    mem_locks = (0 if a_chip else 2 * parts_a) + 2 * parts_b + (0 if c_chip else 2) * cols * groups
+    cores = cols * groups * pk
+    layer = SHIM_TASK_INSTRUCTIONS * shim_tasks + tile_pushes + syncs + mem_bds + mem_starts + mem_locks + cores
+    repeat = SHIM_TASK_INSTRUCTIONS * shim_tasks + tile_pushes + syncs + mem_starts
+    return (setups * layer + reruns * repeat) * fp[F_INSTRUCTION_CYCLES]
 
 
 @kernel

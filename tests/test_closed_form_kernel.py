@@ -5,7 +5,9 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from fastsim import NPU1, NPU2
+from fastsim.kernels import closed_form as K
 from fastsim.mapping.candidates import COLUMNS, ranked_compiled, ranked_numpy
+from fastsim.mapping.dispatch import SHIM_TASK_INSTRUCTIONS, ControlWeight
 from fastsim.mapping.search import Pins, _batches, _grid
 from fastsim.mapping.space import Matmul
 from helpers import two_tiers
@@ -31,12 +33,12 @@ def ops(draw):
                   onchip_window_bytes=draw(st.sampled_from((0, 3000, 65536))))
 
 
-def _assert_same(op, arch, pins):
+def _assert_same(op, arch, pins, control_weight=0.0):
     pairs = 0
     for batch in _batches(op, arch, pins):
         m, k, n, keep = _grid(op, batch, pins)
-        want = ranked_numpy(op, batch, arch, m, k, n, keep)
-        got = ranked_compiled(op, batch, arch, m, k, n, keep)
+        want = ranked_numpy(op, batch, arch, m, k, n, keep, control_weight)
+        got = ranked_compiled(op, batch, arch, m, k, n, keep, control_weight=control_weight)
         for c in COLUMNS:
             assert got[c].dtype.kind == want[c].dtype.kind, c
             np.testing.assert_array_equal(got[c], want[c], err_msg=f"{c} of {op} on {arch.name}, {batch.mapping}")
@@ -44,21 +46,31 @@ def _assert_same(op, arch, pins):
     return pairs
 
 
-def _compiled_equals_numpy(op, arch, cols, buffers):
+# a search outside a graph (0), inside one (set-ups per run), and a gathered repeat (re-runs too)
+WEIGHTS = (0.0, 1.0, ControlWeight(0.25), ControlWeight(1.0, 2.5))
+
+
+def _compiled_equals_numpy(op, arch, cols, buffers, weight):
     pins = Pins(cols=cols, buffers=buffers, dataflow=("ws",) if op.static_b else ())
-    _assert_same(op, arch, pins)
+    _assert_same(op, arch, pins, weight)
 
 
 test_compiled_closed_form_equals_numpy, test_compiled_closed_form_equals_numpy__more = two_tiers(
     15, 40, op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)),
-    buffers=st.sampled_from((None, 1)))(_compiled_equals_numpy)
+    buffers=st.sampled_from((None, 1)), weight=st.sampled_from(WEIGHTS))(_compiled_equals_numpy)
+
+
+def test_compiled_control_counts_instructions_as_the_dispatch_does():
+    """The loop's own copy of a shim task's instruction count is the dispatch's."""
+    assert K.SHIM_TASK_INSTRUCTIONS == SHIM_TASK_INSTRUCTIONS
 
 
 def test_compiled_closed_form_equals_numpy_on_llm_shapes():
     """Decode GEMVs with int4 weights and a prefill projection: the shapes a cold LLM pass ranks."""
     shapes = [Matmul(1, 2048, 8192, "bf16", b_bytes=0.5625, cast_cycles_per_weight=0.0625),
               Matmul(2048, 2048, 512, "bf16"), Matmul(512, 64, 4096, "bf16", macs_scale=0.5, a_on_chip=True)]
-    assert sum(_assert_same(op, arch, Pins()) for op in shapes for arch in (NPU1, NPU2)) > 10_000
+    assert sum(_assert_same(op, arch, Pins(), weight) for op in shapes for arch in (NPU1, NPU2)
+               for weight in (0.0, ControlWeight(1.0, 3.0))) > 20_000
 
 
 def _sizes_by_definition(extent: int) -> set[int]:

@@ -1,8 +1,9 @@
-"""Rank a batch of structures over its tile grid: the five numbers the search keeps per candidate
-(lower bound, energy, first violated limit, DMA transfers, and whether it is worth enumerating).
+"""Rank a batch of structures over its tile grid: the numbers the search keeps per candidate
+(lower bound, energy, first violated limit, DMA transfers, weighed control, and whether it is worth
+enumerating).
 
-Two implementations with one answer: ``ranked_numpy`` runs the full closed form (``plan.evaluate``
-and ``plan.problems``) and keeps those five; ``ranked`` runs the compiled loop of
+Two implementations with one answer: ``ranked_numpy`` runs the full closed form (``plan.evaluate``,
+``plan.problems`` and ``plan.control_counts_of``) and keeps those; ``ranked`` runs the compiled loop of
 ``fastsim.kernels.closed_form``, which computes only them and is bit-identical (property-tested).
 The compiled one is used unless JIT is off or the arch models mesh cores (whose microkernel cost is
 another model, ``fastsim.cost``).
@@ -17,26 +18,30 @@ from ..settings import resolve_jit
 from ..lower import to_units
 from .ddr_runs import bound_run_bytes, write_most
 from .paths import whole_words
-from .plan import StructureBatch, evaluate, matmul_cycles, modelled, problems
+from .branch_bound import control_cycles
+from .dispatch import ControlWeight
+from .plan import StructureBatch, control_counts_of, evaluate, matmul_cycles, modelled, problems
 from .space import Matmul
 
-COLUMNS = ("s", "t", "bound", "energy", "reason", "transfers")
+COLUMNS = ("s", "t", "bound", "energy", "reason", "transfers", "control")
 FLOWS = {"os": K.FLOW_OS, "ws": K.FLOW_WS, "is": K.FLOW_IS}
 
 
-def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None
-           ) -> dict[str, np.ndarray]:
+def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None,
+           control_weight=0.0) -> dict[str, np.ndarray]:
     """Per kept and useful (structure, tile) pair, in row-major order: its structure ``s`` and tile
     ``t`` indices, ``bound`` (cycles), ``energy`` (pJ), ``reason`` (index into ``plan.problems``,
-    -1 legal) and ``transfers``; ``m, k, n`` are (1, T) tile rows and ``keep`` (S, T). ``memo``:
-    kernel call cycles kept across one search's batches (``plan.matmul_cycles``)."""
+    -1 legal), ``transfers`` and ``control`` (its design's control weighed by ``control_weight``, in
+    cycles: ``branch_bound.control_cycles``); ``m, k, n`` are (1, T) tile rows and ``keep`` (S, T).
+    ``memo``: kernel call cycles kept across one search's batches (``plan.matmul_cycles``)."""
     if arch.core_mesh_rows or not resolve_jit():
-        return ranked_numpy(op, batch, arch, m, k, n, keep)
-    return ranked_compiled(op, batch, arch, m, k, n, keep, memo)
+        return ranked_numpy(op, batch, arch, m, k, n, keep, control_weight)
+    return ranked_compiled(op, batch, arch, m, k, n, keep, memo, control_weight)
 
 
-def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -> dict[str, np.ndarray]:
-    """The reference: the whole closed form, then the five numbers of the pairs kept."""
+def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, control_weight=0.0
+                 ) -> dict[str, np.ndarray]:
+    """The reference: the whole closed form, then the numbers of the pairs kept."""
     ev = evaluate(op, batch, arch, m, k, n)
     shape = ev["lower_bound_cycles"].shape
     considered = keep & np.broadcast_to(ev["useful"], shape)
@@ -45,21 +50,25 @@ def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep) -
         reason = np.where((reason < 0) & np.broadcast_to(mask, shape), r, reason)
     s, t = np.nonzero(considered)
     out = {"s": s, "t": t}
+    control = (control_cycles(control_counts_of(op, batch, arch, m, k, n), arch, control_weight)
+               if control_weight else np.zeros(shape))
     for name, v in (("bound", ev["lower_bound_cycles"]), ("energy", ev["energy_pj"]), ("reason", reason),
-                    ("transfers", ev["transfers"])):
+                    ("transfers", ev["transfers"]), ("control", control)):
         out[name] = np.broadcast_to(v, shape)[s, t]
+    out["control"] = out["control"].astype(np.float64)
     return out
 
 
-def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None
-                    ) -> dict[str, np.ndarray]:
+def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None,
+                    control_weight=0.0) -> dict[str, np.ndarray]:
     """``ranked_numpy``'s answer from the compiled loop."""
     keep = np.ascontiguousarray(np.broadcast_to(keep, (len(batch.structures), m.shape[-1])))
     size = int(np.count_nonzero(keep))
     out = {"s": np.empty(size, np.int64), "t": np.empty(size, np.int64), "bound": np.empty(size),
-           "energy": np.empty(size), "reason": np.empty(size, np.int64), "transfers": np.empty(size)}
+           "energy": np.empty(size), "reason": np.empty(size, np.int64), "transfers": np.empty(size),
+           "control": np.empty(size)}
     tiles = [np.ascontiguousarray(np.asarray(x, np.int64).reshape(-1)) for x in (m, k, n)]
-    params = _parameters(op, batch, arch)
+    params = _parameters(op, batch, arch, control_weight)
     count = K.candidates(*params, *tiles, keep, *_modelled_calls(op, batch, arch, m, k, n, params[0], memo),
                          *(out[c] for c in COLUMNS))
     return {c: v[:count] for c, v in out.items()}
@@ -81,8 +90,9 @@ def _modelled_calls(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, ip, 
             np.ascontiguousarray(np.broadcast_to(conv, shape), np.float64))
 
 
-def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
+def _parameters(op: Matmul, batch: StructureBatch, arch: Arch, control_weight=0.0) -> tuple:
     """The kernel's flat parameter arrays (names in ``fastsim.kernels.closed_form``)."""
+    weight = control_weight if isinstance(control_weight, ControlWeight) else ControlWeight(control_weight)
     mp = batch.mapping
     ip = np.zeros(K.N_IP, np.int64)
     for index, value in ((K.I_M, op.m), (K.I_K, op.k), (K.I_N, op.n), (K.I_A_CHIP, op.a_on_chip),
@@ -110,7 +120,8 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch) -> tuple:
                          (K.F_E_MC, e.get("mem_compute", 0.0)), (K.F_E_CC, e.get("compute_compute", 0.0)),
                          (K.F_MEM_LEN, 2 ** arch.mem.bd_length_bits), (K.F_CORE_LEN, 2 ** arch.compute.bd_length_bits),
                          (K.F_WINDOW_BYTES, whole_words(op.onchip_window_bytes) if op.onchip_window_bytes else 0),
-                         (K.F_RUN, bound_run_bytes(arch))):
+                         (K.F_RUN, bound_run_bytes(arch)), (K.F_SETUPS, weight.setups),
+                         (K.F_RERUNS, weight.reruns), (K.F_INSTRUCTION_CYCLES, arch.runtime_instruction_cycles)):
         fp[index] = value
     dims = np.concatenate([batch.cols, batch.groups, batch.pm, batch.pn, batch.pk], axis=1).astype(np.int64)
     shape = np.array([arch.mmul_shapes.get(key, (1, 1, 1)) for key in batch.keys], np.int64)

@@ -35,9 +35,9 @@ from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from .paths import STREAM_SPLITS, stream_rates
-from .branch_bound import control_cycles, drive, drive_together, walk
+from .branch_bound import drive, drive_together, walk
 from .candidates import ranked
-from .plan import (RESOURCES, StructureBatch, check, control_counts_of, plan_one, problem_templates, reason_text,
+from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text,
                    same_as_equal_split, stack, structure)
 from .pins import Pins
 from .search_store import CODEC
@@ -230,15 +230,15 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
     from ..simulation import kept_run
 
-    table = _Candidates(op, arch, pins, control_weight)
+    table = _Candidates(op, arch, pins, control_weight, keep_illegal=max(keep, 5))
     is_legal = table.a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
     illegal_i = table.best(~is_legal, max(keep, 5))
-    by_reason = table.rejected_by_reason(is_legal)
+    by_reason = table.rejected_by_reason()
     if not n_legal:
         closest = [table.planned(table.row(i)) for i in illegal_i[:5]]
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
-                           f"({len(table.bucket)} candidates); closest: " + "; ".join(
+                           f"({table.total} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
     legal = [table.row(i) for i in table.best(is_legal, max(keep, 8 * top))]
     # a budget spends few simulations: spread them over families (``_distinct``); an exact search
@@ -258,7 +258,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
     rejected = [dict(_public(r, None), reason=r["reason"])
                 for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
-    return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, len(table.bucket), n_legal,
+    return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, table.total, n_legal,
                         by_reason, fastest["design"], kept_run(*fastest["run"]), fastest["lowered"],
                         count, explored.unexplored_bound(),
                         best_control_cycles=fastest["objective"] - fastest["cycles"])
@@ -349,10 +349,10 @@ def _design_key(mp: Mapping) -> Mapping:
 
 
 class _Candidates:
-    """Every enumerated candidate of a search as flat columns (``a``: structure, tile, bound,
-    energy, first violated check, transfers, control, objective bound), built one structure batch at
-    a time: a search has 10^5 and more candidates, and only the few it reports become rows with a
-    plan.
+    """A search's legal candidates, and the best illegal ones (``_add``), as flat columns (``a``:
+    structure, tile, bound, energy, first violated check, transfers, control, objective bound),
+    built one structure batch at a time: a search has 10^5 and more candidates, and only the few it
+    reports become rows with a plan.
 
     ``control`` is the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
     ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
@@ -360,11 +360,14 @@ class _Candidates:
     the candidate's objective (``branch_bound.objective``), by which candidates are ranked, taken
     and pruned (``bound`` alone when the weight is 0)."""
 
-    def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0):
+    def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0, keep_illegal: int = 0):
         self.op, self.arch, self.control_weight = op, arch, control_weight
         self.bases: list[Mapping] = []
         self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
         self.call_cycles: dict = {}  # kernel call cycles per (datapath, tile grid): batches share grids
+        self.total = 0  # candidates enumerated, legal or not
+        self.rejected = np.zeros(len(self.checks), np.int64)  # illegal candidates per first violated check
+        self.keep_illegal = keep_illegal
         cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
                 "transfers": [], "control": []}
         for batch in _batches(op, arch, pins):
@@ -372,50 +375,47 @@ class _Candidates:
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
-        self.a["objective_bound"] = self.a["bound"] + self.a["control"] if control_weight else self.a["bound"]
+        self.a["objective_bound"] = self._objective_bound(self.a)
         # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
         # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-        self.bucket = np.floor(np.log(np.maximum(self.a["objective_bound"], 1)) / np.log(1.005))
+        self.bucket = _bucket(self.a["objective_bound"])
+
+    def _objective_bound(self, a: dict) -> np.ndarray:
+        return a["bound"] + a["control"] if self.control_weight else a["bound"]
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
         """Rank one batch's tile grid and append the candidates its structures consider;
-        ``reason`` is the first violated check (-1: legal)."""
+        ``reason`` is the first violated check (-1: legal). Illegal candidates are counted per
+        check and only the batch's best ``keep_illegal`` of them kept (the closest rejected a
+        search reports come from those): most candidates are illegal, and a search never
+        simulates one."""
         m, k, n, considered = _grid(self.op, batch, pins)
-        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles)
+        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles, self.control_weight)
+        illegal = found["reason"] >= 0
+        self.total += len(illegal)
+        self.rejected += np.bincount(found["reason"][illegal], minlength=len(self.checks))
+        kept = ~illegal
+        worst = np.nonzero(illegal)[0]
+        if len(worst):
+            kept[_best_of(worst, _bucket(self._objective_bound(found)), found["energy"], found["transfers"],
+                          self.keep_illegal)] = True
         for name, v in (("m", m), ("k", k), ("n", n)):
-            cols[name].append(v.reshape(-1)[found["t"]])
-        for name in ("bound", "energy", "reason", "transfers"):
-            cols[name].append(found[name])
-        control = np.zeros(len(found["s"]))
-        if self.control_weight:
-            cycles = control_cycles(control_counts_of(self.op, batch, self.arch, m, k, n), self.arch, self.control_weight)
-            shape = (len(batch.structures), m.shape[-1])
-            control = np.broadcast_to(cycles, shape)[found["s"], found["t"]].astype(np.float64)
-        cols["control"].append(control)
-        cols["base"].append(len(self.bases) + found["s"])
+            cols[name].append(v.reshape(-1)[found["t"][kept]])
+        for name in ("bound", "energy", "reason", "transfers", "control"):
+            cols[name].append(found[name][kept])
+        cols["base"].append(len(self.bases) + found["s"][kept])
         self.bases += [st.mapping for st in batch.structures]
 
     def best(self, mask, count: int):
-        """The ``count`` best candidates of ``mask`` in rank order: a full sort of every candidate
-        (10^5 and more) would cost more than the rest of the ranking, so only those in the best
-        ``count`` buckets (ties included) are sorted."""
-        a, bucket = self.a, self.bucket
-        idx = np.nonzero(mask)[0]
-        if count <= 0:
-            return idx[:0]
-        if len(idx) > count:
-            cut = np.partition(bucket[idx], count - 1)[count - 1]
-            idx = idx[bucket[idx] <= cut]
-        return idx[np.lexsort((idx, a["transfers"][idx], a["energy"][idx], bucket[idx]))][:count]
+        """The ``count`` best candidates of ``mask`` in rank order."""
+        return _best_of(np.nonzero(mask)[0], self.bucket, self.a["energy"], self.a["transfers"], count)
 
-    def rejected_by_reason(self, is_legal) -> dict[str, int]:
-        """How many illegal candidates each check rejected, by the check's short name, counted
-        per check at once rather than candidate by candidate."""
+    def rejected_by_reason(self) -> dict[str, int]:
+        """How many illegal candidates each check rejected, by the check's short name."""
         by_reason = {}
-        counts = np.bincount(self.a["reason"][~is_legal])
-        for r in np.nonzero(counts)[0]:
+        for r in np.nonzero(self.rejected)[0]:
             short = self.checks[r].split(":")[0]
-            by_reason[short] = by_reason.get(short, 0) + int(counts[r])
+            by_reason[short] = by_reason.get(short, 0) + int(self.rejected[r])
         return by_reason
 
     def row(self, i) -> dict:
@@ -433,6 +433,24 @@ class _Candidates:
             if i >= 0 and self.a["reason"][i] >= 0:
                 r["reason"] = reason_text(self.checks[self.a["reason"][i]], r["plan"])
         return r
+
+
+def _bucket(objective_bound: np.ndarray) -> np.ndarray:
+    """Rank buckets: objective bounds within 0.5 % of each other tie."""
+    return np.floor(np.log(np.maximum(objective_bound, 1)) / np.log(1.005))
+
+
+def _best_of(idx: np.ndarray, bucket, energy, transfers, count: int) -> np.ndarray:
+    """The ``count`` best of candidates ``idx`` (ascending) in rank order: bucket, then less
+    energy, fewer transfers, lower index. A full sort of every candidate (10^5 and more) would cost
+    more than the rest of the ranking, so only those in the best ``count`` buckets (ties included)
+    are sorted."""
+    if count <= 0:
+        return idx[:0]
+    if len(idx) > count:
+        cut = np.partition(bucket[idx], count - 1)[count - 1]
+        idx = idx[bucket[idx] <= cut]
+    return idx[np.lexsort((idx, transfers[idx], energy[idx], bucket[idx]))][:count]
 
 
 def _row(op: Matmul, mp: Mapping, arch: Arch, planned: tuple | None = None) -> dict:
