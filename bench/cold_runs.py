@@ -1,0 +1,78 @@
+"""Cold runs as a user's first call meets them: every cache emptied (memory, and the disk tier off),
+JIT already warm. Prints each case's seconds, one per repeat; compare commits by running this
+script from each checkout in turn, interleaved (this VM drifts by more than most changes).
+
+    python bench/cold_runs.py [gemm] [decode] [prefill] [--repeat 3] [--per-design]
+
+``gemm``: the exact search and simulation of a 2048^3 bf16 GEMM on npu2 (``run gemm``'s work);
+``decode``: a Llama-3.2-1B decode step at 4k context; ``prefill``: a 2k-token prefill.
+``--per-design`` also prints, for every engine call of the runs, each design's seconds alone,
+cycles, stepped cycles and status (where a search's engine time goes).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import fastsim  # noqa: E402
+from benchmarks.common import cold  # noqa: E402
+from fastsim.llm.run import simulate_llm  # noqa: E402
+from fastsim.llm.study import LlmStudy  # noqa: E402
+from fastsim.workloads.gemm import Gemm, gemm_design  # noqa: E402
+
+CASES = {
+    "gemm": lambda: fastsim.simulate(gemm_design(Gemm(2048, 2048, 2048), fastsim.NPU2)),
+    "decode": lambda: simulate_llm(LlmStudy(regime="decode", context=4096)),
+    "prefill": lambda: simulate_llm(LlmStudy(regime="prefill", context=2048)),
+}
+
+
+def per_design_timing() -> None:
+    """Wrap the engine so that each design of a call is first run alone and reported."""
+    from fastsim import lower, simulation
+    from fastsim.kernels import layout as L
+
+    run = simulation._run
+
+    def timed(batch, threads, jit):
+        for lw in batch.designs:
+            alone = lower.pack([lw])
+            start = time.perf_counter()
+            run(alone, 1, jit)
+            res = alone.outputs["res"][0]
+            print(f"  {time.perf_counter() - start:6.3f} s  cycles {res[L.R_CYCLES]:>10}  stepped "
+                  f"{res[L.R_STEPS]:>8}  status {res[L.R_STATUS]}  {lw.design.name}")
+        run(batch, threads, jit)
+
+    simulation._run = timed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cases", nargs="*", help=f"any of {', '.join(CASES)} (default: all)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--per-design", action="store_true")
+    args = ap.parse_args()
+    unknown = sorted(set(args.cases) - set(CASES))
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    simulate_llm(LlmStudy(regime="decode", context=128))  # JIT warm-up
+    CASES["gemm"]()
+    if args.per_design:
+        per_design_timing()
+    for name in args.cases or list(CASES):
+        seconds = []
+        for _ in range(args.repeat):
+            with cold():
+                start = time.perf_counter()
+                CASES[name]()
+                seconds.append(time.perf_counter() - start)
+        print(name, " ".join(f"{s:.2f}" for s in seconds), "s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
