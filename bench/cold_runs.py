@@ -1,8 +1,10 @@
 """Cold runs as a user's first call meets them: every cache emptied (memory, and the disk tier off),
-JIT already warm. Prints each case's seconds, one per repeat; compare commits by running this
-script from each checkout in turn, interleaved (this VM drifts by more than most changes).
+JIT already warm. Prints each case's seconds, one per repeat. It imports nothing of ``bench/``, so
+it times any checkout whose ``fastsim`` comes first on the path; compare commits by running it for
+each in turn, interleaved (this VM drifts by more than most changes):
 
     python bench/cold_runs.py [gemm] [decode] [prefill] [--repeat 3] [--per-design]
+    PYTHONPATH=/path/to/older/checkout python bench/cold_runs.py prefill decode
 
 ``gemm``: the exact search and simulation of a 2048^3 bf16 GEMM on npu2 (``run gemm``'s work);
 ``decode``: a Llama-3.2-1B decode step at 4k context; ``prefill``: a 2k-token prefill.
@@ -12,23 +14,30 @@ cycles, stepped cycles and status (where a search's engine time goes).
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
+from contextlib import contextmanager
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-import fastsim  # noqa: E402
-from benchmarks.common import cold  # noqa: E402
-from fastsim.llm.run import simulate_llm  # noqa: E402
-from fastsim.llm.study import LlmStudy  # noqa: E402
-from fastsim.workloads.gemm import Gemm, gemm_design  # noqa: E402
+import fastsim
+from fastsim import settings
+from fastsim.cache import clear
+from fastsim.llm.run import simulate_llm
+from fastsim.llm.study import LlmStudy
+from fastsim.workloads.gemm import Gemm, gemm_design
 
 CASES = {
     "gemm": lambda: fastsim.simulate(gemm_design(Gemm(2048, 2048, 2048), fastsim.NPU2)),
     "decode": lambda: simulate_llm(LlmStudy(regime="decode", context=4096)),
     "prefill": lambda: simulate_llm(LlmStudy(regime="prefill", context=2048)),
 }
+
+
+@contextmanager
+def cold():
+    """Every memory cache emptied and the disk tier off for the block (``benchmarks.common.cold``,
+    written again here so that an older checkout's ``fastsim`` can be timed with this script)."""
+    clear()
+    with settings.use(cache=False):
+        yield
 
 
 def per_design_timing() -> None:

@@ -2,10 +2,9 @@
 
 ``fastsim.mapping.plan.evaluate`` is the reference: numpy over (structures, tiles) arrays, every
 quantity a plan reports. A search needs six of them per candidate (lower bound, energy, the first
-violated limit, DMA transfers, whether its L2 choice re-sends anything, its weighed control) over
-10^5-10^6 candidates;
-numpy spent most of a cold LLM pass's closed-form time allocating temporaries for the others. This
-kernel computes just those five, candidate by candidate, with the same operations in the same
+violated limit, DMA transfers, whether its L2 choice re-sends anything, its weighed control: the
+last from ``plan.control_counts_of``) over 10^5-10^6 candidates; numpy spent most of a cold LLM
+pass's closed-form time allocating temporaries for the others. This kernel computes just those six, candidate by candidate, with the same operations in the same
 order, so its results are bit-identical to the reference (property-tested in
 ``tests/test_closed_form_kernel.py``). Whatever the reference grows, this loop must grow too: the
 test fails otherwise.
@@ -33,7 +32,9 @@ from .layout import UNITS_PER_BYTE
 S_COLS, S_GROUPS, S_PM, S_PN, S_PK, N_DIMS = range(6)
 D_RATE, D_CALL, D_BLOCK, N_DP = range(4)
 FLOW_OS, FLOW_WS, FLOW_IS = range(3)
-SHIM_TASK_INSTRUCTIONS = 3  # ``fastsim.mapping.dispatch.SHIM_TASK_INSTRUCTIONS`` (a test keeps them equal)
+# rows of ``instructions`` (int64[2, N_COUNTS]): runtime-sequence instructions per control count, of a
+# set-up and of a re-run (``fastsim.mapping.dispatch.LAYER_INSTRUCTIONS``, ``REPEAT_INSTRUCTIONS``)
+(C_SHIM_TASKS, C_TILE_PUSHES, C_SYNCS, C_MEM_BDS, C_MEM_STARTS, C_MEM_LOCKS, C_CORES, N_COUNTS) = range(8)
 
 
 @kernel
@@ -47,7 +48,7 @@ def _words(nbytes):
 
 
 @kernel
-def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, write_most, conv_cpe, tm, tk, tn,
+def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, write_most, conv_cpe, tm, tk, tn,
                keep, model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers,
                out_control):
     """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
@@ -250,34 +251,41 @@ def candidates(ip, fp, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rat
             out_s[count], out_t[count] = s, t
             out_bound[count], out_energy[count], out_reason[count] = bound, energy, reason
             out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt
-            out_control[count] = _control(fp, a_chip, c_chip, cols, groups, pk, sum_a, sum_b, cols_a, cols_b,
-                                          mdepth_a, mdepth_b, send_bds_a, send_bds_b)
+            out_control[count] = _control(fp, instructions, a_chip, c_chip, cols, groups, pk, sum_a, sum_b, cols_a,
+                                          cols_b, mdepth_a, mdepth_b, send_bds_a, send_bds_b)
             count += 1
     return count
 
 
 @kernel
-def _control(fp, a_chip, c_chip, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a, depth_b,
+def _control(fp, instructions, a_chip, c_chip, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a, depth_b,
              send_bds_a, send_bds_b):
-    """The candidate's control instructions (``plan.control_counts_of``, then
-    ``dispatch.weighted_instructions``) in cycles (``branch_bound.control_cycles``): 0 when the
+    """The candidate's control counts (``plan.control_counts_of``) as instructions per simulated run
+    (``dispatch.weighted_instructions``), in cycles (``branch_bound.control_cycles``): 0 when the
     search weighs none. ``cols_a`` is 0 for an on-chip A."""
     setups, reruns = fp[F_SETUPS], fp[F_RERUNS]
     if setups == 0 and reruns == 0:
         return 0.0
-    c_cols = 0 if c_chip else cols
-    shim_tasks = cols_a + cols_b + c_cols
+    shim_tasks = cols_a + cols_b + (0 if c_chip else cols)
     tile_pushes = (parts_a if a_chip else 0) + (cols * groups if c_chip else 0)
     syncs = cols * (groups if c_chip else 1)
-    bds_a = parts_a if a_chip else parts_a * depth_a * (1 + send_bds_a)
-    mem_bds = bds_a + parts_b * depth_b * (1 + send_bds_b) + (1 if c_chip else 4) * cols * groups
-    mem_starts = ((0 if a_chip else cols_a + parts_a) + cols_b + parts_b
-                  + (0 if c_chip else 1) * cols * (groups + 1))
+    mem_bds = ((parts_a if a_chip else parts_a * depth_a * (1 + send_bds_a))
+               + parts_b * depth_b * (1 + send_bds_b) + (1 if c_chip else 4) * cols * groups)
+    mem_starts = (0 if a_chip else cols_a + parts_a) + cols_b + parts_b + (0 if c_chip else 1) * cols * (groups + 1)
     mem_locks = (0 if a_chip else 2 * parts_a) + 2 * parts_b + (0 if c_chip else 2) * cols * groups
     cores = cols * groups * pk
-    layer = SHIM_TASK_INSTRUCTIONS * shim_tasks + tile_pushes + syncs + mem_bds + mem_starts + mem_locks + cores
-    repeat = SHIM_TASK_INSTRUCTIONS * shim_tasks + tile_pushes + syncs + mem_starts
+    layer = _instructions(instructions, 0, shim_tasks, tile_pushes, syncs, mem_bds, mem_starts, mem_locks, cores)
+    repeat = _instructions(instructions, 1, shim_tasks, tile_pushes, syncs, mem_bds, mem_starts, mem_locks, cores)
     return (setups * layer + reruns * repeat) * fp[F_INSTRUCTION_CYCLES]
+
+
+@kernel
+def _instructions(instructions, row, shim_tasks, tile_pushes, syncs, mem_bds, mem_starts, mem_locks, cores):
+    """One row of ``instructions`` (per count) times the counts: no array per candidate."""
+    per = instructions[row]
+    return (per[C_SHIM_TASKS] * shim_tasks + per[C_TILE_PUSHES] * tile_pushes + per[C_SYNCS] * syncs
+            + per[C_MEM_BDS] * mem_bds + per[C_MEM_STARTS] * mem_starts + per[C_MEM_LOCKS] * mem_locks
+            + per[C_CORES] * cores)
 
 
 @kernel

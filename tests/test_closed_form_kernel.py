@@ -5,9 +5,8 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from fastsim import NPU1, NPU2
-from fastsim.kernels import closed_form as K
 from fastsim.mapping.candidates import COLUMNS, ranked_compiled, ranked_numpy
-from fastsim.mapping.dispatch import SHIM_TASK_INSTRUCTIONS, ControlWeight
+from fastsim.mapping.dispatch import ControlWeight
 from fastsim.mapping.search import Pins, _batches, _grid
 from fastsim.mapping.space import Matmul
 from helpers import two_tiers
@@ -59,10 +58,6 @@ test_compiled_closed_form_equals_numpy, test_compiled_closed_form_equals_numpy__
     15, 40, op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)),
     buffers=st.sampled_from((None, 1)), weight=st.sampled_from(WEIGHTS))(_compiled_equals_numpy)
 
-
-def test_compiled_control_counts_instructions_as_the_dispatch_does():
-    """The loop's own copy of a shim task's instruction count is the dispatch's."""
-    assert K.SHIM_TASK_INSTRUCTIONS == SHIM_TASK_INSTRUCTIONS
 
 
 def test_compiled_closed_form_equals_numpy_on_llm_shapes():

@@ -18,10 +18,10 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
-from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, control_instructions,
-                                control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
-                                plan as plan_dispatches, program_bytes, reload_seconds, repeat_instructions,
-                                sequence_words)
+from ..mapping.dispatch import (ControlWeight, DispatchLimits, DispatchPlan, OpFootprint, assign,
+                                control_instructions, control_seconds_per_dispatch, host_seconds_per_dispatch,
+                                plan as plan_dispatches, program_bytes, reload_seconds, sequence_words,
+                                weighted_instructions)
 from ..mapping.branch_bound import objective
 from ..mapping.search import search_many
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
@@ -172,31 +172,25 @@ class Evaluation:
         """Seconds of all ops and of setting each up inside its dispatch (every op charged, as
         if none came first: the choices compare alternatives of the same ops; inf when one has no
         legal design); a gathered op's repeats beyond its set-ups re-run it on new operands
-        (``reruns``)."""
+        (``Placed.reruns``)."""
         total = 0
         each = self.arch.runtime_instruction_cycles
-        for p, runs, again in zip(placed, self.runs(placed), self.reruns(placed)):
+        for p, runs in zip(placed, self.runs(placed)):
             r = self.results.get(p.key)
             if r is None:
                 return float("inf")
-            control = layer_instructions(r.control) * runs + repeat_instructions(r.control) * again
-            total += r.cycles * p.op.repeat + control * each
+            total += r.cycles * p.op.repeat + weighted_instructions(r.control, ControlWeight(runs, p.reruns)) * each
         return total / self.arch.clock_hz
 
     def runs(self, placed: list[Placed]) -> list[int]:
         """Times each op is set up in its dispatch (``Placed.runs``)."""
         return [p.runs for p in placed]
 
-    def reruns(self, placed: list[Placed]) -> list[int]:
-        """Times each op's design is re-run on new operands after a set-up: each gathered repeat
-        (an expert) beyond its set-ups; strided repeats are iterations of one task."""
-        return [p.op.repeat - p.runs if p.op.gathered else 0 for p in placed]
-
     def control(self, placed: list[Placed], dispatch: DispatchPlan) -> list[int]:
         """Per op of ``placed``: the runtime-sequence instructions that set it up in its dispatch
         (``mapping.dispatch.control_instructions``)."""
         return control_instructions([self.results[p.key].control for p in placed], self.runs(placed),
-                                    self.reruns(placed), dispatch.of_op)
+                                    [p.reruns for p in placed], dispatch.of_op)
 
     def best_per_kind(self, unfused, grouped, forced: bool):
         """Each group kind fused or not, whichever is faster (forced: fused wherever it is legal)."""

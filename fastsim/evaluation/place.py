@@ -40,6 +40,12 @@ class Placed:
     # runs block by block (its ops take turns); a pipeline's blocks run inside one design
     runs: int = 1
 
+    @property
+    def reruns(self) -> int:
+        """Times its design is re-run on new operands after its set-ups: each gathered repeat (an
+        expert) beyond them; strided repeats (heads, sequences) are iterations of one task."""
+        return self.op.repeat - self.runs if self.op.gathered else 0
+
     @cached_property
     def key(self) -> tuple:
         """Instances with equal keys have identical designs (simulated once): their repeats and
@@ -230,8 +236,7 @@ def control_weight(p: Placed, pins: GraphPins):
     run; 0 where the pins rank by cycles alone (``GraphPins.search_control``)."""
     if not pins.search_control:
         return 0.0
-    reruns = (p.op.repeat - p.runs) / p.op.repeat if p.op.gathered else 0.0
-    return ControlWeight(p.runs / p.op.repeat, reruns)
+    return ControlWeight(p.runs / p.op.repeat, p.reruns / p.op.repeat)
 
 
 def _matmul_kind(op: Op) -> None:

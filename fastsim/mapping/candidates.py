@@ -19,7 +19,7 @@ from ..lower import to_units
 from .ddr_runs import bound_run_bytes, write_most
 from .paths import whole_words
 from .branch_bound import control_cycles
-from .dispatch import ControlWeight
+from .dispatch import LAYER_INSTRUCTIONS, REPEAT_INSTRUCTIONS, ControlWeight
 from .plan import StructureBatch, control_counts_of, evaluate, matmul_cycles, modelled, problems
 from .space import Matmul
 
@@ -92,7 +92,7 @@ def _modelled_calls(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, ip, 
 
 def _parameters(op: Matmul, batch: StructureBatch, arch: Arch, control_weight=0.0) -> tuple:
     """The kernel's flat parameter arrays (names in ``fastsim.kernels.closed_form``)."""
-    weight = control_weight if isinstance(control_weight, ControlWeight) else ControlWeight(control_weight)
+    weight = ControlWeight.of(control_weight)
     mp = batch.mapping
     ip = np.zeros(K.N_IP, np.int64)
     for index, value in ((K.I_M, op.m), (K.I_K, op.k), (K.I_N, op.n), (K.I_A_CHIP, op.a_on_chip),
@@ -128,7 +128,8 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch, control_weight=0.
     rates = {key: (arch.macs_per_cycle[key] * (op.kernel_efficiency or arch.efficiency(key)),
                    float(arch.call_cycles(key)), float(arch.block_cycles(key))) for key in set(batch.keys)}
     dp = np.array([rates[key] for key in batch.keys])  # a batch's structures share a datapath or two
-    return (ip, fp, np.ascontiguousarray(dims), shape, dp, np.ascontiguousarray(batch.hosted_a, np.int64),
+    instructions = np.array([LAYER_INSTRUCTIONS, REPEAT_INSTRUCTIONS], np.int64)
+    return (ip, fp, instructions, np.ascontiguousarray(dims), shape, dp, np.ascontiguousarray(batch.hosted_a, np.int64),
             np.ascontiguousarray(batch.hosted_b, np.int64), np.ascontiguousarray(batch.read_rate),
             np.ascontiguousarray(batch.write_rate), np.ascontiguousarray(write_most(arch, batch).reshape(-1)),
             np.ascontiguousarray(batch.conv_cycles_per_elem.reshape(-1)))

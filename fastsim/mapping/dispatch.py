@@ -102,20 +102,34 @@ def control_counts(design) -> ControlCounts:
         mem_locks=sum(0 < lk.tile.row < arch.first_compute_row for lk in design.locks), cores=len(design.cores))
 
 
+# instructions per count (``ControlCounts`` order) of setting a design up after another op's (see
+# docs/hardware.md "Control costs": each a cited lowering in mlir-aie), and of running one already
+# set up once more on new operands: its shim tasks pushed again at the new addresses, its on-chip
+# sends pushed, its waits, its mem-tile chains restarted; its mem-tile BDs, locks and core
+# parameters stay as set. The compiled search loop takes these rows too (``candidates``).
+LAYER_INSTRUCTIONS = ControlCounts(shim_tasks=SHIM_TASK_INSTRUCTIONS, tile_pushes=1, syncs=1, mem_bds=1,
+                                   mem_starts=1, mem_locks=1, cores=1)
+REPEAT_INSTRUCTIONS = ControlCounts(shim_tasks=SHIM_TASK_INSTRUCTIONS, tile_pushes=1, syncs=1, mem_bds=0,
+                                    mem_starts=1, mem_locks=0, cores=0)
+
+
+def _instructions(per_count: ControlCounts, c: ControlCounts):
+    total = 0
+    for each, n in zip(per_count, c):
+        total = total + each * n  # integers: the order of the sum does not matter
+    return total
+
+
 def layer_instructions(c: ControlCounts) -> int:
-    """Runtime-sequence instructions that set one op's design up after another op's (see
-    docs/hardware.md "Control costs": each a cited lowering in mlir-aie)."""
-    return (SHIM_TASK_INSTRUCTIONS * c.shim_tasks + c.tile_pushes + c.syncs + c.mem_bds + c.mem_starts + c.mem_locks
-            + c.cores)
+    """Runtime-sequence instructions that set one op's design up after another op's."""
+    return _instructions(LAYER_INSTRUCTIONS, c)
 
 
 def repeat_instructions(c: ControlCounts):
     """Runtime-sequence instructions that run a design already set up once more on new operands (an
     op repeated per expert: each instance reads its own expert's weights and tokens, at addresses
-    no multi-dimensional task can stride to): its shim tasks pushed again at the new addresses, its
-    on-chip sends pushed, its mem-tile chains restarted, its waits; its mem-tile BDs, locks and
-    core parameters stay as set."""
-    return SHIM_TASK_INSTRUCTIONS * c.shim_tasks + c.tile_pushes + c.syncs + c.mem_starts
+    no multi-dimensional task can stride to)."""
+    return _instructions(REPEAT_INSTRUCTIONS, c)
 
 
 class ControlWeight(NamedTuple):
@@ -129,12 +143,17 @@ class ControlWeight(NamedTuple):
     def __bool__(self) -> bool:
         return bool(self.setups or self.reruns)
 
+    @classmethod
+    def of(cls, weight) -> "ControlWeight":
+        """``weight`` as a ``ControlWeight`` (a plain number: set-ups alone)."""
+        return weight if isinstance(weight, ControlWeight) else cls(weight)
+
 
 def weighted_instructions(c: ControlCounts, weight):
     """Control instructions per simulated run of a design weighted by ``weight`` (a
     ``ControlWeight`` or a number of set-ups): set-ups x ``layer_instructions`` + re-runs x
     ``repeat_instructions``. Works on arrays of counts."""
-    w = weight if isinstance(weight, ControlWeight) else ControlWeight(weight)
+    w = ControlWeight.of(weight)
     return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
 
 

@@ -350,7 +350,8 @@ def _design_key(mp: Mapping) -> Mapping:
 
 class _Candidates:
     """A search's legal candidates, and the best illegal ones (``_add``), as flat columns (``a``:
-    structure, tile, bound, energy, first violated check, transfers, control, objective bound),
+    structure, tile, bound, energy, first violated check, transfers, control, objective bound, rank
+    bucket),
     built one structure batch at a time: a search has 10^5 and more candidates, and only the few it
     reports become rows with a plan.
 
@@ -369,19 +370,13 @@ class _Candidates:
         self.rejected = np.zeros(len(self.checks), np.int64)  # illegal candidates per first violated check
         self.keep_illegal = keep_illegal
         cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
-                "transfers": [], "control": []}
+                "transfers": [], "control": [], "objective_bound": [], "bucket": []}
         for batch in _batches(op, arch, pins):
             self._add(batch, pins, cols)
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
-        self.a["objective_bound"] = self._objective_bound(self.a)
-        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
-        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-        self.bucket = _bucket(self.a["objective_bound"])
-
-    def _objective_bound(self, a: dict) -> np.ndarray:
-        return a["bound"] + a["control"] if self.control_weight else a["bound"]
+        self.bucket = self.a["bucket"]
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
         """Rank one batch's tile grid and append the candidates its structures consider;
@@ -391,17 +386,19 @@ class _Candidates:
         simulates one."""
         m, k, n, considered = _grid(self.op, batch, pins)
         found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles, self.control_weight)
+        found["objective_bound"] = found["bound"] + found["control"] if self.control_weight else found["bound"]
+        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
+        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
+        found["bucket"] = _bucket(found["objective_bound"])
         illegal = found["reason"] >= 0
         self.total += len(illegal)
         self.rejected += np.bincount(found["reason"][illegal], minlength=len(self.checks))
         kept = ~illegal
-        worst = np.nonzero(illegal)[0]
-        if len(worst):
-            kept[_best_of(worst, _bucket(self._objective_bound(found)), found["energy"], found["transfers"],
-                          self.keep_illegal)] = True
+        kept[_best_of(np.nonzero(illegal)[0], found["bucket"], found["energy"], found["transfers"],
+                      self.keep_illegal)] = True
         for name, v in (("m", m), ("k", k), ("n", n)):
             cols[name].append(v.reshape(-1)[found["t"][kept]])
-        for name in ("bound", "energy", "reason", "transfers", "control"):
+        for name in ("bound", "energy", "reason", "transfers", "control", "objective_bound", "bucket"):
             cols[name].append(found[name][kept])
         cols["base"].append(len(self.bases) + found["s"][kept])
         self.bases += [st.mapping for st in batch.structures]

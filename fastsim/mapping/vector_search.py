@@ -42,9 +42,9 @@ def _search(op: VectorOp, arch: Arch, control_weight) -> int:
     for cols in sorted(column_choices(arch), reverse=True):
         one = replace(op, cols=cols)
         counts = ControlCounts(*(n * used_columns(one, arch) for n in one_column))
-        control = control_cycles(counts, arch, control_weight) if control_weight else 0
         bound = lower_bound_cycles(one, arch)
-        legal.append({"cols": cols, "lower_bound_cycles": bound, "objective_bound": bound + control})
+        legal.append({"cols": cols, "lower_bound_cycles": bound,
+                      "objective_bound": bound + control_cycles(counts, arch, control_weight)})
     legal.sort(key=lambda r: (r["objective_bound"], -r["cols"]))
     space = _Space(op, arch, legal)
     best, _, _ = branch_and_bound(space, space.take(1, float("inf")), None, control_weight=control_weight)
