@@ -91,8 +91,8 @@ def test_control__a_repeated_ops_other_instances_push_their_tasks_again():
 
 
 def test_control__an_expert_op_is_charged_per_expert_a_strided_repeat_once():
-    from fastsim.evaluation.place import Placed, control_weight
-    from fastsim.evaluation.pins import GraphPins
+    from fastsim.evaluation import GraphPins
+    from fastsim.mapping.placed import Placed, control_weight
 
     experts = Op("expert_up", "gemm", 0, "matmul", 2, 64, 64, Operand("activations", 2),
                  Operand("weights", 2), repeat=4, gathered=True)
@@ -178,7 +178,8 @@ def test_search__ranks_by_cycles_plus_weighted_control_and_proves_it():
 
 
 def test_search__control_weight_is_the_ops_set_ups_per_run_and_zero_standalone():
-    from fastsim.evaluation.place import Placed, search_request
+    from fastsim.mapping.mappers import search_request
+    from fastsim.mapping.placed import Placed
     from fastsim.workloads.gemm import Gemm
 
     op = Op("gemm", "gemm", 0, "matmul", 64, 64, 64, ACT, Operand("weights", 2.0), ACT, repeat=4)

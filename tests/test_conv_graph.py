@@ -29,7 +29,7 @@ def _small_cnn() -> OpGraph:
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", [NPU1, NPU2], ids=["npu1", "npu2"])
 def test_cnn__each_conv_takes_what_its_own_search_found(arch):
-    from fastsim.evaluation.place import control_weight
+    from fastsim.mapping.placed import control_weight
 
     graph = _small_cnn()
     pins = GraphPins(compute_dtype="int8", search_budget=None)

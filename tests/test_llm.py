@@ -13,7 +13,8 @@ from fastsim import NPU2
 from fastsim.cli import main
 from fastsim.llm import MODELS, LlmStudy, Precision, from_hf_config, simulate_llm
 from fastsim.graph import OP_CLASSES
-from fastsim.evaluation.place import Placed, op_design
+from fastsim.mapping.mappers import op_design
+from fastsim.mapping.placed import Placed
 from fastsim.llm.forward import build_graph
 from fastsim.llm.transformer import Pass, kv_bytes_per_token
 from fastsim.llm.run import llm_summary
@@ -312,7 +313,7 @@ def test_placed_key__found_again_after_a_trip_through_another_process():
     placed = [Placed(op) for op in graph.ops[:4]]
     results = {p.key: i for i, p in enumerate(placed)}
     code = ("import pickle, sys; from fastsim.llm import MODELS, Precision; from fastsim.llm.transformer import "
-            "Pass; from fastsim.llm.forward import build_graph; from fastsim.evaluation.place import Placed; g = build_graph(MODELS['llama-3.2-1b'], "
+            "Pass; from fastsim.llm.forward import build_graph; from fastsim.mapping.placed import Placed; g = build_graph(MODELS['llama-3.2-1b'], "
             "Precision(), Pass('decode', context=512)); ps = [Placed(op) for op in g.ops[:4]]; "
             "[p.key for p in ps]; sys.stdout.buffer.write(pickle.dumps(ps))")  # keys made there first
     for seed in ("1", "2"):

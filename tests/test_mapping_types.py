@@ -9,6 +9,7 @@ from fastsim.arch import NPU2
 from fastsim.errors import ConfigError
 from fastsim.mapping.conv import Conv2d
 from fastsim.mapping.conv_search import search_conv
+from fastsim.mapping.mappers import MAPPERS
 from fastsim.mapping.pins import Pins
 from fastsim.mapping.search import search
 from fastsim.mapping.search_result import SearchResult
@@ -39,10 +40,20 @@ def test_both_searches_answer_with_the_one_result_type():
 
 @pytest.mark.parametrize("pins, kind, named", [(Pins(rpc=2), "matmul", "rpc"), (Pins(weights="oc"), "matmul", "weights"),
                                                (Pins(tile=(8, 8, 8)), "conv", "tile"),
-                                               (Pins(dataflow=("ws",)), "conv", "dataflow")])
+                                               (Pins(dataflow=("ws",)), "conv", "dataflow"),
+                                               (Pins(k_split=2), "transpose", "k_split")])
 def test_a_pin_of_another_op_kind_is_refused_by_name(pins, kind, named):
-    with pytest.raises(ConfigError, match=f"{named}.*pin: this op is a {kind}"):
-        pins.validate(NPU2, kind)
+    with pytest.raises(ConfigError, match=f"{named}.*not a {kind} pin: this op is a {kind}"):
+        MAPPERS[kind].pins.validate(pins, NPU2)
+
+
+def test_each_kind_declares_its_pins_and_every_pin_belongs_to_a_kind():
+    """The kinds' declarations (``PinRules``) cover the one ``Pins`` record, and a kind takes only
+    fields of it: a pin no kind takes could be set and never read."""
+    from dataclasses import fields
+
+    declared = {name for m in MAPPERS.values() if m.pins is not None for name in m.pins.names}
+    assert declared == {f.name for f in fields(Pins)}
 
 
 def test_conv_rejections_are_counted_by_a_typed_limit_not_by_text():
@@ -52,19 +63,27 @@ def test_conv_rejections_are_counted_by_a_typed_limit_not_by_text():
     assert found.rejected_by_reason and set(found.rejected_by_reason) <= {x.value for x in Limit}
 
 
-def test_an_op_kind_without_a_design_is_refused_not_mapped_as_a_gemm():
-    """A kind added to the graph without its branch in op_design (docs/architecture.md, How to add)
-    fails loudly instead of running the matmul search on its m, k, n."""
+def test_an_op_kind_without_a_mapper_is_refused_not_mapped_as_a_gemm():
+    """An op of a kind no mapper declares (built outside an ``OpGraph``, which refuses it) fails
+    loudly at the one door instead of running the matmul search on its m, k, n."""
     from fastsim.evaluation import GraphPins
-    from fastsim.evaluation.place import Placed, op_design, search_request
     from fastsim.graph import Op, Operand
+    from fastsim.mapping.mappers import op_design, op_search, search_request
+    from fastsim.mapping.placed import Placed
 
     op = Op("t", "gather", 0, "gather", 64, 1, 64, Operand("activations", 2.0))
-    for call in (lambda: op_design(Placed(op), NPU2, GraphPins()), lambda: search_request(Placed(op), NPU2, GraphPins())):
-        with pytest.raises(ValueError, match="op kind 'gather' has no design"):
-            call()
-    with pytest.raises(ValueError, match="kind 'gather' has no pins"):
-        Pins().validate(NPU2, "gather")
+    for call in (op_design, op_search, search_request):
+        with pytest.raises(ValueError, match="op kind 'gather' has no mapper"):
+            call(Placed(op), NPU2, GraphPins())
+
+
+def test_the_registry_refuses_a_kind_without_a_mapper_at_import():
+    from fastsim.graph import OP_KINDS
+    from fastsim.mapping.mappers import check_mappers
+
+    check_mappers(OP_KINDS, MAPPERS)
+    with pytest.raises(ImportError, match="gather"):
+        check_mappers((*OP_KINDS, "gather"), MAPPERS)
 
 
 def test_an_op_class_outside_the_known_classes_is_refused_by_the_graph():

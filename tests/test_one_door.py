@@ -11,7 +11,8 @@ from fastsim.arch import NPU1, NPU2
 from fastsim.cli import main
 from fastsim.errors import ConfigError
 from fastsim.evaluation import GraphPins, evaluate
-from fastsim.evaluation.place import Placed, op_search, search_request
+from fastsim.mapping.mappers import op_search, search_request
+from fastsim.mapping.placed import Placed
 from fastsim.graph import MATMUL, VECTOR, Op, OpGraph, Operand
 from fastsim.mapping.conv import Conv2d
 from fastsim.mapping.pins import Pins

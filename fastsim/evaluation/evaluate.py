@@ -23,6 +23,9 @@ from ..mapping.dispatch import (ControlWeight, DispatchLimits, DispatchPlan, OpF
                                 plan as plan_dispatches, program_bytes, reload_seconds, sequence_words,
                                 weighted_instructions)
 from ..mapping.branch_bound import objective
+from ..mapping.mappers import op_design, search_request
+from ..mapping.matmul_op import matmul_lower_bound_cycles
+from ..mapping.placed import Placed, control_weight
 from ..mapping.search import search_many
 from ..mapping.fusion import (CHAIN, GROUP_KINDS, PIPELINABLE, PIPELINE, Group, find_groups, fusion_kinds, kind_by_op,
                               pipelined_kinds)
@@ -31,7 +34,7 @@ from ..simulation import simulate, simulate_arrays
 from .op_result import OpResult, design_result
 from .pins import GraphPins
 from .pipelined import pipelined_group, share_results
-from .place import Placed, control_weight, matmul_lower_bound_cycles, op_design, place, search_request
+from .place import place
 from .sharing import shared_kernels
 
 

@@ -1,4 +1,4 @@
-"""What a user fixes about how a graph runs; everything left open is searched."""
+"""What a user fixes about how a graph runs (``GraphPins``); everything left open is searched."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,13 +6,10 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
-from ..graph import CONV, MATMUL, TRANSPOSE, OpGraph
+from ..graph import OpGraph
 from ..mapping.layout import Layout
+from ..mapping.mappers import TABLE_KINDS
 from ..mapping.pins import Pins
-
-# the op kinds a table's pin applies to (a pin that selects none of them would be ignored)
-_FOR_KINDS = {"dataflow": (MATMUL,), "datapath": (MATMUL,), "tiles": (MATMUL,), "l2": (MATMUL,),
-              "op_pins": (MATMUL, CONV, TRANSPOSE), "out_dtype": (CONV,)}
 
 
 @dataclass(frozen=True)
@@ -58,7 +55,7 @@ class GraphPins:
     # a conv's split, columns, rows, rpc, kb, weights, cb); their set fields override the tables above
     op_pins: tuple[tuple[str, Pins], ...] = ()
     # as built: the dtype a conv op writes (unpinned: int8 for a one-byte output, else bf16 for an
-    # int8 conv, else its compute dtype; ``place.conv_of``): a standalone conv's own out_dtype
+    # int8 conv, else its compute dtype; ``conv_search.conv_of``): a standalone conv's own out_dtype
     out_dtype: tuple[tuple[str, str], ...] = ()
     # each op's mapping search: the candidates it simulates first (its best-bounded ones) and the
     # ranked and rejected ones it keeps for reports. A standalone GEMM searches as ``map gemm`` lists (6, 50)
@@ -90,21 +87,20 @@ class GraphPins:
     def check(self, graph: OpGraph, kinds: tuple[str, ...]) -> None:
         """Every pin must select something of this graph: a pin that names no op, fusion pattern
         kind or op class of it (a typo, another workload's op) would be silently ignored, and a
-        dataflow pin must reach a matmul (vector ops stream). ``kinds``: each op's pattern kind."""
+        table's pin must reach an op kind it applies to (as the kinds' mappers declare them,
+        ``mappers.TABLE_KINDS``: a dataflow pin on vector ops, which stream, is refused).
+        ``kinds``: each op's pattern kind."""
         p = Problems("pins")
-        for what, table in (("dataflow", self.dataflow), ("columns", self.columns), ("datapath", self.datapath),
-                            ("tiles", self.tiles), ("l2", self.l2), ("op_pins", self.op_pins),
-                            ("out_dtype", self.out_dtype)):
-            for key, _ in table:
+        for what, for_kinds in TABLE_KINDS.items():
+            for key, _ in getattr(self, what):
                 chosen = [op for op, kind in zip(graph.ops, kinds) if key in (op.name, kind, op.op_class)]
                 if not chosen:
                     p.add(f"{what}[{key}]", key, "names no op, fusion group kind or op class of this workload: one of "
                           + ", ".join(sorted({op.name for op in graph.ops} | set(kinds) - {""}
                                              | {op.op_class for op in graph.ops})))
-                elif what in _FOR_KINDS and not any(op.kind in _FOR_KINDS[what] for op in chosen):
-                    p.add(f"{what}[{key}]", key, f"selects only vector ops, which stream: a {what} pin is for "
-                          f"{' and '.join(_FOR_KINDS[what])} ops" if what != "out_dtype" else
-                          "selects no conv op: an out_dtype pin is for conv ops")
+                elif not any(op.kind in for_kinds for op in chosen):
+                    p.add(f"{what}[{key}]", key, f"selects only {' and '.join(sorted({op.kind for op in chosen}))} "
+                          f"ops: a {what} pin is for {' and '.join(for_kinds)} ops")
         for key, value in self.op_pins:
             p.check(isinstance(value, Pins), f"op_pins[{key}]", value, "a mapping.Pins")
         for key, value in self.out_dtype:

@@ -19,10 +19,11 @@ import numpy as np
 from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import MATMUL
+from ..mapping.mappers import op_design
 from ..mapping.pipeline import pipeline, stage_columns
+from ..mapping.placed import Placed
 from ..validate import validate_design
 from .op_result import OpResult
-from .place import Placed, op_design
 
 PIPELINE_BLOCKS = 4  # token blocks a pipelined prefill group runs in, at least (assumption)
 MAX_BLOCKS = 256  # most blocks tried before a group is declared unpipelinable

@@ -9,11 +9,12 @@ import xarray as xr
 
 from ..arch import Arch
 from ..graph import OpGraph
+from ..mapping.mappers import op_design, op_search
+from ..mapping.placed import Placed
 from ..mapping.search_result import SearchResult
 from ..simulation import simulate
 from .evaluate import GraphResult, evaluate
 from .pins import GraphPins
-from .place import Placed, op_design, op_search
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,4 @@
 """The typed op graph every workload becomes: front ends (a transformer, a single GEMM) build an
 ``OpGraph``; mapping, fusion and evaluation read only its types and edges, never op names."""
-from .ops import (CONV, KIND_TRAITS, MATMUL, OP_CLASSES, OP_KINDS, TENSOR_KINDS, TRANSPOSE, VECTOR, ConvGeometry, Op, OpGraph, Operand)
-
-__all__ = ["CONV", "KIND_TRAITS", "MATMUL", "OP_CLASSES", "OP_KINDS", "TENSOR_KINDS", "TRANSPOSE", "VECTOR", "ConvGeometry", "Op", "OpGraph",
-           "Operand"]
+from .ops import *  # noqa: F401,F403 (the names of ``ops.__all__``)
+from .ops import __all__  # noqa: F401

@@ -18,6 +18,9 @@ from ..errors import ConfigError
 
 MATMUL, VECTOR, CONV, TRANSPOSE = "matmul", "vector", "conv", "transpose"
 OP_KINDS = (MATMUL, VECTOR, CONV, TRANSPOSE)
+# what ``fastsim.graph`` exports: an op kind's constant goes here beside its definition
+__all__ = ["CONV", "KIND_TRAITS", "MATMUL", "OP_CLASSES", "OP_KINDS", "TENSOR_KINDS", "TRANSPOSE", "VECTOR",
+           "ConvGeometry", "Op", "OpGraph", "Operand"]
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,21 @@ from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
 from ..graph.ops import conv_out
+from .pins import PinRules, Pins, check_sizes
 
 SPLITS = ("rows", "oc", "rows_by_col", "oc_by_col")
 WEIGHTS = ("resident", "oc", "ci")
+
+
+def _check_pins(pins: Pins, p: Problems, arch: Arch) -> None:
+    p.check(pins.split in (None, *SPLITS), "split", pins.split, f"one of {SPLITS}")
+    p.check(pins.weights in (None, *WEIGHTS), "weights", pins.weights, f"one of {WEIGHTS}")
+    check_sizes(pins, p, (("cols", 1, arch.columns), ("rows", 1, arch.compute_rows), ("rpc", 1, 4096),
+                          ("kb", 1, 4096), ("cb", 1, 4096)))
+
+
+# what a conv's search takes of ``Pins``
+CONV_PINS = PinRules("conv", ("split", "cols", "rows", "rpc", "kb", "weights", "cb"), _check_pins)
 MAX_EXTENT = 1 << 16  # per spatial or channel dimension
 MAX_MACS = 1 << 40
 

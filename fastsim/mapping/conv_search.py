@@ -7,18 +7,26 @@ Pointwise convolutions are GEMMs and go to the matmul mapper (``fastsim.mapping.
 depthwise and dense ones search the conv space (``ConvMapping``): split, columns, rows, output rows
 per call (``rpc``), output channels per call (``kb``), weights resident / streamed by output-channel
 block / streamed by (output, input)-channel block with its input-channel block (``cb``).
+
+``MAPPER`` is the conv kind's door for the evaluator: a graph op becomes a ``Conv2d`` and its
+search's answer the op's design.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 from ..arch import Arch
 from ..cache import CACHE, Region
+from ..design import Design
 from ..errors import ConfigError
-from .conv import SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
+from ..graph import CONV
+from ..lower import lower, noop_twin
+from .conv import CONV_PINS, SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
 from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound, control_cycles
 from .conv_plan import control_counts_of, plan, problems
+from .op_mapper import Mapper, NoopTwin, OpDesign
 from .pins import Pins
+from .placed import Placed, columns_pin, control_weight
 from .search_result import SearchResult
 
 
@@ -33,7 +41,7 @@ def search_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None 
     cache (region "conv_search", memory only) on everything the search reads. ``control_weight``:
     as the matmul search's (``search.search``), the objective's weight on the design's control."""
     op.validate(arch)
-    pins.validate(arch, "conv")
+    CONV_PINS.validate(pins, arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1"], "conv search")
     key = (replace(op, name=""), pins, repr(arch), budget, control_weight)
@@ -196,3 +204,58 @@ def pinned_design(op: Conv2d, mp: ConvMapping, arch: Arch):
     op.validate(arch)
     check_mapping(mp, arch)
     return conv_design(op, mp, arch)
+
+
+def conv_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] | None = None,
+                   validate: bool = True) -> OpDesign:
+    """A conv op through this search. Its designs read and write DDR (``fusion.on_chip_flags``
+    keeps its edges there), run on the columns the search picks (or its ``op_pins``), and stream
+    their weights: pins and placements that ask otherwise are refused. NOOP (ablation) derives
+    the data-only twin from its tables."""
+    op = p.op
+    problems = [why for bad, why in (
+        (p.chip.x or p.chip.y, "a conv reads and writes DDR; it does not fuse with its neighbours"),
+        (at is not None, "a conv does not run as a pipeline stage"),
+        (columns_pin(p, pins, arch) is not None, "columns: the conv search chooses a conv's columns"),
+        (pins.residency == "static", "residency static: conv weights stream (resident per core where they fit)"),
+        (pins.kernel_overhead_cycles != 0, "kernel_overhead_cycles: not modelled for conv kernels"),
+        (op.w.elem_bytes != op.x.elem_bytes, f"weights of {op.w.elem_bytes:g} bytes on activations of "
+         f"{op.x.elem_bytes:g}: mixed-precision convs are not modelled")) if bad]
+    if problems:
+        raise ConfigError([f"{op.name}: {why}" for why in problems], "mapping")
+    if pins.mapped_on is not None:
+        raise ConfigError([f"{op.name}: a conv's mapping is searched on the arch it runs on (mapped_on is for "
+                           "matmul and vector ops)"], "mapping")
+    conv, found = _conv_search(p, arch, pins)
+    kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", conv.dtype)})
+    if noop:
+        return OpDesign(found.best_design, "conv", None, kernels, None, noop_twin(lower(found.best_design)),
+                        found.gap)
+    twin = NoopTwin(_no_pipeline)  # a lone op's twin is derived from its tables; only pipelines build
+    return OpDesign(found.best_design, "conv", found.best_arrays, kernels, twin, None, found.gap)
+
+
+def _conv_search(p: Placed, arch: Arch, pins) -> tuple[Conv2d, SearchResult]:
+    """A conv op's ``Conv2d`` and its search's answer under the graph's pins."""
+    op = p.op
+    out = pins.pinned(pins.out_dtype, op.name, p.kind, op.op_class)
+    conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency, out)
+    return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget,
+                             control_weight(p, pins))
+
+
+def conv_of(op, compute_dtype: str, kernel_efficiency: float | None = None, out_dtype: str | None = None) -> Conv2d:
+    """The ``Conv2d`` of a graph CONV op (int8 activations run int8; an int8 conv without an int8
+    output writes bf16), writing ``out_dtype`` where that is pinned."""
+    g = op.conv
+    dtype = "int8" if op.x.elem_bytes == 1 else compute_dtype
+    out = out_dtype or ("int8" if op.y.elem_bytes == 1 else ("bf16" if dtype == "int8" else None))
+    return Conv2d(**asdict(g), dtype=dtype, out_dtype=out, kernel_efficiency=kernel_efficiency, name=op.name)
+
+
+def _no_pipeline() -> Design:
+    raise ConfigError(["a conv does not run as a pipeline stage"], "mapping")
+
+
+MAPPER = Mapper(CONV, conv_op_design, search=lambda p, arch, pins: _conv_search(p, arch, pins)[1], pins=CONV_PINS,
+                tables=("columns", "out_dtype"))

@@ -42,7 +42,7 @@ from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates
 from .pins import Pins
 from .search_store import CODEC
 from .search_result import SearchResult
-from .space import DATAFLOWS, L2_CHOICES, SPLITS, Mapping, Matmul, baseline_mapping
+from .space import DATAFLOWS, L2_CHOICES, MATMUL_PINS, SPLITS, Mapping, Matmul, baseline_mapping
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
 
@@ -159,7 +159,7 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
     ``control_weight``: set-ups of the design inside a dispatch per simulated run, which the
     objective charges (``branch_bound.objective``); 0: ranked by cycles alone (an op that is a
     dispatch of its own)."""
-    pins.validate(arch)
+    MATMUL_PINS.validate(pins, arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
                           "mapping search")
@@ -183,7 +183,7 @@ def search_many(requests: list[tuple], done=None) -> None:
     for request in requests:
         op, arch, pins = request[:3]
         try:
-            pins.validate(arch)
+            MATMUL_PINS.validate(pins, arch)
         except ConfigError:
             continue  # ``search`` says so, alone
         key = _key(*request)
@@ -212,7 +212,7 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
     """The fewest cycles any legal mapping of ``op`` under ``pins`` can take, from the closed-form
     bounds alone (nothing simulated; inf when none is legal): no search of that space answers
     faster. Cheap next to a search: what decides whether a search is worth running."""
-    pins.validate(arch)
+    MATMUL_PINS.validate(pins, arch)
     key = (replace(op, name=""), pins, repr(arch))
     found = CACHE.get(BOUND_REGION, key)
     if found is None:

@@ -31,11 +31,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..arch import Arch
 from ..dtypes import DTYPE_BYTES, OUT_DTYPE
+from ..errors import Problems
+from .paths import STREAM_SPLITS
+from .pins import PinRules, Pins, check_sizes
 
 DATAFLOWS = ("os", "ws", "is")
 SPLITS = ("2d", "n", "m")
 L2_CHOICES = ("", "a", "b", "ab")
+
+
+def _check_pins(pins: Pins, p: Problems, arch: Arch) -> None:
+    if p.check(isinstance(pins.dataflow, tuple), "dataflow", pins.dataflow, "a tuple of dataflows"):
+        for f in pins.dataflow:
+            p.check(isinstance(f, str) and f in DATAFLOWS, "dataflow", f, f"one of {DATAFLOWS}")
+    p.check(pins.split in (None, *SPLITS), "split", pins.split, f"one of {SPLITS}")
+    if pins.tile is not None:
+        p.check(isinstance(pins.tile, (tuple, list)) and len(pins.tile) == 3
+                and all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 4096 for x in pins.tile),
+                "tile", pins.tile, "three sizes m,k,n in 1..4096")
+    check_sizes(pins, p, (("cols", 1, arch.columns), ("rows", 1, arch.compute_rows), ("col0", 0, arch.columns - 1),
+                          ("k_split", 1, 64)))
+    p.check(pins.order in (None, "m", "n"), "order", pins.order, "m or n")
+    p.check(pins.datapath is None or (isinstance(pins.datapath, str) and pins.datapath in arch.macs_per_cycle),
+            "datapath", pins.datapath, f"one of {sorted(arch.macs_per_cycle)}")
+    p.check(pins.l2 is None or pins.l2 in L2_CHOICES, "l2", pins.l2, "'', a, b or ab")
+    p.check(pins.stream_split in (None, *STREAM_SPLITS), "stream_split", pins.stream_split,
+            f"one of {STREAM_SPLITS}")
+    p.check(pins.buffers in (None, 1, 2) and not isinstance(pins.buffers, bool), "buffers", pins.buffers,
+            "1 or 2 (buffers per streamed A/B transfer)")
+
+
+# what a matmul's search takes of ``Pins``
+MATMUL_PINS = PinRules("matmul", ("dataflow", "split", "tile", "cols", "rows", "col0", "k_split", "order", "l2",
+                                  "datapath", "stream_split", "buffers"), _check_pins)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ the tiles, the last round moves padding tiles (``plan.padding_tiles``), which th
 moves and the bound counts. Not modelled: a DMA-only transpose (a 4-byte element could be
 re-ordered by the shim or mem-tile BDs' 32-bit strides alone, a 2-byte one cannot), and a mem-tile
 join that re-tiles several cores' tiles into longer output runs.
+
+``MAPPER`` is the kind's door for the evaluator: a graph TRANSPOSE op becomes a ``Transpose`` and
+its search's answer the op's design.
 """
 from __future__ import annotations
 
@@ -33,12 +36,16 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..design import Acquire, Compute, Design, Loop, Release, fifo_endpoint, mm2s, s2mm
 from ..errors import ConfigError, Problems
+from ..graph import TRANSPOSE
 from ..kernel_model import vector as KV
+from ..lower import lower, noop_twin
 from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound, control_cycles
 from .ddr_runs import bound_rate, bound_run_bytes
 from .dispatch import ControlCounts
+from .op_mapper import Mapper, NoopTwin, OpDesign
 from .paths import join_outputs, push_round, stream_rates
-from .pins import Pins
+from .pins import PinRules, Pins, check_sizes
+from .placed import Placed, columns_pin, control_weight
 from .search_result import SearchResult
 
 MAX_EXTENT = 1 << 24
@@ -205,9 +212,19 @@ def candidates(op: Transpose, arch: Arch, pins: Pins) -> list[TransposeMapping]:
             if tm * tn * op.unit_bytes * 4 <= arch.compute.memory_bytes or pins.tile]
 
 
+def _check_pins(pins: Pins, p: Problems, arch: Arch) -> None:
+    check_sizes(pins, p, (("cols", 1, arch.columns), ("rows", 1, arch.compute_rows)))
+    p.check(pins.tile is None or (isinstance(pins.tile, tuple) and len(pins.tile) == 3 and all(
+        isinstance(x, int) and x >= 1 for x in pins.tile)), "tile", pins.tile, "three sizes tm, tn, 1")
+
+
+# what a transpose's search takes of ``Pins``: its columns, rows and tile (tm, tn, 1)
+TRANSPOSE_PINS = PinRules("transpose", ("cols", "rows", "tile"), _check_pins)
+
+
 def check_pins(op: Transpose, pins: Pins, arch: Arch) -> None:
     """``pins`` valid for a transpose: a pinned tile must tile X whole (its third size 1)."""
-    pins.validate(arch, "transpose")
+    TRANSPOSE_PINS.validate(pins, arch)
     if pins.tile is not None:
         p = Problems(f"transpose {op.name} pins")
         tm, tn, one = pins.tile
@@ -346,3 +363,42 @@ def _inputs(d: Design, c: int, rows: int, tile: int) -> list[dict]:
         ends.append(fifo_endpoint(d, s2mm(d.compute(c, r), 1), 2, tile, f"X{c}_{r}"))
         d.route(out, s2mm(d.compute(c, r), 1))
     return ends
+
+
+def transpose_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] | None = None,
+                        validate: bool = True) -> OpDesign:
+    """A transpose op through its search: its designs read and write DDR (``KindTraits.ddr_edges``)
+    on the columns the search picks (a ``columns`` table pin or its ``op_pins`` fix them). A
+    mapping searched on ``mapped_on`` is built for ``arch``; NOOP (ablation) derives the data-only
+    twin from its tables."""
+    if at is not None:
+        raise ConfigError([f"{p.op.name}: a transpose does not run as a pipeline stage"], "mapping")
+    op, found = _op_search(p, arch, pins)
+    kernels = frozenset({("transpose", op.elem_bytes, op.unit > 1)})
+    design, known = found.best_design, found.best_arrays
+    if pins.mapped_on not in (None, arch):
+        design, known = transpose_design(op, found.best, arch), None
+    if noop:
+        return OpDesign(design, "transpose", None, kernels, None, noop_twin(lower(design)), found.gap)
+    return OpDesign(design, "transpose", known, kernels, NoopTwin(_no_pipeline), None, found.gap)
+
+
+def _op_search(p: Placed, arch: Arch, pins) -> tuple[Transpose, SearchResult]:
+    """A transpose op's ``Transpose`` and its search's answer (on ``mapped_on`` where set) under
+    the graph's pins: its ``op_pins``, and a ``columns`` table pin where those leave columns open."""
+    op = p.op
+    e = op.x.elem_bytes
+    t = Transpose(op.m, op.n, op.k, int(e) if e == int(e) else e, op.name)
+    own = pins.op_pins_of(op.name, p.kind, op.op_class)
+    cols = columns_pin(p, pins, arch)
+    if cols is not None and own.cols is None:
+        own = replace(own, cols=cols)
+    return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget, control_weight(p, pins))
+
+
+def _no_pipeline() -> Design:
+    raise ConfigError(["a transpose does not run as a pipeline stage"], "mapping")
+
+
+MAPPER = Mapper(TRANSPOSE, transpose_op_design, search=lambda p, arch, pins: _op_search(p, arch, pins)[1],
+                pins=TRANSPOSE_PINS)

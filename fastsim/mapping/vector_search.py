@@ -6,16 +6,22 @@ weighted control that sets the design up).
 Spread over every column, a small vector op spends more on its set-up than on its data: each
 column adds two shim tasks, a wait, mem-tile BDs, chains and locks (the tiny decode's norm: under
 0.1 us of data behind 12 us of set-up on 8 columns). A pinned column count is not searched, and an
-op with an operand on chip keeps its fused neighbours' columns (the caller does not search it)."""
+op with an operand on chip keeps its fused neighbours' columns (the caller does not search it).
+
+``MAPPER`` is the vector kind's door for the evaluator: a graph op becomes a ``VectorOp`` on the
+columns this search (or a pin, or its pipeline stage) gives it."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 from ..arch import Arch
 from ..cache import CACHE, Region
+from ..graph import VECTOR
 from .branch_bound import LegalInOrder, branch_and_bound, control_cycles
 from .dispatch import ControlCounts, control_counts
-from .vector import VectorOp, lower_bound_cycles, used_columns, vector_design
+from .op_mapper import Mapper, NoopTwin, OpDesign
+from .placed import Placed, columns_pin, control_weight
+from .vector import VectorOp, lower_bound_cycles, lowered_vector_design, used_columns, vector_design
 
 REGION = "vector_columns"
 CACHE.add_region(Region(REGION, 4096))
@@ -64,3 +70,27 @@ class _Space(LegalInOrder):
 
     def tie(self, row: dict) -> tuple:
         return (-row["cols"],)
+
+
+def vector_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] | None = None,
+                     validate: bool = True) -> OpDesign:
+    """A vector op streamed over the columns a pin or its pipeline stage gives it, else the ones
+    ``search_vector_columns`` picks for the op as it really computes (NOOP or not); an op with an
+    operand on chip keeps its fused neighbours' columns. Lowering validates: on-chip buffers must
+    fit next to the stream buffers, said now."""
+    op = p.op
+    cols, col0 = at if at else (columns_pin(p, pins, arch), None)
+    spec = VectorOp(m=op.m, n=op.n, x_bytes=op.x.elem_bytes, y_bytes=op.y.elem_bytes,
+                    vector_cycles_per_elem=op.vector_cycles_per_elem, x_inputs=op.x_inputs, noop=noop, cols=cols,
+                    name=op.name, x_on_chip=p.chip.x, y_on_chip=p.chip.y,
+                    onchip_window_bytes=p.chip.window_bytes, col0=col0 or 0,
+                    stream_split="proportional" if pins.stream_split == "auto" else pins.stream_split)
+    weight = control_weight(p, pins)
+    if cols is None and weight and not (p.chip.x or p.chip.y):
+        spec = replace(spec, cols=search_vector_columns(replace(spec, noop=False), arch, weight))
+    design, lowered = lowered_vector_design(spec, arch)
+    twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
+    return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
+
+
+MAPPER = Mapper(VECTOR, vector_op_design)

@@ -250,10 +250,11 @@ def layer_group(op) -> str:
 
 def _conv_mapping(op, compute_dtype: str, arch: Arch, budget) -> tuple[str, str]:
     """(kind, label) of a conv's chosen mapping: the same search, on the same Conv2d and with the
-    same control weight, as ``evaluation.place._conv_design`` runs (its answer comes from the
+    same control weight, as ``conv_search.conv_op_design`` runs (its answer comes from the
     search's cache; a conv never fuses, so it is placed as it stands)."""
     from ..evaluation import GraphPins
-    from ..evaluation.place import Placed, control_weight, conv_of
+    from ..mapping.conv_search import conv_of
+    from ..mapping.placed import Placed, control_weight
     from ..mapping.conv_search import search_conv
 
     conv = conv_of(op, compute_dtype)

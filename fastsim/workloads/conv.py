@@ -14,7 +14,7 @@ from ..dtypes import DTYPE_BYTES
 from ..errors import ConfigError
 from ..evaluation import GraphPins, run_standalone
 from ..graph import CONV, ConvGeometry, Op, OpGraph, Operand
-from ..mapping.conv import Conv2d
+from ..mapping.conv import CONV_PINS, Conv2d
 from ..mapping.pins import Pins
 
 
@@ -66,7 +66,7 @@ def run_conv(op: Conv2d, arch: Arch, pins: Pins = Pins(), budget: int | None = N
     from ..report import summarize
 
     graph = conv_graph(op.validate(arch))
-    pins.validate(arch, "conv")  # named as the conv search names them (the evaluator adds the op's name)
+    CONV_PINS.validate(pins, arch)  # named as the conv search names them (the evaluator adds the op's name)
     run = run_standalone(graph, arch, conv_pins(op, pins, budget), skip=skip, trace=trace)
     found, ds = run.search, run.dataset
     summary = summarize(ds, 0, arch, 2 * op.macs, op.dtype)

@@ -16,9 +16,11 @@ from ..design import Design
 from ..dtypes import DTYPE_BYTES, OUT_DTYPE
 from ..errors import ConfigError, Problems
 from ..evaluation import GraphPins, run_standalone
-from ..evaluation.place import Placed, matmul_of
+from ..mapping.matmul_op import matmul_of
+from ..mapping.placed import Placed
 from ..graph import MATMUL, Op, OpGraph, Operand
 from ..mapping import Mapping, Matmul, Pins, matmul_design, search
+from ..mapping.space import MATMUL_PINS
 
 
 MAX_EXTENT = 1 << 20  # per dimension
@@ -179,7 +181,7 @@ def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False,
     reports (``as_built_report``)."""
     graph = g.graph()  # every field checked first, as in ``gemm_mapping``
     check_dtype(g.dtype, arch)
-    g.pins().validate(arch)  # named as the search names them (the evaluator adds the op's name)
+    MATMUL_PINS.validate(g.pins(), arch)  # named as the search names them (the evaluator adds the op's name)
     run = run_standalone(graph, arch, g.graph_pins(), skip=skip, trace=trace)
     summary = gemm_summary(run.dataset, g, run.search, arch)
     if as_built:
