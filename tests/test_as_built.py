@@ -319,3 +319,21 @@ def test_cli__a_table_the_workload_does_not_read_is_refused_by_name(tmp_path, co
     path.write_text('[decode]\nfusion = "none"\n[gemm]\ntile = [64, 64, 64]\n')
     r = CliRunner().invoke(main, [*command, "--overlay", str(path)])
     assert r.exit_code == 2 and f"{unread}: {path} describes it" in r.output and "does not read it" in r.output
+
+
+def test_api__an_as_built_file_runs_from_python_as_the_cli_runs_it(tmp_path):
+    """The CLI formats, it does not compute: the file's [model] storage (``with_as_built``), its
+    regime's layout (``apply_overlay``) and the report of what it pinned (``AsBuilt.report``) are
+    the API's, and give what ``run llm --overlay`` prints."""
+    from fastsim.llm.run import llm_summary, strict_for, with_as_built
+
+    path = _file(tmp_path, DECODE)
+    built = load_as_built(path).check_read_by("llm", path)
+    study = with_as_built(LlmStudy(regime="decode", context=256), built)
+    assert study.precision.weights == "int8" and study.precision.group_size == 32
+    layout = built.overlays["decode"]
+    ds = simulate_llm(apply_overlay(study, layout), strict=strict_for(layout))
+    r = CliRunner().invoke(main, ["run", "--json", "llm", "--context", "256", "--overlay", str(path)])
+    out = json.loads(r.output)
+    assert out["as_built"] == built.report(path, "decode")
+    assert out["seconds"] == llm_summary(ds)["seconds"]

@@ -202,8 +202,10 @@ def _parse_cuts(text):
 
 
 def _study(ctx, o):
-    """The LlmStudy of the options (a generation starts with its prefill)."""
+    """The LlmStudy of the options (a generation starts with its prefill), with an as-built file's
+    [model] precision over the options' (``llm.run.with_as_built``)."""
     from ..llm import LlmStudy, get_model
+    from ..llm.run import with_as_built
     from .llm_inputs import routing_from
 
     model = get_model(o.model)
@@ -212,8 +214,8 @@ def _study(ctx, o):
                           "llm study")
     precision = _precision(ctx, o, model)
     if o.overlay_path:
-        precision = _as_built_precision(ctx, o, precision)
-    return LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
+        _read_as_built(ctx, o)
+    study = LlmStudy(model=o.model, regime="prefill" if o.regime == "generate" else o.regime,
                     context=o.context, prompt=o.prompt, batch=o.batch, prefill_context=o.prefill_context,
                     precision=precision, routing=routing_from(ctx, o, model),
                     dataflow=_parse_dataflow(o.dataflows), residency=o.residency,
@@ -222,13 +224,13 @@ def _study(ctx, o):
                     fusion=o.fusion, stream_split=o.stream_split, search_budget=o.search_budget,
                     causal_halving=o.causal_halving, lm_head_last_only=o.lm_head_last_only,
                     dispatch_commands=o.dispatch_commands, row_major_ddr=o.row_major_ddr)
+    return with_as_built(study, o.as_built) if o.overlay_path else study
 
 
-def _as_built_precision(ctx, o, precision):
-    """The file's [model] precision on top of the options'; an option given on the command line
-    that the file also sets is refused (which one wins would be a guess)."""
-    from dataclasses import replace
-
+def _read_as_built(ctx, o) -> None:
+    """The as-built file (``o.as_built``), whose [model] precision goes on top of the options'; an
+    option given on the command line that the file also sets is refused (which one wins would be
+    a guess)."""
     from ..mapping.overlay import load_as_built
     from .llm_inputs import given
 
@@ -246,7 +248,6 @@ def _as_built_precision(ctx, o, precision):
         problems += _layout_clashes(ctx, o, o.as_built.overlays.get(regime))
     if problems:
         raise ConfigError(problems, "llm study")
-    return replace(precision, **table)
 
 
 def _layout_clashes(ctx, o, layout) -> list[str]:
@@ -419,12 +420,7 @@ def _echo_pass(ds, study, latency: dict | None, spread: dict | None, o, opts: di
 
 
 def _as_built_summary(o, regime: str | None = None) -> dict:
-    """What the as-built file fixed for a regime, what was left to the search, and the sources."""
-    a, regime = o.as_built, regime or o.regime
-    layout = a.overlays.get(regime)
-    return {"file": o.overlay_path, "pinned": a.pinned(regime),
-            "searched": ["layout (no table for this regime)"] if layout is None else layout.open_choices(),
-            "sources": {k: v for k, v in a.sources.items() if k.split(".")[0] in ("model", regime)}}
+    return o.as_built.report(o.overlay_path, regime or o.regime)
 
 
 def _weights_text(pr, source: str = "checkpoint") -> str:

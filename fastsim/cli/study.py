@@ -72,8 +72,7 @@ def ablate_cmd(ctx, model, weights, kv, activations, arch_name, regimes, as_json
 def _as_built(ctx, path: str, base):
     """``base`` with the as-built file's [model] precision, and the file's layouts by regime; a
     precision option the file also sets is refused (which one wins would be a guess)."""
-    from dataclasses import replace
-
+    from ..llm.run import with_as_built
     from ..mapping.overlay import load_as_built
     from .llm_inputs import given
 
@@ -81,7 +80,7 @@ def _as_built(ctx, path: str, base):
     clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in built.precision and given(ctx, k)]
     if clash:
         raise ConfigError([f"{', '.join(clash)}: {path} sets it too ([model]); give it in one place"], "study ablate")
-    return replace(base, precision=replace(base.precision, **built.precision)), built.overlays
+    return with_as_built(base, built), built.overlays
 
 
 def _ablate_design(ctx, design_path, kernels_path, arch_name, as_json: bool) -> None:

@@ -98,6 +98,13 @@ def apply_overlay(study: LlmStudy, overlay) -> LlmStudy:
     return replace(study, **overlay.layout.over(study.layout).fields())
 
 
+def with_as_built(study: LlmStudy, built) -> LlmStudy:
+    """``study`` with an as-built file's [model] storage (``mapping.overlay.AsBuilt.precision``: its
+    weights, KV and activations dtypes, tensor kinds, measured bytes per weight) over its own; each
+    regime's layout is applied per pass (``apply_overlay`` with ``built.overlays[regime]``)."""
+    return replace(study, precision=replace(study.precision, **built.precision))
+
+
 def strict_for(overlay) -> bool:
     """Whether fastsim's assumed dispatch limits (instruction buffer, program memory) may refuse a
     run laid out as ``overlay``: not where it pins the cuts, which are then what was built (what

@@ -111,6 +111,14 @@ class AsBuilt:
                                      and (k not in FACTS or getattr(o, k) is not None)]
         return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
+    def report(self, path, regime: str) -> dict:
+        """What the file (read from ``path``) fixed for ``regime``, what it left to the search, and
+        the sources of its choices: what a run as built reports beside its numbers."""
+        layout = self.overlays.get(regime)
+        return {"file": str(path), "pinned": self.pinned(regime),
+                "searched": ["layout (no table for this regime)"] if layout is None else layout.open_choices(),
+                "sources": {k: v for k, v in self.sources.items() if k.split(".")[0] in ("model", regime)}}
+
 
 def dumps(overlays: dict[str, Overlay]) -> str:
     """TOML text with one table per regime."""
