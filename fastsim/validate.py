@@ -1,6 +1,7 @@
 """Check a Design against its Arch and report every problem at once (one ConfigError)."""
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 
 from fastsim.kernels.layout import MAX_LOOP_DEPTH
@@ -173,32 +174,46 @@ def host_bds_at_once(design: Design, pushed: set[int] | None = None) -> dict[Til
     its first push until the first ``Wait`` on its channel after its last push (every task pushed
     to a channel before a wait on it is done when the wait returns, so the host may write another
     BD into its slot, as mlir-aie's ``dma_free_task`` after ``dma_await_task`` does), or to the
-    end of the sequence."""
+    end of the sequence. One pass over the sequence notes where each distinct push first and last
+    comes and where each channel's waits are; each BD's residency is then one interval, and a
+    tile's peak is the most of its intervals open at once (a sequence repeats a few pushes
+    thousands of times: per op only two dict writes)."""
     if pushed is None:
         pushed = _host_pushed_bds(design)
-    last_push: dict[int, int] = {}
-    chains: dict[int, list[BD]] = {}  # id(Push) -> its host-pushed BDs
+    first: dict[int, int] = {}  # id(Push) -> index of its first and last occurrence
+    last: dict[int, int] = {}
+    ops: dict[int, Push] = {}
+    waits: dict[Channel, list[int]] = {}
     for i, op in enumerate(design.host):
         if type(op) is Push:
-            if id(op) not in chains:
-                chains[id(op)] = [b for b in chain_of(op.bd)[0] if b.id in pushed]
-            for b in chains[id(op)]:
-                last_push[b.id] = i
-    live: dict[Channel, set[int]] = {}
-    count: Counter = Counter()
+            key = id(op)
+            if key not in first:
+                first[key], ops[key] = i, op
+            last[key] = i
+        elif isinstance(op, Wait):
+            waits.setdefault(op.channel, []).append(i)
+    start: dict[int, int] = {}
+    stop: dict[int, int] = {}
+    bds: dict[int, BD] = {}
+    for key, op in ops.items():
+        for b in chain_of(op.bd)[0]:
+            if b.id in pushed:
+                bds[b.id] = b
+                start[b.id] = min(start.get(b.id, first[key]), first[key])
+                stop[b.id] = max(stop.get(b.id, last[key]), last[key])
+    events: dict[Tile, list[tuple[int, int]]] = {}
+    for bid, b in bds.items():
+        w = waits.get(b.channel, ())
+        k = bisect_right(w, stop[bid])
+        events.setdefault(b.channel.tile, []).extend(((start[bid], 1), (w[k] if k < len(w) else len(design.host), -1)))
     peak: dict[Tile, int] = {}
-    for i, op in enumerate(design.host):
-        if type(op) is Push:
-            for b in chains[id(op)]:
-                here = live.setdefault(b.channel, set())
-                if b.id not in here:
-                    here.add(b.id)
-                    count[b.channel.tile] += 1
-                    peak[b.channel.tile] = max(peak.get(b.channel.tile, 0), count[b.channel.tile])
-        elif isinstance(op, Wait) and live.get(op.channel):
-            done = {b for b in live[op.channel] if last_push[b] < i}
-            live[op.channel] -= done
-            count[op.channel.tile] -= len(done)
+    for tile, ev in events.items():
+        ev.sort()
+        count = best = 0
+        for _, step in ev:
+            count += step
+            best = max(best, count)
+        peak[tile] = best
     return peak
 
 

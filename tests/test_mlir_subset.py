@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from click.testing import CliRunner
 
 from fastsim.errors import SimulationError
@@ -216,3 +217,60 @@ def test_sequence__a_scalar_runtime_argument_stops_only_the_op_that_needs_its_va
     assert e.value.stops == [("arith.index_cast", 7)]
     assert "%n is a runtime argument (i64) whose value the host passes at run time: give it (fastsim run " \
            "design --arg n=VALUE" in str(e.value)
+
+
+def _resident_peaks_step_by_step(d) -> dict:
+    """The obvious reference of ``host_bds_at_once``: walk the sequence, add each pushed BD (its
+    chain's) at its push, drop the BDs of a channel at a wait that comes after their last push."""
+    from collections import Counter
+
+    from fastsim.design import Push, Wait
+    from fastsim.validate import chain_of
+
+    last = {}
+    for i, op in enumerate(d.host):
+        if isinstance(op, Push):
+            for b in chain_of(op.bd)[0]:
+                last[b.id] = i
+    live, count, peak = {}, Counter(), {}
+    for i, op in enumerate(d.host):
+        if isinstance(op, Push):
+            for b in chain_of(op.bd)[0]:
+                here = live.setdefault(b.channel, set())
+                if b.id not in here:
+                    here.add(b.id)
+                    count[b.channel.tile] += 1
+                    peak[b.channel.tile] = max(peak.get(b.channel.tile, 0), count[b.channel.tile])
+        elif isinstance(op, Wait):
+            done = {b for b in live.get(op.channel, set()) if last[b] < i}
+            live[op.channel] = live.get(op.channel, set()) - done
+            count[op.channel.tile] -= len(done)
+    return peak
+
+
+@settings(deadline=None, max_examples=150)
+@given(steps=st.lists(st.tuples(st.sampled_from(["push", "wait"]), st.integers(0, 1), st.integers(0, 3),
+                                st.integers(1, 3), st.integers(1, 2)), max_size=40))
+def test_host_bds_at_once__equals_the_step_by_step_walk(steps):
+    """Random sequences of pushes (chains of 1-3 BDs, pushed again or not, with another repeat
+    count: another Push of the same BDs) and waits on two shim channels of two columns: the
+    interval count equals walking the sequence step by step."""
+    from fastsim import NPU2, Design, mm2s
+    from fastsim.validate import host_bds_at_once
+
+    d = Design(NPU2)
+    channels = [mm2s(d.shim(c), 0) for c in range(2)]
+    buf = d.ddr_buffer(4096)
+    heads = {}
+    for c, ch in enumerate(channels):
+        for j in range(4):
+            for n in (1, 2, 3):
+                bds = [d.bd(ch, buf, 64, offset_bytes=64 * k) for k in range(n)]
+                heads[c, j, n] = d.chain(*bds) if n > 1 else bds[0]
+    for what, c, j, n, repeat in steps:
+        if what == "push":
+            d.push(channels[c], heads[c, j, n], repeat)
+        else:
+            d.wait(channels[c])
+    pushed = {b.id for b in d.bds}
+    assert host_bds_at_once(d, pushed) == {t: n for t, n in _resident_peaks_step_by_step(d).items()}
