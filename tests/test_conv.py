@@ -165,3 +165,20 @@ def test_systolic__one_call_on_a_mesh_core_is_the_systolic_models_compute_cycles
     mp = ConvMapping("rows", 1, 1, op.oh, op.k, "resident")
     ds = simulate(conv_design(op, mp, SYSTOLIC16))
     assert int(ds.total_cycles.values[0]) > int(mesh["compute_cycles"][0, 0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(c=st.integers(1, 96), hw=st.integers(1, 40), k=st.integers(1, 96), rs=st.sampled_from([1, 3, 5, 7]),
+       stride=st.integers(1, 2), depthwise=st.booleans(), arch=st.sampled_from([NPU1, NPU2]),
+       pin=st.sampled_from([Pins(), Pins(cols=1), Pins(rows=2, rpc=3), Pins(kb=5, weights="ci", cb=4),
+                            Pins(split="oc", weights="oc")]))
+def test_candidates__are_in_range_so_the_search_plans_them_unchecked(c, hw, k, rs, stride, depthwise, arch, pin):
+    """The search plans its own candidates with ``checked=True`` (no ``check_mapping`` per
+    candidate): every one it enumerates must pass that check."""
+    from fastsim.mapping.conv import check_mapping
+    from fastsim.mapping.conv_search import candidates
+
+    op = Conv2d(1, c, hw, hw, c if depthwise else k, rs, rs, stride=stride, padding=rs // 2,
+                groups=c if depthwise else 1, dtype="bf16")
+    for mp in candidates(op, arch, pin):
+        check_mapping(mp, arch)

@@ -167,11 +167,13 @@ def call_cycles(op: Conv2d, arch: Arch, rpc: int, kb: int, cin: int) -> int:
     return int(cycles) + conversion
 
 
-def plan(op: Conv2d, mp: ConvMapping, arch: Arch, memo: dict | None = None) -> dict:
+def plan(op: Conv2d, mp: ConvMapping, arch: Arch, memo: dict | None = None, checked: bool = False) -> dict:
     """Everything the design and the search need for ``mp``; ``problems`` says what is illegal.
     ``memo`` (a search's own dict) keeps the parts many candidates share: layouts, row windows,
-    call cycles."""
-    check_mapping(mp, arch)
+    call cycles. ``checked``: ``mp``'s fields are known to be in range (the search's own
+    candidates, built in range from validated pins), so ``check_mapping`` is not run again."""
+    if not checked:
+        check_mapping(mp, arch)
     memo = {} if memo is None else memo
 
     def kept(key, make):
@@ -189,7 +191,8 @@ def plan(op: Conv2d, mp: ConvMapping, arch: Arch, memo: dict | None = None) -> d
     cslice = cb if mp.weights == "ci" else cin_part
     rows = kept(("rows", lay.ph, ohp, bt, mp.rpc), lambda: row_windows(op, lay.ph, ohp, bt, mp.rpc))
     width_in = (op.ow - 1) * op.stride + (op.s - 1) * op.dilation + 1
-    win_rows = len({o * op.stride + i * op.dilation for o in range(mp.rpc) for i in range(op.r)})
+    win_rows = kept(("win_rows", mp.rpc), lambda: len({o * op.stride + i * op.dilation for o in range(mp.rpc)
+                                                        for i in range(op.r)}))
     taps = op.r * op.s
     w_unit = {"resident": kt * kb * op.cg * taps, "oc": kb * op.cg * taps, "ci": kb * cb * taps}[mp.weights]
     out = dict(layout=lay, rows=rows, ohp=ohp, kp=kp, bt=bt, kt=kt, kb=kb, ct=ct, cb=cb, cin_part=cin_part,
@@ -307,7 +310,7 @@ def _bounds(op: Conv2d, arch: Arch, pl: dict) -> None:
     pl["bounds"] = bounds
     pl["core_cycles"] = core
     pl["lower_bound_cycles"] = max(bounds)
-    pl["bound_resource"] = RESOURCES[int(np.argmax(bounds))]
+    pl["bound_resource"] = RESOURCES[max(range(len(bounds)), key=bounds.__getitem__)]  # the first largest
 
 
 class Limit(Enum):

@@ -124,7 +124,7 @@ def _search(op: Conv2d, arch: Arch, pins: Pins, budget: int | None, control_weig
     legal, reasons, enumerated = [], {}, 0
     for mp in candidates(op, arch, pins):
         enumerated += 1
-        pl = plan(op, mp, arch, memo)
+        pl = plan(op, mp, arch, memo, checked=True)
         if mp.weights == "oc" and pl["kt"] == 1 and pins.weights is None:
             continue  # one output-channel block: the same loads as resident weights
         broken = problems(pl, arch)
