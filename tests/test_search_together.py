@@ -60,3 +60,31 @@ def test_together__a_search_that_fails_fails_alone_with_its_own_error(counted):
     assert after.value.problems == alone.value.problems
     assert [f.best_cycles for f in (search(op, arch, pins, top=t, keep=k, budget=b)
                                     for op, arch, pins, t, k, b in REQUESTS[:2])] == [a[1] for a in _answers()[:2]]
+
+
+def test_together__a_graphs_pointwise_convs_join_its_gemm_searches(counted):
+    """A pointwise conv's search is a GEMM search (``conv_search._pointwise``): the evaluator hands it
+    to ``search_many`` with the graph's other GEMM searches (``conv_search.pointwise_request``), and
+    the conv search then finds it answered."""
+    from fastsim.evaluation import GraphPins
+    from fastsim.graph import CONV, ConvGeometry, Op, Operand
+    from fastsim.mapping.conv_search import search_conv
+    from fastsim.mapping.mappers import search_request
+    from fastsim.mapping.placed import Placed
+
+    geometries = [ConvGeometry(1, 32, 14, 14, 64, 1, 1), ConvGeometry(1, 64, 14, 14, 32, 1, 1)]
+    ops = [Op(f"pw{i}", "conv", 0, CONV, *g.gemm_extents(), Operand("activations", 1.0), Operand("weights", 1.0),
+              Operand("activations", 1.0), conv=g) for i, g in enumerate(geometries)]
+    pins = GraphPins(compute_dtype="int8", search_budget=None, search_control=False)  # as search_conv ranks
+    requests = [search_request(Placed(op), NPU2, pins) for op in ops]
+    assert all(r is not None for r in requests)
+    search_many(requests)
+    together = list(counted)
+    from fastsim.mapping.conv_search import conv_of
+
+    answers = [search_conv(conv_of(op, "int8"), NPU2, budget=None).best_cycles for op in ops]
+    assert counted == together  # answered by search_many: the conv searches ran no engine call
+    clear()
+    counted.clear()
+    assert [search_conv(conv_of(op, "int8"), NPU2, budget=None).best_cycles for op in ops] == answers
+    assert len(together) < len(counted)

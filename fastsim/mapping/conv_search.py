@@ -62,10 +62,17 @@ def gemm_of(op: Conv2d):
                   kernel_efficiency=op.kernel_efficiency, name=op.name)
 
 
+def _pointwise_args(op: Conv2d, arch: Arch, budget: int | None, control_weight: float) -> tuple:
+    """The GEMM search a pointwise conv is: ``search.search``'s op, arch, pins, top, keep, budget
+    and control weight (also what ``pointwise_request`` hands ``search_many``)."""
+    return gemm_of(op), arch, Pins(), 6, 50, budget, control_weight
+
+
 def _pointwise(op: Conv2d, arch: Arch, budget: int | None, control_weight: float) -> SearchResult:
     from .search import search
 
-    found = search(gemm_of(op), arch, budget=budget, control_weight=control_weight)
+    gemm, arch, pins, top, keep, budget, weight = _pointwise_args(op, arch, budget, control_weight)
+    found = search(gemm, arch, pins, top, keep, budget, control_weight=weight)
     chosen = next(r for r in found.ranked if r["chosen"])
     return SearchResult(op, found.best, found.best_cycles, found.ranked, [], found.enumerated, found.legal,
                         found.rejected_by_reason, found.best_design, found.best_run, None, found.simulated,
@@ -257,5 +264,21 @@ def _no_pipeline() -> Design:
     raise ConfigError(["a conv does not run as a pipeline stage"], "mapping")
 
 
-MAPPER = Mapper(CONV, conv_op_design, search=lambda p, arch, pins: _conv_search(p, arch, pins)[1], pins=CONV_PINS,
-                tables=("columns", "out_dtype"))
+def pointwise_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = None) -> tuple | None:
+    """The GEMM search ``search_conv`` runs for a pointwise conv with no pins of its own (``_pointwise``),
+    as ``search.search_many``'s arguments, so that a graph's pointwise convs are searched together
+    with its other GEMM searches; None where ``conv_op_design`` runs another search or refuses."""
+    if at is not None or pins.mapped_on is not None or pins.op_pins_of(p.op.name, p.kind, p.op.op_class) != Pins():
+        return None
+    try:
+        conv = conv_of(p.op, pins.compute_dtype, pins.kernel_efficiency,
+                       pins.pinned(pins.out_dtype, p.op.name, p.kind, p.op.op_class))
+    except ConfigError:
+        return None
+    if conv.kind != "pointwise":
+        return None
+    return _pointwise_args(conv, arch, pins.search_budget, control_weight(p, pins))
+
+
+MAPPER = Mapper(CONV, conv_op_design, search=lambda p, arch, pins: _conv_search(p, arch, pins)[1],
+                request=pointwise_request, pins=CONV_PINS, tables=("columns", "out_dtype"))
