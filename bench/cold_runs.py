@@ -3,19 +3,23 @@ JIT already warm. Prints each case's seconds, one per repeat. It imports nothing
 it times any checkout whose ``fastsim`` comes first on the path; compare commits by running it for
 each in turn, interleaved (this VM drifts by more than most changes):
 
-    python bench/cold_runs.py [gemm] [decode] [prefill] [--repeat 3] [--per-design]
+    python bench/cold_runs.py [gemm] [decode] [prefill] [cnn] [--repeat 3] [--per-design]
     PYTHONPATH=/path/to/older/checkout python bench/cold_runs.py prefill decode
 
 ``gemm``: the exact search and simulation of a 2048^3 bf16 GEMM on npu2 (``run gemm``'s work);
-``decode``: a Llama-3.2-1B decode step at 4k context; ``prefill``: a 2k-token prefill.
+``decode``: a Llama-3.2-1B decode step at 4k context; ``prefill``: a 2k-token prefill; ``cnn``:
+one ResNet-50 inference from ONNX (``fastsim.onnx.zoo``'s, written once to a temporary file before
+the timing), epilogues folded, on npu2.
 ``--per-design`` also prints, for every engine call of the runs, each design's seconds alone,
 cycles, stepped cycles and status (where a search's engine time goes).
 """
 from __future__ import annotations
 
 import argparse
+import tempfile
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import fastsim
 from fastsim import settings
@@ -24,10 +28,29 @@ from fastsim.llm.run import simulate_llm
 from fastsim.llm.study import LlmStudy
 from fastsim.workloads.gemm import Gemm, gemm_design
 
+RESNET50 = Path(tempfile.gettempdir()) / "fastsim_cold_runs_resnet50.onnx"
+
+
+def resnet50_file() -> str:
+    """The zoo's ResNet-50 as an ONNX file (weights zero: fastsim reads shapes and types)."""
+    if not RESNET50.exists():
+        from fastsim.onnx.zoo import save
+
+        save("resnet50", str(RESNET50))
+    return str(RESNET50)
+
+
+def _cnn():
+    from fastsim.onnx import simulate_onnx
+
+    return simulate_onnx(resnet50_file(), fastsim.NPU2, fold_epilogues=True)
+
+
 CASES = {
     "gemm": lambda: fastsim.simulate(gemm_design(Gemm(2048, 2048, 2048), fastsim.NPU2)),
     "decode": lambda: simulate_llm(LlmStudy(regime="decode", context=4096)),
     "prefill": lambda: simulate_llm(LlmStudy(regime="prefill", context=2048)),
+    "cnn": _cnn,
 }
 
 
@@ -71,6 +94,8 @@ def main() -> None:
         ap.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
     simulate_llm(LlmStudy(regime="decode", context=128))  # JIT warm-up
     CASES["gemm"]()
+    if "cnn" in (args.cases or CASES):
+        resnet50_file()  # written before the timing
     if args.per_design:
         per_design_timing()
     for name in args.cases or list(CASES):
