@@ -194,3 +194,20 @@ def test_bounds__hold_for_the_best_bounded_and_random_candidates_of_larger_ops(a
     for r in _simulated(op, arch, table, picked):
         assert r["status"] == "ok", (r["mapping"].label(), r["status"])
         assert r["cycles"] >= r["lower_bound_cycles"], (r["mapping"].label(), r["cycles"], r["plan"]["bounds"])
+
+
+@pytest.mark.parametrize("op, arch, budget", [(Matmul(96, 160, 64, "int8"), NPU2, None),
+                                              (Matmul(256, 512, 128, "bf16"), NPU2, 3)])
+def test_search__without_its_report_lists_answers_the_same(op, arch, budget):
+    """``report=False`` (a pointwise conv's GEMM search) skips planning the ranked and rejected rows
+    it would list; the search and its answer are the same, the simulated rows still listed."""
+    from fastsim.mapping.search import search as run
+
+    full = run(op, arch, budget=budget)
+    bare = run(op, arch, budget=budget, report=False)
+    same = ("best", "best_cycles", "simulated", "legal", "enumerated", "rejected_by_reason",
+            "unexplored_bound_cycles", "best_control_cycles")
+    assert [getattr(bare, f) for f in same] == [getattr(full, f) for f in same]
+    simulated = [r for r in full.ranked if r["simulated_cycles"] >= 0]
+    assert sorted(map(repr, bare.ranked)) == sorted(map(repr, simulated)) and bare.rejected == []
+    assert len(full.ranked) > len(bare.ranked) or len(simulated) == len(full.ranked)  # all listed ran

@@ -63,16 +63,18 @@ def gemm_of(op: Conv2d):
 
 
 def _pointwise_args(op: Conv2d, arch: Arch, budget: int | None, control_weight: float) -> tuple:
-    """The GEMM search a pointwise conv is: ``search.search``'s op, arch, pins, top, keep, budget
-    and control weight (also what ``pointwise_request`` hands ``search_many``)."""
-    return gemm_of(op), arch, Pins(), 6, 50, budget, control_weight
+    """The GEMM search a pointwise conv is: ``search.search``'s op, arch, pins, top, keep, budget,
+    control weight and report (also what ``pointwise_request`` hands ``search_many``). Its lists of
+    ranked and rejected candidates are not made (``report=False``): a conv's answer keeps the
+    simulated ones only."""
+    return gemm_of(op), arch, Pins(), 6, 50, budget, control_weight, False
 
 
 def _pointwise(op: Conv2d, arch: Arch, budget: int | None, control_weight: float) -> SearchResult:
     from .search import search
 
-    gemm, arch, pins, top, keep, budget, weight = _pointwise_args(op, arch, budget, control_weight)
-    found = search(gemm, arch, pins, top, keep, budget, control_weight=weight)
+    gemm, arch, pins, top, keep, budget, weight, report = _pointwise_args(op, arch, budget, control_weight)
+    found = search(gemm, arch, pins, top, keep, budget, control_weight=weight, report=report)
     chosen = next(r for r in found.ranked if r["chosen"])
     return SearchResult(op, found.best, found.best_cycles, found.ranked, [], found.enumerated, found.legal,
                         found.rejected_by_reason, found.best_design, found.best_run, None, found.simulated,

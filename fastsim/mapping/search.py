@@ -152,29 +152,32 @@ CACHE.add_region(Region(REGION, 512, CODEC))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,
-           budget: int | None = None, validate: bool = True, control_weight: float = 0.0) -> SearchResult:
+           budget: int | None = None, validate: bool = True, control_weight: float = 0.0,
+           report: bool = True) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring): the best of the space,
     or, when ``budget`` candidates were simulated first, the best found with its gap.
     ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``).
     ``control_weight``: set-ups of the design inside a dispatch per simulated run, which the
     objective charges (``branch_bound.objective``); 0: ranked by cycles alone (an op that is a
-    dispatch of its own)."""
+    dispatch of its own). ``report=False``: the answer lists only the simulated candidates as
+    ranked and none as rejected (their plans are made for the lists alone: a pointwise conv's
+    search, whose lists no one reads, planned ~95 rows each); the search itself is the same."""
     MATMUL_PINS.validate(pins, arch)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
                           "mapping search")
-    key = _key(op, arch, pins, top, keep, budget, control_weight)
+    key = _key(op, arch, pins, top, keep, budget, control_weight, report)
     result = CACHE.get(REGION, key, context=arch)  # this process's, or an earlier one's on disk
     if result is None:
         with gc_paused():
-            result = drive(_search(op, arch, pins, top, keep, budget, control_weight))
+            result = drive(_search(op, arch, pins, top, keep, budget, control_weight, report))
         CACHE.put(REGION, key, result)
     return result.checked() if validate else result
 
 
 def search_many(requests: list[tuple], done=None) -> None:
     """Run the searches of ``requests`` (``search``'s arguments op, arch, pins, top, keep, budget and,
-    optionally, control_weight)
+    optionally, control_weight and report)
     not answered yet, together: each step's candidates of all of them in one engine call
     (``branch_bound.drive_together``), the answers into the cache where ``search`` finds them. A
     decode step's ops each simulate a few candidates; alone, each was an engine call of its own.
@@ -199,9 +202,9 @@ def search_many(requests: list[tuple], done=None) -> None:
 
 
 def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
-         control_weight: float = 0.0) -> tuple:
+         control_weight: float = 0.0, report: bool = True) -> tuple:
     # ops differing only in name share it
-    return (replace(op, name=""), pins, repr(arch), top, keep, budget, control_weight)
+    return (replace(op, name=""), pins, repr(arch), top, keep, budget, control_weight, report)
 
 
 BOUND_REGION = "search_bound"
@@ -224,7 +227,7 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
 
 
 def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
-            control_weight: float = 0.0):
+            control_weight: float = 0.0, report: bool = True):
     """Rank every candidate in closed form, then simulate in order of lower bound until no
     unsimulated candidate can beat the fastest simulated one (or the budget is spent). A generator
     of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
@@ -254,10 +257,11 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     for r in explored.rows:
         if r["design"] is not fastest["design"]:
             r["design"].discard()
-    ranked = [_public(table.planned(explored.known(r)), fastest) for r in legal[:keep]]
-    ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in legal[:keep])]
+    listed = legal[:keep] if report else []
+    ranked = [_public(table.planned(explored.known(r)), fastest) for r in listed]
+    ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in listed)]
     rejected = [dict(_public(r, None), reason=r["reason"])
-                for r in (table.planned(table.row(i)) for i in illegal_i[:keep])]
+                for r in (table.planned(table.row(i)) for i in illegal_i[:keep if report else 0])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, table.total, n_legal,
                         by_reason, fastest["design"], kept_run(*fastest["run"]), fastest["lowered"],
                         count, explored.unexplored_bound(),
