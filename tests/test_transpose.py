@@ -93,7 +93,7 @@ def test_onnx_transpose__a_last_two_axes_swap_runs_as_the_transpose_kind():
     assert (t.kind, t.repeat, t.m, t.n, t.k, t.x.elem_bytes) == (TRANSPOSE, 3, 64, 96, 1, 2.0)
     ds = simulate_onnx(g, NPU2)
     i = list(ds.onnx_op_type.values).index("Transpose")
-    # inside a graph the search weighs the op's control: one set-up for its 3 runs (place.control_weight)
+    # inside a graph the search weighs the op's control: one set-up for its 3 runs (placed.control_weight)
     found = search_transpose(Transpose(64, 96, 1, 2, t.name), NPU2, budget=3, control_weight=1 / 3)
     assert int(ds.op_cycles.values[i]) == 3 * found.best_cycles
 

@@ -62,7 +62,7 @@ class GraphPins:
     search_top: int = 3
     search_keep: int = 0
     # each op's mapping search ranks a candidate by its cycles plus its weighted control: the
-    # instructions that set its design up after another op's in the dispatch (``place.control_weight``),
+    # instructions that set its design up after another op's in the dispatch (``placed.control_weight``),
     # so that a slower op never wins on fewer mem-tile BDs picked by cycles alone. False: by cycles
     # alone, as a one-op workload (a dispatch of its own: its set-up is the dispatch's)
     search_control: bool = True
