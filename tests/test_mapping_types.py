@@ -93,3 +93,16 @@ def test_an_op_class_outside_the_known_classes_is_refused_by_the_graph():
     op = Op("t", "teleport", 0, "vector", 64, 1, 64, Operand("activations", 2.0))
     with pytest.raises(ConfigError, match="op_class = 'teleport'"):
         OpGraph((op,), ((),), batch=1, tokens=64)
+
+
+def test_the_conv_geometry_is_one_record_for_the_graph_and_the_mapper():
+    """The mapper's ``Conv2d`` is the graph's ``ConvGeometry`` plus how it computes: no geometry
+    field or formula (oh, ow) of its own."""
+    from dataclasses import fields
+
+    from fastsim.graph import ConvGeometry
+
+    geometry = [f.name for f in fields(ConvGeometry)]
+    assert issubclass(Conv2d, ConvGeometry)
+    assert [f.name for f in fields(Conv2d)] == geometry + ["dtype", "out_dtype", "kernel_efficiency", "name"]
+    assert "oh" not in vars(Conv2d) and "ow" not in vars(Conv2d)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
-from ..graph.ops import conv_out
+from ..graph.ops import ConvGeometry
 from .pins import PinRules, Pins, check_sizes
 
 SPLITS = ("rows", "oc", "rows_by_col", "oc_by_col")
@@ -49,34 +49,17 @@ MAX_MACS = 1 << 40
 
 
 @dataclass(frozen=True)
-class Conv2d:
-    """One 2-D convolution, NCHW: ``k`` output channels of ``r`` x ``s`` filters over ``c`` input
-    channels. ``out_dtype`` defaults to ``dtype`` (the kernel requantizes, as mlir-aie's int8
-    conv kernels do); ``kernel_efficiency`` None takes the arch's matmul kernel figure."""
+class Conv2d(ConvGeometry):
+    """One 2-D convolution as the conv mapper searches it: the graph's geometry (``ConvGeometry``,
+    NCHW: ``k`` output channels of ``r`` x ``s`` filters over ``c`` input channels, its stride,
+    padding, dilation and groups; one record of it for the graph and the mapper) and how it
+    computes. ``out_dtype`` defaults to ``dtype`` (the kernel requantizes, as mlir-aie's int8 conv
+    kernels do); ``kernel_efficiency`` None takes the arch's matmul kernel figure."""
 
-    n: int = 1
-    c: int = 64
-    h: int = 56
-    w: int = 56
-    k: int = 64
-    r: int = 3
-    s: int = 3
-    stride: int = 1
-    padding: int = 0
-    dilation: int = 1
-    groups: int = 1
     dtype: str = "int8"
     out_dtype: str | None = None
     kernel_efficiency: float | None = None
     name: str = "conv"
-
-    @property
-    def oh(self) -> int:
-        return conv_out(self.h, self.r, self.stride, self.padding, self.dilation)
-
-    @property
-    def ow(self) -> int:
-        return conv_out(self.w, self.s, self.stride, self.padding, self.dilation)
 
     @property
     def cg(self) -> int:
