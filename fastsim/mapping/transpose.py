@@ -388,7 +388,7 @@ def _op_search(p: Placed, arch: Arch, pins) -> tuple[Transpose, SearchResult]:
     the graph's pins: its ``op_pins``, and a ``columns`` table pin where those leave columns open."""
     op = p.op
     e = op.x.elem_bytes
-    t = Transpose(op.m, op.n, op.k, int(e) if e == int(e) else e, op.name)
+    t = Transpose(m=op.m, n=op.n, unit=op.k, elem_bytes=int(e) if e == int(e) else e, name=op.name)
     own = pins.op_pins_of(op.name, p.kind, op.op_class)
     cols = columns_pin(p, pins, arch)
     if cols is not None and own.cols is None:
