@@ -4,7 +4,6 @@ version or a damaged entry never answers; clear() forgets every region; the disk
 switched off by environment or settings."""
 import json
 import os
-from dataclasses import replace
 import subprocess
 import sys
 
@@ -20,6 +19,7 @@ import fastsim
 from fastsim import cache, settings
 from fastsim.lower import lower
 from fastsim.mapping import Matmul, Pins, search
+from fastsim.mapping.search import _key as search_key
 from fastsim.mapping.search_store import decode, encode
 
 SEARCH = """
@@ -72,7 +72,7 @@ def test_cache__other_code_versions_and_off_never_answer(tmp_path, monkeypatch):
     op = Matmul(128, 128, 128, "bf16")
     cache.clear()
     found = search(op, fastsim.NPU2)
-    key = (replace(op, name=""), Pins(), repr(fastsim.NPU2), 6, 50, None, 0.0)  # as search() keys it
+    key = search_key(op, fastsim.NPU2, Pins(), 6, 50, None)  # as search() keys it
     assert list(tmp_path.glob("v*/search/*" + cache.SUFFIX))
     cache.clear()
     assert cache.CACHE.get("search", key, fastsim.NPU2).best_cycles == found.best_cycles  # from disk
