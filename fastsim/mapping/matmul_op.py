@@ -96,6 +96,7 @@ def matmul_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
 
 
 def matmul_op_search(p: Placed, arch: Arch, pins) -> SearchResult:
+    """The search answer ``matmul_op_design`` took (cached after an evaluation; its design checked)."""
     return search(*search_request(p, arch, pins))
 
 
