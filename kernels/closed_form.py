@@ -4,8 +4,9 @@
 quantity a plan reports. A search needs six of them per candidate (lower bound, energy, the first
 violated limit, DMA transfers, whether its L2 choice re-sends anything, its weighed control: the
 last from ``plan.control_counts_of``) over 10^5-10^6 candidates; numpy spent most of a cold LLM
-pass's closed-form time allocating temporaries for the others. This kernel computes just those six, candidate by candidate, with the same operations in the same
-order, so its results are bit-identical to the reference (property-tested in
+pass's closed-form time allocating temporaries for the others. This kernel computes just those
+six, candidate by candidate, with the same operations in the same order, so its results are
+bit-identical to the reference (property-tested in
 ``tests/test_closed_form_kernel.py``). Whatever the reference grows, this loop must grow too: the
 test fails otherwise.
 

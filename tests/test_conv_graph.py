@@ -11,6 +11,7 @@ from fastsim.mapping.conv import Conv2d
 from fastsim.mapping.conv_search import search_conv
 
 ACT8, W8 = Operand("activations", 1.0), Operand("weights", 1.0)
+SLOWER_DDR = NPU2.replace(ddr_bytes_per_s=NPU2.ddr_bytes_per_s / 2)  # the part under background traffic
 
 
 def _conv(name, layer, g: ConvGeometry) -> Op:
@@ -72,9 +73,20 @@ def test_conv_op__pins_it_does_not_model_are_refused_by_name():
     graph = _small_cnn()
     for pins, word in ((GraphPins(compute_dtype="int8", columns=(("conv1", 2),)), "columns"),
                        (GraphPins(compute_dtype="int8", residency="static"), "residency static"),
-                       (GraphPins(compute_dtype="int8", kernel_overhead_cycles=5), "kernel_overhead_cycles")):
+                       (GraphPins(compute_dtype="int8", kernel_overhead_cycles=5), "kernel_overhead_cycles"),
+                       (GraphPins(compute_dtype="int8", mapped_on=NPU2), "mapped_on is for matmul")):
         with pytest.raises(ConfigError, match=word):
-            evaluate(graph, NPU2, pins)
+            evaluate(graph, SLOWER_DDR, pins)
+    # every refusal at once, and none turned into a search: a pointwise conv that would be refused
+    # asks search_many for nothing
+    from fastsim.mapping.mappers import search_request
+    from fastsim.mapping.placed import Placed
+
+    both = GraphPins(compute_dtype="int8", residency="static", mapped_on=NPU2)
+    with pytest.raises(ConfigError, match="residency static(.|\n)*mapped_on"):
+        evaluate(graph, SLOWER_DDR, both)
+    assert search_request(Placed(graph.ops[2]), NPU2, GraphPins(compute_dtype="int8", residency="static")) is None
+    assert search_request(Placed(graph.ops[2]), NPU2, GraphPins(compute_dtype="int8")) is not None
 
 
 def test_cnn__a_chain_keeps_conv_edges_in_ddr():

@@ -221,20 +221,9 @@ def conv_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] 
     keeps its edges there), run on the columns the search picks (or its ``op_pins``), and stream
     their weights: pins and placements that ask otherwise are refused. NOOP (ablation) derives
     the data-only twin from its tables."""
-    op = p.op
-    problems = [why for bad, why in (
-        (p.chip.x or p.chip.y, "a conv reads and writes DDR; it does not fuse with its neighbours"),
-        (at is not None, "a conv does not run as a pipeline stage"),
-        (columns_pin(p, pins, arch) is not None, "columns: the conv search chooses a conv's columns"),
-        (pins.residency == "static", "residency static: conv weights stream (resident per core where they fit)"),
-        (pins.kernel_overhead_cycles != 0, "kernel_overhead_cycles: not modelled for conv kernels"),
-        (op.w.elem_bytes != op.x.elem_bytes, f"weights of {op.w.elem_bytes:g} bytes on activations of "
-         f"{op.x.elem_bytes:g}: mixed-precision convs are not modelled")) if bad]
+    problems = _refusals(p, arch, pins, at)
     if problems:
-        raise ConfigError([f"{op.name}: {why}" for why in problems], "mapping")
-    if pins.mapped_on is not None:
-        raise ConfigError([f"{op.name}: a conv's mapping is searched on the arch it runs on (mapped_on is for "
-                           "matmul and vector ops)"], "mapping")
+        raise ConfigError(problems, "mapping")
     conv, found = _conv_search(p, arch, pins)
     kernels = frozenset({("conv", conv.kind, f"{conv.r}x{conv.s}", conv.dtype)})
     if noop:
@@ -244,11 +233,32 @@ def conv_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] 
     return OpDesign(found.best_design, "conv", found.best_arrays, kernels, twin, None, found.gap)
 
 
+def _refusals(p: Placed, arch: Arch, pins, at: tuple[int, int] | None) -> list[str]:
+    """What a conv op's placement or the graph's pins ask that a conv design does not do (empty:
+    nothing)."""
+    op = p.op
+    return [f"{op.name}: {why}" for bad, why in (
+        (p.chip.x or p.chip.y, "a conv reads and writes DDR; it does not fuse with its neighbours"),
+        (at is not None, "a conv does not run as a pipeline stage"),
+        (columns_pin(p, pins, arch) is not None, "columns: the conv search chooses a conv's columns"),
+        (pins.residency == "static", "residency static: conv weights stream (resident per core where they fit)"),
+        (pins.kernel_overhead_cycles != 0, "kernel_overhead_cycles: not modelled for conv kernels"),
+        (op.w.elem_bytes != op.x.elem_bytes, f"weights of {op.w.elem_bytes:g} bytes on activations of "
+         f"{op.x.elem_bytes:g}: mixed-precision convs are not modelled"),
+        (pins.mapped_on is not None, "a conv's mapping is searched on the arch it runs on (mapped_on is for "
+         "matmul and vector ops)")) if bad]
+
+
+def _placed_conv(p: Placed, pins) -> Conv2d:
+    """A placed conv op's ``Conv2d`` under the graph's pins (its pinned ``out_dtype``)."""
+    op = p.op
+    return conv_of(op, pins.compute_dtype, pins.kernel_efficiency, pins.pinned(pins.out_dtype, op.name, p.kind,
+                                                                               op.op_class))
+
+
 def _conv_search(p: Placed, arch: Arch, pins) -> tuple[Conv2d, SearchResult]:
     """A conv op's ``Conv2d`` and its search's answer under the graph's pins."""
-    op = p.op
-    out = pins.pinned(pins.out_dtype, op.name, p.kind, op.op_class)
-    conv = conv_of(op, pins.compute_dtype, pins.kernel_efficiency, out)
+    op, conv = p.op, _placed_conv(p, pins)
     return conv, search_conv(conv, arch, pins.op_pins_of(op.name, p.kind, op.op_class), pins.search_budget,
                              control_weight(p, pins))
 
@@ -270,11 +280,10 @@ def pointwise_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = 
     """The GEMM search ``search_conv`` runs for a pointwise conv with no pins of its own (``_pointwise``),
     as ``search.search_many``'s arguments, so that a graph's pointwise convs are searched together
     with its other GEMM searches; None where ``conv_op_design`` runs another search or refuses."""
-    if at is not None or pins.mapped_on is not None or pins.op_pins_of(p.op.name, p.kind, p.op.op_class) != Pins():
-        return None
     try:
-        conv = conv_of(p.op, pins.compute_dtype, pins.kernel_efficiency,
-                       pins.pinned(pins.out_dtype, p.op.name, p.kind, p.op.op_class))
+        if _refusals(p, arch, pins, at) or pins.op_pins_of(p.op.name, p.kind, p.op.op_class) != Pins():
+            return None
+        conv = _placed_conv(p, pins)
     except ConfigError:
         return None
     if conv.kind != "pointwise":

@@ -355,9 +355,8 @@ def _design_key(mp: Mapping) -> Mapping:
 class _Candidates:
     """A search's legal candidates, and the best illegal ones (``_add``), as flat columns (``a``:
     structure, tile, bound, energy, first violated check, transfers, control, objective bound, rank
-    bucket),
-    built one structure batch at a time: a search has 10^5 and more candidates, and only the few it
-    reports become rows with a plan.
+    bucket), built one structure batch at a time: a search has 10^5 and more candidates, and only
+    the few it reports become rows with a plan.
 
     ``control`` is the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
     ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
@@ -380,7 +379,6 @@ class _Candidates:
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
-        self.bucket = self.a["bucket"]
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
         """Rank one batch's tile grid and append the candidates its structures consider;
@@ -409,7 +407,7 @@ class _Candidates:
 
     def best(self, mask, count: int):
         """The ``count`` best candidates of ``mask`` in rank order."""
-        return _best_of(np.nonzero(mask)[0], self.bucket, self.a["energy"], self.a["transfers"], count)
+        return _best_of(np.nonzero(mask)[0], self.a["bucket"], self.a["energy"], self.a["transfers"], count)
 
     def rejected_by_reason(self) -> dict[str, int]:
         """How many illegal candidates each check rejected, by the check's short name."""
