@@ -29,6 +29,8 @@ class GraphPins:
     datapath: tuple[tuple[str, str], ...] = ()  # as built: the MAC datapath of an op
     tiles: tuple[tuple[str, tuple[int, int, int]], ...] = ()  # as built: the L1 tile of an op's calls
     l2: tuple[tuple[str, str], ...] = ()  # as built: operands an op holds in the mem tiles
+    rows: tuple[tuple[str, int], ...] = ()  # as built: compute rows per column of an op
+    buffers: tuple[tuple[str, int], ...] = ()  # as built: 1 when an op double-buffers nothing
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     fusion: str = "auto"
     cuts: tuple[int, ...] | None = None
@@ -75,7 +77,8 @@ class GraphPins:
         table and causal halving are the front end's (they shape the graph, not its mapping)."""
         return cls(dataflow=tuple(layout.dataflow.items()), columns=tuple(layout.columns.items()),
                    datapath=tuple(layout.datapath.items()), tiles=tuple((k, tuple(v)) for k, v in layout.tiles.items()),
-                   l2=tuple(layout.l2.items()), residency=layout.residency or "streamed", fusion=layout.fusion,
+                   l2=tuple(layout.l2.items()), rows=tuple(layout.rows.items()),
+                   buffers=tuple(layout.buffers.items()), residency=layout.residency or "streamed", fusion=layout.fusion,
                    cuts=None if layout.cuts is None else tuple(layout.cuts), row_major_ddr=bool(layout.row_major_ddr),
                    **rest)
 

@@ -12,7 +12,7 @@ Left out, and why:
 - ``model``: an open set (a preset or a Hugging Face ``config.json``), checked by ``get_model``.
 - ``fusion``: its values are a grammar (modes, group kinds joined by ``+``, ``KIND:pipeline``),
   checked by ``mapping.fusion.valid_fusion``, not a set a record can list.
-- ``dataflow``, ``columns``, ``datapath``, ``tiles``, ``l2``, ``host``: tables keyed by op class or
+- ``dataflow``, ``columns``, ``datapath``, ``tiles``, ``l2``, ``rows``, ``buffers``, ``host``: tables keyed by op class or
   op name (specs spell them ``dataflow.CLASS``), not scalars.
 - ``noop`` and ``cuts``: lists (the CLI repeats ``--noop`` and parses ``--cuts 4,8``; specs take
   strings).

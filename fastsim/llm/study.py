@@ -32,6 +32,8 @@ class LlmStudy:
     datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath (as built)
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) per kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
+    rows: dict = field(default_factory=dict)  # op class or op name -> compute rows per column (as built)
+    buffers: dict = field(default_factory=dict)  # op class or op name -> 1 single- or 2 double-buffered (as built)
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     cuts: tuple[int, ...] | None = None  # cut into dispatches after these layers; () one dispatch;

@@ -15,10 +15,11 @@ from .fusion import GROUP_KINDS, MODES, PIPELINABLE, valid_fusion
 from .space import DATAFLOWS, L2_CHOICES
 
 # per-op tables: op name, fusion pattern kind or op class -> value (the first that matches wins)
-TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "host")
+TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "host")
 FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
 RESIDENCIES = ("streamed", "static")
 MAX_COLUMNS = 1024  # a pin beyond any part; the arch's own count is the evaluator's check (``GraphPins.check``)
+MAX_ROWS = 64  # likewise: the arch's own compute rows are the mapping pins' check (``space.MATMUL_PINS``)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,6 +35,10 @@ class Layout:
     datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath key
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
+    rows: dict = field(default_factory=dict)  # op class or op name -> compute rows per column it runs on
+    # op class or op name -> 1: A and B single-buffered (an implementation that double-buffers
+    # nothing); 2: double-buffered where it fits (the default). An implementation fact, never searched
+    buffers: dict = field(default_factory=dict)
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
     # whether causal attention skips the tiles above the diagonal: an implementation fact
     causal_halving: bool | None = None
@@ -84,7 +89,7 @@ class Layout:
         """What this layout leaves to the search."""
         out = [] if self.fusion != "auto" else ["fusion"]
         out += [] if self.cuts is not None else ["cuts"]
-        out += [name for name in ("columns", "dataflow", "datapath", "tiles", "l2") if not getattr(self, name)]
+        out += [name for name in ("columns", "dataflow", "datapath", "tiles", "l2", "rows") if not getattr(self, name)]
         out += [] if self.residency is not None else ["residency"]
         return out
 
@@ -96,7 +101,7 @@ class Layout:
             out["residency"] = self.residency
         if self.cuts is not None:
             out["cuts"] = list(self.cuts)
-        for name in ("datapath", "tiles", "l2", "host"):
+        for name in ("datapath", "tiles", "l2", "rows", "buffers", "host"):
             if getattr(self, name):
                 out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
         out.update({name: getattr(self, name) for name in FACTS if getattr(self, name) is not None})
@@ -123,5 +128,10 @@ def _check_pin(p: Problems, name: str, where: str, value) -> None:
             where, value, "three sizes (m, k, n), each in 1..4096")
     elif name == "l2":
         p.check(value in L2_CHOICES, where, value, "'', a, b or ab")
+    elif name == "rows":
+        p.number(where, value, integer=True, lo=1, hi=MAX_ROWS)
+    elif name == "buffers":
+        p.check(value in (1, 2) and not isinstance(value, bool), where, value,
+                "1 (A and B single-buffered) or 2 (double-buffered where they fit)")
     else:
         p.number(where, value, lo=0, hi=1000, unit="s per op instance on the host CPU (given, not simulated)")

@@ -25,7 +25,7 @@ def check_mappers(kinds, mappers) -> None:
 check_mappers(OP_KINDS, MAPPERS)
 
 # the per-op pin tables of a graph's pins (``evaluation.GraphPins``), each -> the op kinds it applies to
-TABLES = ("dataflow", "columns", "datapath", "tiles", "l2", "op_pins", "out_dtype")
+TABLES = ("dataflow", "columns", "datapath", "tiles", "l2", "rows", "buffers", "op_pins", "out_dtype")
 TABLE_KINDS: dict[str, tuple[str, ...]] = {
     table: tuple(kind for kind, m in MAPPERS.items() if (m.pins is not None if table == "op_pins" else table in m.tables))
     for table in TABLES}

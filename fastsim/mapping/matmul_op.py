@@ -50,10 +50,13 @@ def _search_pins(p: Placed, arch: Arch, pins, real: Matmul, cols: int | None, co
     tables = Pins(dataflow=flows, cols=cols, col0=col0,
                   stream_split=None if pins.stream_split == "auto" else pins.stream_split,
                   tile=tuple(tile) if tile else None, datapath=datapath,
-                  l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class))
+                  l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class),
+                  rows=pins.pinned(pins.rows, op.name, p.kind, op.op_class),
+                  buffers=pins.pinned(pins.buffers, op.name, p.kind, op.op_class))
     own = pins.op_pins_of(op.name, p.kind, op.op_class)
     set_twice = [f"{op.name}: {name} pinned twice, {getattr(tables, name)!r} by a table and {getattr(own, name)!r} "
-                 "by op_pins: give it in one place" for name in ("dataflow", "tile", "datapath", "l2", "cols")
+                 "by op_pins: give it in one place"
+                 for name in ("dataflow", "tile", "datapath", "l2", "cols", "rows", "buffers")
                  if getattr(own, name) not in (None, ()) and getattr(tables, name) not in (None, ())
                  and (name != "dataflow" or chosen) and getattr(own, name) != getattr(tables, name)]
     if set_twice:
@@ -116,4 +119,4 @@ def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins) -> float:
 
 
 MAPPER = Mapper(MATMUL, matmul_op_design, search=matmul_op_search, request=search_request, pins=MATMUL_PINS,
-                tables=("columns", "dataflow", "datapath", "tiles", "l2"))
+                tables=("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers"))

@@ -48,7 +48,7 @@ from ..errors import ConfigError, Problems, shown
 from .layout import FACTS, TABLES, Layout, layout_of
 
 REGIMES = ("prefill", "decode", "encode")
-REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "residency", "host",
+REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "residency", "host",
                "causal_halving", "row_major_ddr")
 assert set(REGIME_KEYS) == {f.name for f in fields(Layout)}, "a regime table's keys are the Layout's fields"
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
@@ -107,7 +107,9 @@ class AsBuilt:
 
     def pinned(self, regime: str) -> list[str]:
         o = self.overlays.get(regime)
-        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices() and (k != "host" or o.host)
+        # host ops and buffers are facts of the implementation, never searched: pinned only where given
+        set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices()
+                                     and (k not in ("host", "buffers") or getattr(o, k))
                                      and (k not in FACTS or getattr(o, k) is not None)]
         return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
