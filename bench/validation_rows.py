@@ -321,11 +321,12 @@ ROWS = [
     Row("decode", AIR_LLM.format("llama32_1b/docs/profile.md:10"), STRIX, "llama-3.2-1b bf16 decode", 10.86,
         "tokens/s", _decode("llama-3.2-1b", 2048), AB + "air_llama32_1b_bf16_decode.toml",
         "bf16 weights, a dispatch per layer, intermediates through DDR, attention over the host KV cache on "
-        "the CPU (its 5 ms per token given, shared by the host ops); not describable: the GEMVs' fp32 vector "
-        "MAC datapath (8x1 herd), the M = 1 glue the CPU also runs",
-        "the GEMV stream rate: the GEMV rows show the measured designs reading A at about half the simulated "
-        "rate, and decode here is 16 layers of GEMVs. Micro-benchmark: the registry GEMV at 2048x2048 and "
-        "8192x2048 read rate against the simulated op (as the GEMV rows)"),
+        "the CPU (its 5 ms per token given, shared by the host ops), GEMVs as [8,1] herds of mv.cc's fp32 "
+        "vector MAC, o_gemv_ffn's GEMVs single-buffered (omit_pingpong 'all'); not describable: the "
+        "repository's o_gemv_ffn builder at the profile's commits (3 launches, a 4-row cascade) differs from "
+        "the profile's text (8 launches of [8,1] herds), the M = 1 glue the CPU also runs",
+        "the GEMV stream rate, as the GEMV rows (single-buffered legs taking turns). Micro-benchmark: the "
+        "registry GEMV at 2048x2048 and 8192x2048 read rate against the simulated op"),
     # decode and prefill of more families: FastFlowLM on Krackan (the releases nearest v0.9.30 that
     # published these models: v0.9.31 for Gemma 3 and Qwen 3, v0.9.32 for gpt-oss)
     *[Row("decode", FLM_DOCS.format(src), KRACKAN, f"{model} decode at {ctx // 1024}k context", tps, "tokens/s",
