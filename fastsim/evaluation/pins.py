@@ -7,7 +7,7 @@ from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
 from ..graph import OpGraph
-from ..mapping.layout import Layout
+from ..mapping.layout import TABLES as LAYOUT_TABLES, Layout
 from ..mapping.mappers import TABLE_KINDS
 from ..mapping.pins import Pins
 
@@ -75,10 +75,9 @@ class GraphPins:
         (key, value) pairs, an open residency streamed, an open DDR layout as each design reads it;
         ``rest``: the pins a layout does not hold (dtype, ablation, search budget, ...). The host
         table and causal halving are the front end's (they shape the graph, not its mapping)."""
-        return cls(dataflow=tuple(layout.dataflow.items()), columns=tuple(layout.columns.items()),
-                   datapath=tuple(layout.datapath.items()), tiles=tuple((k, tuple(v)) for k, v in layout.tiles.items()),
-                   l2=tuple(layout.l2.items()), rows=tuple(layout.rows.items()),
-                   buffers=tuple(layout.buffers.items()), residency=layout.residency or "streamed", fusion=layout.fusion,
+        tables = {name: tuple((k, tuple(v) if name == "tiles" else v) for k, v in getattr(layout, name).items())
+                  for name in LAYOUT_TABLES if name != "host"}
+        return cls(**tables, residency=layout.residency or "streamed", fusion=layout.fusion,
                    cuts=None if layout.cuts is None else tuple(layout.cuts), row_major_ddr=bool(layout.row_major_ddr),
                    **rest)
 

@@ -16,6 +16,9 @@ from .space import DATAFLOWS, L2_CHOICES
 
 # per-op tables: op name, fusion pattern kind or op class -> value (the first that matches wins)
 TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "host")
+# tables that state what the implementation does (never searched: an empty one pins nothing, and
+# is not an open choice); every other table left empty is searched
+FACT_TABLES = ("buffers", "host")
 FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
 RESIDENCIES = ("streamed", "static")
 MAX_COLUMNS = 1024  # a pin beyond any part; the arch's own count is the evaluator's check (``GraphPins.check``)
@@ -89,7 +92,7 @@ class Layout:
         """What this layout leaves to the search."""
         out = [] if self.fusion != "auto" else ["fusion"]
         out += [] if self.cuts is not None else ["cuts"]
-        out += [name for name in ("columns", "dataflow", "datapath", "tiles", "l2", "rows") if not getattr(self, name)]
+        out += [name for name in TABLES if name not in FACT_TABLES and not getattr(self, name)]
         out += [] if self.residency is not None else ["residency"]
         return out
 
@@ -101,8 +104,8 @@ class Layout:
             out["residency"] = self.residency
         if self.cuts is not None:
             out["cuts"] = list(self.cuts)
-        for name in ("datapath", "tiles", "l2", "rows", "buffers", "host"):
-            if getattr(self, name):
+        for name in TABLES:
+            if name not in out and getattr(self, name):
                 out[name] = {k: list(v) if name == "tiles" else v for k, v in getattr(self, name).items()}
         out.update({name: getattr(self, name) for name in FACTS if getattr(self, name) is not None})
         return out

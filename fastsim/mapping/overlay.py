@@ -45,7 +45,7 @@ from pathlib import Path
 import tomli_w
 
 from ..errors import ConfigError, Problems, shown
-from .layout import FACTS, TABLES, Layout, layout_of
+from .layout import FACT_TABLES, FACTS, TABLES, Layout, layout_of
 
 REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "residency", "host",
@@ -107,9 +107,8 @@ class AsBuilt:
 
     def pinned(self, regime: str) -> list[str]:
         o = self.overlays.get(regime)
-        # host ops and buffers are facts of the implementation, never searched: pinned only where given
         set_ = [] if o is None else [k for k in REGIME_KEYS if k not in o.open_choices()
-                                     and (k not in ("host", "buffers") or getattr(o, k))
+                                     and (k not in FACT_TABLES or getattr(o, k))
                                      and (k not in FACTS or getattr(o, k) is not None)]
         return [f"model.{'bytes_per_weight' if k == 'measured' else k}" for k in self.precision] + set_
 
