@@ -3,13 +3,14 @@ JIT already warm. Prints each case's seconds, one per repeat. It imports nothing
 it times any checkout whose ``fastsim`` comes first on the path; compare commits by running it for
 each in turn, interleaved (this VM drifts by more than most changes):
 
-    python bench/cold_runs.py [gemm] [decode] [prefill] [cnn] [--repeat 3] [--per-design]
+    python bench/cold_runs.py [gemm] [decode] [prefill] [cnn] [conv_plans] [--repeat 3] [--per-design]
     PYTHONPATH=/path/to/older/checkout python bench/cold_runs.py prefill decode
 
 ``gemm``: the exact search and simulation of a 2048^3 bf16 GEMM on npu2 (``run gemm``'s work);
 ``decode``: a Llama-3.2-1B decode step at 4k context; ``prefill``: a 2k-token prefill; ``cnn``:
 one ResNet-50 inference from ONNX (``fastsim.onnx.zoo``'s, written once to a temporary file before
-the timing), epilogues folded, on npu2.
+the timing), epilogues folded, on npu2; ``conv_plans``: the plans of every candidate of its
+distinct dense and depthwise convs, nothing simulated (the conv search's Python).
 ``--per-design`` also prints, for every engine call of the runs, each design's seconds alone,
 cycles, stepped cycles and status (where a search's engine time goes).
 """
@@ -19,6 +20,7 @@ import argparse
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import fastsim
@@ -46,11 +48,34 @@ def _cnn():
     return simulate_onnx(resnet50_file(), fastsim.NPU2, fold_epilogues=True)
 
 
+def _conv_plans():
+    """Every candidate plan of ResNet-50's distinct dense and depthwise convs (int8 and bf16 runs'
+    conv search without its simulations: ``candidates``, ``plan``, ``problems``), as docs/speed.md
+    times the conv planning."""
+    from fastsim.graph import CONV
+    from fastsim.mapping.conv_plan import plan, problems
+    from fastsim.mapping.conv_search import candidates, conv_of
+    from fastsim.mapping.pins import Pins
+    from fastsim.onnx.graph import build_graph
+    from fastsim.onnx.zoo import resnet50
+
+    graph = build_graph(resnet50(shapes_only=True), fastsim.NPU2).graph
+    convs = {replace(conv_of(op, "bf16"), name="") for op in graph.ops if op.kind == CONV}  # distinct shapes
+    planned = 0
+    for conv in (c for c in convs if c.kind != "pointwise"):
+        memo: dict = {}
+        for mp in candidates(conv, fastsim.NPU2, Pins()):
+            problems(plan(conv, mp, fastsim.NPU2, memo, checked=True), fastsim.NPU2)
+            planned += 1
+    return planned
+
+
 CASES = {
     "gemm": lambda: fastsim.simulate(gemm_design(Gemm(2048, 2048, 2048), fastsim.NPU2)),
     "decode": lambda: simulate_llm(LlmStudy(regime="decode", context=4096)),
     "prefill": lambda: simulate_llm(LlmStudy(regime="prefill", context=2048)),
     "cnn": _cnn,
+    "conv_plans": _conv_plans,
 }
 
 

@@ -163,6 +163,18 @@ def test_cli__as_built_clashes_refused(tmp_path, text, args, named):
     assert r.exit_code != 0 and named in r.output, r.output
 
 
+def test_cli__save_overlay_refuses_to_drop_an_as_built_files_pins(tmp_path):
+    """A saved layout holds fusion, columns, dataflow and residency: a file pinning buffers (or
+    tiles, cuts, ...) saved that way would replay as another design, silently."""
+    path = _file(tmp_path, '[decode]\nbuffers = { o_proj = 1 }\ncuts = [3]')
+    saved = tmp_path / "saved.toml"
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "256", "--overlay", str(path), "--save-overlay", str(saved)])
+    assert r.exit_code != 0 and "buffers, cuts" in r.output and not saved.exists(), r.output
+    plain = _file(tmp_path, '[decode]\nfusion = "none"')
+    r = CliRunner().invoke(main, ["run", "llm", "--context", "256", "--overlay", str(plain), "--save-overlay", str(saved)])
+    assert r.exit_code == 0 and saved.exists(), r.output
+
+
 def test_host_ops__given_time_replaces_the_op_and_each_run_adds_a_dispatch():
     base = simulate_llm(LlmStudy(context=128, fusion="none", cuts=()))
     study = LlmStudy(context=128, fusion="none", cuts=(), host={"attention": 1e-4, "softmax": 5e-5})

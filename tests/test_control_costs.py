@@ -191,6 +191,17 @@ def test_search__control_weight_is_the_ops_set_ups_per_run_and_zero_standalone()
     assert search_request(Placed(g.graph().ops[0]), NPU2, g.graph_pins())[6] == 0.0
 
 
+def test_op_search__is_the_search_the_design_took_with_its_control_weight():
+    """The one-op answer a run reports and the design it ran come from one search: a request passed
+    whole (``search(*request)``) keeps its control weight (it once landed on ``validate``)."""
+    from fastsim.mapping.mappers import op_design, op_search
+    from fastsim.mapping.placed import Placed
+
+    op = Op("gemm", "gemm", 0, "matmul", 64, 64, 64, ACT, Operand("weights", 2.0), ACT, repeat=4)
+    p = Placed(op, runs=2)
+    assert op_search(p, NPU2, GraphPins()).best_design is op_design(p, NPU2, GraphPins()).design
+
+
 def _candidate(data, arch):
     """A random legal matmul candidate (op, mapping) on ``arch``: extents, on-chip operands, static
     weights, a structure the search enumerates and a power-of-two tile."""

@@ -228,9 +228,9 @@ def _study(ctx, o):
 
 
 def _read_as_built(ctx, o) -> None:
-    """The as-built file (``o.as_built``), whose [model] precision goes on top of the options'; an
-    option given on the command line that the file also sets is refused (which one wins would be
-    a guess)."""
+    """The as-built file (``o.as_built``; its [model] precision goes on top of the options' in
+    ``llm.run.with_as_built``); an option given on the command line that the file also sets is
+    refused (which one wins would be a guess), as is saving a layout that would drop its pins."""
     from ..mapping.overlay import load_as_built
     from .llm_inputs import given
 
@@ -246,6 +246,7 @@ def _read_as_built(ctx, o) -> None:
                         f"run --samples without {o.overlay_path}")
     for regime in (("prefill", "decode") if o.regime == "generate" else (o.regime,)):
         problems += _layout_clashes(ctx, o, o.as_built.overlays.get(regime))
+    problems += _unsaved_pins(o, o.as_built.overlays.get(o.regime))
     if problems:
         raise ConfigError(problems, "llm study")
 
@@ -261,6 +262,22 @@ def _layout_clashes(ctx, o, layout) -> list[str]:
     for option, values, table in (("--dataflow", o.dataflows, layout.dataflow), ("--columns", o.columns, layout.columns)):
         clash += [f"{option} {k}" for k in parse_kinds(values) if k in table]
     return [f"{', '.join(clash)}: {o.overlay_path} sets it too ([{layout.regime}]); give it in one place"] if clash else []
+
+
+def _unsaved_pins(o, layout) -> list[str]:
+    """--save-overlay writes the fusion, columns, dataflow and residency a run chose
+    (``llm.assemble.overlay_of``): pins of the file beyond those would be dropped, and the saved
+    file would run another design under its name."""
+    from ..mapping.layout import FACTS, TABLES
+
+    if not o.save_overlay or layout is None:
+        return []
+    dropped = [k for k in TABLES if k not in ("columns", "dataflow") and getattr(layout, k)]
+    dropped += ["cuts"] if layout.cuts is not None else []
+    dropped += [k for k in FACTS if getattr(layout, k) is not None]
+    return [f"--save-overlay with {o.overlay_path}: it pins {', '.join(dropped)} ([{layout.regime}]), which a saved "
+            "layout does not hold (fusion, columns, dataflow, residency): replaying it would run another design; "
+            "run with the file itself"] if dropped else []
 
 
 def parse_kinds(values) -> set[str]:

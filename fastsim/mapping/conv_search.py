@@ -73,8 +73,7 @@ def _pointwise_args(op: Conv2d, arch: Arch, budget: int | None, control_weight: 
 def _pointwise(op: Conv2d, arch: Arch, budget: int | None, control_weight: float) -> SearchResult:
     from .search import search
 
-    gemm, arch, pins, top, keep, budget, weight, report = _pointwise_args(op, arch, budget, control_weight)
-    found = search(gemm, arch, pins, top, keep, budget, control_weight=weight, report=report)
+    found = search(*_pointwise_args(op, arch, budget, control_weight))
     chosen = next(r for r in found.ranked if r["chosen"])
     return SearchResult(op, found.best, found.best_cycles, found.ranked, [], found.enumerated, found.legal,
                         found.rejected_by_reason, found.best_design, found.best_run, None, found.simulated,
@@ -292,4 +291,4 @@ def pointwise_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = 
 
 
 MAPPER = Mapper(CONV, conv_op_design, search=lambda p, arch, pins: _conv_search(p, arch, pins)[1],
-                request=pointwise_request, pins=CONV_PINS, tables=("columns", "out_dtype"))
+                request=pointwise_request, pins=CONV_PINS, tables=("out_dtype",))

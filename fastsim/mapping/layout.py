@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from ..arch import MOST
 from ..errors import Problems
 from .fusion import GROUP_KINDS, MODES, PIPELINABLE, valid_fusion
 from .space import DATAFLOWS, L2_CHOICES
@@ -21,8 +22,9 @@ TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "
 FACT_TABLES = ("buffers", "host")
 FACTS = ("causal_halving", "row_major_ddr")  # implementation facts (bool or None: as the run says), not search choices
 RESIDENCIES = ("streamed", "static")
-MAX_COLUMNS = 1024  # a pin beyond any part; the arch's own count is the evaluator's check (``GraphPins.check``)
-MAX_ROWS = 64  # likewise: the arch's own compute rows are the mapping pins' check (``space.MATMUL_PINS``)
+# a pin beyond any part (``arch.MOST``); the arch's own counts are the evaluator's check
+# (``GraphPins.check``) and the mapping pins' (``space.MATMUL_PINS``)
+MAX_COLUMNS, MAX_ROWS = MOST["columns"], MOST["rows"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..arch import Arch
 from ..graph import OP_KINDS, Op
 from . import conv_search, matmul_op, transpose, vector_search
+from .layout import TABLES as LAYOUT_TABLES
 from .op_mapper import Mapper, OpDesign
 from .placed import Placed
 from .search_result import SearchResult
@@ -25,7 +26,8 @@ def check_mappers(kinds, mappers) -> None:
 check_mappers(OP_KINDS, MAPPERS)
 
 # the per-op pin tables of a graph's pins (``evaluation.GraphPins``), each -> the op kinds it applies to
-TABLES = ("dataflow", "columns", "datapath", "tiles", "l2", "rows", "buffers", "op_pins", "out_dtype")
+# (the layout's tables but its host ops, which shape the graph, then the as-built pins of one op)
+TABLES = (*(t for t in LAYOUT_TABLES if t != "host"), "op_pins", "out_dtype")
 TABLE_KINDS: dict[str, tuple[str, ...]] = {
     table: tuple(kind for kind, m in MAPPERS.items() if (m.pins is not None if table == "op_pins" else table in m.tables))
     for table in TABLES}

@@ -3,7 +3,7 @@
 search's ``Pins``, and the search's answer becomes the op's design."""
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 from ..arch import Arch
 from ..errors import ConfigError
@@ -61,8 +61,7 @@ def _search_pins(p: Placed, arch: Arch, pins, real: Matmul, cols: int | None, co
                  and (name != "dataflow" or chosen) and getattr(own, name) != getattr(tables, name)]
     if set_twice:
         raise ConfigError(set_twice, "mapping")
-    return replace(tables, **{f.name: getattr(own, f.name) for f in fields(own)
-                              if getattr(own, f.name) not in (None, ())})
+    return replace(tables, **own.set_fields())
 
 
 def search_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = None) -> tuple:
@@ -99,7 +98,8 @@ def matmul_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
 
 
 def matmul_op_search(p: Placed, arch: Arch, pins) -> SearchResult:
-    """The search answer ``matmul_op_design`` took (cached after an evaluation; its design checked)."""
+    """The search answer ``matmul_op_design`` took (cached after an evaluation; its design checked):
+    its request is ``search``'s leading arguments in order (``search_many`` keys it the same way)."""
     return search(*search_request(p, arch, pins))
 
 

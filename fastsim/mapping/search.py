@@ -152,8 +152,8 @@ CACHE.add_region(Region(REGION, 512, CODEC))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,
-           budget: int | None = None, validate: bool = True, control_weight: float = 0.0,
-           report: bool = True) -> SearchResult:
+           budget: int | None = None, control_weight: float = 0.0, report: bool = True, *,
+           validate: bool = True) -> SearchResult:
     """Find the fastest legal mapping of ``op`` (see the module docstring): the best of the space,
     or, when ``budget`` candidates were simulated first, the best found with its gap.
     ``validate=False`` leaves the answer's design checks to the caller (``SearchResult.checked``).

@@ -249,17 +249,16 @@ def layer_group(op) -> str:
 
 
 def _conv_mapping(op, compute_dtype: str, arch: Arch, budget) -> tuple[str, str]:
-    """(kind, label) of a conv's chosen mapping: the same search, on the same Conv2d and with the
-    same control weight, as ``conv_search.conv_op_design`` runs (its answer comes from the
-    search's cache; a conv never fuses, so it is placed as it stands)."""
+    """(kind, label) of a conv's chosen mapping: the search ``conv_op_design`` ran, through the
+    mapper's door (its answer comes from the search's cache; a conv never fuses, so it is placed as
+    it stands)."""
     from ..evaluation import GraphPins
     from ..mapping.conv_search import conv_of
-    from ..mapping.placed import Placed, control_weight
-    from ..mapping.conv_search import search_conv
+    from ..mapping.mappers import op_search
+    from ..mapping.placed import Placed
 
-    conv = conv_of(op, compute_dtype)
-    weight = control_weight(Placed(op), GraphPins(compute_dtype))
-    return conv.kind, search_conv(conv, arch, budget=budget, control_weight=weight).best.label()
+    found = op_search(Placed(op), arch, GraphPins(compute_dtype, search_budget=budget))
+    return conv_of(op, compute_dtype).kind, found.best.label()
 
 
 def _mapping(op, ds, i: int, compute_dtype: str, arch: Arch, budget) -> tuple[str, str]:
