@@ -124,7 +124,7 @@ GEMV_SUSPECT = ("its buffers: matvec.py passes omit_pingpong, so nothing is doub
                 "buffers what fits); the one-core row (mlir-air PR #1360) shows the same per-column rate, 4.1 GB/s "
                 "against 7.2 simulated. Micro-benchmark: the same one-column design with and without omit_pingpong, "
                 "bytes/s of A")
-FLM_DECODE_BUILT = ("AWQ uint4 g32 repacked with bf16 scale and int32 zero (0.6875 B/weight), LM head on the "
+FLM_DECODE_BUILT = ("AWQ uint4 g32 repacked as Q4NX with a bf16 scale and min per 32 (0.625 B/weight), LM head on the "
                     "NPU in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, "
                     "columns and datapath searched; part clock and power mode (FLM 'Performance') not modelled")
 FLM_DECODE_SUSPECT = ("weight stream rate under the dequantizing GEMV (FLM feeds each column on two MM2S "
@@ -138,7 +138,7 @@ AIR_Q4NX_BUILT = ("Q4NX uint4 + bf16 scale and min per 32 (4 B per group), {}, b
 AIR_Q4NX_SUSPECT = ("weight stream rate of the fused decode (dual MM2S channels per projection column) and "
                     "DDR efficiency. Micro-benchmark: the fused_decode ELF with compute removed (DMA only) "
                     "vs the full ELF, ms per token")
-FLM_PREFILL_BUILT = ("prefill kernels closed: only the weight format (0.6875 B/weight) is fixed; fusion, cuts, "
+FLM_PREFILL_BUILT = ("prefill kernels closed: only the weight format (Q4NX, 0.625 B/weight) is fixed; fusion, cuts, "
                      "tiles searched; prompt tokens / prefill() wall")
 FLM_PREFILL_SUSPECT = ("a fixed cost per prefill call that a pass does not hold (FLM's rate rises from 1k to 4k "
                        "prompts: a line through its 1k and 2k times gives about 0.26 s plus 0.34 ms per token), "
@@ -163,7 +163,7 @@ AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn m
 # issue 51 rows (added): other decode and prefill families, whole-array int8/bf16 GEMMs on both parts,
 # and component rows (one kernel on the array) from mlir-air's per-kernel profiles
 FLM_DOCS = "ROCm/FastFlowLM docs/docs/benchmarks/{}"  # FastFlowLM's repository (moved from FastFlowLM/FastFlowLM)
-FLM_BUILT = ("Q4NX (uint4 g32, bf16 scale, int32 zero: 0.6875 B/weight) as FLM's Llama models, head on the NPU "
+FLM_BUILT = ("Q4NX (uint4 g32, bf16 scale and min: 0.625 B/weight) as FLM's Llama models, head on the NPU "
              "in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, columns and "
              "datapath searched; FLM 'Performance' power mode not modelled")
 FLM_OTHER_SUSPECT = ("the kernels a family adds (Gemma: GELU-tanh GLU, 4 norms per layer, 256-wide heads, sliding "

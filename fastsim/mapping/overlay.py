@@ -9,7 +9,7 @@ not its own searched optimum (``docs/as_built.md``)::
     [model]                      # how the implementation stores the model (every regime)
     weights = "int4"             # and group_size, scale_dtype, kv, activations
     tensors = { lm_head = "bf16", embedding = "bf16" }
-    bytes_per_weight = { ffn = 0.6875 }   # stored bytes per weight (scales, zero points) when no dtype says it
+    bytes_per_weight = { ffn = 0.625 }    # stored bytes per weight (scales, zero points) when no dtype says it
 
     [decode]
     fusion = "chain"             # auto (searched), none, groups, chain or kinds joined by +
