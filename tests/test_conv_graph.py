@@ -93,8 +93,9 @@ def test_cnn__a_chain_keeps_conv_edges_in_ddr():
     """Fusing a whole dispatch keeps activations on chip, except where a conv reads or writes
     them: its designs use DDR, so the chain must not count them as on chip."""
     from fastsim.mapping.fusion import chain_groups, on_chip_flags
+    from fastsim.mapping.mappers import KIND_TRAITS
 
     graph = _small_cnn()
     group = chain_groups(graph, [0, 0, 0])[0]
-    flags = on_chip_flags(graph, [group] * 3, set())
+    flags = on_chip_flags(graph, [group] * 3, set(), KIND_TRAITS)
     assert not any(f.x or f.y for f in flags)

@@ -64,26 +64,39 @@ def test_conv_rejections_are_counted_by_a_typed_limit_not_by_text():
 
 
 def test_an_op_kind_without_a_mapper_is_refused_not_mapped_as_a_gemm():
-    """An op of a kind no mapper declares (built outside an ``OpGraph``, which refuses it) fails
-    loudly at the one door instead of running the matmul search on its m, k, n."""
+    """An op of a kind no mapper declares fails loudly at the one door instead of running the
+    matmul search on its m, k, n: by name at ``evaluate`` (a graph takes any kind's name), and at
+    each of the door's calls."""
     from fastsim.evaluation import GraphPins
     from fastsim.graph import Op, Operand
     from fastsim.mapping.mappers import op_design, op_search, search_request
     from fastsim.mapping.placed import Placed
 
-    op = Op("t", "no_such_kind", 0, "no_such_kind", 64, 1, 64, Operand("activations", 2.0))
+    from fastsim.evaluation import evaluate
+    from fastsim.graph import OpGraph
+
+    op = Op("t", "elementwise", 0, "no_such_kind", 64, 1, 64, Operand("activations", 2.0))
     for call in (op_design, op_search, search_request):
         with pytest.raises(ValueError, match="op kind 'no_such_kind' has no mapper"):
             call(Placed(op), NPU2, GraphPins())
+    with pytest.raises(ConfigError, match="t: op kind 'no_such_kind' is not modelled \\(one of conv, matmul, transpose, vector\\)"):
+        evaluate(OpGraph((op,), ((),), batch=1, tokens=64), NPU2)
 
 
-def test_the_registry_refuses_a_kind_without_a_mapper_at_import():
-    from fastsim.graph import OP_KINDS
-    from fastsim.mapping.mappers import check_mappers
+def test_the_registry_finds_each_kinds_mapper_in_its_module_and_refuses_a_kind_declared_twice():
+    """Mappers are found, not listed: every ``MAPPER`` of a mapping module is in ``MAPPERS`` under
+    its kind, and two modules declaring one kind fail the import."""
+    import types
 
-    check_mappers(OP_KINDS, MAPPERS)
-    with pytest.raises(ImportError, match="no_such_kind"):
-        check_mappers((*OP_KINDS, "no_such_kind"), MAPPERS)
+    from fastsim.mapping import conv_search, matmul_op, transpose, vector_search
+    from fastsim.mapping.mappers import declared_mappers
+
+    assert MAPPERS == {m.kind: m for m in (conv_search.MAPPER, matmul_op.MAPPER, transpose.MAPPER,
+                                            vector_search.MAPPER)}
+    twin = types.SimpleNamespace(__name__="fastsim.mapping.twin", MAPPER=matmul_op.MAPPER)
+    assert declared_mappers([matmul_op, types.SimpleNamespace(__name__="x")]) == {"matmul": matmul_op.MAPPER}
+    with pytest.raises(ImportError, match="'matmul': declared by two mappers"):
+        declared_mappers([matmul_op, twin])
 
 
 def test_an_op_class_outside_the_known_classes_is_refused_by_the_graph():

@@ -1,34 +1,41 @@
-"""An op kind's traits (``graph.KIND_TRAITS``) are the one place fusion, dispatch planning and
-the per-op Dataset learn what a kind does with DDR, program memory and its shim channels."""
+"""An op kind's traits (``KindTraits`` on its ``Mapper``, gathered in ``mappers.KIND_TRAITS``) are
+the one place fusion, dispatch planning and the per-op Dataset learn what a kind does with DDR,
+program memory and its shim channels."""
 from dataclasses import replace
 
 import pytest
 
-import fastsim.graph.ops as ops
 from fastsim.evaluation.dataset import _ddr_by_kind
-from fastsim.graph import CONV, KIND_TRAITS, MATMUL, OP_KINDS, VECTOR
+from fastsim.graph import CONV, MATMUL, VECTOR
 from fastsim.mapping.dispatch import DispatchLimits, program_bytes
 from fastsim.mapping.fusion import find_groups, on_chip_flags
+from fastsim.mapping.mappers import KIND_TRAITS, MAPPERS
+from fastsim.mapping.op_mapper import KindTraits
 from fastsim.llm import LlmStudy
 from fastsim.llm.forward import build_graph
 from fastsim.llm.run import study_pass
 from fastsim.arch import NPU2
 
 
-def test_traits__a_kind_without_traits_or_traits_without_a_kind_fail_the_import_check():
-    ops.check_kind_traits(OP_KINDS, KIND_TRAITS)
-    with pytest.raises(ImportError, match="'no_such_kind'"):
-        ops.check_kind_traits((*OP_KINDS, "no_such_kind"), KIND_TRAITS)
-    with pytest.raises(ImportError, match="'conv'"):
-        ops.check_kind_traits(OP_KINDS, {k: v for k, v in KIND_TRAITS.items() if k != CONV})
+def test_traits__every_mapper_declares_them_and_they_are_checked():
+    """A mapper cannot be built without its kind's traits (a required field), and traits outside
+    their allowed values are refused when declared."""
+    assert set(KIND_TRAITS) == set(MAPPERS) and all(KIND_TRAITS[k] is m.traits for k, m in MAPPERS.items())
+    with pytest.raises(ValueError, match="kernel_size"):
+        KindTraits(ddr_edges=False, kernel_size="huge", first_mm2s="x")
+    with pytest.raises(ValueError, match="first_mm2s"):
+        KindTraits(ddr_edges=False, kernel_size="vector", first_mm2s="c")
 
 
 def test_traits__program_bytes_size_each_kernel_by_its_kinds_trait_and_refuse_an_untagged_one():
     limits = DispatchLimits()
-    assert program_bytes({("conv", "dense", "3x3", "int8")}, limits) == program_bytes({("matmul", (4, 64, 64), "bf16")}, limits)
-    assert program_bytes({("vector", "norm")}, limits) == limits.core_loop_bytes + limits.vector_kernel_bytes
+    conv = program_bytes({("conv", "dense", "3x3", "int8")}, limits, KIND_TRAITS)
+    assert conv == program_bytes({("matmul", (4, 64, 64), "bf16")}, limits, KIND_TRAITS)
+    assert program_bytes({("vector", "norm")}, limits, KIND_TRAITS) == limits.core_loop_bytes + limits.vector_kernel_bytes
+    small = {**KIND_TRAITS, CONV: replace(KIND_TRAITS[CONV], kernel_size="vector")}
+    assert program_bytes({("conv", "dense", "3x3", "int8")}, limits, small) < conv
     with pytest.raises(ValueError, match="tagged by no op kind"):
-        program_bytes({("no_such_kind", "x")}, limits)
+        program_bytes({("no_such_kind", "x")}, limits, KIND_TRAITS)
 
 
 def test_traits__ddr_attribution_follows_the_first_mm2s_operand(monkeypatch):
@@ -41,7 +48,7 @@ def test_traits__ddr_attribution_follows_the_first_mm2s_operand(monkeypatch):
     assert _ddr_by_kind(shim, matmul)[matmul.x.kind] == 111.0  # X, its second MM2S and Y (activations too)
 
 
-def test_traits__a_kind_with_ddr_edges_never_fuses_on_chip(monkeypatch):
+def test_traits__a_kind_with_ddr_edges_never_fuses_on_chip():
     study = LlmStudy(regime="prefill", prompt=64)
     graph = build_graph(study.model_config(), study.precision, study_pass(study, NPU2))
     groups = find_groups(graph)
@@ -49,9 +56,8 @@ def test_traits__a_kind_with_ddr_edges_never_fuses_on_chip(monkeypatch):
     for g in groups:
         for i in g.ops:
             group_of[i] = g
-    fused = on_chip_flags(graph, group_of, set())
+    fused = on_chip_flags(graph, group_of, set(), KIND_TRAITS)
     assert any(f.x or f.y for f, op in zip(fused, graph.ops) if op.kind == VECTOR)
-    monkeypatch.setitem(KIND_TRAITS, VECTOR, replace(KIND_TRAITS[VECTOR], ddr_edges=True))
-    monkeypatch.setitem(KIND_TRAITS, MATMUL, replace(KIND_TRAITS[MATMUL], ddr_edges=True))
-    assert not any(f.x or f.y for f in on_chip_flags(graph, group_of, set()))
-    assert KIND_TRAITS is ops.KIND_TRAITS and KIND_TRAITS[CONV].ddr_edges
+    in_ddr = {k: replace(t, ddr_edges=True) for k, t in KIND_TRAITS.items()}
+    assert not any(f.x or f.y for f in on_chip_flags(graph, group_of, set(), in_ddr))
+    assert KIND_TRAITS[CONV].ddr_edges

@@ -8,9 +8,10 @@ import numpy as np
 import xarray as xr
 
 from ..arch import Arch
-from ..graph import KIND_TRAITS, TENSOR_KINDS, VECTOR
+from ..graph import TENSOR_KINDS, VECTOR
 from ..mapping.dispatch import (DispatchLimits, control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
                                 reload_seconds)
+from ..mapping.mappers import KIND_TRAITS
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
 from .pins import GraphPins

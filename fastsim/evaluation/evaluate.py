@@ -23,7 +23,7 @@ from ..mapping.dispatch import (ControlWeight, DispatchLimits, DispatchPlan, OpF
                                 plan as plan_dispatches, program_bytes, reload_seconds, sequence_words,
                                 weighted_instructions)
 from ..mapping.branch_bound import objective
-from ..mapping.mappers import op_design, search_request
+from ..mapping.mappers import KIND_TRAITS, check_kinds, op_design, search_request
 from ..mapping.matmul_op import matmul_lower_bound_cycles
 from ..mapping.placed import Placed, control_weight
 from ..mapping.search import search_many
@@ -61,7 +61,9 @@ def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: 
     dispatch anyway and records what does not fit (``DispatchPlan.fits``) instead of raising.
     ``movement=False`` leaves out the ops' data-only twins (a second engine run per op design,
     which only the compute / data-movement split reads): their ``movement_cycles`` are None, and
-    every time, traffic and stall result is the same."""
+    every time, traffic and stall result is the same. An op of a kind no mapper declares is refused
+    here, by name (``mappers.check_kinds``)."""
+    check_kinds(graph.ops)
     return Evaluation(graph, pins, arch, limits.validate(), strict, movement=movement).run()
 
 
@@ -131,7 +133,8 @@ class Evaluation:
     def dispatches(self, placed, cuts, strict: bool | None = None):
         """The dispatch plan of ``placed`` cut at ``cuts`` (None: the greedy feasible cut)."""
         strict = self.strict if strict is None else strict
-        return plan_dispatches(self.graph.layers, self.footprints(placed), cuts, self.limits, self.capacity, strict)
+        return plan_dispatches(self.graph.layers, self.footprints(placed), cuts, self.limits, self.capacity, KIND_TRAITS,
+                               strict)
 
     def try_chain(self, chosen, dispatch):
         """The whole dispatch fused, kept when asked (``chain``) or faster (``auto``); the reason
@@ -337,7 +340,7 @@ class Evaluation:
         exact = {(key, k) for key, k in own.items()}
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
-        room = (limits.program_memory_bytes - program_bytes(fixed, limits)) // max(1, limits.matmul_kernel_bytes)
+        room = (limits.program_memory_bytes - program_bytes(fixed, limits, KIND_TRAITS)) // max(1, limits.matmul_kernel_bytes)
         reload_cycles = reload_seconds(dispatch, self.graph.layers, limits, self.arch)[d] * self.arch.clock_hz
         budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + reload_cycles
         while True:

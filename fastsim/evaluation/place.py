@@ -9,6 +9,7 @@ from ..arch import Arch
 from ..graph import OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
+from ..mapping.mappers import KIND_TRAITS
 from ..mapping.placed import Placed
 from .pins import GraphPins
 
@@ -43,7 +44,7 @@ def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch
     flash = {i for g in groups if g.kind == FLASH_ATTENTION for i in g.ops}
     kinds = kind_by_op(graph, groups)
     out = []
-    for i, (op, chip) in enumerate(zip(graph.ops, on_chip_flags(graph, group_of, flash))):
+    for i, (op, chip) in enumerate(zip(graph.ops, on_chip_flags(graph, group_of, flash, KIND_TRAITS))):
         block, runs = blocks.get(group_of[i], tokens), 1
         if block < tokens and op.m == tokens:
             runs = math.ceil(tokens / block)

@@ -16,36 +16,15 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 
+# The op kinds this module's own code reads (MACs, a conv's geometry, a transpose's element sizes)
+# and the front ends build. An op's kind is a string: which kinds are modelled is the mapper's to say
+# (each kind's module of ``fastsim.mapping`` declares its mapper and traits; the evaluator refuses
+# an op of a kind none declares), so a new kind needs no line here unless it does MACs.
 MATMUL, VECTOR, CONV, TRANSPOSE = "matmul", "vector", "conv", "transpose"
-OP_KINDS = (MATMUL, VECTOR, CONV, TRANSPOSE)
-# what ``fastsim.graph`` exports: an op kind's constant goes here beside its definition
-__all__ = ["CONV", "KIND_TRAITS", "MATMUL", "OP_CLASSES", "OP_KINDS", "TENSOR_KINDS", "TRANSPOSE", "VECTOR",
+MAC_KINDS = (MATMUL, CONV)  # kinds whose m x k x n are multiply-accumulates (``Op.macs``)
+# what ``fastsim.graph`` exports
+__all__ = ["CONV", "MAC_KINDS", "MATMUL", "OP_CLASSES", "TENSOR_KINDS", "TRANSPOSE", "VECTOR",
            "ConvGeometry", "Op", "OpGraph", "Operand"]
-
-
-@dataclass(frozen=True)
-class KindTraits:
-    """What fusion, dispatch planning and the per-op Dataset need to know of an op kind, declared
-    once beside the kind: an op kind without its traits fails ``import fastsim.graph``, so none of
-    those rooms can treat a new kind as another one by default."""
-
-    ddr_edges: bool  # its designs read their input from and write their output to DDR (never fused on chip)
-    kernel_size: str  # program memory of its kernel: "matmul" (a microkernel) or "vector" (``DispatchLimits``)
-    first_mm2s: str  # the operand its designs stream on a shim's first MM2S channel: "x" or "w"
-
-
-KIND_TRAITS = {MATMUL: KindTraits(False, "matmul", "w"), VECTOR: KindTraits(False, "vector", "x"),
-               CONV: KindTraits(True, "matmul", "w"), TRANSPOSE: KindTraits(True, "vector", "x")}
-
-
-def check_kind_traits(kinds, traits) -> None:
-    """Every op kind has its traits and every traits entry a kind: checked at import, so that no
-    room below the evaluator meets a kind it knows nothing of."""
-    if set(traits) != set(kinds):
-        raise ImportError(f"op kinds and their traits differ: {sorted(set(kinds) ^ set(traits))} (fastsim/graph/ops.py)")
-
-
-check_kind_traits(OP_KINDS, KIND_TRAITS)
 
 OP_CLASSES = ("embedding", "norm", "gemm", "rope", "kv", "attention", "softmax", "elementwise", "cast", "conv",
               "pool")
@@ -132,7 +111,7 @@ class Op:
 
     @property
     def macs(self) -> int:
-        return int(self.m * self.k * self.n * self.macs_scale) * self.repeat if self.kind in (MATMUL, CONV) else 0
+        return int(self.m * self.k * self.n * self.macs_scale) * self.repeat if self.kind in MAC_KINDS else 0
 
     @property
     def shape_key(self) -> tuple:
@@ -168,8 +147,8 @@ class OpGraph:
         for i, ps in enumerate(self.producers):
             problems += [f"producers[{i}] = {j}: must be an earlier op (0 <= j < {i})"
                          for j in ps if not 0 <= j < i]
-        problems += [f"ops[{i}].kind = {op.kind!r}: one of {OP_KINDS}" for i, op in enumerate(self.ops)
-                     if op.kind not in OP_KINDS]
+        problems += [f"ops[{i}].kind = {op.kind!r}: an op kind's name (a non-empty string)"
+                     for i, op in enumerate(self.ops) if not (isinstance(op.kind, str) and op.kind)]
         # every report, ablation and sweep groups ops by class: a class outside OP_CLASSES would be
         # dropped from their tables without a word
         problems += [f"ops[{i}].op_class = {op.op_class!r}: one of {OP_CLASSES}" for i, op in enumerate(self.ops)

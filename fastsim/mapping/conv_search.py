@@ -24,7 +24,7 @@ from ..lower import lower, noop_twin
 from .conv import CONV_PINS, SPLITS, WEIGHTS, Conv2d, ConvMapping, cdiv, check_mapping
 from .branch_bound import FIRST_BATCH, LegalInOrder, branch_and_bound, control_cycles
 from .conv_plan import control_counts_of, plan, problems
-from .op_mapper import Mapper, NoopTwin, OpDesign
+from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .pins import Pins
 from .placed import Placed, columns_pin, control_weight
 from .search_result import SearchResult
@@ -290,5 +290,6 @@ def pointwise_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = 
     return _pointwise_args(conv, arch, pins.search_budget, control_weight(p, pins))
 
 
-MAPPER = Mapper(CONV, conv_op_design, search=lambda p, arch, pins: _conv_search(p, arch, pins)[1],
-                request=pointwise_request, pins=CONV_PINS, tables=("out_dtype",))
+MAPPER = Mapper(CONV, KindTraits(ddr_edges=True, kernel_size="matmul", first_mm2s="w"), conv_op_design,
+                search=lambda p, arch, pins: _conv_search(p, arch, pins)[1], request=pointwise_request,
+                pins=CONV_PINS, tables=("out_dtype",))

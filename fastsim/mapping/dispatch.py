@@ -24,7 +24,6 @@ from typing import NamedTuple
 
 from ..arch import Arch
 from ..errors import ConfigError, Problems
-from ..graph import KIND_TRAITS
 
 
 @dataclass(frozen=True)
@@ -188,15 +187,15 @@ def sequence_words(counts: tuple[int, int], limits: DispatchLimits) -> int:
     return (limits.words_per_bd + limits.words_per_push) * bds + limits.words_per_wait * waits
 
 
-def program_bytes(kernels: set, limits: DispatchLimits) -> int:
+def program_bytes(kernels: set, limits: DispatchLimits, traits: dict) -> int:
     """Program memory of a core that runs ``kernels``, each tagged by its op kind (("matmul", ...),
-    ("conv", ...), ("vector", class)): as large as its kind's ``KindTraits.kernel_size`` says (a
-    conv kernel as large as a matmul microkernel: an assumption)."""
+    ("conv", ...), ("vector", class)): as large as its kind's ``KindTraits.kernel_size`` in ``traits``
+    (``mappers.KIND_TRAITS``) says (a conv kernel as large as a matmul microkernel: an assumption)."""
     size = limits.core_loop_bytes
     for k in kernels:
-        if k[0] not in KIND_TRAITS:
-            raise ValueError(f"kernel {k!r}: tagged by no op kind ({', '.join(KIND_TRAITS)})")  # a caller's bug
-        matmul_sized = KIND_TRAITS[k[0]].kernel_size == "matmul"
+        if k[0] not in traits:
+            raise ValueError(f"kernel {k!r}: tagged by no op kind ({', '.join(traits)})")  # a caller's bug
+        matmul_sized = traits[k[0]].kernel_size == "matmul"
         size += limits.matmul_kernel_bytes if matmul_sized else limits.vector_kernel_bytes
     return size
 
@@ -260,7 +259,7 @@ def assign(layers: list[int], cuts: tuple[int, ...]) -> list[int]:
 
 
 def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...] | None,
-         limits: DispatchLimits, capacity_bytes: int, strict: bool = True) -> DispatchPlan:
+         limits: DispatchLimits, capacity_bytes: int, traits: dict, strict: bool = True) -> DispatchPlan:
     """Check ``cuts`` (or, when None, find the greedy cut: fill each dispatch with whole layers while
     everything fits) against the limits; raise ConfigError naming what does not fit (``strict``),
     or record it per dispatch (``DispatchPlan.problems``: a cut search weighs infeasible ones)."""
@@ -275,7 +274,7 @@ def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...]
         kernels = set().union(*(f.kernels for f in mine)) if mine else set()
         static = sum(f.static_weight_bytes for f in mine)
         p.sequence_words.append(words)
-        p.program_bytes.append(program_bytes(kernels, limits))
+        p.program_bytes.append(program_bytes(kernels, limits, traits))
         p.static_weight_bytes.append(static)
         problems = []
         if words > limits.instruction_buffer_words:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph import KIND_TRAITS, MATMUL, OpGraph
+from ..graph import MATMUL, OpGraph
 
 NORM_QKV, FLASH_ATTENTION, FFN, CHAIN = "norm_qkv", "flash_attention", "ffn", "chain"
 GROUP_KINDS = (NORM_QKV, FLASH_ATTENTION, FFN)
@@ -162,13 +162,13 @@ def chain_groups(graph: OpGraph, dispatch: list[int]) -> list[Group]:
     return [Group(CHAIN, (tuple(ops),), d) for d, ops in sorted(members.items())]
 
 
-def on_chip_flags(graph: OpGraph, group_of: list[Group | None], flash: set[int]) -> list[OnChip]:
+def on_chip_flags(graph: OpGraph, group_of: list[Group | None], flash: set[int], traits: dict) -> list[OnChip]:
     """Per op: whether its activation input comes from, and its output stays in, its group
     (only activations can stay on chip; a kind whose designs read and write DDR, as a conv's do,
-    keeps its edges there: ``KindTraits.ddr_edges``).
+    keeps its edges there: ``KindTraits.ddr_edges`` in ``traits``, ``mappers.KIND_TRAITS``).
     ``flash``: ops that run flash-style when fused."""
     consumers = graph.consumers
-    ddr = [KIND_TRAITS[op.kind].ddr_edges for op in graph.ops]
+    ddr = [traits[op.kind].ddr_edges for op in graph.ops]
     flags = []
     for i, op in enumerate(graph.ops):
         g = group_of[i]

@@ -1,29 +1,57 @@
-"""The one door from the evaluator to the mapper: every op kind's ``Mapper`` (declared in the
-kind's own module, beside its space and search), looked up by the op's kind. A kind of the graph
-without a mapper here, or a mapper of no kind, fails ``import fastsim.mapping.mappers``."""
+"""The one door from the evaluator to the mapper: every op kind's ``Mapper``, looked up by the op's
+kind. Each kind declares its mapper as ``MAPPER`` in its own module of ``fastsim.mapping`` (beside its
+space and search); this module finds them there, so adding a kind adds no line here. Two modules
+declaring one kind fail ``import fastsim.mapping.mappers``; an op of a kind no module declares is
+refused by the evaluator (``check_kinds``), naming the kinds there are."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from ..arch import Arch
-from ..graph import OP_KINDS, Op
-from . import conv_search, matmul_op, transpose, vector_search
+from ..errors import ConfigError
+from ..graph import Op
 from .layout import TABLES as LAYOUT_TABLES
-from .op_mapper import Mapper, OpDesign
+from .op_mapper import KindTraits, Mapper, OpDesign
 from .placed import Placed
 from .search_result import SearchResult
 
-MAPPERS: dict[str, Mapper] = {m.kind: m for m in (matmul_op.MAPPER, vector_search.MAPPER, conv_search.MAPPER,
-                                                   transpose.MAPPER)}
+
+def declared_mappers(modules) -> dict[str, Mapper]:
+    """The ``MAPPER`` each of ``modules`` declares, by kind; a kind declared twice is refused (one of
+    them would silently design the other's ops)."""
+    found: dict[str, Mapper] = {}
+    for module in modules:
+        m = getattr(module, "MAPPER", None)
+        if not isinstance(m, Mapper):
+            continue
+        if m.kind in found:
+            raise ImportError(f"op kind {m.kind!r}: declared by two mappers, {module.__name__} and another "
+                              "(docs/architecture.md, How to add: an op kind)")
+        found[m.kind] = m
+    return found
 
 
-def check_mappers(kinds, mappers) -> None:
-    """Every op kind has its mapper and every mapper a kind: checked at import, so that no op is
-    designed by another kind's mapper (a transpose as a GEMM of its m, k, n)."""
-    if set(mappers) != set(kinds):
-        raise ImportError(f"op kinds and their mappers differ: {sorted(set(kinds) ^ set(mappers))} "
-                          "(fastsim/mapping/mappers.py; docs/architecture.md, How to add: an op kind)")
+def _mapping_modules():
+    """Every module of ``fastsim.mapping`` but this one (the kinds' mappers live among them)."""
+    package = __name__.rpartition(".")[0]
+    here = importlib.import_module(package)
+    return [importlib.import_module(f"{package}.{info.name}") for info in pkgutil.iter_modules(here.__path__)
+            if f"{package}.{info.name}" != __name__]
 
 
-check_mappers(OP_KINDS, MAPPERS)
+MAPPERS: dict[str, Mapper] = dict(sorted(declared_mappers(_mapping_modules()).items()))
+KIND_TRAITS: dict[str, KindTraits] = {kind: m.traits for kind, m in MAPPERS.items()}
+
+
+def check_kinds(ops) -> None:
+    """Refuse ops of a kind no mapper declares, by name (the graph takes any kind: which kinds are
+    modelled is the mapper's to say)."""
+    unknown = [f"{op.name}: op kind {op.kind!r} is not modelled (one of {', '.join(MAPPERS)})"
+               for op in ops if op.kind not in MAPPERS]
+    if unknown:
+        raise ConfigError(unknown, "op graph")
+
 
 # the per-op pin tables of a graph's pins (``evaluation.GraphPins``), each -> the op kinds it applies to
 # (the layout's tables but its host ops, which shape the graph, then the as-built pins of one op)
@@ -35,7 +63,7 @@ TABLE_KINDS: dict[str, tuple[str, ...]] = {
 
 def mapper_of(op: Op) -> Mapper:
     found = MAPPERS.get(op.kind)
-    if found is None:  # an op built outside an OpGraph, which refuses unknown kinds
+    if found is None:  # an op that did not come through ``evaluate`` (``check_kinds``)
         raise ValueError(f"{op.name}: op kind {op.kind!r} has no mapper (docs/architecture.md, How to add: an op kind)")
     return found
 

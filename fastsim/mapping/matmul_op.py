@@ -9,7 +9,7 @@ from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import MATMUL
 from .design import NOOP_DROPS, matmul_design
-from .op_mapper import Mapper, NoopTwin, OpDesign
+from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .pins import Pins
 from .placed import Placed, columns_pin, control_weight
 from .search import lower_bound_cycles, search
@@ -118,5 +118,6 @@ def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins) -> float:
         return float("inf")
 
 
-MAPPER = Mapper(MATMUL, matmul_op_design, search=matmul_op_search, request=search_request, pins=MATMUL_PINS,
+MAPPER = Mapper(MATMUL, KindTraits(ddr_edges=False, kernel_size="matmul", first_mm2s="w"), matmul_op_design,
+                search=matmul_op_search, request=search_request, pins=MATMUL_PINS,
                 tables=("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers"))

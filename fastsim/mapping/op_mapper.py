@@ -1,6 +1,7 @@
-"""What every op kind's mapper gives the evaluator (``Mapper``), and what it answers for one op
-(``OpDesign``). Each kind declares its ``Mapper`` beside its space and search; ``mappers.MAPPERS``
-lists them, so the evaluator has one door to every kind."""
+"""What every op kind's mapper gives the evaluator (``Mapper``, with the kind's ``KindTraits``), and
+what it answers for one op (``OpDesign``). Each kind declares its ``Mapper`` as ``MAPPER`` in its own
+module of ``fastsim.mapping``, beside its space and search; ``mappers.MAPPERS`` finds them there, so
+the evaluator has one door to every kind and a new kind is one module."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,6 +11,21 @@ from ..design import Design
 from ..lower import LoweredDesign
 from ..results import DesignArrays
 from .pins import PinRules
+
+
+@dataclass(frozen=True)
+class KindTraits:
+    """What fusion, dispatch planning and the per-op Dataset need to know of an op kind, declared
+    once on its ``Mapper``: a mapper without them cannot be built, so no room can treat a new kind as
+    another one by default."""
+
+    ddr_edges: bool  # its designs read their input from and write their output to DDR (never fused on chip)
+    kernel_size: str  # program memory of its kernel: "matmul" (a microkernel) or "vector" (``DispatchLimits``)
+    first_mm2s: str  # the operand its designs stream on a shim's first MM2S channel: "x" or "w"
+
+    def __post_init__(self):
+        if self.kernel_size not in ("matmul", "vector") or self.first_mm2s not in ("x", "w"):
+            raise ValueError(f"{self}: kernel_size is 'matmul' or 'vector', first_mm2s 'x' or 'w'")  # a declaration's bug
 
 
 @dataclass(frozen=True)
@@ -54,9 +70,11 @@ class Mapper:
     - ``pins``: the ``Pins`` fields it takes (``op_pins`` apply to it); None: it takes none.
     - ``tables``: the graph's per-op pin tables that apply to it (``GraphPins.check`` refuses a
       table's pin that selects no op of a kind it applies to; ``op_pins`` follows ``pins``).
+    - ``traits``: what the rooms around the mapper need to know of the kind (``KindTraits``).
     """
 
     kind: str
+    traits: KindTraits
     design: Callable[..., OpDesign]
     search: Callable | None = None
     request: Callable | None = None

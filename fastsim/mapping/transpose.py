@@ -42,7 +42,7 @@ from ..lower import lower, noop_twin
 from .branch_bound import FIRST_BATCH, Broken, LegalInOrder, branch_and_bound, control_cycles
 from .ddr_runs import bound_rate, bound_run_bytes
 from .dispatch import ControlCounts
-from .op_mapper import Mapper, NoopTwin, OpDesign
+from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .paths import join_outputs, push_round, stream_rates
 from .pins import PinRules, Pins, check_sizes
 from .placed import Placed, columns_pin, control_weight
@@ -400,5 +400,5 @@ def _no_pipeline() -> Design:
     raise ConfigError(["a transpose does not run as a pipeline stage"], "mapping")
 
 
-MAPPER = Mapper(TRANSPOSE, transpose_op_design, search=lambda p, arch, pins: _op_search(p, arch, pins)[1],
-                pins=TRANSPOSE_PINS)
+MAPPER = Mapper(TRANSPOSE, KindTraits(ddr_edges=True, kernel_size="vector", first_mm2s="x"), transpose_op_design,
+                search=lambda p, arch, pins: _op_search(p, arch, pins)[1], pins=TRANSPOSE_PINS)

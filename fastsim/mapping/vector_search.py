@@ -19,7 +19,7 @@ from ..cache import CACHE, Region
 from ..graph import VECTOR
 from .branch_bound import LegalInOrder, branch_and_bound, control_cycles
 from .dispatch import ControlCounts, control_counts
-from .op_mapper import Mapper, NoopTwin, OpDesign
+from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .placed import Placed, columns_pin, control_weight
 from .vector import VectorOp, lower_bound_cycles, lowered_vector_design, used_columns, vector_design
 
@@ -93,4 +93,4 @@ def vector_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
     return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
 
 
-MAPPER = Mapper(VECTOR, vector_op_design)
+MAPPER = Mapper(VECTOR, KindTraits(ddr_edges=False, kernel_size="vector", first_mm2s="x"), vector_op_design)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ..arch import Arch, NPU2
 from ..errors import ConfigError, Problems
-from ..graph import CONV, MATMUL, VECTOR, Op, OpGraph, Operand
+from ..graph import CONV, MAC_KINDS, MATMUL, VECTOR, Op, OpGraph, Operand
 from ..llm.transformer import VectorCosts
 from . import nodes
 from .read import ELEM_BYTES, OnnxModel, read_model
@@ -226,7 +226,7 @@ class Lowering:
             raise ConfigError(problems, f"onnx model {self.m.name}")
         ops = [replace(op, y=replace(op.y, elem_bytes=op.y.elem_bytes * self.requantized[i] / self.written[i]))
                if i in self.requantized else op for i, op in enumerate(self.ops)]
-        macs = [op for op in ops if op.kind in (MATMUL, CONV)]
+        macs = [op for op in ops if op.kind in MAC_KINDS]
         int8 = bool(macs) and all(op.x.elem_bytes <= 1 and op.w.elem_bytes <= 1 for op in macs)
         ops = self.casts(ops, int8)
         ops = self.online_softmax(ops)
