@@ -76,8 +76,9 @@ def vector_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
                      validate: bool = True) -> OpDesign:
     """A vector op streamed over the columns a pin or its pipeline stage gives it, else the ones
     ``search_vector_columns`` picks for the op as it really computes (NOOP or not); an op with an
-    operand on chip keeps its fused neighbours' columns. Lowering validates: on-chip buffers must
-    fit next to the stream buffers, said now."""
+    operand on chip keeps its fused neighbours' columns; a deployed layout (``pins.mapped_on``)
+    keeps the columns searched on the part it was mapped for. Lowering validates: on-chip buffers
+    must fit next to the stream buffers, said now."""
     op = p.op
     cols, col0 = at if at else (columns_pin(p, pins, arch), None)
     spec = VectorOp(m=op.m, n=op.n, x_bytes=op.x.elem_bytes, y_bytes=op.y.elem_bytes,
@@ -87,7 +88,7 @@ def vector_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
                     stream_split="proportional" if pins.stream_split == "auto" else pins.stream_split)
     weight = control_weight(p, pins)
     if cols is None and weight and not (p.chip.x or p.chip.y):
-        spec = replace(spec, cols=search_vector_columns(replace(spec, noop=False), arch, weight))
+        spec = replace(spec, cols=search_vector_columns(replace(spec, noop=False), pins.mapped_on or arch, weight))
     design, lowered = lowered_vector_design(spec, arch)
     twin = None if noop else NoopTwin(lambda: vector_design(replace(spec, noop=True), arch))
     return OpDesign(design, "stream", None, frozenset({("vector", op.op_class)}), twin, lowered)
