@@ -98,6 +98,21 @@ def test_onnx_transpose__a_last_two_axes_swap_runs_as_the_transpose_kind():
     assert int(ds.op_cycles.values[i]) == 3 * found.best_cycles
 
 
+def test_transpose_pins__two_column_counts_for_one_op_are_refused_not_one_silently_kept():
+    """A ``columns`` table and the op's own ``op_pins`` may agree; when they differ, which wins
+    would be a guess (the op_pins value used to win silently)."""
+    from fastsim.evaluation import GraphPins, evaluate
+
+    model = _model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Transpose", ["a"], ["b"], perm=[0, 2, 1]),
+                    helper.make_node("Relu", ["b"], ["y"])], [3, 64, 96], [3, 96, 64])
+    graph = build_graph(model).graph
+    name = graph.ops[1].name
+    agreed = evaluate(graph, NPU2, GraphPins(columns=((name, 2),), op_pins=((name, Pins(cols=2)),)))
+    assert int(agreed.results[agreed.placed[1].key].columns) == 2
+    with pytest.raises(ConfigError, match=f"{name}: cols pinned twice, 4 by a table and 2 by op_pins"):
+        evaluate(graph, NPU2, GraphPins(columns=((name, 4),), op_pins=((name, Pins(cols=2)),)))
+
+
 def test_onnx_transpose__heads_move_as_runs_and_size_one_axes_stay_a_view():
     model = _model([helper.make_node("Transpose", ["x"], ["a"], perm=[0, 2, 1, 3]),
                     helper.make_node("Transpose", ["a"], ["b"], perm=[1, 0, 2, 3]),

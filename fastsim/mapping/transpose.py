@@ -385,13 +385,17 @@ def transpose_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, 
 
 def _op_search(p: Placed, arch: Arch, pins) -> tuple[Transpose, SearchResult]:
     """A transpose op's ``Transpose`` and its search's answer (on ``mapped_on`` where set) under
-    the graph's pins: its ``op_pins``, and a ``columns`` table pin where those leave columns open."""
+    the graph's pins: its ``op_pins`` and a ``columns`` table pin (two different column counts for
+    one op are refused, as a matmul's are: which one wins would be a guess)."""
     op = p.op
     e = op.x.elem_bytes
     t = Transpose(m=op.m, n=op.n, unit=op.k, elem_bytes=int(e) if e == int(e) else e, name=op.name)
     own = pins.op_pins_of(op.name, p.kind, op.op_class)
     cols = columns_pin(p, pins, arch)
-    if cols is not None and own.cols is None:
+    if cols is not None and own.cols not in (None, cols):
+        raise ConfigError([f"{op.name}: cols pinned twice, {cols!r} by a table and {own.cols!r} by op_pins: give it "
+                           "in one place"], "mapping")
+    if cols is not None:
         own = replace(own, cols=cols)
     return t, search_transpose(t, pins.mapped_on or arch, own, pins.search_budget, control_weight(p, pins))
 
