@@ -232,11 +232,11 @@ def _read_as_built(ctx, o) -> None:
     ``llm.run.with_as_built``); an option given on the command line that the file also sets is
     refused (which one wins would be a guess), as is saving a layout that would drop its pins."""
     from ..mapping.overlay import load_as_built
-    from .llm_inputs import given
+    from .llm_inputs import precision_clashes
 
     o.as_built = load_as_built(o.overlay_path).check_read_by("llm", o.overlay_path)
     table = o.as_built.precision
-    clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in table and given(ctx, k)]
+    clash = precision_clashes(ctx, table)
     clash += [f"--tensor-dtype {k}" for k in table if k in parse_kinds(o.tensor_dtypes)]
     clash += ["--checkpoint"] if "measured" in table and o.checkpoint_path else []
     clash += ["--compression"] if o.compression_path and ({"weights", "kv"} & set(table)) else []

@@ -27,6 +27,12 @@ def given(ctx: click.Context, name: str) -> bool:
     return source is not None and source not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
 
 
+def precision_clashes(ctx: click.Context, precision: dict) -> list[str]:
+    """The precision options given on the command line that an as-built file's [model] table
+    (``precision``) also sets: run llm and study ablate refuse each (which one wins would be a guess)."""
+    return [f"--{k}" for k in ("weights", "kv", "activations") if k in precision and given(ctx, k)]
+
+
 def parse_tensor_dtypes(values: tuple[str, ...]) -> dict[str, str]:
     """("KIND=DTYPE", ...) -> {KIND: DTYPE}; every malformed entry reported at once."""
     out, problems = {}, []

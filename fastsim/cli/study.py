@@ -74,10 +74,10 @@ def _as_built(ctx, path: str, base):
     precision option the file also sets is refused (which one wins would be a guess)."""
     from ..llm.run import with_as_built
     from ..mapping.overlay import load_as_built
-    from .llm_inputs import given
+    from .llm_inputs import precision_clashes
 
     built = load_as_built(path).check_read_by("llm", path)
-    clash = [f"--{k}" for k in ("weights", "kv", "activations") if k in built.precision and given(ctx, k)]
+    clash = precision_clashes(ctx, built.precision)
     if clash:
         raise ConfigError([f"{', '.join(clash)}: {path} sets it too ([model]); give it in one place"], "study ablate")
     return with_as_built(base, built), built.overlays

@@ -36,7 +36,7 @@ class GraphPins:
     cuts: tuple[int, ...] | None = None
     noop: tuple[str, ...] = ()
     kernel_efficiency: float | None = None  # None: the arch's measured figure per datapath
-    kernel_overhead_cycles: int = 0  # per kernel call, on top of the MAC cycles
+    kernel_overhead_cycles: int = 0  # per matmul kernel call, on top of its MAC cycles (conv kernels refuse it)
     stream_split: str = "auto"  # auto: proportional for element-wise ops, searched for matmuls
     pipelines: bool = False
     static_weights_resident: bool = False
