@@ -125,7 +125,8 @@ GEMV_SUSPECT = ("its buffers: matvec.py passes omit_pingpong, so nothing is doub
                 "against 7.2 simulated. Micro-benchmark: the same one-column design with and without omit_pingpong, "
                 "bytes/s of A")
 FLM_DECODE_BUILT = ("AWQ uint4 g32 repacked as Q4NX with a bf16 scale and min per 32 (0.625 B/weight), LM head on the "
-                    "NPU in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, "
+                    "NPU in the same format, bf16 KV, one fused dispatch per token (one resident program: each op re-runs on "
+                    "its operands); kernels closed: tiles, "
                     "columns and datapath searched; part clock and power mode (FLM 'Performance') not modelled")
 FLM_DECODE_SUSPECT = ("weight stream rate under the dequantizing GEMV (FLM feeds each column on two MM2S "
                       "channels) and DDR efficiency. Micro-benchmark: stream one layer's Q4NX weights through "
@@ -133,7 +134,8 @@ FLM_DECODE_SUSPECT = ("weight stream rate under the dequantizing GEMV (FLM feeds
 LONG_CTX = ("; at long context the attention kernel over the bf16 KV. Micro-benchmark: one decode attention "
             "step (FLM mha_engine or mlir-air decode attention) at L = 8k and 32k, time per layer")
 AIR_Q4NX_BUILT = ("Q4NX uint4 + bf16 scale and min per 32 (4 B per group), {}, bf16 KV on the device, all "
-                  "layers and LM head in one dispatch, embedding on the host; context not stated "
+                  "layers and LM head in one dispatch (one resident program: each op re-runs on its operands), embedding "
+                  "on the host; context not stated "
                   "(ATTN_MAXL 2048 build): simulated at 1024; tiles, columns and datapath searched")
 AIR_Q4NX_SUSPECT = ("weight stream rate of the fused decode (dual MM2S channels per projection column) and "
                     "DDR efficiency. Micro-benchmark: the fused_decode ELF with compute removed (DMA only) "
@@ -164,7 +166,8 @@ AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn m
 # and component rows (one kernel on the array) from mlir-air's per-kernel profiles
 FLM_DOCS = "ROCm/FastFlowLM docs/docs/benchmarks/{}"  # FastFlowLM's repository (moved from FastFlowLM/FastFlowLM)
 FLM_BUILT = ("Q4NX (uint4 g32, bf16 scale and min: 0.625 B/weight) as FLM's Llama models, head on the NPU "
-             "in the same format, bf16 KV, one fused dispatch per token; kernels closed: tiles, columns and "
+             "in the same format, bf16 KV, one fused dispatch per token (one resident program); kernels closed: tiles, "
+             "columns and "
              "datapath searched; FLM 'Performance' power mode not modelled")
 FLM_OTHER_SUSPECT = ("the kernels a family adds (Gemma: GELU-tanh GLU, 4 norms per layer, 256-wide heads, sliding "
                      "window; gpt-oss: routed experts from a separate expert.xclbin, so possibly more than one "

@@ -177,6 +177,47 @@ def test_search__ranks_by_cycles_plus_weighted_control_and_proves_it():
     assert search(op, NPU2, pins, budget=None, control_weight=0.0) is plain  # weight 0: cycles alone, one key
 
 
+def test_control__a_resident_program_rewrites_only_what_a_re_run_does():
+    """One resident program per dispatch (a fused module): the second op re-runs on its operands,
+    its shim tasks (2 x 3), its wait (1) and its mem-tile chain starts (10) written again, its 32
+    mem-tile BDs, 16 locks and 4 core parameters left as loaded; the first op is the dispatch's."""
+    pins = replace(ONE_COLUMN, resident_programs=True)
+    result = evaluate(_chain(2), NPU2, pins)
+    second = result.results[result.placed[1].key].control
+    assert result.control_instructions == (0, repeat_instructions(second)) == (0, 6 + 1 + 10)
+
+
+@examples(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(COUNTS, st.integers(1, 4), st.integers(0, 3)), min_size=1, max_size=8),
+       st.lists(st.integers(0, 2), min_size=8, max_size=8))
+def test_control__a_resident_program_never_charges_more_than_set_ups(ops, of_op):
+    """A re-run writes a subset of what a set-up writes: resident control is never more, op by op,
+    and equals the re-runs' instructions of every run but each dispatch's first."""
+    counts, runs, reruns = [c for c, _, _ in ops], [n for _, n, _ in ops], [r for _, _, r in ops]
+    dispatch = sorted(of_op[:len(ops)])
+    per_op = control_instructions(counts, runs, reruns, dispatch)
+    resident = control_instructions(counts, runs, reruns, dispatch, resident=True)
+    assert all(0 <= r <= s for r, s in zip(resident, per_op))
+    firsts = {dispatch.index(d) for d in set(dispatch)}
+    assert resident == [repeat_instructions(c) * (n + again - (i in firsts))
+                        for i, (c, n, again) in enumerate(zip(counts, runs, reruns))]
+
+
+def test_control__a_resident_program_weighs_the_search_as_it_charges_the_run():
+    """The mapping search weighs what the evaluation charges: with resident programs every run of
+    an op is a re-run (no set-up), so the search's control weight moves to re-runs."""
+    from fastsim.mapping.mappers import search_request
+    from fastsim.mapping.placed import Placed
+
+    op = Op("gemm", "gemm", 0, "matmul", 64, 64, 64, ACT, Operand("weights", 2.0), ACT, repeat=4)
+    resident = GraphPins(resident_programs=True)
+    assert search_request(Placed(op, runs=2), NPU2, resident)[6] == ControlWeight(0.0, 0.5)
+    llm = LlmStudy(model=TINY, regime="decode", context=64, fusion="chain", cuts=())
+    per_op, one = simulate_llm(llm), simulate_llm(replace(llm, resident_programs=True))
+    assert int(one.op_control_instructions.sum()) < int(per_op.op_control_instructions.sum())
+    assert float(one.total_seconds) <= float(per_op.total_seconds)
+
+
 def test_search__control_weight_is_the_ops_set_ups_per_run_and_zero_standalone():
     from fastsim.mapping.mappers import search_request
     from fastsim.mapping.placed import Placed

@@ -70,6 +70,7 @@ from .llm_inputs import TENSOR_KINDS
 @study_option("causal_halving")
 @study_option("lm_head_last_only")
 @study_option("row_major_ddr")
+@study_option("resident_programs")
 @study_option("dispatch_commands")
 @click.option("--whole-run", is_flag=True,
               help="choose the matmuls' kernels for the whole pass, not op by op: where their distinct kernels "
@@ -223,7 +224,8 @@ def _study(ctx, o):
                     cuts=_parse_cuts(o.cuts), noop=tuple(o.noop), kernel_efficiency=o.kernel_efficiency,
                     fusion=o.fusion, stream_split=o.stream_split, search_budget=o.search_budget,
                     causal_halving=o.causal_halving, lm_head_last_only=o.lm_head_last_only,
-                    dispatch_commands=o.dispatch_commands, row_major_ddr=o.row_major_ddr)
+                    dispatch_commands=o.dispatch_commands, row_major_ddr=o.row_major_ddr,
+                    resident_programs=o.resident_programs)
     return with_as_built(study, o.as_built) if o.overlay_path else study
 
 

@@ -10,7 +10,7 @@ import xarray as xr
 from ..arch import Arch
 from ..graph import TENSOR_KINDS, VECTOR
 from ..mapping.dispatch import (DispatchLimits, control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
-                                reload_seconds)
+                                reload_seconds, repeat_instructions)
 from ..mapping.mappers import KIND_TRAITS
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
@@ -34,14 +34,16 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     ops = [p.op for p in placed]
     per_op = _per_op(placed, results, arch, pins)
     control = np.array(result.control_instructions or [0] * len(ops), np.int64).reshape(len(ops))
+    setup = repeat_instructions if pins.resident_programs else layer_instructions
     totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
     return xr.Dataset(
         {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
-         "op_setup_instructions": (OP_DIM, np.array([layer_instructions(results[p.key].control) for p in placed],
+         "op_setup_instructions": (OP_DIM, np.array([setup(results[p.key].control) for p in placed],
                                                     np.int64).reshape(len(ops)), {"units": "instructions",
                                    "description": "runtime-sequence instructions that set the op's design up after "
                                    "another op's, wherever it runs (op_control_instructions charges them, but not "
-                                   "for a dispatch's first op: its dispatch sets it up)"}),
+                                   "for a dispatch's first op: its dispatch sets it up); where the dispatch's "
+                                   "programs stay resident, those that re-run it on its operands"}),
          **_total_variables(dispatch, totals, result.graph.token_rows),
          **(variables or {})},
         coords={

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
-from ..mapping.dispatch import (ControlWeight, DispatchLimits, DispatchPlan, OpFootprint, assign,
+from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, charged_runs,
                                 control_instructions, control_seconds_per_dispatch, host_seconds_per_dispatch,
                                 plan as plan_dispatches, program_bytes, reload_seconds, sequence_words,
                                 weighted_instructions)
@@ -185,7 +185,8 @@ class Evaluation:
             r = self.results.get(p.key)
             if r is None:
                 return float("inf")
-            total += r.cycles * p.op.repeat + weighted_instructions(r.control, ControlWeight(runs, p.reruns)) * each
+            charged = charged_runs(runs, p.reruns, self.pins.resident_programs)
+            total += r.cycles * p.op.repeat + weighted_instructions(r.control, charged) * each
         return total / self.arch.clock_hz
 
     def runs(self, placed: list[Placed]) -> list[int]:
@@ -196,7 +197,7 @@ class Evaluation:
         """Per op of ``placed``: the runtime-sequence instructions that set it up in its dispatch
         (``mapping.dispatch.control_instructions``)."""
         return control_instructions([self.results[p.key].control for p in placed], self.runs(placed),
-                                    [p.reruns for p in placed], dispatch.of_op)
+                                    [p.reruns for p in placed], dispatch.of_op, self.pins.resident_programs)
 
     def best_per_kind(self, unfused, grouped, forced: bool):
         """Each group kind fused or not, whichever is faster (forced: fused wherever it is legal)."""

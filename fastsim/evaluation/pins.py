@@ -49,6 +49,9 @@ class GraphPins:
     # the graph's tensors lie row-major in DDR, read in tile rows (``Matmul.row_major_ddr``): a
     # standalone GEMM's operands at the API boundary. False: a deployment lays each out as it reads it
     row_major_ddr: bool = False
+    # a dispatch is one resident program: its ops after the first re-run instead of being set up
+    # (``mapping.dispatch.control_instructions``; ``Layout.resident_programs``)
+    resident_programs: bool = False
     # the arch the searched mappings are chosen for (None: the one it runs on). A deployed design
     # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
     # share): search on the nominal arch, build and simulate on the one given to ``evaluate``
@@ -79,6 +82,7 @@ class GraphPins:
                   for name in LAYOUT_TABLES if name != "host"}
         return cls(**tables, residency=layout.residency or "streamed", fusion=layout.fusion,
                    cuts=None if layout.cuts is None else tuple(layout.cuts), row_major_ddr=bool(layout.row_major_ddr),
+                   resident_programs=bool(layout.resident_programs),
                    **rest)
 
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):

@@ -109,6 +109,10 @@ PARAMETERS = (
     Parameter("lm_head_last_only", bool, True, "prefill: the LM head runs on the last token only"),
     Parameter("row_major_ddr", bool, False, "the tensors lie row-major in DDR and are read in tile rows (a DDR "
               "cost per contiguous run); false: laid out as each design reads them (one run per BD)"),
+    Parameter("resident_programs", bool, False, "each dispatch is one program whose mem-tile and core programs "
+              "stay resident (a fused module): every op after the first re-runs on new operands (its shim tasks, "
+              "on-chip sends, waits and chain starts) instead of being set up (its mem-tile BDs, locks and core "
+              "parameters written too)"),
     Parameter("search_budget", int, 3, "candidates each matmul's mapping search simulates, best lower bound "
               "first; exact: until each op's mapping is proven the best of its space", lo=1, hi=100_000,
               units="candidates", unset="exact"),

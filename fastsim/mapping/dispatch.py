@@ -156,18 +156,27 @@ def weighted_instructions(c: ControlCounts, weight):
     return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
 
 
+def charged_runs(runs: int, reruns: int, resident: bool) -> ControlWeight:
+    """How an op's runs inside its dispatch are charged: ``runs`` set-ups and ``reruns`` re-runs on
+    new operands; in a dispatch whose programs stay resident (``resident``: one fused module) every
+    run is a re-run (nothing but its shim tasks, on-chip sends, waits and chain starts is written)."""
+    return ControlWeight(0, runs + reruns) if resident else ControlWeight(runs, reruns)
+
+
 def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: list[int],
-                         of_op: list[int]) -> list[int]:
+                         of_op: list[int], resident: bool = False) -> list[int]:
     """Per op: the runtime-sequence instructions charged for setting it up inside its dispatch,
     ``runs`` times (a token-blocked fused group's ops take turns, block by block: each block of
     each op is set up anew), except the first run of each dispatch's first op (its set-up is the
     dispatch's own: part of ``host_seconds_per_dispatch``), and for re-running it ``reruns`` times
-    on new operands (gathered repeats: ``repeat_instructions``)."""
+    on new operands (gathered repeats: ``repeat_instructions``). ``resident``: every run is a
+    re-run (``charged_runs``), the dispatch's first still its own."""
     out, seen = [], set()
     for c, n, again, d in zip(counts, runs, reruns, of_op):
         first = d not in seen
         seen.add(d)
-        out.append(layer_instructions(c) * (n - 1 if first else n) + repeat_instructions(c) * again)
+        w = charged_runs(n - 1 if first else n, again, resident)
+        out.append(layer_instructions(c) * w.setups + repeat_instructions(c) * w.reruns)
     return out
 
 

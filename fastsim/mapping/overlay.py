@@ -23,6 +23,8 @@ not its own searched optimum (``docs/as_built.md``)::
     residency = "streamed"       # or "static": weights loaded once into on-chip memory
     causal_halving = false       # prefill: the attention kernel computes the masked tiles too
     row_major_ddr = true         # tensors row-major in DDR, read in tile rows (not laid out per design)
+    resident_programs = true     # one program per dispatch: each op after the first re-runs on new
+                                 # operands (shim tasks, sends, waits) instead of being set up
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
     tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers,
@@ -49,7 +51,7 @@ from .layout import FACT_TABLES, FACTS, TABLES, Layout, layout_of
 
 REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "residency", "host",
-               "causal_halving", "row_major_ddr")
+               "causal_halving", "row_major_ddr", "resident_programs")
 assert set(REGIME_KEYS) == {f.name for f in fields(Layout)}, "a regime table's keys are the Layout's fields"
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",

@@ -8,7 +8,7 @@ from functools import cached_property
 from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import Op
-from .dispatch import ControlWeight
+from .dispatch import ControlWeight, charged_runs
 from .fusion import OnChip
 
 
@@ -63,10 +63,12 @@ def control_weight(p: Placed, pins):
     """The weight of a candidate's control in ``p``'s search (``branch_bound.objective``), as
     ``Evaluation.total`` charges it per simulated run of its design: ``runs`` set-ups for ``repeat``
     runs, and where its repeats are gathered (experts) a re-run on new operands for each other
-    run; 0 where the graph's pins (``evaluation.GraphPins``) rank by cycles alone (``search_control``)."""
+    run (every run a re-run where the dispatch's programs stay resident: ``charged_runs``); 0 where
+    the graph's pins (``evaluation.GraphPins``) rank by cycles alone (``search_control``)."""
     if not pins.search_control:
         return 0.0
-    return ControlWeight(p.runs / p.op.repeat, p.reruns / p.op.repeat)
+    w = charged_runs(p.runs, p.reruns, pins.resident_programs)
+    return ControlWeight(w.setups / p.op.repeat, w.reruns / p.op.repeat)
 
 
 def columns_pin(p: Placed, pins, arch: Arch) -> int | None:
