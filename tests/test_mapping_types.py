@@ -94,15 +94,18 @@ def test_the_registry_finds_each_kinds_mapper_in_its_module_and_refuses_a_kind_d
     from fastsim.mapping.mappers import declared_mappers
 
     folder = Path(__file__).resolve().parents[1] / "fastsim" / "mapping"
-    declaring = [f.stem for f in sorted(folder.glob("*.py"))
-                 if any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "MAPPER" for t in n.targets)
-                        for n in ast.parse(f.read_text()).body)]
+    from test_layers import declares_mapper, import_edges
+
+    declaring = [f.stem for f in sorted(folder.glob("*.py")) if declares_mapper(f.read_text())]
     assert {"matmul_op", "conv_search", "vector_search", "transpose"} <= set(declaring)
+    # the layer and cycle checks see the registry's discovered imports as edges
+    assert {("fastsim.mapping.mappers", f"fastsim.mapping.{m}") for m in declaring} <= import_edges()
     found = {importlib.import_module(f"fastsim.mapping.{m}").MAPPER for m in declaring}
     assert set(MAPPERS.values()) == found and all(k == m.kind for k, m in MAPPERS.items())
     twin = types.SimpleNamespace(__name__="fastsim.mapping.twin", MAPPER=matmul_op.MAPPER)
     assert declared_mappers([matmul_op, types.SimpleNamespace(__name__="x")]) == {"matmul": matmul_op.MAPPER}
-    with pytest.raises(ImportError, match="'matmul': declared by two mappers"):
+    with pytest.raises(ImportError, match="'matmul': declared by two mappers, fastsim.mapping.matmul_op and "
+                                          "fastsim.mapping.twin"):
         declared_mappers([matmul_op, twin])
 
 

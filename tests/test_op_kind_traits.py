@@ -20,7 +20,7 @@ from fastsim.arch import NPU2
 def test_traits__every_mapper_declares_them_and_they_are_checked():
     """A mapper cannot be built without its kind's traits (a required field), and traits outside
     their allowed values are refused when declared."""
-    assert set(KIND_TRAITS) == set(MAPPERS) and all(KIND_TRAITS[k] is m.traits for k, m in MAPPERS.items())
+    assert all(isinstance(m.traits, KindTraits) for m in MAPPERS.values())
     with pytest.raises(ValueError, match="kernel_size"):
         KindTraits(ddr_edges=False, kernel_size="huge", first_mm2s="x")
     with pytest.raises(ValueError, match="first_mm2s"):

@@ -259,8 +259,11 @@ def _layout_clashes(ctx, o, layout) -> list[str]:
 
     if layout is None:
         return []
+    from ..mapping.layout import FACTS
+
     clash = [f"--{k}" for k, pinned in (("fusion", layout.fusion != "auto"), ("cuts", layout.cuts is not None),
                                       ("residency", layout.residency is not None)) if pinned and given(ctx, k)]
+    clash += ["--" + k.replace("_", "-") for k in FACTS if getattr(layout, k) is not None and given(ctx, k)]
     for option, values, table in (("--dataflow", o.dataflows, layout.dataflow), ("--columns", o.columns, layout.columns)):
         clash += [f"{option} {k}" for k in parse_kinds(values) if k in table]
     return [f"{', '.join(clash)}: {o.overlay_path} sets it too ([{layout.regime}]); give it in one place"] if clash else []

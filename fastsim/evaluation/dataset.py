@@ -152,7 +152,9 @@ def _control_variables(control: np.ndarray, arch: Arch) -> dict:
         "op_control_instructions": (OP_DIM, control, {"units": "instructions", "description":
                                  "runtime-sequence instructions that set the op up after the op before it in its "
                                  "dispatch (shim tasks, syncs, mem-tile BDs, chain starts and locks, core "
-                                 "parameters; docs/hardware.md 'Control costs'); 0 for a dispatch's first op"}),
+                                 "parameters; where attrs resident_programs is 1, only what re-runs it: shim tasks, "
+                                 "on-chip sends, syncs, chain starts; docs/hardware.md 'Control costs'); 0 for a "
+                                 "dispatch's first op"}),
         "op_control_seconds": (OP_DIM, control * arch.runtime_instruction_cycles / arch.clock_hz, {
                             "units": "s", "description": "time of op_control_instructions (Arch.runtime_instruction_cycles "
                             "each), in no op's op_seconds; in total_seconds"}),
@@ -268,6 +270,7 @@ def _attrs(pins: GraphPins, arch: Arch, result: GraphResult) -> dict:
     dispatch = result.dispatch
     return {"arch": arch.name, "dispatches": dispatch.count, "cuts": [int(c) for c in dispatch.cuts],
             "residency": pins.residency, "noop": list(pins.noop),
+            "resident_programs": int(pins.resident_programs),  # 1: ops after a dispatch's first re-run, not set up
             "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
             "fusion": result.fusion, "fusion_alternatives": result.alternatives,
             "kernels": sorted({repr(k) for r in result.op_results() for k in r.kernels})}

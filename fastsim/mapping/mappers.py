@@ -21,14 +21,15 @@ def declared_mappers(modules) -> dict[str, Mapper]:
     """The ``MAPPER`` each of ``modules`` declares, by kind; a kind declared twice is refused (one of
     them would silently design the other's ops)."""
     found: dict[str, Mapper] = {}
+    where: dict[str, str] = {}
     for module in modules:
         m = getattr(module, "MAPPER", None)
         if not isinstance(m, Mapper):
             continue
         if m.kind in found:
-            raise ImportError(f"op kind {m.kind!r}: declared by two mappers, {module.__name__} and another "
+            raise ImportError(f"op kind {m.kind!r}: declared by two mappers, {where[m.kind]} and {module.__name__} "
                               "(docs/architecture.md, How to add: an op kind)")
-        found[m.kind] = m
+        found[m.kind], where[m.kind] = m, module.__name__
     return found
 
 
