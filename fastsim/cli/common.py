@@ -177,6 +177,11 @@ class Unsettable(click.ParamType):
             self.fail(f"{value!r}: {self.param.allowed()}, or {self.param.unset}", param, ctx)
 
 
+def option_flag(name: str) -> str:
+    """The command-line flag of a study parameter or layout fact: ``row_major_ddr`` -> ``--row-major-ddr``."""
+    return "--" + name.replace("_", "-")
+
+
 def study_option(name: str, *, extra_choices: tuple[str, ...] = (), more_help: str = "", unset_means: str = ""):
     """The click option of a declared LLM study parameter (``fastsim.llm.parameters``): named
     ``--name-with-dashes``, with its type, choices (and ``extra_choices`` a command adds), default
@@ -184,7 +189,7 @@ def study_option(name: str, *, extra_choices: tuple[str, ...] = (), more_help: s
     range gets the one message the API gives too. ``unset_means``: the option's default is None
     (not the declared default), which the study reads as this, said in --help."""
     p = BY_NAME[name]
-    flag = "--" + name.replace("_", "-")
+    flag = option_flag(name)
     text = p.help + (f"; {more_help}" if more_help else "")
     if unset_means:
         return click.option(flag, name, type=click.Choice([*p.choices, *extra_choices]), default=None,

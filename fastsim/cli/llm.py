@@ -12,7 +12,7 @@ import click
 from ..errors import ConfigError, SimulationError
 from ..llm.routing import MODES as ROUTING_MODES
 from ..report import units_of
-from .common import MODEL_HELP, SOFT_LIMITS, fail, run_options_here, study_option, too_big
+from .common import MODEL_HELP, SOFT_LIMITS, fail, option_flag, run_options_here, study_option, too_big
 from .llm_inputs import TENSOR_KINDS
 
 
@@ -263,7 +263,7 @@ def _layout_clashes(ctx, o, layout) -> list[str]:
 
     clash = [f"--{k}" for k, pinned in (("fusion", layout.fusion != "auto"), ("cuts", layout.cuts is not None),
                                       ("residency", layout.residency is not None)) if pinned and given(ctx, k)]
-    clash += ["--" + k.replace("_", "-") for k in FACTS if getattr(layout, k) is not None and given(ctx, k)]
+    clash += [option_flag(k) for k in FACTS if getattr(layout, k) is not None and given(ctx, k)]
     for option, values, table in (("--dataflow", o.dataflows, layout.dataflow), ("--columns", o.columns, layout.columns)):
         clash += [f"{option} {k}" for k in parse_kinds(values) if k in table]
     return [f"{', '.join(clash)}: {o.overlay_path} sets it too ([{layout.regime}]); give it in one place"] if clash else []

@@ -9,8 +9,8 @@ import xarray as xr
 
 from ..arch import Arch
 from ..graph import TENSOR_KINDS, VECTOR
-from ..mapping.dispatch import (DispatchLimits, control_seconds_per_dispatch, host_seconds_per_dispatch, layer_instructions,
-                                reload_seconds, repeat_instructions)
+from ..mapping.dispatch import (DispatchLimits, charged_runs, control_seconds_per_dispatch, host_seconds_per_dispatch,
+                                reload_seconds, weighted_instructions)
 from ..mapping.mappers import KIND_TRAITS
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
@@ -34,11 +34,11 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     ops = [p.op for p in placed]
     per_op = _per_op(placed, results, arch, pins)
     control = np.array(result.control_instructions or [0] * len(ops), np.int64).reshape(len(ops))
-    setup = repeat_instructions if pins.resident_programs else layer_instructions
+    charged = charged_runs(1, 0, pins.resident_programs)  # one run after another op's: a set-up or a re-run
     totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
     return xr.Dataset(
         {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
-         "op_setup_instructions": (OP_DIM, np.array([setup(results[p.key].control) for p in placed],
+         "op_setup_instructions": (OP_DIM, np.array([weighted_instructions(results[p.key].control, charged) for p in placed],
                                                     np.int64).reshape(len(ops)), {"units": "instructions",
                                    "description": "runtime-sequence instructions that set the op's design up after "
                                    "another op's, wherever it runs (op_control_instructions charges them, but not "

@@ -33,10 +33,9 @@ class Layout:
     as the run says). Keywords only: a record of many optional pins, none of which a position names."""
 
     fusion: str = "auto"  # auto (searched), none, groups, chain, or pattern kinds joined by "+"
+    cuts: tuple[int, ...] | None = None  # dispatch boundaries after these layers; () one dispatch; None: searched
     columns: dict = field(default_factory=dict)  # group kind, op class or op name -> columns
     dataflow: dict = field(default_factory=dict)  # op class or op name -> ws | is | os
-    residency: str | None = None  # weights "streamed" from DDR or "static" in on-chip memory; None: open
-    cuts: tuple[int, ...] | None = None  # dispatch boundaries after these layers; () one dispatch; None: searched
     datapath: dict = field(default_factory=dict)  # op class or op name -> MAC datapath key
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
@@ -44,6 +43,7 @@ class Layout:
     # op class or op name -> 1: A and B single-buffered (an implementation that double-buffers
     # nothing); 2: double-buffered where it fits (the default). An implementation fact, never searched
     buffers: dict = field(default_factory=dict)
+    residency: str | None = None  # weights "streamed" from DDR or "static" in on-chip memory; None: open
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
     # whether causal attention skips the tiles above the diagonal: an implementation fact
     causal_halving: bool | None = None

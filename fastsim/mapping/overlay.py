@@ -50,9 +50,7 @@ from ..errors import ConfigError, Problems, shown
 from .layout import FACT_TABLES, FACTS, TABLES, Layout, layout_of
 
 REGIMES = ("prefill", "decode", "encode")
-REGIME_KEYS = ("fusion", "cuts", "columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "residency", "host",
-               "causal_halving", "row_major_ddr", "resident_programs")
-assert set(REGIME_KEYS) == {f.name for f in fields(Layout)}, "a regime table's keys are the Layout's fields"
+REGIME_KEYS = tuple(f.name for f in fields(Layout))  # a regime table's keys are the Layout's fields, in order
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
              "row_major_ddr")
