@@ -66,7 +66,7 @@ def test_plot__kv_of_a_store_over_context_alone_marks_the_interpolated_crossover
 
 
 def test_kv_report__figure_labels_do_not_overlap(grid):
-    from fastsim.studies.report import kv_figure
+    from fastsim.studies.kv import kv_figure
     from test_optimize_report import overlapping_labels
 
     assert overlapping_labels(kv_figure(grid)) == []

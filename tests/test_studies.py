@@ -317,7 +317,8 @@ def test_sweep__dataflow_kind_never_stores_a_hybrid_slower_than_the_best_style(t
 
 
 def test_variables__every_study_output_is_declared_once_with_units(ranking, placement, styles):
-    from fastsim.studies.variables import VARIABLES, build
+    from fastsim.studies.registry import VARIABLES
+    from fastsim.studies.variables import build
     from fastsim.sweeping.variables import REGISTRY
 
     for ds in (ranking, placement, styles):
@@ -327,7 +328,7 @@ def test_variables__every_study_output_is_declared_once_with_units(ranking, plac
             assert var.dims == declared[name].dims
     assert REGISTRY["ablate"]["delta_seconds"].description == VARIABLES["ablate"]["delta_seconds"].description
     with pytest.raises(KeyError, match="not declared"):
-        build("ablate", {"speedup": np.zeros(1)}, {}, {})
+        build(VARIABLES["ablate"], {"speedup": np.zeros(1)}, {}, {"study": "ablate"})
 
 
 def test_bandwidth__measures_asymmetric_columns_and_proportional_split_beats_equal(tmp_path):

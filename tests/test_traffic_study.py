@@ -12,7 +12,7 @@ from fastsim.cli import main
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.families import from_dict
 from fastsim.studies.regimes import parse_regime
-from fastsim.studies.report import traffic_figure
+from fastsim.studies.traffic import traffic_figure
 from fastsim.studies.traffic import by_op, sheet_csv, traffic
 from test_optimize_report import overlapping_labels
 

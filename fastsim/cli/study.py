@@ -7,7 +7,7 @@ import json
 import click
 
 from ..errors import ConfigError, SimulationError
-from .common import MODEL_HELP, base_study, fail, load_arch, model_options
+from .common import MODEL_HELP, base_study, fail, load_arch, model_options, with_options
 
 
 def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
@@ -27,7 +27,52 @@ def _run_study(compute, as_json: bool, report_dir: str | None) -> None:
         click.echo(markdown(ds))
 
 
-@click.group("study")
+class _Studies(click.Group):
+    """The hand-written commands below, and one per study that declares its ``Command``
+    (``fastsim.studies.declaration``), derived from the registry when ``fastsim study`` runs
+    (reading it imports every study: other commands do not pay for that)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        from ..studies.registry import COMMANDS
+
+        return sorted({*self.commands, *COMMANDS})
+
+    def get_command(self, ctx, name: str):
+        if name in self.commands:
+            return self.commands[name]
+        from ..studies.registry import COMMANDS
+
+        return derived_command(name, COMMANDS[name]) if name in COMMANDS else None
+
+
+def _click_option(o):
+    """A declared ``Option`` as click's."""
+    kind = click.IntRange(min=o.minimum) if o.kind == "int" and o.minimum is not None else (
+        click.INT if o.kind == "int" else click.STRING)
+    return click.option(o.flag, o.name, type=kind, default=o.default, multiple=o.multiple, help=o.help)
+
+
+def derived_command(name: str, declared) -> click.Command:
+    """``fastsim study NAME`` from the study's declared ``Command``: the model's options, its own,
+    then ``_run_study`` over ``declared.run``."""
+    def command(**given):
+        def compute():
+            precision = given.pop("weights"), given.pop("kv"), given.pop("activations")
+            arch, models = load_arch(given.pop("arch_name")), given.pop("models", None)
+            base = ([base_study(m, *precision) for m in dict.fromkeys(models)] if models is not None else
+                    base_study(given.pop("model"), *precision))
+            leading = (base, given.pop("regimes")) if declared.regimes else (base,)
+            return declared.run(*leading, arch, **given)
+
+        as_json, report_dir = given.pop("as_json"), given.pop("report_dir")
+        _run_study(compute, as_json, report_dir)
+
+    command = with_options([_click_option(o) for o in declared.options])(command)
+    command = model_options(command, several=declared.models == "several", regimes=declared.regimes)
+    return click.command(name, help=declared.help)(command)
+
+
+@click.group("study", cls=_Studies)
 def study_group():
     """Studies of the optimization method (docs/studies.md): each answers one question with
     evidence, as a Dataset (--json) and a Markdown report with figures (--report DIR)."""
@@ -109,109 +154,6 @@ def _ablate_design(ctx, design_path, kernels_path, arch_name, as_json: bool) -> 
     else:
         click.echo(f"{design_path}: {base:,} cycles")
         click.echo(format_ablation(base, rows))
-
-
-@study_group.command("cuts")
-@model_options
-@click.option("--max-dispatches", type=click.IntRange(min=1), default=None,
-              help="most dispatches considered (default: one per layer)")
-def cuts_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir, max_dispatches):
-    """Where should the model be cut into dispatches? Dynamic programming over layer boundaries
-    finds the fastest feasible cut set for every dispatch count (energy breaks ties), gives the
-    Pareto front of dispatch count vs time, and prices each boundary of the best set: activations
-    written out and read back, host round trip, weight and program reloads, against what it relieves.
-
-    Example: fastsim study cuts --model llama-3.2-3b --regime prefill:1024 --report out/
-    """
-    from ..studies import cuts
-
-    _run_study(lambda: cuts(base_study(model, weights, kv, activations), regimes, load_arch(arch_name),
-                            max_dispatches=max_dispatches), as_json, report_dir)
-
-
-def _one_model_no_regimes(fn):
-    """``model_options`` without --regime (the study's regimes come from elsewhere)."""
-    return model_options(fn, regimes=False)
-
-
-@study_group.command("overlays")
-@_one_model_no_regimes
-@click.option("--mix", "mix", multiple=True,
-              help="a request kind PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]] (repeatable; default 1024:128); its "
-                   "regimes are prefill:PROMPT and decode at the mean context")
-def overlays_cmd(model, weights, kv, activations, arch_name, as_json, report_dir, mix):
-    """One placement per regime, or one for all? Finds each regime's best overlay (fusion, columns,
-    dataflow, static or streamed weights), runs every overlay in every regime, and compares
-    per-regime overlays (switch costs included) with the best single overlay on a request mix.
-    Lists the op classes bound by different resources in different regimes. The mix sets the
-    regimes (no --regime).
-
-    Example: fastsim study overlays --mix 1024:128 --mix 4096:512:1:0.25 --report out/
-    """
-    from ..studies import overlays
-
-    _run_study(lambda: overlays(base_study(model, weights, kv, activations), list(mix) or None, load_arch(arch_name)),
-               as_json, report_dir)
-
-
-@study_group.command("dataflow")
-@model_options
-def dataflow_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir):
-    """Weight-, input- or output-stationary per op, or one style for all? Runs all-WS, all-IS,
-    all-OS and a hybrid per-op choice (searched on measured whole runs) and judges them on latency
-    and joules per inference (Pareto front, chosen point stated). Writes a playbook: per op the
-    style, reuse factors, DDR traffic by tensor kind, buffer pressure, gain over the best single
-    style, rejected styles with their numbers, and rules for how the choice moves with M.
-
-    Example: fastsim study dataflow --regime decode:4096 --regime prefill:256 --regime prefill:2048 --report out/
-    """
-    from ..studies import dataflow
-
-    _run_study(lambda: dataflow(base_study(model, weights, kv, activations), regimes, load_arch(arch_name)),
-               as_json, report_dir)
-
-
-def _models_options(fn):
-    """``model_options`` with a repeatable --model and no --regime (the study sets its own grid)."""
-    return model_options(fn, several=True, regimes=False)
-
-
-@study_group.command("kv")
-@_models_options
-@click.option("--context", "contexts", multiple=True, type=click.IntRange(min=1),
-              help="decode contexts to simulate (repeatable; default 1,024 to 131,071 in powers of two)")
-@click.option("--batch", "batches", multiple=True, type=click.IntRange(min=1),
-              help="batch sizes (repeatable; default 1)")
-def kv_cmd(models, weights, kv, activations, arch_name, as_json, report_dir, contexts, batches):
-    """Where does KV-cache traffic overtake weight traffic? Simulates decode steps per model and
-    batch over a grid of contexts and prints, per model and batch, the context where KV bytes per
-    step overtake weight bytes, interpolated between the grid points that bracket it (--report
-    also draws it).
-
-    Example: fastsim study kv --model llama-3.2-1b --model llama-3.2-3b --batch 1 --batch 4 --report out/
-    """
-    from ..studies.kv import DEFAULT_CONTEXTS
-    from ..studies.kv import kv as kv_study
-
-    _run_study(lambda: kv_study([base_study(m, weights, kv, activations) for m in dict.fromkeys(models)],
-                                contexts or DEFAULT_CONTEXTS, batches or (1,), load_arch(arch_name)),
-               as_json, report_dir)
-
-
-@study_group.command("traffic")
-@model_options
-def traffic_cmd(model, weights, kv, activations, arch_name, regimes, as_json, report_dir):
-    """Where does every byte go? The traffic decomposition sheet per layer and op: DDR bytes by
-    tensor kind (activations, weights, KV, partial sums), bytes per level, where the activations
-    live, buffer pressure (core and mem-tile peaks) and refill cadence. --report writes it as
-    Markdown (per op), CSV (every layer: traffic.csv) and a buffer-pressure figure.
-
-    Example: fastsim study traffic --regime decode:4096 --regime prefill:1024 --report out/
-    """
-    from ..studies.traffic import traffic
-
-    _run_study(lambda: traffic(base_study(model, weights, kv, activations), regimes, load_arch(arch_name)),
-               as_json, report_dir)
 
 
 @study_group.command("bandwidth")

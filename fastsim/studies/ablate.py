@@ -23,7 +23,9 @@ from ..graph import OP_CLASSES
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import apply_overlay, pinned_layout, strict_for
 from .regimes import Regime, binding, parse_regimes
-from .variables import build
+from . import memo, report
+from .declaration import Step, Study, SweepKind, one_task
+from .variables import StudyVariable as _v, Variable, build, sweep_output
 
 
 def _classes(baseline: xr.Dataset) -> list[str]:
@@ -108,7 +110,7 @@ def _dataset(rows, base: LlmStudy, arch: Arch) -> xr.Dataset:
         for r, c in enumerate(order):
             rank[i, classes.index(c)] = r + 1
         top.append(order[0] if order else "")
-    out = build("ablate", {
+    out = build(OUTPUTS, {
             "delta_seconds": v["delta"],
             "share": v["share"],
             "op_seconds": v["op"],
@@ -140,3 +142,42 @@ def ablate_point(study: LlmStudy, arch: Arch) -> dict:
             "delta_seconds": dict(zip(classes, ds.delta_seconds.values.tolist())),
             "share": dict(zip(classes, ds.share.values.tolist())),
             "top_class": OP_CLASSES.index(str(ds.top_class.values))}
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "delta_seconds": _v(("regime", "op_class"), "s",
+        "end-to-end time saved when the class computes nothing (its data still moves)"),
+    "share": _v(("regime", "op_class"), "1", "delta_seconds over baseline_seconds"),
+    "op_seconds": _v(("regime", "op_class"), "s", "the class's op time in the baseline"),
+    "time_share": _v(("regime", "op_class"), "1",
+        "op_seconds over baseline_seconds: the class's share of the run, what a per-kernel profile "
+        "shows (a class can take most of the time and save none of it: its time is data movement)"),
+    "compute_seconds": _v(("regime", "op_class"), "s",
+        "the class's kernel time in the baseline (busiest core per op)"),
+    "movement_seconds": _v(("regime", "op_class"), "s",
+        "the class's data-movement time in the baseline (its ops with 1-cycle kernels)"),
+    "bound_by": _v(("regime", "op_class"), "1",
+        "resource with the highest utilization over most of the class's time in the baseline"),
+    "exposed_share": _v(("regime", "op_class"), "1",
+        "delta_seconds over compute_seconds: the share of the class's kernel time on the critical "
+        "path (0: hidden under data movement)"),
+    "rank": _v(("regime", "op_class"), "1", "1 = largest delta_seconds in the regime; -1 absent"),
+    "baseline_seconds": _v(("regime",), "s", "end-to-end time of the regime, nothing removed"),
+    "data_movement_seconds": _v(("regime",), "s", "end-to-end time with every class's compute removed at once"),
+    "top_class": _v(("regime",), "1", "the class to optimize first (rank 1)"),
+    "fusion": _v(("regime",), "1", "the layout every run of the regime kept (the baseline's fusion: searched, or as built)"),
+}
+
+STUDY = Study(
+    "ablate", ablate, OUTPUTS, report.ablate_markdown, report.ablate_figure,
+    sweep=SweepKind(ablate_point, {  # one regime's ranking per point (its decode context or prefill prompt)
+        "seconds": Variable("seconds", "s", "end-to-end time of the regime, nothing removed"),
+        "data_movement_seconds": sweep_output(OUTPUTS, "data_movement_seconds"),
+        "delta_seconds": sweep_output(OUTPUTS, "delta_seconds", extra_dim=("op_class", OP_CLASSES)),
+        "share": sweep_output(OUTPUTS, "share", extra_dim=("op_class", OP_CLASSES)),
+        "top_class": sweep_output(OUTPUTS, "top_class", dtype="int8", flags=OP_CLASSES)},
+        without=frozenset({"noop"})),
+    step=Step(0, "ranking op classes by whole-run NOOP deltas", one_task("ablate", ablate),
+              lambda ds, label: {"top_class": str(ds.top_class.sel(regime=label).values)}, memo.ablate_section,
+              {"ablate": 3}))

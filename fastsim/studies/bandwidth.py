@@ -24,7 +24,9 @@ from ..arch import NPU2, Arch
 from ..design import Design, mm2s, s2mm
 from ..simulation import simulate
 from ..mapping.paths import push_round, shares as split_units, whole_words
-from .variables import build
+from . import report
+from .declaration import Study
+from .variables import StudyVariable as _v, build
 
 DIRECTIONS = ("read", "write", "both")
 RING_BYTES = 4096  # mem-tile ring the stream lands in or leaves from (a sink/source, any size works)
@@ -104,7 +106,7 @@ def bandwidth(arch: Arch = NPU2, sizes=(256, 1024, 4096, 16384, 65536), total_by
     split_bw = np.array([_moved(sh, sizes[-1], 1, "read") for sh in (equal, prop)]) / (
         split.total_cycles.values / arch.clock_hz)
     share = np.array([[equal[c] for c in cols], [prop[c] for c in cols]], float)
-    return build("bandwidth", {
+    return build(OUTPUTS, {
         "bytes_per_s": bw,
         "split_bytes_per_s": split_bw,
         "split_share_bytes": share,
@@ -113,3 +115,20 @@ def bandwidth(arch: Arch = NPU2, sizes=(256, 1024, 4096, 16384, 65536), total_by
                "size_bytes": list(sizes), "split": ["equal", "proportional"], "split_column": cols},
         attrs={"study": "bandwidth", "arch": arch.name, "total_bytes": total_bytes,
                "ddr_bytes_per_s": arch.ddr_bytes_per_s, "clock_hz": arch.clock_hz})
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "bytes_per_s": _v(("column", "direction", "channels", "size_bytes"), "bytes/s",
+        "effective bandwidth of memcpy transfers (bytes over simulated time; column all: every column at "
+        "once, summed)"),
+    "split_bytes_per_s": _v(("split",), "bytes/s",
+        "one tensor read over every column, its bytes split equally or in proportion to each column's "
+        "measured bandwidth"),
+    "split_share_bytes": _v(("split", "split_column"), "bytes", "bytes each column reads under each split"),
+    "column_read_bytes_per_s": _v(("split_column",), "bytes/s",
+        "each column's measured read bandwidth alone (one channel, largest transfer): the proportional "
+        "split's weights"),
+}
+
+STUDY = Study("bandwidth", bandwidth, OUTPUTS, report.bandwidth_markdown, report.bandwidth_figure)

@@ -39,7 +39,9 @@ from ..dtypes import DTYPE_BYTES
 from ..errors import ConfigError, Problems
 from ..llm.model import WEIGHT_DTYPES, ModelConfig
 from ..llm.presets import SOURCES
-from .variables import build
+from . import report
+from .declaration import Study
+from .variables import StudyVariable as _v, build
 
 BLOCK_BYTES = 32  # bytes covered by one 32-bit zero mask (UG1583 compressed load format)
 MASK_BYTES = 4
@@ -190,7 +192,7 @@ def compression(weights: str | Path, kv: str | Path | None = None, group_size: i
         nan = np.full(len(schemes), np.nan)
         totals[f"total_ratio_{kind}"] = base[sel].sum(0) / got[sel].sum(0) if sel.any() else nan
         totals[f"total_nominal_ratio_{kind}"] = base[sel].sum(0) / (base[sel] / nominal[sel]).sum(0) if sel.any() else nan
-    return build("compression", {
+    return build(OUTPUTS, {
         "baseline_bytes": base,
         "bytes": got,
         "ratio": base / got,
@@ -310,3 +312,21 @@ def load_run_ratios(path: str | Path, model: ModelConfig | None = None) -> dict:
     if model is not None:
         check_measured_on(d, model, path)
     return d
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "baseline_bytes": _v(("tensor", "scheme"), "bytes", "the dense tensor in the scheme's baseline representation"),
+    "bytes": _v(("tensor", "scheme"), "bytes", "bytes the scheme stores and streams"),
+    "ratio": _v(("tensor", "scheme"), "1", "measured ratio: baseline bytes / scheme bytes"),
+    "nominal_ratio": _v(("tensor", "scheme"), "1",
+        "the scheme's nominal ratio (N:M: M/N; int8/int4: 2/4 against bf16; zero-value: skipping every zero "
+        "byte without masks)"),
+    "elements": _v(("tensor",), "1", "values in the tensor"),
+    "total_ratio_weights": _v(("scheme",), "1", "measured ratio over all weight tensors"),
+    "total_nominal_ratio_weights": _v(("scheme",), "1", "nominal ratio over all weight tensors"),
+    "total_ratio_kv": _v(("scheme",), "1", "measured ratio over all K/V tensors (NaN: none given)"),
+    "total_nominal_ratio_kv": _v(("scheme",), "1", "nominal ratio over all K/V tensors"),
+}
+
+STUDY = Study("compression", compression, OUTPUTS, report.compression_markdown, report.compression_figure)

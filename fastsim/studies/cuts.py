@@ -27,7 +27,9 @@ from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..mapping.dispatch import DispatchLimits, cuts_text, dispatches_of_text
 from .regimes import Regime, parse_regimes
-from .variables import build
+from . import memo, report
+from .declaration import Command, Option, Step, Study, SweepKind, one_task
+from .variables import StudyVariable as _v, Variable, build, sweep_output
 
 
 @dataclass
@@ -219,7 +221,7 @@ def _dataset(rows, base, arch: Arch) -> xr.Dataset:
                 arr[i, j] = x.get(key, fill)
         name = "boundary_" + (key[:-2] + "_seconds" if key.endswith("_s") else key)
         boundary[name] = arr.astype(str) if key == "relieves" else arr
-    ds = build("cuts", {
+    ds = build(OUTPUTS, {
             "seconds": seconds,
             "energy_pj": energy,
             "cuts": cut_text.astype(str),
@@ -244,3 +246,53 @@ def cuts_point(study: LlmStudy, arch: Arch) -> dict:
     n = dispatches_of_text(r.best_cuts.values)
     return {"seconds": float(r.best_seconds), "dispatches": n, "default_seconds": float(r.default_seconds),
             "energy_j": float(r.energy_pj.sel(dispatches=n)) * 1e-12}
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "seconds": _v(("regime", "dispatches"), "s",
+        "fastest end-to-end time with this many dispatches (NaN: none fits)"),
+    "energy_pj": _v(("regime", "dispatches"), "pJ", "energy of that cut set's ops"),
+    "cuts": _v(("regime", "dispatches"), "1", "that cut set: layers after which a dispatch ends"),
+    "pareto": _v(("regime", "dispatches"), "1", "no cut set with fewer dispatches is as fast"),
+    "best_seconds": _v(("regime",), "s", "the best cut set's time"),
+    "best_cuts": _v(("regime",), "1", "the best cut set (latency, then energy)"),
+    "default_seconds": _v(("regime",), "s", "time with the default greedy cut"),
+    "default_cuts": _v(("regime",), "1", "the default greedy cut (whole layers while everything fits)"),
+    "fusion": _v(("regime",), "1", "the layout kept while cuts vary (the regime's searched fusion)"),
+    "boundary_after_layer": _v(("regime", "boundary"), "layer",
+        "a boundary of the best cut set: a dispatch ends after this layer (-1: none)"),
+    "boundary_write_out_seconds": _v(("regime", "boundary"), "s",
+        "extra time of the ops before it, control included (activations written to DDR), against the merged dispatch"),
+    "boundary_read_back_seconds": _v(("regime", "boundary"), "s",
+        "extra time of the ops after it, control included (activations read back from DDR), against the merged dispatch"),
+    "boundary_host_round_trip_seconds": _v(("regime", "boundary"), "s", "one more dispatch's host round trip"),
+    "boundary_setup_in_round_trip_seconds": _v(("regime", "boundary"), "s",
+        "the set-up of the op after it, which the new dispatch does (negative: no op's control pays it)"),
+    "boundary_weight_reload_seconds": _v(("regime", "boundary"), "s",
+        "static weights loaded again (no longer resident)"),
+    "boundary_program_reload_seconds": _v(("regime", "boundary"), "s", "program reloads added (negative: saved)"),
+    "boundary_net_seconds": _v(("regime", "boundary"), "s",
+        "what the boundary costs in all (negative: it pays for itself)"),
+    "boundary_relieves": _v(("regime", "boundary"), "1", "the resource pressure the boundary relieves"),
+}
+
+STUDY = Study(
+    "cuts", cuts, OUTPUTS, report.cuts_markdown, report.cuts_figure,
+    command=Command("""Where should the model be cut into dispatches? Dynamic programming over layer boundaries
+    finds the fastest feasible cut set for every dispatch count (energy breaks ties), gives the
+    Pareto front of dispatch count vs time, and prices each boundary of the best set: activations
+    written out and read back, host round trip, weight and program reloads, against what it relieves.
+
+    Example: fastsim study cuts --model llama-3.2-3b --regime prefill:1024 --report out/
+    """, cuts, options=(Option("--max-dispatches", "max_dispatches", "most dispatches considered (default: one per "
+                                "layer)", kind="int", minimum=1),)),
+    sweep=SweepKind(cuts_point, {  # one regime's cut search per point
+        "seconds": Variable("seconds", "s", "end-to-end time with the best cut set"),
+        "dispatches": Variable("dispatches", "1", "dispatches of the best cut set", "int64"),
+        "default_seconds": sweep_output(OUTPUTS, "default_seconds"),
+        "energy_j": Variable("energy_j", "J", "energy of the best cut set's ops")},
+        without=frozenset({"noop", "cuts"})),
+    step=Step(1, "searching dispatch cuts (dynamic programming over layer boundaries)", one_task("cuts", cuts),
+              lambda ds, label: {"cuts": str(ds.best_cuts.sel(regime=label).values)}, memo.cuts_section,
+              {"cuts": 5}))

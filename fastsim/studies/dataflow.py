@@ -19,7 +19,10 @@ batch) may change style, and the playbook turns such changes into rules.
 """
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -30,7 +33,11 @@ from ..graph import TENSOR_KINDS
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import pinned_layout
 from .regimes import Regime, parse_regimes
-from .variables import build
+from .document import Document
+from .memo import duration, energy
+from .report import few_ticks, ms, regime_panels, save_figure, table
+from .declaration import Command, Step, Study, SweepKind
+from .variables import StudyVariable as _v, Variable, build
 
 STYLES = ("ws", "is", "os")
 MATMUL_CLASSES = ("gemm", "attention")
@@ -158,7 +165,7 @@ def dataflow_dataset(rows, base: LlmStudy, arch: Arch = NPU2) -> xr.Dataset:
         ops += [n for n in names if n not in ops]
     points = _points(rows)
     per_op = _per_op_evidence(rows, ops, points["baseline"])
-    return build("dataflow", {**points, **per_op},
+    return build(OUTPUTS, {**points, **per_op},
                  coords={"regime": [r[0].label for r in rows], "point": list(POINTS), "op": ops,
                          "style": list(STYLES), "tensor_kind": list(TENSOR_KINDS), "level": list(LEVELS)},
                  attrs={"study": "dataflow", "model": rows[0][1]["searched"].attrs["model"], "arch": arch.name,
@@ -316,3 +323,158 @@ def pins(ds: xr.Dataset, regime_label: str) -> dict:
     if chosen == "hybrid_latency":
         return {str(op): str(c) for op, c in zip(ds.op.values, r.choice.values) if str(c)}
     return {}  # hybrid_energy chosen only off the latency-first rule: keep the search's
+
+
+def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    book = playbook(ds)
+    a = ds.attrs
+    out = [f"# Dataflow playbook: {a['model']} on {a['arch']} ({a['weights']} weights, fastsim {a['version']})", "",
+           "Every matmul-like op weight-, input- or output-stationary, against the best single style (the "
+           "baseline), judged on whole-run latency and joules per inference; each point is a measured run "
+           f"with the layout pinned. Transitions: {a['transition_cost']}.", ""]
+    for g, r in book["regimes"].items():
+        out += [f"## {g} (M = {r['m_rows']} rows; fusion `{r['fusion']}`)", ""]
+        rows = [[p, ms(v["seconds"]), f"{v['energy_j'] * 1e3:.4g}", "yes" if v["pareto"] else ""]
+                for p, v in r["points"].items()]
+        out += [table(["run", "ms", "mJ", "Pareto"], rows), "",
+                f"Baseline (best single style): **{r['baseline']}**. Chosen (fastest on the front): "
+                f"**{r['chosen']}**.", ""]
+        rows = []
+        for op, v in r["ops"].items():
+            rows.append([op, v["style"].upper(), f"{v['weight_reuse_mac_per_byte']:.3g}",
+                         f"{v['activation_reuse_mac_per_byte']:.3g}",
+                         " / ".join(f"{v['ddr_bytes'][k] / 1e6:.3g}" for k in ("activations", "weights", "psum")),
+                         f"{v['level_bytes']['mem_compute'] / 1e6:.3g}",
+                         f"{v['l1_peak_bytes'] / 1024:.0f} / {v['l2_peak_bytes'] / 1024:.0f}",
+                         ms(v["gain_seconds"]), f"{v['gain_j'] * 1e3:.3g}",
+                         "; ".join(f"{s.upper()} {why}" for s, why in v["rejected"].items())])
+        out += [table(["op", "style", "weight reuse MAC/B", "act. reuse MAC/B", "DDR MB act/wgt/psum",
+                       "mem→core MB", "L1/L2 peak KiB", "gain ms", "gain mJ", "rejected"], rows), ""]
+    out += ["## Transition rules (how the choice moves with M)", ""]
+    out += [f"- {rule}" for rule in book["rules"]] or ["- none: every op keeps its style across these regimes"]
+    out += ["", f"Styles compared: {', '.join(s.upper() for s in STYLES)}; the numbers are the Dataset's "
+            "(`dataflow.json` beside this file holds them all).", ""]
+    if figure:
+        out += [f"![latency vs energy]({figure})", ""]
+    return "\n".join(out)
+
+
+def dataflow_figure(ds: xr.Dataset, path: Path | None = None):
+    """Latency vs energy of every run per regime; the runs told apart by colour in one legend (labels
+    written beside close points overlap and cannot be read)."""
+    from matplotlib.lines import Line2D
+
+    plt, fig, panels = regime_panels(ds, 3.3)
+    points = [str(p) for p in ds.point.values]
+    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
+    for ax, g in panels:
+        r = ds.sel(regime=g)
+        for p in points:
+            x, y = float(r.seconds.sel(point=p)) * 1e3, float(r.energy_j.sel(point=p)) * 1e3
+            if not np.isnan(x):
+                ax.plot(x, y, "o" if bool(r.pareto.sel(point=p)) else "x", color=colour[p], ms=6)
+        ax.set_xlabel("latency (ms)")
+        ax.set_ylabel("energy (mJ)")
+        ax.set_title(str(g), fontsize=9)
+        ax.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4), useOffset=False)
+        few_ticks(ax.xaxis)
+        few_ticks(ax.yaxis, 6)
+    handles = [Line2D([], [], ls="", marker="s", color=colour[p], label=p) for p in points]
+    panels[-1][0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="run",
+                         title_fontsize=7)
+    fig.suptitle(f"Dataflow: {ds.attrs['model']} on {ds.attrs['arch']} (o: on the Pareto front, x: off it)",
+                 fontsize=10)
+    return save_figure(plt, fig, path)
+
+
+def dataflow_section(doc: Document, ds) -> None:
+    book = playbook(ds)
+    for g, r in book["regimes"].items():
+        pts = r["points"]
+        chosen, base = pts[r["chosen"]], pts[r["baseline"]]
+        moved = [f"{op} {v['style'].upper()} (saves {duration(v['gain_seconds'])})" for op, v in r["ops"].items()
+                 if v["style"] != r["baseline"] and v["gain_seconds"] > 0]
+        text = (f"**{g}** (M = {r['m_rows']} rows): the best single style is {r['baseline'].upper()} "
+                f"({duration(base['seconds'])}, {energy(base['energy_j'])}); chosen: {r['chosen']} "
+                f"({duration(chosen['seconds'])}, {energy(chosen['energy_j'])}).")
+        if moved:
+            text += " Ops off the best single style that gain: " + ", ".join(moved) + "."
+        others = sorted(((v["seconds"], p) for p, v in pts.items() if p != r["chosen"] and not math.isnan(v["seconds"])))
+        text += " Rejected: " + "; ".join(f"{p} {duration(s)} (+{duration(s - chosen['seconds'])})" for s, p in others) + "."
+        doc.paragraph(text)
+    rules = book["rules"]
+    if rules:
+        doc.paragraph(f"Headline rules of the playbook ({len(rules)} in all, `studies/dataflow.json`):")
+        doc.bullets(rules[:6] + ([f"... and {len(rules) - 6} more"] if len(rules) > 6 else []))
+    else:
+        doc.paragraph("Every op keeps its style across these regimes (no transition rules).")
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "seconds": _v(("regime", "point"), "s",
+        "end-to-end time of the whole run (NaN: a style cannot map some op)"),
+    "energy_j": _v(("regime", "point"), "J", "energy per inference (ops, arch energy table)"),
+    "program_reload_seconds": _v(("regime", "point"), "s",
+        "program reloads of the run (its distinct kernels exceed program memory)"),
+    "pareto": _v(("regime", "point"), "1", "no other point is as fast and as frugal"),
+    "baseline": _v(("regime",), "1", "the best single style by latency: the explicit baseline"),
+    "chosen": _v(("regime",), "1", "the fastest point on the Pareto front"),
+    "fusion": _v(("regime",), "1", "the pinned layout"),
+    "m_rows": _v(("regime",), "rows", "M of the token-parallel ops (tokens x batch) in the regime"),
+    "op_seconds": _v(("regime", "op", "style"), "s", "the op (all its layers) under each single style"),
+    "op_energy_j": _v(("regime", "op", "style"), "J",
+        "the op's energy (all its layers) under each single style"),
+    "choice": _v(("regime", "op"), "1", "recommended style (least time; ties: less energy)"),
+    "weight_reuse": _v(("regime", "op"), "MAC/byte",
+        "MACs per byte of weights (or KV) fetched from DDR, chosen style"),
+    "activation_reuse": _v(("regime", "op"), "MAC/byte",
+        "MACs per byte of activations fetched from DDR, chosen style"),
+    "l1_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most core memory any core uses"),
+    "l2_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most mem-tile memory any mem tile uses"),
+    "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
+        "DDR traffic of the op (all layers) by tensor kind, chosen style"),
+    "level_bytes": _v(("regime", "op", "level"), "bytes",
+        "traffic of the op (all layers) per level of the hierarchy (DDR, shim-mem, mem-core, core-core, "
+        "mem-mem), chosen style"),
+    "gain_seconds": _v(("regime", "op"), "s", "time the op saves against the baseline style"),
+    "gain_j": _v(("regime", "op"), "J", "energy the op saves against the baseline style"),
+}
+
+def _tasks(base, regimes, mix, arch) -> dict:
+    """As a step of ``fastsim optimize``: the regimes share nothing, one task each."""
+    return {f"dataflow@{r.label}": (dataflow_regime, (base, r, arch)) for r in regimes}
+
+
+def _result(done: dict, base, regimes, arch) -> xr.Dataset:
+    return dataflow_dataset([done[f"dataflow@{r.label}"] for r in regimes], base, arch)
+
+
+def _write_playbook(ds: xr.Dataset, out: Path) -> None:
+    (out / "dataflow.json").write_text(json.dumps(playbook(ds), indent=1))
+
+
+STUDY = Study(
+    "dataflow", dataflow, OUTPUTS, dataflow_markdown, dataflow_figure, _write_playbook,
+    command=Command("""Weight-, input- or output-stationary per op, or one style for all? Runs all-WS, all-IS,
+    all-OS and a hybrid per-op choice (searched on measured whole runs) and judges them on latency
+    and joules per inference (Pareto front, chosen point stated). Writes a playbook: per op the
+    style, reuse factors, DDR traffic by tensor kind, buffer pressure, gain over the best single
+    style, rejected styles with their numbers, and rules for how the choice moves with M.
+
+    Example: fastsim study dataflow --regime decode:4096 --regime prefill:256 --regime prefill:2048 --report out/
+    """, dataflow),
+    sweep=SweepKind(dataflow_point, {  # one regime per point
+        "seconds": Variable("seconds", "s", "end-to-end time of the chosen point (fastest on the latency-energy "
+                            "front)"),
+        "energy_j": Variable("energy_j", "J", "energy per inference of the chosen point"),
+        "baseline_seconds": Variable("baseline_seconds", "s", "end-to-end time of the best single style (the "
+                                     "baseline)"),
+        "hybrid_seconds": Variable("hybrid_seconds", "s", "end-to-end time of the hybrid per-op choice"),
+        "style_seconds": Variable("style_seconds", "s", "end-to-end time with every matmul-like op in one style",
+                                  extra_dim=("style", STYLES))},
+        without=frozenset({"noop"})),
+    step=Step(3, "choosing a style per op", _tasks,
+              lambda ds, label: {"dataflow_point": str(ds.chosen.sel(regime=label).values),
+                                 "dataflow_pins": pins(ds, label)},
+              dataflow_section, {"dataflow@prefill": 0, "dataflow": 2}, _result))

@@ -10,6 +10,7 @@ rounded to the next grid point.
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
@@ -19,7 +20,10 @@ from ..errors import ConfigError
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import llm_summary
 from ..version import __version__
-from .variables import build
+from ..figures import pyplot
+from .report import save_figure, table
+from .declaration import Command, Option, Study
+from .variables import StudyVariable as _v, build
 
 DEFAULT_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131071)  # 131,072 positions at most
 
@@ -48,8 +52,8 @@ def kv(bases: list[LlmStudy], contexts=DEFAULT_CONTEXTS, batches=(1,), arch: Arc
     crossover = np.array([[kv_crossover(contexts, kv_bytes[i, j], weight_bytes[i, j]) for j in range(len(batches))]
                           for i in range(len(bases))])
     p = bases[0].precision
-    return build("kv", {"kv_bytes": kv_bytes, "weight_bytes": weight_bytes, "seconds": seconds,
-                        "kv_crossover": crossover},
+    return build(OUTPUTS, {"kv_bytes": kv_bytes, "weight_bytes": weight_bytes, "seconds": seconds,
+                           "kv_crossover": crossover},
                  {"model": ("model", names), "batch": ("batch", batches, {"units": "requests"}),
                   "context": ("context", contexts, {"units": "tokens"})},
                  {"study": "kv", "arch": arch.name, "weights": p.weights, "kv": p.kv, "version": __version__})
@@ -76,3 +80,52 @@ def crossover_rows(ds: xr.Dataset) -> list[list[str]]:
             rows.append([str(m), int(b), where, bracket, f"{w[-1] / 1e6:,.1f}", f"{kvb[-1] / 1e6:,.1f}",
                          f"{100 * share:.0f} %"])
     return rows
+
+
+def kv_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    contexts = ", ".join(f"{int(c):,}" for c in ds.context.values)
+    out = [f"# KV cache vs weights: decode on {ds.attrs['arch']} ({ds.attrs['weights']} weights, "
+           f"{ds.attrs['kv']} KV)", "",
+           f"Decode steps simulated at contexts {contexts}. The crossover is where KV bytes per step overtake "
+           "weight bytes, interpolated linearly in context between the grid points that bracket it; past it, the "
+           "KV cache (its dtype, compression, sliding windows) is the bandwidth lever, not the weights.", "",
+           table(["model", "batch", "KV > weights at context", "between grid points", "weights MB",
+                  f"KV MB at {int(ds.context.values[-1]):,}", "KV share there"], crossover_rows(ds)), ""]
+    if figure:
+        out += [f"![KV vs weight bytes per step]({figure})", ""]
+    return "\n".join(out)
+
+
+def kv_figure(ds: xr.Dataset, path: Path | None = None):
+    from ..figures import kv_figure as draw
+
+    fig = draw(ds, "context")
+    return save_figure(pyplot(), fig, path)
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "kv_bytes": _v(("model", "batch", "context"), "bytes", "DDR bytes of the KV cache one decode step reads and writes"),
+    "weight_bytes": _v(("model", "batch", "context"), "bytes", "DDR bytes of weights one decode step reads"),
+    "seconds": _v(("model", "batch", "context"), "s", "time of one decode step"),
+    "kv_crossover": _v(("model", "batch"), "tokens",
+        "context where KV bytes overtake weight bytes, interpolated linearly in context between the two grid "
+        "points that bracket it (NaN: not within the grid)"),
+}
+
+def _command(bases: list[LlmStudy], arch: Arch, contexts: tuple, batches: tuple) -> xr.Dataset:
+    return kv(bases, contexts or DEFAULT_CONTEXTS, batches or (1,), arch)
+
+
+STUDY = Study(
+    "kv", kv, OUTPUTS, kv_markdown, kv_figure,
+    command=Command("""Where does KV-cache traffic overtake weight traffic? Simulates decode steps per model and
+    batch over a grid of contexts and prints, per model and batch, the context where KV bytes per
+    step overtake weight bytes, interpolated between the grid points that bracket it (--report
+    also draws it).
+
+    Example: fastsim study kv --model llama-3.2-1b --model llama-3.2-3b --batch 1 --batch 4 --report out/
+    """, _command, models="several", regimes=False, options=(
+        Option("--context", "contexts", "decode contexts to simulate (repeatable; default 1,024 to 131,071 in powers "
+               "of two)", kind="int", minimum=1, multiple=True),
+        Option("--batch", "batches", "batch sizes (repeatable; default 1)", kind="int", minimum=1, multiple=True))))

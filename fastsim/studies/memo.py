@@ -308,31 +308,6 @@ def _overlay_verdict(ds) -> str:
             f"{duration(-gain)} to the switches.")
 
 
-def dataflow_section(doc: Document, ds) -> None:
-    from .dataflow import playbook
-
-    book = playbook(ds)
-    for g, r in book["regimes"].items():
-        pts = r["points"]
-        chosen, base = pts[r["chosen"]], pts[r["baseline"]]
-        moved = [f"{op} {v['style'].upper()} (saves {duration(v['gain_seconds'])})" for op, v in r["ops"].items()
-                 if v["style"] != r["baseline"] and v["gain_seconds"] > 0]
-        text = (f"**{g}** (M = {r['m_rows']} rows): the best single style is {r['baseline'].upper()} "
-                f"({duration(base['seconds'])}, {energy(base['energy_j'])}); chosen: {r['chosen']} "
-                f"({duration(chosen['seconds'])}, {energy(chosen['energy_j'])}).")
-        if moved:
-            text += " Ops off the best single style that gain: " + ", ".join(moved) + "."
-        others = sorted(((v["seconds"], p) for p, v in pts.items() if p != r["chosen"] and not math.isnan(v["seconds"])))
-        text += " Rejected: " + "; ".join(f"{p} {duration(s)} (+{duration(s - chosen['seconds'])})" for s, p in others) + "."
-        doc.paragraph(text)
-    rules = book["rules"]
-    if rules:
-        doc.paragraph(f"Headline rules of the playbook ({len(rules)} in all, `studies/dataflow.json`):")
-        doc.bullets(rules[:6] + ([f"... and {len(rules) - 6} more"] if len(rules) > 6 else []))
-    else:
-        doc.paragraph("Every op keeps its style across these regimes (no transition rules).")
-
-
 def _whole_run(doc: Document, plan: dict) -> None:
     """Per regime: what choosing the ops' kernels for the whole run (not op by op) changed."""
     for label, r in plan["regimes"].items():

@@ -31,7 +31,9 @@ from ..graph import OP_CLASSES
 from ..llm.run import apply_overlay
 from ..mapping.overlay import switch_seconds
 from .regimes import Regime, binding
-from .variables import build
+from . import memo, report
+from .declaration import Command, Option, Step, Study, SweepKind, one_task
+from .variables import StudyVariable as _v, Variable, build
 
 DEFAULT_MIX = ("1024:128",)
 SWITCHES_PER_REQUEST = 2  # into the decode overlay and back to the prefill one for the next request
@@ -177,7 +179,7 @@ def _dataset(base, arch, requests, regimes, own, why, layouts, seconds, why_not)
     bound = np.array([[bindings[g].get(c, "") for c in classes] for g in regimes], dtype=str)
     differs = np.array([len({b for b in bound[:, k] if b}) > 1 for k in range(len(classes))])
     gain = float(singles[best_single] - mix[0]) if best_single >= 0 else float("nan")
-    return build("overlays", {
+    return build(OUTPUTS, {
             "seconds": seconds,
             "cannot_run": why_not,
             "best_overlay": np.array([labels[j] for j in best_col], dtype=str),
@@ -206,3 +208,57 @@ def overlays_point(study: LlmStudy, arch: Arch, new_tokens=128) -> dict:
     single = float(np.nanmin(ds.mix_seconds.values[1:]))
     return {"per_regime_seconds": float(ds.mix_seconds.sel(plan="per_regime")), "single_seconds": single,
             "gain_seconds": float(ds.attrs["gain_seconds"]), "switch_seconds": float(ds.attrs["switch_seconds"])}
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "seconds": _v(("regime", "overlay"), "s",
+        "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); NaN: "
+        "that layout cannot run the regime"),
+    "cannot_run": _v(("regime", "overlay"), "1",
+        "why the overlay (columns) cannot run the regime (rows): the first problem the simulation "
+        "reported; '' where it runs"),
+    "best_overlay": _v(("regime",), "1",
+        "the overlay (named by the regime it was searched for) that runs the regime fastest"),
+    "fusion": _v(("regime",), "1", "the regime's own (searched) overlay: fusion"),
+    "residency": _v(("regime",), "1", "the regime's own overlay: static or streamed weights"),
+    "residency_reason": _v(("regime",), "1", "why that residency (on-chip capacity, time)"),
+    "bound_by": _v(("regime", "op_class"), "1",
+        "per class, the resource with the highest utilization over most of its time"),
+    "binding_differs": _v(("op_class",), "1",
+        "the class is bound by different resources in different regimes: a placement tuned for one "
+        "regime may not suit another (whether one overlay still serves them all is mix_seconds')"),
+    "mix_seconds": _v(("plan",), "s",
+        "the request mix's time: per_regime (each regime on its best overlay, switches included "
+        "where they differ) or one single overlay for every regime (NaN: it cannot run some "
+        "regime)"),
+}
+
+def _command(base: LlmStudy, arch: Arch, mix: tuple) -> xr.Dataset:
+    return overlays(base, list(mix) or None, arch)
+
+
+STUDY = Study(
+    "overlays", overlays, OUTPUTS, report.overlays_markdown, report.overlays_figure,
+    command=Command("""One placement per regime, or one for all? Finds each regime's best overlay (fusion, columns,
+    dataflow, static or streamed weights), runs every overlay in every regime, and compares
+    per-regime overlays (switch costs included) with the best single overlay on a request mix.
+    Lists the op classes bound by different resources in different regimes. The mix sets the
+    regimes (no --regime).
+
+    Example: fastsim study overlays --mix 1024:128 --mix 4096:512:1:0.25 --report out/
+    """, _command, regimes=False, options=(
+        Option("--mix", "mix", "a request kind PROMPT:NEW_TOKENS[:BATCH[:WEIGHT]] (repeatable; default 1024:128); its "
+               "regimes are prefill:PROMPT and decode at the mean context", multiple=True),)),
+    sweep=SweepKind(overlays_point, {  # one request kind (prompt, new_tokens, batch) per point
+        "per_regime_seconds": Variable("per_regime_seconds", "s", "request time with each regime on its own "
+                                       "overlay, switches included"),
+        "single_seconds": Variable("single_seconds", "s", "request time with the best single overlay for both "
+                                   "regimes"),
+        "gain_seconds": Variable("gain_seconds", "s", "single_seconds - per_regime_seconds: the gain of "
+                                 "per-regime overlays net of the switch cost"),
+        "switch_seconds": Variable("switch_seconds", "s", "one overlay switch")},
+        without=frozenset({"noop", "regime", "context", "prefill_context"}), extra={"new_tokens": "tokens"}),
+    # the overlays study goes last: it finds the prefill runs it shares with dataflow on disk
+    step=Step(2, "placing each regime (request mix)", one_task("overlays", overlays, mix=True),
+              lambda ds, label: {}, memo.overlays_section, {"overlays": 6}))

@@ -1,6 +1,6 @@
-"""Study reports: Markdown with the evidence tables and PNG figures (matplotlib, headless). Each
-study's writers are declared with it (``fastsim.studies.registry``, which writes a report:
-``write_report``)."""
+"""Study reports: Markdown with the evidence tables and PNG figures (matplotlib, headless): the
+helpers every study's writers share, and the writers of the studies that keep them here. Each
+study's writers are declared with it (its ``STUDY``; ``fastsim.studies.registry.write_report``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +12,7 @@ from ..figures import pyplot  # one headless matplotlib setup for every figure f
 from ..mapping.dispatch import dispatches_of_text
 
 
-def _save(plt, fig, path: Path | None):
+def save_figure(plt, fig, path: Path | None):
     """Lay out; write and close the figure, or return it (``path`` None: for tests to inspect)."""
     fig.tight_layout()
     if path is None:
@@ -71,7 +71,7 @@ def ablate_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
     return "\n".join(out)
 
 
-def _few_ticks(axis, n: int = 4) -> None:
+def few_ticks(axis, n: int = 4) -> None:
     """At most ``n`` tick intervals in small type: long decimal labels side by side stay apart."""
     from matplotlib.ticker import MaxNLocator
 
@@ -79,7 +79,7 @@ def _few_ticks(axis, n: int = 4) -> None:
     axis.set_tick_params(labelsize=8)
 
 
-def _regime_panels(ds: xr.Dataset, height: float):
+def regime_panels(ds: xr.Dataset, height: float):
     """(pyplot, figure, [(axes, regime label)]): one panel per regime, side by side."""
     plt = pyplot()
     n = len(ds.regime)
@@ -88,7 +88,7 @@ def _regime_panels(ds: xr.Dataset, height: float):
 
 
 def ablate_figure(ds: xr.Dataset, path: Path | None = None):
-    plt, fig, panels = _regime_panels(ds, 3.2)
+    plt, fig, panels = regime_panels(ds, 3.2)
     for ax, regime in panels:
         r = ds.sel(regime=regime)
         present = [c for c in ds.op_class.values if int(r["rank"].sel(op_class=c)) > 0]
@@ -97,9 +97,9 @@ def ablate_figure(ds: xr.Dataset, path: Path | None = None):
         ax.barh(present, delta, color=["tab:red" if c == str(r.top_class.values) else "tab:gray" for c in present])
         ax.set_title(f"{regime} (baseline {ms(float(r.baseline_seconds))} ms)", fontsize=9)
         ax.set_xlabel("time saved without its compute (ms)")
-        _few_ticks(ax.xaxis)
+        few_ticks(ax.xaxis)
     fig.suptitle(f"Ablation: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def cuts_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -158,7 +158,7 @@ def cuts_figure(ds: xr.Dataset, path: Path | None = None):
     ax.set_ylabel("time / best time")
     ax.set_title(f"Dispatch cuts: {ds.attrs['model']} on {ds.attrs['arch']} (squares: Pareto)", fontsize=9)
     ax.legend(fontsize=7)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def _why_not(ds: xr.Dataset, regime: str, overlay: str) -> str:
@@ -224,71 +224,7 @@ def overlays_figure(ds: xr.Dataset, path: Path | None = None):
             ax.text(0, i, " cannot run every regime", va="center", fontsize=7)
     ax.set_xlabel("request mix time (ms)")
     ax.set_title(f"Overlays: {ds.attrs['model']} on {ds.attrs['arch']} (mix {ds.attrs['mix']})", fontsize=9)
-    return _save(plt, fig, path)
-
-
-def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
-    from .dataflow import STYLES, playbook
-
-    book = playbook(ds)
-    a = ds.attrs
-    out = [f"# Dataflow playbook: {a['model']} on {a['arch']} ({a['weights']} weights, fastsim {a['version']})", "",
-           "Every matmul-like op weight-, input- or output-stationary, against the best single style (the "
-           "baseline), judged on whole-run latency and joules per inference; each point is a measured run "
-           f"with the layout pinned. Transitions: {a['transition_cost']}.", ""]
-    for g, r in book["regimes"].items():
-        out += [f"## {g} (M = {r['m_rows']} rows; fusion `{r['fusion']}`)", ""]
-        rows = [[p, ms(v["seconds"]), f"{v['energy_j'] * 1e3:.4g}", "yes" if v["pareto"] else ""]
-                for p, v in r["points"].items()]
-        out += [table(["run", "ms", "mJ", "Pareto"], rows), "",
-                f"Baseline (best single style): **{r['baseline']}**. Chosen (fastest on the front): "
-                f"**{r['chosen']}**.", ""]
-        rows = []
-        for op, v in r["ops"].items():
-            rows.append([op, v["style"].upper(), f"{v['weight_reuse_mac_per_byte']:.3g}",
-                         f"{v['activation_reuse_mac_per_byte']:.3g}",
-                         " / ".join(f"{v['ddr_bytes'][k] / 1e6:.3g}" for k in ("activations", "weights", "psum")),
-                         f"{v['level_bytes']['mem_compute'] / 1e6:.3g}",
-                         f"{v['l1_peak_bytes'] / 1024:.0f} / {v['l2_peak_bytes'] / 1024:.0f}",
-                         ms(v["gain_seconds"]), f"{v['gain_j'] * 1e3:.3g}",
-                         "; ".join(f"{s.upper()} {why}" for s, why in v["rejected"].items())])
-        out += [table(["op", "style", "weight reuse MAC/B", "act. reuse MAC/B", "DDR MB act/wgt/psum",
-                       "mem→core MB", "L1/L2 peak KiB", "gain ms", "gain mJ", "rejected"], rows), ""]
-    out += ["## Transition rules (how the choice moves with M)", ""]
-    out += [f"- {rule}" for rule in book["rules"]] or ["- none: every op keeps its style across these regimes"]
-    out += ["", f"Styles compared: {', '.join(s.upper() for s in STYLES)}; the numbers are the Dataset's "
-            "(`dataflow.json` beside this file holds them all).", ""]
-    if figure:
-        out += [f"![latency vs energy]({figure})", ""]
-    return "\n".join(out)
-
-
-def dataflow_figure(ds: xr.Dataset, path: Path | None = None):
-    """Latency vs energy of every run per regime; the runs told apart by colour in one legend (labels
-    written beside close points overlap and cannot be read)."""
-    from matplotlib.lines import Line2D
-
-    plt, fig, panels = _regime_panels(ds, 3.3)
-    points = [str(p) for p in ds.point.values]
-    colour = {p: f"C{i % 10}" for i, p in enumerate(points)}
-    for ax, g in panels:
-        r = ds.sel(regime=g)
-        for p in points:
-            x, y = float(r.seconds.sel(point=p)) * 1e3, float(r.energy_j.sel(point=p)) * 1e3
-            if not np.isnan(x):
-                ax.plot(x, y, "o" if bool(r.pareto.sel(point=p)) else "x", color=colour[p], ms=6)
-        ax.set_xlabel("latency (ms)")
-        ax.set_ylabel("energy (mJ)")
-        ax.set_title(str(g), fontsize=9)
-        ax.ticklabel_format(axis="both", style="sci", scilimits=(-3, 4), useOffset=False)
-        _few_ticks(ax.xaxis)
-        _few_ticks(ax.yaxis, 6)
-    handles = [Line2D([], [], ls="", marker="s", color=colour[p], label=p) for p in points]
-    panels[-1][0].legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), title="run",
-                         title_fontsize=7)
-    fig.suptitle(f"Dataflow: {ds.attrs['model']} on {ds.attrs['arch']} (o: on the Pareto front, x: off it)",
-                 fontsize=10)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def bandwidth_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -327,7 +263,7 @@ def bandwidth_figure(ds: xr.Dataset, path: Path | None = None):
     ax.set_ylabel("GB/s")
     ax.set_title(f"Bandwidth harness: {ds.attrs['arch']} ({int(ds.channels.values[0])} channel)", fontsize=9)
     ax.legend(fontsize=7)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)
 
 
 def compression_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
@@ -359,82 +295,4 @@ def compression_figure(ds: xr.Dataset, path: Path | None = None):
     ax.set_ylabel("compression ratio (baseline / stored bytes)")
     ax.set_title("Compression on real weights", fontsize=9)
     ax.legend(fontsize=7)
-    return _save(plt, fig, path)
-
-
-def kv_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
-    from .kv import crossover_rows
-
-    contexts = ", ".join(f"{int(c):,}" for c in ds.context.values)
-    out = [f"# KV cache vs weights: decode on {ds.attrs['arch']} ({ds.attrs['weights']} weights, "
-           f"{ds.attrs['kv']} KV)", "",
-           f"Decode steps simulated at contexts {contexts}. The crossover is where KV bytes per step overtake "
-           "weight bytes, interpolated linearly in context between the grid points that bracket it; past it, the "
-           "KV cache (its dtype, compression, sliding windows) is the bandwidth lever, not the weights.", "",
-           table(["model", "batch", "KV > weights at context", "between grid points", "weights MB",
-                  f"KV MB at {int(ds.context.values[-1]):,}", "KV share there"], crossover_rows(ds)), ""]
-    if figure:
-        out += [f"![KV vs weight bytes per step]({figure})", ""]
-    return "\n".join(out)
-
-
-def kv_figure(ds: xr.Dataset, path: Path | None = None):
-    from ..figures import kv_figure as draw
-
-    fig = draw(ds, "context")
-    return _save(pyplot(), fig, path)
-
-
-def traffic_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
-    from .traffic import by_op
-
-    a = ds.attrs
-    out = [f"# Traffic decomposition: {a['model']} on {a['arch']} ({a['weights']} weights, {a['kv']} KV)", "",
-           "Per op, summed over the layers (`traffic.csv` beside this file has every layer): DDR bytes by tensor "
-           "kind, bytes into the mem tiles and into the cores, where the activations live, the buffer pressure "
-           f"(largest peak of any tile; capacity L1 {a['l1_bytes'] // 1024} KiB, L2 {a['l2_bytes'] // 1024} KiB) and "
-           "the refill cadence (times the cores' or mem tiles' memory is filled over). Fusion: "
-           f"{a['fusion']}.", ""]
-    for g in ds.regime.values:
-        r = by_op(ds, str(g))
-        level = [str(x) for x in ds.level.values]
-        rows = []
-        for op in r.op.values:
-            x = r.sel(op=op)
-            ddr = " / ".join(f"{float(x.ddr_bytes.sel(tensor_kind=k)) / 1e6:.3g}" for k in ("activations", "weights",
-                                                                                          "kv", "psum"))
-            into_mem = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("shim_mem", "mem_mem"))
-            into_cores = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("mem_compute", "shim_compute"))
-            rows.append([op, int(x.layers) or "outside", ms(float(x.op_seconds)), ddr, f"{into_mem / 1e6:.3g}",
-                         f"{into_cores / 1e6:.3g}", f"{'mem tile' if bool(x.input_on_chip) else 'DDR'} -> "
-                         f"{'mem tile' if bool(x.output_on_chip) else 'DDR'}",
-                         f"{float(x.l1_peak_bytes) / 1024:.3g} / {float(x.l2_peak_bytes) / 1024:.3g}",
-                         f"{float(x.l1_fills):.3g} / {float(x.l2_fills):.3g}"])
-        out += [f"## {g}", "", table(["op", "layers", "ms", "DDR MB act/wgt/kv/psum", "into mem tiles MB",
-                                      "into cores MB", "activations in -> out", "L1 / L2 peak KiB",
-                                      "L1 / L2 fills"], rows), ""]
-    if figure:
-        out += [f"![buffer pressure per op]({figure})", ""]
-    return "\n".join(out)
-
-
-def traffic_figure(ds: xr.Dataset, path: Path | None = None):
-    """Buffer pressure per op (largest over the layers) against each memory's capacity, per regime."""
-    from .traffic import by_op
-
-    plt, fig, panels = _regime_panels(ds, 3.6)
-    for ax, g in panels:
-        r = by_op(ds, str(g))
-        y = np.arange(r.sizes["op"])
-        ax.barh(y - 0.2, r.l1_peak_bytes.values / 1024, 0.4, label="core (L1)")
-        ax.barh(y + 0.2, r.l2_peak_bytes.values / 1024, 0.4, label="mem tile (L2)")
-        ax.axvline(ds.attrs["l1_bytes"] / 1024, color="C0", ls="--", lw=0.8)
-        ax.axvline(ds.attrs["l2_bytes"] / 1024, color="C1", ls="--", lw=0.8)
-        ax.set_yticks(y, [str(o) for o in r.op.values], fontsize=6)
-        ax.invert_yaxis()
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("peak KiB (dashed: capacity)")
-        ax.set_title(str(g), fontsize=9)
-    panels[-1][0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.suptitle(f"Buffer pressure: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
-    return _save(plt, fig, path)
+    return save_figure(plt, fig, path)

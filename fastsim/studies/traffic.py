@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
+
 import numpy as np
 import xarray as xr
 
@@ -19,7 +21,9 @@ from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..version import __version__
 from .regimes import parse_regimes
-from .variables import build
+from .report import ms, regime_panels, save_figure, table
+from .declaration import Command, Study
+from .variables import StudyVariable as _v, build
 
 INTO_CORES = ("mem_compute", "shim_compute")  # levels whose bytes land in core memory from outside
 INTO_MEM_TILES = ("shim_mem", "mem_mem")
@@ -49,7 +53,7 @@ def traffic(base: LlmStudy, regimes=None, arch: Arch = NPU2) -> xr.Dataset:
     coords = {"regime": ("regime", [r.label for r in regimes]), "op_name": ("op", first.op_name.values.astype(str)),
               "layer": ("op", first.layer.values), "op_class": ("op", first.op_class.values.astype(str)),
               "tensor_kind": first.tensor_kind.values, "level": first.level.values}
-    return build("traffic", data, coords,
+    return build(OUTPUTS, data, coords,
                  {"study": "traffic", "model": str(first.attrs["model"]), "arch": arch.name,
                   "weights": base.precision.weights, "kv": base.precision.kv, "version": __version__,
                   "l1_bytes": arch.compute.memory_bytes, "l2_bytes": arch.mem.memory_bytes,
@@ -100,3 +104,93 @@ def by_op(ds: xr.Dataset, regime: str) -> xr.Dataset:
 
 
 __all__ = ["traffic", "sheet_rows", "sheet_csv", "by_op"]
+
+
+def traffic_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    a = ds.attrs
+    out = [f"# Traffic decomposition: {a['model']} on {a['arch']} ({a['weights']} weights, {a['kv']} KV)", "",
+           "Per op, summed over the layers (`traffic.csv` beside this file has every layer): DDR bytes by tensor "
+           "kind, bytes into the mem tiles and into the cores, where the activations live, the buffer pressure "
+           f"(largest peak of any tile; capacity L1 {a['l1_bytes'] // 1024} KiB, L2 {a['l2_bytes'] // 1024} KiB) and "
+           "the refill cadence (times the cores' or mem tiles' memory is filled over). Fusion: "
+           f"{a['fusion']}.", ""]
+    for g in ds.regime.values:
+        r = by_op(ds, str(g))
+        level = [str(x) for x in ds.level.values]
+        rows = []
+        for op in r.op.values:
+            x = r.sel(op=op)
+            ddr = " / ".join(f"{float(x.ddr_bytes.sel(tensor_kind=k)) / 1e6:.3g}" for k in ("activations", "weights",
+                                                                                          "kv", "psum"))
+            into_mem = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("shim_mem", "mem_mem"))
+            into_cores = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("mem_compute", "shim_compute"))
+            rows.append([op, int(x.layers) or "outside", ms(float(x.op_seconds)), ddr, f"{into_mem / 1e6:.3g}",
+                         f"{into_cores / 1e6:.3g}", f"{'mem tile' if bool(x.input_on_chip) else 'DDR'} -> "
+                         f"{'mem tile' if bool(x.output_on_chip) else 'DDR'}",
+                         f"{float(x.l1_peak_bytes) / 1024:.3g} / {float(x.l2_peak_bytes) / 1024:.3g}",
+                         f"{float(x.l1_fills):.3g} / {float(x.l2_fills):.3g}"])
+        out += [f"## {g}", "", table(["op", "layers", "ms", "DDR MB act/wgt/kv/psum", "into mem tiles MB",
+                                      "into cores MB", "activations in -> out", "L1 / L2 peak KiB",
+                                      "L1 / L2 fills"], rows), ""]
+    if figure:
+        out += [f"![buffer pressure per op]({figure})", ""]
+    return "\n".join(out)
+
+
+def traffic_figure(ds: xr.Dataset, path: Path | None = None):
+    """Buffer pressure per op (largest over the layers) against each memory's capacity, per regime."""
+    plt, fig, panels = regime_panels(ds, 3.6)
+    for ax, g in panels:
+        r = by_op(ds, str(g))
+        y = np.arange(r.sizes["op"])
+        ax.barh(y - 0.2, r.l1_peak_bytes.values / 1024, 0.4, label="core (L1)")
+        ax.barh(y + 0.2, r.l2_peak_bytes.values / 1024, 0.4, label="mem tile (L2)")
+        ax.axvline(ds.attrs["l1_bytes"] / 1024, color="C0", ls="--", lw=0.8)
+        ax.axvline(ds.attrs["l2_bytes"] / 1024, color="C1", ls="--", lw=0.8)
+        ax.set_yticks(y, [str(o) for o in r.op.values], fontsize=6)
+        ax.invert_yaxis()
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("peak KiB (dashed: capacity)")
+        ax.set_title(str(g), fontsize=9)
+    panels[-1][0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(f"Buffer pressure: {ds.attrs['model']} on {ds.attrs['arch']}", fontsize=10)
+    return save_figure(plt, fig, path)
+
+
+# its outputs: dims, units and description of every variable its Dataset holds
+OUTPUTS = {
+    "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
+        "DDR traffic of the op (this layer) by tensor kind: weights, activations, kv, psum"),
+    "level_bytes": _v(("regime", "op", "level"), "bytes",
+        "traffic of the op (this layer) per level of the hierarchy (DDR read and write, shim to mem tile, "
+        "mem tile to core, core to core, shim to core, mem tile to mem tile)"),
+    "l1_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most core memory any core of the op uses"),
+    "l2_peak_bytes": _v(("regime", "op"), "bytes",
+        "buffer pressure: most mem-tile memory any mem tile of the op uses"),
+    "l1_fills": _v(("regime", "op"), "1",
+        "refill cadence: bytes delivered into the op's cores (from mem tiles and shims) over the peak "
+        "occupancy times the cores of the op's columns: how many times core memory is filled over (an op "
+        "that leaves some of those cores idle reads low; NaN: no core buffer)"),
+    "l2_fills": _v(("regime", "op"), "1",
+        "refill cadence: bytes delivered into the op's mem tiles over their peak occupancy, times the number "
+        "of mem tiles (NaN: no mem-tile buffer)"),
+    "input_on_chip": _v(("regime", "op"), "1", "activation residency: the input is read from mem tiles (fused), "
+                                               "not DDR"),
+    "output_on_chip": _v(("regime", "op"), "1", "activation residency: the output stays in mem tiles for the "
+                                                "next op"),
+    "op_seconds": _v(("regime", "op"), "s", "time of the op (this layer)"),
+}
+
+def _write_sheet(ds: xr.Dataset, out: Path) -> None:
+    (out / "traffic.csv").write_text(sheet_csv(ds))
+
+
+STUDY = Study(
+    "traffic", traffic, OUTPUTS, traffic_markdown, traffic_figure, _write_sheet,
+    command=Command("""Where does every byte go? The traffic decomposition sheet per layer and op: DDR bytes by
+    tensor kind (activations, weights, KV, partial sums), bytes per level, where the activations
+    live, buffer pressure (core and mem-tile peaks) and refill cadence. --report writes it as
+    Markdown (per op), CSV (every layer: traffic.csv) and a buffer-pressure figure.
+
+    Example: fastsim study traffic --regime decode:4096 --regime prefill:1024 --report out/
+    """, traffic))
