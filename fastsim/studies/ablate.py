@@ -22,10 +22,10 @@ from ..errors import ConfigError
 from ..graph import OP_CLASSES
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import apply_overlay, pinned_layout, strict_for
-from .regimes import Regime, binding, parse_regimes
 from . import memo, report
 from .declaration import Step, Study, SweepKind, one_task
-from .variables import StudyVariable as _v, Variable, build, sweep_output
+from .regimes import Regime, binding, parse_regimes
+from .variables import StudyVariable as Output, Variable, build, sweep_output
 
 
 def _classes(baseline: xr.Dataset) -> list[str]:
@@ -146,28 +146,29 @@ def ablate_point(study: LlmStudy, arch: Arch) -> dict:
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "delta_seconds": _v(("regime", "op_class"), "s",
+    "delta_seconds": Output(("regime", "op_class"), "s",
         "end-to-end time saved when the class computes nothing (its data still moves)"),
-    "share": _v(("regime", "op_class"), "1", "delta_seconds over baseline_seconds"),
-    "op_seconds": _v(("regime", "op_class"), "s", "the class's op time in the baseline"),
-    "time_share": _v(("regime", "op_class"), "1",
+    "share": Output(("regime", "op_class"), "1", "delta_seconds over baseline_seconds"),
+    "op_seconds": Output(("regime", "op_class"), "s", "the class's op time in the baseline"),
+    "time_share": Output(("regime", "op_class"), "1",
         "op_seconds over baseline_seconds: the class's share of the run, what a per-kernel profile "
         "shows (a class can take most of the time and save none of it: its time is data movement)"),
-    "compute_seconds": _v(("regime", "op_class"), "s",
+    "compute_seconds": Output(("regime", "op_class"), "s",
         "the class's kernel time in the baseline (busiest core per op)"),
-    "movement_seconds": _v(("regime", "op_class"), "s",
+    "movement_seconds": Output(("regime", "op_class"), "s",
         "the class's data-movement time in the baseline (its ops with 1-cycle kernels)"),
-    "bound_by": _v(("regime", "op_class"), "1",
+    "bound_by": Output(("regime", "op_class"), "1",
         "resource with the highest utilization over most of the class's time in the baseline"),
-    "exposed_share": _v(("regime", "op_class"), "1",
+    "exposed_share": Output(("regime", "op_class"), "1",
         "delta_seconds over compute_seconds: the share of the class's kernel time on the critical "
         "path (0: hidden under data movement)"),
-    "rank": _v(("regime", "op_class"), "1", "1 = largest delta_seconds in the regime; -1 absent"),
-    "baseline_seconds": _v(("regime",), "s", "end-to-end time of the regime, nothing removed"),
-    "data_movement_seconds": _v(("regime",), "s", "end-to-end time with every class's compute removed at once"),
-    "top_class": _v(("regime",), "1", "the class to optimize first (rank 1)"),
-    "fusion": _v(("regime",), "1", "the layout every run of the regime kept (the baseline's fusion: searched, or as built)"),
+    "rank": Output(("regime", "op_class"), "1", "1 = largest delta_seconds in the regime; -1 absent"),
+    "baseline_seconds": Output(("regime",), "s", "end-to-end time of the regime, nothing removed"),
+    "data_movement_seconds": Output(("regime",), "s", "end-to-end time with every class's compute removed at once"),
+    "top_class": Output(("regime",), "1", "the class to optimize first (rank 1)"),
+    "fusion": Output(("regime",), "1", "the layout every run of the regime kept (the baseline's fusion: searched, or as built)"),
 }
+
 
 STUDY = Study(
     "ablate", ablate, OUTPUTS, report.ablate_markdown, report.ablate_figure,

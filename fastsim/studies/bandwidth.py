@@ -22,11 +22,11 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..design import Design, mm2s, s2mm
-from ..simulation import simulate
 from ..mapping.paths import push_round, shares as split_units, whole_words
+from ..simulation import simulate
 from . import report
 from .declaration import Study
-from .variables import StudyVariable as _v, build
+from .variables import StudyVariable as Output, build
 
 DIRECTIONS = ("read", "write", "both")
 RING_BYTES = 4096  # mem-tile ring the stream lands in or leaves from (a sink/source, any size works)
@@ -119,16 +119,17 @@ def bandwidth(arch: Arch = NPU2, sizes=(256, 1024, 4096, 16384, 65536), total_by
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "bytes_per_s": _v(("column", "direction", "channels", "size_bytes"), "bytes/s",
+    "bytes_per_s": Output(("column", "direction", "channels", "size_bytes"), "bytes/s",
         "effective bandwidth of memcpy transfers (bytes over simulated time; column all: every column at "
         "once, summed)"),
-    "split_bytes_per_s": _v(("split",), "bytes/s",
+    "split_bytes_per_s": Output(("split",), "bytes/s",
         "one tensor read over every column, its bytes split equally or in proportion to each column's "
         "measured bandwidth"),
-    "split_share_bytes": _v(("split", "split_column"), "bytes", "bytes each column reads under each split"),
-    "column_read_bytes_per_s": _v(("split_column",), "bytes/s",
+    "split_share_bytes": Output(("split", "split_column"), "bytes", "bytes each column reads under each split"),
+    "column_read_bytes_per_s": Output(("split_column",), "bytes/s",
         "each column's measured read bandwidth alone (one channel, largest transfer): the proportional "
         "split's weights"),
 }
+
 
 STUDY = Study("bandwidth", bandwidth, OUTPUTS, report.bandwidth_markdown, report.bandwidth_figure)

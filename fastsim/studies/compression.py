@@ -41,7 +41,7 @@ from ..llm.model import WEIGHT_DTYPES, ModelConfig
 from ..llm.presets import SOURCES
 from . import report
 from .declaration import Study
-from .variables import StudyVariable as _v, build
+from .variables import StudyVariable as Output, build
 
 BLOCK_BYTES = 32  # bytes covered by one 32-bit zero mask (UG1583 compressed load format)
 MASK_BYTES = 4
@@ -83,6 +83,7 @@ def read_tensors(path: str | Path, include: str = DEFAULT_INCLUDE, min_dims: int
 
 
 # ---- representations ------------------------------------------------------------------------------
+
 
 def bf16_bytes(x: np.ndarray) -> np.ndarray:
     """The tensor as bf16 (round to nearest even), as its raw little-endian bytes."""
@@ -137,6 +138,7 @@ def zvc_bytes(raw: np.ndarray) -> int:
 
 
 # ---- the study ------------------------------------------------------------------------------------
+
 
 def _schemes(x: np.ndarray, group_size: int, prune_nm) -> dict[str, tuple[str, float, float, float]]:
     """scheme -> (baseline, baseline bytes, scheme bytes, nominal ratio)."""
@@ -316,17 +318,18 @@ def load_run_ratios(path: str | Path, model: ModelConfig | None = None) -> dict:
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "baseline_bytes": _v(("tensor", "scheme"), "bytes", "the dense tensor in the scheme's baseline representation"),
-    "bytes": _v(("tensor", "scheme"), "bytes", "bytes the scheme stores and streams"),
-    "ratio": _v(("tensor", "scheme"), "1", "measured ratio: baseline bytes / scheme bytes"),
-    "nominal_ratio": _v(("tensor", "scheme"), "1",
+    "baseline_bytes": Output(("tensor", "scheme"), "bytes", "the dense tensor in the scheme's baseline representation"),
+    "bytes": Output(("tensor", "scheme"), "bytes", "bytes the scheme stores and streams"),
+    "ratio": Output(("tensor", "scheme"), "1", "measured ratio: baseline bytes / scheme bytes"),
+    "nominal_ratio": Output(("tensor", "scheme"), "1",
         "the scheme's nominal ratio (N:M: M/N; int8/int4: 2/4 against bf16; zero-value: skipping every zero "
         "byte without masks)"),
-    "elements": _v(("tensor",), "1", "values in the tensor"),
-    "total_ratio_weights": _v(("scheme",), "1", "measured ratio over all weight tensors"),
-    "total_nominal_ratio_weights": _v(("scheme",), "1", "nominal ratio over all weight tensors"),
-    "total_ratio_kv": _v(("scheme",), "1", "measured ratio over all K/V tensors (NaN: none given)"),
-    "total_nominal_ratio_kv": _v(("scheme",), "1", "nominal ratio over all K/V tensors"),
+    "elements": Output(("tensor",), "1", "values in the tensor"),
+    "total_ratio_weights": Output(("scheme",), "1", "measured ratio over all weight tensors"),
+    "total_nominal_ratio_weights": Output(("scheme",), "1", "nominal ratio over all weight tensors"),
+    "total_ratio_kv": Output(("scheme",), "1", "measured ratio over all K/V tensors (NaN: none given)"),
+    "total_nominal_ratio_kv": Output(("scheme",), "1", "nominal ratio over all K/V tensors"),
 }
+
 
 STUDY = Study("compression", compression, OUTPUTS, report.compression_markdown, report.compression_figure)

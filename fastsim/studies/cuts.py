@@ -26,10 +26,10 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..mapping.dispatch import DispatchLimits, cuts_text, dispatches_of_text
-from .regimes import Regime, parse_regimes
 from . import memo, report
 from .declaration import Command, Option, Step, Study, SweepKind, one_task
-from .variables import StudyVariable as _v, Variable, build, sweep_output
+from .regimes import Regime, parse_regimes
+from .variables import StudyVariable as Output, Variable, build, sweep_output
 
 
 @dataclass
@@ -250,32 +250,33 @@ def cuts_point(study: LlmStudy, arch: Arch) -> dict:
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "seconds": _v(("regime", "dispatches"), "s",
+    "seconds": Output(("regime", "dispatches"), "s",
         "fastest end-to-end time with this many dispatches (NaN: none fits)"),
-    "energy_pj": _v(("regime", "dispatches"), "pJ", "energy of that cut set's ops"),
-    "cuts": _v(("regime", "dispatches"), "1", "that cut set: layers after which a dispatch ends"),
-    "pareto": _v(("regime", "dispatches"), "1", "no cut set with fewer dispatches is as fast"),
-    "best_seconds": _v(("regime",), "s", "the best cut set's time"),
-    "best_cuts": _v(("regime",), "1", "the best cut set (latency, then energy)"),
-    "default_seconds": _v(("regime",), "s", "time with the default greedy cut"),
-    "default_cuts": _v(("regime",), "1", "the default greedy cut (whole layers while everything fits)"),
-    "fusion": _v(("regime",), "1", "the layout kept while cuts vary (the regime's searched fusion)"),
-    "boundary_after_layer": _v(("regime", "boundary"), "layer",
+    "energy_pj": Output(("regime", "dispatches"), "pJ", "energy of that cut set's ops"),
+    "cuts": Output(("regime", "dispatches"), "1", "that cut set: layers after which a dispatch ends"),
+    "pareto": Output(("regime", "dispatches"), "1", "no cut set with fewer dispatches is as fast"),
+    "best_seconds": Output(("regime",), "s", "the best cut set's time"),
+    "best_cuts": Output(("regime",), "1", "the best cut set (latency, then energy)"),
+    "default_seconds": Output(("regime",), "s", "time with the default greedy cut"),
+    "default_cuts": Output(("regime",), "1", "the default greedy cut (whole layers while everything fits)"),
+    "fusion": Output(("regime",), "1", "the layout kept while cuts vary (the regime's searched fusion)"),
+    "boundary_after_layer": Output(("regime", "boundary"), "layer",
         "a boundary of the best cut set: a dispatch ends after this layer (-1: none)"),
-    "boundary_write_out_seconds": _v(("regime", "boundary"), "s",
+    "boundary_write_out_seconds": Output(("regime", "boundary"), "s",
         "extra time of the ops before it, control included (activations written to DDR), against the merged dispatch"),
-    "boundary_read_back_seconds": _v(("regime", "boundary"), "s",
+    "boundary_read_back_seconds": Output(("regime", "boundary"), "s",
         "extra time of the ops after it, control included (activations read back from DDR), against the merged dispatch"),
-    "boundary_host_round_trip_seconds": _v(("regime", "boundary"), "s", "one more dispatch's host round trip"),
-    "boundary_setup_in_round_trip_seconds": _v(("regime", "boundary"), "s",
+    "boundary_host_round_trip_seconds": Output(("regime", "boundary"), "s", "one more dispatch's host round trip"),
+    "boundary_setup_in_round_trip_seconds": Output(("regime", "boundary"), "s",
         "the set-up of the op after it, which the new dispatch does (negative: no op's control pays it)"),
-    "boundary_weight_reload_seconds": _v(("regime", "boundary"), "s",
+    "boundary_weight_reload_seconds": Output(("regime", "boundary"), "s",
         "static weights loaded again (no longer resident)"),
-    "boundary_program_reload_seconds": _v(("regime", "boundary"), "s", "program reloads added (negative: saved)"),
-    "boundary_net_seconds": _v(("regime", "boundary"), "s",
+    "boundary_program_reload_seconds": Output(("regime", "boundary"), "s", "program reloads added (negative: saved)"),
+    "boundary_net_seconds": Output(("regime", "boundary"), "s",
         "what the boundary costs in all (negative: it pays for itself)"),
-    "boundary_relieves": _v(("regime", "boundary"), "1", "the resource pressure the boundary relieves"),
+    "boundary_relieves": Output(("regime", "boundary"), "1", "the resource pressure the boundary relieves"),
 }
+
 
 STUDY = Study(
     "cuts", cuts, OUTPUTS, report.cuts_markdown, report.cuts_figure,

@@ -32,12 +32,12 @@ from ..errors import ConfigError
 from ..graph import TENSOR_KINDS
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import pinned_layout
-from .regimes import Regime, parse_regimes
+from .declaration import Command, Step, Study, SweepKind
 from .document import Document
 from .memo import duration, energy
+from .regimes import Regime, parse_regimes
 from .report import few_ticks, ms, regime_panels, save_figure, table
-from .declaration import Command, Step, Study, SweepKind
-from .variables import StudyVariable as _v, Variable, build
+from .variables import StudyVariable as Output, Variable, build
 
 STYLES = ("ws", "is", "os")
 MATMUL_CLASSES = ("gemm", "attention")
@@ -326,6 +326,8 @@ def pins(ds: xr.Dataset, regime_label: str) -> dict:
 
 
 def dataflow_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    """The report is the playbook: per regime the runs, the baseline and chosen point, per op its
+    style and evidence; then the transition rules."""
     book = playbook(ds)
     a = ds.attrs
     out = [f"# Dataflow playbook: {a['model']} on {a['arch']} ({a['weights']} weights, fastsim {a['version']})", "",
@@ -388,6 +390,8 @@ def dataflow_figure(ds: xr.Dataset, path: Path | None = None):
 
 
 def dataflow_section(doc: Document, ds) -> None:
+    """The memo's section: per regime the best single style, the chosen point, the ops that gain
+    off it and the rejected points; then the playbook's headline rules."""
     book = playbook(ds)
     for g, r in book["regimes"].items():
         pts = r["points"]
@@ -412,34 +416,35 @@ def dataflow_section(doc: Document, ds) -> None:
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "seconds": _v(("regime", "point"), "s",
+    "seconds": Output(("regime", "point"), "s",
         "end-to-end time of the whole run (NaN: a style cannot map some op)"),
-    "energy_j": _v(("regime", "point"), "J", "energy per inference (ops, arch energy table)"),
-    "program_reload_seconds": _v(("regime", "point"), "s",
+    "energy_j": Output(("regime", "point"), "J", "energy per inference (ops, arch energy table)"),
+    "program_reload_seconds": Output(("regime", "point"), "s",
         "program reloads of the run (its distinct kernels exceed program memory)"),
-    "pareto": _v(("regime", "point"), "1", "no other point is as fast and as frugal"),
-    "baseline": _v(("regime",), "1", "the best single style by latency: the explicit baseline"),
-    "chosen": _v(("regime",), "1", "the fastest point on the Pareto front"),
-    "fusion": _v(("regime",), "1", "the pinned layout"),
-    "m_rows": _v(("regime",), "rows", "M of the token-parallel ops (tokens x batch) in the regime"),
-    "op_seconds": _v(("regime", "op", "style"), "s", "the op (all its layers) under each single style"),
-    "op_energy_j": _v(("regime", "op", "style"), "J",
+    "pareto": Output(("regime", "point"), "1", "no other point is as fast and as frugal"),
+    "baseline": Output(("regime",), "1", "the best single style by latency: the explicit baseline"),
+    "chosen": Output(("regime",), "1", "the fastest point on the Pareto front"),
+    "fusion": Output(("regime",), "1", "the pinned layout"),
+    "m_rows": Output(("regime",), "rows", "M of the token-parallel ops (tokens x batch) in the regime"),
+    "op_seconds": Output(("regime", "op", "style"), "s", "the op (all its layers) under each single style"),
+    "op_energy_j": Output(("regime", "op", "style"), "J",
         "the op's energy (all its layers) under each single style"),
-    "choice": _v(("regime", "op"), "1", "recommended style (least time; ties: less energy)"),
-    "weight_reuse": _v(("regime", "op"), "MAC/byte",
+    "choice": Output(("regime", "op"), "1", "recommended style (least time; ties: less energy)"),
+    "weight_reuse": Output(("regime", "op"), "MAC/byte",
         "MACs per byte of weights (or KV) fetched from DDR, chosen style"),
-    "activation_reuse": _v(("regime", "op"), "MAC/byte",
+    "activation_reuse": Output(("regime", "op"), "MAC/byte",
         "MACs per byte of activations fetched from DDR, chosen style"),
-    "l1_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most core memory any core uses"),
-    "l2_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most mem-tile memory any mem tile uses"),
-    "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
+    "l1_peak_bytes": Output(("regime", "op"), "bytes", "buffer pressure: most core memory any core uses"),
+    "l2_peak_bytes": Output(("regime", "op"), "bytes", "buffer pressure: most mem-tile memory any mem tile uses"),
+    "ddr_bytes": Output(("regime", "op", "tensor_kind"), "bytes",
         "DDR traffic of the op (all layers) by tensor kind, chosen style"),
-    "level_bytes": _v(("regime", "op", "level"), "bytes",
+    "level_bytes": Output(("regime", "op", "level"), "bytes",
         "traffic of the op (all layers) per level of the hierarchy (DDR, shim-mem, mem-core, core-core, "
         "mem-mem), chosen style"),
-    "gain_seconds": _v(("regime", "op"), "s", "time the op saves against the baseline style"),
-    "gain_j": _v(("regime", "op"), "J", "energy the op saves against the baseline style"),
+    "gain_seconds": Output(("regime", "op"), "s", "time the op saves against the baseline style"),
+    "gain_j": Output(("regime", "op"), "J", "energy the op saves against the baseline style"),
 }
+
 
 def _tasks(base, regimes, mix, arch) -> dict:
     """As a step of ``fastsim optimize``: the regimes share nothing, one task each."""
@@ -447,10 +452,12 @@ def _tasks(base, regimes, mix, arch) -> dict:
 
 
 def _result(done: dict, base, regimes, arch) -> xr.Dataset:
+    """As a step of ``fastsim optimize``: the regimes' answers as one Dataset."""
     return dataflow_dataset([done[f"dataflow@{r.label}"] for r in regimes], base, arch)
 
 
 def _write_playbook(ds: xr.Dataset, out: Path) -> None:
+    """The playbook's numbers as JSON beside the report, for tools to read."""
     (out / "dataflow.json").write_text(json.dumps(playbook(ds), indent=1))
 
 

@@ -17,13 +17,13 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..errors import ConfigError
+from ..figures import kv_crossover, kv_figure as draw_kv_figure, pyplot
 from ..llm import LlmStudy, simulate_llm
 from ..llm.run import llm_summary
 from ..version import __version__
-from ..figures import pyplot
-from .report import save_figure, table
 from .declaration import Command, Option, Study
-from .variables import StudyVariable as _v, build
+from .report import save_figure, table
+from .variables import StudyVariable as Output, build
 
 DEFAULT_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131071)  # 131,072 positions at most
 
@@ -47,8 +47,6 @@ def kv(bases: list[LlmStudy], contexts=DEFAULT_CONTEXTS, batches=(1,), arch: Arc
             for k, context in enumerate(contexts):
                 s = llm_summary(simulate_llm(replace(base, regime="decode", context=context, batch=batch), arch))
                 kv_bytes[i, j, k], weight_bytes[i, j, k], seconds[i, j, k] = s["kv_bytes"], s["weight_bytes"], s["seconds"]
-    from ..figures import kv_crossover
-
     crossover = np.array([[kv_crossover(contexts, kv_bytes[i, j], weight_bytes[i, j]) for j in range(len(batches))]
                           for i in range(len(bases))])
     p = bases[0].precision
@@ -83,6 +81,7 @@ def crossover_rows(ds: xr.Dataset) -> list[list[str]]:
 
 
 def kv_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    """The report: the crossover per model and batch, and the grid it was read from."""
     contexts = ", ".join(f"{int(c):,}" for c in ds.context.values)
     out = [f"# KV cache vs weights: decode on {ds.attrs['arch']} ({ds.attrs['weights']} weights, "
            f"{ds.attrs['kv']} KV)", "",
@@ -97,23 +96,24 @@ def kv_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
 
 
 def kv_figure(ds: xr.Dataset, path: Path | None = None):
-    from ..figures import kv_figure as draw
-
-    fig = draw(ds, "context")
+    """KV and weight bytes per step over the contexts, the crossover marked (``figures.kv_figure``)."""
+    fig = draw_kv_figure(ds, "context")
     return save_figure(pyplot(), fig, path)
 
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "kv_bytes": _v(("model", "batch", "context"), "bytes", "DDR bytes of the KV cache one decode step reads and writes"),
-    "weight_bytes": _v(("model", "batch", "context"), "bytes", "DDR bytes of weights one decode step reads"),
-    "seconds": _v(("model", "batch", "context"), "s", "time of one decode step"),
-    "kv_crossover": _v(("model", "batch"), "tokens",
+    "kv_bytes": Output(("model", "batch", "context"), "bytes", "DDR bytes of the KV cache one decode step reads and writes"),
+    "weight_bytes": Output(("model", "batch", "context"), "bytes", "DDR bytes of weights one decode step reads"),
+    "seconds": Output(("model", "batch", "context"), "s", "time of one decode step"),
+    "kv_crossover": Output(("model", "batch"), "tokens",
         "context where KV bytes overtake weight bytes, interpolated linearly in context between the two grid "
         "points that bracket it (NaN: not within the grid)"),
 }
 
+
 def _command(bases: list[LlmStudy], arch: Arch, contexts: tuple, batches: tuple) -> xr.Dataset:
+    """``fastsim study kv``: options not given take the study's defaults."""
     return kv(bases, contexts or DEFAULT_CONTEXTS, batches or (1,), arch)
 
 

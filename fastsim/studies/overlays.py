@@ -24,16 +24,16 @@ import xarray as xr
 
 from ..arch import NPU2, Arch
 from ..errors import ConfigError
-from .memo import duration
+from ..graph import OP_CLASSES
 from ..llm import LlmStudy, simulate_llm
 from ..llm.assemble import overlay_of
-from ..graph import OP_CLASSES
 from ..llm.run import apply_overlay
 from ..mapping.overlay import switch_seconds
-from .regimes import Regime, binding
 from . import memo, report
 from .declaration import Command, Option, Step, Study, SweepKind, one_task
-from .variables import StudyVariable as _v, Variable, build
+from .memo import duration
+from .regimes import Regime, binding
+from .variables import StudyVariable as Output, Variable, build
 
 DEFAULT_MIX = ("1024:128",)
 SWITCHES_PER_REQUEST = 2  # into the decode overlay and back to the prefill one for the next request
@@ -212,29 +212,31 @@ def overlays_point(study: LlmStudy, arch: Arch, new_tokens=128) -> dict:
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "seconds": _v(("regime", "overlay"), "s",
+    "seconds": Output(("regime", "overlay"), "s",
         "end-to-end time of the regime (rows) laid out as the overlay of a regime (columns); NaN: "
         "that layout cannot run the regime"),
-    "cannot_run": _v(("regime", "overlay"), "1",
+    "cannot_run": Output(("regime", "overlay"), "1",
         "why the overlay (columns) cannot run the regime (rows): the first problem the simulation "
         "reported; '' where it runs"),
-    "best_overlay": _v(("regime",), "1",
+    "best_overlay": Output(("regime",), "1",
         "the overlay (named by the regime it was searched for) that runs the regime fastest"),
-    "fusion": _v(("regime",), "1", "the regime's own (searched) overlay: fusion"),
-    "residency": _v(("regime",), "1", "the regime's own overlay: static or streamed weights"),
-    "residency_reason": _v(("regime",), "1", "why that residency (on-chip capacity, time)"),
-    "bound_by": _v(("regime", "op_class"), "1",
+    "fusion": Output(("regime",), "1", "the regime's own (searched) overlay: fusion"),
+    "residency": Output(("regime",), "1", "the regime's own overlay: static or streamed weights"),
+    "residency_reason": Output(("regime",), "1", "why that residency (on-chip capacity, time)"),
+    "bound_by": Output(("regime", "op_class"), "1",
         "per class, the resource with the highest utilization over most of its time"),
-    "binding_differs": _v(("op_class",), "1",
+    "binding_differs": Output(("op_class",), "1",
         "the class is bound by different resources in different regimes: a placement tuned for one "
         "regime may not suit another (whether one overlay still serves them all is mix_seconds')"),
-    "mix_seconds": _v(("plan",), "s",
+    "mix_seconds": Output(("plan",), "s",
         "the request mix's time: per_regime (each regime on its best overlay, switches included "
         "where they differ) or one single overlay for every regime (NaN: it cannot run some "
         "regime)"),
 }
 
+
 def _command(base: LlmStudy, arch: Arch, mix: tuple) -> xr.Dataset:
+    """``fastsim study overlays``: no --mix is the default mix."""
     return overlays(base, list(mix) or None, arch)
 
 
@@ -259,6 +261,6 @@ STUDY = Study(
                                  "per-regime overlays net of the switch cost"),
         "switch_seconds": Variable("switch_seconds", "s", "one overlay switch")},
         without=frozenset({"noop", "regime", "context", "prefill_context"}), extra={"new_tokens": "tokens"}),
-    # the overlays study goes last: it finds the prefill runs it shares with dataflow on disk
+    # last in the longest-first order (order 6): it finds the prefill runs it shares with dataflow on disk
     step=Step(2, "placing each regime (request mix)", one_task("overlays", overlays, mix=True),
               lambda ds, label: {}, memo.overlays_section, {"overlays": 6}))

@@ -10,9 +10,11 @@ named at once.
 """
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
+import inspect
 import pkgutil
-import re
 from pathlib import Path
 
 import xarray as xr
@@ -22,7 +24,7 @@ from .variables import StudyVariable, Variable
 
 
 def _problems(s) -> list[str]:
-    """What one declaration lacks (its required pieces, each by name)."""
+    """What one declaration lacks or gets wrong (its pieces, each by name)."""
     if not isinstance(s, Study):
         return [f"{s!r}: not a Study"]
     where = f"study {s.name!r}"
@@ -31,28 +33,48 @@ def _problems(s) -> list[str]:
             if not callable(getattr(s, piece))]
     if not (s.extra_files is None or callable(s.extra_files)):
         out.append(f"{where}: extra_files must be callable or None")
-    if not (isinstance(s.outputs, dict) and s.outputs
-            and all(isinstance(v, StudyVariable) for v in s.outputs.values())):
-        out.append(f"{where}: outputs: its Dataset's variables, each a StudyVariable (dims, units, description)")
-    out += [] if s.command is None else _command_problems(where, s.command)
-    out += [] if s.sweep is None else _sweep_problems(where, s.sweep)
-    out += [] if s.step is None else _step_problems(where, s.name, s.step)
+    if not (isinstance(s.outputs, dict) and s.outputs and all(
+            isinstance(v, StudyVariable) and isinstance(v.dims, tuple) for v in s.outputs.values())):
+        out.append(f"{where}: outputs: its Dataset's variables, each a StudyVariable (dims a tuple, units, "
+                   "description)")
+    for piece, kind, check in (("command", Command, _command_problems), ("sweep", SweepKind, _sweep_problems),
+                               ("step", Step, _step_problems)):
+        value = getattr(s, piece)
+        if value is not None:
+            out += check(where, s.name, value) if isinstance(value, kind) else [
+                f"{where}: {piece} must be a {kind.__name__} or None"]
     return out
 
 
-def _command_problems(where: str, c: Command) -> list[str]:
-    out = [] if isinstance(c, Command) and callable(c.run) else [f"{where}: command.run must be callable"]
-    if not isinstance(c, Command):
-        return out
-    out += [] if "Example" in c.help else [f"{where}: command.help: its question and an Example"]
+# the parameters every derived command passes itself (``fastsim.cli.study.derived_command``)
+MODEL_OPTIONS = ("model", "models", "weights", "kv", "activations", "arch_name", "regimes", "as_json", "report_dir")
+
+
+def _command_problems(where: str, name: str, c: Command) -> list[str]:
+    out = [] if isinstance(c.help, str) and f"Example: fastsim study {name}" in c.help else [
+        f"{where}: command.help: its question and an 'Example: fastsim study {name} ...'"]
     out += [] if c.models in ("one", "several") else [f"{where}: command.models: 'one' or 'several'"]
-    return out + [f"{where}: command option {o!r}: a --flag, kind 'int' or 'text'" for o in c.options
-                  if not (isinstance(o, Option) and o.flag.startswith("--") and o.kind in ("int", "text"))]
+    out += [] if isinstance(c.regimes, bool) else [f"{where}: command.regimes: True or False"]
+    bad = [o for o in c.options if not (isinstance(o, Option) and o.flag.startswith("--") and o.kind in ("int", "text")
+                                        and (o.minimum is None or o.kind == "int"))]
+    out += [f"{where}: command option {o!r}: a --flag, kind 'int' or 'text' (minimum: an int's)" for o in bad]
+    taken = [o.name for o in c.options if isinstance(o, Option) and o.name in MODEL_OPTIONS]
+    out += [f"{where}: command option {n!r}: a model option has that name" for n in taken]
+    if not callable(c.run):
+        return out + [f"{where}: command.run must be callable"]
+    leading = (None, None, None) if c.regimes else (None, None)
+    try:
+        inspect.signature(c.run).bind(*leading, **{o.name: None for o in c.options if isinstance(o, Option)})
+    except TypeError as e:
+        out.append(f"{where}: command.run does not take (base{', regimes' if c.regimes else ''}, arch, "
+                   f"{', '.join(o.name for o in c.options if isinstance(o, Option))}): {e}")
+    return out
 
 
-def _sweep_problems(where: str, k: SweepKind) -> list[str]:
+def _sweep_problems(where: str, name: str, k: SweepKind) -> list[str]:
     out = [] if callable(k.point) else [f"{where}: sweep.point must be callable"]
-    out += [] if k.outputs else [f"{where}: sweep.outputs: a sweep kind stores at least one output"]
+    if not (isinstance(k.outputs, dict) and k.outputs):
+        return out + [f"{where}: sweep.outputs: a dict, at least one output"]
     out += [f"{where}: sweep.outputs[{n!r}] must be a Variable named {n!r}" for n, v in k.outputs.items()
             if not (isinstance(v, Variable) and v.name == n)]
     out += [f"{where}: sweep.outputs[{n!r}]: every point stores it already" for n in k.outputs
@@ -65,7 +87,7 @@ def _step_problems(where: str, name: str, t: Step) -> list[str]:
            if not callable(getattr(t, piece))]
     out += [] if t.result is None or callable(t.result) else [f"{where}: step.result must be callable or None"]
     out += [] if t.what else [f"{where}: step.what: its progress words"]
-    out += [] if isinstance(t.place, int) else [f"{where}: step.place: its place among the steps"]
+    out += [] if type(t.place) is int else [f"{where}: step.place: its place among the steps (an int)"]
     return out + ([] if t.order and name in t.order else [f"{where}: step.order: its place, at least for {name!r}"])
 
 
@@ -84,18 +106,27 @@ def declare(*studies: Study) -> dict[str, Study]:
     return {s.name: s for s in order}
 
 
-def _declares_study(path: Path) -> bool:
-    return re.search(r"^STUDY = ", path.read_text(encoding="utf-8"), re.MULTILINE) is not None
+def declares_study(source: str) -> bool:
+    """Whether a module's source assigns ``STUDY`` at its top level (``STUDY = ...``, annotated or
+    not; a mention in a docstring or inside a function is not one)."""
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "STUDY" for t in targets):
+            return True
+    return False
 
 
-def declared_studies() -> list[Study]:
-    """The ``STUDY`` of every module of this package that declares one at its top level. Found by
-    reading the modules' text before importing any: importing every module would import those
-    that read this registry (``optimize``, ``parallel``), a cycle."""
-    package = __name__.rpartition(".")[0]
-    folder = Path(__file__).parent
-    return [importlib.import_module(f"{package}.{info.name}").STUDY for info in pkgutil.iter_modules([str(folder)])
-            if not info.ispkg and _declares_study(folder / f"{info.name}.py")]
+def declared_studies(package: str = __package__) -> list[Study]:
+    """The ``STUDY`` of every module of ``package`` (its subpackages are not searched) that
+    assigns one at its top level. Found by reading the modules' source before importing any:
+    importing every module would import those that read this registry (``optimize``,
+    ``parallel``), a cycle."""
+    found = []
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        spec = importlib.util.find_spec(f"{package}.{info.name}")
+        if not info.ispkg and declares_study(spec.loader.get_source(spec.name) or ""):
+            found.append(importlib.import_module(spec.name).STUDY)
+    return found
 
 
 STUDIES = declare(*declared_studies())

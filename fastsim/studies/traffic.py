@@ -20,10 +20,10 @@ import xarray as xr
 from ..arch import NPU2, Arch
 from ..llm import LlmStudy, simulate_llm
 from ..version import __version__
+from .declaration import Command, Study
 from .regimes import parse_regimes
 from .report import ms, regime_panels, save_figure, table
-from .declaration import Command, Study
-from .variables import StudyVariable as _v, build
+from .variables import StudyVariable as Output, build
 
 INTO_CORES = ("mem_compute", "shim_compute")  # levels whose bytes land in core memory from outside
 INTO_MEM_TILES = ("shim_mem", "mem_mem")
@@ -103,10 +103,8 @@ def by_op(ds: xr.Dataset, regime: str) -> xr.Dataset:
     return xr.concat(parts, dim="op").assign_coords(op=names)
 
 
-__all__ = ["traffic", "sheet_rows", "sheet_csv", "by_op"]
-
-
 def traffic_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
+    """The report: per regime one row per op, summed over its layers (``traffic.csv`` has each layer)."""
     a = ds.attrs
     out = [f"# Traffic decomposition: {a['model']} on {a['arch']} ({a['weights']} weights, {a['kv']} KV)", "",
            "Per op, summed over the layers (`traffic.csv` beside this file has every layer): DDR bytes by tensor "
@@ -122,8 +120,8 @@ def traffic_markdown(ds: xr.Dataset, figure: str | None = None) -> str:
             x = r.sel(op=op)
             ddr = " / ".join(f"{float(x.ddr_bytes.sel(tensor_kind=k)) / 1e6:.3g}" for k in ("activations", "weights",
                                                                                           "kv", "psum"))
-            into_mem = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("shim_mem", "mem_mem"))
-            into_cores = sum(float(x.level_bytes.isel(level=level.index(k))) for k in ("mem_compute", "shim_compute"))
+            into_mem = sum(float(x.level_bytes.isel(level=level.index(k))) for k in INTO_MEM_TILES)
+            into_cores = sum(float(x.level_bytes.isel(level=level.index(k))) for k in INTO_CORES)
             rows.append([op, int(x.layers) or "outside", ms(float(x.op_seconds)), ddr, f"{into_mem / 1e6:.3g}",
                          f"{into_cores / 1e6:.3g}", f"{'mem tile' if bool(x.input_on_chip) else 'DDR'} -> "
                          f"{'mem tile' if bool(x.output_on_chip) else 'DDR'}",
@@ -159,29 +157,31 @@ def traffic_figure(ds: xr.Dataset, path: Path | None = None):
 
 # its outputs: dims, units and description of every variable its Dataset holds
 OUTPUTS = {
-    "ddr_bytes": _v(("regime", "op", "tensor_kind"), "bytes",
+    "ddr_bytes": Output(("regime", "op", "tensor_kind"), "bytes",
         "DDR traffic of the op (this layer) by tensor kind: weights, activations, kv, psum"),
-    "level_bytes": _v(("regime", "op", "level"), "bytes",
+    "level_bytes": Output(("regime", "op", "level"), "bytes",
         "traffic of the op (this layer) per level of the hierarchy (DDR read and write, shim to mem tile, "
         "mem tile to core, core to core, shim to core, mem tile to mem tile)"),
-    "l1_peak_bytes": _v(("regime", "op"), "bytes", "buffer pressure: most core memory any core of the op uses"),
-    "l2_peak_bytes": _v(("regime", "op"), "bytes",
+    "l1_peak_bytes": Output(("regime", "op"), "bytes", "buffer pressure: most core memory any core of the op uses"),
+    "l2_peak_bytes": Output(("regime", "op"), "bytes",
         "buffer pressure: most mem-tile memory any mem tile of the op uses"),
-    "l1_fills": _v(("regime", "op"), "1",
+    "l1_fills": Output(("regime", "op"), "1",
         "refill cadence: bytes delivered into the op's cores (from mem tiles and shims) over the peak "
         "occupancy times the cores of the op's columns: how many times core memory is filled over (an op "
         "that leaves some of those cores idle reads low; NaN: no core buffer)"),
-    "l2_fills": _v(("regime", "op"), "1",
+    "l2_fills": Output(("regime", "op"), "1",
         "refill cadence: bytes delivered into the op's mem tiles over their peak occupancy, times the number "
         "of mem tiles (NaN: no mem-tile buffer)"),
-    "input_on_chip": _v(("regime", "op"), "1", "activation residency: the input is read from mem tiles (fused), "
+    "input_on_chip": Output(("regime", "op"), "1", "activation residency: the input is read from mem tiles (fused), "
                                                "not DDR"),
-    "output_on_chip": _v(("regime", "op"), "1", "activation residency: the output stays in mem tiles for the "
+    "output_on_chip": Output(("regime", "op"), "1", "activation residency: the output stays in mem tiles for the "
                                                 "next op"),
-    "op_seconds": _v(("regime", "op"), "s", "time of the op (this layer)"),
+    "op_seconds": Output(("regime", "op"), "s", "time of the op (this layer)"),
 }
 
+
 def _write_sheet(ds: xr.Dataset, out: Path) -> None:
+    """Every layer's row beside the report, where the Markdown sums them per op."""
     (out / "traffic.csv").write_text(sheet_csv(ds))
 
 

@@ -17,7 +17,6 @@ class StudyVariable:
     description: str
 
 
-
 @dataclass(frozen=True)
 class Variable:
     """A variable a sweep point stores (``fastsim.sweeping.variables``): over the sweep's axes and
