@@ -101,7 +101,7 @@ AIR_GEMM_SUSPECT = ("not the core: the {} call is 1,592 cycles in the kernel mod
                     "connector tile_n sweep (md:303) fits 3.3 ns per contiguous run + 60 GB/s, which, not refitted, gives the "
                     "f32-out rows within -2/+6/-1 % (docs/kernel_model.md). Fused-cast rows add the cast "
                     "launch (0.45 ms per 4.19M elements, run.py:658-659) and the ELF path (1.26-1.42x on the same "
-                    "module, smolvla profile.md:269-280; suspected: the ELF path's per-launch reconfiguration: aircc builds ELFs with --expand-load-pdis (tools/aircc/aircc.cpp:1388-1389), so each launch's load_pdi becomes a firmware reset plus inline writes of the whole herd's configuration, core programs included (about 1,684 words per tile), before data moves; mlir-air 07ee85031 (#1334) took the core programs out of the resets between launch iterations and FlashAttention went 26.4 -> 18.0 ms). Micro-benchmark: one shim "
+                    "module, smolvla profile.md:269-280; the ELF path's per-launch reconfiguration: aircc --expand-load-pdis, tools/aircc/aircc.cpp:1388-1389; charged for LLM layouts (launches_reconfigure, 361 us a launch), not for run gemm). Micro-benchmark: one shim "
                     "channel reading 16 MiB in 256 B runs vs contiguous, GB/s; the ELF's instruction words per launch")
 AIR_DIRECT_SUSPECT = ("the compiler-generated kernel (1.5-1.7x slower than mm.o at the same tiles: GEMM_bf16_in_fp32_out.md"
                       ":44), then the DDR side as for the fused-cast rows with shorter runs (tile_n 64: B read in "
@@ -154,13 +154,15 @@ AIR_PREFILL_BUILT = ("3 ELFs per layer (rms_gemms_rope, flash_attn, o_ffn), bf16
                      "attention computing the masked tiles (causal_skip False); not describable: the three "
                      "dispatches inside a layer (cuts searched), the flash harness's 256-row launches (about "
                      "31 us each, bench/flash_attention.py), host embedding; wall time incl. host")
-AIR_PREFILL_SUSPECT = ("the ELF path's per-launch reconfiguration: aircc builds ELFs with --expand-load-pdis (tools/aircc/aircc.cpp:1388-1389), so each launch's load_pdi becomes a firmware reset plus inline writes of the whole herd's configuration, core programs included (about 1,684 words per tile), before data moves; mlir-air 07ee85031 (#1334) took the core programs out of the resets between launch iterations and FlashAttention went 26.4 -> 18.0 ms; 15 launches per layer at 1B, their GEMMs timed alike whatever their DDR "
-                       "traffic (GEMM_bf16_in_bf16_out.md:165-173); then GEMM efficiency at M = 2048 inside the LLM ELFs (o_ffn measured at 41 ms per layer "
-                       "for 1B; the mem-tile K panel of its GEMMs is not describable) and the flash harness's "
-                       "launches (128 per layer at 2048, about 4 ms by bench/flash_attention.py's fit; the "
-                       "tile step itself is calibrated to the registry). Micro-benchmark: the registry "
-                       "GEMM at each projection's shape and the registry FlashAttention at 2048 (15.4 ms "
-                       "measured for 32q/8kv heads): kernel time vs the simulated op time")
+AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs: their stitched GEMMs are timed alike "
+                       "whatever their DDR traffic (GEMM_bf16_in_bf16_out.md:165-173, about 5 TFLOP/s) and o_ffn "
+                       "measured 41 ms per layer for 1B (the mem-tile K panel of its GEMMs is not describable); "
+                       "then the flash harness's launches (128 per layer at 2048, about 4 ms by "
+                       "bench/flash_attention.py's fit; the tile step itself is calibrated to the registry). The "
+                       "ELF path's per-launch reconfiguration (aircc --expand-load-pdis) is charged: 15 launches "
+                       "per layer at 361 us (launches_reconfigure). Micro-benchmark: the registry GEMM at each "
+                       "projection's shape and the registry FlashAttention at 2048 (15.4 ms measured for 32q/8kv "
+                       "heads): kernel time vs the simulated op time")
 
 
 # issue 51 rows (added): other decode and prefill families, whole-array int8/bf16 GEMMs on both parts,
@@ -219,7 +221,10 @@ SMOLVLA_ELF = ("the same GEMM as one launch inside the deployed multi-launch ELF
                "not describable: the ELF lowering path (1.26-1.42x slower than xclbin for the same module, "
                "profile.md section 5), tile_k_l2, the drain herd")
 SMOLVLA_SUSPECT = ("the per-launch cost of the ELF path (the same module runs 1.35-1.94x faster through an xclbin; "
-                   "ELF minus xclbin 185-407 us a launch), suspected: the ELF path's per-launch reconfiguration: aircc builds ELFs with --expand-load-pdis (tools/aircc/aircc.cpp:1388-1389), so each launch's load_pdi becomes a firmware reset plus inline writes of the whole herd's configuration, core programs included (about 1,684 words per tile), before data moves; mlir-air 07ee85031 (#1334) took the core programs out of the resets between launch iterations and FlashAttention went 26.4 -> 18.0 ms. "
+                   "ELF minus xclbin 185-407 us a launch): the ELF path's per-launch reconfiguration (aircc "
+                   "--expand-load-pdis, tools/aircc/aircc.cpp:1388-1389; each load_pdi a firmware reset plus the "
+                   "array's configuration written inline), which fastsim charges LLM layouts "
+                   "(launches_reconfigure) but not run gemm. "
                    "Micro-benchmark: profile.md section 5's ELF/xclbin A/B of one module, plus an empty launch in "
                    "the x2/x4 replicate ELF")
 

@@ -162,6 +162,10 @@ class Arch:
     core_program_load_s: float = 75e-6
     reconfiguration_s: float = 106e-6  # overlay switch that rewrites routes and BDs only
     elf_reload_s: float = 2.67e-3  # overlay switch that also loads new core programs
+    # one launch of an ELF built with expanded load_pdis: the firmware reset and the herd's whole
+    # configuration, core programs included, written inline before its data moves (charged per op
+    # where the layout says launches reconfigure: ``Layout.launches_reconfigure``)
+    launch_reconfiguration_s: float = 361e-6
     # Energy (assumptions: AMD publishes no per-operation energy for AIE-ML; orders of magnitude
     # from published accelerator surveys: LPDDR5 about 4-5 pJ/bit, on-chip SRAM+stream moves well
     # under 1 pJ/byte, bf16 MACs a few times an int8 MAC). Override per study.
@@ -317,7 +321,9 @@ NPU1 = Arch(
     runtime_instruction_cycles=112,  # Phoenix command processor (xdna-emu host-firmware-dispatch.md)
     core_program_load_s=75e-6,  # Phoenix: 40-110 us to load a core's program (jdominick05); the middle
     reconfiguration_s=106e-6,  # assumption: Strix figure (iree-amd-aie #1187), none for Phoenix
-    notes={"ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
+    launch_reconfiguration_s=361e-6,  # assumption: the Strix figure (no Phoenix ELF A/B)
+    notes={"launch_reconfiguration_s": "assumption: the Strix figure (mlir-air smolvla ELF vs xclbin A/B)",
+           "ddr_bytes_per_s": "assumption (XDNA2 memcpy measurement)",
            "ddr_run_overhead_s": "assumption: the npu2 fit (smolvla connector tile_n sweep on Strix)",
            "reconfiguration_s": "assumption (Strix figure)",
            "core_program_load_s": "measured range 40-110 us (jdominick05); the middle is an assumption",
@@ -363,7 +369,13 @@ NPU2 = Arch(
     core_program_load_s=75e-6,  # assumption: the Phoenix figure (jdominick05, middle of 40-110 us)
     reconfiguration_s=106e-6,  # whole-array overlay switch on Strix, 106-192 us (iree-amd-aie #1187)
     elf_reload_s=2.67e-3,  # switching designs (new core programs) on Krackan (xdna-engine where-time-goes.md)
-    notes={"datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
+    # ELF minus xclbin for the same GEMM module, one call each: 184.9, 407.2, 361.0 us (mlir-air
+    # programming_examples/llms/smolvla/docs/profile.md:274-278, 32-core herds); the median
+    launch_reconfiguration_s=361e-6,
+    notes={"launch_reconfiguration_s": "measured (component): ELF minus xclbin per call of one GEMM module, "
+                                       "184.9-407.2 us, the median of three (mlir-air smolvla profile.md:274-278; "
+                                       "32-core herds); the train rows of this parameter",
+           "datapaths.bf16": "conversion cost 1/32 cycle per element is an assumption",
            "ddr_run_overhead_s": "fit, not a measurement: smolvla connector tile_n sweep (4 train rows, "
                                  "registry GEMM_bf16_in_bf16_out.md:303), bench/fit_ddr_runs.py",
            "runtime_instruction_cycles": "assumption: the Phoenix rate (112 cycles, xdna-emu)",
@@ -422,6 +434,15 @@ def _ddr_problems(p: Problems, arch: Arch) -> None:
     p.number("ddr_bytes_per_s", arch.ddr_bytes_per_s, lo=0, lo_open=True, hi=1e15, unit="bytes/s")
     # at most 1 us per run (250x the fit), so that the run cost in kernel units stays far from overflow
     p.number("ddr_run_overhead_s", arch.ddr_run_overhead_s, lo=0, hi=1e-6, unit="seconds")
+
+
+def _launch_at_least_a_load(p: Problems, arch: Arch) -> None:
+    """A launch's reconfiguration loads core programs too: never cheaper than one program load
+    (else reconfiguring launches could make a pass faster than reloading programs)."""
+    launch, load = arch.launch_reconfiguration_s, arch.core_program_load_s
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (launch, load)):
+        p.check(not launch < load, "launch_reconfiguration_s", launch,
+                f">= core_program_load_s ({load}): a launch's reconfiguration loads its core programs too")
 
 
 def validate(arch: Arch) -> Arch:
@@ -490,9 +511,10 @@ def validate(arch: Arch) -> Arch:
     for f in ("bd_setup_cycles", "bd_chain_cycles", "lock_acquire_cycles", "lock_release_cycles"):
         p.number(f, getattr(arch, f), integer=True, lo=0, hi=MOST["cycles"], unit="cycles")
     for f in ("dispatch_overhead_s", "chained_dispatch_s", "core_program_load_s", "reconfiguration_s",
-              "elf_reload_s"):
+              "elf_reload_s", "launch_reconfiguration_s"):
         p.number(f, getattr(arch, f), lo=0, hi=MOST["seconds"], unit="seconds")
     p.number("runtime_instruction_cycles", arch.runtime_instruction_cycles, lo=0, hi=MOST["cycles"], unit="cycles")
+    _launch_at_least_a_load(p, arch)
     if all([p.number(f, getattr(arch, f), integer=True, lo=0, hi=4096) for f in ("core_mesh_rows", "core_mesh_cols")]):
         mesh = arch.core_mesh_rows or arch.core_mesh_cols
         p.check(not mesh or (arch.core_mesh_rows >= 1 and arch.core_mesh_cols >= 1), "core_mesh_rows/cols",

@@ -90,6 +90,8 @@ FACTS = [
     ("npu1", "core_program_load_s", 75e-6, "jdominick05: 40-110 us to load a core's program, Phoenix (the middle, an assumption)"),
     ("npu2", "reconfiguration_s", 106e-6, "iree-amd-aie #1187: Strix overlay switch 106-192 us"),
     ("npu2", "elf_reload_s", 2.67e-3, "atassis/xdna-engine docs/where-time-goes.md: Krackan design switch"),
+    ("npu2", "launch_reconfiguration_s", 361e-6,
+     "mlir-air smolvla docs/profile.md:274-278: ELF minus xclbin per call of one GEMM module, 185-407 us (median)"),
     # parts: columns, clocks in the default mode, measured dispatch
     *[(n, "clock_hz", hz, src) for n, hz, src in (
         ("phoenix", 1.0e9, "Riallto 1 GHz; 10 TOPS rating / (20 tiles x 512 ops) (inferred)"),

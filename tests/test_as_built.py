@@ -156,6 +156,8 @@ def test_apply_overlay__open_choices_keep_the_studys():
     ('[decode]\nresident_programs = true', ["--no-resident-programs"], "--resident-programs"),
     ('[prefill]\nrow_major_ddr = true', ["--regime", "prefill", "--prompt", "64", "--no-row-major-ddr"],
      "--row-major-ddr"),
+    ('[prefill]\nlaunches_reconfigure = true', ["--regime", "prefill", "--prompt", "64", "--launches-reconfigure"],
+     "--launches-reconfigure"),
     ('[model]\nbytes_per_weight = { lm_head = 0.7 }\n[decode]', [], "measured[lm_head]"),
     ('[decode]', ["--regime", "generate", "--prompt", "64", "--new-tokens", "2", "--save-overlay", "x.toml"],
      "--save-overlay"),

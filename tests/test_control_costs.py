@@ -5,6 +5,7 @@ mem-tile BDs, chain starts and locks, one parameter write per core), each
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import settings as examples
 from hypothesis import strategies as st
@@ -309,3 +310,88 @@ def test_conv_search__control_bound_is_the_designs_control_without_building_it(a
     pl = plan(op, mp, arch)
     assume(not problems(pl, arch))
     assert control_counts_of(pl) == control_counts(conv_design(op, mp, arch, pl))
+
+
+def _with_launches(graph, arch, on: bool):
+    from fastsim.evaluation import to_dataset
+
+    pins = replace(ONE_COLUMN, launches_reconfigure=on)
+    return to_dataset(evaluate(graph, arch, pins), pins, arch, DispatchLimits(), {})
+
+
+def test_launches__each_op_is_charged_one_inline_reconfiguration_as_by_hand():
+    """An ELF built with expanded load_pdis rewrites the array's configuration at every launch: each
+    op of the pass (alone: no fusion group) pays ``Arch.launch_reconfiguration_s`` once, in its own
+    variable and in the total; off, nothing is charged."""
+    arch = NPU2.replace(launch_reconfiguration_s=1e-3)
+    plain, elf = (_with_launches(_chain(3), arch, on) for on in (False, True))
+    assert float(plain.launch_seconds) == 0.0 and elf.attrs["launches_reconfigure"] == 1
+    assert list(elf.op_launch_seconds.values) == [1e-3] * 3
+    assert float(elf.launch_seconds) == 3e-3 == float(elf.dispatch_launch_seconds.sum())
+    assert float(elf.program_reload_seconds) == float(plain.program_reload_seconds) == 0.0
+    assert np.isclose(float(elf.total_seconds) - float(plain.total_seconds), 3e-3, rtol=1e-12)
+    assert np.isclose(float(elf.dispatch_total_seconds.sum()), float(elf.total_seconds), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fusion", ["none", "chain", "auto"])
+@pytest.mark.parametrize("program_memory_bytes", [1 << 20, 2048])
+def test_launches__reconfiguring_launches_never_make_a_pass_faster(fusion, program_memory_bytes):
+    """Whatever the fusion (a chained dispatch is one launch) and whether the kernels overflow
+    program memory (a launch that holds more kernels than fit still reloads inside it)."""
+    study = LlmStudy(model=replace(TINY, num_layers=4), regime="decode", context=128, fusion=fusion, cuts=())
+    limits = DispatchLimits(program_memory_bytes=program_memory_bytes)
+    off, on = (simulate_llm(replace(study, launches_reconfigure=x), limits=limits, movement=False) for x in (False, True))
+    assert float(on.total_seconds) >= float(off.total_seconds)
+    assert float(on.launch_seconds) >= NPU2.launch_reconfiguration_s
+
+
+def test_launches__a_launch_reloads_only_where_its_own_kernels_overflow():
+    """With launches reconfiguring, each op's launch loads its own kernels: a dispatch whose kernels
+    together overflow program memory reloads nothing unless one launch's do (a chained group)."""
+    tight = DispatchLimits(program_memory_bytes=1024 + 2048 + 512)  # the loop, one matmul and one vector kernel
+    study = LlmStudy(model=replace(TINY, num_layers=4), regime="decode", context=128, fusion="none", cuts=())
+    off, on = (simulate_llm(replace(study, launches_reconfigure=x), limits=tight, movement=False) for x in (False, True))
+    assert float(off.program_reload_seconds) > 0 and float(on.program_reload_seconds) == 0.0
+    chained = simulate_llm(replace(study, fusion="chain", launches_reconfigure=True), limits=tight, movement=False)
+    assert float(chained.program_reload_seconds) > 0 and float(chained.launch_seconds) == NPU2.launch_reconfiguration_s
+
+
+def test_launches__host_ops_start_no_launch():
+    study = LlmStudy(model=TINY, regime="prefill", prompt=32, fusion="none", launches_reconfigure=True)
+    npu, host = (simulate_llm(s, movement=False) for s in (study, replace(study, host={"norm": 1e-6})))
+    on_host = [i for i, c in enumerate(host.op_class.values) if c == "norm"]
+    assert on_host and all(host.op_launch_seconds.values[i] == 0 for i in on_host)
+    assert np.isclose(float(npu.launch_seconds) - float(host.launch_seconds),
+                      len(on_host) * NPU2.launch_reconfiguration_s, rtol=1e-12)
+
+
+def test_launches__the_as_built_prefill_charges_each_launch_a_fused_group_one():
+    from fastsim.llm.run import apply_overlay
+    from fastsim.mapping.overlay import load_as_built
+
+    built = load_as_built("examples/as_built/air_prefill_bf16.toml")
+    ds = simulate_llm(apply_overlay(LlmStudy(model=TINY, regime="prefill", prompt=64), built.overlays["prefill"]))
+    assert ds.attrs["launches_reconfigure"] == 1
+    groups = [str(g) for g in ds.fusion_group.values]
+    assert groups.count("flash_attention@0") == 3  # scores, softmax, attention x V: one launch
+    launches = sum(1 for i, g in enumerate(groups) if not g or i == 0 or groups[i - 1] != g)
+    assert launches == ds.sizes["op"] - 2 * TINY.num_layers
+    assert np.isclose(float(ds.launch_seconds), launches * NPU2.launch_reconfiguration_s, rtol=1e-12)
+
+
+def test_launches__auto_fusion_weighs_them():
+    """A fused group is one launch: under launches that reconfigure, ``auto`` compares fusion choices
+    with their launches charged (the chain that saves most of them wins where it fits)."""
+    study = LlmStudy(model=replace(TINY, num_layers=4), regime="decode", context=128, cuts=(),
+                     launches_reconfigure=True)
+    auto = simulate_llm(study, movement=False)
+    others = [simulate_llm(replace(study, fusion=f), movement=False) for f in ("none", "groups", "chain")]
+    assert float(auto.total_seconds) <= min(float(o.total_seconds) for o in others) * (1 + 1e-9)
+
+
+def test_arch__a_launch_reconfiguration_below_one_program_load_is_refused():
+    from fastsim.arch import validate
+    from fastsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="launch_reconfiguration_s"):
+        validate(NPU2.replace(launch_reconfiguration_s=1e-6))

@@ -71,6 +71,7 @@ from .llm_inputs import TENSOR_KINDS
 @study_option("lm_head_last_only")
 @study_option("row_major_ddr")
 @study_option("resident_programs")
+@study_option("launches_reconfigure")
 @study_option("dispatch_commands")
 @click.option("--whole-run", is_flag=True,
               help="choose the matmuls' kernels for the whole pass, not op by op: where their distinct kernels "
@@ -225,7 +226,7 @@ def _study(ctx, o):
                     fusion=o.fusion, stream_split=o.stream_split, search_budget=o.search_budget,
                     causal_halving=o.causal_halving, lm_head_last_only=o.lm_head_last_only,
                     dispatch_commands=o.dispatch_commands, row_major_ddr=o.row_major_ddr,
-                    resident_programs=o.resident_programs)
+                    resident_programs=o.resident_programs, launches_reconfigure=o.launches_reconfigure)
     return with_as_built(study, o.as_built) if o.overlay_path else study
 
 
@@ -510,6 +511,9 @@ def _echo_pass_table(s: dict, ds, unit: str, fusion_source: str = "searched") ->
                "instructions setting ops up inside their dispatches)")
     if s["program_reload_seconds"]:
         click.echo(f"  program reloads {s['program_reload_seconds'] * 1e3:,.3f} ms (kernels exceed core program memory)")
+    if s["launch_seconds"]:
+        click.echo(f"  launches        {s['launch_seconds'] * 1e3:,.3f} ms (each launch reconfigures the array inline: "
+                   "launches_reconfigure)")
     if fusion_source == "pinned":
         click.echo(f"  fusion          {s['fusion']}  (pinned)")
     else:

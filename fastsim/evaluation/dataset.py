@@ -10,7 +10,7 @@ import xarray as xr
 from ..arch import Arch
 from ..graph import TENSOR_KINDS, VECTOR
 from ..mapping.dispatch import (DispatchLimits, charged_runs, control_seconds_per_dispatch, host_seconds_per_dispatch,
-                                reload_seconds, weighted_instructions)
+                                launch_seconds, reload_seconds, weighted_instructions)
 from ..mapping.mappers import KIND_TRAITS
 from ..results import CHANNEL_STATES, CORE_STATES, LEVELS
 from .evaluate import GraphResult
@@ -132,18 +132,22 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     # exceed program memory, the cores' program reloads (once per layer); they add up to the total
     of_op = np.array(dispatch.of_op)
     per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(3))
-    per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits, arch), np.float64)
+    per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits, arch, pins.launches_reconfigure), np.float64)
     per_control = np.array(control_seconds_per_dispatch(list(control), dispatch.of_op, n_dispatch, arch), np.float64)
+    op_launch = np.array(launch_seconds(dispatch.starts_launch, arch, pins.launches_reconfigure), np.float64)
+    per_launch = np.bincount(of_op, weights=op_launch, minlength=n_dispatch).astype(np.float64)
     for d in range(n_dispatch):
         mine = of_op == d
         per_preload[d] = 0.0 if resident else static[d] / arch.ddr_bytes_per_s
-        per_total[d] = f["seconds"][mine].sum() + host_s[d] + per_preload[d] + per_control[d] + per_reload[d]
+        per_total[d] = (f["seconds"][mine].sum() + host_s[d] + per_preload[d] + per_control[d] + per_reload[d]
+                        + per_launch[d])
         per_energy[d] = f["energy"][mine].sum() + (0.0 if resident else static[d] * arch.pj_per_byte["ddr"])
-    reload_s, control_s = per_reload.sum(), per_control.sum()
-    total_s = f["seconds"].sum() + dispatch_s + preload_s + control_s + reload_s
+    reload_s, control_s, launch_s = per_reload.sum(), per_control.sum(), float(op_launch.sum())
+    total_s = f["seconds"].sum() + dispatch_s + preload_s + control_s + reload_s + launch_s
     return dict(total_s=total_s, dispatch_s=dispatch_s, preload_s=preload_s, preload_bytes=preload_bytes,
                 preload_pj=preload_pj, reload_s=reload_s, control_s=control_s, static=static, per_reload=per_reload,
-                per_control=per_control, per_preload=per_preload, per_total=per_total, per_energy=per_energy)
+                per_control=per_control, per_preload=per_preload, per_total=per_total, per_energy=per_energy,
+                launch_s=launch_s, op_launch=op_launch, per_launch=per_launch)
 
 
 def _control_variables(control: np.ndarray, arch: Arch) -> dict:
@@ -232,7 +236,8 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
     return {
         "dispatch": (OP_DIM, np.array(dispatch.of_op, np.int64), {"description": "dispatch the op runs in"}),
         "total_seconds": ((), t["total_s"], {"units": "s", "description":
-                                        "ops + dispatch overheads + static weight loads + control instructions + program reloads"}),
+                                        "ops + dispatch overheads + static weight loads + control instructions + program reloads "
+                                        "+ launch reconfigurations"}),
         "dispatch_seconds": ((), t["dispatch_s"], {"units": "s", "description": "host time of every dispatch together (single commands or a chained run list: dispatch_commands)"}),
         "preload_seconds": ((), t["preload_s"], {"units": "s", "description":
                                             "static weights loaded per pass (0 when one dispatch keeps them resident)"}),
@@ -243,7 +248,17 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
                                   "runtime-sequence instructions that set each op up inside its dispatch (the sum of "
                                   "op_control_seconds)"}),
         "program_reload_seconds": ((), t["reload_s"], {"units": "s", "description":
-                                                  "core program reloads where a dispatch's kernels exceed program memory"}),
+                                                  "core program reloads where a dispatch's kernels exceed program memory "
+                                                  "(where attrs launches_reconfigure is 1: where one launch's kernels do)"}),
+        "launch_seconds": ((), t["launch_s"], {"units": "s", "description":
+                           "every launch's inline reconfiguration where attrs launches_reconfigure is 1 (the sum of "
+                           "op_launch_seconds; 0 otherwise)"}),
+        "op_launch_seconds": (OP_DIM, t["op_launch"], {"units": "s", "description":
+                              "the inline reconfiguration of the launch the op starts (an op alone or a fusion "
+                              "group's first stage; the arch's launch_reconfiguration_s), where attrs "
+                              "launches_reconfigure is 1"}),
+        "dispatch_launch_seconds": (("dispatch_index",), t["per_launch"], {"units": "s", "description":
+                                    "the launches' inline reconfigurations in the dispatch (launch_seconds)"}),
         "sequence_words": (("dispatch_index",), np.array(dispatch.sequence_words, np.int64),
                            {"units": "words", "description": "runtime sequence size per dispatch"}),
         "program_bytes": (("dispatch_index",), np.array(dispatch.program_bytes, np.int64),
@@ -251,7 +266,8 @@ def _total_variables(dispatch, t: dict, tokens: int) -> dict:
         "static_weight_bytes": (("dispatch_index",), static, {"units": "bytes"}),
         "dispatch_total_seconds": (("dispatch_index",), t["per_total"], {"units": "s", "description":
                                    "the dispatch's ops, host round trip, static weight load, control "
-                                   "instructions and program reloads (they add up to total_seconds)"}),
+                                   "instructions, program reloads and launch reconfigurations (they add up to "
+                                   "total_seconds)"}),
         "dispatch_control_seconds": (("dispatch_index",), t["per_control"], {"units": "s", "description":
                                      "control instructions of the dispatch's ops (control_seconds)"}),
         "dispatch_reload_seconds": (("dispatch_index",), t["per_reload"], {"units": "s", "description":
@@ -271,6 +287,7 @@ def _attrs(pins: GraphPins, arch: Arch, result: GraphResult) -> dict:
     return {"arch": arch.name, "dispatches": dispatch.count, "cuts": [int(c) for c in dispatch.cuts],
             "residency": pins.residency, "noop": list(pins.noop),
             "resident_programs": int(pins.resident_programs),  # 1: ops after a dispatch's first re-run, not set up
+            "launches_reconfigure": int(pins.launches_reconfigure),  # 1: every op's launch rewrites the configuration
             "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
             "fusion": result.fusion, "fusion_alternatives": result.alternatives,
             "kernels": sorted({repr(k) for r in result.op_results() for k in r.kernels})}

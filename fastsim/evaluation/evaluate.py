@@ -20,8 +20,8 @@ from ..lower import lower, noop_twin
 from ..graph import MATMUL
 from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, charged_runs,
                                 control_instructions, control_seconds_per_dispatch, host_seconds_per_dispatch,
-                                plan as plan_dispatches, program_bytes, reload_seconds, sequence_words,
-                                weighted_instructions)
+                                launch_seconds, launch_starts, plan as plan_dispatches, program_bytes, reload_seconds,
+                                sequence_words, weighted_instructions)
 from ..mapping.branch_bound import objective
 from ..mapping.mappers import KIND_TRAITS, check_kinds, op_design, search_request
 from ..mapping.matmul_op import matmul_lower_bound_cycles
@@ -187,7 +187,8 @@ class Evaluation:
                 return float("inf")
             charged = charged_runs(runs, p.reruns, self.pins.resident_programs)
             total += r.cycles * p.op.repeat + weighted_instructions(r.control, charged) * each
-        return total / self.arch.clock_hz
+        starts = launch_starts(joins_previous(placed), [0] * len(placed))  # fusion choices weigh launches too
+        return total / self.arch.clock_hz + sum(launch_seconds(starts, self.arch, self.pins.launches_reconfigure))
 
     def runs(self, placed: list[Placed]) -> list[int]:
         """Times each op is set up in its dispatch (``Placed.runs``)."""
@@ -342,7 +343,8 @@ class Evaluation:
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
         room = (limits.program_memory_bytes - program_bytes(fixed, limits, KIND_TRAITS)) // max(1, limits.matmul_kernel_bytes)
-        reload_cycles = reload_seconds(dispatch, self.graph.layers, limits, self.arch)[d] * self.arch.clock_hz
+        reload_cycles = reload_seconds(dispatch, self.graph.layers, limits, self.arch,
+                                       self.pins.launches_reconfigure)[d] * self.arch.clock_hz
         budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + reload_cycles
         while True:
             weighted = {key: {k: c * count[key] for k, c in by.items() if c < float("inf")}
@@ -379,11 +381,12 @@ class Evaluation:
     def pass_seconds(self, placed, dispatch) -> float:
         """Seconds of the ops, the dispatches' host round trips, their control instructions and
         their program reloads."""
-        reloads = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch)
+        reloads = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch, self.pins.launches_reconfigure)
         host = host_seconds_per_dispatch(self.arch, dispatch.count, self.pins.dispatch_commands)
         control = control_seconds_per_dispatch(self.control(placed, dispatch), dispatch.of_op, dispatch.count, self.arch)
         ops = sum(self.results[p.key].cycles * p.op.repeat for p in placed) / self.arch.clock_hz
-        return ops + sum(host) + sum(control) + sum(reloads)
+        launches = launch_seconds(dispatch.starts_launch, self.arch, self.pins.launches_reconfigure)
+        return ops + sum(host) + sum(control) + sum(reloads) + sum(launches)
 
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user (tables or
@@ -398,11 +401,11 @@ class Evaluation:
 
     def footprints(self, placed) -> list[OpFootprint]:
         out = []
-        for p in placed:
+        for p, joins in zip(placed, joins_previous(placed)):
             r = self.results[p.key]
             static = (p.op.k * p.op.n * p.op.w.elem_bytes
                       if self.pins.residency == "static" and p.op.streams_weights else 0.0)
-            out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static))
+            out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static, joins))
         return out
 
     def simulate(self, placed: list[Placed], strict: bool) -> None:
@@ -565,7 +568,14 @@ def _ablated(p: Placed, pins: GraphPins) -> tuple[bool, bool]:
 # choose among designs (fusion, pipelines), cut or submit dispatches (cuts, dispatch_commands,
 # static_weights_resident), or enter the key per op (noop: ``_ablated``). Every other field, a new
 # one included, is part of the key: a pin left out would return another layout's cached answer.
-NOT_IN_OP_DESIGN = frozenset({"fusion", "pipelines", "cuts", "dispatch_commands", "static_weights_resident", "noop"})
+def joins_previous(placed: list[Placed]) -> list[bool]:
+    """Per op: whether it runs in the launch of the op before it (a later stage of its fusion group)."""
+    return [p.chip.group is not None and i > 0 and placed[i - 1].chip.group is p.chip.group
+            for i, p in enumerate(placed)]
+
+
+NOT_IN_OP_DESIGN = frozenset({"fusion", "pipelines", "cuts", "dispatch_commands", "static_weights_resident", "noop",
+                              "launches_reconfigure"})
 
 
 def _mapping_key(pins: GraphPins, arch: Arch) -> tuple:

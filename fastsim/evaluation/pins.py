@@ -52,6 +52,8 @@ class GraphPins:
     # a dispatch is one resident program: its ops after the first re-run instead of being set up
     # (``mapping.dispatch.control_instructions``; ``Layout.resident_programs``)
     resident_programs: bool = False
+    # each op a launch whose load_pdi reconfigures the array (``Layout.launches_reconfigure``)
+    launches_reconfigure: bool = False
     # the arch the searched mappings are chosen for (None: the one it runs on). A deployed design
     # keeps its mappings when the part runs with less DDR bandwidth (background traffic takes a
     # share): search on the nominal arch, build and simulate on the one given to ``evaluate``
@@ -83,6 +85,7 @@ class GraphPins:
         return cls(**tables, residency=layout.residency or "streamed", fusion=layout.fusion,
                    cuts=None if layout.cuts is None else tuple(layout.cuts), row_major_ddr=bool(layout.row_major_ddr),
                    resident_programs=bool(layout.resident_programs),
+                   launches_reconfigure=bool(layout.launches_reconfigure),
                    **rest)
 
     def pinned(self, table: tuple, name: str, kind: str, op_class: str):

@@ -69,6 +69,7 @@ def llm_summary(ds: xr.Dataset) -> dict:
         "control_seconds": float(ds.control_seconds),
         "control_instructions": int(ds.op_control_instructions.sum()),
         "program_reload_seconds": float(ds.program_reload_seconds),
+        "launch_seconds": float(ds.launch_seconds),
         "preload_seconds": float(ds.preload_seconds),
         "fusion": ds.attrs["fusion"],
         "compute_s": float(ds.compute_seconds.sum()),

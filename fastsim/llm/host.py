@@ -81,7 +81,7 @@ def account(ds: xr.Dataset, chosen: dict[int, float], overhead_s: float) -> xr.D
     bound[idx] = "host"
     ds["bound_by"] = ds.bound_by.copy(data=bound)
     tokens = float(ds.tokens_per_s) * float(ds.total_seconds)
-    removed += _drop_control(ds, _control_free(chosen, ds.sizes["op"]))
+    removed += _drop_control(ds, _control_free(chosen, ds.sizes["op"])) + _drop_launches(ds, list(idx))
     total = float(ds.total_seconds) - removed + float(host.sum()) + extra
     ds["total_seconds"] = ds.total_seconds.copy(data=total)
     ds["dispatch_seconds"] = ds.dispatch_seconds.copy(data=float(ds.dispatch_seconds) + extra)
@@ -116,4 +116,20 @@ def _drop_control(ds: xr.Dataset, ops: list[int]) -> float:
     ds["op_control_instructions"] = ds.op_control_instructions.copy(data=count)
     ds["dispatch_control_seconds"] = ds.dispatch_control_seconds.copy(data=np.maximum(per_dispatch, 0.0))
     ds["control_seconds"] = ds.control_seconds.copy(data=float(ds.control_seconds) - removed)
+    return removed
+
+
+def _drop_launches(ds: xr.Dataset, ops: list[int]) -> float:
+    """Zero the launch reconfigurations of host ops in ``ds`` (in place: per op, per dispatch and
+    the sum; they run on the CPU, not in a launch); returns the seconds removed."""
+    if "op_launch_seconds" not in ds or not ops:
+        return 0.0
+    seconds = ds.op_launch_seconds.values.copy()
+    removed = float(seconds[ops].sum())
+    per_dispatch = ds.dispatch_launch_seconds.values.copy()
+    np.subtract.at(per_dispatch, ds.dispatch.values[ops], seconds[ops])
+    seconds[ops] = 0
+    ds["op_launch_seconds"] = ds.op_launch_seconds.copy(data=seconds)
+    ds["dispatch_launch_seconds"] = ds.dispatch_launch_seconds.copy(data=np.maximum(per_dispatch, 0.0))
+    ds["launch_seconds"] = ds.launch_seconds.copy(data=float(ds.launch_seconds) - removed)
     return removed

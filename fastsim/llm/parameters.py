@@ -113,6 +113,9 @@ PARAMETERS = (
               "stay resident (a fused module): every op after the first re-runs on new operands (its shim tasks, "
               "on-chip sends, waits and chain starts) instead of being set up (its mem-tile BDs, locks and core "
               "parameters written too)"),
+    Parameter("launches_reconfigure", bool, False, "each op is a launch of an ELF built with expanded load_pdis: "
+              "the firmware reset and the array's configuration, core programs included, are written inline "
+              "before its data moves (the arch's launch_reconfiguration_s per launch: an op, or a fusion group)"),
     Parameter("search_budget", int, 3, "candidates each matmul's mapping search simulates, best lower bound "
               "first; exact: until each op's mapping is proven the best of its space", lo=1, hi=100_000,
               units="candidates", unset="exact"),

@@ -48,6 +48,7 @@ class LlmStudy:
     causal_halving: bool = True
     row_major_ddr: bool = False  # tensors row-major in DDR, read in tile rows (an as-built fact)
     resident_programs: bool = False  # a dispatch is one resident program (an as-built fact)
+    launches_reconfigure: bool = False  # each op a launch that reconfigures the array inline (an as-built fact)
     lm_head_last_only: bool = True
     routing: Routing = Routing()  # which experts tokens select (mixture-of-experts models)
     # candidates each matmul's mapping search simulates; None: until proven the best of its space

@@ -56,6 +56,9 @@ class OpFootprint:
     sequence_words: int
     kernels: frozenset
     static_weight_bytes: float = 0.0
+    # runs in the launch of the op before it (a later stage of its fusion group: on-chip hand-offs
+    # do not survive a launch's reconfiguration)
+    joins_previous: bool = False
 
 
 def host_counts(design) -> tuple[int, int]:
@@ -209,14 +212,41 @@ def program_bytes(kernels: set, limits: DispatchLimits, traits: dict) -> int:
     return size
 
 
-def reload_seconds(plan: "DispatchPlan", layers: list[int], limits: DispatchLimits, arch: Arch) -> list[float]:
+def reload_seconds(plan: "DispatchPlan", layers: list[int], limits: DispatchLimits, arch: Arch,
+                   launches_reconfigure: bool = False) -> list[float]:
     """Per dispatch: its cores' program reloads (``Arch.core_program_load_s`` each), once per layer
-    it holds, where its kernels exceed program memory (0 where they fit)."""
+    it holds, where its kernels exceed program memory (0 where they fit). Where every launch
+    reconfigures the array (``launches_reconfigure``), each launch loads its own kernels: only a
+    launch whose kernels exceed program memory (a chained group) reloads inside it."""
     out = []
     for d in range(plan.count):
         held = {layer for layer, x in zip(layers, plan.of_op) if x == d and layer >= 0}
-        over = plan.program_bytes[d] > limits.program_memory_bytes
+        over = (plan.launch_overflows[d] if launches_reconfigure else
+                plan.program_bytes[d] > limits.program_memory_bytes)
         out.append(arch.core_program_load_s * len(held) if over else 0.0)
+    return out
+
+
+def launch_starts(joins_previous: list[bool], of_op: list[int]) -> list[bool]:
+    """Per op: whether it starts a launch. An op alone is one launch, a fusion group one (its later
+    stages join the launch of the op before them: on-chip hand-offs do not survive a launch's
+    reconfiguration); a dispatch's first op starts one whatever it joins."""
+    return [not (j and i > 0 and of_op[i - 1] == of_op[i]) for i, j in enumerate(joins_previous)]
+
+
+def launch_seconds(starts: list[bool], arch: Arch, launches_reconfigure: bool) -> list[float]:
+    """Per op: the inline reconfiguration of the launch it starts (``Arch.launch_reconfiguration_s``:
+    an ELF with expanded load_pdis rewrites the array's configuration, core programs included, at
+    every launch), where the layout says launches reconfigure; 0 elsewhere."""
+    return [arch.launch_reconfiguration_s if launches_reconfigure and s else 0.0 for s in starts]
+
+
+def _launch_overflows(footprints, starts, of_op, count: int, limits: DispatchLimits, traits: dict) -> list[bool]:
+    """Per dispatch: whether one of its launches runs more kernels than program memory holds."""
+    out, kernels = [False] * count, set()
+    for i, (f, d) in enumerate(zip(footprints, of_op)):
+        kernels = set(f.kernels) if starts[i] else kernels | set(f.kernels)
+        out[d] = out[d] or program_bytes(kernels, limits, traits) > limits.program_memory_bytes
     return out
 
 
@@ -230,6 +260,10 @@ class DispatchPlan:
     program_bytes: list[int] = field(default_factory=list)
     static_weight_bytes: list[float] = field(default_factory=list)
     problems: list[list[str]] = field(default_factory=list)  # per dispatch: what does not fit
+    # per op: whether it starts a launch (``launch_starts``); per dispatch: whether some launch's own
+    # kernels exceed program memory (its cores reload inside the launch)
+    starts_launch: list[bool] = field(default_factory=list)
+    launch_overflows: list[bool] = field(default_factory=list)
 
     @property
     def fits(self) -> list[bool]:
@@ -277,6 +311,8 @@ def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...]
         cuts = _greedy(layers, footprints, limits, capacity_bytes, n_layers)
     of_op = assign(layers, cuts)
     p = DispatchPlan(of_op, tuple(sorted(cuts)))
+    p.starts_launch = launch_starts([f.joins_previous for f in footprints], of_op)
+    p.launch_overflows = _launch_overflows(footprints, p.starts_launch, of_op, p.count, limits, traits)
     for d in range(p.count):
         mine = [f for f, x in zip(footprints, of_op) if x == d]
         words = sum(f.sequence_words for f in mine)

@@ -20,7 +20,7 @@ TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "
 # tables that state what the implementation does (never searched: an empty one pins nothing, and
 # is not an open choice); every other table left empty is searched
 FACT_TABLES = ("buffers", "host")
-FACTS = ("causal_halving", "row_major_ddr", "resident_programs")  # implementation facts (bool or None: as the run says)
+FACTS = ("causal_halving", "row_major_ddr", "resident_programs", "launches_reconfigure")  # implementation facts (bool or None: as the run says)
 RESIDENCIES = ("streamed", "static")
 # a pin beyond any part (``arch.MOST``); the arch's own counts are the evaluator's check
 # (``GraphPins.check``) and the mapping pins' (``space.MATMUL_PINS``)
@@ -53,6 +53,9 @@ class Layout:
     # module: each op after the first re-runs on new operands) rather than each op's design set up
     # in turn: an implementation fact
     resident_programs: bool | None = None
+    # whether each op (or fusion group) is a launch of an ELF whose load_pdi rewrites the array's
+    # configuration inline (``Arch.launch_reconfiguration_s`` per launch): an implementation fact
+    launches_reconfigure: bool | None = None
 
     def problems(self, p: Problems, layers: int | None = None, scalars: bool = True, dotted: bool = False) -> None:
         """Every field's problem into ``p``: the one check of a layout, wherever it was written.

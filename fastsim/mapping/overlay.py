@@ -25,6 +25,8 @@ not its own searched optimum (``docs/as_built.md``)::
     row_major_ddr = true         # tensors row-major in DDR, read in tile rows (not laid out per design)
     resident_programs = true     # one program per dispatch: each op after the first re-runs on new
                                  # operands (shim tasks, sends, waits) instead of being set up
+    launches_reconfigure = true  # each op a launch of an ELF that rewrites the array's configuration
+                                 # first (expanded load_pdis: Arch.launch_reconfiguration_s per op)
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
     tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers,
