@@ -105,18 +105,10 @@ def _drop_control(ds: xr.Dataset, ops: list[int]) -> float:
     sum); returns the seconds removed."""
     if "op_control_seconds" not in ds or not ops:
         return 0.0
-    seconds = ds.op_control_seconds.values.copy()
-    removed = float(seconds[ops].sum())
-    per_dispatch = ds.dispatch_control_seconds.values.copy()
-    np.subtract.at(per_dispatch, ds.dispatch.values[ops], seconds[ops])
-    seconds[ops] = 0
     count = ds.op_control_instructions.values.copy()
     count[ops] = 0
-    ds["op_control_seconds"] = ds.op_control_seconds.copy(data=seconds)
     ds["op_control_instructions"] = ds.op_control_instructions.copy(data=count)
-    ds["dispatch_control_seconds"] = ds.dispatch_control_seconds.copy(data=np.maximum(per_dispatch, 0.0))
-    ds["control_seconds"] = ds.control_seconds.copy(data=float(ds.control_seconds) - removed)
-    return removed
+    return _zero_seconds(ds, ops, "control")
 
 
 def _drop_launches(ds: xr.Dataset, ops: list[int]) -> float:
@@ -124,12 +116,19 @@ def _drop_launches(ds: xr.Dataset, ops: list[int]) -> float:
     the sum; they run on the CPU, not in a launch); returns the seconds removed."""
     if "op_launch_seconds" not in ds or not ops:
         return 0.0
-    seconds = ds.op_launch_seconds.values.copy()
+    return _zero_seconds(ds, ops, "launch")
+
+
+def _zero_seconds(ds: xr.Dataset, ops: list[int], what: str) -> float:
+    """Zero ``op_<what>_seconds`` of ``ops`` and take them off ``dispatch_<what>_seconds`` and
+    ``<what>_seconds`` (in place); returns the seconds removed."""
+    op_var, dispatch_var, total_var = f"op_{what}_seconds", f"dispatch_{what}_seconds", f"{what}_seconds"
+    seconds = ds[op_var].values.copy()
     removed = float(seconds[ops].sum())
-    per_dispatch = ds.dispatch_launch_seconds.values.copy()
+    per_dispatch = ds[dispatch_var].values.copy()
     np.subtract.at(per_dispatch, ds.dispatch.values[ops], seconds[ops])
     seconds[ops] = 0
-    ds["op_launch_seconds"] = ds.op_launch_seconds.copy(data=seconds)
-    ds["dispatch_launch_seconds"] = ds.dispatch_launch_seconds.copy(data=np.maximum(per_dispatch, 0.0))
-    ds["launch_seconds"] = ds.launch_seconds.copy(data=float(ds.launch_seconds) - removed)
+    ds[op_var] = ds[op_var].copy(data=seconds)
+    ds[dispatch_var] = ds[dispatch_var].copy(data=np.maximum(per_dispatch, 0.0))
+    ds[total_var] = ds[total_var].copy(data=float(ds[total_var]) - removed)
     return removed
