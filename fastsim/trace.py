@@ -82,7 +82,8 @@ def chrome_trace(ds: xr.Dataset, raw: bool = False) -> dict:
 
 def llm_trace(ds: xr.Dataset) -> dict:
     """A ``simulate_llm`` Dataset as a timeline: track ``dispatch`` (each dispatch: its host round
-    trip, static weight load and program reloads, then its ops), track ``op`` (one slice per op,
+    trip, static weight load, program reloads and control, then its ops, each launch's
+    reconfiguration before the op that starts it), track ``op`` (one slice per op,
     named after it, its class as category, the binding resource and numbers as args), track
     ``fused group``, and counters per op of the share of channel-cycles and core-cycles in each
     state (busy, lock_wait, starved, ...). Ops run one after another, as the model times them."""
@@ -105,6 +106,11 @@ def llm_trace(ds: xr.Dataset) -> dict:
                                "dur": seconds * us, "args": {"dispatch": d}})
                 t += seconds
         for i in [i for i in range(ds.sizes["op"]) if of_op[i] == d]:
+            launch = float(ds.op_launch_seconds[i]) if "op_launch_seconds" in ds else 0.0
+            if launch > 0:  # the launch this op starts reconfigures the array first
+                events.append({"ph": "X", "name": "launch reconfiguration", "cat": "dispatch", "pid": 0, "tid": 0,
+                               "ts": t * us, "dur": launch * us, "args": {"dispatch": d, "op": i}})
+                t += launch
             seconds = float(ds.op_seconds[i])
             fused = str(ds.fusion_group.values[i])
             if fused != group:

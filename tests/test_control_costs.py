@@ -395,3 +395,29 @@ def test_arch__a_launch_reconfiguration_below_one_program_load_is_refused():
 
     with pytest.raises(ConfigError, match="launch_reconfiguration_s"):
         validate(NPU2.replace(launch_reconfiguration_s=1e-6))
+
+
+def test_launches__the_trace_and_the_dispatch_totals_add_up_with_host_ops():
+    """Each launch's reconfiguration is a slice of the trace, and host ops' launches leave the
+    per-dispatch totals too: both still add up to the run's total."""
+    from fastsim.trace import llm_trace
+
+    study = LlmStudy(model=TINY, regime="prefill", prompt=32, fusion="none", launches_reconfigure=True,
+                     host={"norm": 1e-6})
+    ds = simulate_llm(study, movement=False)
+    trace = llm_trace(ds)
+    slices = [e for e in trace["traceEvents"] if e.get("name") == "launch reconfiguration"]
+    assert len(slices) == int(np.count_nonzero(ds.op_launch_seconds.values)) > 0
+    assert trace["metadata"]["timeline_seconds"] == pytest.approx(float(ds.total_seconds))
+    launches = float(ds.launch_seconds)
+    assert float(ds.dispatch_launch_seconds.sum()) == pytest.approx(launches)
+    plain = simulate_llm(replace(study, launches_reconfigure=False), movement=False)
+    assert float(ds.dispatch_total_seconds.sum()) - float(plain.dispatch_total_seconds.sum()) == pytest.approx(launches)
+
+
+def test_launches__not_with_resident_programs():
+    from fastsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="launches_reconfigure = True: not with resident_programs"):
+        simulate_llm(LlmStudy(model=TINY, regime="decode", context=64, resident_programs=True,
+                              launches_reconfigure=True))

@@ -78,21 +78,27 @@ def imported(module: str, source: str, package: bool, known: set[str]) -> set[st
 def declares_mapper(source: str) -> bool:
     """Whether a module assigns a top-level ``MAPPER``: ``fastsim.mapping.mappers`` imports it by
     discovery (``importlib``), an edge no import statement shows."""
-    return any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "MAPPER" for t in n.targets)
-               for n in ast.parse(source).body)
+    from fastsim.studies.registry import declares
+
+    return declares(source, "MAPPER")
 
 
 @functools.cache
 def import_edges() -> frozenset[tuple[str, str]]:
     """Every (importer, imported) edge of the source tree: read once a session (the tree does not
     change while the tests run; this module's tests and tests/test_package_cycles.py share it),
-    with the mapper registry's discovered imports of each kind's module."""
+    with the discovered imports of the mapper registry (each kind's module) and of the study
+    registry (each study's module)."""
+    from fastsim.studies.registry import declares
+
     modules = source_modules()
     known = set(modules)
     edges = {(m, target) for m, (path, package) in modules.items()
              for target in imported(m, path.read_text(), package, known)}
     edges |= {("fastsim.mapping.mappers", m) for m, (path, _) in modules.items()
               if m.startswith("fastsim.mapping.") and declares_mapper(path.read_text())}
+    edges |= {("fastsim.studies.registry", m) for m, (path, _) in modules.items()  # the studies it finds
+              if m.count(".") == 2 and m.startswith("fastsim.studies.") and declares(path.read_text())}
     return frozenset(edges)
 
 

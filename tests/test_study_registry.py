@@ -3,6 +3,8 @@
 (at import), and the tables the report, sweep, optimize and CLI code read are the registry's."""
 import json
 
+import click
+
 import numpy as np
 import pytest
 
@@ -94,7 +96,10 @@ def test_registry__the_optimize_tables_are_derived_from_it():
     from fastsim.studies.parallel import LONGEST_FIRST, OWN_WHAT, WHAT, step_of
 
     assert STEPS[:4] == ("ablate", "cuts", "overlays", "dataflow") and tuple(SECTIONS) == STEPS
-    assert [STUDIES[s].step.place for s in STEPS] == sorted(STUDIES[s].step.place for s in STEPS)
+    # declared in any order, the steps come out in their places, then the other studies by name
+    last = Step(9, "x", lambda *a: {}, lambda ds, label: {}, memo.ablate_section, {"z": 1})
+    first = Step(-1, "x", lambda *a: {}, lambda ds, label: {}, memo.ablate_section, {"b": 1})
+    assert list(declare(_study("y"), _study("z", step=last), _study("x"), _study("b", step=first))) == ["b", "z", "x", "y"]
     assert set(WHAT) == {*STEPS, *OWN_WHAT} and WHAT["cuts"].startswith("searching dispatch cuts")
     # the measured order (fastsim.studies.parallel): the dataflow study's prefill regime first,
     # the overlays study last
@@ -139,3 +144,15 @@ def test_cli__a_declared_command_becomes_a_click_command_with_the_model_options_
     assert "A toy question?" in help_text and "--regime" not in help_text and "--size" in help_text
     bad = CliRunner().invoke(command, ["--size", "0"])
     assert bad.exit_code == 2 and "--size" in bad.output
+
+
+def test_registry__model_options_are_the_names_the_cli_gives_every_derived_command():
+    """``MODEL_OPTIONS`` (what a study's own option may not be named) is the CLI's set, not a stale copy."""
+    from fastsim.cli.common import model_options
+    from fastsim.studies.registry import MODEL_OPTIONS
+
+    names = set()
+    for several in (False, True):
+        command = click.command()(model_options(lambda **kw: None, several=several))
+        names |= {p.name for p in command.params}
+    assert names == set(MODEL_OPTIONS)

@@ -564,16 +564,17 @@ def _ablated(p: Placed, pins: GraphPins) -> tuple[bool, bool]:
     return p.op.op_class in pins.noop, "cast" in pins.noop and bool(p.op.cast_cycles_per_weight)
 
 
-# GraphPins fields that never change one op's design, so op results are shared across them: they
-# choose among designs (fusion, pipelines), cut or submit dispatches (cuts, dispatch_commands,
-# static_weights_resident), or enter the key per op (noop: ``_ablated``). Every other field, a new
-# one included, is part of the key: a pin left out would return another layout's cached answer.
 def joins_previous(placed: list[Placed]) -> list[bool]:
     """Per op: whether it runs in the launch of the op before it (a later stage of its fusion group)."""
     return [p.chip.group is not None and i > 0 and placed[i - 1].chip.group is p.chip.group
             for i, p in enumerate(placed)]
 
 
+# GraphPins fields that never change one op's design, so op results are shared across them: they
+# choose among designs (fusion, pipelines), cut or submit dispatches (cuts, dispatch_commands,
+# static_weights_resident), charge the launches around them (launches_reconfigure), or enter the
+# key per op (noop: ``_ablated``). Every other field, a new
+# one included, is part of the key: a pin left out would return another layout's cached answer.
 NOT_IN_OP_DESIGN = frozenset({"fusion", "pipelines", "cuts", "dispatch_commands", "static_weights_resident", "noop",
                               "launches_reconfigure"})
 

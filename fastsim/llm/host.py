@@ -120,15 +120,17 @@ def _drop_launches(ds: xr.Dataset, ops: list[int]) -> float:
 
 
 def _zero_seconds(ds: xr.Dataset, ops: list[int], what: str) -> float:
-    """Zero ``op_<what>_seconds`` of ``ops`` and take them off ``dispatch_<what>_seconds`` and
-    ``<what>_seconds`` (in place); returns the seconds removed."""
+    """Zero ``op_<what>_seconds`` of ``ops`` and take them off ``dispatch_<what>_seconds``,
+    ``dispatch_total_seconds`` and ``<what>_seconds`` (in place); returns the seconds removed."""
     op_var, dispatch_var, total_var = f"op_{what}_seconds", f"dispatch_{what}_seconds", f"{what}_seconds"
     seconds = ds[op_var].values.copy()
     removed = float(seconds[ops].sum())
-    per_dispatch = ds[dispatch_var].values.copy()
-    np.subtract.at(per_dispatch, ds.dispatch.values[ops], seconds[ops])
+    where = ds.dispatch.values[ops]
+    for name in (dispatch_var, "dispatch_total_seconds"):
+        per_dispatch = ds[name].values.copy()
+        np.subtract.at(per_dispatch, where, seconds[ops])
+        ds[name] = ds[name].copy(data=np.maximum(per_dispatch, 0.0))
     seconds[ops] = 0
     ds[op_var] = ds[op_var].copy(data=seconds)
-    ds[dispatch_var] = ds[dispatch_var].copy(data=np.maximum(per_dispatch, 0.0))
     ds[total_var] = ds[total_var].copy(data=float(ds[total_var]) - removed)
     return removed

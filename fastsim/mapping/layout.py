@@ -71,6 +71,10 @@ class Layout:
             for name in FACTS:
                 value = getattr(self, name)
                 p.check(value is None or isinstance(value, bool), name, value, "true or false")  # 1 == True: not a bool
+        # programs that stay resident and launches that rewrite them contradict each other
+        p.check(not (self.resident_programs is True and self.launches_reconfigure is True), "launches_reconfigure",
+                True, "not with resident_programs (one keeps the cores' programs loaded, the other rewrites them "
+                "at every launch)")
         if self.cuts is not None and p.check(isinstance(self.cuts, (tuple, list)), "cuts", self.cuts,
                                              "a list of layer indices (a dispatch ends after each); () for one "
                                              "dispatch, None for the searched cut"):
