@@ -23,7 +23,7 @@ from .layout import UNITS_PER_BYTE
 # integer parameters (``ip``)
 (I_M, I_K, I_N, I_A_CHIP, I_C_CHIP, I_STATIC_B, I_FLOW, I_ORDER_M, I_RES_A, I_RES_B, I_L2_A, I_L2_B,
  I_OVERHEAD, I_ITMAX, I_PER_BD, I_MEM_BDS, I_MEM_MM2S, I_MEM_S2MM, I_PORTS_DOWN, I_PORTS_UP, I_MEM_LOCKS,
- I_WINDOW, I_BUFFERS, I_MODELLED, I_DDR_UNITS, I_ACQ, I_REL, N_IP) = range(28)
+ I_WINDOW, I_BUFFERS, I_MODELLED, I_DDR_UNITS, I_ACQ, I_REL, I_K_PANEL, I_C_BUFFERS, N_IP) = range(30)
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
  F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, F_RUN,
@@ -113,7 +113,8 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             core_b = 0.0 if static else nt * kt * b_tile * (1 if flow == FLOW_WS else mt)
             core_c = mt * nt * c_tile
             psum_tile = m * n * 4
-            fixed = max(2 * c_tile, 2 * psum_tile) if pk > 1 else 2 * c_tile
+            c_held = ip[I_C_BUFFERS] * c_tile
+            fixed = max(c_held, 2 * psum_tile) if pk > 1 else c_held
             buffers = ip[I_BUFFERS]
             depth_a, depth_b = buffers, (1 if static else buffers)
             over = fixed + depth_a * l1_a + depth_b * l1_b > fp[F_CORE_MEM]
@@ -125,13 +126,18 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             # mem tile
             mdepth_a = (buffers if units_a > 1 else 1) if res_a else buffers
             mdepth_b = (buffers if units_b > 1 else 1) if res_b else buffers
-            mem_unit_a = unit_a if res_a else l1_a
-            mem_unit_b = unit_b if res_b else l1_b
+            panel = 1
+            if flow == FLOW_OS:
+                for d in range(2, ip[I_K_PANEL] + 1):
+                    if kt % d == 0:
+                        panel = d
+            mem_unit_a = unit_a if res_a else l1_a * (1 if a_chip else panel)
+            mem_unit_b = unit_b if res_b else l1_b * panel
             chip_a, chip_c = part_a, mt * nt * c_tile
             if ip[I_WINDOW] != 0:
                 chip_a = max(min(part_a, fp[F_WINDOW_BYTES]), l1_a)
                 chip_c = max(min(chip_c, fp[F_WINDOW_BYTES]), c_tile)
-            join = groups * chip_c if c_chip else 2 * groups * c_tile
+            join = groups * chip_c if c_chip else ip[I_C_BUFFERS] * groups * c_tile
             held_a = chip_a if a_chip else mdepth_a * mem_unit_a
             if ha * held_a + hb * mdepth_b * mem_unit_b + join > fp[F_MEM_MEM]:
                 if res_a:
@@ -143,7 +149,7 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             send_bds_a = _cdiv(reps_a, ip[I_ITMAX]) if res_a else 1
             send_bds_b = _cdiv(reps_b, ip[I_ITMAX]) if res_b else 1
             bds_a = ha if a_chip else ha * mdepth_a * (1 + send_bds_a)
-            mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 4) * groups
+            mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 2 * ip[I_C_BUFFERS]) * groups
             # DDR traffic
             a_part = 0.0 if a_chip else part_a * (1 if res_a else reps_a)
             b_part = 0.0 if static else part_b * (1 if res_b else reps_b)
@@ -202,8 +208,8 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
                                + hosted_b[s, c] / read_rate[s, c] * b_part)
             col_write = core_c * per_c
             shim = max(col_read + after_read if col_read > 0 else 0.0, first_c + col_write if col_write > 0 else 0.0)
-            mem_out_a = units_a * send_bds_a if res_a else core_a / l1_a
-            mem_out_b = units_b * send_bds_b if res_b else core_b / l1_b
+            mem_out_a = units_a * send_bds_a if res_a else core_a / mem_unit_a
+            mem_out_b = units_b * send_bds_b if res_b else core_b / mem_unit_b
             drain = 0 if c_chip else 1
             unit_in_a = 0.0 if a_chip else mem_unit_a / stream
             last_call = call + c_out
@@ -252,15 +258,15 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             out_s[count], out_t[count] = s, t
             out_bound[count], out_energy[count], out_reason[count] = bound, energy, reason
             out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt
-            out_control[count] = _control(fp, instructions, a_chip, c_chip, cols, groups, pk, sum_a, sum_b, cols_a,
-                                          cols_b, mdepth_a, mdepth_b, send_bds_a, send_bds_b)
+            out_control[count] = _control(fp, instructions, a_chip, c_chip, ip[I_C_BUFFERS], cols, groups, pk, sum_a,
+                                          sum_b, cols_a, cols_b, mdepth_a, mdepth_b, send_bds_a, send_bds_b)
             count += 1
     return count
 
 
 @kernel
-def _control(fp, instructions, a_chip, c_chip, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a, depth_b,
-             send_bds_a, send_bds_b):
+def _control(fp, instructions, a_chip, c_chip, c_buffers, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a,
+             depth_b, send_bds_a, send_bds_b):
     """The candidate's control counts (``plan.control_counts_of``) as instructions per simulated run
     (``dispatch.weighted_instructions``), in cycles (``branch_bound.control_cycles``): 0 when the
     search weighs none. ``cols_a`` is 0 for an on-chip A."""
@@ -271,7 +277,7 @@ def _control(fp, instructions, a_chip, c_chip, cols, groups, pk, parts_a, parts_
     tile_pushes = (parts_a if a_chip else 0) + (cols * groups if c_chip else 0)
     syncs = cols * (groups if c_chip else 1)
     mem_bds = ((parts_a if a_chip else parts_a * depth_a * (1 + send_bds_a))
-               + parts_b * depth_b * (1 + send_bds_b) + (1 if c_chip else 4) * cols * groups)
+               + parts_b * depth_b * (1 + send_bds_b) + (1 if c_chip else 2 * c_buffers) * cols * groups)
     mem_starts = (0 if a_chip else cols_a + parts_a) + cols_b + parts_b + (0 if c_chip else 1) * cols * (groups + 1)
     mem_locks = (0 if a_chip else 2 * parts_a) + 2 * parts_b + (0 if c_chip else 2) * cols * groups
     cores = cols * groups * pk

@@ -84,6 +84,9 @@ def run_options_here(fn):
     ])(fn)
 
 
+GEMM_SPLITS = ("2d", "2dt", "n", "m")  # fastsim.mapping.space.SPLITS (a test holds them equal; not imported: CLI start-up)
+
+
 def gemm_options(fn):
     """Options shared by ``run gemm`` and ``map gemm``: the op and the pins of its search."""
     return with_options([
@@ -94,6 +97,12 @@ def gemm_options(fn):
         click.option("--tile", default=None, help="pin the L1 tile m,k,n (default: searched)"),
         click.option("--l2", type=click.Choice(["none", "a", "b", "ab"]), default=None,
                      help="pin which operands mem tiles hold and re-send (default: searched)"),
+        click.option("--split", type=click.Choice(GEMM_SPLITS), default=None,
+                     help="pin how M and N split over the cores: 2d (columns split N, core rows M), 2dt (columns "
+                          "split M, core rows N), n or m (every core its own slice of N or M) (default: searched)"),
+        click.option("--k-panel", "k_panel", default=None, type=click.IntRange(min=1),
+                     help="pin the L1 K tiles one mem-tile buffer of A and B stages (os; mlir-air's tile_k_l2 over "
+                          "tile_k_l1; default 1: one L1 tile)"),
         click.option("--cols", default=None, type=click.IntRange(min=1), help="pin the columns used"),
         click.option("--dataflow", "gemm_dataflow", type=click.Choice(["os", "ws", "is"]), default=None,
                      help="pin the dataflow"),
@@ -104,8 +113,8 @@ def gemm_options(fn):
                      show_default=True, help="how shared operands are streamed over columns (auto: searched; "
                      "the same values as run llm's)"),
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
-                     help="an as-built TOML with a [gemm] table (tile, cols, rows, dataflow, l2, datapath, "
-                          "k_split, stream_split, out_dtype, buffers; docs/as_built.md): that design; the rest "
+                     help="an as-built TOML with a [gemm] table (tile, cols, rows, split, dataflow, l2, "
+                          "datapath, k_panel, k_split, stream_split, out_dtype, buffers; docs/as_built.md): that design; the rest "
                           "searched"),
         click.option("--out-dtype", "out_dtype", default=None,
                      help="C's dtype in DDR (default: bf16 for bf16, int32 for int8; a design that requantizes "
@@ -149,14 +158,14 @@ def parse_tile(text):
     return tile
 
 
-def gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None,
+def gemm_from(m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path=None,
               budget=None, out_dtype=None):
     """The Gemm workload of ``gemm_options``' values (and an as-built file's [gemm] table)."""
     from ..workloads.gemm import Gemm, with_as_built
 
     t = parse_tile(tile) or (None, None, None)
     g = Gemm(m, k, n, dtype, *t, cols=cols, kernel_efficiency=efficiency,
-             dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2),
+             dataflow=gemm_dataflow, l2=None if l2 is None else ("" if l2 == "none" else l2), split=split, k_panel=k_panel,
              stream_split=None if stream_split == "auto" else stream_split, budget=budget, out_dtype=out_dtype)
     return with_as_built(g, overlay_path) if overlay_path else g
 

@@ -29,7 +29,7 @@ def export_group():
 @_ARCH
 @_OUT
 @_KERNELS_OUT
-def export_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget, out_dtype,
+def export_gemm(m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget, out_dtype,
                 arch_name, out_path, kernels_path):
     """The searched (or pinned) mapping of C = A @ B.
 
@@ -38,7 +38,7 @@ def export_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, strea
 
     arch = load_arch(arch_name)
     try:
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
+        g = gemm_from(m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
                       out_dtype)
         _write(gemm_design(g, arch), out_path, kernels_path)
     except (ConfigError, SimulationError) as e:

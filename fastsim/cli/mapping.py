@@ -21,7 +21,7 @@ def map_group():
               "(e.g. strix:turbo, strix:cols=4), or a TOML file with an [arch] table")
 @click.option("--top", default=10, show_default=True, type=click.IntRange(min=1), help="candidates listed")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of a table")
-def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget, out_dtype,
+def map_gemm(m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget, out_dtype,
              arch_name, top, as_json):
     """Rank mappings of C = A @ B: tiles, L2 residency, columns, dataflow, K split; each with its
     lower bound, simulated cycles, bytes per level and energy; rejected ones with their reason.
@@ -31,7 +31,7 @@ def map_gemm(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_s
 
     arch = load_arch(arch_name)
     try:
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
+        g = gemm_from(m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
                       out_dtype)
         found = gemm_mapping(g, arch)
     except (ConfigError, SimulationError) as e:

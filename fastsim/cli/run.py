@@ -36,7 +36,7 @@ def run_group(ctx, arch_name, as_json, trace_path, trace_raw, no_skip, yes):
 @gemm_options
 @run_options_here
 @click.pass_context
-def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget, out_dtype):
+def gemm(ctx, m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget, out_dtype):
     """C = A @ B, any size, on the searched mapping (``fastsim map gemm`` lists the candidates).
 
     Example: fastsim run gemm --m 256 --k 4096 --n 1000 --dtype int8 --tile 64,64,64"""
@@ -46,7 +46,7 @@ def gemm(ctx, m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_
     arch = opts["arch"]
     try:
         check_dtype(dtype, arch)
-        g = gemm_from(m, k, n, dtype, tile, l2, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
+        g = gemm_from(m, k, n, dtype, tile, l2, split, k_panel, cols, gemm_dataflow, efficiency, stream_split, overlay_path, budget,
                       out_dtype)
         g.graph()  # validated before the size guard reads it
         _guard_size(g, arch, opts)

@@ -20,7 +20,7 @@ from ..design import BD, Acquire, Channel, Compute, Design, Loop, Release, Tile,
 from .ddr_runs import shim_bd
 from .paths import join_outputs, push_round, stream_rates
 from .plan import Structure, check, host_columns
-from .space import Matmul, Mapping
+from .space import Mapping, Matmul, local_operands, producer_parts
 
 NOOP_DROPS = ("conversion", "cast")  # kernels a NOOP design leaves out (the rest take 1 cycle), in program order
 B_CH, A_CH = 0, 1  # shim MM2S and mem-tile S2MM channel per operand (C drains to shim S2MM0)
@@ -48,8 +48,7 @@ def _consumers(d: Design, op: Matmul, mp: Mapping, s: Structure) -> dict[str, di
     groups, pk = s.groups, s.pk
 
     def part_ids(ci: int, g: int, j: int) -> tuple[int, int]:
-        pm = {"2d": g, "n": 0, "m": ci * groups + g}[mp.split]
-        pn = {"2d": ci, "n": ci * groups + g, "m": 0}[mp.split]
+        pm, pn = producer_parts(mp.split, ci, g, groups)
         return pm * pk + j, j * s.pn + pn
 
     consumers = {"A": {}, "B": {}}  # part -> [core tiles]
@@ -70,7 +69,7 @@ def _hosted_parts(consumers: dict, mp: Mapping, arch: Arch, cols: int) -> dict[s
     deals it."""
     hosted = {key: {h: [] for h in range(cols)} for key in consumers}
     rates = stream_rates(arch, mp.col0, cols)
-    for key, local in (("A", mp.split == "m"), ("B", mp.split in ("2d", "n"))):
+    for key, local in zip(("A", "B"), local_operands(mp.split)):
         shared = host_columns(len(consumers[key]), rates, mp.stream_split)
         for i, (p, tiles) in enumerate(sorted(consumers[key].items())):
             h = (tiles[0].col - mp.col0) if local else shared[i]
@@ -172,7 +171,7 @@ def _cores(d: Design, op: Matmul, mp: Mapping, s: Structure, ev: dict, hosted: d
         drain_ch = len(hosted["A"][ci]) + len(hosted["B"][ci])
         drains.append(c)
         y_locks, keeps[c] = join_outputs(d, c, producers, ev["c_tile"], drain_ch, "C",
-                                         keep_bytes=ev["chip_c"] if op.c_on_chip else 0)
+                                         keep_bytes=ev["chip_c"] if op.c_on_chip else 0, core_buffers=mp.c_buffers)
         for g in range(s.groups):
             _group_programs(d, op, mp.dataflow, ev, c, g, s.pk, y_locks[g], ends, kernels)
     return drains, keeps

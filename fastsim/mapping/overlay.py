@@ -29,8 +29,9 @@ not its own searched optimum (``docs/as_built.md``)::
                                  # first (expanded load_pdis: Arch.launch_reconfiguration_s per op)
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
-    tile = [64, 64, 64]          # and cols, rows, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers,
-                                 # row_major_ddr (A, B, C row-major in DDR: read in tile rows)
+    tile = [64, 64, 64]          # and cols, rows, split, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers,
+                                 # c_buffers, k_panel (L1 K tiles a mem-tile buffer stages), row_major_ddr (A, B, C
+                                 # row-major in DDR: read in tile rows)
 
     [sources]                    # where each choice comes from (shown in reports)
     "decode.cuts" = "repo/path/file.py:123"
@@ -54,8 +55,8 @@ from .layout import FACT_TABLES, FACTS, TABLES, Layout, layout_of
 REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = tuple(f.name for f in fields(Layout))  # a regime table's keys are the Layout's fields, in order
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
-GEMM_KEYS = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
-             "row_major_ddr")
+GEMM_KEYS = ("tile", "cols", "rows", "split", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
+             "c_buffers", "k_panel", "row_major_ddr")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 

@@ -66,11 +66,12 @@ def onchip_bytes(nbytes, window: int, unit):
 
 
 def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_channel: int,
-                 name: str, keep_bytes: int = 0) -> tuple[list[tuple[Lock, Lock]], list[BD]]:
+                 name: str, keep_bytes: int = 0, core_buffers: int = 2) -> tuple[list[tuple[Lock, Lock]], list[BD]]:
     """Each core of column ``col`` (compute rows ``rows``: a count or a list) sends its output tile
-    (``unit`` bytes, double-buffered) over MM2S0 to mem-tile S2MM(2 + i) for the i-th of those
-    cores; the mem tile joins the column's tiles and drains them through
-    MM2S ``drain_channel`` to shim S2MM0 (ObjectFifo join).
+    (``unit`` bytes) over MM2S0 to mem-tile S2MM(2 + i) for the i-th of those cores; the mem tile
+    joins the column's tiles and drains them through MM2S ``drain_channel`` to shim S2MM0
+    (ObjectFifo join). ``core_buffers`` buffers on each side (1: the core waits for each send, the
+    mem tile for each drain).
 
     ``keep_bytes`` > 0 keeps the output on chip instead (a fused group's intermediate): each core's
     tiles land in a mem-tile buffer of that many bytes (a ring when smaller than the output) and
@@ -80,7 +81,8 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
     memt = d.mem(col)
     d.output_on_chip = d.output_on_chip or bool(keep_bytes)
     core_rows = list(range(rows)) if isinstance(rows, int) else list(rows)
-    joined = [] if keep_bytes else [d.buffer(memt, len(core_rows) * unit, f"{name}{col}_join{i}") for i in range(2)]
+    joined = [] if keep_bytes else [d.buffer(memt, len(core_rows) * unit, f"{name}{col}_join{i}")
+                                    for i in range(core_buffers)]
     parts, core_locks, keep = [], [], []
     for r, core_row in enumerate(core_rows):
         ch = s2mm(memt, 2 + r)
@@ -88,16 +90,16 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
             kept = d.buffer(memt, keep_bytes, f"{name}{col}_{r}_onchip")
             keep.append(d.bd(ch, kept, unit, name=f"{name}{col}_{r}_keep"))
         else:
-            prod = d.lock(memt, 2, f"{name}{col}_{r}_prod")
+            prod = d.lock(memt, core_buffers, f"{name}{col}_{r}_prod")
             cons = d.lock(memt, 0, f"{name}{col}_{r}_cons")
             bds = [d.bd(ch, joined[i], unit, offset_bytes=r * unit, acquire=(prod, 1), release=(cons, 1),
-                        name=f"{name}{col}_{r}_in{i}") for i in range(2)]
+                        name=f"{name}{col}_{r}_in{i}") for i in range(core_buffers)]
             d.start_chain(ch, d.chain(*bds, cyclic=True))
             parts.append((prod, cons))
         core = d.compute(col, core_row)
-        core_prod = d.lock(core, 2, f"{name}{col}_{r}_core_prod")
+        core_prod = d.lock(core, core_buffers, f"{name}{col}_{r}_core_prod")
         core_cons = d.lock(core, 0, f"{name}{col}_{r}_core_cons")
-        bufs = [d.buffer(core, unit, f"{name}{col}_{r}_{i}") for i in range(2)]
+        bufs = [d.buffer(core, unit, f"{name}{col}_{r}_{i}") for i in range(core_buffers)]
         out = mm2s(core, 0)
         d.start_chain(out, d.chain(*[d.bd(out, b, unit, acquire=(core_cons, 1), release=(core_prod, 1),
                                           name=f"{name}{col}_{r}_out{i}") for i, b in enumerate(bufs)],
@@ -108,7 +110,7 @@ def join_outputs(d: Design, col: int, rows: int | list[int], unit: int, drain_ch
         return core_locks, keep
     drain = mm2s(memt, drain_channel)
     bds = [d.bd(drain, joined[i], unit, offset_bytes=r * unit, acquire=(cons, 1), release=(prod, 1),
-                name=f"{name}{col}_out{i}_{r}") for i in range(2) for r, (prod, cons) in enumerate(parts)]
+                name=f"{name}{col}_out{i}_{r}") for i in range(core_buffers) for r, (prod, cons) in enumerate(parts)]
     d.start_chain(drain, d.chain(*bds, cyclic=True))
     d.route(drain, s2mm(d.shim(col), 0))
     return core_locks, keep

@@ -28,6 +28,8 @@ class Pins:
     datapath: str | None = None
     stream_split: str | None = None
     buffers: int | None = None  # 1: single-buffered A and B (an implementation that double-buffers nothing)
+    c_buffers: int | None = None  # 1: each producer's C tile single-buffered in core memory (default 2)
+    k_panel: int | None = None  # L1 K tiles a mem-tile buffer of a streamed operand stages (os; default 1)
     # conv only: output rows and output channels per call, how weights reach the cores, input
     # channels per call (weights "ci")
     rpc: int | None = None

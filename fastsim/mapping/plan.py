@@ -22,7 +22,7 @@ from ..kernel_model import matmul as KM
 from .ddr_runs import bound_rate, bound_run_bytes, write_most
 from .dispatch import ControlCounts
 from .paths import STREAM_SPLITS, deal, onchip_bytes, stream_rates
-from .space import Matmul, Mapping
+from .space import Mapping, Matmul, local_operands, split_parts
 
 ACC_BYTES = 4  # partial sums are fp32 / int32 accumulators
 
@@ -69,6 +69,10 @@ def structure(op: Matmul, mp: Mapping, arch: Arch) -> Structure | str:
         return f"columns {mp.col0}..{mp.col0 + cols - 1}: the arch has columns 0..{arch.columns - 1}"
     if not 1 <= rows <= arch.compute_rows:
         return f"rows = {rows}: must be in 1..{arch.compute_rows}"
+    if mp.c_buffers not in (1, 2):
+        return f"c_buffers = {mp.c_buffers}: 1 or 2"
+    if mp.k_panel < 1 or (mp.k_panel > 1 and mp.dataflow != "os"):
+        return f"k_panel = {mp.k_panel}: 1, or more in the os dataflow only (it stages what os streams along K)"
     if mp.k_split < 1 or rows % mp.k_split:
         return f"k_split = {mp.k_split}: must divide the {rows} rows used"
     options = dict(arch.datapath_options(op.dtype))
@@ -80,11 +84,11 @@ def structure(op: Matmul, mp: Mapping, arch: Arch) -> Structure | str:
         return "static weights stay in core memory only in the ws dataflow"
     groups = rows // mp.k_split
     pk = mp.k_split
-    pm, pn = {"2d": (groups, cols), "n": (1, cols * groups), "m": (cols * groups, 1)}[mp.split]
+    pm, pn = split_parts(mp.split, cols, groups)
     # parts needed by one column are hosted by that column's mem tile; parts every column needs
     # are hosted round-robin (one mem tile broadcasts each along the core rows)
     a_parts, b_parts = pm * pk, pk * pn
-    a_local, b_local = mp.split == "m", mp.split in ("2d", "n")
+    a_local, b_local = local_operands(mp.split)
     if mp.stream_split not in STREAM_SPLITS:
         return f"stream_split = {mp.stream_split!r}: one of {STREAM_SPLITS}"
     rates = stream_rates(arch, mp.col0, cols)
@@ -116,8 +120,9 @@ def same_as_equal_split(st: Structure, arch: Arch) -> bool:
     if st.mapping.stream_split == "equal":
         return False
     rates = stream_rates(arch, st.mapping.col0, st.cols)
-    counts = [n for n, local in ((st.pm * st.pk, st.mapping.split == "m"),
-                                 (0 if st.static_b else st.pk * st.pn, st.mapping.split in ("2d", "n"))) if not local]
+    a_local, b_local = local_operands(st.mapping.split)
+    counts = [n for n, local in ((st.pm * st.pk, a_local), (0 if st.static_b else st.pk * st.pn, b_local))
+              if not local]
     return all(host_columns(n, rates, st.mapping.stream_split) == host_columns(n, rates, "equal") for n in counts)
 
 
@@ -157,9 +162,9 @@ class StructureBatch:
 def stack(structures: list[Structure], arch: Arch) -> StructureBatch:
     """One batch of structures that agree on dataflow, order, l2 and static weights."""
     first = structures[0].mapping
-    assert all((x.mapping.dataflow, x.mapping.order, x.mapping.l2, x.mapping.buffers)
-               == (first.dataflow, first.order, first.l2, first.buffers)
-               for x in structures), "a batch shares dataflow, order, l2 and buffers"
+    keys = ("dataflow", "order", "l2", "buffers", "k_panel", "c_buffers")
+    assert all(all(getattr(x.mapping, key) == getattr(first, key) for key in keys)
+               for x in structures), f"a batch shares {keys}"
     width = max(x.cols for x in structures)
 
     def column(name):
@@ -365,7 +370,8 @@ def _core_memory(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, m, n) -> 
     core_b = 0 * nt if static else nt * kt * b_tile * (1 if flow == "ws" else mt)
     core_c = mt * nt * c_tile
     psum_tile = m * n * ACC_BYTES * one
-    fixed = np.where(b.pk > 1, np.maximum(2 * c_tile, 2 * psum_tile), 2 * c_tile)
+    c_held = b.mapping.c_buffers * c_tile
+    fixed = np.where(b.pk > 1, np.maximum(c_held, 2 * psum_tile), c_held)
     buffers = b.mapping.buffers
     depth_a = buffers * one
     depth_b = (1 if static else buffers) * one
@@ -395,22 +401,33 @@ class _MemTile(NamedTuple):
     bds: np.ndarray
 
 
+def panel_tiles(kt, k_panel: int):
+    """The L1 K tiles one mem-tile buffer of a streamed operand stages: the largest divisor of a
+    core's K tiles ``kt`` at most ``k_panel`` (so no panel straddles two C tiles' K loops)."""
+    out = np.ones_like(kt)
+    for d in range(2, k_panel + 1):
+        out = np.where(kt % d == 0, d, out)
+    return out
+
+
 def _mem_tile(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams, c: _CoreMemory) -> _MemTile:
     """Resident units are double-buffered when there are several and they fit, else single;
-    forwarded L1 units always double; on-chip operands (fused groups) take one buffer per part or
-    producer, the whole of it or a window."""
+    forwarded units (L1 tiles, or K panels of them) always double; on-chip operands (fused groups)
+    take one buffer per part or producer, the whole of it or a window."""
     one = t.one
     res_a, res_b = s.res_a, s.res_b
     ha, hb = b.hosted_a.max(axis=1, keepdims=True), b.hosted_b.max(axis=1, keepdims=True)
     buffers = b.mapping.buffers
     mdepth_a = np.where(s.units_a > 1, buffers, 1) if res_a else buffers * one
     mdepth_b = np.where(s.units_b > 1, buffers, 1) if res_b else buffers * one
-    mem_unit_a = s.unit_a if res_a else c.l1_a
-    mem_unit_b = s.unit_b if res_b else c.l1_b
+    panel = panel_tiles(t.kt, b.mapping.k_panel if b.mapping.dataflow == "os" else 1)
+    mem_unit_a = s.unit_a if res_a else c.l1_a * (1 if op.a_on_chip else panel)
+    mem_unit_b = s.unit_b if res_b else c.l1_b * panel
     a_chip, c_chip = op.a_on_chip, op.c_on_chip
     chip_a = onchip_bytes(s.part_a, op.onchip_window_bytes, c.l1_a)
     chip_c = onchip_bytes(t.mt * t.nt * t.c_tile, op.onchip_window_bytes, t.c_tile)
-    join = b.groups * chip_c if c_chip else 2 * b.groups * t.c_tile
+    c_bufs = b.mapping.c_buffers
+    join = b.groups * chip_c if c_chip else c_bufs * b.groups * t.c_tile
 
     def mem_bytes(da, db):
         held_a = chip_a if a_chip else da * mem_unit_a
@@ -426,7 +443,7 @@ def _mem_tile(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams,
     send_bds_a = cdiv(s.reps_a, itmax) if res_a else one
     send_bds_b = cdiv(s.reps_b, itmax) if res_b else one
     bds_a = ha if a_chip else ha * mdepth_a * (1 + send_bds_a)
-    mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 4) * b.groups
+    mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 2 * c_bufs) * b.groups
     return _MemTile(ha, hb, mdepth_a, mdepth_b, mem_unit_a, mem_unit_b, chip_a, chip_c, l2, send_bds_a, send_bds_b,
                     mem_bds)
 
@@ -675,8 +692,8 @@ def _dma_bound(op: Matmul, b: StructureBatch, arch: Arch, t: _Tiles, s: _Streams
     stream = arch.stream_bytes_per_cycle
     mt, nt = t.mt, t.nt
     per_bd = arch.bd_chain_cycles + arch.lock_acquire_cycles + arch.lock_release_cycles
-    mem_out_a = s.units_a * mem.send_bds_a if s.res_a else c.core_a / c.l1_a
-    mem_out_b = s.units_b * mem.send_bds_b if s.res_b else c.core_b / c.l1_b
+    mem_out_a = s.units_a * mem.send_bds_a if s.res_a else c.core_a / mem.unit_a
+    mem_out_b = s.units_b * mem.send_bds_b if s.res_b else c.core_b / mem.unit_b
     drain = 0 if op.c_on_chip else 1
     unit_in_a = 0 if op.a_on_chip else mem.unit_a / stream  # before the mem tile can send A
     last_call = ends.call + ends.c_out  # after a core's last input byte
@@ -795,8 +812,9 @@ def control_counts_of(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> Con
 
     parts_a, parts_b = total(ha), total(hb)
     cols_a, cols_b = total(ha > 0), total(hb > 0)  # columns whose shim streams (and mem tile fills) A, B
-    # per column: 2 join BDs in and 2 out per group (a kept C: one receive BD per group, pushed)
-    join_bds, join_chains = (1, 0) if c_chip else (4, 1)
+    # per column: a join BD in and one out per group and C buffer (a kept C: one receive BD per
+    # group, pushed)
+    join_bds, join_chains = (1, 0) if c_chip else (2 * b.mapping.c_buffers, 1)
     bds_a = parts_a if a_chip else parts_a * mem.depth_a * (1 + mem.send_bds_a)  # fill + sends per buffer
     bds_b = parts_b * mem.depth_b * (1 + mem.send_bds_b)
     one = t.one

@@ -42,7 +42,7 @@ from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates
 from .pins import Pins
 from .search_store import CODEC
 from .search_result import SearchResult
-from .space import DATAFLOWS, L2_CHOICES, MATMUL_PINS, SPLITS, Mapping, Matmul, baseline_mapping
+from .space import DATAFLOWS, L2_CHOICES, MATMUL_PINS, SEARCHED_SPLITS, Mapping, Matmul, baseline_mapping, split_parts
 
 TILE_SIZES = tuple(2 ** i for i in range(10))  # 1 .. 512
 
@@ -75,14 +75,14 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
     for flow in pins.dataflow or DATAFLOWS:
         orders = [pins.order or "m"] if flow != "os" else ([pins.order] if pins.order else ["m", "n"])
         l2s = [pins.l2] if pins.l2 is not None else {"os": L2_CHOICES, "ws": ("", "a"), "is": ("", "b")}[flow]
-        for split in [pins.split] if pins.split else SPLITS:
+        for split in [pins.split] if pins.split else SEARCHED_SPLITS:
             for rows in rows_opts:
                 for ks in [pins.k_split] if pins.k_split else [x for x in (1, 2, 4, 8) if rows % x == 0]:
                     if rows % ks or ks > max(1, op.k):
                         continue
                     groups = rows // ks
                     for cols in cols_opts:
-                        pm, pn = {"2d": (groups, cols), "n": (1, cols * groups), "m": (cols * groups, 1)}[split]
+                        pm, pn = split_parts(split, cols, groups)
                         # at least half the parts idle: the same busy parts exist with half the
                         # columns or groups; fewer idle (3 rows on 4 columns) can be fastest
                         if (pm >= 2 * op.m or pn >= 2 * op.n) and not pins.split:
@@ -95,7 +95,8 @@ def structures(op: Matmul, arch: Arch, pins: Pins) -> list[Mapping]:
                                     for dp in paths:
                                         for how in stream_splits:
                                             out.append(Mapping(flow, split, (0, 0, 0), cols, rows, col0, ks,
-                                                               order, l2, dp, how, pins.buffers or 2))
+                                                               order, l2, dp, how, pins.buffers or 2,
+                                                                       pins.k_panel or 1, pins.c_buffers or 2))
     return out
 
 
@@ -143,7 +144,8 @@ def _batches_of(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     for base in structures(op, arch, pins):
         st = structure(op, base, arch)
         if not isinstance(st, str) and (pins.stream_split or not same_as_equal_split(st, arch)):
-            groups.setdefault((base.dataflow, base.order, base.l2, base.buffers), []).append(st)
+            groups.setdefault((base.dataflow, base.order, base.l2, base.buffers, base.k_panel, base.c_buffers),
+                              []).append(st)
     return [stack(g[i:i + 256], arch) for g in groups.values() for i in range(0, len(g), 256)]
 
 
@@ -347,7 +349,10 @@ def _design_key(mp: Mapping) -> Mapping:
     """One mapping for all that build the same design: with one output producer per column
     (rows / k_split == 1) the ``n`` split assigns parts as ``2d`` does, and on one column the ``m``
     split does (``design._consumers`` and ``_hosted_parts`` give the same parts, hosted alike)."""
-    if (mp.split == "n" and mp.rows // mp.k_split == 1) or (mp.split == "m" and mp.cols == 1):
+    groups = mp.rows // mp.k_split
+    if mp.split == "2dt" and (groups == 1 or mp.cols == 1):  # one producer per column, or one column
+        mp = replace(mp, split="m" if groups == 1 else "n")
+    if (mp.split == "n" and groups == 1) or (mp.split == "m" and mp.cols == 1):
         return replace(mp, split="2d")
     return mp
 

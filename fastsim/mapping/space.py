@@ -7,13 +7,19 @@ output). A ``Mapping`` says how it runs:
   vertically adjacent cores of a column (they add their partial sums through shared memory), which
   leaves ``groups = rows / k_split`` output producers per column. ``split`` assigns M and N to them:
   ``2d`` (groups split M, columns split N: A along core rows, B down columns, as mlir-aie's
-  whole_array), ``n`` (every producer owns a slice of N, A broadcast to all) or ``m`` (every producer
-  owns a slice of M, B broadcast to all).
+  whole_array), ``2dt`` (its transpose: columns split M, groups split N: A down columns, B along core
+  rows, as mlir-air's GEMM herd runs, herd x on the columns), ``n`` (every producer owns a slice of N,
+  A broadcast to all) or ``m`` (every producer owns a slice of M, B broadcast to all).
 - **temporal dataflow** per core: ``os`` (C tile resident, A and B tiles stream along K), ``ws`` (a
   K x n block of B resident in core memory while every A row streams past, one round per n tile),
   ``is`` (an m x K block of A resident while B streams past, one round per m tile). ``order`` picks
   the outer loop of ``os`` (``m``: A panels outer, ``n``: B panels outer).
-- **L1 tile** ``(m, k, n)``: the microkernel's shape, double-buffered in core memory.
+- **L1 tile** ``(m, k, n)``: the microkernel's shape, double-buffered in core memory (``buffers`` 1: A
+  and B single; ``c_buffers`` 1: each producer's C tile single, so it waits for each drain: a pin).
+- **K panel** ``k_panel`` (os): the L1 K tiles one mem-tile buffer of a streamed operand stages (mlir-air's
+  ``tile_k_l2 / tile_k_l1``): the shim fills it in one piece (a row-major operand's DDR runs as long as
+  the panel's K extent) and the mem tile sends it on as L1 tiles. The largest divisor of a core's K
+  tiles at most ``k_panel`` is used; 1 (the default, searched this way): one L1 tile per buffer.
 - **L2 residency** ``l2``: operands whose repeated block a mem tile holds and re-sends (BD iterations)
   instead of reading it from DDR again: ``""``, ``"a"``, ``"b"`` or ``"ab"``.
 - **on-chip operands** (``Matmul.a_on_chip``/``c_on_chip``, set by fusion): A is read from, or C
@@ -38,7 +44,30 @@ from .paths import STREAM_SPLITS
 from .pins import PinRules, Pins, check_sizes
 
 DATAFLOWS = ("os", "ws", "is")
-SPLITS = ("2d", "n", "m")
+SPLITS = ("2d", "2dt", "n", "m")
+K_PANEL_MAX = 256  # L1 K tiles per mem-tile buffer (tile_k_l2 512 over tile_k_l1 32 is 16)
+# what the search tries unpinned: 2dt (2d's transpose, the orientation of mlir-air's GEMM herds) is a
+# pin for as-built designs. Searched too, it left the answers of a 2048^3 bf16 and a 512x2048x8192
+# int8 GEMM and of a 2k-token Llama-3.2-1B prefill on npu2 unchanged and made the cold 2048^3 search
+# about 30 % slower (bench/cold_runs.py gemm, 2026-12-06)
+SEARCHED_SPLITS = ("2d", "n", "m")
+
+
+def split_parts(split: str, cols: int, groups: int) -> tuple[int, int]:
+    """(M parts, N parts) of the output producers (``cols`` x ``groups``) under ``split``."""
+    return {"2d": (groups, cols), "2dt": (cols, groups), "n": (1, cols * groups), "m": (cols * groups, 1)}[split]
+
+
+def producer_parts(split: str, col: int, group: int, groups: int) -> tuple[int, int]:
+    """(M part, N part) that the producer of group ``group`` in column ``col`` computes."""
+    return {"2d": (group, col), "2dt": (col, group), "n": (0, col * groups + group),
+            "m": (col * groups + group, 0)}[split]
+
+
+def local_operands(split: str) -> tuple[bool, bool]:
+    """(A local, B local): whether each part of the operand is needed by one column only (its own
+    shim streams it) rather than by every column (hosted where the stream split deals it)."""
+    return split in ("m", "2dt"), split in ("2d", "n")
 L2_CHOICES = ("", "a", "b", "ab")
 
 
@@ -61,11 +90,18 @@ def _check_pins(pins: Pins, p: Problems, arch: Arch) -> None:
             f"one of {STREAM_SPLITS}")
     p.check(pins.buffers in (None, 1, 2) and not isinstance(pins.buffers, bool), "buffers", pins.buffers,
             "1 or 2 (buffers per streamed A/B transfer)")
+    p.check(pins.c_buffers in (None, 1, 2) and not isinstance(pins.c_buffers, bool), "c_buffers", pins.c_buffers,
+            "1 or 2 (buffers per producer's C tile in core memory)")
+    check_sizes(pins, p, (("k_panel", 1, K_PANEL_MAX),))
+    if pins.k_panel not in (None, 1):
+        p.check(pins.dataflow == ("os",), "k_panel", pins.k_panel,
+                "1 unless the dataflow is pinned to os (a K panel stages the operands os streams along K)")
 
 
 # what a matmul's search takes of ``Pins``
 MATMUL_PINS = PinRules("matmul", ("dataflow", "split", "tile", "cols", "rows", "col0", "k_split", "order", "l2",
-                                  "datapath", "stream_split", "buffers"), _check_pins)
+                                  "datapath", "stream_split", "buffers", "c_buffers", "k_panel"),
+                          _check_pins)
 
 
 @dataclass(frozen=True)
@@ -134,6 +170,8 @@ class Mapping:
     datapath: str = ""
     stream_split: str = "equal"
     buffers: int = 2  # buffers per streamed A/B transfer in core and mem tile: 2 (where it fits) or 1
+    k_panel: int = 1  # L1 K tiles per mem-tile buffer of a streamed operand (os), at most
+    c_buffers: int = 2  # buffers per producer's C tile in core memory: 1 = the core waits for each drain
 
     def label(self) -> str:
         m, k, n = self.tile
@@ -152,6 +190,10 @@ class Mapping:
             parts.append(f"split:{self.stream_split}")
         if self.buffers == 1:
             parts.append("single-buffered")
+        if self.c_buffers == 1:
+            parts.append("C single-buffered")
+        if self.k_panel > 1:
+            parts.append(f"panel:{self.k_panel}k")
         return " ".join(parts)
 
 

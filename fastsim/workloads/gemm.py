@@ -29,8 +29,8 @@ MAX_MACS = 1 << 40
 # ranked and rejected ones (``map gemm`` lists them): the mapping search's own defaults
 SEARCH_TOP, SEARCH_KEEP = 6, 50
 # the choices an as-built file (or the options) may pin, as ``run gemm`` reports them
-AS_BUILT_CHOICES = ("tile", "cols", "rows", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype",
-                    "buffers")
+AS_BUILT_CHOICES = ("tile", "cols", "rows", "split", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype",
+                    "buffers", "c_buffers")  # and k_panel, never searched: 1 unless pinned (the mapping's label shows it)
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,15 @@ class Gemm:
     noop: bool = False  # replace compute by a 1-cycle pass: data still moves
     dataflow: str | None = None  # pin: os, ws or is
     l2: str | None = None  # pin: "", "a", "b" or "ab"
+    split: str | None = None  # pin: how M and N split over columns and core rows (2d, 2dt, n, m)
     k_split: int | None = None
     rows: int | None = None  # pin: compute rows used per column (1 with cols 1: one core)
     datapath: str | None = None
     stream_split: str | None = None  # pin: equal or proportional; None or "auto": searched (as LLM runs say)
     budget: int | None = None  # candidates the search simulates; None: until proven the best of its space
     buffers: int | None = None  # pin: 1 = A and B single-buffered (as built without ping-pong); None: 2
+    c_buffers: int | None = None  # pin: 1 = each core's C tile single-buffered (it waits for each drain)
+    k_panel: int | None = None  # pin: L1 K tiles per mem-tile buffer of A and B (mlir-air tile_k_l2 / tile_k_l1)
     # A, B and C lie row-major in DDR and the shim reads them in tile rows, each paying the DDR
     # cost per run (an implementation's layout, an as-built fact); None or False: laid out as the
     # design reads them, one run per BD, as graph ops are (the default: the cost of row-major
@@ -133,20 +136,20 @@ class Gemm:
     def pins(self) -> Pins:
         tiles = (self.tile_m, self.tile_k, self.tile_n)
         p = Problems("gemm")
-        for name in ("tile_m", "tile_k", "tile_n", "cols", "rows", "k_split", "buffers"):
+        for name in ("tile_m", "tile_k", "tile_n", "cols", "rows", "k_split", "buffers", "c_buffers", "k_panel"):
             if getattr(self, name) is not None:
                 p.number(name, getattr(self, name), integer=True, lo=1, hi=4096)
-        for name in ("dataflow", "l2", "datapath", "stream_split"):
+        for name in ("dataflow", "split", "l2", "datapath", "stream_split"):
             p.check(getattr(self, name) is None or isinstance(getattr(self, name), str), name, getattr(self, name),
                     "a name (or unset: searched)")
         p.check(all(t is None for t in tiles) or all(t is not None for t in tiles), "tile_m/tile_k/tile_n",
                 tiles, "give all three sizes or none (searched)")
         p.raise_if_any()
         return Pins(dataflow=(self.dataflow,) if self.dataflow else (),
-                    tile=None if self.tile_m is None else tiles, cols=self.cols, l2=self.l2,
+                    tile=None if self.tile_m is None else tiles, cols=self.cols, split=self.split, l2=self.l2,
                     k_split=self.k_split, datapath=self.datapath,
                     stream_split=None if self.stream_split == "auto" else self.stream_split, rows=self.rows,
-                    buffers=self.buffers)
+                    buffers=self.buffers, c_buffers=self.c_buffers, k_panel=self.k_panel)
 
 
 def check_dtype(dtype: str, arch: Arch) -> None:
@@ -202,7 +205,7 @@ def gemm_summary(ds, g: Gemm, found, arch: Arch) -> dict:
     summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
                           "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
                           "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
-                          "stream_split": mp.stream_split,
+                          "stream_split": mp.stream_split, "k_panel": mp.k_panel,
                           "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
     summary["search"] = found.summary()
     return summary
