@@ -50,7 +50,7 @@ def _command(row: Row, as_built: bool) -> tuple:
     if as_built and "--out-dtype" in rest and _file_sets_out_dtype(row.as_built):
         i = rest.index("--out-dtype")  # the workload's output dtype, which the file states with its source
         rest = rest[:i] + rest[i + 2:]
-    return ("run", "--json", *head, *rest, *(("--overlay", row.as_built) if as_built else ()))
+    return ("run", "--json", *head, *rest, *(("--overlay", row.as_built, *row.as_built_extra) if as_built else ()))
 
 
 def _file_sets_out_dtype(path: str) -> bool:

@@ -22,6 +22,7 @@ ONE_CORE_SUSPECT = ("a compiler-generated kernel below the hand-tuned one-tile e
 REG_GEMM = "mlir-air kernel_registry/details/GEMM_bf16_in_bf16_out.md:{}"
 REG_GEMV = "mlir-air kernel_registry/details/GEMV_bf16.md:{}"
 REG_GEMM_F32 = "mlir-air kernel_registry/details/GEMM_bf16_in_fp32_out.md:{}"
+REG_GEMM_JSON = "mlir-air kernel_registry/details/GEMM_bf16_in_bf16_out.json ({})"
 FLM_LLAMA = "FastFlowLM v0.9.30 docs/benchmarks/llama3_results.md"
 AIR_LLM = "mlir-air programming_examples/llms/{}"
 STRIX = "Strix (npu2)"
@@ -48,6 +49,9 @@ class Row:
     # a front end without an as-built file format (run onnx): the whole ``fastsim run`` arguments of the
     # as-built prediction, its facts given as options (the part's overlay columns, fused epilogues)
     as_built_args: tuple = ()
+    # options the as-built run adds to its file: a per-shape choice the file leaves to the run (the
+    # registry GEMMs' K panel, ``--k-panel``)
+    as_built_extra: tuple = ()
 
     @property
     def describable(self) -> bool:
@@ -55,7 +59,9 @@ class Row:
 
     @property
     def as_built_label(self) -> str:
-        return self.as_built.removeprefix(AB) if self.as_built else " ".join(self.as_built_args)
+        if not self.as_built:
+            return " ".join(self.as_built_args)
+        return " ".join((self.as_built.removeprefix(AB), *self.as_built_extra))
 
     @property
     def kind_role(self) -> str:
@@ -87,35 +93,35 @@ def _us(gflops, m, k, n):
     return 2 * m * k * n / (gflops * 1e9) * 1e6
 
 
-AIR_GEMM_BUILT = ("8x4 herd, bf16 emulated on the bfp16 MMA, C stationary over K, L1 tile {}; not describable: "
-                  "tile_k_l2 {} (mem-tile K panel){}")
-AIR_HOW = {"drain": ", the f32 accumulator kept in L1 across K and cast once by a drain herd",
-           "fused-cast": ", C written as an f32 scratch in a single-buffered L1 accumulator, then the separate "
-                         "f32->bf16 cast launch"}
-AIR_GEMM_SUSPECT = ("not the core: the {} call is 1,592 cycles in the kernel model (2,724 if its C moves did "
-                    "not overlap the MACs) against 3,059-3,648 cycles per call per core measured for the same GEMM "
-                    "launch alone (f32 out, xclbin, no cast: GEMM_bf16_in_fp32_out.md:113-119), and the registry's "
-                    "tile_n 64 -> 128 sweep (1.35-1.38x, md:147-149) changes only data movement. DDR: these designs "
-                    "move 38-42 GB/s (reads + writes) where fastsim sustains about 63 GB/s on them; the shim BDs read "
-                    "B in tile_n x 2 B runs (256 B), A in tile_k_l2 x 2 B runs (run.py:403-415), and smolvla's "
-                    "connector tile_n sweep (md:303) fits 3.3 ns per contiguous run + 60 GB/s, which, not refitted, gives the "
-                    "f32-out rows within -2/+6/-1 % (docs/kernel_model.md). Fused-cast rows add the cast "
-                    "launch (0.45 ms per 4.19M elements, run.py:658-659) and the ELF path (1.26-1.42x on the same "
-                    "module, smolvla profile.md:269-280; the ELF path's per-launch reconfiguration: aircc --expand-load-pdis, tools/aircc/aircc.cpp:1388-1389; charged for LLM layouts (launches_reconfigure, 361 us a launch), not for run gemm). Micro-benchmark: one shim "
-                    "channel reading 16 MiB in 256 B runs vs contiguous, GB/s; the ELF's instruction words per launch")
+AIR_GEMM_BUILT = ("8x4 herd (M on its 8 columns, N on its 4 core rows: split 2dt), bf16 emulated on the bfp16 "
+                  "MMA, C stationary over K, L1 tile {}, K panel tile_k_l2 {} (each C block reads its panels of A "
+                  "and B again: l2 ''){}")
+AIR_HOW = {"drain": "; not describable: the f32 accumulator kept in L1 across K and cast once by a drain herd "
+                    "(fastsim's C tile is bf16)",
+           "fused-cast": ", C written as an f32 scratch from one single-buffered L1 accumulator (c_buffers 1), then "
+                         "the f32->bf16 cast launch (cast_launch); not describable: the ELF path it is timed on "
+                         "(run.py:1156-1160)"}
+AIR_GEMM_SUSPECT = ("not the core: the {} call is 1,592 cycles in the kernel model against 3,059-3,648 cycles per "
+                    "call per core measured for the GEMM launch alone (GEMM_bf16_in_fp32_out.md:113-119), which "
+                    "fastsim reproduces within -10/+8 % from DDR traffic in short runs once the herd, K panel and "
+                    "f32 C are pinned. What the file leaves out: the ELF path the fused-cast and LLM rows are timed "
+                    "on (1.26-1.42x the xclbin time of the same module, smolvla profile.md:269-280; its per-launch "
+                    "reconfiguration, aircc --expand-load-pdis, is charged to LLM layouts, not to run gemm), and "
+                    "the DDR cost per run fitted on one sweep (4.0 ns, runs of 32-480 B) applied to 128 B runs "
+                    "(tile_k_l2 64). Micro-benchmark: one shim channel reading 16 MiB in 128, 256 and 1024 B "
+                    "runs vs contiguous, GB/s; the same module from an xclbin and an ELF")
 AIR_DIRECT_SUSPECT = ("the compiler-generated kernel (1.5-1.7x slower than mm.o at the same tiles: GEMM_bf16_in_fp32_out.md"
                       ":44), then the DDR side as for the fused-cast rows with shorter runs (tile_n 64: B read in "
                       "128 B runs); the ELF rows add the ELF path (1.26-1.42x, smolvla profile.md:269-280). "
                       "Micro-benchmark: the registry harness at 2048x2048x11008 with --codegen external at the same "
                       "tiles (the kernel alone changes)")
-AIR_F32_BUILT = ("the GEMM launch of fused-cast alone: f32 C out of a single-buffered f32 L1 accumulator, external "
-                 "mm.o, xclbin, no cast launch; 8x4 herd, bfp16 MMA, L1 tile 64x32x128; not describable: C leaves "
-                 "as f32 (fastsim writes bf16: a double-buffered f32 C does not fit L1 beside A/B), tile_k_l2 {} "
-                 "(mem-tile K panel)")
+AIR_F32_BUILT = ("the GEMM launch of fused-cast alone: f32 C out of a single-buffered f32 L1 accumulator "
+                 "(c_buffers 1), external mm.o, xclbin, no cast launch; 8x4 herd (split 2dt), bfp16 MMA, L1 tile "
+                 "64x32x128, K panel tile_k_l2 {} (l2 '')")
 AIR_DIRECT_BUILT = ("Gate/Up by the direct (low-precision) method: the compiler-generated matmul, tile 64/128/32/64 "
-                    "(m/kl2/kl1/n), bf16 C truncated per L2 tile, {}; not describable: the generated kernel (the "
-                    "registry measures it 1.5-1.7x slower than mm.o at the same tiles, GEMM_bf16_in_fp32_out.md:44), "
-                    "tile_k_l2 128{}")
+                    "(m/kl2/kl1/n: k_panel 4), 8x4 herd (split 2dt, l2 ''), bf16 C truncated per L2 tile, {}; not "
+                    "describable: the generated kernel (the registry measures it 1.5-1.7x slower than mm.o at the "
+                    "same tiles, GEMM_bf16_in_fp32_out.md:44){}")
 AIR_SMALL_SUSPECT = ("fixed cost of a launch (herd start, BD setup, pipeline fill and drain) against a few "
                      "tiles per core. Micro-benchmark: the registry harness (kernel-only) on the same design "
                      "at 256^3 and 512^3 and with an empty kernel, to split the fixed from the per-tile cost")
@@ -183,12 +189,13 @@ MOE_PREFILL_SUSPECT = ("routed experts at prefill: 1k tokens over 4 of 32 expert
                        "at 1k and 8k against a dense model of the same active weight bytes, and one layer's "
                        "expert GEMMs at 128 rows as a registry GEMM")
 GEMMA_GEMM_BUILT = ("one ELF per op, fused-cast (f32 C scratch, then a cast launch) on host-dequantized bf16 weights, "
-                    "tiles swept to the registry's best (gate/up tile_k_l2 128); per-op on-device time of "
-                    "`make profile-prefill` summed over 34 layers (incl. the op's share of BO traffic); not "
-                    "describable: tile_k_l2, the f32 scratch and its cast launch")
-QWEN7B_GEMM_BUILT = ("one ELF per op on Q4NX quantize-dequantized bf16 weights; method and tiles not stated (the "
-                     "registry's auto rule gives fused-cast at this size); NPU execution only, summed over 28 "
-                     "layers (excludes host-DDR writes and the XRT call overhead)")
+                    "tiles the registry's (gemm_spec -> GEMM_bf16_in_bf16_out.json: 64/{}/32/128, m/kl2/kl1/n); "
+                    "per-op on-device time of `make profile-prefill` summed over 34 layers (incl. the op's share of "
+                    "BO traffic); not describable: the ELF path")
+QWEN7B_GEMM_BUILT = ("one ELF per op on Q4NX quantize-dequantized bf16 weights; method and tiles not stated: the "
+                     "registry's (GEMM_bf16_in_bf16_out.json, high precision: fused-cast, 64/64/32/128) assumed; "
+                     "NPU execution only, summed over 28 layers (excludes host-DDR writes and the XRT call "
+                     "overhead); not describable: the ELF path")
 SB = "arXiv:2512.13282 (Striking the Balance, Taka et al. 2025) {}"
 SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-major, k_mt = {kmt}; not "
             "describable: its L1 tile {tile} (fits 64 KiB only with a single-buffered C: tile searched), "
@@ -215,11 +222,11 @@ VAI_SUSPECT = ("per-layer control the closed runtime adds (instruction streams a
 SMOLVLA = "mlir-air programming_examples/llms/smolvla/docs/profile.md:{}"
 SMOLVLA_XCLBIN = ("8x4 herd, drain (f32 C in L1, cast once), bf16 on the bfp16 MMA, L1 tile {tile}, tile_k_l2 {kl2}; "
                   "the standalone GEMM module through the registry's xclbin harness (one synchronous dispatch), "
-                  "HX 370 Turbo; not describable: tile_k_l2, the drain herd")
+                  "HX 370 Turbo; not describable: the drain herd (the f32 accumulator kept in L1, cast once)")
 SMOLVLA_ELF = ("the same GEMM as one launch inside the deployed multi-launch ELF: per-launch device cost from the "
                "x2/x4 replicate slope (fixed ELF overhead cancels; 25 interleaved rounds, median), HX 370 Turbo; "
                "not describable: the ELF lowering path (1.26-1.42x slower than xclbin for the same module, "
-               "profile.md section 5), tile_k_l2, the drain herd")
+               "profile.md section 5), the drain herd")
 SMOLVLA_SUSPECT = ("the per-launch cost of the ELF path (the same module runs 1.35-1.94x faster through an xclbin; "
                    "ELF minus xclbin 185-407 us a launch): the ELF path's per-launch reconfiguration (aircc "
                    "--expand-load-pdis, tools/aircc/aircc.cpp:1388-1389; each load_pdi a firmware reset plus the "
@@ -252,7 +259,8 @@ ROWS = [
     *[Row("gemm", REG_GEMM.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16, 8x4 herd, {how}", _us(g, m, k, n), "us",
           _gemm(m, k, n), AB + f"air_gemm_bf16_{how.replace('-', '_')}.toml",
           AIR_GEMM_BUILT.format(tile, kl2, AIR_HOW[how]),
-          AIR_SMALL_SUSPECT if m * k * n < 2 ** 31 else AIR_GEMM_SUSPECT.format(tile))
+          AIR_SMALL_SUSPECT if m * k * n < 2 ** 31 else AIR_GEMM_SUSPECT.format(tile),
+          as_built_extra=("--k-panel", str(kl2 // 32)) if how == "fused-cast" else ())
       for m, k, n, g, line, how, tile, kl2 in (
           (512, 512, 512, 1703, 183, "drain", "32x32x128", 256),
           (1024, 1024, 1024, 4637, 184, "drain", "32x32x128", 256),
@@ -412,11 +420,19 @@ ROWS = [
     # components: the registry's swept Gemma3-4B gate/up shape
     *[Row("gemm", REG_GEMM.format("149 (Gemma3-4B gate/up, swept)"), part, f"GEMM {m}x{k}x{n} bf16, {what}", us,
           "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"),
-          role="component")
+          role="component", as_built_extra=("--k-panel", "4"))
       for m, k, n, us, src, what, built, part in (
           (2048, 2560, 10240, _us(4849, 2048, 2560, 10240), None,
-           "8x4 herd, fused-cast", "fused-cast, tile 64/128/32/128 (m/kl2/kl1/n), GFLOP/s incl. the cast "
-           "launch; not describable: tile_k_l2 128, the f32 C scratch and its cast launch", STRIX),)],
+           "8x4 herd, fused-cast", "fused-cast, tile 64/128/32/128 (m/kl2/kl1/n: --k-panel 4), GFLOP/s incl. the "
+           "cast launch; not describable: the ELF path it is timed on", STRIX),)],
+    # components: the registry's fused-cast rows for Qwen2.5-7B's FFN shapes (its JSON, measured 2026-06;
+    # fused-cast GFLOP/s include the cast launch)
+    *[Row("gemm", REG_GEMM_JSON.format(used_by), STRIX, f"GEMM {m}x{k}x{n} bf16, 8x4 herd, fused-cast", _us(g, m, k, n),
+          "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml",
+          AIR_GEMM_BUILT.format("64x32x128", kl2, AIR_HOW["fused-cast"]), AIR_GEMM_SUSPECT.format("64x32x128"),
+          role="component", as_built_extra=("--k-panel", str(kl2 // 32)))
+      for m, k, n, g, kl2, used_by in ((2048, 3584, 18944, 5711, 64, "Qwen2.5-7B Gate/Up proj"),
+                                       (2048, 18944, 3584, 9740, 256, "Qwen2.5-7B Down proj"))],
     # components: Qwen2.5-3B's Gate/Up (2048x2048x11008) by the direct method, one ELF per layer (`make bench`,
     # averaged over 36 layers) and the registry harness on the same design (xclbin)
     *[Row("gemm", src, part, f"GEMM 2048x2048x11008 bf16, {what}", us, "us", _gemm(2048, 2048, 11008),
@@ -432,26 +448,26 @@ ROWS = [
            "the registry harness (one synchronous dispatch, xclbin)", "", STRIX))],
     # components: the same GEMM launch as fused-cast without its cast launch (f32 out, xclbin): the GEMM alone
     *[Row("gemm", REG_GEMM_F32.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16 in, f32 out, 8x4 herd, external",
-          _us(g, m, k, n), "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", AIR_F32_BUILT.format(kl2),
-          AIR_GEMM_SUSPECT.format("64x32x128"), role="component")
+          _us(g, m, k, n), "us", _gemm(m, k, n), AB + "air_gemm_bf16_f32_out.toml", AIR_F32_BUILT.format(kl2),
+          AIR_GEMM_SUSPECT.format("64x32x128"), role="component", as_built_extra=("--k-panel", str(kl2 // 32)))
       for m, k, n, g, line, kl2 in ((2048, 2048, 2048, 8508, 113, 512), (2048, 8192, 2048, 9797, 116, 256),
                                     (4096, 4096, 4096, 9329, 119, 512))],
     # components: prefill GEMMs inside the LLM ELFs, per layer from per-op totals at CTX = 2048
     # (Gemma-3-4B: 34 layers, "on-device" incl. its BO traffic; Qwen2.5-7B: 28 layers, NPU execution only)
     *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what} (per layer)", total_ms / layers * 1e3,
           "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"),
-          scope=scope, role="component")
-      for m, k, n, total_ms, layers, src, what, built, part, scope in (
+          scope=scope, role="component", as_built_extra=("--k-panel", str(k_panel)))
+      for m, k, n, total_ms, layers, src, what, built, part, scope, k_panel in (
           (2048, 2560, 10240, 659, 34, "gemma3_4b_q4nx/README.md:60 (gate, 659 ms over 34 layers)", "Gemma-3-4B gate",
-           GEMMA_GEMM_BUILT, STRIX, "with dispatch"),
+           GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4),
           (2048, 2560, 10240, 656, 34, "gemma3_4b_q4nx/README.md:60 (up, 656 ms over 34 layers)", "Gemma-3-4B up",
-           GEMMA_GEMM_BUILT, STRIX, "with dispatch"),
+           GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4),
           (2048, 10240, 2560, 645, 34, "gemma3_4b_q4nx/README.md:60 (down, 645 ms over 34 layers)",
-           "Gemma-3-4B down", GEMMA_GEMM_BUILT, STRIX, "with dispatch"),
+           "Gemma-3-4B down", GEMMA_GEMM_BUILT.format(256), STRIX, "with dispatch", 8),
           (2048, 3584, 18944, 2368, 28, "qwen25_7b_q4nx/README.md:85 (up, 2368 ms over 28 layers)", "Qwen2.5-7B up",
-           QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel"),
+           QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel", 2),
           (2048, 3584, 18944, 2358, 28, "qwen25_7b_q4nx/README.md:85 (gate, 2358 ms over 28 layers)",
-           "Qwen2.5-7B gate", QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel"))],
+           "Qwen2.5-7B gate", QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel", 2))],
 ]
 
 

@@ -105,3 +105,35 @@ def test_gemm__as_built_keys_and_options_reach_the_mapping(tmp_path):
     assert "os/2dt" in r.output and "panel:2k" in r.output
     summary, _ = run_gemm(Gemm(512, 512, 512, split="2dt", dataflow="os", k_panel=2, budget=2), NPU2)
     assert summary["mapping"]["split"] == "2dt" and summary["mapping"]["k_panel"] == 2
+
+
+def _cast_gemm(**kw):
+    return Gemm(512, 256, 512, tile_m=64, tile_k=32, tile_n=128, cols=4, rows=4, dataflow="os", split="2dt", l2="",
+                out_dtype="f32", c_buffers=1, budget=1, **kw)
+
+
+def test_cast_launch__adds_its_launch_to_the_gemms_in_one_dispatch():
+    """mlir-air's fused-cast: the GEMM launch writes an f32 scratch, a second launch reads it and
+    writes bf16. Cycles add, the dispatch is paid once, the cast's bytes join the GEMM's."""
+    alone, _ = run_gemm(_cast_gemm(), NPU2)
+    both, _ = run_gemm(_cast_gemm(cast_launch=True), NPU2)
+    gemm_cycles, cast_cycles = (x["cycles"] for x in both["launches"])
+    assert gemm_cycles == alone["total_cycles"] and cast_cycles > 0
+    assert both["total_cycles"] == gemm_cycles + cast_cycles
+    assert both["dispatch_overhead_s"] == alone["dispatch_overhead_s"]
+    assert both["seconds"] == pytest.approx(alone["seconds"] + cast_cycles / NPU2.clock_hz)
+    scratch = 512 * 512 * 4
+    assert both["bytes_by_level"]["ddr_read"] == pytest.approx(alone["bytes_by_level"]["ddr_read"] + scratch)
+    assert both["bytes_by_level"]["ddr_write"] == pytest.approx(alone["bytes_by_level"]["ddr_write"] + scratch / 2)
+    assert sum(both["utilization"].values()) > 0 and both["bound_by"] in both["utilization"]
+
+
+def test_cast_launch__refused_where_it_casts_nothing_it_models():
+    with pytest.raises(fastsim.ConfigError, match="cast_launch"):
+        run_gemm(Gemm(256, 256, 256, out_dtype="bf16", cast_launch=True, budget=1), NPU2)  # no f32 scratch
+    with pytest.raises(fastsim.ConfigError, match="cast_launch"):
+        run_gemm(Gemm(256, 256, 256, dtype="int8", out_dtype="f32", cast_launch=True, budget=1), NPU2)
+    with pytest.raises(fastsim.ConfigError, match="trace"):
+        run_gemm(_cast_gemm(cast_launch=True), NPU2, trace=True)
+    with pytest.raises(fastsim.ConfigError, match="cast_launch"):
+        Gemm(256, 256, 256, cast_launch="yes").graph()

@@ -78,6 +78,9 @@ def _echo(summary: dict, g, arch, opts: dict) -> None:
     click.echo(f"  mapping         {summary['mapping']['label']} "
                f"(padding {100 * summary['mapping']['padding_waste']:.1f} %)")
     click.echo(f"  search          {summary['search']['statement']}")
+    if "launches" in summary:
+        click.echo("  launches        " + " + ".join(f"{x['name']} {x['cycles']:,}" for x in summary["launches"])
+                   + " cycles, one dispatch")
     if "as_built" in summary:
         a = summary["as_built"]
         click.echo(f"  as built        {a['file']}: pinned {', '.join(a['pinned'])}; searched "

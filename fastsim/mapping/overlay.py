@@ -56,7 +56,7 @@ REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = tuple(f.name for f in fields(Layout))  # a regime table's keys are the Layout's fields, in order
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "split", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
-             "c_buffers", "k_panel", "row_major_ddr")
+             "c_buffers", "k_panel", "row_major_ddr", "cast_launch")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 

@@ -21,6 +21,8 @@ from ..mapping.placed import Placed
 from ..graph import MATMUL, Op, OpGraph, Operand
 from ..mapping import Mapping, Matmul, Pins, matmul_design, search
 from ..mapping.space import MATMUL_PINS
+from ..simulation import simulate
+from .cast_launch import cast_design, check_cast_launch, with_cast_launch
 
 
 MAX_EXTENT = 1 << 20  # per dimension
@@ -69,6 +71,9 @@ class Gemm:
     # design reads them, one run per BD, as graph ops are (the default: the cost of row-major
     # layouts is a property of the implementation, and tile-row runs keep the engine stepping)
     row_major_ddr: bool | None = None
+    # C leaves as an f32 scratch (out_dtype f32) and a second launch of the same dispatch casts it to
+    # bf16 (mlir-air's fused-cast: ``cast_launch``); an implementation fact, never searched
+    cast_launch: bool | None = None
 
     @property
     def macs(self) -> int:
@@ -121,8 +126,9 @@ class Gemm:
         for name in ("dtype", "out_dtype", "weight_dtype"):
             v = getattr(self, name)
             p.check(v is None or isinstance(v, str), name, v, "a dtype name")
-        p.check(self.row_major_ddr is None or isinstance(self.row_major_ddr, bool), "row_major_ddr",
-                self.row_major_ddr, "true or false")
+        for name in ("row_major_ddr", "cast_launch"):
+            p.check(getattr(self, name) is None or isinstance(getattr(self, name), bool), name, getattr(self, name),
+                    "true or false")
         p.raise_if_any()
         # out_dtype and weight_dtype default to dtype: only a value the user set is reported
         p.check(self.dtype in DTYPE_BYTES, "dtype", self.dtype, f"one of {sorted(DTYPE_BYTES)}")
@@ -185,8 +191,17 @@ def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False,
     graph = g.graph()  # every field checked first, as in ``gemm_mapping``
     check_dtype(g.dtype, arch)
     MATMUL_PINS.validate(g.pins(), arch)  # named as the search names them (the evaluator adds the op's name)
+    if g.cast_launch:
+        check_cast_launch(g.dtype, g.out_dtype, arch)
+        if trace:
+            raise ConfigError(["--trace: a GEMM with a cast launch runs two designs, and a trace shows one; "
+                               "trace its GEMM launch without cast_launch"], "gemm")
     run = run_standalone(graph, arch, g.graph_pins(), skip=skip, trace=trace)
     summary = gemm_summary(run.dataset, g, run.search, arch)
+    if g.cast_launch:
+        mp = run.search.best
+        cast = simulate(cast_design(g.m, g.n, arch, mp.cols or arch.columns, noop=g.noop), skip=skip)
+        summary = with_cast_launch(summary, run.dataset, cast, arch)
     if as_built:
         summary["as_built"] = as_built_report(g, as_built)
     return summary, run.dataset
