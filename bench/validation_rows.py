@@ -155,18 +155,20 @@ FLM_PREFILL_SUSPECT = ("a fixed cost per prefill call that a pass does not hold 
 PREFILL_SUSPECT = ("GEMM and attention kernel efficiency at prompt length (fastsim's searched prefill runs "
                    "near the MAC array's peak). Micro-benchmark: one layer's projections as a registry GEMM "
                    "(M = prompt) on dequantized weights and the registry FlashAttention at the same length")
-AIR_PREFILL_BUILT = ("3 ELFs per layer (rms_gemms_rope, flash_attn, o_ffn), bf16 GEMMs (bfp16 MMA) on {} "
-                     "weights, intermediates through DDR, prompt padded to 2048, tensors row-major in DDR, flash "
+AIR_PREFILL_BUILT = ("ELFs per layer (e.g. rms_gemms_rope, flash_attn, o_ffn), bf16 GEMMs (bfp16 MMA) on {} "
+                     "weights, each by the kernel registry's method and tiles for its shape, intermediates through DDR, prompt padded to 2048, tensors row-major in DDR, flash "
                      "attention computing the masked tiles (causal_skip False); not describable: the three "
                      "dispatches inside a layer (cuts searched), the flash harness's 256-row launches (about "
                      "31 us each, bench/flash_attention.py), host embedding; wall time incl. host")
-AIR_PREFILL_SUSPECT = ("GEMM efficiency at M = 2048 inside the LLM ELFs: their stitched GEMMs are timed alike "
-                       "whatever their DDR traffic (GEMM_bf16_in_bf16_out.md:165-173, about 5 TFLOP/s) and o_ffn "
-                       "measured 41 ms per layer for 1B (the mem-tile K panel of its GEMMs is not describable); "
-                       "then the flash harness's launches (128 per layer at 2048, about 4 ms by "
+AIR_PREFILL_SUSPECT = ("flash attention first: 21.6 ms per layer measured for 1B (profile.md, one launch) "
+                       "against about 11 ms simulated; then the host: about 125 ms of Python scheduling and 37 ms "
+                       "of host ops inside the 1.27 s (profile.md, Prefill Breakdown), not in the model. Each model's "
+                       "file describes its GEMMs as its prefill code builds them (the registry's method and tiles "
+                       "per shape: herd, K panels, fused-cast's f32 scratch and cast launches). Then the flash "
+                       "harness's launches (128 per layer at 2048, about 4 ms by "
                        "bench/flash_attention.py's fit; the tile step itself is calibrated to the registry). The "
-                       "ELF path's per-launch reconfiguration (aircc --expand-load-pdis) is charged: 15 launches "
-                       "per layer at 361 us (launches_reconfigure). Micro-benchmark: the registry GEMM at each "
+                       "ELF path's per-launch reconfiguration (aircc --expand-load-pdis) is charged at 361 us a "
+                       "launch: one per op, fusion group and cast launch (launches_reconfigure). Micro-benchmark: the registry GEMM at each "
                        "projection's shape and the registry FlashAttention at 2048 (15.4 ms measured for 32q/8kv "
                        "heads): kernel time vs the simulated op time")
 
@@ -192,10 +194,11 @@ GEMMA_GEMM_BUILT = ("one ELF per op, fused-cast (f32 C scratch, then a cast laun
                     "tiles the registry's (gemm_spec -> GEMM_bf16_in_bf16_out.json: 64/{}/32/128, m/kl2/kl1/n); "
                     "per-op on-device time of `make profile-prefill` summed over 34 layers (incl. the op's share of "
                     "BO traffic); not describable: the ELF path")
-QWEN7B_GEMM_BUILT = ("one ELF per op on Q4NX quantize-dequantized bf16 weights; method and tiles not stated: the "
-                     "registry's (GEMM_bf16_in_bf16_out.json, high precision: fused-cast, 64/64/32/128) assumed; "
-                     "NPU execution only, summed over 28 layers (excludes host-DDR writes and the XRT call "
-                     "overhead); not describable: the ELF path")
+QWEN7B_GEMM_BUILT = ("one ELF per op on Q4NX quantize-dequantized bf16 weights, by the direct (low-precision) "
+                     "method at 64/32/32/64 (m/kl2/kl1/n: qwen25_3b_prefill.py:394,427 request the registry's low "
+                     "tier, GEMM_bf16_in_bf16_out.json); NPU execution only, summed over 28 layers (excludes "
+                     "host-DDR writes and the XRT call overhead); not describable: the compiler-generated kernel, "
+                     "the ELF path")
 SB = "arXiv:2512.13282 (Striking the Balance, Taka et al. 2025) {}"
 SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-major, k_mt = {kmt}; not "
             "describable: its L1 tile {tile} (fits 64 KiB only with a single-buffered C: tile searched), "
@@ -324,12 +327,14 @@ ROWS = [
           ("llama-3.1-8b", 1024, 403, "flm_llama31_8b.toml"))],
     # time to first token: mlir-air prefill ELFs (prompt 2048, warm wall)
     *[Row("ttft", AIR_LLM.format(src), STRIX, f"{model} {what} time to first token, 2048 tokens", s, "s",
-          _prefill(model, 2048), AB + "air_prefill_bf16.toml", AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
-      for model, what, s, src, w in (
-          ("llama-3.2-1b", "bf16", 1.27, "llama32_1b/docs/profile.md:9", "bf16"),
-          ("llama-3.2-1b", "Q4NX", 0.93, "llama32_1b_q4nx/README.md:51-55", "dequantized bf16"),
-          ("llama-3.1-8b", "Q4NX", 6.22, "llama31_8b_q4nx/README.md:61-66", "dequantized bf16"),
-          ("qwen3-8b", "Q4NX", 7.72, "qwen3_8b_q4nx/README.md:37-44", "dequantized bf16"))],
+          _prefill(model, 2048), AB + f, AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
+      for model, what, s, src, w, f in (
+          ("llama-3.2-1b", "bf16", 1.27, "llama32_1b/docs/profile.md:9", "bf16", "air_prefill_llama32_1b.toml"),
+          ("llama-3.2-1b", "Q4NX", 0.93, "llama32_1b_q4nx/README.md:51-55", "dequantized bf16",
+           "air_prefill_llama32_1b.toml"),
+          ("llama-3.1-8b", "Q4NX", 6.22, "llama31_8b_q4nx/README.md:61-66", "dequantized bf16",
+           "air_prefill_llama31_8b.toml"),
+          ("qwen3-8b", "Q4NX", 7.72, "qwen3_8b_q4nx/README.md:37-44", "dequantized bf16", "air_prefill_qwen3_8b.toml"))],
     # one-core designs (iree-amd-aie)
     Row("gemm", "nod-ai/iree-amd-aie issue #1198 (76-97 ms per 100 runs)", STRIX, "matmul 512x512x512 int8, one core",
         0.865, "ms", _gemm(512, 512, 512, "int8"), AB + "iree_matmul_one_core.toml", ONE_CORE_BUILT, ONE_CORE_SUSPECT),
@@ -374,14 +379,14 @@ ROWS = [
         FLM_PREFILL_SUSPECT),
     # time to first token: mlir-air prefill ELFs on Strix (prompt 2048, warm wall) for three more families
     *[Row("ttft", AIR_LLM.format(src), part, f"{model} {what} time to first token, 2048 tokens", sec, "s",
-          _prefill(model, 2048), AB + "air_prefill_bf16.toml", AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
-      for model, what, sec, src, w, part in (
-          ("gemma-3-4b", "Q4NX", 4.5, "gemma3_4b_q4nx/README.md:46", "host-dequantized bf16", STRIX),
+          _prefill(model, 2048), AB + f"air_prefill_{f}.toml", AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
+      for model, what, sec, src, w, part, f in (
+          ("gemma-3-4b", "Q4NX", 4.5, "gemma3_4b_q4nx/README.md:46", "host-dequantized bf16", STRIX, "gemma3_4b"),
           ("qwen2.5-7b", "Q4NX", 9.59, "qwen25_7b_q4nx/README.md:73", "Q4NX quantize-dequantized bf16",
-           "Ryzen AI 9 HX 370 Strix Point (npu2)"),
-          ("qwen2.5-0.5b", "bf16", 0.99, "qwen25_0_5b/README.md:13,17", "bf16", AIR_NPU2),
+           "Ryzen AI 9 HX 370 Strix Point (npu2)", "qwen25_7b"),
+          ("qwen2.5-0.5b", "bf16", 0.99, "qwen25_0_5b/README.md:13,17", "bf16", AIR_NPU2, "qwen25_0_5b"),
           ("qwen3-0.6b", "bf16", 1.52, "qwen3_0_6b/README.md:13,17 (wall incl. a host seq-head transpose for "
-           "its flash attention)", "bf16", AIR_NPU2))],
+           "its flash attention)", "bf16", AIR_NPU2, "qwen3_0_6b"))],
     # whole-array GEMMs: "Striking the Balance" (IRON), the published best designs, int8 and bf16 on
     # both parts (B column-major; the sweep bests, 6.76 and 38.05 TOPS, come without their shapes)
     *[Row("gemm", SB.format(tab), part, f"GEMM {m}x{k}x{n} {dt}, {herd} cores ({tile} kernel)",
@@ -437,7 +442,7 @@ ROWS = [
     # averaged over 36 layers) and the registry harness on the same design (xclbin)
     *[Row("gemm", src, part, f"GEMM 2048x2048x11008 bf16, {what}", us, "us", _gemm(2048, 2048, 11008),
           AB + "air_gemm_bf16_direct.toml", AIR_DIRECT_BUILT.format(how, extra), AIR_DIRECT_SUSPECT,
-          role="component")
+          role="component", as_built_extra=("--k-panel", "4"))
       for us, src, what, how, extra, part in (
           (24100.0, AIR_LLM.format("qwen25_3b_q4/README.md:133 (gate ELF)"), "Qwen2.5-3B gate ELF",
            "one ELF per layer on Q4_0 weights dequantized on the host at load, averaged over 36 layers incl. the "
@@ -455,19 +460,21 @@ ROWS = [
     # components: prefill GEMMs inside the LLM ELFs, per layer from per-op totals at CTX = 2048
     # (Gemma-3-4B: 34 layers, "on-device" incl. its BO traffic; Qwen2.5-7B: 28 layers, NPU execution only)
     *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what} (per layer)", total_ms / layers * 1e3,
-          "us", _gemm(m, k, n), AB + "air_gemm_bf16_fused_cast.toml", built, AIR_GEMM_SUSPECT.format("64x32x128"),
+          "us", _gemm(m, k, n), AB + f, built,
+          AIR_DIRECT_SUSPECT if "direct" in f else AIR_GEMM_SUSPECT.format("64x32x128"),
           scope=scope, role="component", as_built_extra=("--k-panel", str(k_panel)))
-      for m, k, n, total_ms, layers, src, what, built, part, scope, k_panel in (
+      for m, k, n, total_ms, layers, src, what, built, part, scope, k_panel, f in (
           (2048, 2560, 10240, 659, 34, "gemma3_4b_q4nx/README.md:60 (gate, 659 ms over 34 layers)", "Gemma-3-4B gate",
-           GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4),
+           GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4, "air_gemm_bf16_fused_cast.toml"),
           (2048, 2560, 10240, 656, 34, "gemma3_4b_q4nx/README.md:60 (up, 656 ms over 34 layers)", "Gemma-3-4B up",
-           GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4),
+           GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4, "air_gemm_bf16_fused_cast.toml"),
           (2048, 10240, 2560, 645, 34, "gemma3_4b_q4nx/README.md:60 (down, 645 ms over 34 layers)",
-           "Gemma-3-4B down", GEMMA_GEMM_BUILT.format(256), STRIX, "with dispatch", 8),
+           "Gemma-3-4B down", GEMMA_GEMM_BUILT.format(256), STRIX, "with dispatch", 8, "air_gemm_bf16_fused_cast.toml"),
           (2048, 3584, 18944, 2368, 28, "qwen25_7b_q4nx/README.md:85 (up, 2368 ms over 28 layers)", "Qwen2.5-7B up",
-           QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel", 2),
+           QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel", 1, "air_gemm_bf16_direct.toml"),
           (2048, 3584, 18944, 2358, 28, "qwen25_7b_q4nx/README.md:85 (gate, 2358 ms over 28 layers)",
-           "Qwen2.5-7B gate", QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel", 2))],
+           "Qwen2.5-7B gate", QWEN7B_GEMM_BUILT, "Ryzen AI 9 HX 370 Strix Point (npu2)", "kernel", 1,
+           "air_gemm_bf16_direct.toml"))],
 ]
 
 

@@ -46,7 +46,7 @@ def test_load_as_built__tables_and_open_choices(tmp_path):
     assert a.precision == {"weights": "int8", "group_size": 32}
     d = a.overlays["decode"]
     assert d.cuts == (7,) and d.tiles == {"q_proj": (4, 64, 64)}
-    assert d.open_choices() == ["columns", "dataflow", "rows", "residency"]
+    assert d.open_choices() == ["columns", "dataflow", "rows", "split", "residency"]
     assert "cuts" in a.pinned("decode") and "model.weights" in a.pinned("decode")
 
 
@@ -95,7 +95,7 @@ def test_cli__run_llm_as_built_reports_pinned_and_searched(tmp_path):
     r = CliRunner().invoke(main, ["run", "--json", "llm", "--context", "256", "--overlay", str(path)])
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
-    assert out["as_built"]["searched"] == ["columns", "dataflow", "rows", "residency"]
+    assert out["as_built"]["searched"] == ["columns", "dataflow", "rows", "split", "residency"]
     assert out["as_built"]["sources"]["decode.cuts"] == "repo/run.py:12"
     same = CliRunner().invoke(main, ["run", "--json", "llm", "--context", "256", "--weights", "int8", "--fusion", "none",
                                      "--cuts", "7"])

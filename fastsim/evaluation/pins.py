@@ -7,7 +7,7 @@ from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
 from ..errors import Problems
 from ..graph import OpGraph
-from ..mapping.layout import TABLES as LAYOUT_TABLES, Layout
+from ..mapping.layout import FRONT_END_TABLES, TABLES as LAYOUT_TABLES, Layout
 from ..mapping.mappers import TABLE_KINDS
 from ..mapping.pins import Pins
 
@@ -31,6 +31,9 @@ class GraphPins:
     l2: tuple[tuple[str, str], ...] = ()  # as built: operands an op holds in the mem tiles
     rows: tuple[tuple[str, int], ...] = ()  # as built: compute rows per column of an op
     buffers: tuple[tuple[str, int], ...] = ()  # as built: 1 when an op double-buffers nothing
+    split: tuple[tuple[str, str], ...] = ()  # as built: how an op's M and N split (2dt: mlir-air's herds)
+    c_buffers: tuple[tuple[str, int], ...] = ()  # as built: 1 when an op's C tile is single-buffered
+    k_panel: tuple[tuple[str, int], ...] = ()  # as built: L1 K tiles a mem-tile buffer of an op stages
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     fusion: str = "auto"
     cuts: tuple[int, ...] | None = None
@@ -81,7 +84,7 @@ class GraphPins:
         ``rest``: the pins a layout does not hold (dtype, ablation, search budget, ...). The host
         table and causal halving are the front end's (they shape the graph, not its mapping)."""
         tables = {name: tuple((k, tuple(v) if name == "tiles" else v) for k, v in getattr(layout, name).items())
-                  for name in LAYOUT_TABLES if name != "host"}
+                  for name in LAYOUT_TABLES if name not in FRONT_END_TABLES}
         return cls(**tables, residency=layout.residency or "streamed", fusion=layout.fusion,
                    cuts=None if layout.cuts is None else tuple(layout.cuts), row_major_ddr=bool(layout.row_major_ddr),
                    resident_programs=bool(layout.resident_programs),

@@ -14,7 +14,7 @@ from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
 from ..mapping.dispatch import DispatchLimits
 from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
-from . import host
+from . import cast_launches, host
 from .model import Precision
 from .study import LlmStudy
 from .forward import build_graph
@@ -37,6 +37,8 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         precision = study.precision.validate()
         static_weights_fit(study, arch)
         graph = build_graph(model, precision, study_pass(study, arch))
+        if study.cast_launch:
+            graph = cast_launches.insert(graph, cast_launches.selected(graph, study.cast_launch), arch)
         on_host = host.selected(graph, study.host) if study.host else {}
         graph = host.offload(graph, on_host) if on_host else graph
         pins = replace(study_pins(study, precision), mapped_on=mapped_on)

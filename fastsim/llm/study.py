@@ -33,8 +33,12 @@ class LlmStudy:
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) per kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
     rows: dict = field(default_factory=dict)  # op class or op name -> compute rows per column (as built)
+    split: dict = field(default_factory=dict)  # op class or op name -> how M and N split (as built: 2dt)
     buffers: dict = field(default_factory=dict)  # op class or op name -> 1 single- or 2 double-buffered (as built)
+    c_buffers: dict = field(default_factory=dict)  # op class or op name -> 1: C tile single-buffered (as built)
+    k_panel: dict = field(default_factory=dict)  # op class or op name -> L1 K tiles per mem-tile buffer (as built)
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
+    cast_launch: dict = field(default_factory=dict)  # matmul op name or class -> true: f32 C, then a cast launch
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     cuts: tuple[int, ...] | None = None  # cut into dispatches after these layers; () one dispatch;
     # None: the greedy feasible cut

@@ -13,13 +13,16 @@ from dataclasses import dataclass, field, fields
 from ..arch import MOST
 from ..errors import Problems
 from .fusion import GROUP_KINDS, MODES, PIPELINABLE, valid_fusion
-from .space import DATAFLOWS, L2_CHOICES
+from .space import DATAFLOWS, K_PANEL_MAX, L2_CHOICES, SPLITS
 
 # per-op tables: op name, fusion pattern kind or op class -> value (the first that matches wins)
-TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers", "host")
+TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "split", "buffers", "c_buffers", "k_panel", "host",
+          "cast_launch")
 # tables that state what the implementation does (never searched: an empty one pins nothing, and
 # is not an open choice); every other table left empty is searched
-FACT_TABLES = ("buffers", "host")
+FACT_TABLES = ("buffers", "c_buffers", "k_panel", "host", "cast_launch")
+# tables the front end reads to shape the graph (host ops, added cast launches), not the mapper
+FRONT_END_TABLES = ("host", "cast_launch")
 FACTS = ("causal_halving", "row_major_ddr", "resident_programs", "launches_reconfigure")  # implementation facts (bool or None: as the run says)
 RESIDENCIES = ("streamed", "static")
 # a pin beyond any part (``arch.MOST``); the arch's own counts are the evaluator's check
@@ -40,11 +43,21 @@ class Layout:
     tiles: dict = field(default_factory=dict)  # op class or op name -> (m, k, n) of one kernel call
     l2: dict = field(default_factory=dict)  # op class or op name -> "", "a", "b" or "ab"
     rows: dict = field(default_factory=dict)  # op class or op name -> compute rows per column it runs on
+    split: dict = field(default_factory=dict)  # op class or op name -> how M and N split (2d, 2dt, n, m)
     # op class or op name -> 1: A and B single-buffered (an implementation that double-buffers
     # nothing); 2: double-buffered where it fits (the default). An implementation fact, never searched
     buffers: dict = field(default_factory=dict)
+    # op class or op name -> 1: each core's C tile single-buffered (it waits for each drain); an
+    # implementation fact, never searched
+    c_buffers: dict = field(default_factory=dict)
+    # op class or op name -> L1 K tiles one mem-tile buffer of A and B stages (os; mlir-air's
+    # tile_k_l2 / tile_k_l1); an implementation fact, never searched (1 unless pinned)
+    k_panel: dict = field(default_factory=dict)
     residency: str | None = None  # weights "streamed" from DDR or "static" in on-chip memory; None: open
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
+    # matmul op name or class -> true: C leaves as an f32 scratch and a launch of its own casts it to
+    # the activations' dtype (mlir-air's fused-cast); an implementation fact
+    cast_launch: dict = field(default_factory=dict)
     # whether causal attention skips the tiles above the diagonal: an implementation fact
     causal_halving: bool | None = None
     # whether the tensors lie row-major in DDR and are read in tile rows: an implementation fact
@@ -149,5 +162,14 @@ def _check_pin(p: Problems, name: str, where: str, value) -> None:
     elif name == "buffers":
         p.check(value in (1, 2) and not isinstance(value, bool), where, value,
                 "1 (A and B single-buffered) or 2 (double-buffered where they fit)")
+    elif name == "c_buffers":
+        p.check(value in (1, 2) and not isinstance(value, bool), where, value,
+                "1 (each core's C tile single-buffered) or 2")
+    elif name == "split":
+        p.check(value in SPLITS, where, value, f"one of {SPLITS}")
+    elif name == "cast_launch":
+        p.check(value is True, where, value, "true (the op's C leaves as an f32 scratch a cast launch converts)")
+    elif name == "k_panel":
+        p.number(where, value, integer=True, lo=1, hi=K_PANEL_MAX, unit="(L1 K tiles per mem-tile buffer)")
     else:
         p.number(where, value, lo=0, hi=1000, unit="s per op instance on the host CPU (given, not simulated)")

@@ -11,7 +11,7 @@ import pkgutil
 from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import Op
-from .layout import TABLES as LAYOUT_TABLES
+from .layout import FRONT_END_TABLES, TABLES as LAYOUT_TABLES
 from .op_mapper import KindTraits, Mapper, OpDesign
 from .placed import Placed
 from .search_result import SearchResult
@@ -56,7 +56,7 @@ def check_kinds(ops) -> None:
 
 # the per-op pin tables of a graph's pins (``evaluation.GraphPins``), each -> the op kinds it applies to
 # (the layout's tables but its host ops, which shape the graph, then the as-built pins of one op)
-TABLES = (*(t for t in LAYOUT_TABLES if t != "host"), "op_pins", "out_dtype")
+TABLES = (*(t for t in LAYOUT_TABLES if t not in FRONT_END_TABLES), "op_pins", "out_dtype")
 TABLE_KINDS: dict[str, tuple[str, ...]] = {
     table: tuple(kind for kind, m in MAPPERS.items() if (m.pins is not None if table == "op_pins" else table in m.tables))
     for table in TABLES}

@@ -52,11 +52,13 @@ def _search_pins(p: Placed, arch: Arch, pins, real: Matmul, cols: int | None, co
                   tile=tuple(tile) if tile else None, datapath=datapath,
                   l2=pins.pinned(pins.l2, op.name, p.kind, op.op_class),
                   rows=pins.pinned(pins.rows, op.name, p.kind, op.op_class),
-                  buffers=pins.pinned(pins.buffers, op.name, p.kind, op.op_class))
+                  **{name: pins.pinned(getattr(pins, name), op.name, p.kind, op.op_class)
+                     for name in ("split", "buffers", "c_buffers", "k_panel")})
     own = pins.op_pins_of(op.name, p.kind, op.op_class)
     set_twice = [f"{op.name}: {name} pinned twice, {getattr(tables, name)!r} by a table and {getattr(own, name)!r} "
                  "by op_pins: give it in one place"
-                 for name in ("dataflow", "tile", "datapath", "l2", "cols", "rows", "buffers")
+                 for name in ("dataflow", "tile", "datapath", "l2", "cols", "rows", "split", "buffers", "c_buffers",
+                              "k_panel")
                  if getattr(own, name) not in (None, ()) and getattr(tables, name) not in (None, ())
                  and (name != "dataflow" or chosen) and getattr(own, name) != getattr(tables, name)]
     if set_twice:
@@ -120,4 +122,5 @@ def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins) -> float:
 
 MAPPER = Mapper(MATMUL, KindTraits(ddr_edges=False, kernel_size="matmul", first_mm2s="w"), matmul_op_design,
                 search=matmul_op_search, request=search_request, pins=MATMUL_PINS,
-                tables=("columns", "dataflow", "datapath", "tiles", "l2", "rows", "buffers"))
+                tables=("columns", "dataflow", "datapath", "tiles", "l2", "rows", "split", "buffers", "c_buffers",
+                        "k_panel"))
