@@ -49,9 +49,9 @@ def _assert_same(op, arch, pins, control_weight=0.0):
 WEIGHTS = (0.0, 1.0, ControlWeight(0.25), ControlWeight(1.0, 2.5))
 
 
-def _compiled_equals_numpy(op, arch, cols, buffers, weight, split, k_panel):
+def _compiled_equals_numpy(op, arch, cols, buffers, weight, split, k_panel, c_buffers):
     k_panel = None if op.static_b else k_panel  # a K panel stages what os streams; static weights are ws
-    pins = Pins(cols=cols, buffers=buffers, split=split, k_panel=k_panel,
+    pins = Pins(cols=cols, buffers=buffers, split=split, k_panel=k_panel, c_buffers=c_buffers,
                 dataflow=("ws",) if op.static_b else ("os",) if k_panel else ())
     _assert_same(op, arch, pins, weight)
 
@@ -59,7 +59,7 @@ def _compiled_equals_numpy(op, arch, cols, buffers, weight, split, k_panel):
 test_compiled_closed_form_equals_numpy, test_compiled_closed_form_equals_numpy__more = two_tiers(
     15, 40, op=ops(), arch=st.sampled_from(ARCHES), cols=st.sampled_from((None, 1, 3)),
     buffers=st.sampled_from((None, 1)), weight=st.sampled_from(WEIGHTS), split=st.sampled_from((None, "2dt")),
-    k_panel=st.sampled_from((None, 3, 16)))(_compiled_equals_numpy)
+    k_panel=st.sampled_from((None, 3, 16)), c_buffers=st.sampled_from((None, 1)))(_compiled_equals_numpy)
 
 
 

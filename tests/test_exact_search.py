@@ -35,7 +35,7 @@ def _simulated(op, arch, table, indices):
 
 
 def _bounds_never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c_on_chip, static_b, row_major, seed,
-                                              split, k_panel):
+                                              split, k_panel, c_buffers):
     """Branch and bound is exact only if every bound is valid: simulate the best-bounded
     candidates and a random sample of the rest, fused variants, static weights, row-major
     operands (a DDR run per tile row), the pinned-only 2dt split and K panels included, on
@@ -43,9 +43,9 @@ def _bounds_never_exceed_the_simulated_cycles(m, k, n, dtype, arch, a_on_chip, c
     arch = BOUND_ARCHS[arch]
     op = Matmul(m, k, n, dtype, a_on_chip=a_on_chip, c_on_chip=c_on_chip, static_b=static_b, row_major_ddr=row_major)
     if static_b:
-        pins = Pins(dataflow=("ws",), split=split)
+        pins = Pins(dataflow=("ws",), split=split, c_buffers=c_buffers)
     else:
-        pins = Pins(split=split, k_panel=k_panel, dataflow=("os",) if k_panel else ())
+        pins = Pins(split=split, k_panel=k_panel, c_buffers=c_buffers, dataflow=("os",) if k_panel else ())
     table, legal = _candidates(op, arch, pins)
     assume(len(legal))  # no legal candidate: nothing to bound
     rng = random.Random(seed)
@@ -64,7 +64,7 @@ test_bounds__never_exceed_the_simulated_cycles, test_bounds__never_exceed_the_si
     20, 40, m=EXTENTS, k=EXTENTS, n=EXTENTS, dtype=st.sampled_from(["bf16", "int8"]),
     arch=st.sampled_from(sorted(BOUND_ARCHS)), a_on_chip=st.booleans(), c_on_chip=st.booleans(),
     static_b=st.booleans(), row_major=st.booleans(), seed=st.integers(0, 2**16), split=st.sampled_from((None, "2dt")),
-    k_panel=st.sampled_from((None, 2, 3, 8)))(_bounds_never_exceed_the_simulated_cycles)
+    k_panel=st.sampled_from((None, 2, 3, 8)), c_buffers=st.sampled_from((None, 1)))(_bounds_never_exceed_the_simulated_cycles)
 
 
 @pytest.mark.parametrize("arch,op,pins", [

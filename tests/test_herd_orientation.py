@@ -1,6 +1,8 @@
 """Three pins an as-built GEMM needs to say what mlir-air's herds do: the ``2dt`` split (columns
 split M, core rows N: 2d's transpose), a K panel (the L1 K tiles a mem-tile buffer stages) and a
 single-buffered C tile. Their closed forms, their designs and their refusals."""
+import json
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -14,6 +16,8 @@ from fastsim.mapping.plan import check, panel_tiles
 from fastsim.mapping.search import Pins, search
 from fastsim.mapping.space import SEARCHED_SPLITS, SPLITS, Mapping, Matmul, split_parts
 from fastsim.cli.common import GEMM_SPLITS
+from fastsim.report import utilizations
+from fastsim.workloads.cast_launch import cast_design
 from fastsim.workloads.gemm import Gemm, run_gemm
 
 
@@ -78,9 +82,9 @@ def test_k_panel__only_in_the_os_dataflow_and_within_range():
         check(Matmul(64, 256, 64, "bf16"), Mapping("ws", "2d", (32, 32, 32), 1, 1, k_panel=2), NPU2)
 
 
-def test_c_buffers__one_c_buffer_fits_where_two_do_not_and_is_never_faster():
+def test_c_buffers__one_c_buffer_fits_where_two_do_not_and_is_not_faster_here():
     """64 x 128 f32 C tiles: two do not fit a core's 64 KB beside A and B's ping-pong; one does (as
-    mlir-air's GEMM_bf16_in_fp32_out keeps it). Where both fit, one is never faster."""
+    mlir-air's GEMM_bf16_in_fp32_out keeps it). Where both fit (one design here), one is not faster."""
     f32 = Matmul(512, 512, 512, "bf16", c_bytes=4.0)
     with pytest.raises(fastsim.ConfigError, match="core memory"):
         check(f32, Mapping("os", "2dt", (64, 32, 128), 4, 4), NPU2)
@@ -125,7 +129,13 @@ def test_cast_launch__adds_its_launch_to_the_gemms_in_one_dispatch():
     scratch = 512 * 512 * 4
     assert both["bytes_by_level"]["ddr_read"] == pytest.approx(alone["bytes_by_level"]["ddr_read"] + scratch)
     assert both["bytes_by_level"]["ddr_write"] == pytest.approx(alone["bytes_by_level"]["ddr_write"] + scratch / 2)
-    assert sum(both["utilization"].values()) > 0 and both["bound_by"] in both["utilization"]
+    # each resource's share of the dispatch: its share of each launch, weighted by the launch's time
+    cast_ds = fastsim.simulate(cast_design(512, 512, NPU2, 4))
+    cast_util = utilizations(cast_ds, 0, NPU2, 0.0)
+    gemm_util = {k: v * alone["seconds"] / (alone["kernel_seconds"]) for k, v in alone["utilization"].items()}
+    for k in ("compute", "ddr", "dma_stream"):
+        want = (gemm_util[k] * gemm_cycles + cast_util[k] * cast_cycles) / NPU2.clock_hz / both["seconds"]
+        assert both["utilization"][k] == pytest.approx(want, rel=1e-9), k
 
 
 def test_cast_launch__refused_where_it_casts_nothing_it_models():
@@ -137,3 +147,21 @@ def test_cast_launch__refused_where_it_casts_nothing_it_models():
         run_gemm(_cast_gemm(cast_launch=True), NPU2, trace=True)
     with pytest.raises(fastsim.ConfigError, match="cast_launch"):
         Gemm(256, 256, 256, cast_launch="yes").graph()
+
+
+def test_cast_launch__map_and_export_refuse_it_and_the_report_names_defaults(tmp_path):
+    f = tmp_path / "fused.toml"
+    f.write_text('[gemm]\ntile = [64, 32, 128]\ncols = 4\nrows = 4\ndataflow = "os"\nout_dtype = "f32"\n'
+                 'c_buffers = 1\ncast_launch = true\n')
+    for cmd in (["map", "gemm"], ["export", "gemm", "--out", str(tmp_path / "x.mlir")]):
+        r = CliRunner().invoke(main, [*cmd, "--m", "256", "--k", "256", "--n", "256", "--overlay", str(f)])
+        assert r.exit_code != 0 and "cast_launch" in r.output, (cmd, r.output)
+    r = CliRunner().invoke(main, ["run", "--arch", "npu2", "--json", "gemm", "--m", "256", "--k", "256", "--n", "256",
+                                  "--overlay", str(f)])
+    built = json.loads(r.output)["as_built"]
+    assert "cast_launch" in built["pinned"] and "k_panel 1" in built["default"]
+
+
+def test_k_panel__refused_with_both_operands_resident():
+    with pytest.raises(fastsim.ConfigError, match="k_panel"):
+        check(Matmul(256, 512, 256, "bf16"), Mapping("os", "2d", (32, 32, 32), 2, 2, l2="ab", k_panel=4), NPU2)

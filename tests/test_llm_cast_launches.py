@@ -38,16 +38,27 @@ def test_cast_launch__each_named_matmul_writes_f32_and_a_cast_op_follows_it():
     names = list(cast.op_name.values)
     downs = [i for i, n in enumerate(names) if str(n).endswith("ffn_down")]
     assert downs and all(str(names[i + 1]).endswith("ffn_down_cast") for i in downs)
-    assert {str(c) for c, n in zip(cast.op_class.values, names) if str(n).endswith("_cast")} == {"cast"}
+    assert {str(c) for c, n in zip(cast.op_class.values, names) if str(n).endswith("_cast")} == {"cast_launch"}
     assert len(names) == len(plain.op_name.values) + len(downs)
     assert float(cast.total_seconds) > float(plain.total_seconds)  # more work: never faster
 
 
-def test_cast_launch__names_matmuls_only():
+def test_cast_launch__names_matmuls_only_outside_fused_groups_and_the_host():
     with pytest.raises(ConfigError, match="cast_launch\\[attn_norm\\]"):
         _prefill(cast_launch={"attn_norm": True})
     with pytest.raises(ConfigError, match="cast_launch\\[nothing\\]"):
         _prefill(cast_launch={"nothing": True})
+    with pytest.raises(ConfigError, match="cast_launch\\[norm\\]: selects no matmul"):
+        _prefill(cast_launch={"norm": True})  # a class with no matmul op
+    with pytest.raises(ConfigError, match="fusion = 'ffn'"):
+        simulate_llm(LlmStudy(regime="prefill", prompt=128, fusion="ffn", cast_launch={"ffn_gate": True}), NPU2)
+    with pytest.raises(ConfigError, match="fusion = 'auto'"):
+        simulate_llm(LlmStudy(regime="prefill", prompt=128, cast_launch={"ffn_gate": True}), NPU2)
+    with pytest.raises(ConfigError, match="inside flash attention"):
+        simulate_llm(LlmStudy(regime="prefill", prompt=128, fusion="flash_attention",
+                              cast_launch={"attention": True}), NPU2)
+    with pytest.raises(ConfigError, match="runs on the host"):
+        _prefill(cast_launch={"ffn_down": True}, host={"ffn_down": 1e-4})
 
 
 def test_insert__consumers_read_the_cast_and_the_rest_keeps_its_edges():

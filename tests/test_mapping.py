@@ -133,7 +133,8 @@ def small_mapped_designs(draw):
                  tuple(draw(st.sampled_from([1, 2, 4, 8])) for _ in range(3)),
                  draw(st.integers(1, 2)), 2, 0, draw(st.sampled_from([1, 2])), draw(st.sampled_from("mn")),
                  draw(st.sampled_from(["", "a", "b", "ab"] if flow == "os" else ["", "a" if flow == "ws" else "b"])),
-                 buffers=draw(st.sampled_from([1, 2])), k_panel=draw(st.sampled_from([1, 2, 3])) if flow == "os" else 1)
+                 buffers=draw(st.sampled_from([1, 2])), k_panel=draw(st.sampled_from([1, 2, 3])) if flow == "os" else 1,
+                 c_buffers=draw(st.sampled_from([1, 2])))
     try:
         return matmul_design(op, mp, arch)
     except fastsim.ConfigError:

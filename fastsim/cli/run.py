@@ -84,6 +84,7 @@ def _echo(summary: dict, g, arch, opts: dict) -> None:
     if "as_built" in summary:
         a = summary["as_built"]
         click.echo(f"  as built        {a['file']}: pinned {', '.join(a['pinned'])}; searched "
-                   f"{', '.join(a['searched']) or 'nothing'}")
+                   f"{', '.join(a['searched']) or 'nothing'}" + (f"; default {', '.join(a['default'])}"
+                                                                 if a.get("default") else ""))
     if opts["trace"]:
         click.echo(f"  trace           {opts['trace']} ({summary['trace_events']} slices)")

@@ -3,10 +3,11 @@ the activations' dtype, as mlir-air's "fused-cast" GEMMs do in its LLM prefill E
 registry's method for M*K*N >= 4e9: ``matrix_multiplication/bf16_in_bf16_out/run.py:652-664``).
 
 ``LlmStudy.cast_launch`` names them (op name or op class -> true). Each named op writes 4-byte C,
-and a vector op of class ``cast`` follows it (``NAME_cast``): it reads the scratch, writes the
+and a vector op of class ``cast_launch`` follows it (``NAME_cast``; not ``cast``, which names the
+weights' dequantization inside matmuls in NOOP and the ablation): it reads the scratch, writes the
 original output, and every op that read the matmul's output reads the cast's instead. Its cycles
 per element are the kernel model's f32 -> bf16 cast on the tile each core gets. It is an op like
-any other: a launch of its own where launches reconfigure, a row of the ablation (class ``cast``).
+any other: a launch of its own where launches reconfigure, a row of the ablation.
 """
 from __future__ import annotations
 
@@ -21,23 +22,39 @@ from ..mapping.vector import core_tile
 SCRATCH_BYTES = 4.0  # f32
 
 
-def selected(graph: OpGraph, table: dict) -> list[int]:
-    """The matmul ops ``table`` names (by op name, else class); a key that names nothing, or a
-    non-matmul op, is refused by name."""
+# fusion modes whose groups never hold a cast-launched op: a cast launch writes its scratch to DDR
+# for a launch of its own, so a group that would keep it on chip is not what was built (flash
+# attention holds attention matmuls only, which are refused below while it is requested)
+FUSIONS = ("none", "flash_attention")
+
+
+def selected(graph: OpGraph, table: dict, fusion: str = "none", host: dict | None = None) -> list[int]:
+    """The matmul ops ``table`` names (by op name, else class). Refused by name: a key that selects
+    no matmul op, a non-matmul op's name, an op the host runs, and a fusion that could hold a
+    cast-launched op in a group (anything but ``FUSIONS``; attention matmuls under flash attention)."""
     out, used, problems = [], set(), []
+    host = host or {}
+    if fusion not in FUSIONS:
+        problems.append(f"cast_launch with fusion = {fusion!r}: a cast launch writes its op's f32 scratch to DDR for "
+                        f"a launch of its own, which a fused group would keep on chip; pin fusion to one of {FUSIONS}")
     for i, op in enumerate(graph.ops):
         key = op.name if op.name in table else op.op_class if op.op_class in table else None
         if key is None:
             continue
-        used.add(key)
         if op.kind != MATMUL:
             if op.name in table:
                 problems.append(f"cast_launch[{op.name}]: a {op.kind} op (a cast launch follows a matmul)")
             continue
+        used.add(key)
+        if op.name in host or op.op_class in host:
+            problems.append(f"cast_launch[{key}]: {op.name} runs on the host (host table), not in an NPU launch")
+        elif fusion == "flash_attention" and op.op_class == "attention":
+            problems.append(f"cast_launch[{key}]: {op.name} is inside flash attention's fused group (fusion = "
+                            "flash_attention), which keeps its scores on chip")
         out.append(i)
-    problems += [f"cast_launch[{k}]: names no matmul op or op class of this workload" for k in sorted(set(table) - used)]
+    problems += [f"cast_launch[{k}]: selects no matmul op of this workload" for k in sorted(set(table) - used)]
     if problems:
-        raise ConfigError(problems, "llm study")
+        raise ConfigError(sorted(set(problems)), "llm study")
     return out
 
 
@@ -49,7 +66,7 @@ def cast_op(op: Op, arch: Arch) -> Op:
                           "llm study")
     rows, elems = core_tile(op.m, op.n, 1, arch.columns * arch.compute_rows)
     per_elem = cast_cycles(core, rows * elems, "f32", "bf16") / (rows * elems)
-    return Op(f"{op.name}_cast", "cast", op.layer, VECTOR, op.m, 1, op.n,
+    return Op(f"{op.name}_cast", "cast_launch", op.layer, VECTOR, op.m, 1, op.n,
               replace(op.y, kind="activations", elem_bytes=SCRATCH_BYTES), y=op.y, vector_cycles_per_elem=per_elem,
               repeat=op.repeat)
 

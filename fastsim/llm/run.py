@@ -38,7 +38,8 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         static_weights_fit(study, arch)
         graph = build_graph(model, precision, study_pass(study, arch))
         if study.cast_launch:
-            graph = cast_launches.insert(graph, cast_launches.selected(graph, study.cast_launch), arch)
+            chosen = cast_launches.selected(graph, study.cast_launch, study.fusion, study.host)
+            graph = cast_launches.insert(graph, chosen, arch)
         on_host = host.selected(graph, study.host) if study.host else {}
         graph = host.offload(graph, on_host) if on_host else graph
         pins = replace(study_pins(study, precision), mapped_on=mapped_on)

@@ -73,6 +73,8 @@ def structure(op: Matmul, mp: Mapping, arch: Arch) -> Structure | str:
         return f"c_buffers = {mp.c_buffers}: 1 or 2"
     if mp.k_panel < 1 or (mp.k_panel > 1 and mp.dataflow != "os"):
         return f"k_panel = {mp.k_panel}: 1, or more in the os dataflow only (it stages what os streams along K)"
+    if mp.k_panel > 1 and mp.l2 == "ab":
+        return f"k_panel = {mp.k_panel}: with l2 = ab both operands are resident in the mem tiles, so nothing is staged"
     if mp.k_split < 1 or rows % mp.k_split:
         return f"k_split = {mp.k_split}: must divide the {rows} rows used"
     options = dict(arch.datapath_options(op.dtype))

@@ -32,7 +32,9 @@ MAX_MACS = 1 << 40
 SEARCH_TOP, SEARCH_KEEP = 6, 50
 # the choices an as-built file (or the options) may pin, as ``run gemm`` reports them
 AS_BUILT_CHOICES = ("tile", "cols", "rows", "split", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype",
-                    "buffers", "c_buffers")  # and k_panel, never searched: 1 unless pinned (the mapping's label shows it)
+                    "buffers", "c_buffers")
+# the facts a file may state that are never searched: unset, each is its default (reported as such)
+AS_BUILT_FACTS = {"k_panel": "1", "cast_launch": "false", "row_major_ddr": "false"}
 
 
 @dataclass(frozen=True)
@@ -168,15 +170,24 @@ def check_dtype(dtype: str, arch: Arch) -> None:
                            "a matmul datapath for)"], "gemm")
 
 
+def _gemm_launch_only(g: Gemm, what: str) -> None:
+    """``map gemm`` and ``export gemm`` see the GEMM launch alone: a cast launch is refused there."""
+    if g.cast_launch:
+        raise ConfigError([f"cast_launch = true: {what} shows the GEMM launch alone (its cast launch is a second "
+                           "design); fastsim run gemm runs both"], "gemm")
+
+
 def gemm_mapping(g: Gemm, arch: Arch, top: int = SEARCH_TOP):
     """The mapping search's result for ``g`` (ranked and rejected candidates included)."""
     g.graph()  # every field checked first: a dtype that is not a name must not reach the arch's tables
+    _gemm_launch_only(g, "map gemm")
     check_dtype(g.dtype, arch)
     return search(g.matmul(), arch, g.pins(), top=top, keep=SEARCH_KEEP, budget=g.budget)
 
 
 def gemm_design(g: Gemm, arch: Arch, mapping: Mapping | None = None) -> Design:
     """The design of ``g`` under ``mapping`` (default: the searched one)."""
+    _gemm_launch_only(g, "a GEMM's design (export gemm)")
     mp = mapping or gemm_mapping(g, arch).best
     return matmul_design(g.matmul(), mp, arch, noop=g.noop)
 
@@ -187,7 +198,8 @@ def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False,
     workload, the chosen mapping and the search's certainty, and the engine result of the chosen
     design: what ``fastsim run gemm`` prints, for Python callers too. ``as_built``: the as-built
     file ``g`` was built with (``with_as_built``), whose pinned and searched choices the summary
-    reports (``as_built_report``)."""
+    reports (``as_built_report``). With a cast launch the summary covers both launches and the
+    Dataset the GEMM launch (its attrs ``cast_launch_cycles`` the second)."""
     graph = g.graph()  # every field checked first, as in ``gemm_mapping``
     check_dtype(g.dtype, arch)
     MATMUL_PINS.validate(g.pins(), arch)  # named as the search names them (the evaluator adds the op's name)
@@ -202,6 +214,7 @@ def run_gemm(g: Gemm, arch: Arch, skip: bool = True, trace: bool = False,
         mp = run.search.best
         cast = simulate(cast_design(g.m, g.n, arch, mp.cols or arch.columns, noop=g.noop), skip=skip)
         summary = with_cast_launch(summary, run.dataset, cast, arch)
+        run.dataset.attrs["cast_launch_cycles"] = summary["launches"][1]["cycles"]
     if as_built:
         summary["as_built"] = as_built_report(g, as_built)
     return summary, run.dataset
@@ -220,7 +233,8 @@ def gemm_summary(ds, g: Gemm, found, arch: Arch) -> dict:
     summary["mapping"] = {"label": mp.label(), "dataflow": mp.dataflow, "split": mp.split, "tile": list(mp.tile),
                           "cols": mp.cols, "rows": mp.rows, "col0": mp.col0, "k_split": mp.k_split,
                           "order": mp.order, "l2": mp.l2, "datapath": mp.datapath,
-                          "stream_split": mp.stream_split, "k_panel": mp.k_panel,
+                          "stream_split": mp.stream_split, "k_panel": mp.k_panel, "c_buffers": mp.c_buffers,
+                          "buffers": mp.buffers,
                           "padding_waste": next(r["padding_waste"] for r in found.ranked if r["chosen"])}
     summary["search"] = found.summary()
     return summary
@@ -251,6 +265,9 @@ def as_built_report(g: Gemm, path: str) -> dict:
     from ..mapping.overlay import load_as_built
 
     set_by = {"tile": g.tile_m, **{name: getattr(g, name) for name in AS_BUILT_CHOICES if name != "tile"}}
-    return {"file": path, "pinned": [k for k in AS_BUILT_CHOICES if set_by[k] is not None],
+    facts = {name: getattr(g, name) for name in AS_BUILT_FACTS}
+    return {"file": path, "pinned": [k for k in AS_BUILT_CHOICES if set_by[k] is not None]
+            + [k for k, v in facts.items() if v is not None],
             "searched": [k for k in AS_BUILT_CHOICES if set_by[k] is None],
+            "default": [f"{k} {AS_BUILT_FACTS[k]}" for k, v in facts.items() if v is None],
             "sources": {k: v for k, v in load_as_built(path).sources.items() if k.startswith("gemm.")}}
