@@ -95,6 +95,7 @@ def llm_trace(ds: xr.Dataset) -> dict:
     overhead = float(ds.dispatch_seconds) / max(1, int(ds.sizes["dispatch_index"]))
     t, group_start, group = 0.0, 0.0, ""
     of_op = ds.dispatch.values
+    launches = ds.op_launch_seconds.values if "op_launch_seconds" in ds else [0.0] * ds.sizes["op"]
     for d in range(ds.sizes["dispatch_index"]):
         start = t
         for label, seconds in (("host round trip", overhead),
@@ -106,7 +107,7 @@ def llm_trace(ds: xr.Dataset) -> dict:
                                "dur": seconds * us, "args": {"dispatch": d}})
                 t += seconds
         for i in [i for i in range(ds.sizes["op"]) if of_op[i] == d]:
-            launch = float(ds.op_launch_seconds[i]) if "op_launch_seconds" in ds else 0.0
+            launch = float(launches[i])
             if launch > 0:  # the launch this op starts reconfigures the array first
                 events.append({"ph": "X", "name": "launch reconfiguration", "cat": "dispatch", "pid": 0, "tid": 0,
                                "ts": t * us, "dur": launch * us, "args": {"dispatch": d, "op": i}})

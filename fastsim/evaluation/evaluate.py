@@ -573,8 +573,8 @@ def joins_previous(placed: list[Placed]) -> list[bool]:
 # GraphPins fields that never change one op's design, so op results are shared across them: they
 # choose among designs (fusion, pipelines), cut or submit dispatches (cuts, dispatch_commands,
 # static_weights_resident), charge the launches around them (launches_reconfigure), or enter the
-# key per op (noop: ``_ablated``). Every other field, a new
-# one included, is part of the key: a pin left out would return another layout's cached answer.
+# key per op (noop: ``_ablated``). Every other field, a new one included, is part of the key: a
+# pin left out would return another layout's cached answer.
 NOT_IN_OP_DESIGN = frozenset({"fusion", "pipelines", "cuts", "dispatch_commands", "static_weights_resident", "noop",
                               "launches_reconfigure"})
 

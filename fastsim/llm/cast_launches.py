@@ -16,10 +16,10 @@ from dataclasses import replace
 from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import MATMUL, VECTOR, Op, OpGraph
-from ..kernel_model.vector import cast_cycles, core_of
-from ..mapping.vector import core_tile
+from ..dtypes import DTYPE_BYTES
+from ..workloads.cast_launch import SCRATCH, TARGET, cast_cycles_per_elem
 
-SCRATCH_BYTES = 4.0  # f32
+SCRATCH_BYTES = DTYPE_BYTES[SCRATCH]
 
 
 # fusion modes whose groups never hold a cast-launched op: a cast launch writes its scratch to DDR
@@ -60,12 +60,7 @@ def selected(graph: OpGraph, table: dict, fusion: str = "none", host: dict | Non
 
 def cast_op(op: Op, arch: Arch) -> Op:
     """The launch that casts matmul ``op``'s f32 scratch into its output."""
-    core = core_of(arch)
-    if core is None:
-        raise ConfigError([f"cast_launch[{op.name}]: {arch.name} has no documented vector core to price the cast on"],
-                          "llm study")
-    rows, elems = core_tile(op.m, op.n, 1, arch.columns * arch.compute_rows)
-    per_elem = cast_cycles(core, rows * elems, "f32", "bf16") / (rows * elems)
+    per_elem = cast_cycles_per_elem(op.m, op.n, arch, arch.columns * arch.compute_rows, f"cast_launch[{op.name}]")
     return Op(f"{op.name}_cast", "cast_launch", op.layer, VECTOR, op.m, 1, op.n,
               replace(op.y, kind="activations", elem_bytes=SCRATCH_BYTES), y=op.y, vector_cycles_per_elem=per_elem,
               repeat=op.repeat)
@@ -76,7 +71,7 @@ def insert(graph: OpGraph, chosen: list[int], arch: Arch) -> OpGraph:
     if not chosen:
         return graph
     for i in chosen:
-        if graph.ops[i].y.elem_bytes != 2:
+        if graph.ops[i].y.elem_bytes != DTYPE_BYTES[TARGET]:
             raise ConfigError([f"cast_launch[{graph.ops[i].name}]: its output is {graph.ops[i].y.elem_bytes:g}-byte; "
                                "a cast launch writes bf16"], "llm study")
     ops, producers, new_index = [], [], {}

@@ -30,15 +30,29 @@ def check_cast_launch(dtype: str, out_dtype: str | None, arch: Arch) -> None:
         problems.append(f"cast_launch = true: casts an f32 C scratch to a bf16 GEMM's output (dtype bf16, "
                         f"out_dtype f32); this GEMM has dtype {dtype}, out_dtype {out_dtype or 'unset'}")
     if core_of(arch) is None:
-        problems.append(f"cast_launch = true: {arch.name} has no documented vector core to price the cast on")
+        problems.append(_no_core(arch, "cast_launch = true"))
     if problems:
         raise ConfigError(problems, "gemm")
 
 
+def _no_core(arch: Arch, what: str) -> str:
+    return f"{what}: {arch.name} has no documented vector core to price the cast on"
+
+
+def cast_cycles_per_elem(m: int, n: int, arch: Arch, cores: int, what: str = "cast_launch") -> float:
+    """Core cycles per element of the f32 -> bf16 cast of an m x n scratch spread over ``cores``,
+    priced on the tile each core gets (``mapping.vector.core_tile``): the one price of a cast
+    launch, for ``run gemm`` and for an LLM's cast ops alike."""
+    core = core_of(arch)
+    if core is None:
+        raise ConfigError([_no_core(arch, what)], "cast launch")
+    rows, elems = core_tile(m, n, 1, cores)
+    return cast_cycles(core, rows * elems, SCRATCH, TARGET) / (rows * elems)
+
+
 def cast_op(m: int, n: int, arch: Arch, cols: int, noop: bool = False) -> VectorOp:
-    """The cast of an m x n scratch on ``cols`` columns, priced on the tile each core gets."""
-    rows, elems = core_tile(m, n, 1, cols * arch.compute_rows)
-    per_elem = cast_cycles(core_of(arch), rows * elems, SCRATCH, TARGET) / (rows * elems)
+    """The cast of an m x n scratch on ``cols`` columns."""
+    per_elem = cast_cycles_per_elem(m, n, arch, cols * arch.compute_rows)
     return VectorOp(m, n, x_bytes=DTYPE_BYTES[SCRATCH], y_bytes=DTYPE_BYTES[TARGET],
                     vector_cycles_per_elem=per_elem, cols=cols, noop=noop, name="cast launch")
 
