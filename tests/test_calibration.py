@@ -60,8 +60,8 @@ def test_cli_writes_an_arch_toml_that_every_command_takes(tmp_path):
     csv.write_text("name,workload,seconds\n"
                    "empty,dispatch,0.00006\n"
                    "switch,switch kind=elf,0.002\n"
-                   "mm,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.0036\n"
-                   "mm small,kernel m=32 k=64 n=64 dtype=bf16 calls=10000,0.00186\n")
+                   "mm,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.00586\n"
+                   "mm small,kernel m=32 k=64 n=64 dtype=bf16 calls=10000,0.00297\n")
     out = tmp_path / "cal.toml"
     r = CliRunner().invoke(main, ["calibrate", str(csv), "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
@@ -263,8 +263,8 @@ def test_calibrate__names_a_parameter_the_measurements_cannot_see():
     a lock: its column of the Jacobian is zero. Before, every interval came out NaN and nothing was
     said; now the others keep their intervals and the lock cost alone is flagged."""
     rows = [("empty", "dispatch", 6e-05), ("switch", "switch kind=elf", 0.002),
-            ("mm64", "kernel m=64 k=64 n=64 dtype=bf16 calls=10000", 0.0038156),
-            ("mm32", "kernel m=32 k=64 n=64 dtype=bf16 calls=10000", 0.0020378),
+            ("mm64", "kernel m=64 k=64 n=64 dtype=bf16 calls=10000", 0.00586),
+            ("mm32", "kernel m=32 k=64 n=64 dtype=bf16 calls=10000", 0.0029711),
             ("copy", "memcpy bytes=8388608 size=65536 columns=8 direction=both channels=2", 0.00039589),
             ("copy write", "memcpy bytes=262144 size=1024 columns=2 direction=write", 7.8356e-05),
             ("small BDs", "memcpy bytes=131072 size=16 columns=1 direction=write", 8.7437e-05),
@@ -301,8 +301,8 @@ def test_calibrate__fits_the_ddr_cost_per_run_only_where_memcpy_rows_of_two_run_
 SOURCED = ("name,workload,seconds,source\n"
            "empty A,dispatch,0.00006,lab A\n"
            "empty B,dispatch,0.00006,lab B\n"
-           "mm A,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.0036,lab A\n"
-           "mm small B,kernel m=32 k=64 n=64 dtype=bf16 calls=10000,0.00186,lab B\n")
+           "mm A,kernel m=64 k=64 n=64 dtype=bf16 calls=10000,0.00586,lab A\n"
+           "mm small B,kernel m=32 k=64 n=64 dtype=bf16 calls=10000,0.00297,lab B\n")
 
 
 def test_cli__a_csv_row_held_out_is_predicted_not_fitted_and_each_source_is_left_out(tmp_path):

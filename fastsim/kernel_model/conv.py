@@ -70,7 +70,8 @@ def conv_call_cycles(arch: Arch, key: str, kind: str, pixels, cin, kb, r: int, s
         return (u.call_cycles + tuning.call_extra_cycles
                 + vmacs * (r * s) * (1 + cu.realign_per_mmul) / tuning.efficiency)
     k = np.asarray(cin) * r * s
-    kern = dataclasses.replace(kern, expand=cu.expand, c_load=False, unroll_steps=0)
+    # the conv loops pipelined across blocks, their stores hidden (assumption: no conv trace read)
+    kern = dataclasses.replace(kern, expand=cu.expand, c_load=False, overlap_c=True)
     cycles = MM.call_cycles(arch, key, pixels, k, kb, tuning=tuning, conv_cycles_per_elem=conv_cycles_per_elem,
                             kernel=kern, c_bytes=out_bytes)
     if kind == "pointwise" or r * s == 1:

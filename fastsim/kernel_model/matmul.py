@@ -5,25 +5,29 @@ tiles (the "expansion": ``aie::mmul<r, s, t>`` accumulators held in registers at
 block it loads the ER x EC C tiles into accumulators, runs ceil(k / s) k-steps (ER A loads, EC B
 loads, ER x EC MACs each), then shift-round-saturates and stores the C tiles
 (``aie_kernels/aie2/mm.cc`` ``matmul_vectorized_2x2_mmul`` / ``_4x2_mmul``; ``aie2p/mm.cc`` the
-same, docs/kernel_model.md cites the lines). When the k loop is short the kernel unrolls it fully
-("Unrolling K lets 'j' pipeline", mm.cc ``unroll_k``), or flattens it into the block loop
-(``AIE_LOOP_FLATTEN`` under ``OPT_PERF_ENABLED``), and the C loads and stores of one block overlap
-the MACs of its neighbours; otherwise they run between two pipelined k loops. Per call::
+same, docs/kernel_model.md cites the lines). The C loads and stores of a block and one pipeline
+fill run between two pipelined k loops, in series with the MACs: "Striking the Balance" traced 24
+such kernels on one core (int8, int16 and int32 C, bf16; both generations; k from 5 to 35 steps,
+unrolling and flattening directives on) and this form lands every one within 11 % (median 4 %),
+where letting the C moves overlap the MACs (a flattened or unrolled loop hiding them) was up to 2.2x
+too fast at short k (docs/kernel_model.md, "Serial C moves"). Hand-scheduled kernels that do hide
+them (Uni Jena's listings, the train rows of ``call_cycles``) and the conv kernels are described
+with ``MicroKernel.overlap_c``. Per call::
 
     steps  = ceil(k / s)                       rows = ceil(m / (ER r))     blocks = rows * ceil(n / (EC t))
     mac    = steps * ER*EC * (r s t / MACs per cycle) / issue / efficiency
     conv   = steps * (ER r s + EC s t) * conversion cycles per element     (bf16 -> bfp16, in the mac)
     ld_ab  = steps * (ER slots(A tile) + EC slots(B tile)) / load ports
     ld_c   = ER*EC slots(C tile) / load ports      st_c = ER*EC ceil(C tile bytes / store bytes)
-    overlapped (steps <= unroll, or flattened):  block = max(mac + conv, ld_ab + ld_c, st_c);  fills = rows
-    otherwise:                   block = max(mac + conv, ld_ab) + ld_c + st_c + fill;  fills = 0
+    serial (mm.cc as compiled):       block = max(mac + conv, ld_ab) + ld_c + st_c + fill;  fills = 0
+    overlapped (overlap_c):           block = max(mac + conv, ld_ab + ld_c, st_c);          fills = rows
     cycles = call + fills * fill + ceil(blocks * macs_scale) * (block + block_extra) + call_extra
 
 ``fill`` is one software-pipelined loop's fill and drain (load-to-use plus MAC latency); ``slots``
 counts load-port accesses (a vector narrower than a port still takes one). The GEMV form is
 mlir-aie's ``mv.cc``: per 8 columns of A, a pipelined loop over row groups of 16, each loading its
-16 x 8 A elements and 16 partial sums and storing 16 (``matvec_vectorized``); flattened like the
-matmul's loops, one fill per call.
+16 x 8 A elements and 16 partial sums and storing 16 (``matvec_vectorized``); its two loops
+flattened into one pipeline, one fill per call (``CoreUnits.gemv_flattened``).
 
 Everything here is numpy-vectorised over the tile sizes (the mapper prices thousands of candidates
 per call) and returns float cycles, rounded up by the caller's ``np.ceil``.
@@ -45,7 +49,6 @@ class MicroKernel:
 
     shape: tuple[int, int, int]  # (r, s, t): the aie::mmul intrinsic
     expand: tuple[int, int]  # (ER, EC): intrinsic tiles of A rows and B columns held per output block
-    unroll_steps: int  # the k loop is fully unrolled (C moves overlap MACs) at most this many steps
     a_bytes: float  # bytes per A element as loaded (the load port moves these)
     b_bytes: float
     c_bytes: float  # bytes per C element of the in-place accumulation buffer (mm.cc loads and stores it):
@@ -54,6 +57,10 @@ class MicroKernel:
     issue: float = 1.0  # MAC instructions per cycle of a MAC-bound k loop (1.0: one every cycle)
     source: str = ""
     c_load: bool = True  # mm.cc accumulates in place (loads C first); conv kernels start from zero
+    # a block's C loads and stores overlap its neighbours' MACs (one pipeline over the blocks): a
+    # hand-scheduled kernel's loop body (Uni Jena) or the conv kernels (assumption); False: mm.cc as
+    # compiled, the C moves and a fill between two k loops (the module docstring's evidence)
+    overlap_c: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,9 @@ class CoreUnits:
     call_cycles: float  # call, return and prologue outside the loops (train rows, docs/kernel_model.md)
     gemv_rows: int  # mv.cc: rows per row group (r = 16) and columns per step (s = 8)
     gemv_cols: int
-    # mm.cc built with OPT_PERF_ENABLED: the j loop is AIE_LOOP_FLATTEN'ed, the k loop folds into it
-    # and one software pipeline spans the blocks, so C moves overlap MACs at any k. False: only
-    # unrolled k loops (steps <= unroll_steps) overlap them (the build without the flag).
-    flatten_k: bool = True
+    # mv.cc's column and row-group loops flattened into one software pipeline: one fill per call
+    # (assumption, held by the registry GEMV rows); False: one fill per 8 columns
+    gemv_flattened: bool = True
     kernels: dict[str, MicroKernel] = field(default_factory=dict)
 
     @property
@@ -82,31 +88,31 @@ class CoreUnits:
 
 _MM2 = "mlir-aie aie_kernels/aie2/mm.cc"
 _MM2P = "mlir-aie aie_kernels/aie2p/mm.cc"
-# AIE-ML (npu1). Shapes and expansions: mm.cc matmul_vectorized_4x8x4_bf16_* (4x4 expansion,
-# unroll_k at k/s <= 8), matmul_vectorized_4x8x8_i8_* (4x2 expansion, "found to be optimal for AIE2",
-# unroll_k at k/s <= 4), matmul_vectorized_4x4x4_i16_* (2x2), matmul_vectorized_4x16x8_i4_i8 (int8 x
-# int4). int8 issue 8/9: the stock kernel's k loop is 9 bundles holding 8 vmac (jdominick05/ryzen-ai-
+# AIE-ML (npu1). Shapes and expansions: mm.cc matmul_vectorized_4x8x4_bf16_* (4x4 expansion),
+# matmul_vectorized_4x8x8_i8_* (4x2 expansion, "found to be optimal for AIE2"),
+# matmul_vectorized_4x4x4_i16_* (2x2), matmul_vectorized_4x16x8_i4_i8 (int8 x int4). mm.cc's
+# unroll_k (k/s <= 4 int8, <= 8 bf16) does not hide the C moves in the traced kernels (bf16
+# 96x56x96, 7 steps, and 96x48x112: serial within 5 %), so no k is priced overlapped. int8 issue 8/9: the stock kernel's k loop is 9 bundles holding 8 vmac (jdominick05/ryzen-ai-
 # xdna1-quantization, "The open conv's 11.3x gap ... is issue rate": train row R3).
 AIE2 = CoreUnits(
     generation="aie2", load_ports=2, store_ports=1, load_latency_cycles=7, mac_latency_cycles=6,
     call_cycles=8.0, gemv_rows=16, gemv_cols=8,
     kernels={
-        "bf16": MicroKernel((4, 8, 4), (4, 4), 8, 2, 2, 2, 1.0, _MM2 + " matmul_vectorized_4x8x4_bf16_bf16"),
-        "int8": MicroKernel((4, 8, 8), (4, 2), 4, 1, 1, 4, 8 / 9, _MM2 + " matmul_vectorized_4x8x8_i8_i32"),
-        "int16": MicroKernel((4, 4, 4), (2, 2), 8, 2, 2, 4, 1.0, _MM2 + " matmul_vectorized_4x4x4_i16_i32"),
-        "int8xint4": MicroKernel((4, 16, 8), (2, 2), 4, 1, 0.5, 4, 1.0, _MM2 + " matmul_vectorized_4x16x8_i4_i8"),
+        "bf16": MicroKernel((4, 8, 4), (4, 4), 2, 2, 2, 1.0, _MM2 + " matmul_vectorized_4x8x4_bf16_bf16"),
+        "int8": MicroKernel((4, 8, 8), (4, 2), 1, 1, 4, 8 / 9, _MM2 + " matmul_vectorized_4x8x8_i8_i32"),
+        "int16": MicroKernel((4, 4, 4), (2, 2), 2, 2, 4, 1.0, _MM2 + " matmul_vectorized_4x4x4_i16_i32"),
+        "int8xint4": MicroKernel((4, 16, 8), (2, 2), 1, 0.5, 4, 1.0, _MM2 + " matmul_vectorized_4x16x8_i4_i8"),
     })
 # AIE-ML v2 (npu2): every datapath a 2x2 expansion of 8x8x8 (aie2p/mm.cc matmul_vectorized_8x8x8_*:
 # "8x8x8 mmul shape with 2x2 expansion"); native bf16 4x8x8. bfp16 operands load as 64 mantissa bytes
-# per 8x8 block (the shared exponents ride along: assumption). unroll_k: the aie2 thresholds
-# (assumption: "see the same switch in mm_aie2p.h", thresholds not read).
+# per 8x8 block (the shared exponents ride along: assumption).
 AIE2P = CoreUnits(
     generation="aie2p", load_ports=2, store_ports=1, load_latency_cycles=7, mac_latency_cycles=6,
     call_cycles=4.0, gemv_rows=16, gemv_cols=8,
     kernels={
-        "bfp16": MicroKernel((8, 8, 8), (2, 2), 8, 1, 1, 2, 1.0, _MM2P + " matmul_vectorized_8x8x8_bf16_bf16 (emulated)"),
-        "int8": MicroKernel((8, 8, 8), (2, 2), 4, 1, 1, 4, 1.0, _MM2P + " matmul_vectorized_8x8x8_i8_i32"),
-        "bf16": MicroKernel((4, 8, 8), (2, 2), 8, 2, 2, 2, 1.0, _MM2P + " 4x8x8 native bf16"),
+        "bfp16": MicroKernel((8, 8, 8), (2, 2), 1, 1, 2, 1.0, _MM2P + " matmul_vectorized_8x8x8_bf16_bf16 (emulated)"),
+        "int8": MicroKernel((8, 8, 8), (2, 2), 1, 1, 4, 1.0, _MM2P + " matmul_vectorized_8x8x8_i8_i32"),
+        "bf16": MicroKernel((4, 8, 8), (2, 2), 2, 2, 2, 1.0, _MM2P + " 4x8x8 native bf16"),
     })
 UNITS = {"aie2": AIE2, "aie2p": AIE2P}
 # The one operand conversion the arch's datapaths define is bf16 -> bfp16 (Arch.datapaths): converted
@@ -209,10 +215,10 @@ def matmul_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning
     ld_ab = steps * (er * _slots(r * s * a_el, port) + ec * _slots(s * t * b_el, port)) / ports
     ld_c = er * ec * _slots(r * t * c_el, port) / ports if kern.c_load else 0.0
     st_c = er * ec * float(-(-(r * t * c_el) // store))
-    unrolled = (steps <= kern.unroll_steps) | u.flatten_k
-    block = np.where(unrolled, np.maximum(np.maximum(mac + conv, ld_ab + ld_c), st_c),
-                     np.maximum(mac + conv, ld_ab) + ld_c + st_c + u.fill_cycles)
-    fills = np.where(unrolled, rows, 0) * u.fill_cycles
+    if kern.overlap_c:
+        block, fills = np.maximum(np.maximum(mac + conv, ld_ab + ld_c), st_c), rows * u.fill_cycles
+    else:
+        block, fills = np.maximum(mac + conv, ld_ab) + ld_c + st_c + u.fill_cycles, 0
     work = np.ceil(nblk * float(macs_scale)) * (block + tuning.block_extra_cycles)
     return u.call_cycles + tuning.call_extra_cycles + fills + work
 
@@ -222,7 +228,7 @@ def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning()
     """Cycles of the same m x k x n call in ``mv.cc``'s vector-MAC form: m matrix-vector products of
     the k x n weights (its "A" is B here, its rows our n outputs). Per 8 columns: a pipelined loop over
     ceil(n / 16) row groups, each max(MAC, loads, stores); the two loops flattened into one pipeline
-    with one fill where ``flatten_k`` holds, else one fill per 8 columns; MACs at the input
+    with one fill where ``gemv_flattened`` holds, else one fill per 8 columns; MACs at the input
     dtype's own rate (the fp32-accumulating vector MAC; bf16 on AIE-ML v2 runs native, not bfp16)."""
     u, kern = units(arch), micro_kernel(arch, key)
     rows_g, cols_g = u.gemv_rows, u.gemv_cols
@@ -238,8 +244,8 @@ def gemv_call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning()
     st = float(-(-(rows_g * c_el) // store))
     step = np.maximum(np.maximum(mac, ld), st) + tuning.block_extra_cycles
     steps = _cdiv(k, cols_g) * _cdiv(n, rows_g)
-    # flattened (as the matmul's loops): one pipeline over every step, one fill; otherwise one per column step
-    per_vector = steps * step + (1 if u.flatten_k else _cdiv(k, cols_g)) * u.fill_cycles
+    # flattened: one pipeline over every step, one fill; otherwise one per column step
+    per_vector = steps * step + (1 if u.gemv_flattened else _cdiv(k, cols_g)) * u.fill_cycles
     return u.call_cycles + tuning.call_extra_cycles + np.ceil(m * float(macs_scale)) * per_vector
 
 
