@@ -101,10 +101,10 @@ AIR_HOW = {"drain": "; not describable: the f32 accumulator kept in L1 across K 
            "fused-cast": ", C written as an f32 scratch from one single-buffered L1 accumulator (c_buffers 1), then "
                          "the f32->bf16 cast launch (cast_launch); not describable: the ELF path it is timed on "
                          "(run.py:1156-1160)"}
-AIR_GEMM_SUSPECT = ("not the core: the {} call is 1,592 cycles in the kernel model against 3,059-3,648 cycles per "
-                    "call per core measured for the GEMM launch alone (GEMM_bf16_in_fp32_out.md:113-119), which "
-                    "fastsim reproduces within -10/+8 % from DDR traffic in short runs once the herd, K panel and "
-                    "f32 C are pinned. What the file leaves out: the ELF path the fused-cast and LLM rows are timed "
+AIR_GEMM_SUSPECT = ("not the core alone: the {} call is 2,724 cycles in the kernel model (its C moves in series) "
+                    "against 3,059-3,648 cycles per call per core measured for the GEMM launch alone "
+                    "(GEMM_bf16_in_fp32_out.md:113-119), which fastsim reproduces within -7/+10 % once the herd, "
+                    "K panel and f32 C are pinned. What the file leaves out: the ELF path the fused-cast and LLM rows are timed "
                     "on (1.26-1.42x the xclbin time of the same module, smolvla profile.md:269-280; its per-launch "
                     "reconfiguration, aircc --expand-load-pdis, is charged to LLM layouts, not to run gemm), and "
                     "the DDR cost per run fitted on one sweep (4.0 ns, runs of 32-480 B) applied to 128 B runs "
@@ -205,15 +205,9 @@ SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-m
             "the largest divisor of a core's K tiles at most k_mt / k); not describable: B column-major "
             "transposed in the core, the 15-BD shim queue refilled while transfers run; wall clock incl. "
             "dispatch, mean of 100 runs, turbo mode")
-SB_SUSPECT = ("the kernel model: the paper measures {mac} MACs/cycle for its {tile} kernel on one core where "
-              "fastsim's kernel model gives {model} (npu2 int8 43 % faster, npu2 bf16 21-32 %, npu1 bf16 26 %, "
-              "npu1 int8 5-8 %: the rows' errors follow it). Micro-benchmark: the paper's Table {t} kernel traced "
-              "on one core (cycles per call) against fastsim's kernel cycles for the same call; those one-core "
-              "rates would be the train rows of the AIE-ML v2 int8 and bfp16 issue rates")
-# fastsim's kernel model's MACs per cycle for each paper kernel on one core (plan.matmul_cycles, conversion
-# included, C in the output dtype; 2026-12-06): what SB_SUSPECT sets beside the paper's one-core figures
-SB_MODEL_MACS = {"144x72x144": 491.6, "160x64x144": 489.2, "112x48x96": 165.5, "160x40x80": 163.4,
-                 "112x112x112": 224.0, "112x104x128": 224.2, "96x56x96": 125.3}
+SB_SUSPECT = ("the kernel model: the paper's one-core rate for its {tile} kernel is {mac} MACs/cycle; "
+              "python bench/kernel_traces.py lists the model beside it and the paper's 23 other traced kernels. "
+              "Micro-benchmark: the Table {t} kernel traced on one core against the modelled call")
 # whole CNNs through ONNX Runtime's Vitis AI EP (closed compiler): only the overlay's size and the
 # epilogue fusion every NPU deployment does are known; the rest is searched
 RAI_BENCH = "amd/RyzenAI-SW@05f7e74 onnx-benchmark/doc/{} (README, Ryzen AI Software 1.6.0)"
@@ -400,7 +394,7 @@ ROWS = [
           2 * m * k * n / (tops * 1e12) * 1e6, "us",
           _gemm(m, k, n, "int8" if "int8" in dt else "bf16", arch) + (("--out-dtype", "int8") if "int8 out" in dt else ()),
           AB + f, SB_BUILT.format(herd=herd, dt=dt, kmt=kmt, tile=tile),
-          SB_SUSPECT.format(mac=mac, tile=tile, t=tab[6], model=SB_MODEL_MACS[tile]), role="workload",
+          SB_SUSPECT.format(mac=mac, tile=tile, t=tab[6]), role="workload",
           as_built_extra=("--tile", tile.replace("x", ","), "--k-panel", str(kmt // int(tile.split("x")[1]))))
       for m, k, n, tops, dt, tile, mac, kmt, herd, arch, part, tab, f in (
           (4032, 4032, 4032, 6.52, "int8 in, int8 out", "112x112x112", 212.5, 448, "4x4", "npu1",
