@@ -155,8 +155,9 @@ def test_simulate__families_run_and_sliding_window_saturates():
     grew = {int(i): float(kv[1][layer == i].sum() - kv[0][layer == i].sum()) for i in set(layer) if i >= 0}
     per_token_layer = 2 * 256 * 1 * 2  # K,V x head_dim x 1 KV head x bf16
     assert sorted(i for i, g in grew.items() if g) == [5, 11, 17, 23]  # only the global layers grow
-    # by the 1,024 more tokens each reads, up to the padding of each context's searched tiles
-    assert all(1024 * per_token_layer <= grew[i] <= 1.1 * 1024 * per_token_layer for i in (5, 11, 17, 23))
+    # by the 1,024 more tokens each reads, up to the padding of each context's searched tiles (either
+    # context's tiles may pad: the shorter one's too)
+    assert all(0.9 * 1024 * per_token_layer <= grew[i] <= 1.1 * 1024 * per_token_layer for i in (5, 11, 17, 23))
     assert short.attrs["family"] == "gemma3"
     bert = simulate_llm(LlmStudy(model="bert-base", regime="encode", prompt=64, batch=2))
     assert float(bert.ddr_bytes.sel(tensor_kind="kv").sum()) == 0 and float(bert.total_seconds) > 0
