@@ -23,7 +23,7 @@ from .layout import UNITS_PER_BYTE
 # integer parameters (``ip``)
 (I_M, I_K, I_N, I_A_CHIP, I_C_CHIP, I_STATIC_B, I_FLOW, I_ORDER_M, I_RES_A, I_RES_B, I_L2_A, I_L2_B,
  I_OVERHEAD, I_ITMAX, I_PER_BD, I_MEM_BDS, I_MEM_MM2S, I_MEM_S2MM, I_PORTS_DOWN, I_PORTS_UP, I_MEM_LOCKS,
- I_WINDOW, I_BUFFERS, I_MODELLED, I_DDR_UNITS, I_ACQ, I_REL, I_K_PANEL, I_C_BUFFERS, N_IP) = range(30)
+ I_WINDOW, I_BUFFERS, I_MODELLED, I_DDR_UNITS, I_ACQ, I_REL, I_K_PANEL, I_C_BUFFERS, I_C_HANDOFF, N_IP) = range(31)
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
  F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, F_RUN,
@@ -243,7 +243,7 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
                 reason = 3
             elif max(l1_a, l1_b) / 4 >= fp[F_CORE_LEN]:
                 reason = 4
-            elif ha + hb + (0 if c_chip else 1) > ip[I_MEM_MM2S]:
+            elif ha + hb + (0 if c_chip and ip[I_C_HANDOFF] == 0 else 1) > ip[I_MEM_MM2S]:
                 reason = 5
             elif (1 if ha > 0 and not a_chip else 0) + (1 if hb > 0 else 0) + groups > ip[I_MEM_S2MM]:
                 reason = 6

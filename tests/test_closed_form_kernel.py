@@ -29,7 +29,7 @@ def ops(draw):
                   cast_cycles_per_weight=draw(st.sampled_from((0.0, 0.125))),
                   macs_scale=draw(st.sampled_from((1.0, 0.5))),
                   static_b=draw(st.booleans()), a_on_chip=draw(st.booleans()), c_on_chip=draw(st.booleans()),
-                  onchip_window_bytes=draw(st.sampled_from((0, 3000, 65536))))
+                  onchip_window_bytes=draw(st.sampled_from((0, 3000, 65536))), c_handoff=draw(st.booleans()))
 
 
 def _assert_same(op, arch, pins, control_weight=0.0):

@@ -104,7 +104,7 @@ def _parameters(op: Matmul, batch: StructureBatch, arch: Arch, control_weight=0.
                          (K.I_MEM_BDS, arch.mem.bd_count), (K.I_MEM_MM2S, arch.mem.mm2s_channels),
                          (K.I_MEM_S2MM, arch.mem.s2mm_channels), (K.I_PORTS_DOWN, arch.stream_ports_down),
                          (K.I_PORTS_UP, arch.stream_ports_up), (K.I_MEM_LOCKS, arch.mem.lock_count),
-                         (K.I_WINDOW, op.onchip_window_bytes != 0), (K.I_BUFFERS, mp.buffers), (K.I_K_PANEL, mp.k_panel), (K.I_C_BUFFERS, mp.c_buffers),
+                         (K.I_WINDOW, op.onchip_window_bytes != 0), (K.I_BUFFERS, mp.buffers), (K.I_K_PANEL, mp.k_panel), (K.I_C_BUFFERS, mp.c_buffers), (K.I_C_HANDOFF, op.c_handoff),
                          (K.I_DDR_UNITS, to_units(arch.ddr_bytes_per_cycle)),
                          (K.I_ACQ, arch.lock_acquire_cycles), (K.I_REL, arch.lock_release_cycles)):
         ip[index] = value

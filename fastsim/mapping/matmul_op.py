@@ -71,6 +71,8 @@ def search_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = Non
     pins, top, keep, budget, control_weight)."""
     cols, col0 = at if at else (columns_pin(p, pins, arch), None)
     real = matmul_of(p, pins)
+    if at is not None and real.c_on_chip:  # a pipeline stage handing its output to the next one's columns
+        real = replace(real, c_handoff=True)
     on = pins.mapped_on or arch  # the arch the mapping is searched for (a deployed design keeps it)
     # a pipeline stage, and an op held to a kernel its dispatch shares (a budgeted search), try
     # the best-bounded candidate of their narrowed space

@@ -276,7 +276,7 @@ def evaluate(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> dict:
         unit_a=s.unit_a, unit_b=s.unit_b, units_a=s.units_a, units_b=s.units_b, reps_a=s.reps_a, reps_b=s.reps_b,
         mem_unit_a=mem.unit_a, mem_unit_b=mem.unit_b, mem_depth_a=mem.depth_a, mem_depth_b=mem.depth_b,
         l2_bytes=mem.l2, mem_bds=mem.bds, send_bds_a=mem.send_bds_a, send_bds_b=mem.send_bds_b,
-        mem_mm2s=ha + hb + (0 if c_chip else 1), mem_s2mm=(ha > 0) * (not a_chip) + (hb > 0) * 1 + b.groups,
+        mem_mm2s=ha + hb + (0 if c_chip and not op.c_handoff else 1), mem_s2mm=(ha > 0) * (not a_chip) + (hb > 0) * 1 + b.groups,
         ports_down=ha + hb, ports_up=b.groups * 1,
         mem_locks=2 * ha * (not a_chip) + 2 * hb + 2 * b.groups * (not c_chip),
         chip_a=mem.chip_a, chip_c=mem.chip_c,

@@ -134,6 +134,9 @@ class Matmul:
     # it, one run per BD, as a deployment that owns its layouts does (and tile-row runs would keep
     # the engine stepping: the exact 2048^3 search's winner stepped 685k of its 3.8M cycles)
     row_major_ddr: bool = False
+    # C stays on chip but goes on to another column's mem tile (a pipeline stage's output): the
+    # hand-off takes one MM2S channel of each producer mem tile, which the design must leave free
+    c_handoff: bool = False
 
     @property
     def a_elem_bytes(self) -> float:
