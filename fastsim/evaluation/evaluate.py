@@ -125,8 +125,14 @@ class Evaluation:
         # each candidate with its kernels shared, then the one whose whole pass (ops, set-up,
         # launches, dispatches, program reloads) is fastest: the choice weighs what the run
         # reports, so a NOOP run, whose every candidate is no slower, never ends slower
-        finals = [self.share_kernels(c, d) for c, d in candidates]
-        chosen, dispatch = min(finals, key=lambda cd: self.pass_seconds(*cd))
+        chosen, dispatch = self.share_kernels(*candidates[0])
+        best = self.pass_seconds(chosen, dispatch)
+        for c, d in candidates[1:]:
+            if self.pass_seconds(c, d) - self.reload_seconds(d) >= best:
+                continue  # sharing saves at most the reloads (its held ops: a narrower search): it cannot win
+            c, d = self.share_kernels(c, d)
+            if self.pass_seconds(c, d) < best:
+                chosen, dispatch, best = c, d, self.pass_seconds(c, d)
         self.check_designs(chosen)
         self.add_twins(chosen)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
@@ -384,6 +390,11 @@ class Evaluation:
         """What ``p``'s mapping search ranks its design by (``branch_bound.objective``): its cycles
         and, inside a graph, its weighted control."""
         return objective(r.cycles, r.control, self.arch, control_weight(p, self.pins))
+
+    def reload_seconds(self, dispatch) -> float:
+        """Seconds of ``dispatch``'s program reloads: all that sharing kernels can save of a pass
+        (``share_kernels`` holds ops to a kernel no faster than their own)."""
+        return sum(reload_seconds(dispatch, self.graph.layers, self.limits, self.arch, self.pins.launches_reconfigure))
 
     def pass_seconds(self, placed, dispatch) -> float:
         """Seconds of the ops, the dispatches' host round trips, their control instructions and
