@@ -258,7 +258,7 @@ def _quick_figures() -> list[Figure]:
     return [
         Figure("gemm_2048_bf16.cycles", "quick", GEMM,
                (Quote("docs/guide.md", r"cycles (\S+) time"),
-                Quote("docs/guide.md", r"\| 2048³ \| bf16 \| [\d,]+ \| ([\d,]+) \|")),
+                Quote("docs/guide.md", r"\| 2048³ \| bf16 \| [\d,]+ \| [\d.]+ \| ([\d,]+) \|")),
                lambda d: d["total_cycles"]),
         Figure("gemm_2048_bf16.time_us", "quick", GEMM,
                (Quote("docs/guide.md", r"time (\S+) us \(kernel", ",.1f"),),
