@@ -16,9 +16,19 @@ def _by_role(overlap_c=None):
     return out
 
 
-def test_kernel_traces__split_is_table_1_train_and_tables_2_3_held_out():
-    roles = [r.role for r in KT.ROWS]
-    assert roles.count("train") == 8 and roles.count("held out") == 16
+def test_kernel_traces__every_row_is_priced_on_the_datapath_its_dtype_runs_on():
+    # bf16 on XDNA2 runs on the bfp16 datapath (converted in the mac), elsewhere on its own
+    import math
+
+    from fastsim.kernel_model import matmul as KM
+
+    rows = KT.errors()
+    assert len(rows) == 24 and all(math.isfinite(e) for _, e in rows)
+    for row, _ in rows:
+        key, conv = KT.ARCHS[row.part].datapath_options(row.in_dtype)[-1]
+        assert KM.micro_kernel(KT.ARCHS[row.part], key) is not None
+        assert (key, conv > 0) == (("bfp16", True) if (row.part, row.in_dtype) == ("npu2", "bf16")
+                                   else (row.in_dtype, False))
 
 
 def test_kernel_traces__the_serial_model_lands_every_row_within_12_percent():

@@ -212,3 +212,18 @@ def test_llm__decode_weight_traffic_does_not_grow_with_batch(batch):
     # scale (k_proj on a 1x32x4 tile: 17,408 bytes for 16,896), a fraction of a percent, never a batch multiple
     for study in studies:
         assert once <= weights(simulate_llm(study)) <= once * 1.01
+
+
+@pytest.mark.parametrize("regime", ["decode", "prefill"])
+@pytest.mark.parametrize("program_bytes", [1 << 20, 12 * 1024])
+def test_llm__auto_fusion_is_never_slower_than_a_fusion_it_weighs(regime, program_bytes):
+    """``auto`` weighs none, the groups and the chain by the whole pass the run reports (kernel
+    sharing and program reloads included, roomy and tight program memory): its answer is never
+    slower than any of them asked for."""
+    from fastsim.mapping.dispatch import DispatchLimits
+
+    study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
+    limits = DispatchLimits(program_memory_bytes=program_bytes)
+    seconds = {f: float(simulate_llm(replace(study, fusion=f), limits=limits)["total_seconds"])
+               for f in ("auto", "none", "groups", "chain")}
+    assert seconds["auto"] <= min(seconds.values()) * (1 + 1e-12), seconds

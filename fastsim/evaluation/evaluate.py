@@ -127,9 +127,13 @@ class Evaluation:
         # reports, so a NOOP run, whose every candidate is no slower, never ends slower
         chosen, dispatch = self.share_kernels(*candidates[0])
         best = self.pass_seconds(chosen, dispatch)
+        # sharing saves at most the reloads where its held ops come from a narrower search of the
+        # same run; under an ablation or a mapping kept from another arch it follows another run
+        # (``share_as_judged``), so there every candidate is shared and weighed
+        judged = bool(pins.noop) or pins.mapped_on is not None
         for c, d in candidates[1:]:
-            if self.pass_seconds(c, d) - self.reload_seconds(d) >= best:
-                continue  # sharing saves at most the reloads (its held ops: a narrower search): it cannot win
+            if not judged and self.pass_seconds(c, d) - self.reload_seconds(d) >= best:
+                continue  # it cannot win
             c, d = self.share_kernels(c, d)
             if self.pass_seconds(c, d) < best:
                 chosen, dispatch, best = c, d, self.pass_seconds(c, d)
@@ -166,7 +170,9 @@ class Evaluation:
             return None
         self.alternatives[CHAIN] = total
         try:
-            return self.chain_dispatches(chained, dispatch)
+            chained, plan = self.chain_dispatches(chained, dispatch)
+            self.alternatives[CHAIN] = self.total(chained)  # as kept: re-placed where the cut moved
+            return chained, plan
         except ConfigError as e:
             if asked:
                 raise
