@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from statistics import median
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,18 +49,31 @@ class KernelTrace:
 
 def _rows() -> tuple[KernelTrace, ...]:
     data = [  # table, part, in, out, "m x k x n", MACs/cycle
-        ("Table 1", "npu1", "int8", "int8", "64x232x64", 233.0), ("Table 1", "npu1", "int8", "int16", "64x216x64", 217.6),
-        ("Table 1", "npu1", "int8", "int32", "48x280x48", 192.0), ("Table 1", "npu1", "bf16", "bf16", "64x104x64", 112.6),
-        ("Table 1", "npu2", "int8", "int8", "64x232x64", 450.6), ("Table 1", "npu2", "int8", "int16", "64x216x64", 419.8),
-        ("Table 1", "npu2", "int8", "int32", "48x280x48", 384.0), ("Table 1", "npu2", "bf16", "bf16", "48x152x48", 158.1),
-        ("Table 2", "npu1", "int8", "int8", "112x112x112", 212.5), ("Table 2", "npu1", "int8", "int8", "112x104x128", 207.4),
-        ("Table 2", "npu1", "int8", "int16", "96x112x96", 192.0), ("Table 2", "npu1", "int8", "int16", "80x104x128", 186.9),
-        ("Table 2", "npu1", "int8", "int32", "80x88x96", 146.0), ("Table 2", "npu1", "int8", "int32", "64x80x128", 133.1),
-        ("Table 2", "npu1", "bf16", "bf16", "96x56x96", 99.8), ("Table 2", "npu1", "bf16", "bf16", "96x48x112", 97.3),
-        ("Table 3", "npu2", "int8", "int8", "144x72x144", 343.0), ("Table 3", "npu2", "int8", "int8", "160x64x144", 322.6),
-        ("Table 3", "npu2", "int8", "int16", "128x72x112", 307.2), ("Table 3", "npu2", "int8", "int16", "160x64x96", 271.4),
-        ("Table 3", "npu2", "int8", "int32", "96x64x96", 256.0), ("Table 3", "npu2", "int8", "int32", "128x56x80", 209.9),
-        ("Table 3", "npu2", "bf16", "bf16", "112x48x96", 137.2), ("Table 3", "npu2", "bf16", "bf16", "160x40x80", 124.1)]
+        ("Table 1", "npu1", "int8", "int8", "64x232x64", 233.0),
+        ("Table 1", "npu1", "int8", "int16", "64x216x64", 217.6),
+        ("Table 1", "npu1", "int8", "int32", "48x280x48", 192.0),
+        ("Table 1", "npu1", "bf16", "bf16", "64x104x64", 112.6),
+        ("Table 1", "npu2", "int8", "int8", "64x232x64", 450.6),
+        ("Table 1", "npu2", "int8", "int16", "64x216x64", 419.8),
+        ("Table 1", "npu2", "int8", "int32", "48x280x48", 384.0),
+        ("Table 1", "npu2", "bf16", "bf16", "48x152x48", 158.1),
+        ("Table 2", "npu1", "int8", "int8", "112x112x112", 212.5),
+        ("Table 2", "npu1", "int8", "int8", "112x104x128", 207.4),
+        ("Table 2", "npu1", "int8", "int16", "96x112x96", 192.0),
+        ("Table 2", "npu1", "int8", "int16", "80x104x128", 186.9),
+        ("Table 2", "npu1", "int8", "int32", "80x88x96", 146.0),
+        ("Table 2", "npu1", "int8", "int32", "64x80x128", 133.1),
+        ("Table 2", "npu1", "bf16", "bf16", "96x56x96", 99.8),
+        ("Table 2", "npu1", "bf16", "bf16", "96x48x112", 97.3),
+        ("Table 3", "npu2", "int8", "int8", "144x72x144", 343.0),
+        ("Table 3", "npu2", "int8", "int8", "160x64x144", 322.6),
+        ("Table 3", "npu2", "int8", "int16", "128x72x112", 307.2),
+        ("Table 3", "npu2", "int8", "int16", "160x64x96", 271.4),
+        ("Table 3", "npu2", "int8", "int32", "96x64x96", 256.0),
+        ("Table 3", "npu2", "int8", "int32", "128x56x80", 209.9),
+        ("Table 3", "npu2", "bf16", "bf16", "112x48x96", 137.2),
+        ("Table 3", "npu2", "bf16", "bf16", "160x40x80", 124.1)
+    ]
     return tuple(KernelTrace(t, p, i, o, tuple(int(x) for x in tile.split("x")), r) for t, p, i, o, tile, r in data)
 
 
@@ -88,10 +102,8 @@ def errors(overlap_c: bool | None = None) -> list[tuple[KernelTrace, float]]:
 
 
 def _summary(errs: list[float]) -> str:
-    ordered = sorted(abs(e) for e in errs)
-    mid = len(ordered) // 2
-    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-    return f"median {100 * median:.0f} %, worst {100 * ordered[-1]:.0f} % over {len(ordered)}"
+    magnitudes = [abs(e) for e in errs]
+    return f"median {100 * median(magnitudes):.0f} %, worst {100 * max(magnitudes):.0f} % over {len(errs)}"
 
 
 def main() -> None:

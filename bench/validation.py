@@ -269,7 +269,9 @@ def _document(table, apart, built_err, searched_err, elapsed, gemv, split) -> st
         f"- GEMV rows with K = 2048, time against the MiB of A read: {gemv}.",
         "- mlir-air's decode figures: the dual-channel weight feed (the current default build) where its "
         "README gives it, else its headline figure.",
-        f"- Generated in {elapsed:.0f} s on this machine ({os.cpu_count()} cores, two simulations at a time).",
+        f"- Generated in {elapsed:.0f} s on this machine ({os.cpu_count()} cores, two simulations at a time; "
+        "fastsim's disk result cache as found: a rerun reads back what an earlier run simulated, "
+        "`FASTSIM_CACHE=0` times it cold).",
         "",
     ])
 

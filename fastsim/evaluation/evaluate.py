@@ -127,16 +127,18 @@ class Evaluation:
         # reports, so a NOOP run, whose every candidate is no slower, never ends slower
         chosen, dispatch = self.share_kernels(*candidates[0])
         best = self.pass_seconds(chosen, dispatch)
-        # sharing saves at most the reloads where its held ops come from a narrower search of the
-        # same run; under an ablation or a mapping kept from another arch it follows another run
+        # sharing saves at most a plan's reloads where it holds ops to kernels by a narrower search
+        # of the same run (an assumption: that search's objective weighs set-up as the pass does);
+        # under an ablation or a mapping kept from another arch it follows another run
         # (``share_as_judged``), so there every candidate is shared and weighed
         judged = bool(pins.noop) or pins.mapped_on is not None
         for c, d in candidates[1:]:
             if not judged and self.pass_seconds(c, d) - self.reload_seconds(d) >= best:
                 continue  # it cannot win
             c, d = self.share_kernels(c, d)
-            if self.pass_seconds(c, d) < best:
-                chosen, dispatch, best = c, d, self.pass_seconds(c, d)
+            seconds = self.pass_seconds(c, d)
+            if seconds < best:
+                chosen, dispatch, best = c, d, seconds
         self.check_designs(chosen)
         self.add_twins(chosen)
         alternatives = "; ".join(f"{k} {v * 1e3:.4g} ms" if isinstance(v, float) else f"{k} {v}"
@@ -398,19 +400,17 @@ class Evaluation:
         return objective(r.cycles, r.control, self.arch, control_weight(p, self.pins))
 
     def reload_seconds(self, dispatch) -> float:
-        """Seconds of ``dispatch``'s program reloads: all that sharing kernels can save of a pass
-        (``share_kernels`` holds ops to a kernel no faster than their own)."""
+        """Seconds of ``dispatch``'s program reloads: what sharing kernels can save of a pass."""
         return sum(reload_seconds(dispatch, self.graph.layers, self.limits, self.arch, self.pins.launches_reconfigure))
 
     def pass_seconds(self, placed, dispatch) -> float:
         """Seconds of the ops, the dispatches' host round trips, their control instructions and
         their program reloads."""
-        reloads = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch, self.pins.launches_reconfigure)
         host = host_seconds_per_dispatch(self.arch, dispatch.count, self.pins.dispatch_commands)
         control = control_seconds_per_dispatch(self.control(placed, dispatch), dispatch.of_op, dispatch.count, self.arch)
         ops = sum(self.results[p.key].cycles * p.op.repeat for p in placed) / self.arch.clock_hz
         launches = launch_seconds(dispatch.starts_launch, self.arch, self.pins.launches_reconfigure)
-        return ops + sum(host) + sum(control) + sum(reloads) + sum(launches)
+        return ops + sum(host) + sum(control) + self.reload_seconds(dispatch) + sum(launches)
 
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user (tables or

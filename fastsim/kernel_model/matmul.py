@@ -92,8 +92,9 @@ _MM2P = "mlir-aie aie_kernels/aie2p/mm.cc"
 # matmul_vectorized_4x8x8_i8_* (4x2 expansion, "found to be optimal for AIE2"),
 # matmul_vectorized_4x4x4_i16_* (2x2), matmul_vectorized_4x16x8_i4_i8 (int8 x int4). mm.cc's
 # unroll_k (k/s <= 4 int8, <= 8 bf16) does not hide the C moves in the traced kernels (bf16
-# 96x56x96, 7 steps, and 96x48x112: serial within 5 %), so no k is priced overlapped. int8 issue 8/9: the stock kernel's k loop is 9 bundles holding 8 vmac (jdominick05/ryzen-ai-
-# xdna1-quantization, "The open conv's 11.3x gap ... is issue rate": train row R3).
+# 96x56x96, 7 steps, and 96x48x112: serial within 5 %), so no k is priced overlapped. int8 issue
+# 8/9: the stock kernel's k loop is 9 bundles holding 8 vmac (jdominick05/ryzen-ai-xdna1-quantization,
+# "The open conv's 11.3x gap ... is issue rate": train row R3).
 AIE2 = CoreUnits(
     generation="aie2", load_ports=2, store_ports=1, load_latency_cycles=7, mac_latency_cycles=6,
     call_cycles=8.0, gemv_rows=16, gemv_cols=8,
