@@ -110,18 +110,27 @@ AIR_GEMM_SUSPECT = ("not the core alone: the {} call is 2,724 cycles in the kern
                     "the DDR cost per run fitted on one sweep (4.0 ns, runs of 32-480 B) applied to 128 B runs "
                     "(tile_k_l2 64). Micro-benchmark: one shim channel reading 16 MiB in 128, 256 and 1024 B "
                     "runs vs contiguous, GB/s; the same module from an xclbin and an ELF")
-AIR_DIRECT_SUSPECT = ("the compiler-generated kernel (1.5-1.7x slower than mm.o at the same tiles: GEMM_bf16_in_fp32_out.md"
-                      ":44), then the DDR side as for the fused-cast rows with shorter runs (tile_n 64: B read in "
-                      "128 B runs); the ELF rows add the ELF path (1.26-1.42x, smolvla profile.md:269-280). "
-                      "Micro-benchmark: the registry harness at 2048x2048x11008 with --codegen external at the same "
-                      "tiles (the kernel alone changes)")
+AIR_DIRECT_SUSPECT = ("the DDR side as for the fused-cast rows with shorter runs (tile_n 64: B read in 128 B runs; "
+                      "the compiler-generated kernel is priced, its cost fitted on two registry rows); the ELF rows add "
+                      "the ELF path (1.26-1.42x, smolvla profile.md:269-280). Micro-benchmark: the registry harness at "
+                      "this shape with --codegen external at the same tiles (the kernel alone changes), and one shim "
+                      "channel reading 16 MiB in 128 B runs")
 AIR_F32_BUILT = ("the GEMM launch of fused-cast alone: f32 C out of a single-buffered f32 L1 accumulator "
                  "(c_buffers 1), external mm.o, xclbin, no cast launch; 8x4 herd (split 2dt), bfp16 MMA, L1 tile "
-                 "64x32x128, K panel tile_k_l2 {} (l2 '')")
-AIR_DIRECT_BUILT = ("Gate/Up by the direct (low-precision) method: the compiler-generated matmul, tile 64/128/32/64 "
-                    "(m/kl2/kl1/n: k_panel 4), 8x4 herd (split 2dt, l2 ''), bf16 C truncated per L2 tile, {}; not "
-                    "describable: the generated kernel (the registry measures it 1.5-1.7x slower than mm.o at the "
-                    "same tiles, GEMM_bf16_in_fp32_out.md:44){}")
+                 "{}, K panel tile_k_l2 {} (l2 '')")
+AIR_DIRECT_BUILT = ("{} by the direct (low-precision) method: the compiler-generated matmul (codegen direct), tile {} "
+                    "(m/kl2/kl1/n), 8x4 herd (split 2dt, l2 ''), bf16 C truncated per L2 tile, {}{}")
+AIR_DIRECT_REG_SUSPECT = ("the direct kernel away from the shapes its cost was fitted at (2048 rows, 32 output blocks a "
+                          "call): here two C-block rows and three K panels a core; the drain method's xclbin row at the "
+                          "same shape lands at +1 %. Micro-benchmark: the registry harness at this shape with --codegen "
+                          "external and direct at the same tiles")
+# the direct kernel's train rows (fastsim/kernel_model/matmul.py DIRECT_CALL_EXTRA_CYCLES, docs/kernel_model.md)
+DIRECT_SETS_VALUE = "the direct kernel's extra cycles per call (kernel_model.matmul.DIRECT_CALL_EXTRA_CYCLES, aie2p)"
+DIRECT_SETS_FORM = "the direct kernel's cost form: per call, not per output block (docs/kernel_model.md)"
+AIR_F32_DIRECT_BUILT = ("the same GEMM launch by the direct method (codegen direct: the compiler-generated matmul, no mm.o) "
+                        "at the external method's tiles: f32 C out of a single-buffered f32 L1 accumulator (c_buffers "
+                        "1), xclbin, no cast launch; 8x4 herd (split 2dt), bfp16 MMA, L1 tile {}, K panel tile_k_l2 {} "
+                        "(l2 '')")
 AIR_SMALL_SUSPECT = ("fixed cost of a launch (herd start, BD setup, pipeline fill and drain) against a few "
                      "tiles per core. Micro-benchmark: the registry harness (kernel-only) on the same design "
                      "at 256^3 and 512^3 and with an empty kernel, to split the fixed from the per-tile cost")
@@ -197,8 +206,8 @@ GEMMA_GEMM_BUILT = ("one ELF per op, fused-cast (f32 C scratch, then a cast laun
 QWEN7B_GEMM_BUILT = ("one ELF per op on Q4NX quantize-dequantized bf16 weights, by the direct (low-precision) "
                      "method at 64/32/32/64 (m/kl2/kl1/n: qwen25_3b_prefill.py:394,427 request the registry's low "
                      "tier, GEMM_bf16_in_bf16_out.json); NPU execution only, summed over 28 layers (excludes "
-                     "host-DDR writes and the XRT call overhead); not describable: the compiler-generated kernel, "
-                     "the ELF path")
+                     "host-DDR writes and the XRT call overhead); the compiler-generated kernel (codegen direct); not "
+                     "describable: the ELF path")
 SB = "arXiv:2512.13282 (Striking the Balance, Taka et al. 2025) {}"
 SB_BUILT = ("IRON, {herd} cores, output stationary, no K split, {dt}, B column-major, L1 tile {tile} beside a "
             "single-buffered C (c_buffers 1, Eq. 5), k_mt = {kmt} (the K panel a mem tile stages: --k-panel, "
@@ -441,30 +450,53 @@ ROWS = [
       for m, k, n, g, kl2, used_by in ((2048, 3584, 18944, 5711, 64, "Qwen2.5-7B Gate/Up proj"),
                                        (2048, 18944, 3584, 9740, 256, "Qwen2.5-7B Down proj"))],
     # components: Qwen2.5-3B's Gate/Up (2048x2048x11008) by the direct method, one ELF per layer (`make bench`,
-    # averaged over 36 layers) and the registry harness on the same design (xclbin)
-    *[Row("gemm", src, part, f"GEMM 2048x2048x11008 bf16, {what}", us, "us", _gemm(2048, 2048, 11008),
-          AB + "air_gemm_bf16_direct.toml", AIR_DIRECT_BUILT.format(how, extra), AIR_DIRECT_SUSPECT,
-          role="component", as_built_extra=("--k-panel", "4"))
-      for us, src, what, how, extra, part in (
-          (24100.0, AIR_LLM.format("qwen25_3b_q4/README.md:133 (gate ELF)"), "Qwen2.5-3B gate ELF",
-           "one ELF per layer on Q4_0 weights dequantized on the host at load, averaged over 36 layers incl. the "
-           "ELF's dispatch (qwen25_3b/qwen25_3b_prefill.py:30-33)", ", the ELF lowering path", AIR_NPU2),
-          (23920.0, AIR_LLM.format("qwen25_3b_q4/README.md:132 (up ELF)"), "Qwen2.5-3B up ELF", "as gate",
-           ", the ELF lowering path", AIR_NPU2),
-          (_us(4276, 2048, 2048, 11008), REG_GEMM.format(287), "8x4 herd, direct (registry harness)",
-           "the registry harness (one synchronous dispatch, xclbin)", "", STRIX))],
-    # components: the same GEMM launch as fused-cast without its cast launch (f32 out, xclbin): the GEMM alone
-    *[Row("gemm", REG_GEMM_F32.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16 in, f32 out, 8x4 herd, external",
-          _us(g, m, k, n), "us", _gemm(m, k, n), AB + "air_gemm_bf16_f32_out.toml", AIR_F32_BUILT.format(kl2),
-          AIR_GEMM_SUSPECT.format("64x32x128"), role="component", as_built_extra=("--k-panel", str(kl2 // 32)))
-      for m, k, n, g, line, kl2 in ((2048, 2048, 2048, 8508, 113, 512), (2048, 8192, 2048, 9797, 116, 256),
-                                    (4096, 4096, 4096, 9329, 119, 512))],
+    # averaged over 36 layers), and the registry's low-precision (direct) table on the same method (xclbin); its
+    # 2048x2048x11008 row is a train row of the direct kernel's cost form
+    *[Row("gemm", src, part, f"GEMM {m}x{k}x{n} bf16, {what}", us, "us", _gemm(m, k, n),
+          AB + "air_gemm_bf16_direct.toml",
+          AIR_DIRECT_BUILT.format(used, f"{tm}/{kl2}/32/{tn}", how, extra),
+          AIR_DIRECT_SUSPECT if tn == 64 else AIR_DIRECT_REG_SUSPECT,
+          role="component", as_built_extra=("--tile", f"{tm},32,{tn}", "--k-panel", str(kl2 // 32)), sets=sets)
+      for m, k, n, tm, kl2, tn, us, src, what, used, how, extra, part, sets in (
+          (2048, 2048, 11008, 64, 128, 64, 24100.0, AIR_LLM.format("qwen25_3b_q4/README.md:133 (gate ELF)"),
+           "Qwen2.5-3B gate ELF", "Gate/Up", "one ELF per layer on Q4_0 weights dequantized on the host at load, "
+           "averaged over 36 layers incl. the ELF's dispatch (qwen25_3b/qwen25_3b_prefill.py:30-33)",
+           "; not describable: the ELF lowering path", AIR_NPU2, ""),
+          (2048, 2048, 11008, 64, 128, 64, 23920.0, AIR_LLM.format("qwen25_3b_q4/README.md:132 (up ELF)"),
+           "Qwen2.5-3B up ELF", "Gate/Up", "as gate", "; not describable: the ELF lowering path", AIR_NPU2, ""),
+          *((m, k, n, tm, kl2, tn, _us(g, m, k, n), REG_GEMM.format(line), "8x4 herd, direct (registry harness)",
+             "the GEMM", "the registry harness (one synchronous dispatch, xclbin)", "", STRIX,
+             DIRECT_SETS_FORM if line == 287 else "")
+            for m, k, n, tm, kl2, tn, g, line in (
+                (2048, 2048, 2048, 64, 512, 128, 5230, 277), (2048, 2048, 512, 64, 256, 128, 4765, 278),
+                (2048, 2048, 8192, 64, 256, 128, 5287, 279), (2048, 8192, 2048, 64, 256, 128, 5592, 280),
+                (512, 512, 512, 64, 256, 128, 1750, 281), (1024, 1024, 1024, 64, 256, 128, 4456, 282),
+                (4096, 4096, 4096, 64, 512, 128, 5509, 283), (2048, 1024, 3072, 64, 256, 128, 5006, 284),
+                (2048, 896, 4864, 64, 128, 64, 4320, 285), (2048, 1536, 8960, 64, 128, 64, 4165, 286),
+                (2048, 2048, 11008, 64, 128, 64, 4276, 287), (2048, 2560, 9728, 64, 128, 64, 4397, 288),
+                (1024, 768, 3072, 64, 256, 128, 3650, 289))))],
+    # components: the f32-out GEMM launch (fused-cast's GEMM alone, xclbin) by both methods at the same tiles:
+    # external (mm.o, md:113-119) and direct (compiler-generated, md:125-131); direct 2048^3 is a train row
+    *[Row("gemm", REG_GEMM_F32.format(line), STRIX, f"GEMM {m}x{k}x{n} bf16 in, f32 out, 8x4 herd, {method}",
+          _us(g, m, k, n), "us", _gemm(m, k, n), AB + f"air_gemm_bf16_f32_{'out' if method == 'external' else 'direct'}.toml",
+          (AIR_F32_BUILT if method == "external" else AIR_F32_DIRECT_BUILT).format(f"{tm}x32x128", kl2),
+          AIR_GEMM_SUSPECT.format(f"{tm}x32x128"), role="component",
+          as_built_extra=("--tile", f"{tm},32,128", "--k-panel", str(kl2 // 32)),
+          sets=DIRECT_SETS_VALUE if (method, line) == ("direct", 125) else "")
+      for method, offset, col in (("external", 113, 0), ("direct", 125, 1))
+      for (m, k, n, tm, kl2, *gflops), i in zip((
+          (2048, 2048, 2048, 64, 512, 8508, 5516), (2048, 2048, 512, 64, 256, 7342, 4896),
+          (2048, 2048, 8192, 64, 256, 8278, 5582), (2048, 8192, 2048, 64, 256, 9797, 6010),
+          (512, 512, 512, 32, 256, 1791, 1536), (1024, 1024, 1024, 64, 256, 6256, 4413),
+          (4096, 4096, 4096, 64, 512, 9329, 5791)), range(7))
+      for g, line in ((gflops[col], offset + i),)],
     # components: prefill GEMMs inside the LLM ELFs, per layer from per-op totals at CTX = 2048
     # (Gemma-3-4B: 34 layers, "on-device" incl. its BO traffic; Qwen2.5-7B: 28 layers, NPU execution only)
     *[Row("gemm", AIR_LLM.format(src), part, f"GEMM {m}x{k}x{n} bf16, {what} (per layer)", total_ms / layers * 1e3,
           "us", _gemm(m, k, n), AB + f, built,
           AIR_DIRECT_SUSPECT if "direct" in f else AIR_GEMM_SUSPECT.format("64x32x128"),
-          scope=scope, role="component", as_built_extra=("--k-panel", str(k_panel)))
+          scope=scope, role="component",
+          as_built_extra=(*(("--tile", "64,32,64") if "direct" in f else ()), "--k-panel", str(k_panel)))
       for m, k, n, total_ms, layers, src, what, built, part, scope, k_panel, f in (
           (2048, 2560, 10240, 659, 34, "gemma3_4b_q4nx/README.md:60 (gate, 659 ms over 34 layers)", "Gemma-3-4B gate",
            GEMMA_GEMM_BUILT.format(128), STRIX, "with dispatch", 4, "air_gemm_bf16_fused_cast.toml"),

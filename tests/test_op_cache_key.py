@@ -13,7 +13,7 @@ from fastsim.mapping.pins import Pins
 CHANGED = {"compute_dtype": "int8", "dataflow": (("gemm", "ws"),), "columns": (("gemm", 4),),
            "datapath": (("gemm", "bfp16"),), "tiles": (("gemm", (8, 8, 8)),), "l2": (("gemm", "a"),),
            "rows": (("gemm", 1),), "buffers": (("gemm", 1),), "split": (("gemm", "2dt"),), "c_buffers": (("gemm", 1),),
-           "k_panel": (("gemm", 4),),
+           "k_panel": (("gemm", 4),), "codegen": (("gemm", "direct"),),
            "residency": "static", "kernel_efficiency": 0.5, "kernel_overhead_cycles": 7,
            "stream_split": "equal", "search_budget": None, "mapped_on": NPU1, "row_major_ddr": True, "resident_programs": True,
            "op_pins": (("gemm", Pins(rows=1)),), "out_dtype": (("conv", "int8"),), "search_top": 6, "search_keep": 50,

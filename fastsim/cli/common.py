@@ -114,7 +114,8 @@ def gemm_options(fn):
                      "the same values as run llm's)"),
         click.option("--overlay", "overlay_path", type=click.Path(dir_okay=False, exists=True), default=None,
                      help="an as-built TOML with a [gemm] table (tile, cols, rows, split, dataflow, l2, "
-                          "datapath, k_panel, c_buffers, cast_launch, row_major_ddr, k_split, stream_split, out_dtype, buffers; docs/as_built.md): that design; the rest "
+                          "datapath, k_panel, c_buffers, cast_launch, codegen, row_major_ddr, k_split, stream_split, out_dtype, buffers; "
+                          "docs/as_built.md): that design; the rest "
                           "searched"),
         click.option("--out-dtype", "out_dtype", default=None,
                      help="C's dtype in DDR (default: bf16 for bf16, int32 for int8; a design that requantizes "

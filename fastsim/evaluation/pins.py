@@ -34,6 +34,7 @@ class GraphPins:
     split: tuple[tuple[str, str], ...] = ()  # as built: how an op's M and N split (2dt: mlir-air's herds)
     c_buffers: tuple[tuple[str, int], ...] = ()  # as built: 1 when an op's C tile is single-buffered
     k_panel: tuple[tuple[str, int], ...] = ()  # as built: L1 K tiles a mem-tile buffer of an op stages
+    codegen: tuple[tuple[str, str], ...] = ()  # as built: who wrote an op's matmul kernel (external, direct)
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     fusion: str = "auto"
     cuts: tuple[int, ...] | None = None

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..arch import Arch
 from ..dtypes import DTYPE_BYTES
+from ..errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,34 @@ UNITS = {"aie2": AIE2, "aie2p": AIE2P}
 # The one operand conversion the arch's datapaths define is bf16 -> bfp16 (Arch.datapaths): converted
 # operands sit in core memory as bf16.
 CONVERTED_BYTES = DTYPE_BYTES["bf16"]
+
+
+# Who wrote the matmul kernel: "external" is a hand-written mm.cc (mm.o) as above; "direct" is the
+# matmul mlir-air generates from a transform script (``--codegen direct``). The direct kernel has the
+# same blocks as mm.cc (the transform tiles the packed matmul 2 x 2 and hoists C out of the k loop:
+# mlir-air programming_examples/matrix_multiplication/bf16_in_fp32_out/run.py:895-974) and the same
+# results bit for bit, and runs 1.5-1.7x slower at the same tiles (GEMM_bf16_in_fp32_out.md:44). No
+# trace of it is public, so its extra cost is fitted to component rows (docs/kernel_model.md,
+# "Compiler-generated kernels"; ``python bench/fit_direct_codegen.py``):
+#   train 1 (sets the value): the registry's direct 2048^3, f32 out, 5,516 GFLOP/s (GEMM_bf16_in_fp32_out.md:139);
+#   train 2 (chooses the form): its direct 2048x2048x11008 at tile_n 64, 4,276 GFLOP/s
+#     (GEMM_bf16_in_bf16_out.md:287): an extra per call lands it within 2 %, one per output block 24 % short.
+CODEGENS = ("external", "direct")
+DIRECT_CALL_EXTRA_CYCLES = {"aie2p": 2_420.0}
+
+
+def codegen_tuning(arch: Arch, codegen: str, tuning: "Tuning") -> "Tuning":
+    """``tuning`` with what kernel author ``codegen`` adds to each call; a generated kernel is fitted
+    on one generation only, and refused elsewhere (a number for another core would be a guess)."""
+    if codegen == "external":
+        return tuning
+    gen = None if units(arch) is None else generation(arch)
+    if codegen not in CODEGENS or gen not in DIRECT_CALL_EXTRA_CYCLES:
+        raise ConfigError([f"codegen = {codegen!r}: " + (
+            f"one of {CODEGENS}" if codegen not in CODEGENS else
+            f"the direct (compiler-generated) kernel is measured on {', '.join(DIRECT_CALL_EXTRA_CYCLES)} cores only; "
+            f"{arch.name} has {gen or 'no modelled'} cores (use codegen = \"external\")")], "kernel model")
+    return dataclasses.replace(tuning, call_extra_cycles=tuning.call_extra_cycles + DIRECT_CALL_EXTRA_CYCLES[gen])
 
 
 def generation(arch: Arch) -> str:
@@ -259,14 +288,17 @@ def gemv_rows_max(arch: Arch, key: str) -> int:
 
 
 def call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning(), conv_cycles_per_elem=0.0,
-                c_bytes: float | None = None, macs_scale: float = 1.0, kernel: MicroKernel | None = None):
+                c_bytes: float | None = None, macs_scale: float = 1.0, kernel: MicroKernel | None = None,
+                codegen: str = "external"):
     """The cheaper form for each tile: the matmul micro-kernel, or for M below one block height the
     GEMV form too (``gemv_rows_max``), whichever a kernel author would pick. Monotone in each of
     m, k, n: both forms are, and the GEMV form is only ever a lower alternative. A given ``kernel``
-    (the conv kernels) has no GEMV form."""
-    mm = matmul_call_cycles(arch, key, m, k, n, tuning=tuning, conv_cycles_per_elem=conv_cycles_per_elem,
-                            c_bytes=c_bytes, macs_scale=macs_scale, kernel=kernel)
-    if kernel is not None:
+    (the conv kernels) has no GEMV form, nor has a generated one (``codegen`` "direct": the compiler
+    emits the matmul form, with its fitted extra per call)."""
+    mm = matmul_call_cycles(arch, key, m, k, n, tuning=codegen_tuning(arch, codegen, tuning),
+                            conv_cycles_per_elem=conv_cycles_per_elem, c_bytes=c_bytes, macs_scale=macs_scale,
+                            kernel=kernel)
+    if kernel is not None or codegen != "external":
         return mm
     gv = gemv_call_cycles(arch, key, m, k, n, tuning=tuning, c_bytes=c_bytes, macs_scale=macs_scale)
     return np.where(np.asarray(m) <= gemv_rows_max(arch, key), np.minimum(mm, gv), mm)

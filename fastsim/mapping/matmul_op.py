@@ -26,7 +26,8 @@ def matmul_of(p: Placed, pins) -> Matmul:
                   b_bytes=op.w.elem_bytes, c_bytes=op.y.elem_bytes, kernel_efficiency=pins.kernel_efficiency,
                   kernel_overhead_cycles=pins.kernel_overhead_cycles, cast_cycles_per_weight=op.cast_cycles_per_weight,
                   macs_scale=op.macs_scale, static_b=static, name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
-                  onchip_window_bytes=p.chip.window_bytes, row_major_ddr=pins.row_major_ddr)
+                  onchip_window_bytes=p.chip.window_bytes, row_major_ddr=pins.row_major_ddr,
+                  codegen=pins.pinned(pins.codegen, op.name, p.kind, op.op_class) or "external")
 
 
 def _datapath(pins, p: Placed, arch: Arch, real: Matmul) -> str | None:
@@ -89,7 +90,9 @@ def matmul_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
     real, on, search_pins, top, keep, budget, weight = search_request(p, arch, pins, at)
     found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate, control_weight=weight)
     best = found.best
-    kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype)}
+    # a generated kernel is another program than mm.cc's at the same tile (never shared with it)
+    kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype,
+                *(() if real.codegen == "external" else (real.codegen,)))}
     if real.cast_cycles_per_weight:
         kernels.add(("vector", "cast"))
     twin = None if noop else NoopTwin(lambda: matmul_design(real, best, arch, noop=True), NOOP_DROPS)
@@ -125,4 +128,4 @@ def matmul_lower_bound_cycles(p: Placed, arch: Arch, pins) -> float:
 MAPPER = Mapper(MATMUL, KindTraits(ddr_edges=False, kernel_size="matmul", first_mm2s="w"), matmul_op_design,
                 search=matmul_op_search, request=search_request, pins=MATMUL_PINS,
                 tables=("columns", "dataflow", "datapath", "tiles", "l2", "rows", "split", "buffers", "c_buffers",
-                        "k_panel"))
+                        "k_panel", "codegen"))

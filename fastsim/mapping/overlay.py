@@ -27,11 +27,14 @@ not its own searched optimum (``docs/as_built.md``)::
                                  # operands (shim tasks, sends, waits) instead of being set up
     launches_reconfigure = true  # each op a launch of an ELF that rewrites the array's configuration
                                  # first (expanded load_pdis: Arch.launch_reconfiguration_s per op)
+    codegen = { ffn_gate = "direct" }  # matmul op name or class -> who wrote its kernel: external (mm.cc,
+                                 # the default) or direct (mlir-air's compiler-generated matmul)
 
     [gemm]                       # for ``fastsim run gemm --overlay``: one GEMM as built
     tile = [64, 64, 64]          # and cols, rows, split, dataflow, l2, datapath, k_split, stream_split, out_dtype, buffers,
                                  # c_buffers, k_panel (L1 K tiles a mem-tile buffer stages), row_major_ddr (A, B, C
-                                 # row-major in DDR: read in tile rows)
+                                 # row-major in DDR: read in tile rows), cast_launch, codegen ("direct": mlir-air's
+                                 # compiler-generated matmul kernel; default "external", a hand-written mm.cc)
 
     [sources]                    # where each choice comes from (shown in reports)
     "decode.cuts" = "repo/path/file.py:123"
@@ -56,7 +59,7 @@ REGIMES = ("prefill", "decode", "encode")
 REGIME_KEYS = tuple(f.name for f in fields(Layout))  # a regime table's keys are the Layout's fields, in order
 MODEL_KEYS = ("weights", "kv", "activations", "group_size", "scale_dtype", "tensors", "bytes_per_weight")
 GEMM_KEYS = ("tile", "cols", "rows", "split", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype", "buffers",
-             "c_buffers", "k_panel", "row_major_ddr", "cast_launch")
+             "c_buffers", "k_panel", "row_major_ddr", "cast_launch", "codegen")
 TENSOR_KINDS = ("embedding", "lm_head", "attention", "ffn", "router")
 
 

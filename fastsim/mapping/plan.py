@@ -203,6 +203,8 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
     if arch.core_mesh_rows:
         from ..cost import matmul_cycles as one
 
+        KM.codegen_tuning(arch, op.codegen, KM.Tuning())  # a generated kernel is refused on mesh cores
+
         assert len(set(keys)) == 1, "mesh cores have one datapath"
         f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), keys[0], arch,
                                              op.kernel_efficiency or arch.efficiency(keys[0]),
@@ -242,8 +244,9 @@ def _call_cycles(op: Matmul, key: str, arch: Arch, m, k, n, conversion: bool = F
         tuning = KM.Tuning(eff, float(arch.call_cycles(key)), float(arch.block_cycles(key)))
         conv = dict(arch.datapath_options(op.dtype)).get(key, 0.0) if conversion else 0.0
         cycles = KM.call_cycles(arch, key, m, k, n, tuning=tuning, conv_cycles_per_elem=conv,
-                                c_bytes=op.c_elem_bytes, macs_scale=op.macs_scale)
+                                c_bytes=op.c_elem_bytes, macs_scale=op.macs_scale, codegen=op.codegen)
         return np.maximum(1, np.ceil(cycles) + op.kernel_overhead_cycles)
+    KM.codegen_tuning(arch, op.codegen, KM.Tuning())  # a generated kernel is refused where no model prices it
     r, s_, t = arch.mmul_shapes.get(key, (1, 1, 1))
     rate = arch.macs_per_cycle[key] * eff
     call, block = float(arch.call_cycles(key)), float(arch.block_cycles(key))

@@ -137,6 +137,10 @@ class Matmul:
     # C stays on chip but goes on to another column's mem tile (a pipeline stage's output): the
     # hand-off takes one MM2S channel of each producer mem tile, which the design must leave free
     c_handoff: bool = False
+    # who wrote the kernel (``kernel_model.matmul.CODEGENS``): "external", a hand-written mm.cc, or
+    # "direct", the matmul mlir-air's compiler generates (fitted: docs/kernel_model.md); an
+    # implementation fact, never searched
+    codegen: str = "external"
 
     @property
     def a_elem_bytes(self) -> float:

@@ -19,6 +19,7 @@ from ..evaluation import GraphPins, run_standalone
 from ..mapping.matmul_op import matmul_of
 from ..mapping.placed import Placed
 from ..graph import MATMUL, Op, OpGraph, Operand
+from ..kernel_model.matmul import CODEGENS
 from ..mapping import Mapping, Matmul, Pins, matmul_design, search
 from ..mapping.space import MATMUL_PINS
 from ..simulation import simulate
@@ -34,7 +35,7 @@ SEARCH_TOP, SEARCH_KEEP = 6, 50
 AS_BUILT_CHOICES = ("tile", "cols", "rows", "split", "dataflow", "l2", "datapath", "k_split", "stream_split", "out_dtype",
                     "buffers", "c_buffers")
 # the facts a file may state that are never searched: unset, each is its default (reported as such)
-AS_BUILT_FACTS = {"k_panel": "1", "cast_launch": "false", "row_major_ddr": "false"}
+AS_BUILT_FACTS = {"k_panel": "1", "cast_launch": "false", "row_major_ddr": "false", "codegen": "external"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,9 @@ class Gemm:
     # C leaves as an f32 scratch (out_dtype f32) and a second launch of the same dispatch casts it to
     # bf16 (mlir-air's fused-cast: ``cast_launch``); an implementation fact, never searched
     cast_launch: bool | None = None
+    # who wrote the kernel: "external" (a hand-written mm.cc, as None) or "direct" (mlir-air's
+    # compiler-generated matmul, ``kernel_model.matmul.CODEGENS``); an implementation fact
+    codegen: str | None = None
 
     @property
     def macs(self) -> int:
@@ -108,7 +112,7 @@ class Gemm:
                          kernel_overhead_cycles=self.kernel_overhead_cycles, noop=("gemm",) if self.noop else (),
                          search_budget=self.budget, row_major_ddr=bool(self.row_major_ddr), fusion="none",
                          op_pins=(("gemm", self.pins()),), search_top=SEARCH_TOP, search_keep=SEARCH_KEEP,
-                         search_control=False)
+                         search_control=False, codegen=(("gemm", self.codegen),) if self.codegen else ())
 
     def _validate(self) -> None:
         p = Problems("gemm")
@@ -139,6 +143,8 @@ class Gemm:
             p.check(v is None or v in DTYPE_BYTES, name, v, f"one of {sorted(DTYPE_BYTES)}")
         if self.kernel_efficiency is not None:
             p.number("kernel_efficiency", self.kernel_efficiency, lo=0, lo_open=True, hi=1)
+        p.check(self.codegen in (None, *CODEGENS), "codegen", self.codegen,
+                f"one of {CODEGENS} (a hand-written mm.cc, or mlir-air's compiler-generated matmul)")
         p.raise_if_any()
 
     def pins(self) -> Pins:
