@@ -58,7 +58,9 @@ def main() -> None:
     OUT.write_text("\n".join([
         "# Energy: predicted power against public power-rail figures", "",
         "Regenerate with `python bench/power.py`. fastsim's energy table (`Arch.pj_per_mac`, `Arch.pj_per_byte`) "
-        "is an assumption (AMD publishes no per-operation energy for AIE-ML or AIE-ML v2) and counts dynamic "
+        "is an assumption (AMD publishes no per-operation energy for AIE-ML or AIE-ML v2: its power estimators, "
+        "XPE and PDM, model an array from its clock, core count, kernel dtype and average vector load, UG1275 "
+        "and UG1556, and no table behind them is public) and counts dynamic "
         "energy only. A rail figure covers one boundary, so each prediction is split "
         "(`fastsim.power.power_split`): **on-chip** (MACs and on-chip moves: what an NPU rail carries, less "
         "its static power) and **DDR** (DRAM interface energy, on no NPU rail). All on `npu2`.", "",
