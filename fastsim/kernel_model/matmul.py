@@ -129,7 +129,7 @@ CONVERTED_BYTES = DTYPE_BYTES["bf16"]
 # results bit for bit, and runs 1.5-1.7x slower at the same tiles (GEMM_bf16_in_fp32_out.md:44). No
 # trace of it is public, so its extra cost is fitted to component rows (docs/kernel_model.md,
 # "Compiler-generated kernels"; ``python bench/fit_direct_codegen.py``):
-#   train 1 (sets the value): the registry's direct 2048^3, f32 out, 5,516 GFLOP/s (GEMM_bf16_in_fp32_out.md:139);
+#   train 1 (sets the value): the registry's direct 2048^3, f32 out, 5,516 GFLOP/s (GEMM_bf16_in_fp32_out.md:125);
 #   train 2 (chooses the form): its direct 2048x2048x11008 at tile_n 64, 4,276 GFLOP/s
 #     (GEMM_bf16_in_bf16_out.md:287): an extra per call lands it within 2 %, one per output block 24 % short.
 CODEGENS = ("external", "direct")

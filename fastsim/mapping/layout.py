@@ -1,10 +1,11 @@
 """The one record of how a graph is laid out (``Layout``): what the Python API (``LlmStudy``), the
 overlay and as-built files (``Overlay``), sweep specs and plans pin about fusion, dispatch cuts,
 columns, dataflow, datapath, L1 tiles, L2 residency, host ops, weight residency and the
-implementation facts (buffers, K panels, cast launches, who wrote each kernel, DDR layout, ...). One validator (``Layout.problems``) checks every field, wherever it came
-from; ``over`` lays one layout on another (an overlay on a study). The evaluator reads it as
-``GraphPins`` (``fastsim.evaluation``), the mapper's per-op search as ``mapping.Pins``: both are
-derived from it, never declared again by hand.
+implementation facts (buffers, K panels, cast launches, who wrote each kernel, DDR layout, ...).
+One validator (``Layout.problems``) checks every field, wherever it came from; ``over`` lays one
+layout on another (an overlay on a study). The evaluator reads it as ``GraphPins``
+(``fastsim.evaluation``), the mapper's per-op search as ``mapping.Pins``: both are derived from it,
+never declared again by hand.
 """
 from __future__ import annotations
 

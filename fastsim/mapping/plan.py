@@ -204,7 +204,6 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
         from ..cost import matmul_cycles as one
 
         KM.codegen_tuning(arch, op.codegen, KM.Tuning())  # a generated kernel is refused on mesh cores
-
         assert len(set(keys)) == 1, "mesh cores have one datapath"
         f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), keys[0], arch,
                                              op.kernel_efficiency or arch.efficiency(keys[0]),
