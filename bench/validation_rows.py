@@ -169,8 +169,10 @@ AIR_PREFILL_BUILT = ("ELFs per layer (e.g. rms_gemms_rope, flash_attn, o_ffn), b
                      "attention computing the masked tiles (causal_skip False); not describable: the three "
                      "dispatches inside a layer (cuts searched), the flash harness's 256-row launches (about "
                      "31 us each, bench/flash_attention.py), host embedding; wall time incl. host")
-AIR_PREFILL_SUSPECT = ("flash attention first: 21.6 ms per layer measured for 1B (profile.md, one launch) "
-                       "against about 11 ms simulated; then the host: about 125 ms of Python scheduling and 37 ms "
+AIR_PREFILL_SUSPECT = ("flash attention first: 21.6 ms per layer measured for 1B (profile.md, one launch; "
+                       "20.1 ms of it the NPU run, PROFILE.html:332, against the registry harness's 15.4-16.1 ms for "
+                       "the same design read heads-first: the pipeline's seq-first Q/K/V/O move in 128 B runs, K and "
+                       "V read 32 times; docs/vector_kernels.md) against about 11 ms simulated; then the host: about 125 ms of Python scheduling and 37 ms "
                        "of host ops inside the 1.27 s (profile.md, Prefill Breakdown), not in the model. Each model's "
                        "file describes its GEMMs as its prefill code builds them (the registry's method and tiles "
                        "per shape: herd, K panels, fused-cast's f32 scratch and cast launches). Then the flash "
