@@ -27,7 +27,7 @@ __all__ = ["CONV", "MAC_KINDS", "MATMUL", "OP_CLASSES", "TENSOR_KINDS", "TRANSPO
            "ConvGeometry", "Op", "OpGraph", "Operand"]
 
 OP_CLASSES = ("embedding", "norm", "gemm", "rope", "kv", "attention", "softmax", "elementwise", "cast", "conv",
-              "pool", "cast_launch")
+              "pool", "cast_launch", "dequant_launch")
 TENSOR_KINDS = ("weights", "activations", "kv", "psum")  # what DDR traffic is attributed to
 NONE = "none"  # an operand the op does not have (a vector op's W)
 

@@ -14,7 +14,7 @@ from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
 from ..mapping.dispatch import DispatchLimits
 from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
-from . import cast_launches, host
+from . import cast_launches, dequant_launches, host
 from .model import Precision
 from .study import LlmStudy
 from .forward import build_graph
@@ -40,6 +40,9 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
         if study.cast_launch:
             chosen = cast_launches.selected(graph, study.cast_launch, study.fusion, study.host)
             graph = cast_launches.insert(graph, chosen, arch)
+        if study.dequant_launch:
+            chosen = dequant_launches.selected(graph, study.dequant_launch, study.fusion, study.host, study.residency)
+            graph = dequant_launches.insert(graph, chosen)
         on_host = host.selected(graph, study.host) if study.host else {}
         graph = host.offload(graph, on_host) if on_host else graph
         pins = replace(study_pins(study, precision), mapped_on=mapped_on)

@@ -39,6 +39,7 @@ class LlmStudy:
     k_panel: dict = field(default_factory=dict)  # op class or op name -> L1 K tiles per mem-tile buffer (as built)
     host: dict = field(default_factory=dict)  # op name or class -> seconds per instance on the host CPU
     cast_launch: dict = field(default_factory=dict)  # matmul op name or class -> true: f32 C, then a cast launch
+    dequant_launch: dict = field(default_factory=dict)  # matmul op name or class -> true: bf16 weights from a launch
     codegen: dict = field(default_factory=dict)  # matmul op name or class -> external | direct (who wrote its kernel)
     residency: str = "streamed"  # or "static": weights preloaded once per dispatch (ws ops)
     cuts: tuple[int, ...] | None = None  # cut into dispatches after these layers; () one dispatch;

@@ -1,7 +1,7 @@
 """The one record of how a graph is laid out (``Layout``): what the Python API (``LlmStudy``), the
 overlay and as-built files (``Overlay``), sweep specs and plans pin about fusion, dispatch cuts,
 columns, dataflow, datapath, L1 tiles, L2 residency, host ops, weight residency and the
-implementation facts (buffers, K panels, cast launches, who wrote each kernel, DDR layout, ...).
+implementation facts (buffers, K panels, cast and dequant launches, who wrote each kernel, ...).
 One validator (``Layout.problems``) checks every field, wherever it came from; ``over`` lays one
 layout on another (an overlay on a study). The evaluator reads it as ``GraphPins``
 (``fastsim.evaluation``), the mapper's per-op search as ``mapping.Pins``: both are derived from it,
@@ -19,12 +19,12 @@ from .space import DATAFLOWS, K_PANEL_MAX, L2_CHOICES, SPLITS
 
 # per-op tables: op name, fusion pattern kind or op class -> value (the first that matches wins)
 TABLES = ("columns", "dataflow", "datapath", "tiles", "l2", "rows", "split", "buffers", "c_buffers", "k_panel", "host",
-          "cast_launch", "codegen")
+          "cast_launch", "dequant_launch", "codegen")
 # tables that state what the implementation does (never searched: an empty one pins nothing, and
 # is not an open choice); every other table left empty is searched
-FACT_TABLES = ("buffers", "c_buffers", "k_panel", "host", "cast_launch", "codegen")
+FACT_TABLES = ("buffers", "c_buffers", "k_panel", "host", "cast_launch", "dequant_launch", "codegen")
 # tables the front end reads to shape the graph (host ops, added cast launches), not the mapper
-FRONT_END_TABLES = ("host", "cast_launch")
+FRONT_END_TABLES = ("host", "cast_launch", "dequant_launch")
 FACTS = ("causal_halving", "row_major_ddr", "resident_programs", "launches_reconfigure")  # implementation facts (bool or None: as the run says)
 RESIDENCIES = ("streamed", "static")
 # a pin beyond any part (``arch.MOST``); the arch's own counts are the evaluator's check
@@ -60,6 +60,9 @@ class Layout:
     # matmul op name or class -> true: C leaves as an f32 scratch and a launch of its own casts it to
     # the activations' dtype (mlir-air's fused-cast); an implementation fact
     cast_launch: dict = field(default_factory=dict)
+    # matmul op name or class -> true: its packed weights are dequantized to bf16 in DDR by a launch
+    # of its own each pass, and it reads those (FastFlowLM's prefill); an implementation fact
+    dequant_launch: dict = field(default_factory=dict)
     # matmul op name or class -> who wrote its kernel: "external" (a hand-written mm.cc, the default)
     # or "direct" (mlir-air's compiler-generated matmul); an implementation fact
     codegen: dict = field(default_factory=dict)
@@ -174,6 +177,8 @@ def _check_pin(p: Problems, name: str, where: str, value) -> None:
         p.check(value in SPLITS, where, value, f"one of {SPLITS}")
     elif name == "cast_launch":
         p.check(value is True, where, value, "true (the op's C leaves as an f32 scratch a cast launch converts)")
+    elif name == "dequant_launch":
+        p.check(value is True, where, value, "true (a launch of its own dequantizes the op's weights to bf16 in DDR)")
     elif name == "codegen":
         p.check(value in CODEGENS, where, value, f"one of {CODEGENS} (a hand-written mm.cc, or mlir-air's "
                 "compiler-generated matmul)")
