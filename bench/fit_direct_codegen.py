@@ -1,7 +1,7 @@
 """Fit the compiler-generated (mlir-air ``--codegen direct``) matmul kernel's extra cost, on its two
 train rows, and print what each candidate form gives on them.
 
-    python bench/fit_direct_codegen.py      # about a minute on 2 cores
+    python bench/fit_direct_codegen.py      # a few seconds on 2 cores
 
 No trace of the generated kernel is public: the registry measures it beside the hand-written mm.o
 at the same tiles (GEMM_bf16_in_fp32_out.md:113-131), so its cost is fitted to component rows
@@ -63,6 +63,8 @@ def simulated_us(row, per_call: float, per_block: float = 0.0) -> float:
 
 def bisect(f, target: float, lo: float, hi: float, tol: float = 1.0) -> float:
     """The x in [lo, hi] where the increasing ``f(x)`` reaches ``target``, to ``tol``."""
+    if not f(lo) <= target <= f(hi):
+        raise ValueError(f"the target {target:,.1f} is outside f([{lo:g}, {hi:g}]): widen the bracket")
     while hi - lo > tol:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if f(mid) < target else (lo, mid)

@@ -421,7 +421,7 @@ class Evaluation:
                 and self.results[p.key].matmul_kernel is not None
                 and pins.pinned(pins.tiles, op.name, p.kind, op.op_class) is None
                 and pins.pinned(pins.datapath, op.name, p.kind, op.op_class) is None
-                and pins.pinned(pins.codegen, op.name, p.kind, op.op_class) is None
+                and pins.pinned(pins.codegen, op.name, p.kind, op.op_class) in (None, "external")
                 and own.tile is None and own.datapath is None)
 
     def footprints(self, placed) -> list[OpFootprint]:

@@ -134,20 +134,31 @@ CONVERTED_BYTES = DTYPE_BYTES["bf16"]
 #     (GEMM_bf16_in_bf16_out.md:287): an extra per call lands it within 2 %, one per output block 24 % short.
 CODEGENS = ("external", "direct")
 DIRECT_CALL_EXTRA_CYCLES = {"aie2p": 2_420.0}
+DIRECT_DATAPATHS = ("bfp16",)  # what the train rows run: bf16 in on the bfp16 MMA
 
 
-def codegen_tuning(arch: Arch, codegen: str, tuning: "Tuning") -> "Tuning":
-    """``tuning`` with what kernel author ``codegen`` adds to each call; a generated kernel is fitted
-    on one generation only, and refused elsewhere (a number for another core would be a guess)."""
+def codegen_tuning(arch: Arch, codegen: str, tuning: "Tuning", key: str | None = None) -> "Tuning":
+    """``tuning`` with what kernel author ``codegen`` adds to each call of datapath ``key``. A
+    generated kernel is fitted on one generation and datapath only, and refused elsewhere (a number
+    for another core or datapath would be a guess)."""
     if codegen == "external":
         return tuning
+    check_codegen(arch, codegen, key)
+    return dataclasses.replace(tuning, call_extra_cycles=tuning.call_extra_cycles
+                               + DIRECT_CALL_EXTRA_CYCLES[generation(arch)])
+
+
+def check_codegen(arch: Arch, codegen: str, key: str | None = None) -> None:
+    """Refuse a kernel author fastsim has no measurement of, on ``arch`` and datapath ``key``."""
     gen = None if units(arch) is None else generation(arch)
-    if codegen not in CODEGENS or gen not in DIRECT_CALL_EXTRA_CYCLES:
-        raise ConfigError([f"codegen = {codegen!r}: " + (
-            f"one of {CODEGENS}" if codegen not in CODEGENS else
-            f"the direct (compiler-generated) kernel is measured on {', '.join(DIRECT_CALL_EXTRA_CYCLES)} cores only; "
-            f"{arch.name} has {gen or 'no modelled'} cores (use codegen = \"external\")")], "kernel model")
-    return dataclasses.replace(tuning, call_extra_cycles=tuning.call_extra_cycles + DIRECT_CALL_EXTRA_CYCLES[gen])
+    why = (f"one of {CODEGENS}" if codegen not in CODEGENS else
+           f"the direct (compiler-generated) kernel is measured on {', '.join(DIRECT_CALL_EXTRA_CYCLES)} cores only; "
+           f"{arch.name} has {gen or 'no modelled'} cores (use codegen = \"external\")"
+           if gen not in DIRECT_CALL_EXTRA_CYCLES else
+           f"the direct (compiler-generated) kernel is measured on the {' and '.join(DIRECT_DATAPATHS)} datapath "
+           f"only (bf16 in), not {key}" if key is not None and key not in DIRECT_DATAPATHS else "")
+    if why:
+        raise ConfigError([f"codegen = {codegen!r}: {why}"], "kernel model")
 
 
 def generation(arch: Arch) -> str:
@@ -295,7 +306,7 @@ def call_cycles(arch: Arch, key: str, m, k, n, *, tuning: Tuning = Tuning(), con
     m, k, n: both forms are, and the GEMV form is only ever a lower alternative. A given ``kernel``
     (the conv kernels) has no GEMV form, nor has a generated one (``codegen`` "direct": the compiler
     emits the matmul form, with its fitted extra per call)."""
-    mm = matmul_call_cycles(arch, key, m, k, n, tuning=codegen_tuning(arch, codegen, tuning),
+    mm = matmul_call_cycles(arch, key, m, k, n, tuning=codegen_tuning(arch, codegen, tuning, key),
                             conv_cycles_per_elem=conv_cycles_per_elem, c_bytes=c_bytes, macs_scale=macs_scale,
                             kernel=kernel)
     if kernel is not None or codegen != "external":

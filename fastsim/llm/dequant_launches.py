@@ -8,7 +8,9 @@ weights and dequantizes nothing on its cores; a vector op of class ``dequant_lau
 matmul's cores would have paid (``Op.cast_cycles_per_weight``). A layer's dequant launches run at
 the start of the layer, before any of its ops (so no fused group is split), an op outside the
 layers right before it. Each is an op like any other: a launch of its own where launches
-reconfigure, a row of the ablation (what dequantizing once at load, not per pass, would save).
+reconfigure, a row of the run's class table. Its time there (``op_seconds``), not its ablation
+row, is what dequantizing once at load would save: NOOP removes a launch's compute, and its DDR
+traffic, which sets its time, still moves.
 """
 from __future__ import annotations
 
@@ -44,18 +46,19 @@ def selected(graph: OpGraph, table: dict, fusion: str = "none", host: dict | Non
             continue
         if op.kind != MATMUL or not op.streams_weights:
             if op.name in table:
-                problems.append(f"dequant_launch[{op.name}]: a {op.kind} op without model weights (a dequant launch "
-                                "feeds a matmul's weights)")
+                problems.append(f"dequant_launch[{op.name}]: a {op.kind} op on {op.w.kind} operands, not model "
+                                "weights (a dequant launch feeds a matmul's weights)")
             continue
         used.add(key)
-        if op.w.elem_bytes >= TARGET_BYTES:
-            problems.append(f"dequant_launch[{key}]: {op.name}'s weights are {op.w.elem_bytes:g} bytes each, not "
-                            f"packed below {TARGET} (nothing to dequantize)")
+        if op.w.elem_bytes >= TARGET_BYTES or not op.cast_cycles_per_weight:
+            problems.append(f"dequant_launch[{key}]: {op.name}'s {op.w.elem_bytes:g}-byte weights are not dequantized "
+                            f"to {TARGET} by its cores (nothing for a launch to take over)")
         elif op.name in host or op.op_class in host:
             problems.append(f"dequant_launch[{key}]: {op.name} runs on the host (host table), not in an NPU launch")
         else:
             out.append(i)
-    problems += [f"dequant_launch[{k}]: selects no matmul op of this workload" for k in sorted(set(table) - used)]
+    problems += [f"dequant_launch[{k}]: selects no matmul op over model weights in this workload"
+                 for k in sorted(set(table) - used)]
     if problems:
         raise ConfigError(sorted(set(problems)), "llm study")
     return out

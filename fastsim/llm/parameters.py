@@ -13,7 +13,8 @@ Left out, and why:
 - ``fusion``: its values are a grammar (modes, group kinds joined by ``+``, ``KIND:pipeline``),
   checked by ``mapping.fusion.valid_fusion``, not a set a record can list.
 - ``dataflow``, ``columns``, ``datapath``, ``tiles``, ``l2``, ``rows``, ``split``, ``buffers``, ``c_buffers``,
-  ``k_panel``, ``host``, ``cast_launch``, ``dequant_launch``, ``codegen``: tables keyed by op class or op name (specs spell them ``dataflow.CLASS``), not scalars.
+  ``k_panel``, ``host``, ``cast_launch``, ``dequant_launch``, ``codegen``: tables keyed by op class or op name, not
+  scalars (specs take the dataflow and columns tables, spelled ``dataflow.CLASS``).
 - ``noop`` and ``cuts``: lists (the CLI repeats ``--noop`` and parses ``--cuts 4,8``; specs take
   strings).
 - ``routing``: a ``Routing`` (mode, seed, histogram), spelled ``routing``/``routing_seed`` in specs

@@ -8,6 +8,7 @@ from dataclasses import replace
 from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import MATMUL
+from ..kernel_model.matmul import DIRECT_DATAPATHS, check_codegen
 from .design import NOOP_DROPS, matmul_design
 from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .pins import Pins
@@ -22,12 +23,16 @@ def matmul_of(p: Placed, pins) -> Matmul:
     that change its design (datapath dtype, efficiency, static weights)."""
     op = p.op
     static = pins.residency == "static" and op.w.kind == "weights"
+    codegen = pins.pinned(pins.codegen, op.name, p.kind, op.op_class) or "external"
+    if codegen != "external" and not op.streams_weights:
+        raise ConfigError([f"codegen[{op.name}] = {codegen!r}: the generated kernel is measured on GEMMs over model "
+                           f"weights; {op.name} reads {op.w.kind} (an attention kernel of its own)"], "mapping")
     return Matmul(m=op.m, k=op.k, n=op.n, dtype=pins.compute_dtype, a_bytes=op.x.elem_bytes,
                   b_bytes=op.w.elem_bytes, c_bytes=op.y.elem_bytes, kernel_efficiency=pins.kernel_efficiency,
                   kernel_overhead_cycles=pins.kernel_overhead_cycles, cast_cycles_per_weight=op.cast_cycles_per_weight,
                   macs_scale=op.macs_scale, static_b=static, name=op.name, a_on_chip=p.chip.x, c_on_chip=p.chip.y,
                   onchip_window_bytes=p.chip.window_bytes, row_major_ddr=pins.row_major_ddr,
-                  codegen=pins.pinned(pins.codegen, op.name, p.kind, op.op_class) or "external")
+                  codegen=codegen)
 
 
 def _datapath(pins, p: Placed, arch: Arch, real: Matmul) -> str | None:
@@ -64,7 +69,19 @@ def _search_pins(p: Placed, arch: Arch, pins, real: Matmul, cols: int | None, co
                  and (name != "dataflow" or chosen) and getattr(own, name) != getattr(tables, name)]
     if set_twice:
         raise ConfigError(set_twice, "mapping")
-    return replace(tables, **own.set_fields())
+    return _codegen_datapath(replace(tables, **own.set_fields()), arch, real)
+
+
+def _codegen_datapath(pins: Pins, arch: Arch, real: Matmul) -> Pins:
+    """A generated kernel's search held to the datapath it was measured on
+    (``kernel_model.matmul.DIRECT_DATAPATHS``); another one pinned, or none the op can run on, is
+    refused."""
+    if real.codegen == "external":
+        return pins
+    allowed = [d for d, _ in arch.datapath_options(real.dtype)]
+    path = pins.datapath or next((d for d in DIRECT_DATAPATHS if d in allowed), real.dtype)
+    check_codegen(arch, real.codegen, path)
+    return replace(pins, datapath=path)
 
 
 def search_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = None) -> tuple:
