@@ -37,6 +37,8 @@ def _value(row: Row, summary: dict) -> float:
     """The predicted quantity in the row's unit, with the same timing scope as the measurement."""
     seconds = summary["kernel_seconds"] if row.scope == "kernel" else summary["seconds"]
     rates = {"tokens/s": "tokens_per_s", "inferences/s": "inferences_per_s"}
+    if row.unit == "tokens/s" and row.counted_tokens:  # padded rows simulated, the measured tokens counted
+        return row.counted_tokens / seconds
     if row.unit in rates:
         return summary[rates[row.unit]]
     return seconds * {"s": 1.0, "ms": 1e3, "us": 1e6}[row.unit]

@@ -52,6 +52,9 @@ class Row:
     # options the as-built run adds to its file: a per-shape choice the file leaves to the run (the
     # registry GEMMs' K panel, ``--k-panel``)
     as_built_extra: tuple = ()
+    # the measured prompt's tokens, where the implementation computes more rows than it counts
+    # (padded): the simulated prompt (``args``) is the padded rows, and tokens/s counts these
+    counted_tokens: int = 0
 
     @property
     def describable(self) -> bool:
@@ -161,8 +164,10 @@ FLM_DENSE_PREFILL_BUILT = ("its prefill programs (mm, dequant, attn; ROCm/FastFl
                            "Q4NX projections dequantized to bf16 in DDR by launches of their own (dequant_launch), "
                            "GEMMs on bf16 weights, only attention fused; not describable: RMSNorm, RoPE, residuals "
                            "and the KV fill on the CPU (about 15 buffer syncs a layer), the instruction streams and "
-                           "ELF rebuilt per call, tiles and cuts (searched); one prefill() call timed, the '1k' "
-                           "prompt about 1,005 tokens (benchmarking.hpp:317-321, cli.md:558)")
+                           "ELF rebuilt per call, tiles and cuts (searched); one prefill() call timed, its 'Nk' "
+                           "prompt a 968-token text N times in the chat template (benchmarking.hpp:317-321)")
+FLM_LLAMA_TOKENS = {1024: 1005, 8192: 7786}  # the bench's "1k" and "8k" prompts in Llama 3's template
+FLM_LLAMA_ROWS = "; simulated as {1} rows (padded to 256), tokens/s counting the prompt's {0}"
 FLM_PREFILL_SUSPECT = ("a fixed cost per prefill call that a pass does not hold (FLM's rate rises from 1k to 4k "
                        "prompts: a line through its 1k and 2k times gives about 0.26 s plus 0.34 ms per token for "
                        "1B, 0.74 s plus 1.74 for 8B): the per-layer dequantization is simulated (dequant_launch), "
@@ -339,13 +344,18 @@ ROWS = [
            "air_q4nx_untied.toml", "Q4NX LM head"),
           ("gemma-3-4b", 17.1, "gemma3_4b_q4nx/README.md (dual channel)", STRIX, "air_llama32_1b_q4nx.toml",
            "bf16 tied embedding as LM head"))],
-    # prefill: FastFlowLM v0.9.30 on Krackan (prompt tokens / prefill() wall)
+    # prefill: FastFlowLM v0.9.30 on Krackan (prompt tokens / prefill() wall). Its bench's "Nk" prompt is a
+    # 968-token text N times in Llama 3's chat template: 1,005 tokens at 1k, 7,786 at 8k (ROCm/FastFlowLM
+    # docs/docs/instructions/cli.md:558-563, TTFT x rate; PR #602), and its Llama prefill pads the rows to
+    # a multiple of 256 (the published library's _prefill_with_mm): 1,024 and 7,936 rows computed
     *[Row("prefill", FLM_LLAMA, KRACKAN, f"{model} prefill of {p // 1024}k tokens", tps, "tokens/s",
-          _prefill(model, p), AB + f, FLM_DENSE_PREFILL_BUILT, FLM_PREFILL_SUSPECT)
+          _prefill(model, rows), AB + f, FLM_DENSE_PREFILL_BUILT + FLM_LLAMA_ROWS.format(counted, rows),
+          FLM_PREFILL_SUSPECT, counted_tokens=counted)
       for model, p, tps, f in (
           ("llama-3.2-1b", 1024, 1686, "flm_llama32_1b.toml"), ("llama-3.2-1b", 8192, 2212, "flm_llama32_1b.toml"),
           ("llama-3.2-3b", 1024, 766, "flm_llama32_1b.toml"), ("llama-3.2-3b", 8192, 933, "flm_llama32_1b.toml"),
-          ("llama-3.1-8b", 1024, 403, "flm_llama31_8b.toml"))],
+          ("llama-3.1-8b", 1024, 403, "flm_llama31_8b.toml"))
+      for counted in (FLM_LLAMA_TOKENS[p],) for rows in (-(-counted // 256) * 256,)],
     # time to first token: mlir-air prefill ELFs (prompt 2048, warm wall)
     *[Row("ttft", AIR_LLM.format(src), STRIX, f"{model} {what} time to first token, 2048 tokens", s, "s",
           _prefill(model, 2048), AB + f, AIR_PREFILL_BUILT.format(w), AIR_PREFILL_SUSPECT)
