@@ -15,7 +15,7 @@ from fastsim.kernel_model import matmul as KM
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.run import with_as_built as with_llm_as_built
 from fastsim.mapping.overlay import load_as_built
-from fastsim.workloads.gemm import Gemm, run_gemm, with_as_built
+from fastsim.workloads.gemm import Gemm, gemm_mapping, run_gemm, with_as_built
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -64,6 +64,15 @@ def test_direct_codegen__refused_where_it_was_not_measured_and_unknown_names_ref
         KM.call_cycles(NPU2, "int8", 64, 64, 64, codegen="direct")
     with pytest.raises(ConfigError, match="codegen.*'compiler'.*one of"):
         Gemm(256, 256, 256, codegen="compiler").graph()
+
+
+def test_direct_codegen__every_door_to_the_search_holds_it_to_bfp16():
+    # run gemm (through the evaluator) and map gemm (the search alone) answer alike
+    g = Gemm(512, 512, 512, codegen="direct")
+    mapped = gemm_mapping(g, NPU2).best
+    summary, _ = run_gemm(g, NPU2)
+    assert mapped.datapath == summary["mapping"]["datapath"] == "bfp16"
+    assert mapped.label() == summary["mapping"]["label"]
 
 
 def test_direct_codegen__a_file_pins_it_and_the_gemm_takes_longer(tmp_path):

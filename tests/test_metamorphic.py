@@ -220,8 +220,6 @@ def test_llm__auto_fusion_is_never_slower_than_a_fusion_it_weighs(regime, progra
     """``auto`` weighs none, the groups and the chain by the whole pass the run reports (kernel
     sharing and program reloads included, roomy and tight program memory): its answer is never
     slower than any of them asked for."""
-    from fastsim.mapping.dispatch import DispatchLimits
-
     study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
     limits = DispatchLimits(program_memory_bytes=program_bytes)
     seconds = {f: float(simulate_llm(replace(study, fusion=f), limits=limits)["total_seconds"])

@@ -126,7 +126,7 @@ CONVERTED_BYTES = DTYPE_BYTES["bf16"]
 # matmul mlir-air generates from a transform script (``--codegen direct``). The direct kernel has the
 # same blocks as mm.cc (the transform tiles the packed matmul 2 x 2 and hoists C out of the k loop:
 # mlir-air programming_examples/matrix_multiplication/bf16_in_fp32_out/run.py:895-974) and the same
-# results bit for bit, and runs 1.5-1.7x slower at the same tiles (GEMM_bf16_in_fp32_out.md:44). No
+# results bit for bit, and runs 1.17-1.63x slower at the same tiles (GEMM_bf16_in_fp32_out.md:113-131). No
 # trace of it is public, so its extra cost is fitted to component rows (docs/kernel_model.md,
 # "Compiler-generated kernels"; ``python bench/fit_direct_codegen.py``):
 #   train 1 (sets the value): the registry's direct 2048^3, f32 out, 5,516 GFLOP/s (GEMM_bf16_in_fp32_out.md:125);
@@ -151,14 +151,17 @@ def codegen_tuning(arch: Arch, codegen: str, tuning: "Tuning", key: str | None =
 def check_codegen(arch: Arch, codegen: str, key: str | None = None) -> None:
     """Refuse a kernel author fastsim has no measurement of, on ``arch`` and datapath ``key``."""
     gen = None if units(arch) is None else generation(arch)
-    why = (f"one of {CODEGENS}" if codegen not in CODEGENS else
-           f"the direct (compiler-generated) kernel is measured on {', '.join(DIRECT_CALL_EXTRA_CYCLES)} cores only; "
-           f"{arch.name} has {gen or 'no modelled'} cores (use codegen = \"external\")"
-           if gen not in DIRECT_CALL_EXTRA_CYCLES else
-           f"the direct (compiler-generated) kernel is measured on the {' and '.join(DIRECT_DATAPATHS)} datapath "
-           f"only (bf16 in), not {key}" if key is not None and key not in DIRECT_DATAPATHS else "")
-    if why:
-        raise ConfigError([f"codegen = {codegen!r}: {why}"], "kernel model")
+    direct = "the direct (compiler-generated) kernel is measured on"
+    if codegen not in CODEGENS:
+        why = f"one of {CODEGENS}"
+    elif gen not in DIRECT_CALL_EXTRA_CYCLES:
+        why = (f"{direct} {', '.join(DIRECT_CALL_EXTRA_CYCLES)} cores only; {arch.name} has "
+               f"{gen or 'no modelled'} cores (use codegen = \"external\")")
+    elif key is not None and key not in DIRECT_DATAPATHS:
+        why = f"{direct} the {' and '.join(DIRECT_DATAPATHS)} datapath only (bf16 in), not {key}"
+    else:
+        return
+    raise ConfigError([f"codegen = {codegen!r}: {why}"], "kernel model")
 
 
 def generation(arch: Arch) -> str:

@@ -76,11 +76,12 @@ def insert(graph: OpGraph, chosen: list[int]) -> OpGraph:
     start of its layer (an op outside the layers: right before it)."""
     if not chosen:
         return graph
+    chosen = set(chosen)
     first_of_layer: dict[int, int] = {}
     for i, op in enumerate(graph.ops):
         first_of_layer.setdefault(op.layer, i)
     before: dict[int, list[int]] = {}  # op index -> chosen matmuls whose launches run right before it
-    for i in chosen:
+    for i in sorted(chosen):  # in graph order
         layer = graph.ops[i].layer
         before.setdefault(first_of_layer[layer] if layer >= 0 else i, []).append(i)
     ops, producers, new_index = [], [], {}

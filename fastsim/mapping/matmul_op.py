@@ -8,7 +8,6 @@ from dataclasses import replace
 from ..arch import Arch
 from ..errors import ConfigError
 from ..graph import MATMUL
-from ..kernel_model.matmul import DIRECT_DATAPATHS, check_codegen
 from .design import NOOP_DROPS, matmul_design
 from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .pins import Pins
@@ -69,19 +68,7 @@ def _search_pins(p: Placed, arch: Arch, pins, real: Matmul, cols: int | None, co
                  and (name != "dataflow" or chosen) and getattr(own, name) != getattr(tables, name)]
     if set_twice:
         raise ConfigError(set_twice, "mapping")
-    return _codegen_datapath(replace(tables, **own.set_fields()), arch, real)
-
-
-def _codegen_datapath(pins: Pins, arch: Arch, real: Matmul) -> Pins:
-    """A generated kernel's search held to the datapath it was measured on
-    (``kernel_model.matmul.DIRECT_DATAPATHS``); another one pinned, or none the op can run on, is
-    refused."""
-    if real.codegen == "external":
-        return pins
-    allowed = [d for d, _ in arch.datapath_options(real.dtype)]
-    path = pins.datapath or next((d for d in DIRECT_DATAPATHS if d in allowed), real.dtype)
-    check_codegen(arch, real.codegen, path)
-    return replace(pins, datapath=path)
+    return replace(tables, **own.set_fields())
 
 
 def search_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = None) -> tuple:

@@ -34,6 +34,7 @@ from ..arch import Arch
 from ..cache import CACHE, Region
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
+from ..kernel_model.matmul import DIRECT_DATAPATHS, check_codegen
 from .paths import STREAM_SPLITS, stream_rates
 from .branch_bound import drive, drive_together, walk
 from .candidates import ranked
@@ -165,6 +166,7 @@ def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int 
     ranked and none as rejected (their plans are made for the lists alone: a pointwise conv's
     search, whose lists no one reads, planned ~95 rows each); the search itself is the same."""
     MATMUL_PINS.validate(pins, arch)
+    pins = held_to_kernel(op, arch, pins)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
         raise ConfigError([f"budget = {budget!r}: must be a whole number of candidates >= 1 (or unset: exact)"],
                           "mapping search")
@@ -189,6 +191,7 @@ def search_many(requests: list[tuple], done=None) -> None:
         op, arch, pins = request[:3]
         try:
             MATMUL_PINS.validate(pins, arch)
+            request = (op, arch, held_to_kernel(op, arch, pins), *request[3:])
         except ConfigError:
             continue  # ``search`` says so, alone
         key = _key(*request)
@@ -201,6 +204,18 @@ def search_many(requests: list[tuple], done=None) -> None:
     for key, result in zip(todo, answers):
         if not isinstance(result, ConfigError):  # ``search`` raises it again when asked
             CACHE.put(REGION, key, result)
+
+
+def held_to_kernel(op: Matmul, arch: Arch, pins: Pins) -> Pins:
+    """``pins`` with a generated kernel's search held to the datapath it was measured on
+    (``kernel_model.matmul.DIRECT_DATAPATHS``), whichever door the search is entered by; another
+    datapath pinned, or none the op can run on, is refused."""
+    if op.codegen == "external":
+        return pins
+    allowed = [d for d, _ in arch.datapath_options(op.dtype)]
+    path = pins.datapath or next((d for d in DIRECT_DATAPATHS if d in allowed), op.dtype)
+    check_codegen(arch, op.codegen, path)
+    return replace(pins, datapath=path)
 
 
 def _key(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int | None,
@@ -218,6 +233,7 @@ def lower_bound_cycles(op: Matmul, arch: Arch, pins: Pins = Pins()) -> float:
     bounds alone (nothing simulated; inf when none is legal): no search of that space answers
     faster. Cheap next to a search: what decides whether a search is worth running."""
     MATMUL_PINS.validate(pins, arch)
+    pins = held_to_kernel(op, arch, pins)
     key = (replace(op, name=""), pins, repr(arch))
     found = CACHE.get(BOUND_REGION, key)
     if found is None:
