@@ -50,14 +50,17 @@ def _words(nbytes):
 
 @kernel
 def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, write_most, conv_cpe, tm, tk, tn,
-               keep, model_mm, model_conv, out_s, out_t, out_bound, out_energy, out_reason, out_transfers,
-               out_control):
+               keep, model_mm, model_conv, illegal_numbers, out_s, out_t, out_bound, out_energy, out_reason,
+               out_transfers, out_control):
     """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
     check (-1: legal), transfers and weighed control cycles (``_control``), in (structure, tile)
     order; return how many. With
     ``ip[I_MODELLED]`` a call's cycles and its conversion's are the kernel model's, given per
     (structure, tile) in ``model_mm`` and ``model_conv`` (float64[S, T]); otherwise computed here.
-    ``write_most`` (float64[S]): the most C bytes per cycle a structure's shim S2MMs write together."""
+    ``write_most`` (float64[S]): the most C bytes per cycle a structure's shim S2MMs write together.
+    ``illegal_numbers`` False: an illegal candidate gets its structure, tile and reason only (its
+    other columns NaN) and none of the bound's arithmetic, which most candidates would pay for
+    nothing: a search that reports no rejected candidate never reads their numbers."""
     big_m, big_k, big_n = ip[I_M], ip[I_K], ip[I_N]
     a_chip, c_chip, static = ip[I_A_CHIP] != 0, ip[I_C_CHIP] != 0, ip[I_STATIC_B] != 0
     flow, order_m, res_a, res_b = ip[I_FLOW], ip[I_ORDER_M] != 0, ip[I_RES_A] != 0, ip[I_RES_B] != 0
@@ -150,6 +153,38 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             send_bds_b = _cdiv(reps_b, ip[I_ITMAX]) if res_b else 1
             bds_a = ha if a_chip else ha * mdepth_a * (1 + send_bds_a)
             mem_bds = bds_a + hb * mdepth_b * (1 + send_bds_b) + (1 if c_chip else 2 * ip[I_C_BUFFERS]) * groups
+            # the first violated limit, in ``plan.problems`` order
+            reason = -1
+            if l1 > fp[F_CORE_MEM]:
+                reason = 0
+            elif l2 > fp[F_MEM_MEM]:
+                reason = 1
+            elif mem_bds > ip[I_MEM_BDS]:
+                reason = 2
+            elif max(mem_unit_a, mem_unit_b) / 4 >= fp[F_MEM_LEN]:
+                reason = 3
+            elif max(l1_a, l1_b) / 4 >= fp[F_CORE_LEN]:
+                reason = 4
+            elif ha + hb + (0 if c_chip and ip[I_C_HANDOFF] == 0 else 1) > ip[I_MEM_MM2S]:
+                reason = 5
+            elif (1 if ha > 0 and not a_chip else 0) + (1 if hb > 0 else 0) + groups > ip[I_MEM_S2MM]:
+                reason = 6
+            elif ha + hb > ip[I_PORTS_DOWN]:
+                reason = 7
+            elif groups > ip[I_PORTS_UP]:
+                reason = 8
+            elif 2 * ha * (0 if a_chip else 1) + 2 * hb + 2 * groups * (0 if c_chip else 1) > ip[I_MEM_LOCKS]:
+                reason = 9
+            elif nt > 1 and static:
+                reason = 10
+            if reason >= 0 and not illegal_numbers:
+                out_s[count], out_t[count], out_reason[count] = s, t, reason
+                out_bound[count] = np.nan
+                out_energy[count] = np.nan
+                out_transfers[count] = np.nan
+                out_control[count] = np.nan
+                count += 1
+                continue
             # DDR traffic
             a_part = 0.0 if a_chip else part_a * (1 if res_a else reps_a)
             b_part = 0.0 if static else part_b * (1 if res_b else reps_b)
@@ -231,30 +266,6 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             mem_compute = cols * (groups * pk) * (core_a + core_b) + write
             energy = (padded_macs * fp[F_MACS_SCALE] * fp[F_PJ_MAC] + (read + write) * fp[F_E_DDR]
                       + (read + write) * fp[F_E_SHIM] + mem_compute * fp[F_E_MC] + psum_bytes * fp[F_E_CC])
-            # the first violated limit, in ``plan.problems`` order
-            reason = -1
-            if l1 > fp[F_CORE_MEM]:
-                reason = 0
-            elif l2 > fp[F_MEM_MEM]:
-                reason = 1
-            elif mem_bds > ip[I_MEM_BDS]:
-                reason = 2
-            elif max(mem_unit_a, mem_unit_b) / 4 >= fp[F_MEM_LEN]:
-                reason = 3
-            elif max(l1_a, l1_b) / 4 >= fp[F_CORE_LEN]:
-                reason = 4
-            elif ha + hb + (0 if c_chip and ip[I_C_HANDOFF] == 0 else 1) > ip[I_MEM_MM2S]:
-                reason = 5
-            elif (1 if ha > 0 and not a_chip else 0) + (1 if hb > 0 else 0) + groups > ip[I_MEM_S2MM]:
-                reason = 6
-            elif ha + hb > ip[I_PORTS_DOWN]:
-                reason = 7
-            elif groups > ip[I_PORTS_UP]:
-                reason = 8
-            elif 2 * ha * (0 if a_chip else 1) + 2 * hb + 2 * groups * (0 if c_chip else 1) > ip[I_MEM_LOCKS]:
-                reason = 9
-            elif nt > 1 and static:
-                reason = 10
             out_s[count], out_t[count] = s, t
             out_bound[count], out_energy[count], out_reason[count] = bound, energy, reason
             out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt

@@ -33,6 +33,8 @@ def ops(draw):
 
 
 def _assert_same(op, arch, pins, control_weight=0.0):
+    """Every column equal to the reference's; and without illegal candidates' numbers, the same
+    pairs and reasons, legal pairs' numbers equal and illegal pairs' NaN."""
     pairs = 0
     for batch in _batches(op, arch, pins):
         m, k, n, keep = _grid(op, batch, pins)
@@ -41,6 +43,14 @@ def _assert_same(op, arch, pins, control_weight=0.0):
         for c in COLUMNS:
             assert got[c].dtype.kind == want[c].dtype.kind, c
             np.testing.assert_array_equal(got[c], want[c], err_msg=f"{c} of {op} on {arch.name}, {batch.mapping}")
+        lean = ranked_compiled(op, batch, arch, m, k, n, keep, control_weight=control_weight, illegal_numbers=False)
+        legal = want["reason"] < 0
+        for c in COLUMNS:
+            if c in ("s", "t", "reason"):
+                np.testing.assert_array_equal(lean[c], want[c], err_msg=c)
+            else:
+                np.testing.assert_array_equal(lean[c][legal], want[c][legal], err_msg=c)
+                assert np.isnan(lean[c][~legal]).all(), c
         pairs += len(want["s"])
     return pairs
 

@@ -28,15 +28,17 @@ FLOWS = {"os": K.FLOW_OS, "ws": K.FLOW_WS, "is": K.FLOW_IS}
 
 
 def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None,
-           control_weight=0.0) -> dict[str, np.ndarray]:
+           control_weight=0.0, illegal_numbers: bool = True) -> dict[str, np.ndarray]:
     """Per kept and useful (structure, tile) pair, in row-major order: its structure ``s`` and tile
     ``t`` indices, ``bound`` (cycles), ``energy`` (pJ), ``reason`` (index into ``plan.problems``,
     -1 legal), ``transfers`` and ``control`` (its design's control weighed by ``control_weight``, in
     cycles: ``branch_bound.control_cycles``); ``m, k, n`` are (1, T) tile rows and ``keep`` (S, T).
-    ``memo``: kernel call cycles kept across one search's batches (``plan.matmul_cycles``)."""
+    ``memo``: kernel call cycles kept across one search's batches (``plan.matmul_cycles``).
+    ``illegal_numbers`` False: illegal pairs may come with NaN in every column but ``s``, ``t`` and
+    ``reason`` (the compiled loop then skips their arithmetic; the reference computes it anyway)."""
     if arch.core_mesh_rows or not resolve_jit():
         return ranked_numpy(op, batch, arch, m, k, n, keep, control_weight)
-    return ranked_compiled(op, batch, arch, m, k, n, keep, memo, control_weight)
+    return ranked_compiled(op, batch, arch, m, k, n, keep, memo, control_weight, illegal_numbers)
 
 
 def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, control_weight=0.0
@@ -60,8 +62,8 @@ def ranked_numpy(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, c
 
 
 def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: dict | None = None,
-                    control_weight=0.0) -> dict[str, np.ndarray]:
-    """``ranked_numpy``'s answer from the compiled loop."""
+                    control_weight=0.0, illegal_numbers: bool = True) -> dict[str, np.ndarray]:
+    """``ranked_numpy``'s answer from the compiled loop (``illegal_numbers``: see ``ranked``)."""
     keep = np.ascontiguousarray(np.broadcast_to(keep, (len(batch.structures), m.shape[-1])))
     size = int(np.count_nonzero(keep))
     out = {"s": np.empty(size, np.int64), "t": np.empty(size, np.int64), "bound": np.empty(size),
@@ -70,7 +72,7 @@ def ranked_compiled(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep
     tiles = [np.ascontiguousarray(np.asarray(x, np.int64).reshape(-1)) for x in (m, k, n)]
     params = _parameters(op, batch, arch, control_weight)
     count = K.candidates(*params, *tiles, keep, *_modelled_calls(op, batch, arch, m, k, n, params[0], memo),
-                         *(out[c] for c in COLUMNS))
+                         illegal_numbers, *(out[c] for c in COLUMNS))
     return {c: v[:count] for c, v in out.items()}
 
 

@@ -251,13 +251,16 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     of the batches to simulate (``branch_bound.walk``) returning the ``SearchResult``."""
     from ..simulation import kept_run
 
-    table = _Candidates(op, arch, pins, control_weight, keep_illegal=max(keep, 5))
+    # the illegal candidates a search reports (the best ``keep``) are the only ones whose numbers it
+    # reads: where it reports none, their numbers are not computed (most candidates are illegal)
+    table = _Candidates(op, arch, pins, control_weight, keep_illegal=keep if report else 0)
     is_legal = table.a["reason"] < 0
     n_legal = int(np.count_nonzero(is_legal))
-    illegal_i = table.best(~is_legal, max(keep, 5))
+    illegal_i = table.best(~is_legal, keep)
     by_reason = table.rejected_by_reason()
-    if not n_legal:
-        closest = [table.planned(table.row(i)) for i in illegal_i[:5]]
+    if not n_legal:  # the error names the closest: ranked again with their numbers
+        table = _Candidates(op, arch, pins, control_weight, keep_illegal=5)
+        closest = [table.planned(table.row(i)) for i in table.best(table.a["reason"] >= 0, 5)]
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
                            f"({table.total} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
@@ -408,23 +411,29 @@ class _Candidates:
         search reports come from those): most candidates are illegal, and a search never
         simulates one."""
         m, k, n, considered = _grid(self.op, batch, pins)
-        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles, self.control_weight)
-        found["objective_bound"] = found["bound"] + found["control"] if self.control_weight else found["bound"]
-        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
-        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-        found["bucket"] = _bucket(found["objective_bound"])
+        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles, self.control_weight,
+                       illegal_numbers=self.keep_illegal > 0)
         illegal = found["reason"] >= 0
         self.total += len(illegal)
         self.rejected += np.bincount(found["reason"][illegal], minlength=len(self.checks))
         kept = ~illegal
-        kept[_best_of(np.nonzero(illegal)[0], found["bucket"], found["energy"], found["transfers"],
-                      self.keep_illegal)] = True
+        if self.keep_illegal > 0:
+            kept[_best_of(np.nonzero(illegal)[0], _bucket(self._objective_bound(found)), found["energy"],
+                          found["transfers"], self.keep_illegal)] = True
+        found = {name: v[kept] for name, v in found.items()}
+        found["objective_bound"] = self._objective_bound(found)
+        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
+        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
+        found["bucket"] = _bucket(found["objective_bound"])
         for name, v in (("m", m), ("k", k), ("n", n)):
-            cols[name].append(v.reshape(-1)[found["t"][kept]])
+            cols[name].append(v.reshape(-1)[found["t"]])
         for name in ("bound", "energy", "reason", "transfers", "control", "objective_bound", "bucket"):
-            cols[name].append(found[name][kept])
-        cols["base"].append(len(self.bases) + found["s"][kept])
+            cols[name].append(found[name])
+        cols["base"].append(len(self.bases) + found["s"])
         self.bases += [st.mapping for st in batch.structures]
+
+    def _objective_bound(self, found: dict) -> np.ndarray:
+        return found["bound"] + found["control"] if self.control_weight else found["bound"]
 
     def best(self, mask, count: int):
         """The ``count`` best candidates of ``mask`` in rank order."""
