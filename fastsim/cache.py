@@ -17,6 +17,7 @@ hosting      how many stream parts each column hosts  parts, columns, rates, spl
 vector       a vector op's design and lowered tables  the vector op, arch                   memory
 structures   a shape's resolved mapping structures    extents, dtype, static B, arch, pins  memory
 conv_search  a conv's mapping search result           the conv, pins, arch, budget          memory
+sharing      a dispatch's kernels held to shared ones its ops, reloads, pins, ablation        memory
 ===========  =======================================  ====================================  ============
 
 A region may keep a second, *costly* tier in memory (``Region.costly_size``): entries its owner marks

@@ -196,3 +196,36 @@ def test_shared_in__holds_no_op_to_a_kernel_of_many_more_calls():
         def calls(tile):
             return -(-m // int(tile[0])) * -(-k // int(tile[1])) * -(-n // int(tile[2]))
         assert calls(tight.matmul_tile.values[i]) <= HELD_CALLS_MAX * calls(roomy.matmul_tile.values[i])
+
+
+def test_shared_in__kept_by_what_decides_it(monkeypatch):
+    """A dispatch's shared kernels are kept by its ops, reloads, pins and ablation: another cut or
+    ablation of the same model meets the same dispatches again and reads them back, with the same
+    answers as deciding every dispatch afresh."""
+    from fastsim.cache import CACHE
+    import importlib
+
+    ev = importlib.import_module("fastsim.evaluation.evaluate")  # the module (the package exports its function)
+
+    deep = replace(TINY, name="tiny-deep", num_layers=4)
+    studies = [LlmStudy(model=deep, regime="decode", context=256, search_budget=1, cuts=cuts, noop=noop)
+               for cuts in ((1,), (1, 2), (2,), ()) for noop in ((), ("softmax",))]
+    decided = []
+    real = ev.Evaluation._shared_in
+    monkeypatch.setattr(ev.Evaluation, "_shared_in", lambda self, *a: decided.append(1) or real(self, *a))
+
+    def runs():
+        return [simulate_llm(s, limits=TIGHT, movement=False, strict=False) for s in studies]
+
+    kept = runs()
+    asked = len(decided)
+    decided.clear()
+    monkeypatch.setattr(CACHE, "get", lambda region, key, context=None, get=CACHE.get:
+                        None if region == ev.SHARING else get(region, key, context))
+    afresh = runs()
+    assert asked < len(decided)  # layers repeat: kept dispatches were not decided again
+    assert any(ds.kernel_shared.values.any() for ds in kept)
+    for a, b in zip(kept, afresh):
+        assert float(a.total_seconds) == float(b.total_seconds)
+        np.testing.assert_array_equal(a.kernel_shared.values, b.kernel_shared.values)
+        np.testing.assert_array_equal(a.matmul_tile.values, b.matmul_tile.values)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 
 from ..arch import Arch
-from ..cache import CACHE
+from ..cache import CACHE, Region
 from ..settings import current
 from ..errors import ConfigError
 from ..graph import OpGraph
@@ -68,6 +68,8 @@ def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: 
 
 
 REGION = "op"  # fastsim.cache region of op results, across evaluations
+SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
+CACHE.add_region(Region(SHARING, 4096))
 NO_MOVEMENT = "no twin"  # the key suffix of op results simulated without their data-only twin
 
 
@@ -346,9 +348,27 @@ class Evaluation:
         fits or none beats the reloads. Branch and bound, as the mapping search: an op design's
         time on another kernel is its closed-form lower bound until the best set so far needs it,
         then simulated; the answer is the best set over exact times (each the search's objective:
-        cycles and weighted control, ``op_objective``)."""
-        results, limits = self.results, self.limits
+        cycles and weighted control, ``op_objective``).
+
+        Kept by what decides it (``SHARING``): the dispatch's op instances, which of them are
+        movable, its reload cycles, the mapping pins, the ablation and the limits. Other cuts of the
+        same graph, and other runs of a sweep, meet the same dispatch again (every layer repeats
+        the same ops); the held designs' results it simulated stay in the op cache."""
         mine = [i for i, x in enumerate(dispatch.of_op) if x == d]
+        reload_cycles = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch,
+                                       self.pins.launches_reconfigure)[d] * self.arch.clock_hz
+        key = (self.mapping, tuple(sorted(self.pins.noop)), self.limits, reload_cycles,
+               tuple((chosen[i].key, self.movable(chosen[i])) for i in mine))
+        at = CACHE.get(SHARING, key)
+        if at is None:
+            held = self._shared_in(chosen, mine, reload_cycles)
+            at = tuple((mine.index(i), k) for i, k in held.items())
+            CACHE.put(SHARING, key, at)
+        return {mine[j]: k for j, k in at}
+
+    def _shared_in(self, chosen, mine: list[int], reload_cycles: float) -> dict:
+        """``shared_in``'s branch and bound over the ops ``mine`` of one dispatch."""
+        results, limits = self.results, self.limits
         free = [i for i in mine if self.movable(chosen[i])]
         kernels = sorted({k for i in free for k in results[chosen[i].key].kernels if k[0] == "matmul"})
         first, count = {}, {}  # per distinct op design: its first instance, its calls in the dispatch
@@ -364,8 +384,6 @@ class Evaluation:
         fixed = frozenset(k for i in mine for k in results[chosen[i].key].kernels
                           if i not in free or k[0] != "matmul")
         room = (limits.program_memory_bytes - program_bytes(fixed, limits, KIND_TRAITS)) // max(1, limits.matmul_kernel_bytes)
-        reload_cycles = reload_seconds(dispatch, self.graph.layers, limits, self.arch,
-                                       self.pins.launches_reconfigure)[d] * self.arch.clock_hz
         budget = sum(cycles[key][k] * count[key] for key, k in own.items()) + reload_cycles
         while True:
             weighted = {key: {k: c * count[key] for k, c in by.items() if c < float("inf")}
