@@ -67,6 +67,11 @@ class TileKind:
     compression: bool
 
 
+def _FIELDS_REPR(arch) -> str:
+    """``Arch``'s repr as ``dataclass`` writes it: its class name and every field in order."""
+    return f"{type(arch).__qualname__}(" + ", ".join(f"{f.name}={getattr(arch, f.name)!r}" for f in dataclasses.fields(arch)) + ")"
+
+
 @dataclass(frozen=True)
 class Arch:
     """A whole array: geometry, tile resources, streams, DDR and the costs AMD does not publish.
@@ -245,6 +250,15 @@ class Arch:
         """Peak over the dtype's datapaths (conversion not counted)."""
         rate = max(self.macs_per_cycle[d] for d, _ in self.datapath_options(dtype))
         return rate * self.compute_tiles * self.clock_hz
+
+    def __repr__(self) -> str:
+        """The dataclass's repr, made once per instance: caches key answers by it (every search,
+        bound and vector design asks; about 20 us each), and a frozen Arch never changes."""
+        text = self.__dict__.get("_repr")
+        if text is None:
+            text = _FIELDS_REPR(self)
+            object.__setattr__(self, "_repr", text)
+        return text
 
     def replace(self, **changes) -> "Arch":
         """A copy with some fields changed (per-column bandwidths may be given as one number). New MAC

@@ -87,6 +87,7 @@ class Evaluation:
     movement: bool = True  # simulate each op design's data-only twin (``evaluate``)
     alternatives: dict = field(default_factory=dict)
     unablated: "Evaluation | None" = field(default=None, repr=False)  # the same graph without NOOP (``real_results``)
+    unpinned: dict = field(default_factory=dict, repr=False)  # ``unpinned_kernel`` by (name, kind, class)
 
     def __post_init__(self):
         self.groups = find_groups(self.graph)
@@ -433,14 +434,25 @@ class Evaluation:
     def movable(self, p: Placed) -> bool:
         """A matmul whose kernel the evaluation may choose: not pinned by the user (tables or
         ``op_pins``), not a pipeline stage."""
-        pins, op = self.pins, p.op
-        own = pins.op_pins_of(op.name, p.kind, op.op_class)
+        op = p.op
         return (op.kind == MATMUL and not p.pipelined and p.key in self.results
-                and self.results[p.key].matmul_kernel is not None
-                and pins.pinned(pins.tiles, op.name, p.kind, op.op_class) is None
-                and pins.pinned(pins.datapath, op.name, p.kind, op.op_class) is None
-                and pins.pinned(pins.codegen, op.name, p.kind, op.op_class) in (None, "external")
-                and own.tile is None and own.datapath is None)
+                and self.results[p.key].matmul_kernel is not None and self.unpinned_kernel(op.name, p.kind, op.op_class))
+
+    def unpinned_kernel(self, name: str, kind: str, op_class: str) -> bool:
+        """No pin fixes the kernel of the ops ``name`` / ``kind`` / ``op_class`` select: their tile,
+        datapath or codegen. Asked for every op of every dispatch each time kernels are shared
+        (a sweep's point asks hundreds of times), so kept per evaluation."""
+        key = (name, kind, op_class)
+        free = self.unpinned.get(key)
+        if free is None:
+            pins = self.pins
+            own = pins.op_pins_of(name, kind, op_class)
+            free = (pins.pinned(pins.tiles, name, kind, op_class) is None
+                    and pins.pinned(pins.datapath, name, kind, op_class) is None
+                    and pins.pinned(pins.codegen, name, kind, op_class) in (None, "external")
+                    and own.tile is None and own.datapath is None)
+            self.unpinned[key] = free
+        return free
 
     def footprints(self, placed) -> list[OpFootprint]:
         out = []
