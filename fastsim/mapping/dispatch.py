@@ -122,16 +122,39 @@ def _instructions(per_count: ControlCounts, c: ControlCounts):
     return total
 
 
+# (layer, repeat) instructions of the counts seen so far: an evaluation weighs every op's control
+# each time it totals a placement (hundreds of thousands of times in a sweep), from a few hundred
+# distinct counts. Arrays of counts (the search's reference) are computed each time.
+_KNOWN: dict[ControlCounts, tuple[int, int]] = {}
+
+
+def _both(c: ControlCounts) -> tuple[int, int] | None:
+    """(layer, repeat) instructions of plain-integer counts, kept; None for arrays of counts."""
+    try:
+        known = _KNOWN.get(c)
+    except TypeError:  # arrays: unhashable
+        return None
+    if known is None:
+        if type(c) is not ControlCounts or not all(type(n) is int for n in c):
+            return None
+        if len(_KNOWN) > 65536:
+            _KNOWN.clear()
+        known = _KNOWN[c] = (_instructions(LAYER_INSTRUCTIONS, c), _instructions(REPEAT_INSTRUCTIONS, c))
+    return known
+
+
 def layer_instructions(c: ControlCounts) -> int:
     """Runtime-sequence instructions that set one op's design up after another op's."""
-    return _instructions(LAYER_INSTRUCTIONS, c)
+    known = _both(c)
+    return _instructions(LAYER_INSTRUCTIONS, c) if known is None else known[0]
 
 
 def repeat_instructions(c: ControlCounts):
     """Runtime-sequence instructions that run a design already set up once more on new operands (an
     op repeated per expert: each instance reads its own expert's weights and tokens, at addresses
     no multi-dimensional task can stride to)."""
-    return _instructions(REPEAT_INSTRUCTIONS, c)
+    known = _both(c)
+    return _instructions(REPEAT_INSTRUCTIONS, c) if known is None else known[1]
 
 
 class ControlWeight(NamedTuple):
@@ -156,7 +179,10 @@ def weighted_instructions(c: ControlCounts, weight):
     ``ControlWeight`` or a number of set-ups): set-ups x ``layer_instructions`` + re-runs x
     ``repeat_instructions``. Works on arrays of counts."""
     w = ControlWeight.of(weight)
-    return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
+    known = _both(c)
+    if known is None:
+        return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
+    return w.setups * known[0] + w.reruns * known[1]
 
 
 def charged_runs(runs: int, reruns: int, resident: bool) -> ControlWeight:
