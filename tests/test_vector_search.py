@@ -56,3 +56,22 @@ def test_lowered_vector_design__ops_differing_in_name_share_tables_not_designs()
     assert lowered_f.bds is lowered_a.bds  # lowered once
     one, two = simulate([lowered_a.design, lowered_f.design]).total_cycles.values
     assert one == two
+
+
+def test_vector_columns__the_answer_lowers_nothing_again(monkeypatch):
+    """The search lowers its candidates as the op's own design is lowered, kept by shape: the op
+    it answers for, whatever its name (an op named "" included), reuses the answer's tables."""
+    from fastsim import cache
+    from fastsim.mapping import vector
+
+    cache.clear()
+    op = VectorOp(m=64, n=2048, x_bytes=2.0, y_bytes=2.0, vector_cycles_per_elem=0.5)
+    lowered = []
+    real = vector.lower
+    monkeypatch.setattr(vector, "lower", lambda d, **kw: lowered.append(d.name) or real(d, **kw))
+    cols = search_vector_columns(op, NPU2, 1.0)
+    searched = len(lowered)
+    for name in ("", "norm"):
+        design, tables = vector.lowered_vector_design(replace(op, name=name, cols=cols), NPU2)
+        assert design.name == name and tables.design is design
+    assert searched >= 1 and len(lowered) == searched

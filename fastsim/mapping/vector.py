@@ -83,11 +83,11 @@ def lowered_vector_design(op: VectorOp, arch: Arch) -> tuple[Design, LoweredDesi
     (region "vector"), so a workload that runs the same op again only simulates it. Ops that differ
     in name alone (a layer's two norms) share the lowered tables, the costly part; each keeps a
     design of its own name (for its messages, traces and exports)."""
-    key = (op, repr(arch))
+    key = ("design", op, repr(arch))  # tagged: an op named "" has its shape's key otherwise
     found = CACHE.get(VECTOR_REGION, key)
     if found is None:
         design = vector_design(op, arch)
-        shape_key = (replace(op, name=""), repr(arch))
+        shape_key = ("lowered", replace(op, name=""), repr(arch))
         shared = CACHE.get(VECTOR_REGION, shape_key)
         if shared is None:
             shared = lower(design)

@@ -65,11 +65,35 @@ class _Space(LegalInOrder):
         super().__init__(f"vector op {op.name}", legal)
         self.op, self.arch = op, arch
 
-    def design_of(self, row: dict):
-        return vector_design(replace(self.op, cols=row["cols"]), self.arch)  # built only when taken
+    def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
+        """Each row's design lowered as the op's own would be (``lowered_vector_design``: checked,
+        kept by shape, so the op the search answers for lowers nothing again), all simulated in
+        one engine call, stopping past ``cap_cycles``; each row gets its ``design``, ``status``
+        and ``cycles``."""
+        from ..kernels import layout as L
+        from ..results import STATUS_NAMES
+        from ..simulation import run_batch
+
+        built = [lowered_vector_design(replace(self.op, cols=r["cols"]), self.arch) for r in rows]
+        runs = [_capped(lw, cap_cycles) for _, lw in built]
+        res = run_batch(runs).outputs["res"]
+        for i, (r, (design, _)) in enumerate(zip(rows, built)):
+            r["design"], r["status"], r["cycles"] = design, STATUS_NAMES[int(res[i, L.R_STATUS])], int(res[i, L.R_CYCLES])
+        return rows
 
     def tie(self, row: dict) -> tuple:
         return (-row["cols"],)
+
+
+def _capped(lowered, cap_cycles: int | None):
+    """``lowered`` stopping past ``cap_cycles`` (its own tables untouched: they are kept)."""
+    if cap_cycles is None:
+        return lowered
+    from ..kernels import layout as L
+
+    prm = lowered.prm.copy()
+    prm[L.P_MAX_CYCLES] = cap_cycles
+    return replace(lowered, prm=prm)
 
 
 def vector_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] | None = None,
