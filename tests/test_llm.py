@@ -72,6 +72,22 @@ def test_decode__ddr_reads_at_least_weights_plus_kv(decode_4k):
     assert s["tokens_per_s"] == pytest.approx(1 / s["seconds"])
 
 
+def test_summary__totals_are_the_datasets_own_reductions(decode_4k):
+    # llm_summary sums arrays for speed; the Dataset's own reductions (xarray, NaN skipped) are
+    # what it must equal, bit for bit
+    s, ds = llm_summary(decode_4k), decode_4k
+    kinds = ds.ddr_bytes.sum("op")
+    assert s["ddr_bytes"] == float(kinds.sum()) + float(ds.get("preload_bytes", 0.0))
+    for key, kind in (("kv_bytes", "kv"), ("activation_bytes", "activations")):
+        assert s[key] == float(kinds.sel(tensor_kind=kind))
+    assert s["macs"] == int(ds.macs.sum()) and type(s["macs"]) is int
+    assert s["energy_j"] == (float(ds.energy_pj.sum()) + float(ds.get("preload_energy_pj", 0.0))) * 1e-12
+    for key, name in (("compute_s", "compute_seconds"), ("exposed_compute_s", "exposed_compute_seconds"),
+                      ("movement_s", "movement_seconds")):
+        assert s[key] == float(ds[name].sum())
+    assert s["control_instructions"] == int(ds.op_control_instructions.sum())
+
+
 def test_noop__every_class_leaves_only_data_movement(decode_4k):
     ablated = simulate_llm(LlmStudy(regime="decode", context=4096, noop=OP_CLASSES))
     busy = float(ablated.core_state_cycles.sel(core_state="busy").sum())
