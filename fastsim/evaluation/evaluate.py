@@ -9,6 +9,7 @@ and hand-offs (every layer repeats the same ones) share one simulation.
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field, fields, replace
 
 from ..arch import Arch
@@ -70,6 +71,25 @@ def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: 
 REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
+# the values ``shared_in`` keys by, numbered: a dispatch's key is then a few bytes per op instead of
+# each op's key tuple (a decode dispatch holds ~190 ops: 126 kB a key, where its answer is a few
+# numbers). Distinct values are few (an op instance's key, a mapping): the table stays small
+_INTERNED: dict = {}
+# past this many values the table and the keys made of it start over (far above a dispatch's ops:
+# one key's numbers then always come from one table)
+INTERNED_MAX = 50_000
+_INTERNED_STARTS = [0]  # how many times it started over
+
+
+def _interned(value) -> int:
+    number = _INTERNED.get(value)
+    if number is None:
+        if len(_INTERNED) >= INTERNED_MAX:  # numbers are reused from here: no key may outlive them
+            _INTERNED.clear()
+            CACHE.clear(SHARING)
+            _INTERNED_STARTS[0] += 1
+        number = _INTERNED[value] = len(_INTERNED)
+    return number
 NO_MOVEMENT = "no twin"  # the key suffix of op results simulated without their data-only twin
 
 
@@ -358,8 +378,14 @@ class Evaluation:
         mine = [i for i, x in enumerate(dispatch.of_op) if x == d]
         reload_cycles = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch,
                                        self.pins.launches_reconfigure)[d] * self.arch.clock_hz
-        key = (self.mapping, tuple(sorted(self.pins.noop)), self.limits, reload_cycles,
-               tuple((chosen[i].key, self.movable(chosen[i])) for i in mine))
+        def numbered() -> tuple:
+            return (_interned((self.mapping, tuple(sorted(self.pins.noop)), self.limits)), reload_cycles,
+                    array("q", [2 * _interned(chosen[i].key) + self.movable(chosen[i]) for i in mine]).tobytes())
+
+        started = _INTERNED_STARTS[0]
+        key = numbered()
+        if _INTERNED_STARTS[0] != started:  # the table started over while numbering: number again
+            key = numbered()
         at = CACHE.get(SHARING, key)
         if at is None:
             held = self._shared_in(chosen, mine, reload_cycles)
