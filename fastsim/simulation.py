@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 import warnings
 from typing import Iterable
 
@@ -159,10 +160,13 @@ def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bo
 
 
 def kept_run(batch: Batch, i: int) -> "KeptRun":
-    """Design ``i`` of a simulated batch, kept apart from the rest of the batch."""
+    """Design ``i`` of a simulated batch, kept apart from the rest of the batch: its lowered
+    design and outputs only, what its summaries and Dataset read. The packed copies of its tables
+    and its final state (about as large as the tables again) are not kept: a search's answer is
+    cached, and a sweep's worker holds hundreds of them."""
     one = pack([batch.designs[i]])
     result_cache.transfer(batch, i, one, 0)
-    return KeptRun(one)
+    return KeptRun(replace(one, inputs=(), state=(), scratch_words=0))
 
 
 class KeptRun:
