@@ -253,7 +253,8 @@ class Arch:
 
     def __repr__(self) -> str:
         """The dataclass's repr, made once per instance: caches key answers by it (every search,
-        bound and vector design asks; about 20 us each), and a frozen Arch never changes."""
+        bound and vector design asks; about 20 us each), and a frozen Arch never changes (its
+        tables are dicts: change them with ``replace``, never in place)."""
         text = self.__dict__.get("_repr")
         if text is None:
             text = _FIELDS_REPR(self)

@@ -281,3 +281,16 @@ def test_generation__refused_outside_the_list():
         with pytest.raises(ConfigError, match="generation"):
             NPU2.replace(generation=bad)
     assert NPU1.replace(generation="generic").generation == "generic"
+
+
+def test_arch_repr__is_the_dataclass_repr_made_once():
+    """Caches key answers by an Arch's repr, made once per instance: it must be the text the
+    dataclass would write, field by field, and a replaced Arch must get its own."""
+    def written(arch) -> str:
+        return f"Arch({', '.join(f'{f.name}={getattr(arch, f.name)!r}' for f in dataclasses.fields(Arch))})"
+
+    for arch in (NPU1, NPU2, NPU2.replace(name="wide", shim_read_bytes_per_cycle=8.0)):
+        assert repr(arch) == written(arch) and repr(arch) is repr(arch)
+    changed = NPU2.replace(ddr_bytes_per_s=NPU2.ddr_bytes_per_s / 2)
+    assert repr(changed) != repr(NPU2) and repr(changed) == written(changed)
+    assert repr(dataclasses.replace(NPU2, name="other")) == written(dataclasses.replace(NPU2, name="other"))

@@ -9,6 +9,7 @@ and hand-offs (every layer repeats the same ones) share one simulation.
 """
 from __future__ import annotations
 
+import threading
 from array import array
 from dataclasses import dataclass, field, fields, replace
 
@@ -79,6 +80,7 @@ _INTERNED: dict = {}
 # one key's numbers then always come from one table)
 INTERNED_MAX = 50_000
 _INTERNED_STARTS = [0]  # how many times it started over
+_NUMBERING = threading.Lock()  # evaluations may run on several threads (a dask worker's)
 
 
 def _interned(value) -> int:
@@ -382,15 +384,18 @@ class Evaluation:
             return (_interned((self.mapping, tuple(sorted(self.pins.noop)), self.limits)), reload_cycles,
                     array("q", [2 * _interned(chosen[i].key) + self.movable(chosen[i]) for i in mine]).tobytes())
 
-        started = _INTERNED_STARTS[0]
-        key = numbered()
-        if _INTERNED_STARTS[0] != started:  # the table started over while numbering: number again
+        with _NUMBERING:  # a key is numbered, read and stored under one numbering of the table
+            started = _INTERNED_STARTS[0]
             key = numbered()
-        at = CACHE.get(SHARING, key)
+            if _INTERNED_STARTS[0] != started:  # the table started over while numbering: number again
+                key, started = numbered(), _INTERNED_STARTS[0]
+            at = CACHE.get(SHARING, key)
         if at is None:
             held = self._shared_in(chosen, mine, reload_cycles)
             at = tuple((mine.index(i), k) for i, k in held.items())
-            CACHE.put(SHARING, key, at)
+            with _NUMBERING:
+                if _INTERNED_STARTS[0] == started:
+                    CACHE.put(SHARING, key, at)
         return {mine[j]: k for j, k in at}
 
     def _shared_in(self, chosen, mine: list[int], reload_cycles: float) -> dict:
