@@ -67,11 +67,6 @@ class TileKind:
     compression: bool
 
 
-def _FIELDS_REPR(arch) -> str:
-    """``Arch``'s repr as ``dataclass`` writes it: its class name and every field in order."""
-    return f"{type(arch).__qualname__}(" + ", ".join(f"{f.name}={getattr(arch, f.name)!r}" for f in dataclasses.fields(arch)) + ")"
-
-
 @dataclass(frozen=True)
 class Arch:
     """A whole array: geometry, tile resources, streams, DDR and the costs AMD does not publish.
@@ -251,16 +246,6 @@ class Arch:
         rate = max(self.macs_per_cycle[d] for d, _ in self.datapath_options(dtype))
         return rate * self.compute_tiles * self.clock_hz
 
-    def __repr__(self) -> str:
-        """The dataclass's repr, made once per instance: caches key answers by it (every search,
-        bound and vector design asks; about 20 us each), and a frozen Arch never changes (its
-        tables are dicts: change them with ``replace``, never in place)."""
-        text = self.__dict__.get("_repr")
-        if text is None:
-            text = _FIELDS_REPR(self)
-            object.__setattr__(self, "_repr", text)
-        return text
-
     def replace(self, **changes) -> "Arch":
         """A copy with some fields changed (per-column bandwidths may be given as one number). New MAC
         rates without new kernel tables keep only the entries of datapaths that still exist; a new
@@ -409,6 +394,23 @@ PRESETS = {"npu1": NPU1, "npu2": NPU2}  # SYSTOLIC16 is added below, once from_d
 # 2**bits computed from them can overflow or exhaust memory.
 MOST = {"columns": 1024, "rows": 64, "bits": 48, "cycles": 10**6, "bytes": 2**40, "rate": 1e6, "hz": 1e11,
         "seconds": 1e3, "count": 2**20}
+
+
+_DATACLASS_REPR = Arch.__repr__
+
+
+def _repr_once(self: Arch) -> str:
+    """The dataclass's repr, made once per instance: caches key answers by it (every search,
+    bound and vector design asks; about 20 us each), and a frozen Arch never changes (its tables
+    are dicts: change them with ``replace``, never in place)."""
+    text = self.__dict__.get("_repr")
+    if text is None:
+        text = _DATACLASS_REPR(self)
+        object.__setattr__(self, "_repr", text)
+    return text
+
+
+Arch.__repr__ = _repr_once
 
 
 def _tile_problems(p: Problems, kind: str, t) -> None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -71,6 +71,17 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
     return LoweredDesign(design, prm, _col_rates(design.arch), bds, ch, cons=np.array(cons, np.int64), prog=prog,
                          cores=cores, host=host, lock_init=lock_init, channels=channels,
                          core_tiles=core_tiles, kernel_names=kernel_names)
+
+
+def capped(lowered: LoweredDesign, cap_cycles: int | None) -> LoweredDesign:
+    """``lowered`` stopping at ``cap_cycles`` at the latest (status ``cycle_limit``): a search's
+    candidate past the best run so far cannot win. A copy: the tables themselves stay uncapped (a
+    search keeps them, and the answer's twin is derived from them)."""
+    if cap_cycles is None:
+        return lowered
+    prm = lowered.prm.copy()
+    prm[L.P_MAX_CYCLES] = min(int(prm[L.P_MAX_CYCLES]), cap_cycles)
+    return replace(lowered, prm=prm)
 
 
 def _used_channels(design: Design) -> list[Channel]:

@@ -226,15 +226,14 @@ def test_shared_in__kept_by_what_decides_it(monkeypatch):
     assert asked < len(decided)  # layers repeat: kept dispatches were not decided again
     assert any(ds.kernel_shared.values.any() for ds in kept)
     monkeypatch.undo()
-    monkeypatch.setattr(ev, "_INTERNED", {})
+    numbering = ev._Numbering(25)  # numbering starts over during the runs
+    monkeypatch.setattr(ev, "_NUMBERS", numbering)
     CACHE.clear(ev.SHARING)
-    monkeypatch.setattr(ev, "INTERNED_MAX", 25)  # above a dispatch's ops: numbering starts over during runs
-    starts = ev._INTERNED_STARTS[0]
     try:
         renumbered = runs()
     finally:  # its keys are of this test's numbering: no later test may read them
         CACHE.clear(ev.SHARING)
-    assert ev._INTERNED_STARTS[0] >= starts + 2
+    assert numbering.starts >= 2
     for a, b, c in zip(kept, afresh, renumbered):
         for x in (b, c):
             assert float(a.total_seconds) == float(x.total_seconds)

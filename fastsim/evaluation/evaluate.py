@@ -72,26 +72,30 @@ def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: 
 REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
-# the values ``shared_in`` keys by, numbered: a dispatch's key is then a few bytes per op instead of
-# each op's key tuple (a decode dispatch holds ~190 ops: 126 kB a key, where its answer is a few
-# numbers). Distinct values are few (an op instance's key, a mapping): the table stays small
-_INTERNED: dict = {}
-# past this many values the table and the keys made of it start over (far above a dispatch's ops:
-# one key's numbers then always come from one table)
-INTERNED_MAX = 50_000
-_INTERNED_STARTS = [0]  # how many times it started over
-_NUMBERING = threading.Lock()  # evaluations may run on several threads (a dask worker's)
 
 
-def _interned(value) -> int:
-    number = _INTERNED.get(value)
-    if number is None:
-        if len(_INTERNED) >= INTERNED_MAX:  # numbers are reused from here: no key may outlive them
-            _INTERNED.clear()
-            CACHE.clear(SHARING)
-            _INTERNED_STARTS[0] += 1
-        number = _INTERNED[value] = len(_INTERNED)
-    return number
+class _Numbering:
+    """The values ``shared_in`` keys by, numbered: a dispatch's key is then a few bytes per op
+    instead of each op's key tuple (a decode dispatch holds ~190 ops: 126 kB a key, where its
+    answer is a few numbers). Past ``most`` values the table and every key made of it start over
+    (they are few: op instances' keys, mapping contexts). Evaluations may run on several threads (a
+    dask worker's): numbering, and reading or storing a key, happen under ``lock``."""
+
+    def __init__(self, most: int):
+        self.most, self.table, self.starts, self.lock = most, {}, 0, threading.Lock()
+
+    def numbers(self, values: list) -> list[int]:
+        """``values`` numbered (the caller holds ``lock``), all from one table: it starts over
+        first when they would not fit."""
+        new = {v for v in values if v not in self.table}
+        if len(self.table) + len(new) > self.most:
+            self.table.clear()
+            CACHE.clear(SHARING)  # its keys are numbers of the old table
+            self.starts += 1
+        return [self.table.setdefault(v, len(self.table)) for v in values]
+
+
+_NUMBERS = _Numbering(50_000)
 NO_MOVEMENT = "no twin"  # the key suffix of op results simulated without their data-only twin
 
 
@@ -380,21 +384,18 @@ class Evaluation:
         mine = [i for i, x in enumerate(dispatch.of_op) if x == d]
         reload_cycles = reload_seconds(dispatch, self.graph.layers, self.limits, self.arch,
                                        self.pins.launches_reconfigure)[d] * self.arch.clock_hz
-        def numbered() -> tuple:
-            return (_interned((self.mapping, tuple(sorted(self.pins.noop)), self.limits)), reload_cycles,
-                    array("q", [2 * _interned(chosen[i].key) + self.movable(chosen[i]) for i in mine]).tobytes())
-
-        with _NUMBERING:  # a key is numbered, read and stored under one numbering of the table
-            started = _INTERNED_STARTS[0]
-            key = numbered()
-            if _INTERNED_STARTS[0] != started:  # the table started over while numbering: number again
-                key, started = numbered(), _INTERNED_STARTS[0]
+        movable = [self.movable(chosen[i]) for i in mine]
+        context = (self.mapping, tuple(sorted(self.pins.noop)), self.limits)
+        with _NUMBERS.lock:
+            numbers = _NUMBERS.numbers([context] + [chosen[i].key for i in mine])
+            key = (numbers[0], reload_cycles, array("q", [2 * n + m for n, m in zip(numbers[1:], movable)]).tobytes())
+            started = _NUMBERS.starts
             at = CACHE.get(SHARING, key)
         if at is None:
             held = self._shared_in(chosen, mine, reload_cycles)
             at = tuple((mine.index(i), k) for i, k in held.items())
-            with _NUMBERING:
-                if _INTERNED_STARTS[0] == started:
+            with _NUMBERS.lock:
+                if _NUMBERS.starts == started:  # else its numbers belong to a table gone since
                     CACHE.put(SHARING, key, at)
         return {mine[j]: k for j, k in at}
 

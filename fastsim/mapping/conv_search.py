@@ -182,21 +182,13 @@ class _ConvSpace(LegalInOrder):
 def _simulate(op: Conv2d, arch: Arch, rows: list[dict], cap_cycles: int | None) -> None:
     """Simulate ``rows`` in one engine call; a run past ``cap_cycles`` cannot win and stops there
     (status ``cycle_limit``)."""
-    from dataclasses import replace as replaced
-
-    from fastsim.kernels import layout as L
-
-    from ..lower import lower
+    from ..lower import capped, lower
     from ..report import binding_resource
     from ..simulation import simulate
     from .conv_design import conv_design
 
     designs = [conv_design(op, r["mapping"], arch, r["plan"]) for r in rows]
-    runs = [lower(d) for d in designs]
-    if cap_cycles is not None:
-        runs = [replaced(lw, prm=lw.prm.copy()) for lw in runs]
-        for lw in runs:
-            lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
+    runs = [capped(lower(d), cap_cycles) for d in designs]
     ds = simulate(runs, on_error="record")
     for i, r in enumerate(rows):
         r["design"], r["simulation"] = designs[i], ds.isel(design=[i])

@@ -203,8 +203,7 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
     if arch.core_mesh_rows:
         from ..cost import matmul_cycles as one
 
-        if op.codegen != "external":
-            KM.check_codegen(arch, op.codegen, keys[0])  # refused: no generated kernel on mesh cores
+        KM.check_codegen(arch, op.codegen, keys[0])  # a generated kernel is refused: none on mesh cores
         assert len(set(keys)) == 1, "mesh cores have one datapath"
         f = np.vectorize(lambda a, b, c: one(int(a), int(b), int(c), keys[0], arch,
                                              op.kernel_efficiency or arch.efficiency(keys[0]),
@@ -246,8 +245,7 @@ def _call_cycles(op: Matmul, key: str, arch: Arch, m, k, n, conversion: bool = F
         cycles = KM.call_cycles(arch, key, m, k, n, tuning=tuning, conv_cycles_per_elem=conv,
                                 c_bytes=op.c_elem_bytes, macs_scale=op.macs_scale, codegen=op.codegen)
         return np.maximum(1, np.ceil(cycles) + op.kernel_overhead_cycles)
-    if op.codegen != "external":
-        KM.check_codegen(arch, op.codegen, key)  # refused: no kernel model prices a generated kernel here
+    KM.check_codegen(arch, op.codegen, key)  # a generated kernel is refused: no kernel model prices it here
     r, s_, t = arch.mmul_shapes.get(key, (1, 1, 1))
     rate = arch.macs_per_cycle[key] * eff
     call, block = float(arch.call_cycles(key)), float(arch.block_cycles(key))

@@ -531,12 +531,8 @@ def _build(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None = No
     """(designs, lowered tables, tables to run, share) of ``rows``. With ``cap_cycles``, a run stops
     at that cycle: its candidate cannot beat the one that set the cap, which is all the search needs
     to know (status ``cycle_limit``, cycles = the cap); the rows keep their uncapped tables."""
-    from dataclasses import replace as replaced
-
-    from fastsim.kernels import layout as L
-
     from .. import result_cache
-    from ..lower import lower
+    from ..lower import capped, lower
     from .design import matmul_design
 
     designs = [matmul_design(op, r["mapping"], arch, planned=(r["structure"], r["plan"])) for r in rows]  # planned rows
@@ -544,11 +540,7 @@ def _build(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None = No
     # validated where it is used (``SearchResult.checked``); a loser cannot change the answer, so
     # its checks (a fifth of a decode sweep point's time) are skipped
     lowered = [lower(d, validate=False) for d in designs]
-    runs = lowered
-    if cap_cycles is not None:
-        runs = [replaced(lw, prm=lw.prm.copy()) for lw in lowered]
-        for lw in runs:
-            lw.prm[L.P_MAX_CYCLES] = min(int(lw.prm[L.P_MAX_CYCLES]), cap_cycles)
+    runs = [capped(lw, cap_cycles) for lw in lowered]
     # another worker may be simulating the same candidates: claim them, unless none can be costly
     # (a run steps at most its cycles, and every candidate takes at least its lower bound)
     share = bool(rows) and max(r.get("lower_bound_cycles", np.inf) for r in rows) >= result_cache.COSTLY_STEPS

@@ -81,18 +81,25 @@ def lowered_vector_design(op: VectorOp, arch: Arch) -> tuple[Design, LoweredDesi
     """``vector_design(op, arch)`` and its lowered (so validated) tables. A vector op's design is
     its mapping, nothing is searched: like a matmul's searched design, it is kept in the one cache
     (region "vector"), so a workload that runs the same op again only simulates it. Ops that differ
-    in name alone (a layer's two norms) share the lowered tables, the costly part; each keeps a
-    design of its own name (for its messages, traces and exports)."""
+    in name alone (a layer's two norms) share the lowered tables (``lowered_vector_shape``), the
+    costly part; each keeps a design of its own name (for its messages, traces and exports)."""
     key = ("design", op, repr(arch))  # tagged: an op named "" has its shape's key otherwise
     found = CACHE.get(VECTOR_REGION, key)
     if found is None:
         design = vector_design(op, arch)
-        shape_key = ("lowered", replace(op, name=""), repr(arch))
-        shared = CACHE.get(VECTOR_REGION, shape_key)
-        if shared is None:
-            shared = lower(design)
-            CACHE.put(VECTOR_REGION, shape_key, shared)
-        found = (design, replace(shared, design=design))
+        found = (design, replace(lowered_vector_shape(op, arch, design), design=design))
+        CACHE.put(VECTOR_REGION, key, found)
+    return found
+
+
+def lowered_vector_shape(op: VectorOp, arch: Arch, design: Design | None = None) -> LoweredDesign:
+    """The lowered (so validated) tables every op of ``op``'s shape shares, whatever its name (its
+    ``design`` is the first such op's): what the column search simulates, and an op of that shape
+    then lowers nothing again. ``design``: ``op``'s, when the caller has built it."""
+    key = ("lowered", replace(op, name=""), repr(arch))
+    found = CACHE.get(VECTOR_REGION, key)
+    if found is None:
+        found = lower(design if design is not None else vector_design(op, arch))
         CACHE.put(VECTOR_REGION, key, found)
     return found
 

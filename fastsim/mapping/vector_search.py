@@ -21,7 +21,8 @@ from .branch_bound import LegalInOrder, branch_and_bound, control_cycles
 from .dispatch import ControlCounts, control_counts
 from .op_mapper import KindTraits, Mapper, NoopTwin, OpDesign
 from .placed import Placed, columns_pin, control_weight
-from .vector import VectorOp, lower_bound_cycles, lowered_vector_design, used_columns, vector_design
+from .vector import (VectorOp, lower_bound_cycles, lowered_vector_design, lowered_vector_shape, used_columns,
+                     vector_design)
 
 REGION = "vector_columns"
 CACHE.add_region(Region(REGION, 4096))
@@ -66,34 +67,22 @@ class _Space(LegalInOrder):
         self.op, self.arch = op, arch
 
     def simulate(self, rows: list[dict], cap_cycles: int | None) -> list[dict]:
-        """Each row's design lowered as the op's own would be (``lowered_vector_design``: checked,
-        kept by shape, so the op the search answers for lowers nothing again), all simulated in
-        one engine call, stopping past ``cap_cycles``; each row gets its ``design``, ``status``
-        and ``cycles``."""
+        """Each row's tables as the op's own are kept (``lowered_vector_shape``: checked, kept by
+        shape, so the op the search answers for lowers nothing again), all simulated in one engine
+        call, stopping past ``cap_cycles``; each row gets its ``design``, ``status`` and ``cycles``."""
         from ..kernels import layout as L
+        from ..lower import capped
         from ..results import STATUS_NAMES
         from ..simulation import run_batch
 
-        built = [lowered_vector_design(replace(self.op, cols=r["cols"]), self.arch) for r in rows]
-        runs = [_capped(lw, cap_cycles) for _, lw in built]
-        res = run_batch(runs).outputs["res"]
-        for i, (r, (design, _)) in enumerate(zip(rows, built)):
-            r["design"], r["status"], r["cycles"] = design, STATUS_NAMES[int(res[i, L.R_STATUS])], int(res[i, L.R_CYCLES])
+        tables = [lowered_vector_shape(replace(self.op, cols=r["cols"]), self.arch) for r in rows]
+        res = run_batch([capped(lw, cap_cycles) for lw in tables]).outputs["res"]
+        for i, (r, lw) in enumerate(zip(rows, tables)):
+            r["design"], r["status"], r["cycles"] = lw.design, STATUS_NAMES[int(res[i, L.R_STATUS])], int(res[i, L.R_CYCLES])
         return rows
 
     def tie(self, row: dict) -> tuple:
         return (-row["cols"],)
-
-
-def _capped(lowered, cap_cycles: int | None):
-    """``lowered`` stopping past ``cap_cycles`` (its own tables untouched: they are kept)."""
-    if cap_cycles is None:
-        return lowered
-    from ..kernels import layout as L
-
-    prm = lowered.prm.copy()
-    prm[L.P_MAX_CYCLES] = cap_cycles
-    return replace(lowered, prm=prm)
 
 
 def vector_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] | None = None,
