@@ -2,8 +2,8 @@
 
 ``fastsim.mapping.plan.evaluate`` is the reference: numpy over (structures, tiles) arrays, every
 quantity a plan reports. A search needs six of them per candidate (lower bound, energy, the first
-violated limit, DMA transfers, whether its L2 choice re-sends anything, its weighed control: the
-last from ``plan.control_counts_of``) over 10^5-10^6 candidates; numpy spent most of a cold LLM
+violated limit, DMA transfers, whether its L2 choice re-sends anything, its control instructions
+of a set-up and of a re-run: the last from ``plan.control_counts_of``) over 10^5-10^6 candidates; numpy spent most of a cold LLM
 pass's closed-form time allocating temporaries for the others. This kernel computes just those
 six, candidate by candidate, with the same operations in the same order, so its results are
 bit-identical to the reference (property-tested in
@@ -27,7 +27,7 @@ from .layout import UNITS_PER_BYTE
 # float parameters (``fp``)
 (F_A_EB, F_B_EB, F_C_EB, F_MACS_SCALE, F_CAST_CPW, F_CORE_MEM, F_MEM_MEM, F_LOAD, F_STORE, F_ACC, F_STREAM,
  F_DDR, F_PJ_MAC, F_E_DDR, F_E_SHIM, F_E_MC, F_E_CC, F_MEM_LEN, F_CORE_LEN, F_WINDOW_BYTES, F_RUN,
- F_SETUPS, F_RERUNS, F_INSTRUCTION_CYCLES, N_FP) = range(25)
+ N_FP) = range(22)
 # per structure: its numbers (``dims``), its datapath's intrinsic shape (``shape``) and its MAC rate,
 # cycles per call and per output block (``dp``)
 S_COLS, S_GROUPS, S_PM, S_PN, S_PK, N_DIMS = range(6)
@@ -51,10 +51,10 @@ def _words(nbytes):
 @kernel
 def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_rate, write_rate, write_most, conv_cpe, tm, tk, tn,
                keep, model_mm, model_conv, illegal_numbers, out_s, out_t, out_bound, out_energy, out_reason,
-               out_transfers, out_control):
+               out_transfers, out_layer, out_repeat):
     """Write each kept, useful candidate's structure, tile, lower bound, energy, first violated
-    check (-1: legal), transfers and weighed control cycles (``_control``), in (structure, tile)
-    order; return how many. With
+    check (-1: legal), transfers and control instructions of a set-up and of a re-run
+    (``_control``), in (structure, tile) order; return how many. With
     ``ip[I_MODELLED]`` a call's cycles and its conversion's are the kernel model's, given per
     (structure, tile) in ``model_mm`` and ``model_conv`` (float64[S, T]); otherwise computed here.
     ``write_most`` (float64[S]): the most C bytes per cycle a structure's shim S2MMs write together.
@@ -182,7 +182,8 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
                 out_bound[count] = np.nan
                 out_energy[count] = np.nan
                 out_transfers[count] = np.nan
-                out_control[count] = np.nan
+                out_layer[count] = np.nan
+                out_repeat[count] = np.nan
                 count += 1
                 continue
             # DDR traffic
@@ -269,21 +270,19 @@ def candidates(ip, fp, instructions, dims, shape, dp, hosted_a, hosted_b, read_r
             out_s[count], out_t[count] = s, t
             out_bound[count], out_energy[count], out_reason[count] = bound, energy, reason
             out_transfers[count] = core_a / l1_a + core_b / l1_b + mt * nt
-            out_control[count] = _control(fp, instructions, a_chip, c_chip, ip[I_C_BUFFERS], cols, groups, pk, sum_a,
-                                          sum_b, cols_a, cols_b, mdepth_a, mdepth_b, send_bds_a, send_bds_b)
+            out_layer[count], out_repeat[count] = _control(instructions, a_chip, c_chip, ip[I_C_BUFFERS], cols, groups,
+                                                           pk, sum_a, sum_b, cols_a, cols_b, mdepth_a, mdepth_b,
+                                                           send_bds_a, send_bds_b)
             count += 1
     return count
 
 
 @kernel
-def _control(fp, instructions, a_chip, c_chip, c_buffers, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a,
+def _control(instructions, a_chip, c_chip, c_buffers, cols, groups, pk, parts_a, parts_b, cols_a, cols_b, depth_a,
              depth_b, send_bds_a, send_bds_b):
-    """The candidate's control counts (``plan.control_counts_of``) as instructions per simulated run
-    (``dispatch.weighted_instructions``), in cycles (``branch_bound.control_cycles``): 0 when the
-    search weighs none. ``cols_a`` is 0 for an on-chip A."""
-    setups, reruns = fp[F_SETUPS], fp[F_RERUNS]
-    if setups == 0 and reruns == 0:
-        return 0.0
+    """The candidate's control counts (``plan.control_counts_of``) as the instructions of a set-up
+    and of a re-run (``dispatch.layer_instructions``, ``repeat_instructions``); a search weighs them
+    (``candidates.weighed_control``). ``cols_a`` is 0 for an on-chip A."""
     shim_tasks = cols_a + cols_b + (0 if c_chip else cols)
     tile_pushes = (parts_a if a_chip else 0) + (cols * groups if c_chip else 0)
     syncs = cols * (groups if c_chip else 1)
@@ -294,7 +293,7 @@ def _control(fp, instructions, a_chip, c_chip, c_buffers, cols, groups, pk, part
     cores = cols * groups * pk
     layer = _instructions(instructions, 0, shim_tasks, tile_pushes, syncs, mem_bds, mem_starts, mem_locks, cores)
     repeat = _instructions(instructions, 1, shim_tasks, tile_pushes, syncs, mem_bds, mem_starts, mem_locks, cores)
-    return (setups * layer + reruns * repeat) * fp[F_INSTRUCTION_CYCLES]
+    return layer, repeat
 
 
 @kernel

@@ -5,8 +5,10 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from fastsim import NPU1, NPU2
-from fastsim.mapping.candidates import COLUMNS, ranked_compiled, ranked_numpy
+from fastsim.mapping.branch_bound import control_cycles
+from fastsim.mapping.candidates import COLUMNS, ranked_compiled, ranked_numpy, weighed_control
 from fastsim.mapping.dispatch import ControlWeight
+from fastsim.mapping.plan import control_counts_of
 from fastsim.mapping.search import Pins, _batches, _grid
 from fastsim.mapping.space import Matmul
 from helpers import two_tiers
@@ -33,17 +35,22 @@ def ops(draw):
 
 
 def _assert_same(op, arch, pins, control_weight=0.0):
-    """Every column equal to the reference's; and without illegal candidates' numbers, the same
-    pairs and reasons, legal pairs' numbers equal and illegal pairs' NaN."""
+    """Every column equal to the reference's, and the control a search weighs from them
+    (``weighed_control``) equal to each candidate's design's (``branch_bound.control_cycles`` of its
+    counts); and without illegal candidates' numbers, the same pairs and reasons, legal pairs'
+    numbers equal and illegal pairs' NaN."""
     pairs = 0
     for batch in _batches(op, arch, pins):
         m, k, n, keep = _grid(op, batch, pins)
-        want = ranked_numpy(op, batch, arch, m, k, n, keep, control_weight)
-        got = ranked_compiled(op, batch, arch, m, k, n, keep, control_weight=control_weight)
+        want = ranked_numpy(op, batch, arch, m, k, n, keep)
+        got = ranked_compiled(op, batch, arch, m, k, n, keep)
         for c in COLUMNS:
             assert got[c].dtype.kind == want[c].dtype.kind, c
             np.testing.assert_array_equal(got[c], want[c], err_msg=f"{c} of {op} on {arch.name}, {batch.mapping}")
-        lean = ranked_compiled(op, batch, arch, m, k, n, keep, control_weight=control_weight, illegal_numbers=False)
+        designs = control_cycles(control_counts_of(op, batch, arch, m, k, n), arch, control_weight)
+        np.testing.assert_array_equal(weighed_control(got["layer"], got["repeat"], control_weight, arch),
+                                      np.broadcast_to(designs, keep.shape)[want["s"], want["t"]])
+        lean = ranked_compiled(op, batch, arch, m, k, n, keep, illegal_numbers=False)
         legal = want["reason"] < 0
         for c in COLUMNS:
             if c in ("s", "t", "reason"):

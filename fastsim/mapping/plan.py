@@ -196,9 +196,9 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
     """Cycles of one m x k x n microkernel call (the arithmetic of ``fastsim.cost.matmul_cycles``:
     the kernel model on AIE-ML and AIE-ML v2 cores, the plain rate model elsewhere); ``keys`` is one
     datapath key, or one per row of a batch. ``conversion``: include the datapath's operand
-    conversion (bf16 -> bfp16), which the kernel model interleaves with the MACs. ``memo``: one
-    search's answers per (datapath, tile grid), for ``op`` and ``arch`` only (its structure
-    batches mostly share a grid)."""
+    conversion (bf16 -> bfp16), which the kernel model interleaves with the MACs. ``memo``: answers per (datapath, tile grid)
+    for ``op``'s kernel and ``arch`` only (``candidates.call_cycle_memo``: structure batches and
+    searches of the same kernel mostly share a grid)."""
     keys = (keys,) if isinstance(keys, str) else tuple(keys)
     if arch.core_mesh_rows:
         from ..cost import matmul_cycles as one

@@ -37,7 +37,7 @@ from ..gc_pause import gc_paused
 from ..kernel_model.matmul import DIRECT_DATAPATHS, check_codegen
 from .paths import STREAM_SPLITS, stream_rates
 from .branch_bound import drive, drive_together, walk
-from .candidates import ranked
+from .candidates import COLUMNS, call_cycle_memo, ranked, weighed_control
 from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text,
                    same_as_equal_split, stack, structure)
 from .pins import Pins
@@ -376,64 +376,104 @@ def _design_key(mp: Mapping) -> Mapping:
     return mp
 
 
-class _Candidates:
-    """A search's legal candidates, and the best illegal ones (``_add``), as flat columns (``a``:
-    structure, tile, bound, energy, first violated check, transfers, control, objective bound, rank
-    bucket), built one structure batch at a time: a search has 10^5 and more candidates, and only
-    the few it reports become rows with a plan.
+class _Ranked:
+    """Every candidate of a search space ranked in closed form, built one structure batch at a time
+    (``_add``): the legal ones, and, with ``keep_illegal``, each batch's best illegal ones by
+    ``control_weight``'s objective bound (the closest rejected a search reports come from those), as
+    flat columns ``a`` (``candidates.COLUMNS`` with ``base``, ``m``, ``k``, ``n`` in place of ``s`` and
+    ``t``). Illegal candidates are counted per first violated check: most are illegal, and a search
+    never simulates one. Without ``keep_illegal`` nothing here depends on the weight, so the
+    bound of a space and every search of it share one (``_ranked_legal``)."""
 
-    ``control`` is the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
-    ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
-    ``control_weight`` is 0), and ``objective_bound`` = ``bound`` + ``control``: a lower bound of
-    the candidate's objective (``branch_bound.objective``), by which candidates are ranked, taken
-    and pruned (``bound`` alone when the weight is 0)."""
-
-    def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0, keep_illegal: int = 0):
-        self.op, self.arch, self.control_weight = op, arch, control_weight
+    def __init__(self, op: Matmul, arch: Arch, pins: Pins, checks: list, control_weight=0.0, keep_illegal: int = 0):
+        self.op, self.arch, self.control_weight, self.keep_illegal = op, arch, control_weight, keep_illegal
         self.bases: list[Mapping] = []
-        self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
-        self.call_cycles: dict = {}  # kernel call cycles per (datapath, tile grid): batches share grids
+        self.call_cycles = call_cycle_memo(op, arch)  # per (datapath, tile grid): batches and searches share grids
         self.total = 0  # candidates enumerated, legal or not
-        self.rejected = np.zeros(len(self.checks), np.int64)  # illegal candidates per first violated check
-        self.keep_illegal = keep_illegal
-        cols = {"base": [], "m": [], "k": [], "n": [], "bound": [], "energy": [], "reason": [],
-                "transfers": [], "control": [], "objective_bound": [], "bucket": []}
+        self.rejected = np.zeros(len(checks), np.int64)  # illegal candidates per first violated check
+        cols: dict[str, list] = {name: [] for name in ("base", "m", "k", "n", *COLUMNS[2:])}
         for batch in _batches(op, arch, pins):
             self._add(batch, pins, cols)
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
+        self.rows = len(self.a["bound"])
+        del self.op, self.call_cycles  # kept tables hold their numbers only
 
     def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
-        """Rank one batch's tile grid and append the candidates its structures consider;
-        ``reason`` is the first violated check (-1: legal). Illegal candidates are counted per
-        check and only the batch's best ``keep_illegal`` of them kept (the closest rejected a
-        search reports come from those): most candidates are illegal, and a search never
-        simulates one."""
+        """Rank one batch's tile grid and append the candidates kept (``reason``: the first violated
+        check, -1 legal)."""
         m, k, n, considered = _grid(self.op, batch, pins)
-        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles, self.control_weight,
+        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles,
                        illegal_numbers=self.keep_illegal > 0)
         illegal = found["reason"] >= 0
         self.total += len(illegal)
-        self.rejected += np.bincount(found["reason"][illegal], minlength=len(self.checks))
+        self.rejected += np.bincount(found["reason"][illegal], minlength=len(self.rejected))
         kept = ~illegal
         if self.keep_illegal > 0:
-            kept[_best_of(np.nonzero(illegal)[0], _bucket(self._objective_bound(found)), found["energy"],
-                          found["transfers"], self.keep_illegal)] = True
+            bound = _objective_bound(found, self.control_weight, self.arch)
+            kept[_best_of(np.nonzero(illegal)[0], _bucket(bound), found["energy"], found["transfers"],
+                          self.keep_illegal)] = True
         found = {name: v[kept] for name, v in found.items()}
-        found["objective_bound"] = self._objective_bound(found)
-        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
-        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
-        found["bucket"] = _bucket(found["objective_bound"])
         for name, v in (("m", m), ("k", k), ("n", n)):
             cols[name].append(v.reshape(-1)[found["t"]])
-        for name in ("bound", "energy", "reason", "transfers", "control", "objective_bound", "bucket"):
+        for name in COLUMNS[2:]:
             cols[name].append(found[name])
         cols["base"].append(len(self.bases) + found["s"])
         self.bases += [st.mapping for st in batch.structures]
 
-    def _objective_bound(self, found: dict) -> np.ndarray:
-        return found["bound"] + found["control"] if self.control_weight else found["bound"]
+
+RANKED = "ranked_spaces"
+CACHE.add_region(Region(RANKED, 32))
+RANKED_ROWS_KEPT = 65536  # a larger table (a prefill projection's 10^5-10^6 legal rows) is not kept
+
+
+def _ranked_legal(op: Matmul, arch: Arch, pins: Pins, checks: list) -> _Ranked:
+    """The legal candidates of ``op``'s space under ``pins``, kept for the next asker: a space's
+    bound (``lower_bound_cycles``) and its searches under any control weight rank the same table,
+    and kernel sharing asks for both within a few dozen other spaces. Kept tables are read-only."""
+    key = (replace(op, name=""), pins, repr(arch))
+    found = CACHE.get(RANKED, key)
+    if found is None:
+        found = _Ranked(op, arch, pins, checks)
+        for v in found.a.values():
+            v.setflags(write=False)
+        found.rejected.setflags(write=False)
+        if found.rows <= RANKED_ROWS_KEPT:
+            CACHE.put(RANKED, key, found)
+    return found
+
+
+def _objective_bound(found: dict, control_weight, arch: Arch) -> np.ndarray:
+    """A lower bound of each candidate's objective (``branch_bound.objective``): its bound and its
+    weighed control (``bound`` alone when the weight is 0)."""
+    if not control_weight:
+        return found["bound"]
+    return found["bound"] + weighed_control(found["layer"], found["repeat"], control_weight, arch)
+
+
+class _Candidates:
+    """A search's ranked candidates (``_Ranked``) with the columns its control weight adds:
+    ``control``, the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
+    ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
+    ``control_weight`` is 0), ``objective_bound`` = ``bound`` + ``control``: a lower bound of the
+    candidate's objective (``branch_bound.objective``), by which candidates are ranked, taken and
+    pruned, and its rank ``bucket``. A search has 10^5 and more candidates, and only the few it
+    reports become rows with a plan."""
+
+    def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0, keep_illegal: int = 0):
+        self.op, self.arch, self.control_weight = op, arch, control_weight
+        self.checks = problem_templates(arch)  # a candidate's ``reason`` indexes these
+        table = (_Ranked(op, arch, pins, self.checks, control_weight, keep_illegal) if keep_illegal
+                 else _ranked_legal(op, arch, pins, self.checks))
+        self.bases, self.total, self.rejected = table.bases, table.total, table.rejected
+        a = dict(table.a)
+        a["control"] = weighed_control(a["layer"], a["repeat"], control_weight, arch)
+        a["objective_bound"] = _objective_bound(a, control_weight, arch)
+        # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
+        # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
+        a["bucket"] = _bucket(a["objective_bound"])
+        self.a = a
 
     def best(self, mask, count: int):
         """The ``count`` best candidates of ``mask`` in rank order."""
