@@ -836,14 +836,35 @@ def control_counts_of(op: Matmul, b: StructureBatch, arch: Arch, m, k, n) -> Con
 
 def plan_one(op: Matmul, s: Structure, arch: Arch, tile: tuple[int, int, int]) -> dict:
     """``evaluate`` for one tile, as plain Python numbers (``bounds`` stays an array)."""
-    out = {}
-    for key, v in evaluate(op, stack([s], arch), arch, *tile).items():
-        v = np.asarray(v)
-        if key == "bounds":
-            out[key] = v.reshape(len(RESOURCES))
-            continue
-        v = v.item()
-        out[key] = int(v) if isinstance(v, float) and v.is_integer() else v
+    return plan_many(op, [(s, tile)], arch)[0]
+
+
+def plan_many(op: Matmul, pairs: list[tuple[Structure, tuple[int, int, int]]], arch: Arch) -> list[dict]:
+    """``plan_one`` of each (structure, tile) pair, with one ``evaluate`` per group of pairs that
+    can share a batch (``stack``), each pair a row of its (S, 1) arrays: a single plan's time is
+    numpy's per-call overhead, so a search planning the rows it simulates or reports pays it a few
+    times instead of once per row. Every value is computed element-wise, so a row's numbers are
+    its own plan's (tested)."""
+    out: list[dict] = [{} for _ in pairs]
+    groups: dict[tuple, list[int]] = {}
+    for i, (s, _) in enumerate(pairs):
+        mp = s.mapping
+        groups.setdefault((mp.dataflow, mp.order, mp.l2, mp.buffers, mp.k_panel, mp.c_buffers, s.static_b),
+                          []).append(i)
+    for rows in groups.values():
+        m, k, n = (np.array([[pairs[i][1][axis]] for i in rows], np.int64) for axis in range(3))
+        shape = (len(rows), 1)
+        for key, v in evaluate(op, stack([pairs[i][0] for i in rows], arch), arch, m, k, n).items():
+            v = np.asarray(v)
+            if key == "bounds":
+                v = np.broadcast_to(v, (len(RESOURCES), *shape))
+                for j, i in enumerate(rows):
+                    out[i][key] = v[:, j, 0].copy()
+                continue
+            v = np.broadcast_to(v, shape)
+            for j, i in enumerate(rows):
+                x = v[j, 0].item()
+                out[i][key] = int(x) if isinstance(x, float) and x.is_integer() else x
     return out
 
 

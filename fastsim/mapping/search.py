@@ -38,7 +38,7 @@ from ..kernel_model.matmul import DIRECT_DATAPATHS, check_codegen
 from .paths import STREAM_SPLITS, stream_rates
 from .branch_bound import drive, drive_together, walk
 from .candidates import COLUMNS, call_cycle_memo, ranked, weighed_control
-from .plan import (RESOURCES, StructureBatch, check, plan_one, problem_templates, reason_text,
+from .plan import (RESOURCES, StructureBatch, check, plan_many, plan_one, problem_templates, reason_text,
                    same_as_equal_split, stack, structure)
 from .pins import Pins
 from .search_store import CODEC
@@ -125,13 +125,15 @@ def _batches(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
     enumeration order, in batches of at most 256. They depend on the op's dtype, static weights
     and extents, and on an extent only up to the most parts a split can make of it (``structures``
     drops splits into twice the extent's parts and more): every context of a sweep, and every fused
-    variant of an op, shares them through the one cache (region "structures")."""
+    variant of an op, shares them through the one cache (region "structures"); so does every tile
+    pinned in a space (kernel sharing bounds one space per held kernel): structures have no tile."""
     most_parts = arch.columns * arch.compute_rows  # of M or N; K splits into at most 8
+    untiled = replace(pins, tile=None)
     key = (min(op.m, most_parts + 1), min(op.k, 9), min(op.n, most_parts + 1), op.dtype, op.static_b, repr(arch),
-           pins)
+           untiled)
     found = CACHE.get(STRUCTURES, key)
     if found is None:
-        found = _batches_of(op, arch, pins)
+        found = _batches_of(op, arch, untiled)
         CACHE.put(STRUCTURES, key, found)
     return found
 
@@ -260,7 +262,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     by_reason = table.rejected_by_reason()
     if not n_legal:  # the error names the closest: ranked again with their numbers
         table = _Candidates(op, arch, pins, control_weight, keep_illegal=5)
-        closest = [table.planned(table.row(i)) for i in table.best(table.a["reason"] >= 0, 5)]
+        closest = table.planned_all([table.row(i) for i in table.best(table.a["reason"] >= 0, 5)])
         raise ConfigError([f"no legal mapping for {op.name} {op.m}x{op.k}x{op.n} {op.dtype} "
                            f"({table.total} candidates); closest: " + "; ".join(
                                f"{r['mapping'].label()}: {r['reason']}" for r in closest)], "mapping search")
@@ -279,10 +281,10 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
         if r["design"] is not fastest["design"]:
             r["design"].discard()
     listed = legal[:keep] if report else []
-    ranked = [_public(table.planned(explored.known(r)), fastest) for r in listed]
+    ranked = [_public(r, fastest) for r in table.planned_all([explored.known(r) for r in listed])]
     ranked += [_public(r, fastest) for r in explored.rows if all(r["mapping"] != x["mapping"] for x in listed)]
     rejected = [dict(_public(r, None), reason=r["reason"])
-                for r in (table.planned(table.row(i)) for i in illegal_i[:keep if report else 0])]
+                for r in table.planned_all([table.row(i) for i in illegal_i[:keep if report else 0]])]
     return SearchResult(op, fastest["mapping"], fastest["cycles"], ranked, rejected, table.total, n_legal,
                         by_reason, fastest["design"], kept_run(*fastest["run"]), fastest["lowered"],
                         count, explored.unexplored_bound(),
@@ -328,10 +330,10 @@ class _MatmulSpace:
     def prepare(self, batch: list[dict], cap_cycles: int | None) -> "_Prepared":
         """The designs of ``batch`` built and lowered (one per distinct design), to be simulated."""
         new, copies = [], []
+        self.table.planned_all(batch)
         for r in batch:
             if "index" in r:
                 self.left[r["index"]] = False
-            self.table.planned(r)
             same = self.by_design.get(_design_key(r["mapping"]))
             if same is not None:
                 copies.append((r, same))
@@ -496,12 +498,18 @@ class _Candidates:
 
     def planned(self, r: dict) -> dict:
         """``r`` with its plan, and an illegal candidate's reason with its own numbers."""
-        if "plan" not in r:
-            r.update(_row(self.op, r["mapping"], self.arch))
+        return self.planned_all([r])[0]
+
+    def planned_all(self, rows: list[dict]) -> list[dict]:
+        """``planned`` of each row, the plans made together (``plan.plan_many``)."""
+        todo = [r for r in rows if "plan" not in r]
+        pairs = [(structure(self.op, r["mapping"], self.arch), r["mapping"].tile) for r in todo]
+        for r, (s, _), plan in zip(todo, pairs, plan_many(self.op, pairs, self.arch)):
+            r.update(_row(self.op, r["mapping"], self.arch, (s, plan)))
             i = r.get("index", -1)
             if i >= 0 and self.a["reason"][i] >= 0:
                 r["reason"] = reason_text(self.checks[self.a["reason"][i]], r["plan"])
-        return r
+        return rows
 
 
 def _bucket(objective_bound: np.ndarray) -> np.ndarray:
