@@ -36,8 +36,9 @@ def ops(draw):
 
 def _assert_same(op, arch, pins, control_weight=0.0):
     """Every column equal to the reference's, and the control a search weighs from them
-    (``weighed_control``) equal to each candidate's design's (``branch_bound.control_cycles`` of its
-    counts); and without illegal candidates' numbers, the same pairs and reasons, legal pairs'
+    (``weighed_control``) equal to ``branch_bound.control_cycles`` of the candidates' closed-form
+    control counts (``plan.control_counts_of``, held to built designs' counts by its own tests); and
+    without illegal candidates' numbers, the same pairs and reasons, legal pairs'
     numbers equal and illegal pairs' NaN."""
     pairs = 0
     for batch in _batches(op, arch, pins):

@@ -94,9 +94,10 @@ MEMO_MOST = 512  # (datapath, tile grid) entries one memo keeps before it starts
 
 def call_cycle_memo(op: Matmul, arch: Arch) -> dict:
     """The ``memo`` of ``plan.matmul_cycles`` for ``op`` and ``arch``, shared by every search whose
-    op differs from ``op`` in its extents alone: a call's cycles depend on its tile, its datapath and
-    the op's kernel (dtype, efficiency, overheads, codegen), never on the op's M, K and N, and the
-    searches of a sweep's new context rank the same tile grids again."""
+    op differs from ``op`` in its extents (M, K, N) and name alone: a call's cycles depend on its
+    tile, its datapath and the op's kernel (dtype, efficiency, overheads, codegen), never on the
+    op's extents, and the searches of a sweep's new context rank the same tile grids again. The
+    key holds every other field of the op too: it shares less than it could, never wrongly."""
     key = (tuple(getattr(op, f.name) for f in fields(op) if f.name not in ("m", "k", "n", "name")), repr(arch))
     memo = CACHE.get(CALL_CYCLES, key)
     if memo is None or len(memo) > MEMO_MOST:
@@ -181,7 +182,7 @@ def _batch_parameters(batch: StructureBatch, arch: Arch) -> tuple:
             np.ascontiguousarray(batch.hosted_b, np.int64), np.ascontiguousarray(batch.read_rate),
             np.ascontiguousarray(batch.write_rate), np.ascontiguousarray(write_most(arch, batch).reshape(-1)),
             np.ascontiguousarray(batch.conv_cycles_per_elem.reshape(-1)))
-    # shared by every search of the batch and never written (``_parameters`` copies ip and fp); left
-    # writable so that the compiled loop keeps its one signature
+    # shared by every search of the batch and never written (``_parameters`` copies ip and fp); not
+    # made read-only here: the compiled loop's signature follows each array's flags, as before
     object.__setattr__(batch, "_ranking_parameters", (repr(arch), (ip, fp, tail)))
     return ip, fp, tail

@@ -38,7 +38,7 @@ from ..kernel_model.matmul import DIRECT_DATAPATHS, check_codegen
 from .paths import STREAM_SPLITS, stream_rates
 from .branch_bound import drive, drive_together, walk
 from .candidates import COLUMNS, call_cycle_memo, ranked, weighed_control
-from .plan import (RESOURCES, StructureBatch, check, plan_many, plan_one, problem_templates, reason_text,
+from .plan import (RESOURCES, StructureBatch, check, plan_many, problem_templates, reason_text,
                    same_as_equal_split, stack, structure)
 from .pins import Pins
 from .search_store import CODEC
@@ -427,7 +427,9 @@ class _Ranked:
 
 RANKED = "ranked_spaces"
 CACHE.add_region(Region(RANKED, 32))
-RANKED_ROWS_KEPT = 65536  # a larger table (a prefill projection's 10^5-10^6 legal rows) is not kept
+# a larger table (a prefill projection's 10^5-10^6 legal rows) is not kept; kept ones take at most
+# 32 x 32,768 rows x 10 columns x 8 bytes = 84 MB (a decode point's are 17,000-25,000 rows)
+RANKED_ROWS_KEPT = 32768
 
 
 def _ranked_legal(op: Matmul, arch: Arch, pins: Pins, checks: list) -> _Ranked:
@@ -456,11 +458,11 @@ def _objective_bound(found: dict, control_weight, arch: Arch) -> np.ndarray:
 
 class _Candidates:
     """A search's ranked candidates (``_Ranked``) with the columns its control weight adds:
-    ``control``, the cycles of each candidate's weighed control (``branch_bound.control_cycles`` of
-    ``plan.control_counts_of``: its design's control counts, counted without building it; 0 when
-    ``control_weight`` is 0), ``objective_bound`` = ``bound`` + ``control``: a lower bound of the
-    candidate's objective (``branch_bound.objective``), by which candidates are ranked, taken and
-    pruned, and its rank ``bucket``. A search has 10^5 and more candidates, and only the few it
+    ``objective_bound``, ``bound`` plus the cycles of the candidate's weighed control
+    (``weighed_control`` of its control instructions, counted in closed form without building its
+    design; ``bound`` alone when ``control_weight`` is 0): a lower bound of the candidate's
+    objective (``branch_bound.objective``), by which candidates are ranked, taken and pruned; and
+    its rank ``bucket``. A search has 10^5 and more candidates, and only the few it
     reports become rows with a plan."""
 
     def __init__(self, op: Matmul, arch: Arch, pins: Pins, control_weight: float = 0.0, keep_illegal: int = 0):
@@ -470,7 +472,6 @@ class _Candidates:
                  else _ranked_legal(op, arch, pins, self.checks))
         self.bases, self.total, self.rejected = table.bases, table.total, table.rejected
         a = dict(table.a)
-        a["control"] = weighed_control(a["layer"], a["repeat"], control_weight, arch)
         a["objective_bound"] = _objective_bound(a, control_weight, arch)
         # bounds within 0.5 % tie; then less energy, then fewer DMA transfers per core (less
         # per-transfer overhead the bounds do not see, and a shorter simulation); deterministic
@@ -530,11 +531,8 @@ def _best_of(idx: np.ndarray, bucket, energy, transfers, count: int) -> np.ndarr
     return idx[np.lexsort((idx, transfers[idx], energy[idx], bucket[idx]))][:count]
 
 
-def _row(op: Matmul, mp: Mapping, arch: Arch, planned: tuple | None = None) -> dict:
-    """``mp``'s row with its plan (``planned``: its structure and plan, made already)."""
-    if planned is None:
-        s = structure(op, mp, arch)
-        planned = s, plan_one(op, s, arch, mp.tile)
+def _row(op: Matmul, mp: Mapping, arch: Arch, planned: tuple) -> dict:
+    """``mp``'s row with its plan (``planned``: its structure and plan)."""
     s, plan = planned
     return {"mapping": mp, "lower_bound_cycles": float(plan["lower_bound_cycles"]),
             "energy_pj": float(plan["energy_pj"]), "plan": plan, "structure": s}
