@@ -9,7 +9,7 @@ legality checks and the simulated design cannot disagree.
 """
 from __future__ import annotations
 
-
+import functools
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -211,15 +211,24 @@ def matmul_cycles(op: Matmul, keys, arch: Arch, m, k, n, conversion: bool = Fals
         return f(m, k, n).astype(np.float64)
     # the cycles depend on the tile and the datapath only: computed once per distinct datapath
     # (most batches have one: then they keep the tiles' shape), then each structure takes its own
-    distinct = sorted(set(keys))
+    distinct, which = _datapath_rows(keys)
     per_key = [_memoized(memo, (key, conversion, *(np.asarray(x).tobytes() for x in (m, k, n)), np.shape(m)),
                          lambda key=key: _call_cycles(op, key, arch, m, k, n, conversion)) for key in distinct]
     out = per_key[0]
     if len(distinct) > 1:
-        which = np.array([[distinct.index(key)] for key in keys])
         for i in range(1, len(distinct)):
             out = np.where(which == i, per_key[i], out)
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _datapath_rows(keys: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
+    """The distinct datapaths of a batch's rows, and each row's index into them as (rows, 1): a
+    batch's keys are ranked again by every search of the batch (two calls per ranking)."""
+    distinct = sorted(set(keys))
+    which = np.array([[distinct.index(key)] for key in keys])
+    which.setflags(write=False)
+    return distinct, which
 
 
 def _memoized(memo: dict | None, key: tuple, compute):
