@@ -3,13 +3,15 @@ JIT already warm. Prints each case's seconds, one per repeat. It imports nothing
 it times any checkout whose ``fastsim`` comes first on the path; compare commits by running it for
 each in turn, interleaved (this VM drifts by more than most changes):
 
-    python bench/cold_runs.py [gemm] [decode] [prefill] [contexts] [cnn] [conv_plans] [--repeat 3] [--per-design]
+    python bench/cold_runs.py [gemm] [decode] [prefill] [contexts] [ablation] [cnn] [conv_plans] [--repeat 3] [--per-design]
     PYTHONPATH=/path/to/older/checkout python bench/cold_runs.py prefill decode
 
 ``gemm``: the exact search and simulation of a 2048^3 bf16 GEMM on npu2 (``run gemm``'s work);
 ``decode``: a Llama-3.2-1B decode step at 4k context; ``prefill``: a 2k-token prefill;
 ``contexts``: 26 Llama-3.2-1B decode steps at contexts 512, 768, ..., 3584, batch 1 and 2, one
-after the other (a sweep's points: each new context is new attention shapes, the rest is reused); ``cnn``:
+after the other (a sweep's points: each new context is new attention shapes, the rest is reused);
+``ablation``: 200 int4 decode points of ``sweeps/ablation_100k.toml``'s kind one after the other
+(contexts 256 and 1024, batch 1 and 2, its ten NOOP choices, five of its cuts); ``cnn``:
 one ResNet-50 inference from ONNX (``fastsim.onnx.zoo``'s, written once to a temporary file before
 the timing), epilogues folded, on npu2; ``conv_plans``: the plans of every candidate of its
 distinct dense and depthwise convs, nothing simulated (the conv search's Python).
@@ -78,11 +80,23 @@ def _contexts():
             simulate_llm(LlmStudy(regime="decode", context=context, batch=batch))
 
 
+def _ablation():
+    noops = [(), ("embedding",), ("norm",), ("gemm",), ("rope",), ("kv",), ("attention",), ("softmax",),
+             ("elementwise",), ("cast",)]
+    for context in (256, 1024):
+        for batch in (1, 2):
+            for noop in noops:
+                for cuts in (None, (1,), (6, 12), (3, 7, 11), (2, 4, 6, 8)):
+                    simulate_llm(LlmStudy(regime="decode", weights="int4", context=context, batch=batch, noop=noop,
+                                          cuts=cuts))
+
+
 CASES = {
     "gemm": lambda: fastsim.simulate(gemm_design(Gemm(2048, 2048, 2048), fastsim.NPU2)),
     "decode": lambda: simulate_llm(LlmStudy(regime="decode", context=4096)),
     "prefill": lambda: simulate_llm(LlmStudy(regime="prefill", context=2048)),
     "contexts": _contexts,
+    "ablation": _ablation,
     "cnn": _cnn,
     "conv_plans": _conv_plans,
 }
