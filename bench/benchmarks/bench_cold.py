@@ -74,9 +74,8 @@ class Ablation100k:
     def setup_cache(self) -> dict:
         from fastsim.sweeping import parse_spec, sweep
 
-        spec = parse_spec((ROOT / "sweeps" / "ablation_100k.toml").read_text(), "ablation_100k")
-        if QUICK:
-            spec = parse_spec(_QUICK_SPEC, "ablation_quick")
+        spec = (parse_spec(_QUICK_SPEC, "ablation_quick") if QUICK
+                else parse_spec((ROOT / "sweeps" / "ablation_100k.toml").read_text(), "ablation_100k"))
         with tempfile.TemporaryDirectory() as where, first_sweep(), _WorkerMemory() as memory:
             start = time.perf_counter()
             sweep(spec, f"{where}/s.zarr", workers=2, progress=False)

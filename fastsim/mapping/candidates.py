@@ -46,8 +46,8 @@ def ranked(op: Matmul, batch: StructureBatch, arch: Arch, m, k, n, keep, memo: d
 
 def weighed_control(layer: np.ndarray, repeat: np.ndarray, control_weight, arch: Arch) -> np.ndarray:
     """Cycles of the control a search weighs per simulated run, from ``ranked``'s instruction
-    columns: ``branch_bound.control_cycles``'s arithmetic, so a candidate's value is its design's
-    (0 when the weight is 0)."""
+    columns: ``branch_bound.control_cycles``'s arithmetic on the candidate's closed-form control
+    counts, which equal its built design's (0 when the weight is 0)."""
     if not control_weight:
         return np.zeros(len(layer))
     w = ControlWeight.of(control_weight)

@@ -388,34 +388,32 @@ class _Ranked:
     bound of a space and every search of it share one (``_ranked_legal``)."""
 
     def __init__(self, op: Matmul, arch: Arch, pins: Pins, checks: list, control_weight=0.0, keep_illegal: int = 0):
-        self.op, self.arch, self.control_weight, self.keep_illegal = op, arch, control_weight, keep_illegal
         self.bases: list[Mapping] = []
-        self.call_cycles = call_cycle_memo(op, arch)  # per (datapath, tile grid): batches and searches share grids
         self.total = 0  # candidates enumerated, legal or not
         self.rejected = np.zeros(len(checks), np.int64)  # illegal candidates per first violated check
+        memo = call_cycle_memo(op, arch)  # per (datapath, tile grid): batches and searches share grids
         cols: dict[str, list] = {name: [] for name in ("base", "m", "k", "n", *COLUMNS[2:])}
         for batch in _batches(op, arch, pins):
-            self._add(batch, pins, cols)
+            self._add(op, arch, batch, pins, memo, control_weight, keep_illegal, cols)
         if not self.bases:
             raise ConfigError([f"no mapping structure fits {op.name} on {arch.name} with {pins}"], "mapping search")
         self.a = {name: np.concatenate(v) for name, v in cols.items()}
         self.rows = len(self.a["bound"])
-        del self.op, self.call_cycles  # kept tables hold their numbers only
 
-    def _add(self, batch: StructureBatch, pins: Pins, cols: dict) -> None:
+    def _add(self, op: Matmul, arch: Arch, batch: StructureBatch, pins: Pins, memo: dict, control_weight,
+             keep_illegal: int, cols: dict) -> None:
         """Rank one batch's tile grid and append the candidates kept (``reason``: the first violated
         check, -1 legal)."""
-        m, k, n, considered = _grid(self.op, batch, pins)
-        found = ranked(self.op, batch, self.arch, m, k, n, considered, self.call_cycles,
-                       illegal_numbers=self.keep_illegal > 0)
+        m, k, n, considered = _grid(op, batch, pins)
+        found = ranked(op, batch, arch, m, k, n, considered, memo, illegal_numbers=keep_illegal > 0)
         illegal = found["reason"] >= 0
         self.total += len(illegal)
         self.rejected += np.bincount(found["reason"][illegal], minlength=len(self.rejected))
         kept = ~illegal
-        if self.keep_illegal > 0:
-            bound = _objective_bound(found, self.control_weight, self.arch)
+        if keep_illegal > 0:
+            bound = _objective_bound(found, control_weight, arch)
             kept[_best_of(np.nonzero(illegal)[0], _bucket(bound), found["energy"], found["transfers"],
-                          self.keep_illegal)] = True
+                          keep_illegal)] = True
         found = {name: v[kept] for name, v in found.items()}
         for name, v in (("m", m), ("k", k), ("n", n)):
             cols[name].append(v.reshape(-1)[found["t"]])
@@ -427,8 +425,9 @@ class _Ranked:
 
 RANKED = "ranked_spaces"
 CACHE.add_region(Region(RANKED, 32))
-# a larger table (a prefill projection's 10^5-10^6 legal rows) is not kept; kept ones take at most
-# 32 x 32,768 rows x 10 columns x 8 bytes = 84 MB (a decode point's are 17,000-25,000 rows)
+# a larger table (a prefill projection's 10^5-10^6 legal rows) is not kept; kept ones' columns take
+# at most 32 x 32,768 rows x 10 columns x 8 bytes = 84 MB (a decode point's are 17,000-25,000 rows;
+# each table also holds a list of its structures' mappings, which the structure cache shares)
 RANKED_ROWS_KEPT = 32768
 
 
