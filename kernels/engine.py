@@ -33,6 +33,7 @@ and, in a periodic steady state, applies whole periods at once. The pure-Python 
 from ._jit import inline, kernel
 from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
 from .layout import (
+    A_KINDS, A_SHIM_MM2S, A_SHIM_S2MM, A_TILE_MM2S, A_TILE_S2MM,
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CONS_END, BD_CONS_START, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
     BD_RUN,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
@@ -270,7 +271,17 @@ def _ddr_load(rate, run, run_cost):
 
 
 @inline
-def _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active):
+def _add_active(active, ch, c):
+    """List transferring channel c under its kind (``A_*``): active[kind, 0] counts the kind's
+    channels, listed from active[kind, 1] on in the order they are added (ascending index)."""
+    kind = 2 * ch[c, CH_MM2S] + ch[c, CH_SHIM]
+    n = active[kind, 0] + 1
+    active[kind, n] = c
+    active[kind, 0] = n
+
+
+@inline
+def _share_ddr(prm, bds, ch, col_rates, st, counts, active):
     """Split column and DDR bandwidth between the shim channels that want to move data now.
 
     A shim channel wants bandwidth when it could move a byte this cycle (S_WANT, set by the flow
@@ -287,21 +298,21 @@ def _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active):
     cap therefore pays nothing; and since a share's bytes never exceed its DDR use, the bytes moved
     per cycle stay within the cap (the search's bytes-over-rate bounds stay lower bounds).
     """
-    for j in range(n_active):
-        c = active[j]
-        if ch[c, CH_SHIM] == 1:
-            counts[ch[c, CH_MM2S], ch[c, CH_COL]] = 0
-    for j in range(n_active):
-        c = active[j]
-        if ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
-            counts[ch[c, CH_MM2S], ch[c, CH_COL]] += 1
+    for kind in (A_SHIM_S2MM, A_SHIM_MM2S):
+        d = kind // 2
+        for j in range(1, active[kind, 0] + 1):
+            counts[d, ch[active[kind, j], CH_COL]] = 0
+        for j in range(1, active[kind, 0] + 1):
+            c = active[kind, j]
+            if st[c, S_WANT] == 1:
+                counts[d, ch[c, CH_COL]] += 1
     total = 0
     run_cost = prm[P_DDR_RUN]
-    for j in range(n_active):
-        c = active[j]
-        if ch[c, CH_SHIM] == 1:
+    for kind in (A_SHIM_S2MM, A_SHIM_MM2S):
+        d = kind // 2
+        for j in range(1, active[kind, 0] + 1):
+            c = active[kind, j]
             if st[c, S_WANT] == 1:
-                d = ch[c, CH_MM2S]
                 col = ch[c, CH_COL]
                 st[c, S_RATE] = max(1, min(ch[c, CH_RATE], col_rates[d, col] // counts[d, col]))
                 total += _ddr_load(st[c, S_RATE], bds[st[c, S_BD], BD_RUN], run_cost)
@@ -309,10 +320,11 @@ def _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active):
                 st[c, S_RATE] = ch[c, CH_RATE]
     cap = prm[P_DDR_CAP]
     if total > cap:
-        for j in range(n_active):
-            c = active[j]
-            if ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
-                st[c, S_RATE] = max(1, st[c, S_RATE] * cap // total)
+        for kind in (A_SHIM_S2MM, A_SHIM_MM2S):
+            for j in range(1, active[kind, 0] + 1):
+                c = active[kind, j]
+                if st[c, S_WANT] == 1:
+                    st[c, S_RATE] = max(1, st[c, S_RATE] * cap // total)
 
 
 @inline
@@ -359,12 +371,13 @@ def _arbitrate(s, bds, ch, cons, st):
 
 
 @inline
-def _grant_ports(bds, ch, cons, st, active, n_active):
-    """Arbitrate every free packet port some transferring MM2S wants. Returns 1 if one was granted."""
+def _grant_ports(bds, ch, cons, st, active):
+    """Arbitrate every free packet port some transferring MM2S wants. Returns 1 if one was granted.
+    Which MM2S asks first does not matter: ``_arbitrate`` picks among all of the port's producers."""
     granted = 0
-    for j in range(n_active):
-        m = active[j]
-        if ch[m, CH_MM2S] == 1:
+    for kind in (A_TILE_MM2S, A_SHIM_MM2S):
+        for j in range(1, active[kind, 0] + 1):
+            m = active[kind, j]
             b = st[m, S_BD]
             for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
                 s = cons[i]
@@ -387,77 +400,95 @@ def _free_ports(m, ch, cons, st):
 
 
 @inline
-def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active, n_active):
-    """Move bytes for one cycle between the ``active`` (transferring) channels.
+def _push(m, cyc, packets, bds, ch, cons, st, ch_bytes):
+    """MM2S m pushes into every consumer's buffer at the pace of the fullest one. Returns 1 if the
+    push restarted an empty stream. Each S2MM has one pusher a cycle (its circuit producer, or the
+    packet port's owner), so the order in which MM2Ss push does not matter."""
+    restarted = 0
+    p = min(st[m, S_RATE], st[m, S_REMAIN])
+    if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or (packets and _port_blocked(m, bds, ch, cons, st)):
+        p = 0
+    b = st[m, S_BD]
+    for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
+        s = cons[i]
+        p = min(p, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + st[s, S_FLOW])
+    st[m, S_FLOW] = p
+    if p > 0:
+        for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
+            s = cons[i]
+            if st[s, S_FILL] == 0:
+                st[s, S_READY_AT] = cyc + ch[s, CH_LATENCY]
+                restarted = 1
+            st[s, S_FILL] += p
+        st[m, S_REMAIN] -= p
+        ch_bytes[m] += p
+    return restarted
+
+
+@inline
+def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, ch_stats, counts, active):
+    """Move bytes for one cycle between the ``active`` (transferring) channels, listed by kind.
 
     Order: tile S2MMs decide their pulls (fixed stream rate); shim channels say whether they could
     move data (an S2MM with buffered, arrived data; an MM2S whose consumers all have room, counting
     what tile consumers pull this cycle) and share DDR bandwidth; shim S2MMs pull; every MM2S
     pushes. Packet ports are granted first; an MM2S whose packet port another packet holds moves
     nothing. Channels that are not transferring always have S_FLOW == 0 (cleared when they leave the
-    transfer state). Returns 1 if a push restarted an empty stream or a packet port was granted
-    (state changes).
+    transfer state). Each channel's cycle is then classified and counted in ``ch_stats``.
+
+    Returns (restarted, busy, progress): a push restarted an empty stream or a packet port was
+    granted (state changes); some channel moved data or waits for a stream's latency (the cycle is
+    not a deadlock); a channel with required work (not a static cyclic task) moved data.
     """
     packets = prm[P_PACKETS] == 1  # else no port to arbitrate: circuit designs pay nothing
-    restarted = _grant_ports(bds, ch, cons, st, active, n_active) if packets else 0
-    for j in range(n_active):
-        c = active[j]
-        if ch[c, CH_MM2S] == 0:
-            ready = cyc >= st[c, S_READY_AT]
-            if ch[c, CH_SHIM] == 0:
-                st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL]) if ready else 0
-            else:
-                st[c, S_FLOW] = 0
-                st[c, S_WANT] = 1 if (ready and st[c, S_FILL] > 0) else 0
-    for j in range(n_active):  # after every tile S2MM has decided its pull
-        c = active[j]
-        if ch[c, CH_MM2S] == 1 and ch[c, CH_SHIM] == 1:
-            room = NEVER
-            b = st[c, S_BD]
-            for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
-                s = cons[i]
-                room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
-            st[c, S_WANT] = 1 if room > 0 and not (packets and _port_blocked(c, bds, ch, cons, st)) else 0
-    _share_ddr(prm, bds, ch, col_rates, st, counts, active, n_active)
-    for j in range(n_active):
-        c = active[j]
-        if ch[c, CH_MM2S] == 0 and ch[c, CH_SHIM] == 1 and st[c, S_WANT] == 1:
+    restarted = _grant_ports(bds, ch, cons, st, active) if packets else 0
+    for j in range(1, active[A_TILE_S2MM, 0] + 1):
+        c = active[A_TILE_S2MM, j]
+        st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL]) if cyc >= st[c, S_READY_AT] else 0
+    for j in range(1, active[A_SHIM_S2MM, 0] + 1):
+        c = active[A_SHIM_S2MM, j]
+        st[c, S_FLOW] = 0
+        st[c, S_WANT] = 1 if (cyc >= st[c, S_READY_AT] and st[c, S_FILL] > 0) else 0
+    for j in range(1, active[A_SHIM_MM2S, 0] + 1):  # after every tile S2MM has decided its pull
+        c = active[A_SHIM_MM2S, j]
+        room = NEVER
+        b = st[c, S_BD]
+        for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
+            s = cons[i]
+            room = min(room, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + (st[s, S_FLOW] if ch[s, CH_SHIM] == 0 else 0))
+        st[c, S_WANT] = 1 if room > 0 and not (packets and _port_blocked(c, bds, ch, cons, st)) else 0
+    _share_ddr(prm, bds, ch, col_rates, st, counts, active)
+    for j in range(1, active[A_SHIM_S2MM, 0] + 1):
+        c = active[A_SHIM_S2MM, j]
+        if st[c, S_WANT] == 1:
             st[c, S_FLOW] = min(st[c, S_RATE], st[c, S_REMAIN], st[c, S_FILL])
-    # producers push into every consumer's buffer at the pace of the fullest one
-    for j in range(n_active):
-        m = active[j]
-        if ch[m, CH_MM2S] == 1:
-            p = min(st[m, S_RATE], st[m, S_REMAIN])
-            if (ch[m, CH_SHIM] == 1 and st[m, S_WANT] == 0) or (packets and _port_blocked(m, bds, ch, cons, st)):
-                p = 0
-            b = st[m, S_BD]
-            for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
-                s = cons[i]
-                p = min(p, ch[s, CH_FIFO_CAP] - st[s, S_FILL] + st[s, S_FLOW])
-            st[m, S_FLOW] = p
-            if p > 0:
-                for i in range(bds[b, BD_CONS_START], bds[b, BD_CONS_END]):
-                    s = cons[i]
-                    if st[s, S_FILL] == 0:
-                        st[s, S_READY_AT] = cyc + ch[s, CH_LATENCY]
-                        restarted = 1
-                    st[s, S_FILL] += p
-                st[m, S_REMAIN] -= p
-                ch_bytes[m] += p
-    for j in range(n_active):
-        c = active[j]
-        f = st[c, S_FLOW]
-        if ch[c, CH_MM2S] == 0 and f > 0:
-            st[c, S_FILL] -= f
-            st[c, S_REMAIN] -= f
-            ch_bytes[c] += f
-        if f == 0:
-            st[c, S_CLASS] = CC_BACKPRESSURE if ch[c, CH_MM2S] == 1 else CC_STARVED
-        elif ch[c, CH_SHIM] == 1 and st[c, S_RATE] < ch[c, CH_RATE] and f == st[c, S_RATE]:
-            st[c, S_CLASS] = CC_DDR_LIMITED
-        else:
-            st[c, S_CLASS] = CC_BUSY
-    return restarted
+    for kind in (A_TILE_MM2S, A_SHIM_MM2S):
+        for j in range(1, active[kind, 0] + 1):
+            restarted |= _push(active[kind, j], cyc, packets, bds, ch, cons, st, ch_bytes)
+    busy = 0
+    progress = 0
+    for kind in (A_TILE_S2MM, A_SHIM_S2MM, A_TILE_MM2S, A_SHIM_MM2S):
+        mm2s = kind >= A_TILE_MM2S
+        shim = kind == A_SHIM_S2MM or kind == A_SHIM_MM2S
+        for j in range(1, active[kind, 0] + 1):
+            c = active[kind, j]
+            f = st[c, S_FLOW]
+            if not mm2s and f > 0:
+                st[c, S_FILL] -= f
+                st[c, S_REMAIN] -= f
+                ch_bytes[c] += f
+            if f == 0:
+                cls = CC_BACKPRESSURE if mm2s else CC_STARVED
+                if not mm2s and cyc < st[c, S_READY_AT]:
+                    busy = 1  # data is on its way
+            else:
+                cls = CC_DDR_LIMITED if shim and st[c, S_RATE] < ch[c, CH_RATE] and f == st[c, S_RATE] else CC_BUSY
+                busy = 1
+                if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
+                    progress = 1
+            st[c, S_CLASS] = cls
+            ch_stats[c, cls] += 1
+    return restarted, busy, progress
 
 
 @inline
@@ -626,7 +657,8 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 break
             changed |= moved
             progress |= moved
-        n_active = 0
+        for kind in range(A_KINDS):
+            active[kind, 0] = 0
         if status == ST_OK:
             for c in range(n_ch):
                 moved, status = _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task)
@@ -636,8 +668,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 if moved and st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                     progress = 1
                 if st[c, S_STATE] == CS_TRANSFER:
-                    active[n_active] = c
-                    n_active += 1
+                    _add_active(active, ch, c)
                     continue
                 cls = st[c, S_CLASS]
                 ch_stats[c, cls] += 1
@@ -648,18 +679,10 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         if status != ST_OK:
             res[R_STATUS] = status
             break
-        restarted = _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, counts, active, n_active)
-        active_cycle |= changed | restarted
-        for j in range(n_active):
-            c = active[j]
-            cls = st[c, S_CLASS]
-            ch_stats[c, cls] += 1
-            if cls == CC_BUSY or cls == CC_DDR_LIMITED:
-                active_cycle = 1
-                if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
-                    progress = 1
-            elif cls == CC_STARVED and cyc < st[c, S_READY_AT]:
-                active_cycle = 1
+        restarted, busy, moved = _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, ch_stats, counts,
+                                             active)
+        active_cycle |= changed | restarted | busy
+        progress |= moved
         for i in range(n_cores):
             cls = kst[i, K_CLASS]
             core_stats[i, cls] += 1
