@@ -384,7 +384,7 @@ def pack(lowered: list[LoweredDesign]) -> Batch:
              np.zeros((n, 1), np.int64),  # hst
              np.zeros((n, n_locks), np.int64),  # locks
              np.zeros((n, 2, n_cols), np.int64),  # counts (scratch)
-             np.zeros((n, L.A_KINDS, n_ch + 1), np.int64))  # transferring channels by kind (scratch)
+             np.zeros((n, L.A_ROWS, n_ch + 1), np.int64))  # channel lists (scratch)
     outputs = {"ch_bytes": np.zeros((n, n_ch), np.int64),
                "ch_stats": np.zeros((n, n_ch, L.CC_N), np.int64),
                "core_stats": np.zeros((n, n_cores, L.KC_N), np.int64),

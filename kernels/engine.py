@@ -33,7 +33,7 @@ and, in a periodic steady state, applies whole periods at once. The pure-Python 
 from ._jit import inline, kernel
 from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
 from .layout import (
-    A_KINDS, A_SHIM_MM2S, A_SHIM_S2MM, A_TILE_MM2S, A_TILE_S2MM,
+    A_CONTROL, A_KINDS, A_SHIM_MM2S, A_SHIM_S2MM, A_TILE_MM2S, A_TILE_S2MM,
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CONS_END, BD_CONS_START, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
     BD_RUN,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
@@ -272,12 +272,47 @@ def _ddr_load(rate, run, run_cost):
 
 @inline
 def _add_active(active, ch, c):
-    """List transferring channel c under its kind (``A_*``): active[kind, 0] counts the kind's
-    channels, listed from active[kind, 1] on in the order they are added (ascending index)."""
+    """List channel c, which started transferring, under its kind (``A_*``): active[kind, 0] counts
+    the kind's channels, listed from active[kind, 1] on in no particular order (nothing in the flow
+    phase depends on the order in which it visits channels)."""
     kind = 2 * ch[c, CH_MM2S] + ch[c, CH_SHIM]
     n = active[kind, 0] + 1
     active[kind, n] = c
     active[kind, 0] = n
+
+
+@inline
+def _add_control(active, c):
+    """Put channel c, whose transfer ended, back on the control list, which stays in ascending
+    channel order: the control phase must visit channels in index order (a lock released by one
+    channel is seen by later channels in the same cycle, by earlier ones in the next)."""
+    n = active[A_CONTROL, 0]
+    j = n
+    while j >= 1 and active[A_CONTROL, j] > c:
+        active[A_CONTROL, j + 1] = active[A_CONTROL, j]
+        j -= 1
+    active[A_CONTROL, j + 1] = c
+    active[A_CONTROL, 0] = n + 1
+
+
+@inline
+def _retire(active, kind, j):
+    """Channel active[kind, j] moved its last byte: its transfer ends in the next control phase,
+    so it leaves the kind's list (the last entry takes its slot) for the control list."""
+    c = active[kind, j]
+    n = active[kind, 0]
+    active[kind, j] = active[kind, n]
+    active[kind, 0] = n - 1
+    _add_control(active, c)
+
+
+@inline
+def _retire_ended(st, active):
+    """``_retire`` every listed channel with no bytes left (a repeated cycle may move a last byte)."""
+    for kind in range(A_KINDS):
+        for j in range(active[kind, 0], 0, -1):
+            if st[active[kind, j], S_REMAIN] == 0:
+                _retire(active, kind, j)
 
 
 @inline
@@ -427,7 +462,8 @@ def _push(m, cyc, packets, bds, ch, cons, st, ch_bytes):
 
 @inline
 def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, ch_stats, counts, active):
-    """Move bytes for one cycle between the ``active`` (transferring) channels, listed by kind.
+    """Move bytes for one cycle between the ``active`` (transferring) channels, listed by kind; a
+    channel whose transfer moved its last byte goes back on the control list.
 
     Order: tile S2MMs decide their pulls (fixed stream rate); shim channels say whether they could
     move data (an S2MM with buffered, arrived data; an MM2S whose consumers all have room, counting
@@ -470,7 +506,7 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, ch_stats, coun
     for kind in (A_TILE_S2MM, A_SHIM_S2MM, A_TILE_MM2S, A_SHIM_MM2S):
         mm2s = kind >= A_TILE_MM2S
         shim = kind == A_SHIM_S2MM or kind == A_SHIM_MM2S
-        for j in range(1, active[kind, 0] + 1):
+        for j in range(active[kind, 0], 0, -1):  # backwards: an ended transfer's slot takes the last
             c = active[kind, j]
             f = st[c, S_FLOW]
             if not mm2s and f > 0:
@@ -488,6 +524,8 @@ def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, ch_stats, coun
                     progress = 1
             st[c, S_CLASS] = cls
             ch_stats[c, cls] += 1
+            if st[c, S_REMAIN] == 0:
+                _retire(active, kind, j)
     return restarted, busy, progress
 
 
@@ -592,7 +630,7 @@ def _work_pending(prm, ch, hst, st, kst):
 
 
 @inline
-def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
+def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks, active,
                    ch_bytes, ch_stats, core_stats, events, res):
     st[:, :] = 0
     queue[:, :, :] = 0
@@ -611,6 +649,10 @@ def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
         st[c, S_RATE] = ch[c, CH_RATE]
         st[c, S_OWNER] = ch[c, CH_PRODUCER]
         st[c, S_LAST_OWNER] = -1
+        active[A_CONTROL, c + 1] = c  # every channel starts idle: on the control list
+    active[A_CONTROL, 0] = prm[P_N_CH]
+    for kind in range(A_KINDS):
+        active[kind, 0] = 0
     for i in range(prm[P_N_CORES]):
         kst[i, K_PC] = cores[i, CORE_START]
         kst[i, K_STATE] = KS_RUN
@@ -628,7 +670,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
     State and outputs are preallocated by the caller and overwritten; res[R_NCOL] holds the status,
     the final cycle and details. ``ff`` is fast-forward scratch (``fastforward.scratch_words``).
     """
-    _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
+    _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks, active,
                    ch_bytes, ch_stats, core_stats, events, res)
     ff_reset(prm, ff)
     o_task, o_loop = ff_offsets(prm)
@@ -657,25 +699,29 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 break
             changed |= moved
             progress |= moved
-        for kind in range(A_KINDS):
-            active[kind, 0] = 0
         if status == ST_OK:
-            for c in range(n_ch):
+            # channels in transfer with bytes left have no control step: only the others are visited
+            kept = 0
+            for j in range(1, active[A_CONTROL, 0] + 1):
+                c = active[A_CONTROL, j]
                 moved, status = _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task)
                 if status != ST_OK:
                     break
                 changed |= moved
                 if moved and st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                     progress = 1
-                if st[c, S_STATE] == CS_TRANSFER:
+                if st[c, S_STATE] == CS_TRANSFER:  # with bytes left: the flow phase's until they are moved
                     _add_active(active, ch, c)
                     continue
+                kept += 1
+                active[A_CONTROL, kept] = c
                 cls = st[c, S_CLASS]
                 ch_stats[c, cls] += 1
                 if cls == CC_OVERHEAD:
                     active_cycle = 1
                     if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                         progress = 1
+            active[A_CONTROL, 0] = kept
         if status != ST_OK:
             res[R_STATUS] = status
             break
@@ -704,6 +750,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 n = min(n, last_progress + livelock - cyc - 1)
             if n > 0:
                 _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats)
+                _retire_ended(st, active)
                 cyc += n
                 if progress:
                     last_progress = cyc
@@ -714,7 +761,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
             if ff[C_NOTE] >= 0:
                 jumped = ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, locks,
                                      ch_bytes, ch_stats, core_stats, events, res, ff)
-                cyc += jumped
+                cyc += jumped  # (a jump leaves every transfer at least its rate in bytes: lists stay right)
                 last_progress += jumped
     res[R_CYCLES] = cyc
 

@@ -133,13 +133,16 @@ CC_BACKPRESSURE = 5  # MM2S that cannot push: a consumer's stream buffer is full
 CC_STARVED = 6  # S2MM with no data to pull
 CC_N = 7
 
-# Transferring channels of one cycle, listed by kind (engine scratch ``active[A_KINDS, n_ch + 1]``:
-# active[kind, 0] counts them, active[kind, 1:] lists them); kind = 2 * CH_MM2S + CH_SHIM
+# Engine scratch ``active[A_ROWS, n_ch + 1]``, lists of channels (row[0] counts, row[1:] lists):
+# the channels in transfer with bytes left, one row per kind (kind = 2 * CH_MM2S + CH_SHIM), and
+# the control list: every other channel, in ascending order
 A_TILE_S2MM = 0
 A_SHIM_S2MM = 1
 A_TILE_MM2S = 2
 A_SHIM_MM2S = 3
 A_KINDS = 4
+A_CONTROL = 4
+A_ROWS = 5
 
 # Core states
 KS_RUN = 0
