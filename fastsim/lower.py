@@ -383,6 +383,7 @@ def pack(lowered: list[LoweredDesign]) -> Batch:
              np.zeros((n, n_cores, L.MAX_LOOP_DEPTH, 2), np.int64),  # kloop
              np.zeros((n, 1), np.int64),  # hst
              np.zeros((n, n_locks), np.int64),  # locks
+             np.zeros((n, n_locks), np.int64),  # channels asleep on each lock (engine scratch)
              np.zeros((n, 2, n_cols), np.int64),  # counts (scratch)
              np.zeros((n, L.A_ROWS, n_ch + 1), np.int64))  # channel lists (scratch)
     outputs = {"ch_bytes": np.zeros((n, n_ch), np.int64),

@@ -24,6 +24,13 @@ are its channel's unless its channel has several packet routes, where the BD's p
 (the stream switch forwards a packet by its header's id); only a producer whose current BD goes to
 an S2MM competes for that S2MM's port.
 
+Work per cycle: a channel in transfer with bytes left has no control step, and one whose acquire
+failed would only fail again until its lock's value rises; so the control phase visits only the
+other channels (``A_AWAKE``), and the flow phase only the transferring ones, listed by kind
+(``A_TILE_S2MM``...). A lock release wakes the channels asleep on that lock; their lock-wait cycles
+are counted when they wake or when the statistics are read (fast-forward snapshots, the end). The
+pure-Python reference visits every channel every cycle.
+
 Event skipping: after a cycle in which nothing changed state, the engine computes how many following
 cycles are provably identical (same states, same flows) and applies them at once. Fast-forward
 (``fastforward``): at loop ends of an anchor core it compares the whole state with earlier loop ends
@@ -33,7 +40,7 @@ and, in a periodic steady state, applies whole periods at once. The pure-Python 
 from ._jit import inline, kernel
 from .fastforward import C_ANCHOR_CH, C_ANCHOR_CORE, C_NOTE, ff_anchor, ff_boundary, ff_offsets, ff_reset
 from .layout import (
-    A_CONTROL, A_KINDS, A_SHIM_MM2S, A_SHIM_S2MM, A_TILE_MM2S, A_TILE_S2MM,
+    A_AWAKE, A_KINDS, A_SHIM_MM2S, A_SHIM_S2MM, A_TILE_MM2S, A_TILE_S2MM,
     BD_ACQ_LOCK, BD_ACQ_VAL, BD_CONS_END, BD_CONS_START, BD_CYCLIC, BD_LEN, BD_NEXT, BD_REL_LOCK, BD_REL_VAL,
     BD_RUN,
     CC_BACKPRESSURE, CC_BUSY, CC_DDR_LIMITED, CC_IDLE, CC_LOCK_WAIT, CC_OVERHEAD, CC_STARVED,
@@ -46,7 +53,7 @@ from .layout import (
     OP_COMPUTE, OP_LOOP, OP_RELEASE, P_ACQ, P_CHAIN, P_DDR_CAP, P_DDR_RUN, P_LIVELOCK, P_LOCK_MAX,
     P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST, P_N_LOCKS, P_PACKETS, P_QDEPTH, P_REL, P_SETUP,
     P_FF, P_SKIP, PROG_A, PROG_B, PROG_OP, R_CYCLES, R_DETAIL, R_EVENTS, R_STATUS, R_STEPS, S_BD, S_CLASS,
-    S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_LAST_OWNER, S_OWNER, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT,
+    S_DONE_TASKS, S_EV_START, S_FILL, S_FLOW, S_LAST_OWNER, S_OWNER, S_PUSHED, S_QHEAD, S_QLEN, S_RATE, S_READY_AT, S_NEXT_WAITER, S_WAIT_SINCE,
     S_REMAIN, S_REPEATS, S_STATE, S_WANT, S_STATIC_DONE, S_TASK_BD, S_TASK_KIND, S_TIMER, ST_CYCLE_LIMIT,
     ST_DEADLOCK, ST_LIVELOCK, ST_LOCK_OVERFLOW, ST_OK, TASK_QUEUED, TASK_STATIC, TASK_STATIC_CYCLIC,
 )
@@ -76,6 +83,42 @@ def _start_task(st, c, bd, repeats, kind, setup_cycles, cyc, ff, o_task):
 
 
 @inline
+def _wake(lk, st, waiters, active):
+    """Lock lk's value rose: every channel asleep on it gets a control step again. One whose index
+    is above the channel that released it gets it in this cycle, the others in the next, as if
+    they had been visited every cycle (the control phase visits channels in index order)."""
+    w = waiters[lk]
+    while w >= 0:
+        active[A_AWAKE, w] = 1
+        nxt = st[w, S_NEXT_WAITER]
+        st[w, S_NEXT_WAITER] = -1
+        w = nxt
+    waiters[lk] = -1
+
+
+@inline
+def _sleep(c, cyc, bds, st, waiters, active):
+    """Channel c failed its acquire in cycle ``cyc`` (counted): it sleeps until its lock's value
+    rises (``_wake``), and its lock-wait cycles from the next one on are counted when it wakes or
+    when the statistics are read (``_count_waits``). A waiting channel's visit changes nothing: its
+    lock stays too low until someone releases it."""
+    lk = bds[st[c, S_BD], BD_ACQ_LOCK]
+    active[A_AWAKE, c] = 0
+    st[c, S_WAIT_SINCE] = cyc + 1
+    st[c, S_NEXT_WAITER] = waiters[lk]
+    waiters[lk] = c
+
+
+@inline
+def _count_waits(c, upto, st, ch_stats):
+    """Count channel c's lock-wait cycles asleep before cycle ``upto`` into its statistics."""
+    since = st[c, S_WAIT_SINCE]
+    if since >= 0:
+        ch_stats[c, CC_LOCK_WAIT] += upto - since
+        st[c, S_WAIT_SINCE] = upto
+
+
+@inline
 def _host_control(prm, host, hst, st, queue):
     """Advance the host runtime sequence as far as it can go this cycle; returns 1 if it moved."""
     changed = 0
@@ -99,7 +142,7 @@ def _host_control(prm, host, hst, st, queue):
 
 
 @inline
-def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, o_loop):
+def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, o_loop, st, waiters, active):
     """Zero-time steps of core k, then spend the cycle. Returns (changed, status)."""
     changed = 0
     while True:
@@ -122,6 +165,7 @@ def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, 
                     res[R_DETAIL] = lk
                     return changed, ST_LOCK_OVERFLOW
                 locks[lk] = value
+                _wake(lk, st, waiters, active)
             kst[k, K_PC] = pc + 1
             kst[k, K_STATE] = KS_RUN
             changed = 1
@@ -175,7 +219,7 @@ def _core_control(k, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, 
 
 
 @inline
-def _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task):
+def _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task, waiters, active):
     """Zero-time steps of channel c, then spend the cycle. Returns (changed, status)."""
     changed = 0
     while True:
@@ -246,6 +290,7 @@ def _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, 
                     res[R_DETAIL] = lk
                     return changed, ST_LOCK_OVERFLOW
                 locks[lk] = value
+                _wake(lk, st, waiters, active)
             nxt = bds[bd, BD_NEXT]
             if nxt >= 0:
                 st[c, S_BD] = nxt
@@ -282,28 +327,14 @@ def _add_active(active, ch, c):
 
 
 @inline
-def _add_control(active, c):
-    """Put channel c, whose transfer ended, back on the control list, which stays in ascending
-    channel order: the control phase must visit channels in index order (a lock released by one
-    channel is seen by later channels in the same cycle, by earlier ones in the next)."""
-    n = active[A_CONTROL, 0]
-    j = n
-    while j >= 1 and active[A_CONTROL, j] > c:
-        active[A_CONTROL, j + 1] = active[A_CONTROL, j]
-        j -= 1
-    active[A_CONTROL, j + 1] = c
-    active[A_CONTROL, 0] = n + 1
-
-
-@inline
 def _retire(active, kind, j):
     """Channel active[kind, j] moved its last byte: its transfer ends in the next control phase,
-    so it leaves the kind's list (the last entry takes its slot) for the control list."""
+    so it leaves the kind's list (the last entry takes its slot) and gets control steps again."""
     c = active[kind, j]
     n = active[kind, 0]
     active[kind, j] = active[kind, n]
     active[kind, 0] = n - 1
-    _add_control(active, c)
+    active[A_AWAKE, c] = 1
 
 
 @inline
@@ -463,7 +494,7 @@ def _push(m, cyc, packets, bds, ch, cons, st, ch_bytes):
 @inline
 def _flow_phase(cyc, prm, bds, ch, cons, col_rates, st, ch_bytes, ch_stats, counts, active):
     """Move bytes for one cycle between the ``active`` (transferring) channels, listed by kind; a
-    channel whose transfer moved its last byte goes back on the control list.
+    channel whose transfer moved its last byte gets control steps again.
 
     Order: tile S2MMs decide their pulls (fixed stream rate); shim channels say whether they could
     move data (an S2MM with buffered, arrived data; an MM2S whose consumers all have room, counting
@@ -594,7 +625,8 @@ def _identical_cycles(t, prm, bds, ch, cons, st, kst):
 def _repeat_cycles(n, prm, ch, st, kst, ch_bytes, ch_stats, core_stats):
     """Apply n more copies of the cycle just simulated (see _identical_cycles)."""
     for c in range(prm[P_N_CH]):
-        ch_stats[c, st[c, S_CLASS]] += n
+        if st[c, S_WAIT_SINCE] < 0:  # (a sleeping channel's waits are counted when read)
+            ch_stats[c, st[c, S_CLASS]] += n
         s = st[c, S_STATE]
         if s == CS_SETUP or s == CS_ACQ_LAT or s == CS_RELEASE:
             st[c, S_TIMER] -= n
@@ -630,7 +662,24 @@ def _work_pending(prm, ch, hst, st, kst):
 
 
 @inline
-def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks, active,
+def _count_all_waits(n_ch, st, ch_stats, cyc, visited_below):
+    """Count every sleeping channel's lock waits, so that the statistics can be read: up to cycle
+    ``cyc`` included for channels below ``visited_below`` (cycle ``cyc``'s control phase had
+    visited them when the run stopped), before it for the others."""
+    for c in range(n_ch):
+        _count_waits(c, cyc + 1 if c < visited_below else cyc, st, ch_stats)
+
+
+@inline
+def _shift_waits(n_ch, st, dt):
+    """A fast-forward jump of ``dt`` cycles counted every channel's statistics over them."""
+    for c in range(n_ch):
+        if st[c, S_WAIT_SINCE] >= 0:
+            st[c, S_WAIT_SINCE] += dt
+
+
+@inline
+def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks, waiters, active,
                    ch_bytes, ch_stats, core_stats, events, res):
     st[:, :] = 0
     queue[:, :, :] = 0
@@ -644,13 +693,15 @@ def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
     hst[0] = 0
     for i in range(prm[P_N_LOCKS]):
         locks[i] = lock_init[i]
+        waiters[i] = -1
     for c in range(prm[P_N_CH]):
         st[c, S_STATE] = CS_IDLE
         st[c, S_RATE] = ch[c, CH_RATE]
         st[c, S_OWNER] = ch[c, CH_PRODUCER]
         st[c, S_LAST_OWNER] = -1
-        active[A_CONTROL, c + 1] = c  # every channel starts idle: on the control list
-    active[A_CONTROL, 0] = prm[P_N_CH]
+        st[c, S_WAIT_SINCE] = -1
+        st[c, S_NEXT_WAITER] = -1
+        active[A_AWAKE, c] = 1
     for kind in range(A_KINDS):
         active[kind, 0] = 0
     for i in range(prm[P_N_CORES]):
@@ -660,7 +711,7 @@ def _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks,
 
 @kernel
 def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
-                 st, queue, kst, kloop, hst, locks, counts, active,
+                 st, queue, kst, kloop, hst, locks, waiters, counts, active,
                  ch_bytes, ch_stats, core_stats, events, res, ff):
     """Simulate one design until all required work is done or it cannot finish.
 
@@ -670,7 +721,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
     State and outputs are preallocated by the caller and overwritten; res[R_NCOL] holds the status,
     the final cycle and details. ``ff`` is fast-forward scratch (``fastforward.scratch_words``).
     """
-    _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks, active,
+    _initial_state(prm, ch, cores, lock_init, st, queue, kst, kloop, hst, locks, waiters, active,
                    ch_bytes, ch_stats, core_stats, events, res)
     ff_reset(prm, ff)
     o_task, o_loop = ff_offsets(prm)
@@ -681,6 +732,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
     max_cycles = prm[P_MAX_CYCLES]
     cyc = 0
     last_progress = 0
+    visited_below = 0  # channels whose control step of cycle ``cyc`` ran when the run stopped
     while True:
         if not _work_pending(prm, ch, hst, st, kst):
             res[R_STATUS] = ST_OK
@@ -694,34 +746,41 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
         active_cycle = 0
         status = ST_OK
         for i in range(n_cores):
-            moved, status = _core_control(i, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, o_loop)
+            moved, status = _core_control(i, cyc, prm, prog, cores, kst, kloop, locks, events, res, ff, o_loop,
+                                          st, waiters, active)
             if status != ST_OK:
                 break
             changed |= moved
             progress |= moved
         if status == ST_OK:
-            # channels in transfer with bytes left have no control step: only the others are visited
-            kept = 0
-            for j in range(1, active[A_CONTROL, 0] + 1):
-                c = active[A_CONTROL, j]
-                moved, status = _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff, o_task)
+            # a channel in transfer with bytes left, or asleep on a lock, has nothing to do in the
+            # control phase: only awake channels are visited, in index order
+            for c in range(n_ch):
+                if active[A_AWAKE, c] == 0:
+                    continue
+                _count_waits(c, cyc, st, ch_stats)  # woken from a lock wait
+                st[c, S_WAIT_SINCE] = -1
+                moved, status = _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff,
+                                                 o_task, waiters, active)
                 if status != ST_OK:
+                    visited_below = c
                     break
                 changed |= moved
                 if moved and st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                     progress = 1
-                if st[c, S_STATE] == CS_TRANSFER:  # with bytes left: the flow phase's until they are moved
+                s = st[c, S_STATE]
+                if s == CS_TRANSFER:  # with bytes left: the flow phase's until they are moved
+                    active[A_AWAKE, c] = 0
                     _add_active(active, ch, c)
                     continue
-                kept += 1
-                active[A_CONTROL, kept] = c
                 cls = st[c, S_CLASS]
                 ch_stats[c, cls] += 1
-                if cls == CC_OVERHEAD:
+                if s == CS_ACQUIRE:  # its lock is too low
+                    _sleep(c, cyc, bds, st, waiters, active)
+                elif cls == CC_OVERHEAD:
                     active_cycle = 1
                     if st[c, S_TASK_KIND] != TASK_STATIC_CYCLIC:
                         progress = 1
-            active[A_CONTROL, 0] = kept
         if status != ST_OK:
             res[R_STATUS] = status
             break
@@ -737,11 +796,13 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 progress = 1
         if not active_cycle:
             res[R_STATUS] = ST_DEADLOCK
+            visited_below = n_ch
             break
         if progress:
             last_progress = cyc
         elif cyc - last_progress >= livelock:
             res[R_STATUS] = ST_LIVELOCK
+            visited_below = n_ch
             break
         if prm[P_SKIP] == 1 and not changed and not restarted:
             n = _identical_cycles(cyc, prm, bds, ch, cons, st, kst)
@@ -759,16 +820,19 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
             if changed:
                 ff_anchor(prm, ch, st, kst, ff)
             if ff[C_NOTE] >= 0:
+                _count_all_waits(n_ch, st, ch_stats, cyc, 0)  # a snapshot reads the statistics
                 jumped = ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, locks,
                                      ch_bytes, ch_stats, core_stats, events, res, ff)
+                _shift_waits(n_ch, st, jumped)
                 cyc += jumped  # (a jump leaves every transfer at least its rate in bytes: lists stay right)
                 last_progress += jumped
+    _count_all_waits(n_ch, st, ch_stats, cyc, visited_below)
     res[R_CYCLES] = cyc
 
 
 @kernel
 def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host_rows, host_span, lock_init,
-                   st, queue, kst, kloop, hst, locks, counts, active,
+                   st, queue, kst, kloop, hst, locks, waiters, counts, active,
                    ch_bytes, ch_stats, core_stats, events, res, ff):
     """Run ``simulate_one`` for every design d of a padded batch (leading axis = design); the
     fast-forward scratch ``ff`` is shared, one design at a time. Host programs are not padded
@@ -777,5 +841,5 @@ def simulate_batch(prm, col_rates, bds, ch, cons, prog, cores, host_rows, host_s
     for d in range(prm.shape[0]):
         host = host_rows[host_span[d, 0]:host_span[d, 1]]
         simulate_one(prm[d], col_rates[d], bds[d], ch[d], cons[d], prog[d], cores[d], host,
-                     lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], counts[d], active[d],
+                     lock_init[d], st[d], queue[d], kst[d], kloop[d], hst[d], locks[d], waiters[d], counts[d], active[d],
                      ch_bytes[d], ch_stats[d], core_stats[d], events[d], res[d], ff)

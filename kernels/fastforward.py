@@ -39,8 +39,8 @@ from .layout import (
     CC_N, CH_RATE, CS_TRANSFER, H_NCOL, K_CLASS, K_DEPTH, K_EV_START, K_NCOL, K_STATE, KC_N, KS_COMPUTE,
     KS_DONE, MAX_LOOP_DEPTH, P_LIVELOCK, P_MAX_CYCLES, P_N_CH, P_N_CORES, P_N_HOST,
     P_N_LOCKS, P_QDEPTH, R_EVENTS, R_FF_CYCLES, R_STEPS, CS_IDLE, S_CLASS, S_DONE_TASKS, S_EV_START,
-    S_NCOL, S_PUSHED, S_QHEAD, S_QLEN, S_READY_AT, S_REMAIN, S_REPEATS, S_STATE, S_TASK_KIND,
-    TASK_STATIC_CYCLIC,
+    S_NCOL, S_NEXT_WAITER, S_PUSHED, S_QHEAD, S_QLEN, S_READY_AT, S_REMAIN, S_REPEATS, S_STATE, S_TASK_KIND,
+    S_WAIT_SINCE, TASK_STATIC_CYCLIC,
 )
 
 KEYS = 8  # boundaries tracked at once for the anchor
@@ -213,8 +213,8 @@ def _snapshot(cyc, prm, st, queue, kst, kloop, hst, locks, ch_bytes, ch_stats, c
         for f in range(S_NCOL):
             v = st[c, f]
             if (f == S_REPEATS or f == S_DONE_TASKS or f == S_QHEAD or f == S_CLASS
-                    or f == S_REMAIN or f == S_EV_START):
-                v = 0  # linear (compared in _periods) or dead
+                    or f == S_REMAIN or f == S_EV_START or f == S_WAIT_SINCE or f == S_NEXT_WAITER):
+                v = 0  # linear (compared in _periods), dead, or the engine's bookkeeping of lock waits
             elif f == S_PUSHED:
                 v = st[c, S_PUSHED] - st[c, S_DONE_TASKS]
             elif f == S_READY_AT:

@@ -116,7 +116,9 @@ S_CLASS = 17
 S_WANT = 18  # shim channel could move data this cycle (takes a DDR share)
 S_OWNER = 19  # S2MM: the MM2S whose data enters its stream (circuit: CH_PRODUCER; packet: -1 = free)
 S_LAST_OWNER = 20  # packet S2MM: the MM2S that held the port last (round-robin start), or -1
-S_NCOL = 21
+S_WAIT_SINCE = 21  # asleep on a lock: first cycle of its wait not yet counted in ch_stats; else -1
+S_NEXT_WAITER = 22  # asleep on a lock: the next channel asleep on it, or -1
+S_NCOL = 23
 
 # Kinds of task a channel runs
 TASK_QUEUED = 0  # pushed by the host; completion counts for host waits
@@ -133,15 +135,16 @@ CC_BACKPRESSURE = 5  # MM2S that cannot push: a consumer's stream buffer is full
 CC_STARVED = 6  # S2MM with no data to pull
 CC_N = 7
 
-# Engine scratch ``active[A_ROWS, n_ch + 1]``, lists of channels (row[0] counts, row[1:] lists):
-# the channels in transfer with bytes left, one row per kind (kind = 2 * CH_MM2S + CH_SHIM), and
-# the control list: every other channel, in ascending order
+# Engine scratch ``active[A_ROWS, n_ch + 1]``: the channels in transfer with bytes left, listed by
+# kind (kind = 2 * CH_MM2S + CH_SHIM; row[0] counts them, row[1:] lists them), and a row of flags
+# (active[A_AWAKE, c] == 1: channel c gets a control step this cycle; neither in transfer with bytes
+# left nor asleep on a lock)
 A_TILE_S2MM = 0
 A_SHIM_S2MM = 1
 A_TILE_MM2S = 2
 A_SHIM_MM2S = 3
 A_KINDS = 4
-A_CONTROL = 4
+A_AWAKE = 4
 A_ROWS = 5
 
 # Core states
