@@ -1,7 +1,8 @@
 """Cold runs as a user's first call meets them: every cache emptied (memory, and the disk tier off),
 JIT already warm. Prints each case's seconds, one per repeat. It imports nothing of ``bench/``, so
-it times any checkout whose ``fastsim`` comes first on the path; compare commits by running it for
-each in turn, interleaved (this VM drifts by more than most changes):
+it times any checkout whose ``fastsim`` comes first on the path (one from before ``fastsim.cache``,
+such as issue 53's baseline c0bd5ec, has its own caches emptied: ``_clear_old_caches``); compare
+commits by running it for each in turn, interleaved (this VM drifts by more than most changes):
 
     python bench/cold_runs.py [gemm] [decode] [prefill] [contexts] [ablation] [cnn] [conv_plans] [--repeat 3] [--per-design]
     PYTHONPATH=/path/to/older/checkout python bench/cold_runs.py prefill decode
@@ -21,15 +22,17 @@ cycles, stepped cycles and status (where a search's engine time goes).
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
+import importlib
+import os
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 
 import fastsim
-from fastsim import settings
-from fastsim.cache import clear
 from fastsim.llm.run import simulate_llm
 from fastsim.llm.study import LlmStudy
 from fastsim.workloads.gemm import Gemm, gemm_design
@@ -106,9 +109,35 @@ CASES = {
 def cold():
     """Every memory cache emptied and the disk tier off for the block (``benchmarks.common.cold``,
     written again here so that an older checkout's ``fastsim`` can be timed with this script)."""
-    clear()
-    with settings.use(cache=False):
+    if (Path(fastsim.__file__).parent / "cache.py").exists():
+        from fastsim import settings
+        from fastsim.cache import clear
+
+        clear()
+        block = settings.use(cache=False)
+    else:  # a checkout from before ``fastsim.cache``, such as c0bd5ec (issue 53's baseline); looked
+        # up by file, as an editable install of a newer checkout would lend it its own module
+        _clear_old_caches()
+        block = nullcontext()
+    with block:
         yield
+
+
+def _clear_old_caches() -> None:
+    """An older checkout's caches: its modules' clear functions and every functools cache of
+    fastsim; its disk tier goes off through ``FASTSIM_CACHE=0``, which it reads when first used."""
+    os.environ["FASTSIM_CACHE"] = "0"
+    for name in ("fastsim.mapping.search", "fastsim.llm.run", "fastsim.result_cache"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        for clear_name in ("clear_cache", "clear"):
+            if callable(getattr(module, clear_name, None)):
+                getattr(module, clear_name)()
+    for obj in gc.get_objects():
+        if isinstance(obj, functools._lru_cache_wrapper) and getattr(obj, "__module__", "").startswith("fastsim"):
+            obj.cache_clear()
 
 
 def per_design_timing() -> None:
