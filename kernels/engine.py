@@ -824,7 +824,7 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
                 jumped = ff_boundary(cyc, last_progress, prm, ch, host, st, queue, kst, kloop, hst, locks,
                                      ch_bytes, ch_stats, core_stats, events, res, ff)
                 _shift_waits(n_ch, st, jumped)
-                cyc += jumped  # (a jump leaves every transfer at least its rate in bytes: lists stay right)
+                cyc += jumped  # (moves no transfer's last byte: the channel lists stay right)
                 last_progress += jumped
     _count_all_waits(n_ch, st, ch_stats, cyc, visited_below)
     res[R_CYCLES] = cyc

@@ -3,6 +3,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from fastsim import NPU2, Design, mm2s, s2mm
 from fastsim.kernels import layout as L
 from fastsim.kernels.engine import simulate_batch
 from fastsim.lower import lower, pack
@@ -106,3 +107,26 @@ def test_engine__threads_give_identical_results(designs):
         assert (one.outputs[key] == two.outputs[key]).all()
     for a, b in zip(one.state, two.state):
         assert (a == b).all()
+
+
+def test_engine__a_channel_asleep_on_a_lock_at_a_livelock_matches_the_reference():
+    """The engine skips a channel whose acquire failed until its lock is released, and counts its
+    waits when read. Here a static cyclic chain (no required work) releases the lock every round,
+    waking the waiting channel below it, and the run ends in a livelock: an exit the random designs
+    do not reach, with a woken channel whose waits must be counted as the reference counts them."""
+    d = Design(NPU2, "asleep at a livelock")
+    ct0, ct1 = d.compute(0, 0), d.compute(0, 1)
+    lock = d.lock(ct0, 1)
+    waiting, spinning = mm2s(ct0, 0), mm2s(ct0, 1)  # the waiting channel has the lower index
+    d.route(waiting, s2mm(ct1, 0))
+    d.route(spinning, s2mm(ct1, 1))
+    src = d.buffer(ct0, 64)
+    d.start_chain(waiting, d.chain(d.bd(waiting, src, 64, acquire=(lock, 2))))  # the lock never holds 2
+    d.start_chain(spinning, d.chain(d.bd(spinning, src, 64, acquire=(lock, 1), release=(lock, 1)), cyclic=True))
+    for i in (0, 1):
+        d.start_chain(s2mm(ct1, i), d.chain(d.bd(s2mm(ct1, i), d.buffer(ct1, 64), 64), cyclic=True))
+    lowered = lower(d, **LIMITS)
+    out = run_kernel([lowered])
+    assert out["res"][0, L.R_STATUS] == L.ST_LIVELOCK
+    assert out["ch_stats"][0, 0, L.CC_LOCK_WAIT] > LIMITS["livelock_cycles"] // 2
+    assert_matches_reference(d)
