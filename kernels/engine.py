@@ -759,8 +759,9 @@ def simulate_one(prm, col_rates, bds, ch, cons, prog, cores, host, lock_init,
             for c in range(n_ch):
                 if active[A_AWAKE, c] == 0:
                     continue
-                _count_waits(c, cyc, st, ch_stats)  # woken from a lock wait
-                st[c, S_WAIT_SINCE] = -1
+                if st[c, S_WAIT_SINCE] >= 0:  # woken from a lock wait: count it, it ends here
+                    _count_waits(c, cyc, st, ch_stats)
+                    st[c, S_WAIT_SINCE] = -1
                 moved, status = _channel_control(c, cyc, prm, bds, ch, cons, st, queue, locks, events, res, ff,
                                                  o_task, waiters, active)
                 if status != ST_OK:

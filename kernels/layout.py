@@ -116,7 +116,8 @@ S_CLASS = 17
 S_WANT = 18  # shim channel could move data this cycle (takes a DDR share)
 S_OWNER = 19  # S2MM: the MM2S whose data enters its stream (circuit: CH_PRODUCER; packet: -1 = free)
 S_LAST_OWNER = 20  # packet S2MM: the MM2S that held the port last (round-robin start), or -1
-S_WAIT_SINCE = 21  # asleep on a lock: first cycle of its wait not yet counted in ch_stats; else -1
+S_WAIT_SINCE = 21  # a lock wait's first cycle not yet counted in ch_stats (asleep, or woken and not
+# yet visited); else -1
 S_NEXT_WAITER = 22  # asleep on a lock: the next channel asleep on it, or -1
 S_NCOL = 23
 

@@ -113,7 +113,8 @@ def test_engine__a_channel_asleep_on_a_lock_at_a_livelock_matches_the_reference(
     """The engine skips a channel whose acquire failed until its lock is released, and counts its
     waits when read. Here a static cyclic chain (no required work) releases the lock every round,
     waking the waiting channel below it, and the run ends in a livelock: an exit the random designs
-    do not reach, with a woken channel whose waits must be counted as the reference counts them."""
+    rarely reach with a channel asleep, and a woken channel whose waits must be counted as the
+    reference counts them."""
     d = Design(NPU2, "asleep at a livelock")
     ct0, ct1 = d.compute(0, 0), d.compute(0, 1)
     lock = d.lock(ct0, 1)
