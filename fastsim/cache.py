@@ -340,37 +340,3 @@ def _remove_stale_versions(current: Path) -> None:
     for other in current.parent.glob("v*"):
         if other != current and other.is_dir() and now - other.stat().st_mtime > STALE_S:
             shutil.rmtree(other, ignore_errors=True)
-
-
-def dataset_to_plain(ds, prefix: str) -> tuple[dict, dict[str, np.ndarray]]:
-    """An xarray Dataset as JSON (names, dims, dtypes, attrs) and plain arrays (``prefix``.name);
-    object arrays of strings are kept as fixed-width strings and turned back into objects."""
-    manifest, arrays = {"data": [], "coords": [], "attrs": _jsonable(ds.attrs)}, {}
-    for part, items in (("coords", ds.coords.items()), ("data", ds.data_vars.items())):
-        for name, var in items:
-            values = var.values
-            kind = "object" if values.dtype == object else values.dtype.str
-            arrays[f"{prefix}.{name}"] = values.astype(str) if kind == "object" else values
-            manifest[part].append({"name": name, "dims": list(var.dims), "dtype": kind,
-                                   "attrs": _jsonable(var.attrs)})
-    return manifest, arrays
-
-
-def dataset_from_plain(manifest: dict, arrays: dict[str, np.ndarray], prefix: str):
-    import xarray as xr
-
-    def variables(part):
-        out = {}
-        for v in manifest[part]:
-            values = arrays[f"{prefix}.{v['name']}"]
-            if v["dtype"] == "object":
-                values = values.astype(object)
-            # plain arrays already: xarray's conversion (which imports dask.array) has nothing to do
-            out[v["name"]] = xr.Variable(tuple(v["dims"]), values, v["attrs"], fastpath=True)
-        return out
-
-    return xr.Dataset(variables("data"), coords=variables("coords"), attrs=manifest["attrs"])
-
-
-def _jsonable(attrs: dict) -> dict:
-    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in attrs.items()}

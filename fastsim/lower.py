@@ -30,6 +30,9 @@ class LoweredDesign:
     channels: list[Channel]
     core_tiles: list
     kernel_names: list[str]
+    # cycles the caller expects the run to take (a search's lower bound; 0: unknown): read only to
+    # give a batch's long runs to the engine's threads first (``simulation._tasks``), never by the kernel
+    expected_cycles: float = 0.0
 
 
 def to_units(bytes_per_cycle: float) -> int:
@@ -73,15 +76,20 @@ def lower(design: Design, *, skip: bool = True, max_cycles: int = 2**40,
                          core_tiles=core_tiles, kernel_names=kernel_names)
 
 
-def capped(lowered: LoweredDesign, cap_cycles: int | None) -> LoweredDesign:
+def capped(lowered: LoweredDesign, cap_cycles: int | None, expected_cycles: float = 0.0) -> LoweredDesign:
     """``lowered`` stopping at ``cap_cycles`` at the latest (status ``cycle_limit``): a search's
     candidate past the best run so far cannot win. A copy: the tables themselves stay uncapped (a
-    search keeps them, and the answer's twin is derived from them)."""
-    if cap_cycles is None:
+    search keeps them, and the answer's twin is derived from them). ``expected_cycles``: what the
+    search expects of the run (its candidate's lower bound), no more than the cap
+    (``LoweredDesign.expected_cycles``)."""
+    if cap_cycles is None and not expected_cycles:
         return lowered
-    prm = lowered.prm.copy()
-    prm[L.P_MAX_CYCLES] = min(int(prm[L.P_MAX_CYCLES]), cap_cycles)
-    return replace(lowered, prm=prm)
+    prm = lowered.prm
+    if cap_cycles is not None:
+        prm = prm.copy()
+        prm[L.P_MAX_CYCLES] = min(int(prm[L.P_MAX_CYCLES]), cap_cycles)
+        expected_cycles = min(expected_cycles, cap_cycles)
+    return replace(lowered, prm=prm, expected_cycles=expected_cycles)
 
 
 def _used_channels(design: Design) -> list[Channel]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+import functools
 import warnings
 from typing import Iterable
 
@@ -84,6 +85,11 @@ def _simulate_into(batch: Batch, lowered: list[LoweredDesign], todo: list[int], 
         result_cache.put(keys[i], batch, i, disk=keys[i] in shared)
 
 
+# a design expected to run at least this many cycles is an engine call of its own, taken before
+# the rest: a call costs ~0.1 ms, nothing next to such a run
+ALONE_CYCLES = 100_000
+
+
 def _run(batch: Batch, threads: int | None, jit: bool | None) -> None:
     n = len(batch.designs)
     threads = min(resolve_threads(threads), n)
@@ -95,12 +101,27 @@ def _run(batch: Batch, threads: int | None, jit: bool | None) -> None:
     def run(chunk: tuple[int, int]) -> None:
         kernel(*batch.kernel_args(*chunk))
 
-    # contiguous chunks (views: the kernel writes straight into the batch's arrays), about four
-    # per thread so that one long design does not leave the other threads idle
-    size = -(-n // (4 * threads))
-    chunks = [(lo, min(lo + size, n)) for lo in range(0, n, size)]
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(run, chunks))
+        list(pool.map(run, _tasks(batch.designs, threads)))
+
+
+def _tasks(designs: list[LoweredDesign], threads: int) -> list[tuple[int, int]]:
+    """The engine calls of a batch, as (first, end) design ranges (views: the kernel writes
+    straight into the batch's arrays), in the order the threads take them. Designs expected to run
+    long (``LoweredDesign.expected_cycles``) come first, one call each, longest first: two long
+    prefill candidates in one chunk held a thread for twice the time while the other idled. The
+    others go in contiguous chunks, about four per thread, so that no chunk leaves the threads
+    unbalanced for long. Any order gives the same results: each design runs alone on its rows."""
+    n = len(designs)
+    size = -(-n // (4 * threads))
+    alone = sorted((i for i, lw in enumerate(designs) if lw.expected_cycles >= ALONE_CYCLES),
+                   key=lambda i: -designs[i].expected_cycles)
+    tasks = [(i, i + 1) for i in alone]
+    lo = 0
+    for end in sorted(alone) + [n]:  # the runs of other designs between them, in chunks
+        tasks += [(first, min(first + size, end)) for first in range(lo, end, size)]
+        lo = end + 1
+    return tasks
 
 
 def simulate(designs: Design | Iterable[Design], *, skip: bool = True, trace: bool = False,
@@ -178,6 +199,10 @@ class KeptRun:
     def __init__(self, batch: Batch):
         self.batch, self._dataset, self._arrays = batch, None, None
 
+    def outputs(self) -> dict:
+        """The engine's outputs of the run (one design): what a disk entry keeps of it."""
+        return self.batch.outputs
+
     def arrays(self) -> DesignArrays:
         """The run's numbers, checked as ``simulate_arrays`` checks its designs (once)."""
         if self._arrays is None:
@@ -193,6 +218,24 @@ class KeptRun:
             _check_outputs_leave(ds, [self.batch.designs[0].design], strict=False)
             self._dataset = ds
         return self._dataset
+
+
+class StoredRun(KeptRun):
+    """A kept run read back from a disk entry: its ``DesignArrays`` and the engine's outputs as
+    stored. The lowered tables its Dataset names channels and cores by are built from the design
+    (rebuilt by the reader: the builders are deterministic) only when the Dataset is asked for:
+    most readers only summarise, and storing a Dataset was a tenth of a cold sweep point."""
+
+    def __init__(self, design: Design, outputs: dict, arrays: DesignArrays):
+        self.design, self._outputs, self._dataset, self._arrays = design, outputs, None, arrays
+
+    @functools.cached_property
+    def batch(self) -> Batch:
+        one = pack([lower(self.design)])
+        return replace(one, inputs=(), state=(), outputs=self._outputs, scratch_words=0)
+
+    def outputs(self) -> dict:
+        return self._outputs
 
 
 class UndrainedOutputWarning(UserWarning):

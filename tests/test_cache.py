@@ -2,6 +2,7 @@
 which holds JSON and plain arrays (no pickle) that decode to what was stored; a different code
 version or a damaged entry never answers; clear() forgets every region; the disk tier can be
 switched off by environment or settings."""
+import dataclasses
 import json
 import os
 import subprocess
@@ -53,17 +54,26 @@ def test_cache__a_later_process_reads_the_same_search_from_plain_files(tmp_path)
 @pytest.mark.parametrize("op, pins", [(Matmul(96, 160, 224, "int8"), Pins()),
                                       (Matmul(64, 512, 128, "bf16", b_bytes=0.5625, cast_cycles_per_weight=1 / 32,
                                               name="q_proj"), Pins(dataflow=("ws",)))])
-def test_cache__a_search_decodes_to_what_was_encoded(op, pins):
+def test_cache__a_search_decodes_to_what_was_encoded(op, pins, tmp_path):
     found = search(op, fastsim.NPU2, pins)
-    plain, arrays = encode(found)
-    back = decode(json.loads(json.dumps(plain)), arrays, fastsim.NPU2)
+    cache._write_entry(tmp_path / "entry", *encode(found))  # through the file, as a later process reads it
+    back = decode(*cache._read_entry(tmp_path / "entry"), fastsim.NPU2)
     for name in ("op", "best", "best_cycles", "ranked", "rejected", "enumerated", "legal", "rejected_by_reason"):
         assert getattr(back, name) == getattr(found, name), name
+    for name, value in found.best_arrays._asdict().items():  # what an evaluation reads: no Dataset built
+        np.testing.assert_array_equal(getattr(back.best_arrays, name), value, err_msg=name)
+        assert np.asarray(getattr(back.best_arrays, name)).dtype == np.asarray(value).dtype, name
     xr.testing.assert_identical(back.best_simulation, found.best_simulation)
     assert all(back.best_simulation[v].dtype == found.best_simulation[v].dtype for v in found.best_simulation.variables)
     rebuilt, original = lower(back.best_design), lower(found.best_design)
     for table in ("prm", "bds", "ch", "cons", "prog", "cores", "host", "lock_init", "col_rates"):
         np.testing.assert_array_equal(getattr(rebuilt, table), getattr(original, table), err_msg=table)
+
+
+def test_cache__a_search_whose_run_is_not_kept_is_not_stored():
+    found = search(Matmul(96, 160, 224, "int8"), fastsim.NPU2)
+    with pytest.raises(TypeError, match="Dataset"):  # cache._save leaves such an answer unstored
+        encode(dataclasses.replace(found, best_run=found.best_simulation))
 
 
 def test_cache__other_code_versions_and_off_never_answer(tmp_path, monkeypatch):

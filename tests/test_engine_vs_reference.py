@@ -96,12 +96,15 @@ def test_engine__a_prefix_reproduces_the_first_cycles(design, fraction):
 
 
 @settings(max_examples=15, deadline=None)
-@given(st.lists(any_design, min_size=2, max_size=6))
+@given(st.lists(st.tuples(any_design, st.sampled_from([0.0, 5e4, 1e5, 3e6])), min_size=2, max_size=6))
 def test_engine__threads_give_identical_results(designs):
-    """A batch spread over threads equals the batch run on one thread, array for array."""
+    """A batch spread over threads equals the batch run on one thread, array for array, whatever
+    the designs' expected lengths (which order the threads' calls: ``simulation._tasks``)."""
+    from dataclasses import replace
+
     from fastsim.simulation import run_batch
 
-    lowered = [lower(x, **LIMITS) for x in designs]
+    lowered = [replace(lower(x, **LIMITS), expected_cycles=e) for x, e in designs]
     one, two = run_batch(lowered, threads=1, cache=False), run_batch(lowered, threads=2, cache=False)
     for key in one.outputs:
         assert (one.outputs[key] == two.outputs[key]).all()

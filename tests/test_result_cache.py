@@ -58,3 +58,24 @@ def test_cache__a_run_stopped_at_its_cap_is_kept_and_equals_a_fresh_one_while_ot
         np.testing.assert_array_equal(_outputs(again)[name], a, err_msg=name)
     run_batch([lower(design, max_cycles=600)])  # another cap: other tables, its own entry
     assert CACHE.size("engine") == 2
+
+
+@pytest.mark.parametrize("expected, first", [
+    ([0, 0, 0, 0, 0, 0, 0, 0, 0], []),
+    ([0, 2e5, 0, 0, 5e6, 1e5, 0, 0, 9e4], [4, 1, 5]),
+    ([3e5, 3e5, 1e6], [2, 0, 1]),
+])
+def test_tasks__long_runs_go_first_alone_and_every_design_runs_once(expected, first):
+    """A batch's engine calls: designs expected to run long, one call each, longest first (ties in
+    batch order); the rest in contiguous chunks; every design in exactly one call."""
+    from dataclasses import replace
+
+    from fastsim.simulation import ALONE_CYCLES, _tasks
+
+    one = lower(passthrough(n_obj=2))
+    designs = [replace(one, expected_cycles=e) for e in expected]
+    tasks = _tasks(designs, threads=2)
+    assert [lo for lo, hi in tasks[:len(first)] if hi == lo + 1] == first
+    covered = sorted(i for lo, hi in tasks for i in range(lo, hi))
+    assert covered == list(range(len(designs)))
+    assert all(designs[i].expected_cycles < ALONE_CYCLES for lo, hi in tasks[len(first):] for i in range(lo, hi))

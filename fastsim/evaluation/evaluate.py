@@ -559,7 +559,9 @@ class Evaluation:
         for key, p in todo.items():
             od = op_design(p, self.arch, self.pins)
             if od.twin is not None:
-                batch.append(noop_twin(od.lowered if od.lowered is not None else lower(od.design), od.twin.drop))
+                twin = noop_twin(od.lowered if od.lowered is not None else lower(od.design), od.twin.drop)
+                # it moves what the op moves, so it is expected to run about as long (longest first)
+                batch.append(replace(twin, expected_cycles=self.results[key].cycles))
                 built.append(key)
         for key, outcome in zip(built, simulate_arrays(batch) if batch else []):
             # no slower than the op itself: its data can move at the pace the compute set (``paced``)

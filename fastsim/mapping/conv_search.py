@@ -188,7 +188,7 @@ def _simulate(op: Conv2d, arch: Arch, rows: list[dict], cap_cycles: int | None) 
     from .conv_design import conv_design
 
     designs = [conv_design(op, r["mapping"], arch, r["plan"]) for r in rows]
-    runs = [capped(lower(d), cap_cycles) for d in designs]
+    runs = [capped(lower(d), cap_cycles, r["lower_bound_cycles"]) for d, r in zip(designs, rows)]
     ds = simulate(runs, on_error="record")
     for i, r in enumerate(rows):
         r["design"], r["simulation"] = designs[i], ds.isel(design=[i])

@@ -585,7 +585,7 @@ def _build(op: Matmul, arch: Arch, rows: list[dict], cap_cycles: int | None = No
     # validated where it is used (``SearchResult.checked``); a loser cannot change the answer, so
     # its checks (a fifth of a decode sweep point's time) are skipped
     lowered = [lower(d, validate=False) for d in designs]
-    runs = [capped(lw, cap_cycles) for lw in lowered]
+    runs = [capped(lw, cap_cycles, r["lower_bound_cycles"]) for lw, r in zip(lowered, rows)]
     # another worker may be simulating the same candidates: claim them, unless none can be costly
     # (a run steps at most its cycles, and every candidate takes at least its lower bound)
     share = bool(rows) and max(r.get("lower_bound_cycles", np.inf) for r in rows) >= result_cache.COSTLY_STEPS

@@ -76,7 +76,7 @@ class _Space(LegalInOrder):
         from ..simulation import run_batch
 
         tables = [lowered_vector_shape(replace(self.op, cols=r["cols"]), self.arch) for r in rows]
-        res = run_batch([capped(lw, cap_cycles) for lw in tables]).outputs["res"]
+        res = run_batch([capped(lw, cap_cycles, r["lower_bound_cycles"]) for lw, r in zip(tables, rows)]).outputs["res"]
         for i, (r, lw) in enumerate(zip(rows, tables)):
             r["design"], r["status"], r["cycles"] = lw.design, STATUS_NAMES[int(res[i, L.R_STATUS])], int(res[i, L.R_CYCLES])
         return rows
