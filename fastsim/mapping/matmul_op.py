@@ -73,10 +73,7 @@ def _search_pins(p: Placed, arch: Arch, pins, real: Matmul, cols: int | None, co
 
 def search_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = None) -> tuple:
     """The mapping search ``matmul_op_design`` runs for ``p``: ``search``'s arguments (op, arch,
-    pins, top, keep, budget, control_weight, report). ``report=False``: an op's answer is read for
-    its design, time and gap, never for its ranked and rejected lists (``fastsim map`` searches
-    with them); planning their rows was a tenth of a cold sweep point, and without them the
-    search ranks the same table as the op's lower bound (``lower_bound_cycles``)."""
+    pins, top, keep, budget, control_weight)."""
     cols, col0 = at if at else (columns_pin(p, pins, arch), None)
     real = matmul_of(p, pins)
     if at is not None and real.c_on_chip:  # a pipeline stage handing its output to the next one's columns
@@ -86,7 +83,7 @@ def search_request(p: Placed, arch: Arch, pins, at: tuple[int, int] | None = Non
     # the best-bounded candidate of their narrowed space
     one = at is not None or (bool(p.kernel) and pins.search_budget is not None)
     return (real, on, _search_pins(p, arch, pins, real, cols, col0), 1 if one else pins.search_top,
-            pins.search_keep, 1 if one else pins.search_budget, control_weight(p, pins), False)
+            pins.search_keep, 1 if one else pins.search_budget, control_weight(p, pins))
 
 
 def matmul_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int] | None = None,
@@ -94,9 +91,8 @@ def matmul_op_design(p: Placed, arch: Arch, pins, noop: bool, at: tuple[int, int
     """A matmul op through the mapper's search (``--dataflow`` and ``--columns`` pin it); the
     search always sees the op as it really computes, so NOOP ablation keeps the mapping and
     removes only the compute (and "cast" in ``pins.noop`` the weights' dequantization)."""
-    real, on, search_pins, top, keep, budget, weight, report = search_request(p, arch, pins, at)
-    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate, control_weight=weight,
-                   report=report)
+    real, on, search_pins, top, keep, budget, weight = search_request(p, arch, pins, at)
+    found = search(real, on, search_pins, top=top, keep=keep, budget=budget, validate=validate, control_weight=weight)
     best = found.best
     # a generated kernel is another program than mm.cc's at the same tile (never shared with it)
     kernels = {("matmul", best.tile, best.datapath or pins.compute_dtype,
