@@ -214,8 +214,8 @@ def _aligned(n: int) -> int:
 
 def _write_entry(path: Path, plain: dict, arrays: dict[str, np.ndarray]) -> None:
     """One file: JSON (the key, the value's plain part, each array's dtype, shape and place) and
-    the arrays' raw bytes. A search entry's ~20 small arrays take a quarter of ``np.savez``'s time
-    to write and an eighth of ``np.load``'s to read. No pickle: arrays of objects or records are
+    the arrays' raw bytes. A search entry's small arrays take a quarter of ``np.savez``'s time to
+    write and an eighth of ``np.load``'s to read. No pickle: arrays of objects or records are
     refused (the entry is then not stored)."""
     places, blobs, offset = [], [], 0
     for name, a in arrays.items():

@@ -199,9 +199,10 @@ class KeptRun:
     def __init__(self, batch: Batch):
         self.batch, self._dataset, self._arrays = batch, None, None
 
-    def outputs(self) -> dict:
-        """The engine's outputs of the run (one design): what a disk entry keeps of it."""
-        return self.batch.outputs
+    def stored(self) -> tuple[dict, DesignArrays]:
+        """What a disk entry keeps of the run: the engine's outputs and their numbers (unchecked:
+        storing an entry must not warn about the run; reading it back checks nothing either)."""
+        return self.batch.outputs, self._arrays if self._arrays is not None else design_arrays(self.batch, 0)
 
     def arrays(self) -> DesignArrays:
         """The run's numbers, checked as ``simulate_arrays`` checks its designs (once)."""
@@ -227,15 +228,17 @@ class StoredRun(KeptRun):
     most readers only summarise, and storing a Dataset was a tenth of a cold sweep point."""
 
     def __init__(self, design: Design, outputs: dict, arrays: DesignArrays):
+        # KeptRun.__init__ is not called: its ``self.batch`` would hide the lazy ``batch`` below
         self.design, self._outputs, self._dataset, self._arrays = design, outputs, None, arrays
 
     @functools.cached_property
     def batch(self) -> Batch:
-        one = pack([lower(self.design)])
+        # unvalidated, as the search lowered it: ``SearchResult.checked`` validates the answer
+        one = pack([lower(self.design, validate=False)])
         return replace(one, inputs=(), state=(), outputs=self._outputs, scratch_words=0)
 
-    def outputs(self) -> dict:
-        return self._outputs
+    def stored(self) -> tuple[dict, DesignArrays]:
+        return self._outputs, self._arrays
 
 
 class UndrainedOutputWarning(UserWarning):

@@ -75,7 +75,7 @@ def test_tasks__long_runs_go_first_alone_and_every_design_runs_once(expected, fi
     one = lower(passthrough(n_obj=2))
     designs = [replace(one, expected_cycles=e) for e in expected]
     tasks = _tasks(designs, threads=2)
-    assert [lo for lo, hi in tasks[:len(first)] if hi == lo + 1] == first
+    assert tasks[:len(first)] == [(i, i + 1) for i in first]
     covered = sorted(i for lo, hi in tasks for i in range(lo, hi))
     assert covered == list(range(len(designs)))
     assert all(designs[i].expected_cycles < ALONE_CYCLES for lo, hi in tasks[len(first):] for i in range(lo, hi))

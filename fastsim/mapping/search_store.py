@@ -25,8 +25,8 @@ def encode(result) -> tuple[dict, dict[str, np.ndarray]]:
     run = result.best_run
     if not isinstance(run, KeptRun):  # ``cache._save`` then leaves it unstored
         raise TypeError(f"a search's answer is stored with its engine run, not {type(run).__name__}")
-    numbers = run.arrays()
-    arrays = {f"outputs.{name}": a for name, a in run.outputs().items()}
+    outputs, numbers = run.stored()
+    arrays = {f"outputs.{name}": a for name, a in outputs.items()}
     arrays.update({f"arrays.{name}": getattr(numbers, name) for name in DesignArrays._fields if name not in _SCALARS})
     simulation = {name: getattr(numbers, name) for name in _SCALARS}
     plain = {"op": asdict(result.op), "best": asdict(result.best), "best_cycles": result.best_cycles,
