@@ -4,7 +4,8 @@ it times any checkout whose ``fastsim`` comes first on the path (one from before
 such as issue 53's baseline c0bd5ec, has its own caches emptied: ``_clear_old_caches``); compare
 commits by running it for each in turn, interleaved (this VM drifts by more than most changes):
 
-    python bench/cold_runs.py [gemm] [decode] [prefill] [contexts] [ablation] [cnn] [conv_plans] [--repeat 3] [--per-design]
+    python bench/cold_runs.py [gemm] [decode] [prefill] [contexts] [ablation] [cnn] [conv_plans] [optimize]
+        [--repeat 3] [--per-design]
     PYTHONPATH=/path/to/older/checkout python bench/cold_runs.py prefill decode
 
 ``gemm``: the exact search and simulation of a 2048^3 bf16 GEMM on npu2 (``run gemm``'s work);
@@ -15,7 +16,8 @@ after the other (a sweep's points: each new context is new attention shapes, the
 (contexts 256 and 1024, batch 1 and 2, its ten NOOP choices, five of its cuts); ``cnn``:
 one ResNet-50 inference from ONNX (``fastsim.onnx.zoo``'s, written once to a temporary file before
 the timing), epilogues folded, on npu2; ``conv_plans``: the plans of every candidate of its
-distinct dense and depthwise convs, nothing simulated (the conv search's Python).
+distinct dense and depthwise convs, nothing simulated (the conv search's Python); ``optimize``:
+``fastsim optimize --model llama-3.1-8b --workers 1`` in this process (minutes; not in the default list).
 ``--per-design`` also prints, for every engine call of the runs, each design's seconds alone,
 cycles, stepped cycles and status (where a search's engine time goes).
 """
@@ -94,6 +96,15 @@ def _ablation():
                                           cuts=cuts))
 
 
+def _optimize():
+    """``fastsim optimize --model llama-3.1-8b --workers 1`` in this process: every study, plan and
+    what-if one after the other, each engine call on every core (where a batch's threads balance)."""
+    from fastsim.cli import main
+
+    with tempfile.TemporaryDirectory() as out:
+        main(["optimize", "--model", "llama-3.1-8b", "--workers", "1", "--out", out], standalone_mode=False)
+
+
 CASES = {
     "gemm": lambda: fastsim.simulate(gemm_design(Gemm(2048, 2048, 2048), fastsim.NPU2)),
     "decode": lambda: simulate_llm(LlmStudy(regime="decode", context=4096)),
@@ -102,6 +113,7 @@ CASES = {
     "ablation": _ablation,
     "cnn": _cnn,
     "conv_plans": _conv_plans,
+    "optimize": _optimize,
 }
 
 
@@ -175,7 +187,7 @@ def main() -> None:
         resnet50_file()  # written before the timing
     if args.per_design:
         per_design_timing()
-    for name in args.cases or list(CASES):
+    for name in args.cases or [c for c in CASES if c != "optimize"]:
         seconds = []
         for _ in range(args.repeat):
             with cold():
