@@ -86,7 +86,7 @@ def _simulate_into(batch: Batch, lowered: list[LoweredDesign], todo: list[int], 
 
 
 # a design expected to run at least this many cycles is an engine call of its own, taken before
-# the rest: a call costs ~0.1 ms, nothing next to such a run
+# the rest: a call's own cost is nothing next to such a run
 ALONE_CYCLES = 100_000
 
 
@@ -225,7 +225,7 @@ class StoredRun(KeptRun):
     """A kept run read back from a disk entry: its ``DesignArrays`` and the engine's outputs as
     stored. The lowered tables its Dataset names channels and cores by are built from the design
     (rebuilt by the reader: the builders are deterministic) only when the Dataset is asked for:
-    most readers only summarise, and storing a Dataset was a tenth of a cold sweep point."""
+    most readers only summarise."""
 
     def __init__(self, design: Design, outputs: dict, arrays: DesignArrays):
         # KeptRun.__init__ is not called: its ``self.batch`` would hide the lazy ``batch`` below

@@ -1,8 +1,7 @@
 """A mapping search's result as the cache's disk tier stores it: JSON for the op, the chosen
 mapping and the candidate tables, plain arrays for the chosen design's engine run (the engine's
-outputs and their ``DesignArrays``, not a Dataset: building one to store it was a tenth of a cold
-sweep point); the design itself is rebuilt from the op and mapping (the builder is
-deterministic), never pickled."""
+outputs and their ``DesignArrays``: no Dataset is built only to be stored); the design itself is
+rebuilt from the op and mapping (the builder is deterministic), never pickled."""
 from __future__ import annotations
 
 from dataclasses import asdict
