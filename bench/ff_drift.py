@@ -13,8 +13,12 @@ list), prints
 
 ``--gemm "M K N DATAFLOW"`` instead: one bf16 GEMM on npu2 (64^3 tiles, 8 columns, 4 rows), its
 exact repeats at the anchor's boundary and the bytes left that keep them from being periods.
+``--prefill "MODEL CONTEXT OP DATAFLOW LABEL"``: the same for a candidate of an LLM prefill's op
+search with its dataflow pinned, the first whose design name holds OP and LABEL (the heavy
+designs of ``python bench/cold_runs.py optimize --per-design``).
 
     FASTSIM_CACHE=0 python bench/ff_drift.py [--top 2] [--only 19] [--gemm "1024 2048 4096 os"]
+    FASTSIM_CACHE=0 python bench/ff_drift.py --prefill "llama-3.1-8b 1024 ffn_down ws ws/2d 16x16x32"
 """
 from __future__ import annotations
 
@@ -141,9 +145,42 @@ def why_no_period(lw) -> None:
           f"exact repeats by period {periods.most_common(4)}; bytes left differing in them: {drift.most_common(4)}")
 
 
+def prefill_candidate(model: str, context: int, op: str, dataflow: str, label: str):
+    """The lowered tables of the first candidate of ``op``'s search in an LLM prefill (its
+    dataflow pinned) whose design name holds ``op`` and ``label`` (None: none was built)."""
+    import importlib
+
+    from fastsim.llm.run import simulate_llm
+    from fastsim.llm.study import LlmStudy
+
+    search = importlib.import_module("fastsim.mapping.search")  # the package exports a function of its name
+    build, found = search._build, []
+
+    def catching(*args, **kwargs):
+        out = build(*args, **kwargs)
+        found.extend(lw for lw in out[1] if lw.design.name.startswith(op) and label in lw.design.name)
+        return out
+
+    search._build = catching
+    try:
+        simulate_llm(LlmStudy(model=model, regime="prefill", context=context, dataflow={op: dataflow}))
+    finally:
+        search._build = build
+    return found[0] if found else None
+
+
 def main(argv: list[str]) -> None:
     from ff_search import candidates, one
 
+    if "--prefill" in argv:
+        model, context, op, dataflow, label = argv[argv.index("--prefill") + 1].split(maxsplit=4)
+        lw = prefill_candidate(model, int(context), op, dataflow, label)
+        if lw is None:
+            raise SystemExit(f"no candidate of {op} named with {label!r} was built")
+        result = one(lw)
+        print(f"{lw.design.name}: {result}")
+        why_no_period(lw)
+        return
     if "--gemm" in argv:  # M K N dataflow: one 8-column, 4-row 64^3-tile design on npu2
         import fastsim
         from fastsim.lower import lower
