@@ -13,8 +13,8 @@ list), prints
 
 ``--gemm "M K N DATAFLOW"`` instead: one bf16 GEMM on npu2 (64^3 tiles, 8 columns, 4 rows), its
 exact repeats at the anchor's boundary and the bytes left that keep them from being periods.
-``--prefill "MODEL CONTEXT OP DATAFLOW LABEL"``: the same for a candidate of an LLM prefill's op
-search with its dataflow pinned, the first whose design name holds OP and LABEL (the heavy
+``--prefill "MODEL PROMPT OP DATAFLOW LABEL"``: the same for a candidate of an LLM prefill's op
+search (a PROMPT-token prompt) with its dataflow pinned, the first whose design name holds OP and LABEL (the heavy
 designs of ``python bench/cold_runs.py optimize --per-design``).
 
     FASTSIM_CACHE=0 python bench/ff_drift.py [--top 2] [--only 19] [--gemm "1024 2048 4096 os"]
@@ -145,7 +145,7 @@ def why_no_period(lw) -> None:
           f"exact repeats by period {periods.most_common(4)}; bytes left differing in them: {drift.most_common(4)}")
 
 
-def prefill_candidate(model: str, context: int, op: str, dataflow: str, label: str):
+def prefill_candidate(model: str, prompt: int, op: str, dataflow: str, label: str):
     """The lowered tables of the first candidate of ``op``'s search in an LLM prefill (its
     dataflow pinned) whose design name holds ``op`` and ``label`` (None: none was built)."""
     import importlib
@@ -163,7 +163,7 @@ def prefill_candidate(model: str, context: int, op: str, dataflow: str, label: s
 
     search._build = catching
     try:
-        simulate_llm(LlmStudy(model=model, regime="prefill", context=context, dataflow={op: dataflow}))
+        simulate_llm(LlmStudy(model=model, regime="prefill", prompt=prompt, dataflow={op: dataflow}))
     finally:
         search._build = build
     return found[0] if found else None
@@ -173,8 +173,8 @@ def main(argv: list[str]) -> None:
     from ff_search import candidates, one
 
     if "--prefill" in argv:
-        model, context, op, dataflow, label = argv[argv.index("--prefill") + 1].split(maxsplit=4)
-        lw = prefill_candidate(model, int(context), op, dataflow, label)
+        model, prompt, op, dataflow, label = argv[argv.index("--prefill") + 1].split(maxsplit=4)
+        lw = prefill_candidate(model, int(prompt), op, dataflow, label)
         if lw is None:
             raise SystemExit(f"no candidate of {op} named with {label!r} was built")
         result = one(lw)
