@@ -1,5 +1,6 @@
 """The one exact-search loop every op kind's mapping search runs: simulate candidates best-bounded
-first, in batches that double (one engine call amortizes over more designs once bounds are loose),
+first, in batches that double (one engine call amortizes over more designs once bounds are loose;
+the first batch waits for its best-ranked candidate, whose cycles may rule the rest out),
 until the smallest lower bound left unsimulated is no better than the fastest simulated cycles, so
 the answer is the best of the space, or until a budget of simulations is spent.
 
@@ -139,16 +140,27 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
     Returns the best row, every simulated row in order, and how many were simulated."""
     rows: list[dict] = []
     batch, size = first, FIRST_BATCH
-    while batch:
-        rows += _ranked((yield space, batch, _cap(rows)), space, control_weight)
+    ruled_out = 0  # first-batch candidates not run: they count against a budget as if they had run
+    if len(first) > 1:
+        # the best-ranked candidate runs alone first: bounds are often tight, and the rest of the
+        # first batch then runs only where its bound says it could still win or tie
+        rows += _ranked((yield space, first[:1], None), space, control_weight)
+        batch = [r for r in first[1:] if r["lower_bound_cycles"] <= _fastest(rows)]
+        ruled_out = len(first) - 1 - len(batch)
+    while batch or rows:
+        if batch:
+            rows += _ranked((yield space, batch, _cap(rows)), space, control_weight)
         if extra is not None and extra["lower_bound_cycles"] <= _fastest(rows):
             rows += _ranked((yield space, [extra], _cap(rows)), space, control_weight)
         extra = None
         best = _fastest(rows)
-        if space.unexplored_bound() >= best or (budget is not None and len(rows) >= budget):
+        spent = len(rows) + ruled_out
+        if space.unexplored_bound() >= best or (budget is not None and spent >= budget):
             break
         size *= 2
-        batch = space.take(size if budget is None else min(size, budget - len(rows)), best)
+        batch = space.take(size if budget is None else min(size, budget - spent), best)
+        if not batch:
+            break
     ok = [r for r in rows if r["status"] == "ok"]
     if not ok:
         raise ConfigError([f"{space.name}: every simulated candidate failed: " + "; ".join(

@@ -7,8 +7,9 @@
    compute, DDR, shim columns and DMA streams.
 3. Branch and bound: rank legal candidates by lower bound (then closed-form energy, then fewer
    transfers: deterministic) and simulate them cycle-exactly in batched engine calls, best-bounded
-   first (the first batch: the best ``top`` of distinct families; then the baseline mapping, if its
-   bound says it could win), until
+   first (the first batch: the best ``top`` of distinct families, the best-ranked alone first and
+   the rest only where its bound says it could win; then the baseline mapping, if its bound says
+   it could win), until
    no candidate left unsimulated has a lower bound below the fastest simulated cycles. The answer is
    then the fastest mapping of the whole space (``optimal``), ties broken by energy. With a
    ``budget`` (candidates simulated) the search may stop first and reports its optimality gap:
@@ -271,6 +272,7 @@ def _search(op: Matmul, arch: Arch, pins: Pins, top: int, keep: int, budget: int
     # simulates every candidate that could win anyway, so it goes by bound alone and never runs a
     # family whose bound is already beaten
     chosen = _distinct(legal, top) if budget is not None else legal[:top]
+    table.planned_all(chosen)  # their bounds decide which of them run (``walk``)
     baseline = None
     if replace(pins, dataflow=()) == Pins() and (not pins.dataflow or "os" in pins.dataflow):
         baseline = _baseline(op, arch, legal, chosen)
