@@ -1,6 +1,7 @@
 """The one exact-search loop every op kind's mapping search runs: simulate candidates best-bounded
 first, in batches that double (one engine call amortizes over more designs once bounds are loose;
-the first batch waits for its best-ranked candidate, whose cycles may rule the rest out),
+the first batch's candidates bounded well above its best wait for the best, whose cycles may rule
+them out),
 until the smallest lower bound left unsimulated is no better than the fastest simulated cycles, so
 the answer is the best of the space, or until a budget of simulations is spent.
 
@@ -32,6 +33,7 @@ from ..errors import ConfigError
 from .dispatch import ControlCounts, control_counts, weighted_instructions
 
 FIRST_BATCH = 4  # candidates in the first engine call when the space chooses them (then 8, 16, ...)
+LEAD_WITHIN = 0.05  # first-batch candidates this far (relative) above its best bound wait for it (_leaders)
 
 
 class Space(Protocol):
@@ -141,12 +143,12 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
     rows: list[dict] = []
     batch, size = first, FIRST_BATCH
     ruled_out = 0  # first-batch candidates not run: they count against a budget as if they had run
-    if len(first) > 1:
-        # the best-ranked candidate runs alone first: bounds are often tight, and the rest of the
-        # first batch then runs only where its bound says it could still win or tie
-        rows += _ranked((yield space, first[:1], None), space, control_weight)
-        batch = [r for r in first[1:] if r["lower_bound_cycles"] <= _fastest(rows)]
-        ruled_out = len(first) - 1 - len(batch)
+    lead = _leaders(first)
+    if lead < len(first):
+        # the rest of the first batch runs only where its bound says it could still win or tie
+        rows += _ranked((yield space, first[:lead], None), space, control_weight)
+        batch = [r for r in first[lead:] if r["lower_bound_cycles"] <= _fastest(rows)]
+        ruled_out = len(first) - lead - len(batch)
     while batch or rows:
         if batch:
             rows += _ranked((yield space, batch, _cap(rows)), space, control_weight)
@@ -166,6 +168,19 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
         raise ConfigError([f"{space.name}: every simulated candidate failed: " + "; ".join(
             f"{r['mapping'].label()}: {r['status']}" for r in rows)], space.group)
     return min(ok, key=lambda r: (r["objective"], *space.tie(r), rows.index(r))), rows, len(rows)
+
+
+def _leaders(first: list[dict]) -> int:
+    """How many of the first batch's leading rows run at once: those up to the first whose bound is
+    more than ``LEAD_WITHIN`` above the batch's best. The rest wait for their cycles, which often
+    rule them out (bounds tight to a fraction of a percent: a prefill projection's candidate 2-16 %
+    above the best bound runs tens of millions of cycles to lose); waiting costs a second engine
+    call where they run anyway, so near-equal bounds run together."""
+    if not first:
+        return 0
+    best = min(r["lower_bound_cycles"] for r in first)
+    return next((i for i, r in enumerate(first) if i and r["lower_bound_cycles"] > best * (1 + LEAD_WITHIN)),
+                len(first))
 
 
 def _ranked(rows: list[dict], space: Space, control_weight: float) -> list[dict]:
