@@ -132,11 +132,13 @@ def control_cycles(control: ControlCounts, arch, control_weight: float):
 
 def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None = None,
          control_weight: float = 0.0):
-    """Simulate ``first``, then the best-bounded rest, until no unsimulated bound beats the fastest
-    simulated objective or ``budget`` simulations are spent. ``extra``: a row simulated after the first
-    batch whenever its (valid) bound says it could still win or tie, budget or not (the matmul
-    search's fixed whole-array baseline: the answer is never slower than it). Each simulated row that
-    ran to its end gets its ``objective`` (the module docstring). A generator: it yields
+    """Simulate ``first`` (its rows past ``_leaders`` after the others, and only those whose bound
+    could still win or tie: the rest count as spent), then the best-bounded rest, until no
+    unsimulated bound beats the fastest simulated objective or ``budget`` simulations are spent.
+    ``extra``: a row simulated after the first batch whenever its (valid) bound says it could still
+    win or tie, budget or not (the matmul search's fixed whole-array baseline: the answer is never
+    slower than it). Each simulated row that ran to its end gets its ``objective`` (the module
+    docstring). A generator: it yields
     each batch to simulate as (space, rows, cap cycles) and is sent the simulated rows back, so
     that a driver may run the batches of many searches in one engine call (``drive_together``).
     Returns the best row, every simulated row in order, and how many were simulated."""
