@@ -224,21 +224,36 @@ def test_search__without_its_report_lists_answers_the_same(op, arch, budget):
         assert unrun and len(full.ranked) > len(bare.ranked)
 
 
-@pytest.mark.parametrize("budget", [None, 3])
-def test_first_batch__a_candidate_its_bound_rules_out_is_not_simulated(budget):
-    """The first batch's candidates bounded more than ``LEAD_WITHIN`` above its best bound wait for
-    the leaders' cycles and run only where their bound is no worse (they could still win or tie).
-    Here four of six cannot: the answer is what simulating all six finds, from two simulations,
-    and a budget counts the four as spent (so the same candidates run as when all six did)."""
-    op, arch = Matmul(512, 512, 512, "bf16"), NPU1
-    found = search(op, arch, budget=budget)
+def _first_batch(op, arch, budget, top=6, keep=50):
+    """The search's table and its first batch, as ``search._search`` chooses it."""
     table, _ = _candidates(op, arch, Pins())
-    whole = _simulated(op, arch, table, table.best(table.a["reason"] < 0, 6))
+    legal = [table.row(i) for i in table.best(table.a["reason"] < 0, max(keep, 8 * top))]
+    return table, _search._distinct(legal, top) if budget is not None else legal[:top]
+
+
+@pytest.mark.parametrize("op,arch,budget,leaders", [
+    (Matmul(512, 512, 512, "bf16"), NPU1, None, 2),
+    (Matmul(512, 512, 512, "bf16"), NPU1, 3, 2),
+    (Matmul(128, 512, 256, "bf16"), NPU1, 5, 2),
+], ids=["exact", "budget-3", "budget-5-left-unspent"])
+def test_first_batch__a_candidate_its_bound_rules_out_is_not_simulated(op, arch, budget, leaders):
+    """The first batch's rows from the first bounded more than ``LEAD_WITHIN`` above its best bound
+    wait for the leaders' cycles and run only where their bound is no worse (they could still win
+    or tie). Here the other four cannot: the answer is what simulating the whole batch finds, from
+    the leaders' simulations alone. A budget counts the four as spent, so the same candidates run
+    as when all six did: with 5, the 128x512x256 search (which goes past its first batch when
+    exact) stops after the batch, not after three more."""
+    found = search(op, arch, budget=budget)
+    table, first = _first_batch(op, arch, budget)
+    whole = _simulated(op, arch, table, [r["index"] for r in first])
     assert found.best_cycles == min(r["cycles"] for r in whole)
-    labels = {r["mapping"].label() for r in whole}
-    ruled_out = {r["label"] for r in found.ranked if r["lower_bound_cycles"] > found.best_cycles} & labels
-    assert ruled_out  # the case this test is about
-    assert found.simulated == len(labels - ruled_out) < len(labels)
+    labels = [r["mapping"].label() for r in whole]
+    assert found.best.label() in labels[:leaders]
+    ruled_out = {r["label"] for r in found.ranked if r["lower_bound_cycles"] > found.best_cycles} & set(labels)
+    assert ruled_out == set(labels[leaders:])  # the case this test is about
+    assert found.simulated == leaders
     for r in found.ranked:
         if r["label"] in ruled_out:
             assert r["simulated_cycles"] == -1, r["label"]
+    if budget == 5:
+        assert not found.optimal and not search(op, arch).simulated == leaders  # exact goes on

@@ -1,7 +1,7 @@
 """The one exact-search loop every op kind's mapping search runs: simulate candidates best-bounded
 first, in batches that double (one engine call amortizes over more designs once bounds are loose;
-the first batch's candidates bounded well above its best wait for the best, whose cycles may rule
-them out),
+the first batch's candidates bounded well above its best wait for the leaders, whose cycles may
+rule them out),
 until the smallest lower bound left unsimulated is no better than the fastest simulated cycles, so
 the answer is the best of the space, or until a budget of simulations is spent.
 
@@ -175,7 +175,7 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
 def _leaders(first: list[dict]) -> int:
     """How many of the first batch's leading rows run at once: those up to the first whose bound is
     more than ``LEAD_WITHIN`` above the batch's best. The rest wait for their cycles, which often
-    rule them out (bounds tight to a fraction of a percent: a prefill projection's candidate 2-16 %
+    rule them out (bounds tight to a fraction of a percent: a prefill projection's candidate 12-16 %
     above the best bound runs tens of millions of cycles to lose); waiting costs a second engine
     call where they run anyway, so near-equal bounds run together."""
     if not first:
