@@ -247,7 +247,7 @@ def test_first_batch__a_candidate_its_bound_rules_out_is_not_simulated(op, arch,
     table, first = _first_batch(op, arch, budget)
     whole = _simulated(op, arch, table, [r["index"] for r in first])
     assert found.best_cycles == min(r["cycles"] for r in whole)
-    labels = [r["mapping"].label() for r in whole]
+    labels = [r["mapping"].label() for r in first]
     assert found.best.label() in labels[:leaders]
     ruled_out = {r["label"] for r in found.ranked if r["lower_bound_cycles"] > found.best_cycles} & set(labels)
     assert ruled_out == set(labels[leaders:])  # the case this test is about
@@ -256,4 +256,4 @@ def test_first_batch__a_candidate_its_bound_rules_out_is_not_simulated(op, arch,
         if r["label"] in ruled_out:
             assert r["simulated_cycles"] == -1, r["label"]
     if budget == 5:
-        assert not found.optimal and not search(op, arch).simulated == leaders  # exact goes on
+        assert not found.optimal and search(op, arch).simulated > leaders  # exact goes on
