@@ -175,7 +175,7 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
 def _leaders(first: list[dict]) -> int:
     """How many of the first batch's leading rows run at once: those up to the first whose bound is
     more than ``LEAD_WITHIN`` above the batch's best. The rest wait for their cycles, which often
-    rule them out (bounds tight to a fraction of a percent: a prefill projection's candidate 12-16 %
+    rule them out (bounds tight to a fraction of a percent: a prefill projection's candidate 11-16 %
     above the best bound runs tens of millions of cycles to lose); waiting costs a second engine
     call where they run anyway, so near-equal bounds run together."""
     if not first:
