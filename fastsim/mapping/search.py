@@ -7,9 +7,9 @@
    compute, DDR, shim columns and DMA streams.
 3. Branch and bound: rank legal candidates by lower bound (then closed-form energy, then fewer
    transfers: deterministic) and simulate them cycle-exactly in batched engine calls, best-bounded
-   first (the first batch: the best ``top`` of distinct families, those bounded well above the
-   best waiting for the others' cycles, run only where their bound says they could win or tie;
-   then the baseline mapping, if its bound says it could win), until
+   first (the first batch: the best ``top``, of distinct families under a budget, those bounded
+   well above the best waiting for the others' cycles, run only where their bound says they could
+   win or tie; then the baseline mapping, if its bound says it could win), until
    no candidate left unsimulated has a lower bound below the fastest simulated cycles. The answer is
    then the fastest mapping of the whole space (``optimal``), ties broken by energy. With a
    ``budget`` (candidates simulated) the search may stop first and reports its optimality gap:
