@@ -33,7 +33,7 @@ from ..errors import ConfigError
 from .dispatch import ControlCounts, control_counts, weighted_instructions
 
 FIRST_BATCH = 4  # candidates in the first engine call when the space chooses them (then 8, 16, ...)
-LEAD_WITHIN = 0.05  # first-batch candidates this far (relative) above its best bound wait for it (_leaders)
+LEAD_WITHIN = 0.05  # from the first-batch candidate this far (relative) above its best bound on, wait (_leaders)
 
 
 class Space(Protocol):
@@ -143,17 +143,16 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
     that a driver may run the batches of many searches in one engine call (``drive_together``).
     Returns the best row, every simulated row in order, and how many were simulated."""
     rows: list[dict] = []
-    batch, size = first, FIRST_BATCH
-    ruled_out = 0  # first-batch candidates not run: they count against a budget as if they had run
     lead = _leaders(first)
-    if lead < len(first):
-        # the rest of the first batch runs only where its bound says it could still win or tie
-        rows += _ranked((yield space, first[:lead], None), space, control_weight)
-        batch = [r for r in first[lead:] if r["lower_bound_cycles"] <= _fastest(rows)]
-        ruled_out = len(first) - lead - len(batch)
-    while batch or rows:
-        if batch:
-            rows += _ranked((yield space, batch, _cap(rows)), space, control_weight)
+    batch, waiting, size = first[:lead], first[lead:], FIRST_BATCH
+    ruled_out = 0  # first-batch candidates not run: they count against a budget as if they had run
+    while batch:
+        rows += _ranked((yield space, batch, _cap(rows)), space, control_weight)
+        if waiting:  # the rest of the first batch runs only where its bound could still win or tie
+            batch = [r for r in waiting if r["lower_bound_cycles"] <= _fastest(rows)]
+            ruled_out, waiting = len(waiting) - len(batch), []
+            if batch:
+                continue
         if extra is not None and extra["lower_bound_cycles"] <= _fastest(rows):
             rows += _ranked((yield space, [extra], _cap(rows)), space, control_weight)
         extra = None
@@ -163,8 +162,6 @@ def walk(space: Space, first: list[dict], budget: int | None, extra: dict | None
             break
         size *= 2
         batch = space.take(size if budget is None else min(size, budget - spent), best)
-        if not batch:
-            break
     ok = [r for r in rows if r["status"] == "ok"]
     if not ok:
         raise ConfigError([f"{space.name}: every simulated candidate failed: " + "; ".join(
