@@ -18,6 +18,9 @@ vector       a vector op's design and lowered tables  the vector op, arch       
 structures   a shape's resolved mapping structures    extents, dtype, static B, arch, pins  memory
 conv_search  a conv's mapping search result           the conv, pins, arch, budget          memory
 sharing      a dispatch's kernels held to shared ones its ops, reloads, pins, ablation        memory
+graph        an LLM forward pass's op graph           model, precision, pass                memory
+judged       the kernels the plain run holds          ops, cuts, the plain run's pins       memory
+placement    a graph's ops placed                     graph (identity), groups, dispatch    memory
 ===========  =======================================  ====================================  ============
 
 A region may keep a second, *costly* tier in memory (``Region.costly_size``): entries its owner marks

@@ -199,7 +199,8 @@ def test_shared_in__holds_no_op_to_a_kernel_of_many_more_calls():
 
 
 def test_shared_in__kept_by_what_decides_it(monkeypatch):
-    """A dispatch's shared kernels are kept by its ops, reloads, pins and ablation: another cut or
+    """A dispatch's shared kernels are kept by its ops, reloads, pins and ablation, and what the
+    plain run makes of an ablated run's ops by those ops, cuts and pins (``judged``): another cut or
     ablation of the same model meets the same dispatches again and reads them back, with the same
     answers as deciding every dispatch afresh."""
     from fastsim.cache import CACHE
@@ -209,30 +210,33 @@ def test_shared_in__kept_by_what_decides_it(monkeypatch):
 
     deep = replace(TINY, name="tiny-deep", num_layers=4)
     studies = [LlmStudy(model=deep, regime="decode", context=256, search_budget=1, cuts=cuts, noop=noop)
-               for cuts in ((1,), (1, 2), (2,), ()) for noop in ((), ("softmax",))]
-    decided = []
-    real = ev.Evaluation._shared_in
+               for cuts in ((1,), (1, 2), (2,), ()) for noop in ((), ("softmax",), ("norm",))]
+    decided, judged = [], []
+    real, real_judged = ev.Evaluation._shared_in, ev.Evaluation._judged
     monkeypatch.setattr(ev.Evaluation, "_shared_in", lambda self, *a: decided.append(1) or real(self, *a))
+    monkeypatch.setattr(ev.Evaluation, "_judged", lambda self, *a: judged.append(1) or real_judged(self, *a))
 
     def runs():
         return [simulate_llm(s, limits=TIGHT, movement=False, strict=False) for s in studies]
 
     kept = runs()
-    asked = len(decided)
+    asked, asked_judged = len(decided), len(judged)
     decided.clear()
+    judged.clear()
     monkeypatch.setattr(CACHE, "get", lambda region, key, context=None, get=CACHE.get:
-                        None if region == ev.SHARING else get(region, key, context))
+                        None if region in (ev.SHARING, ev.JUDGED) else get(region, key, context))
     afresh = runs()
     assert asked < len(decided)  # layers repeat: kept dispatches were not decided again
+    assert 0 < asked_judged < len(judged)  # an ablated run of the same ops and cuts was not judged again
     assert any(ds.kernel_shared.values.any() for ds in kept)
     monkeypatch.undo()
     numbering = ev._Numbering(25)  # numbering starts over during the runs
     monkeypatch.setattr(ev, "_NUMBERS", numbering)
-    CACHE.clear(ev.SHARING)
+    CACHE.clear(ev.SHARING, ev.JUDGED)
     try:
         renumbered = runs()
     finally:  # its keys are of this test's numbering: no later test may read them
-        CACHE.clear(ev.SHARING)
+        CACHE.clear(ev.SHARING, ev.JUDGED)
     assert numbering.starts >= 2
     for a, b, c in zip(kept, afresh, renumbered):
         for x in (b, c):

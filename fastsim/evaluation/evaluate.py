@@ -71,7 +71,9 @@ def evaluate(graph: OpGraph, arch: Arch, pins: GraphPins = GraphPins(), limits: 
 
 REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
+JUDGED = "judged"  # the kernels the plain run shares (``Evaluation.judged``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
+CACHE.add_region(Region(JUDGED, 1024))
 
 
 class _Numbering:
@@ -90,7 +92,7 @@ class _Numbering:
         new = {v for v in values if v not in self.table}
         if len(self.table) + len(new) > self.most:
             self.table.clear()
-            CACHE.clear(SHARING)  # its keys are numbers of the old table
+            CACHE.clear(SHARING, JUDGED)  # their keys are numbers of the old table
             self.starts += 1
         return [self.table.setdefault(v, len(self.table)) for v in values]
 
@@ -114,6 +116,10 @@ class Evaluation:
     alternatives: dict = field(default_factory=dict)
     unablated: "Evaluation | None" = field(default=None, repr=False)  # the same graph without NOOP (``real_results``)
     unpinned: dict = field(default_factory=dict, repr=False)  # ``unpinned_kernel`` by (name, kind, class)
+    # by op key, with the result they were made of: what ``total`` charges an op and its footprint
+    # (the choices weigh the same ops' sums many times)
+    op_cycles: dict = field(default_factory=dict, repr=False)
+    op_footprints: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         self.groups = find_groups(self.graph)
@@ -231,12 +237,17 @@ class Evaluation:
         (``Placed.reruns``)."""
         total = 0
         each = self.arch.runtime_instruction_cycles
-        for p, runs in zip(placed, self.runs(placed)):
-            r = self.results.get(p.key)
+        results, kept = self.results, self.op_cycles
+        for p in placed:
+            key = p.key
+            r = results.get(key)
             if r is None:
                 return float("inf")
-            charged = charged_runs(runs, p.reruns, self.pins.resident_programs)
-            total += r.cycles * p.op.repeat + weighted_instructions(r.control, charged) * each
+            known = kept.get(key)
+            if known is None or known[0] is not r:  # each op instance's charge once per result
+                charged = charged_runs(p.runs, p.reruns, self.pins.resident_programs)
+                known = kept[key] = (r, r.cycles * p.op.repeat + weighted_instructions(r.control, charged) * each)
+            total += known[1]
         starts = launch_starts(joins_previous(placed), [0] * len(placed))  # fusion choices weigh launches too
         return total / self.arch.clock_hz + sum(launch_seconds(starts, self.arch, self.pins.launches_reconfigure))
 
@@ -352,22 +363,54 @@ class Evaluation:
         mappings and removes only the compute, so one class's NOOP must not move other ops'
         kernels); for mappings kept from the part at full bandwidth (``mapped_on``), that part's
         run (a deployed design keeps its kernels under background traffic)."""
-        judge = Evaluation(self.graph, replace(self.pins, noop=(), mapped_on=None), self.pins.mapped_on or self.arch,
-                           self.limits, self.strict, movement=False)
-        # a pipeline's results come from its own build (``pipelined``): its kernels are the same
-        judge.results.update({p.key: self.results[p.key] for p in chosen if p.pipelined and p.key in self.results})
-        judge.simulate(chosen, strict=False)
-        if any(p.key not in judge.results for p in chosen):
+        judged = self.judged(chosen, dispatch)
+        if judged is None:
             return chosen, dispatch
-        out, plan = judge.share_kernels(chosen, judge.dispatches(chosen, dispatch.cuts, strict=False))
-        if out is chosen:
-            return chosen, dispatch
+        out, cuts = judged
         unheld = [replace(p, kernel=()) for p in out]
         self.simulate(unheld, strict=False)
         out = self.held(unheld, {i: p.kernel for i, p in enumerate(out) if p.kernel})
         if any(p.key not in self.results for p in out):
             return chosen, dispatch
-        return out, self.dispatches(out, plan.cuts, strict=False)
+        return out, self.dispatches(out, cuts, strict=False)
+
+    def judged(self, chosen, dispatch):
+        """What the plain run (``share_as_judged``) makes of ``chosen`` cut as ``dispatch``: its ops
+        with their kernels held (a tuple of ``Placed``) and its cuts, or None where it keeps them.
+
+        Kept by what decides it (``JUDGED``): the plain run's pins, arch and limits, and each op as
+        placed (its key and on-chip hand-offs). A pipeline's results are this run's (its ablation,
+        its arch): with one among the ops, those too. A sweep's ablation runs each class's NOOP on
+        the same ops and cuts, so its settings ask one question."""
+        pins = replace(self.pins, noop=(), mapped_on=None)
+        arch = self.pins.mapped_on or self.arch
+        own = (tuple(sorted(self.pins.noop)), repr(self.arch)) if any(p.pipelined for p in chosen) else ()
+        context = (pins, repr(arch), self.limits, self.strict, own)
+        with _NUMBERS.lock:
+            numbers = _NUMBERS.numbers([context] + [(p.key, p.chip) for p in chosen])
+            key = (numbers[0], dispatch.cuts, array("q", numbers[1:]).tobytes())
+            started = _NUMBERS.starts
+            found = CACHE.get(JUDGED, key)
+        if found is not None:
+            return found[0]
+        answer = self._judged(chosen, dispatch, pins, arch)
+        with _NUMBERS.lock:
+            if _NUMBERS.starts == started:  # else its numbers belong to a table gone since
+                CACHE.put(JUDGED, key, (answer,))
+        return answer
+
+    def _judged(self, chosen, dispatch, pins, arch):
+        """``judged``'s answer, decided by an evaluation of the plain run."""
+        judge = Evaluation(self.graph, pins, arch, self.limits, self.strict, movement=False)
+        # a pipeline's results come from its own build (``pipelined``): its kernels are the same
+        judge.results.update({p.key: self.results[p.key] for p in chosen if p.pipelined and p.key in self.results})
+        judge.simulate(chosen, strict=False)
+        if any(p.key not in judge.results for p in chosen):
+            return None
+        out, plan = judge.share_kernels(chosen, judge.dispatches(chosen, dispatch.cuts, strict=False))
+        if out is chosen:
+            return None
+        return tuple(out), plan.cuts
 
     def shared_in(self, chosen, dispatch: DispatchPlan, d: int) -> dict:
         """The kernel each movable op of dispatch ``d`` (indices into ``chosen``) is held
@@ -488,11 +531,15 @@ class Evaluation:
 
     def footprints(self, placed) -> list[OpFootprint]:
         out = []
+        results, kept = self.results, self.op_footprints
         for p, joins in zip(placed, joins_previous(placed)):
-            r = self.results[p.key]
-            static = (p.op.k * p.op.n * p.op.w.elem_bytes
-                      if self.pins.residency == "static" and p.op.streams_weights else 0.0)
-            out.append(OpFootprint(sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static, joins))
+            r = results[p.key]
+            known = kept.get(p.key)
+            if known is None or known[0] is not r:  # each op instance's once per result
+                static = (p.op.k * p.op.n * p.op.w.elem_bytes
+                          if self.pins.residency == "static" and p.op.streams_weights else 0.0)
+                known = kept[p.key] = (r, sequence_words(r.host_steps, self.limits) * p.op.repeat, r.kernels, static)
+            out.append(OpFootprint(known[1], known[2], known[3], joins))
         return out
 
     def simulate(self, placed: list[Placed], strict: bool) -> None:

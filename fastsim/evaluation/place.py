@@ -6,6 +6,7 @@ import math
 from dataclasses import replace
 
 from ..arch import Arch
+from ..cache import CACHE, Region
 from ..graph import OpGraph
 from ..mapping.fusion import (FLASH_ATTENTION, FLASH_KV_BLOCK, Group, block_tokens, chain_groups,
                               intermediate_bytes_per_token, kind_by_op, on_chip_flags, runs_flash)
@@ -14,14 +15,34 @@ from ..mapping.placed import Placed
 from .pins import GraphPins
 
 
+REGION = "placement"  # fastsim.cache region of placements (``place``)
+CACHE.add_region(Region(REGION, 256))
+
+
 def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch, fused: set[str], chain: bool,
           dispatch: list[int]) -> list[Placed] | None:
     """The ops with the pattern ``groups`` of kinds ``fused`` or ``chain`` (a whole dispatch)
     applied; None if a chain cannot keep every activation on chip. Prefill groups run in token
     blocks whose intermediates fit (``fusion.block_tokens``); a group with no such block stays
-    unfused."""
-    tokens = graph.token_rows
+    unfused.
+
+    Kept by what decides it (cache region ``placement``): a sweep's points that differ only in what
+    placement does not read (an ablation, DDR bandwidth) get the same ``Placed`` objects, whose keys
+    are made once. The graph is keyed by identity (hashing every op per call would cost what is
+    saved); each entry holds its graph, so no other graph can take its id while it is kept."""
     l2 = arch.columns * arch.mem_rows * arch.mem.memory_bytes
+    key = (id(graph), groups, l2, frozenset(fused), chain, tuple(dispatch))
+    kept = CACHE.get(REGION, key)
+    if kept is None:
+        kept = (graph, _place(graph, groups, l2, fused, chain, dispatch))
+        CACHE.put(REGION, key, kept)
+    return None if kept[1] is None else list(kept[1])
+
+
+def _place(graph: OpGraph, groups: tuple[Group, ...], l2: int, fused: set[str], chain: bool,
+           dispatch: list[int]) -> tuple[Placed, ...] | None:
+    """``place``'s placement, worked out."""
+    tokens = graph.token_rows
     group_of: list[Group | None] = [None] * len(graph.ops)
     blocks = {}
     if chain:
@@ -53,4 +74,4 @@ def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch
             extra = op.online_rescale_cycles / FLASH_KV_BLOCK  # once per block of keys
             op = replace(op, vector_cycles_per_elem=op.vector_cycles_per_elem + extra)
         out.append(Placed(op, chip, kind=kinds[i], runs=runs))
-    return out
+    return tuple(out)

@@ -13,6 +13,7 @@ weight is read once per step for the whole batch (its rows, M, grow with batch i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..errors import ConfigError
 
@@ -165,8 +166,9 @@ class OpGraph:
         if problems:
             raise ConfigError(problems, "op graph")
 
-    @property
+    @cached_property
     def consumers(self) -> tuple[tuple[int, ...], ...]:
+        """Per op: the ops that read its output (made once: fusion asks for them on every placement)."""
         out = [[] for _ in self.ops]
         for i, ps in enumerate(self.producers):
             for j in ps:

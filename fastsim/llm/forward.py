@@ -2,16 +2,34 @@
 appended by a ``transformer.Builder`` (the conventions are ``transformer``'s)."""
 from __future__ import annotations
 
+from ..cache import CACHE, Region
 from ..graph import VECTOR, Op, OpGraph, Operand
 from .blocks import attention_block, encoder_layer, ffn_block
 from .model import ModelConfig, Precision
 from .transformer import Builder, Pass, check_regime
 
 
+REGION = "graph"
+CACHE.add_region(Region(REGION, 64))
+
+
 def build_graph(model: ModelConfig, precision: Precision, run: Pass = Pass()) -> OpGraph:
     """Every op of one forward pass (decode: one token per sequence; prefill: the whole prompt,
     attending to ``prefill_context`` previously cached tokens plus itself, as in chunked prefill;
-    encode: the whole input, every token attending to every other)."""
+    encode: the whole input, every token attending to every other).
+
+    Kept by its inputs (cache region ``graph``): a sweep's points that differ in what the graph does
+    not hold (an ablation, cuts, fusion, DDR bandwidth) share one graph, so their ops are the same
+    objects and every op key they compare is found by identity, not field by field."""
+    key = (model, precision, run)
+    graph = CACHE.get(REGION, key)
+    if graph is None:
+        graph = _build(model, precision, run)
+        CACHE.put(REGION, key, graph)
+    return graph
+
+
+def _build(model: ModelConfig, precision: Precision, run: Pass) -> OpGraph:
     model.validate()
     precision.validate()
     check_regime(model, run.regime)

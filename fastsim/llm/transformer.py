@@ -15,7 +15,7 @@ not simulated (at most one element per output element, against k MACs).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..arch import NPU1, NPU2, PRESETS
 from ..errors import ConfigError
@@ -152,6 +152,7 @@ class Builder:
     def __init__(self, model: ModelConfig, precision: Precision, run: Pass):
         self.model, self.precision, self.run = model, precision, run
         self.ops, self.producers, self.index = [], [], {}
+        self.operands = {}  # each distinct operand once (``add``)
         self.rows = run.batch * run.tokens
         self.a = precision.activation_bytes
         if run.costs is None:
@@ -160,6 +161,12 @@ class Builder:
             self.costs = run.costs
 
     def add(self, op: Op, *sources) -> None:
+        """Append ``op`` reading the outputs of ``sources`` ((name, layer) pairs). Its operands are
+        made the graph's one object of each value: every layer repeats the same op instances, whose
+        keys (``Placed.key``) are then compared by identity, not field by field."""
+        same = tuple(self.operands.setdefault(o, o) for o in (op.x, op.w, op.y))
+        if any(a is not b for a, b in zip(same, (op.x, op.w, op.y))):
+            op = replace(op, x=same[0], w=same[1], y=same[2])
         self.producers.append(tuple(self.index[s] for s in sources))
         self.index[(op.name, op.layer)] = len(self.ops)
         self.ops.append(op)
