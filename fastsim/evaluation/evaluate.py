@@ -366,17 +366,17 @@ class Evaluation:
         judged = self.judged(chosen, dispatch)
         if judged is None:
             return chosen, dispatch
-        out, cuts = judged
-        unheld = [replace(p, kernel=()) for p in out]
+        out, cuts, unheld = judged
         self.simulate(unheld, strict=False)
-        out = self.held(unheld, {i: p.kernel for i, p in enumerate(out) if p.kernel})
+        out = self.held(unheld, {i: p.kernel for i, p in enumerate(out) if p.kernel}, list(out))
         if any(p.key not in self.results for p in out):
             return chosen, dispatch
         return out, self.dispatches(out, cuts, strict=False)
 
     def judged(self, chosen, dispatch):
         """What the plain run (``share_as_judged``) makes of ``chosen`` cut as ``dispatch``: its ops
-        with their kernels held (a tuple of ``Placed``) and its cuts, or None where it keeps them.
+        with their kernels held (a tuple of ``Placed``), its cuts and the same ops unheld, or None
+        where it keeps them.
 
         Kept by what decides it (``JUDGED``): the plain run's pins, arch and limits, and each op as
         placed (its key and on-chip hand-offs). A pipeline's results are this run's (its ablation,
@@ -410,7 +410,7 @@ class Evaluation:
         out, plan = judge.share_kernels(chosen, judge.dispatches(chosen, dispatch.cuts, strict=False))
         if out is chosen:
             return None
-        return tuple(out), plan.cuts
+        return tuple(out), plan.cuts, tuple(replace(p, kernel=()) for p in out)
 
     def shared_in(self, chosen, dispatch: DispatchPlan, d: int) -> dict:
         """The kernel each movable op of dispatch ``d`` (indices into ``chosen``) is held
@@ -476,13 +476,17 @@ class Evaluation:
                 cycles[key][todo[key]] = self.op_objective(v, results[v.key]) if v.key in results else float("inf")
                 exact.add((key, todo[key]))
 
-    def held(self, placed, kernel_of: dict) -> list[Placed]:
-        """``placed`` with the ops of ``kernel_of`` held to their kernels, simulated, each held op's
-        gap measured against its own whole space (the unheld op's lower bound)."""
-        out = [replace(p, kernel=kernel_of[i]) if i in kernel_of else p for i, p in enumerate(placed)]
+    def held(self, placed, kernel_of: dict, out: list[Placed] | None = None) -> list[Placed]:
+        """``placed`` with the ops of ``kernel_of`` held to their kernels (``out``, where the caller
+        has them), simulated, each held op's gap measured against its own whole space (the unheld
+        op's lower bound)."""
+        if out is None:
+            out = [replace(p, kernel=kernel_of[i]) if i in kernel_of else p for i, p in enumerate(placed)]
         self.simulate([p for p in out if p.kernel], strict=False)
+        measured = set()
         for alone, p in zip(placed, out):
-            if p.kernel and p.key in self.results and alone.key in self.results:
+            if p.kernel and p.key not in measured and p.key in self.results and alone.key in self.results:
+                measured.add(p.key)  # every layer's instance is the same design: its gap once
                 mine, own = self.results[p.key], self.results[alone.key]
                 lower = (1 - own.search_gap) * self.op_objective(alone, own)  # gaps are of the objective
                 self.results[p.key] = replace(mine, search_gap=max(0.0, 1 - lower / self.op_objective(p, mine)))

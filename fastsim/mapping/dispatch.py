@@ -19,6 +19,7 @@ resident across decode steps).
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -269,10 +270,15 @@ def launch_seconds(starts: list[bool], arch: Arch, launches_reconfigure: bool) -
 
 def _launch_overflows(footprints, starts, of_op, count: int, limits: DispatchLimits, traits: dict) -> list[bool]:
     """Per dispatch: whether one of its launches runs more kernels than program memory holds."""
-    out, kernels = [False] * count, set()
+    out, kernels, size = [False] * count, set(), 0
     for i, (f, d) in enumerate(zip(footprints, of_op)):
-        kernels = set(f.kernels) if starts[i] else kernels | set(f.kernels)
-        out[d] = out[d] or program_bytes(kernels, limits, traits) > limits.program_memory_bytes
+        if starts[i]:
+            kernels, size = set(), limits.core_loop_bytes
+        for k in f.kernels:
+            if k not in kernels:  # the launch's program grows by its new kernels alone
+                kernels.add(k)
+                size += program_bytes({k}, limits, traits) - limits.core_loop_bytes
+        out[d] = out[d] or size > limits.program_memory_bytes
     return out
 
 
@@ -320,10 +326,11 @@ def dispatches_of_text(text: str) -> int:
 def assign(layers: list[int], cuts: tuple[int, ...]) -> list[int]:
     """Dispatch of each op: the head's embedding runs in the first, final norm and LM head in the last."""
     n_layers = 1 + max(layers)
+    ordered = sorted(cuts)
     out = []
     for i, layer in enumerate(layers):
         eff = layer if layer >= 0 else (-1 if i == 0 else n_layers)
-        out.append(sum(eff > c for c in sorted(cuts)))
+        out.append(bisect_left(ordered, eff))  # the cuts below its layer
     return out
 
 
@@ -339,8 +346,10 @@ def plan(layers: list[int], footprints: list[OpFootprint], cuts: tuple[int, ...]
     p = DispatchPlan(of_op, tuple(sorted(cuts)))
     p.starts_launch = launch_starts([f.joins_previous for f in footprints], of_op)
     p.launch_overflows = _launch_overflows(footprints, p.starts_launch, of_op, p.count, limits, traits)
-    for d in range(p.count):
-        mine = [f for f, x in zip(footprints, of_op) if x == d]
+    by_dispatch = [[] for _ in range(p.count)]
+    for f, x in zip(footprints, of_op):
+        by_dispatch[x].append(f)
+    for d, mine in enumerate(by_dispatch):
         words = sum(f.sequence_words for f in mine)
         kernels = set().union(*(f.kernels for f in mine)) if mine else set()
         static = sum(f.static_weight_bytes for f in mine)
