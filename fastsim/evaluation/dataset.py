@@ -37,7 +37,7 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     charged = charged_runs(1, 0, pins.resident_programs)  # one run after another op's: a set-up or a re-run
     totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
     return xr.Dataset(
-        {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
+        _variables({**_op_variables(placed, results, per_op), **_control_variables(control, arch),
          "op_setup_instructions": (OP_DIM, np.array([weighted_instructions(results[p.key].control, charged) for p in placed],
                                                     np.int64).reshape(len(ops)), {"units": "instructions",
                                    "description": "runtime-sequence instructions that set the op's design up after "
@@ -45,7 +45,7 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
                                    "for a dispatch's first op: its dispatch sets it up); where the dispatch's "
                                    "programs stay resident, those that re-run it on its operands"}),
          **_total_variables(dispatch, totals, result.graph.token_rows),
-         **(variables or {})},
+         **(variables or {})}),
         coords={
             "op_name": (OP_DIM, np.array([op.name for op in ops], dtype=object)),
             "op_class": (OP_DIM, np.array([op.op_class for op in ops], dtype=object)),
@@ -59,6 +59,16 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
 
 
 OP_DIM = ("op",)
+
+
+def _variables(specs: dict) -> dict:
+    """``(dims, values, attrs)`` specs as variables made without xarray's conversion checks: the
+    values are numpy arrays or numbers already, and a sweep point builds this Dataset each time
+    (the checks were a third of its construction). Numbers become 0-d arrays, as the checks make them."""
+    out = {}
+    for name, (dims, values, *attrs) in specs.items():
+        out[name] = xr.Variable(dims, np.asarray(values), attrs[0] if attrs else None, fastpath=True)
+    return out
 
 
 def _per_op(placed, results, arch: Arch, pins: GraphPins) -> dict:

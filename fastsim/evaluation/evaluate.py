@@ -73,7 +73,7 @@ REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
 JUDGED = "judged"  # the kernels the plain run shares (``Evaluation.judged``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
-CACHE.add_region(Region(JUDGED, 1024))
+CACHE.add_region(Region(JUDGED, 256))
 
 
 class _Numbering:
@@ -410,7 +410,7 @@ class Evaluation:
         out, plan = judge.share_kernels(chosen, judge.dispatches(chosen, dispatch.cuts, strict=False))
         if out is chosen:
             return None
-        return tuple(out), plan.cuts, tuple(replace(p, kernel=()) for p in out)
+        return tuple(out), plan.cuts, tuple(replace(p, kernel=()) if p.kernel else p for p in out)
 
     def shared_in(self, chosen, dispatch: DispatchPlan, d: int) -> dict:
         """The kernel each movable op of dispatch ``d`` (indices into ``chosen``) is held

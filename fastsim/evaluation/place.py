@@ -16,7 +16,7 @@ from .pins import GraphPins
 
 
 REGION = "placement"  # fastsim.cache region of placements (``place``)
-CACHE.add_region(Region(REGION, 256))
+CACHE.add_region(Region(REGION, 128))
 
 
 def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch, fused: set[str], chain: bool,
