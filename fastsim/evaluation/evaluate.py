@@ -73,7 +73,7 @@ REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
 JUDGED = "judged"  # the kernels the plain run shares (``Evaluation.judged``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
-CACHE.add_region(Region(JUDGED, 256))
+CACHE.add_region(Region(JUDGED, 64))
 
 
 class _Numbering:
