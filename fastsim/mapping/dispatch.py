@@ -206,7 +206,9 @@ def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: l
         first = d not in seen
         seen.add(d)
         w = charged_runs(n - 1 if first else n, again, resident)
-        out.append(layer_instructions(c) * w.setups + repeat_instructions(c) * w.reruns)
+        known = _both(c)  # (a sweep point asks this of every op several times)
+        layer, repeat = known if known is not None else (layer_instructions(c), repeat_instructions(c))
+        out.append(layer * w.setups + repeat * w.reruns)
     return out
 
 
