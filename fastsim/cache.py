@@ -1,7 +1,8 @@
 """The one cache: answers fastsim reuses because the same inputs give the same bits.
 
 Every entry is keyed by the content of what determines it: a region's key is a value made of
-frozen dataclasses, tuples, strings and numbers (or a digest of arrays, for engine tables), and
+frozen dataclasses, tuples, strings and numbers (or a digest of arrays, for engine tables; two
+memory-only regions name a graph by identity, their entries holding it), and
 its ``repr`` is what identifies it on disk, inside a directory named by the code version (a hash
 of every fastsim and kernel source file), so a changed simulator never reads an older one's
 answers. Regions separate kinds of answers, each with its own memory bound; one may add a disk
@@ -19,7 +20,7 @@ structures   a shape's resolved mapping structures    extents, dtype, static B, 
 conv_search  a conv's mapping search result           the conv, pins, arch, budget          memory
 sharing      a dispatch's kernels held to shared ones its ops, reloads, pins, ablation        memory
 graph        an LLM forward pass's op graph           model, precision, pass                memory
-judged       the kernels the plain run holds          ops, cuts, the plain run's pins       memory
+judged       the kernels the plain run holds          graph, ops, cuts, plain run's pins    memory
 placement    a graph's ops placed                     graph (identity), groups, dispatch    memory
 ===========  =======================================  ====================================  ============
 

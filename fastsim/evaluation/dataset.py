@@ -62,12 +62,18 @@ OP_DIM = ("op",)
 
 
 def _variables(specs: dict) -> dict:
-    """``(dims, values, attrs)`` specs as variables made without xarray's conversion checks: the
-    values are numpy arrays or numbers already, and a sweep point builds this Dataset each time
-    (the checks were a third of its construction). Numbers become 0-d arrays, as the checks make them."""
+    """``(dims, values[, attrs])`` specs of numbers as variables made without xarray's conversion
+    checks, which have nothing to convert in a numeric array (numbers become 0-d arrays, as the
+    checks make them); a sweep point builds this Dataset each time, and the checks were a third of
+    its construction. Anything else (objects, which the checks may convert, or another kind of
+    spec) is left to xarray."""
     out = {}
-    for name, (dims, values, *attrs) in specs.items():
-        out[name] = xr.Variable(dims, np.asarray(values), attrs[0] if attrs else None, fastpath=True)
+    for name, spec in specs.items():
+        values = np.asarray(spec[1]) if isinstance(spec, tuple) and len(spec) in (2, 3) else None
+        if values is None or values.dtype.kind not in "biuf":
+            out[name] = spec
+        else:
+            out[name] = xr.Variable(spec[0], values, spec[2] if len(spec) == 3 else None, fastpath=True)
     return out
 
 

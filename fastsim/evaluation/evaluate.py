@@ -379,24 +379,26 @@ class Evaluation:
         where it keeps them.
 
         Kept by what decides it (``JUDGED``): the plain run's pins, arch and limits, and each op as
-        placed (its key and on-chip hand-offs). A pipeline's results are this run's (its ablation,
-        its arch): with one among the ops, those too. A sweep's ablation runs each class's NOOP on
-        the same ops and cuts, so its settings ask one question."""
+        placed (its key and on-chip hand-offs), and the graph by identity (its layers and edges
+        decide the dispatches; the entry holds the graph, so no other can take its id while it is
+        kept). A pipeline's results are this run's (its ablation, its arch): with one among the
+        ops, those too. A sweep's ablation runs each class's NOOP on the same ops and cuts of a
+        decode step, so its settings ask one question."""
         pins = replace(self.pins, noop=(), mapped_on=None)
         arch = self.pins.mapped_on or self.arch
         own = (tuple(sorted(self.pins.noop)), repr(self.arch)) if any(p.pipelined for p in chosen) else ()
-        context = (pins, repr(arch), self.limits, self.strict, own)
+        context = (id(self.graph), pins, repr(arch), self.limits, self.strict, own)
         with _NUMBERS.lock:
             numbers = _NUMBERS.numbers([context] + [(p.key, p.chip) for p in chosen])
             key = (numbers[0], dispatch.cuts, array("q", numbers[1:]).tobytes())
             started = _NUMBERS.starts
             found = CACHE.get(JUDGED, key)
-        if found is not None:
+        if found is not None and found[1] is self.graph:
             return found[0]
         answer = self._judged(chosen, dispatch, pins, arch)
         with _NUMBERS.lock:
             if _NUMBERS.starts == started:  # else its numbers belong to a table gone since
-                CACHE.put(JUDGED, key, (answer,))
+                CACHE.put(JUDGED, key, (answer, self.graph))
         return answer
 
     def _judged(self, chosen, dispatch, pins, arch):
