@@ -28,8 +28,9 @@ def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch
 
     Kept by what decides it (cache region ``placement``): a sweep's points that differ only in what
     placement does not read (an ablation, DDR bandwidth, and the cuts unless the whole dispatch is
-    chained) get the same ``Placed`` objects, whose keys are made once. The graph is keyed by identity (hashing every op per call would cost what is
-    saved); each entry holds its graph, so no other graph can take its id while it is kept."""
+    chained) get the same ``Placed`` objects, whose keys are made once. The graph is keyed by
+    identity (hashing every op per call would cost what is saved); each entry holds its graph, so
+    no other graph can take its id while it is kept."""
     l2 = arch.columns * arch.mem_rows * arch.mem.memory_bytes
     key = (id(graph), groups, l2, frozenset(fused), chain, tuple(dispatch) if chain else ())  # only a chain reads it
     kept = CACHE.get(REGION, key)
