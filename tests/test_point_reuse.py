@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from fastsim.arch import NPU2
 from fastsim.cache import CACHE
 from fastsim.evaluation.place import REGION as PLACEMENT
 from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
-from fastsim.llm.forward import REGION as GRAPH
+from fastsim.llm.forward import REGION as GRAPH, build_graph
+from fastsim.llm.run import study_pass
 from fastsim.mapping.dispatch import DispatchLimits
 
 TINY = ModelConfig("tiny-reuse", 256, 4, 4, 2, 64, 512, 1024, True)
@@ -48,10 +50,6 @@ def test_graph__one_object_per_pass_with_one_operand_object_per_value(regime):
     value: op keys then compare by identity (a new build would still be equal)."""
     study = LlmStudy(model=TINY, regime=regime, context=256, prompt=64)
     first = simulate_llm(study, movement=False)
-    from fastsim.llm.forward import build_graph
-    from fastsim.llm.run import study_pass
-    from fastsim.arch import NPU2
-
     a = build_graph(TINY, study.precision, study_pass(study, NPU2))
     b = build_graph(TINY, study.precision, study_pass(study, NPU2))
     assert a is b

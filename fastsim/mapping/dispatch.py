@@ -144,6 +144,12 @@ def _both(c: ControlCounts) -> tuple[int, int] | None:
     return known
 
 
+def instructions_of(c: ControlCounts) -> tuple:
+    """(``layer_instructions``, ``repeat_instructions``) of ``c`` at once (kept for plain counts)."""
+    known = _both(c)
+    return known if known is not None else (_instructions(LAYER_INSTRUCTIONS, c), _instructions(REPEAT_INSTRUCTIONS, c))
+
+
 def layer_instructions(c: ControlCounts) -> int:
     """Runtime-sequence instructions that set one op's design up after another op's."""
     known = _both(c)
@@ -180,10 +186,8 @@ def weighted_instructions(c: ControlCounts, weight):
     ``ControlWeight`` or a number of set-ups): set-ups x ``layer_instructions`` + re-runs x
     ``repeat_instructions``. Works on arrays of counts."""
     w = ControlWeight.of(weight)
-    known = _both(c)
-    if known is None:
-        return w.setups * layer_instructions(c) + w.reruns * repeat_instructions(c)
-    return w.setups * known[0] + w.reruns * known[1]
+    layer, repeat = instructions_of(c)
+    return w.setups * layer + w.reruns * repeat
 
 
 def charged_runs(runs: int, reruns: int, resident: bool) -> ControlWeight:
@@ -206,8 +210,7 @@ def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: l
         first = d not in seen
         seen.add(d)
         w = charged_runs(n - 1 if first else n, again, resident)
-        known = _both(c)  # (a sweep point asks this of every op several times)
-        layer, repeat = known if known is not None else (layer_instructions(c), repeat_instructions(c))
+        layer, repeat = instructions_of(c)  # one lookup: a sweep point asks this of every op several times
         out.append(layer * w.setups + repeat * w.reruns)
     return out
 
@@ -232,13 +235,14 @@ def program_bytes(kernels: set, limits: DispatchLimits, traits: dict) -> int:
     """Program memory of a core that runs ``kernels``, each tagged by its op kind (("matmul", ...),
     ("conv", ...), ("vector", class)): as large as its kind's ``KindTraits.kernel_size`` in ``traits``
     (``mappers.KIND_TRAITS``) says (a conv kernel as large as a matmul microkernel: an assumption)."""
-    size = limits.core_loop_bytes
-    for k in kernels:
-        if k[0] not in traits:
-            raise ValueError(f"kernel {k!r}: tagged by no op kind ({', '.join(traits)})")  # a caller's bug
-        matmul_sized = traits[k[0]].kernel_size == "matmul"
-        size += limits.matmul_kernel_bytes if matmul_sized else limits.vector_kernel_bytes
-    return size
+    return limits.core_loop_bytes + sum(kernel_bytes(k, limits, traits) for k in kernels)
+
+
+def kernel_bytes(kernel: tuple, limits: DispatchLimits, traits: dict) -> int:
+    """Program memory one kernel adds to a core's (``program_bytes``)."""
+    if kernel[0] not in traits:
+        raise ValueError(f"kernel {kernel!r}: tagged by no op kind ({', '.join(traits)})")  # a caller's bug
+    return limits.matmul_kernel_bytes if traits[kernel[0]].kernel_size == "matmul" else limits.vector_kernel_bytes
 
 
 def reload_seconds(plan: "DispatchPlan", layers: list[int], limits: DispatchLimits, arch: Arch,
@@ -279,7 +283,7 @@ def _launch_overflows(footprints, starts, of_op, count: int, limits: DispatchLim
         for k in f.kernels:
             if k not in kernels:  # the launch's program grows by its new kernels alone
                 kernels.add(k)
-                size += program_bytes({k}, limits, traits) - limits.core_loop_bytes
+                size += kernel_bytes(k, limits, traits)
         out[d] = out[d] or size > limits.program_memory_bytes
     return out
 
