@@ -98,10 +98,10 @@ def test_cli__run_gemm_reports_the_searchs_design_and_simulation(monkeypatch):
 def test_sweep__workers_run_under_the_callers_settings_local_ones_on_one_thread(monkeypatch):
     import fastsim.sweeping.engine as engine
 
-    monkeypatch.setattr(engine, "run_chunk", lambda spec, out, chunk: (chunk, settings.current()))
+    monkeypatch.setattr(engine, "run_chunks", lambda spec, out, chunks: (chunks, settings.current()))
     with settings.use(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=True):
         local, remote = engine.worker_settings(local=True), engine.worker_settings(local=False)
         assert local == settings.Settings(threads=1, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
         assert remote == settings.Settings(threads=4, jit=False, cache=False, cache_dir="/tmp/x", progress=False)
-    assert engine._run_chunk_with(None, "", 7, local) == (7, local, "")  # no dask worker: no address
+    assert engine._run_chunks_with(None, "", [7], local) == ([7], local, "")  # no dask worker: no address
     assert settings.current() == settings.Settings()

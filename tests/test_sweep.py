@@ -124,6 +124,35 @@ def test_sweep__chunking_never_changes_results(tmp_path_factory, chunk, slots):
         np.testing.assert_array_equal(base[name].values, other[name].values)
 
 
+def test_tasks__group_the_chunks_of_the_trailing_axes_within_the_task_limits():
+    from fastsim.sweeping.store import chunk_regions, n_points
+    from fastsim.sweeping.tasks import TASK_POINTS_MAX, task_groups
+
+    # the ablation at scale: context x batch x model x noop x cuts, chunks of the 5 batches
+    shape, chunks = (20, 5, 4, 10, 25), (1, 5, 1, 1, 1)
+    regions = chunk_regions(shape, chunks)
+    tasks = task_groups(regions, shape, chunks, slots=2)
+    assert [r for t in tasks for r in t] == regions  # every chunk once, in store order
+    # a model's NOOP classes and cuts in one task (5 x 10 x 25 points), 78 tasks; the last two
+    # (context, model) pairs end the sweep as 20 tasks of one NOOP class each, to balance the end
+    assert [sum(map(n_points, t)) for t in tasks] == [1250] * 78 + [125] * 20
+    assert all(len({tuple(s.start for s in r[:3]) for r in t}) == 1 for t in tasks)
+    assert all(len({tuple(s.start for s in r[:4]) for r in t}) == 1 for t in tasks[78:])
+    # more slots: fewer trailing axes, so that each slot gets its tasks
+    assert {sum(map(n_points, t)) for t in task_groups(regions, shape, chunks, slots=64)} == {125, 5}
+    # the pending chunks of a resumed sweep: only those; fewer points pending, smaller tasks
+    assert [len(t) for t in task_groups(regions[3:300], shape, chunks, slots=2)] == [22] + [25] * 9 + [1] * 50
+    # a small sweep: one chunk per task, as many tasks as chunks
+    small = chunk_regions((2, 2, 2), (1, 1, 1))
+    assert task_groups(small, (2, 2, 2), (1, 1, 1), slots=2) == [[r] for r in small]
+    sixteen = chunk_regions((2, 4, 2), (1, 1, 1))  # twice the points: two chunks per task, the last ones apart
+    assert task_groups(sixteen, (2, 4, 2), (1, 1, 1), slots=2) == (
+        [sixteen[i:i + 2] for i in range(0, 12, 2)] + [[r] for r in sixteen[12:]])
+    # never above the limit, whatever the cluster
+    huge = chunk_regions((100, 100, 10), (1, 1, 10))
+    assert max(sum(map(n_points, t)) for t in task_groups(huge, (100, 100, 10), (1, 1, 10), 1)) <= TASK_POINTS_MAX
+
+
 def test_store__chunks_come_from_the_cluster_size_and_keep_the_batches_of_a_context_together():
     from fastsim.sweeping.store import chunk_shape, chunk_target
 

@@ -17,6 +17,7 @@ from fastsim import settings
 from fastsim.sweeping import parse_spec, sweep
 from fastsim.sweeping import store as st
 from fastsim.sweeping.engine import SchedulerLost
+from fastsim.sweeping.tasks import task_groups
 
 # GEMMs of distinct shapes share no simulation and take 0.5-2.5 s each in a worker with the disk
 # cache off, so an 8-point sweep on 2 workers runs for several seconds: long enough to disturb it
@@ -42,6 +43,18 @@ k = [64, 128, 256, 512]
 [study.base]
 n = 512
 """  # chunk_points left at its default, 8: the whole sweep in one chunk unless the cluster splits it
+
+
+SIXTEEN_GEMMS = """
+[study]
+kind = "gemm"
+[axes]
+m = [64, 128]
+k = [64, 128, 256, 512]
+n = [64, 128]
+[run]
+chunk_points = 1
+"""
 
 
 def start_cluster(workers=2):
@@ -152,6 +165,19 @@ def test_sweep__every_worker_of_a_running_scheduler_gets_points(tmp_path, cluste
     # the first chunk is stored after the sweep started and before it returned
     assert 0 < report[0].first_result_s < elapsed
     here = sweep(parse_spec(EIGHT_GEMMS, "eight"), workers=0, progress=False)  # one chunk of 8
+    assert ds.load().drop_attrs().identical(here.drop_attrs())
+
+
+def test_sweep__tasks_of_several_chunks_store_what_a_local_run_stores(tmp_path, cluster):
+    """16 points in chunks of one on two workers: each task but the last two holds the two chunks
+    of a (m, k) pair (``task_groups``), and every chunk is stored as a local run stores it."""
+    spec = parse_spec(SIXTEEN_GEMMS, "sixteen")
+    tasks = task_groups(st.regions(spec), spec.shape, (1, 1, 1), slots=2)
+    assert [len(t) for t in tasks] == [2] * 6 + [1] * 4
+    report = []
+    ds = sweep(spec, tmp_path / "s.zarr", scheduler=cluster[1].scheduler_address, progress=False, report=report)
+    assert report[0].chunks == 16 and sum(report[0].by_worker.values()) == 16
+    here = sweep(spec, workers=0, progress=False)
     assert ds.load().drop_attrs().identical(here.drop_attrs())
 
 

@@ -30,32 +30,49 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     """The per-op Dataset of one evaluated graph (the one place it is assembled). ``attrs`` and
     ``variables``: what the front end says about the workload (model, regime, shapes; e.g. KV bytes
     per token), ahead of and after the run's own."""
+    specs, coords, all_attrs = _parts(result, pins, arch, limits, attrs, variables)
+    return xr.Dataset(_variables(specs), coords=coords, attrs=all_attrs)
+
+
+def columns(result: GraphResult, pins: GraphPins, arch: Arch, limits: DispatchLimits, attrs: dict,
+            variables: dict | None = None) -> tuple[dict[str, np.ndarray], dict]:
+    """What ``to_dataset`` would hold, without building it: every variable and coordinate as an
+    array by name, and the attrs (``fastsim.llm.assemble.columns`` of the Dataset, equal array for
+    array). A sweep point reads a few totals of it, and xarray's assembly was a fifth of a warm
+    point's time."""
+    specs, coords, all_attrs = _parts(result, pins, arch, limits, attrs, variables)
+    out = {name: np.asarray(spec[1]) for name, spec in specs.items()}
+    out.update((name, np.asarray(c[1] if isinstance(c, tuple) else c)) for name, c in coords.items())
+    return out, all_attrs
+
+
+def _parts(result: GraphResult, pins: GraphPins, arch: Arch, limits: DispatchLimits, attrs: dict,
+           variables: dict | None) -> tuple[dict, dict, dict]:
+    """The Dataset's variables as ``(dims, values, attrs)``, its coordinates and its attrs."""
     placed, results, dispatch = result.placed, result.results, result.dispatch
     ops = [p.op for p in placed]
     per_op = _per_op(placed, results, arch, pins)
     control = np.array(result.control_instructions or [0] * len(ops), np.int64).reshape(len(ops))
     charged = charged_runs(1, 0, pins.resident_programs)  # one run after another op's: a set-up or a re-run
     totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
-    return xr.Dataset(
-        _variables({**_op_variables(placed, results, per_op), **_control_variables(control, arch),
-         "op_setup_instructions": (OP_DIM, np.array([weighted_instructions(results[p.key].control, charged) for p in placed],
-                                                    np.int64).reshape(len(ops)), {"units": "instructions",
-                                   "description": "runtime-sequence instructions that set the op's design up after "
-                                   "another op's, wherever it runs (op_control_instructions charges them, but not "
-                                   "for a dispatch's first op: its dispatch sets it up); where the dispatch's "
-                                   "programs stay resident, those that re-run it on its operands"}),
-         **_total_variables(dispatch, totals, result.graph.token_rows),
-         **(variables or {})}),
-        coords={
-            "op_name": (OP_DIM, np.array([op.name for op in ops], dtype=object)),
-            "op_class": (OP_DIM, np.array([op.op_class for op in ops], dtype=object)),
-            "layer": (OP_DIM, np.array([op.layer for op in ops])),
-            "tensor_kind": list(TENSOR_KINDS), "level": LEVELS,
-            "channel_state": CHANNEL_STATES, "core_state": CORE_STATES,
-            "dispatch_index": np.arange(dispatch.count), "tile_axis": ["m", "k", "n"],
-        },
-        attrs={**attrs, **_attrs(pins, arch, result)},
-    )
+    specs = {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
+             "op_setup_instructions": (OP_DIM, np.array([weighted_instructions(results[p.key].control, charged) for p in placed],
+                                                        np.int64).reshape(len(ops)), {"units": "instructions",
+                                       "description": "runtime-sequence instructions that set the op's design up after "
+                                       "another op's, wherever it runs (op_control_instructions charges them, but not "
+                                       "for a dispatch's first op: its dispatch sets it up); where the dispatch's "
+                                       "programs stay resident, those that re-run it on its operands"}),
+             **_total_variables(dispatch, totals, result.graph.token_rows),
+             **(variables or {})}
+    coords = {
+        "op_name": (OP_DIM, np.array([op.name for op in ops], dtype=object)),
+        "op_class": (OP_DIM, np.array([op.op_class for op in ops], dtype=object)),
+        "layer": (OP_DIM, np.array([op.layer for op in ops])),
+        "tensor_kind": list(TENSOR_KINDS), "level": LEVELS,
+        "channel_state": CHANNEL_STATES, "core_state": CORE_STATES,
+        "dispatch_index": np.arange(dispatch.count), "tile_axis": ["m", "k", "n"],
+    }
+    return specs, coords, {**attrs, **_attrs(pins, arch, result)}
 
 
 OP_DIM = ("op",)

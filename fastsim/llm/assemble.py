@@ -19,30 +19,36 @@ def overlay_of(ds: xr.Dataset):
                    residency=ds.attrs["residency"])
 
 
+def columns(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """Every variable and coordinate of a run's Dataset as an array, by name: what the summaries
+    read (``fastsim.evaluation.dataset.columns`` gives the same without building the Dataset)."""
+    return {name: var.values for name, var in ds.variables.items()}
+
+
 def by_class(ds: xr.Dataset) -> dict[str, float]:
     """Seconds per op class. Dequantization runs fused inside gemm ops, so its time stays in
     "gemm" (``cast_share`` reports its share of core cycles; ``noop=("cast",)`` measures what
     removing it saves)."""
-    out = {}
-    for cls, sec in zip(ds.op_class.values, ds.op_seconds.values):
-        out[str(cls)] = out.get(str(cls), 0.0) + float(sec)
-    return out
+    return _by_class(columns(ds))
 
 
 def by_layer(ds: xr.Dataset) -> dict[str, float]:
     """Seconds per transformer layer ("head" = embedding, final norm and LM head)."""
-    out = {}
-    for layer, sec in zip(ds.layer.values, ds.op_seconds.values):
-        key = "head" if layer < 0 else str(int(layer))
-        out[key] = out.get(key, 0.0) + float(sec)
-    return out
+    return _by_layer(columns(ds))
 
 
-def llm_summary(ds: xr.Dataset) -> dict:
+def llm_summary(ds: xr.Dataset, stalls: bool = True) -> dict:
+    """The pass's totals, traffic, binding resource and search quality as plain numbers (and,
+    with ``stalls``, each op's stall attribution, ``stalls_by_op``)."""
+    return summary_of(columns(ds), ds.attrs, stalls)
+
+
+def summary_of(col: dict[str, np.ndarray], attrs: dict, stalls: bool = True) -> dict:
+    """``llm_summary`` of a run's columns (``columns``) and attrs. ``stalls=False`` leaves out
+    ``stalls_by_op``, a dict per op: a sweep keeps none of it, and it was half a summary's time."""
     # columns read once as arrays: xarray's reductions and lookups cost more than the pass's
     # arithmetic (a sweep summarises every point). Float sums skip NaN as xarray's do (``nansum``:
     # the same pairwise sum, the same bits)
-    col = {name: var.values for name, var in ds.variables.items()}
     kinds = np.nansum(col["ddr_bytes"], axis=0)
     kind_at = {str(k): i for i, k in enumerate(col["tensor_kind"])}
     bound_time = {}
@@ -51,40 +57,42 @@ def llm_summary(ds: xr.Dataset) -> dict:
     bound_time["dispatch"] = float(col["dispatch_seconds"])
     bound_time["control"] = float(col["control_seconds"])
     seconds = float(col["total_seconds"])
-    decode = ds.attrs["regime"] == "decode"
+    decode = attrs["regime"] == "decode"
     preload = float(col.get("preload_bytes", 0.0))  # static weights: in time, bytes and energy alike
-    return {
+    out = {
         # only the shapes the regime reads: decode reads a context, prefill and encode a prompt
-        "model": ds.attrs["model"], "regime": ds.attrs["regime"],
-        "context": ds.attrs["context"] if decode else ds.attrs.get("prefill_context", 0),
-        "prompt": None if decode else ds.attrs["prompt"], "batch": ds.attrs["batch"], "arch": ds.attrs["arch"],
+        "model": attrs["model"], "regime": attrs["regime"],
+        "context": attrs["context"] if decode else attrs.get("prefill_context", 0),
+        "prompt": None if decode else attrs["prompt"], "batch": attrs["batch"], "arch": attrs["arch"],
         "seconds": seconds, "tokens_per_s": float(col["tokens_per_s"]),
-        "by_class": by_class(ds),
-        "by_layer": by_layer(ds),
+        "by_class": _by_class(col),
+        "by_layer": _by_layer(col),
         "ddr_bytes": float(np.nansum(kinds)) + preload,
         "weight_bytes": float(kinds[kind_at["weights"]]) + preload,
-        "weight_bytes_by_kind": weight_bytes_by_kind(ds),
+        "weight_bytes_by_kind": _weight_bytes_by_kind(col, kind_at["weights"]),
         "kv_bytes": float(kinds[kind_at["kv"]]),
         "activation_bytes": float(kinds[kind_at["activations"]]),
         "macs": int(col["macs"].sum()),
         "energy_j": (float(np.nansum(col["energy_pj"])) + float(col.get("preload_energy_pj", 0.0))) * 1e-12,
         "dispatch_seconds": float(col["dispatch_seconds"]),
         "dispatch_share": float(col["dispatch_seconds"]) / seconds,
-        "dispatches": int(ds.attrs["dispatches"]),
+        "dispatches": int(attrs["dispatches"]),
         "control_seconds": float(col["control_seconds"]),
         "control_instructions": int(col["op_control_instructions"].sum()),
         "program_reload_seconds": float(col["program_reload_seconds"]),
         "launch_seconds": float(col["launch_seconds"]),
         "preload_seconds": float(col["preload_seconds"]),
-        "fusion": ds.attrs["fusion"],
+        "fusion": attrs["fusion"],
         "compute_s": float(np.nansum(col["compute_seconds"])),
         "exposed_compute_s": float(np.nansum(col["exposed_compute_seconds"])),
         "movement_s": float(np.nansum(col["movement_seconds"])),
         "bound_by": max(bound_time, key=bound_time.get),
         "time_by_bound": bound_time,
-        "stalls_by_op": stalls_by_op(ds),
-        "mapping_search": mapping_search(ds),
     }
+    if stalls:
+        out["stalls_by_op"] = _stalls_by_op(col)
+    out["mapping_search"] = _mapping_search(col)
+    return out
 
 
 def mapping_search(ds: xr.Dataset) -> dict:
@@ -94,44 +102,72 @@ def mapping_search(ds: xr.Dataset) -> dict:
     and the program reloads left could at most vanish, so their sum bounds what any other choice
     of the ops' mappings could save. A gap is of the search's objective, the op's time and its
     control inside the dispatch (``mapping.branch_bound.objective``): it applies to both."""
-    matmul = ds.dataflow.values != "stream"
-    gaps = ds["mapping_gap"].values
-    reload_s = float(ds.program_reload_seconds)
-    saving = float((gaps * (ds.op_seconds.values + ds.op_control_seconds.values))[matmul].sum()) + reload_s
-    shared = ds["kernel_shared"].values if "kernel_shared" in ds else np.zeros(ds.sizes["op"], bool)
-    return {"matmul_ops": int(matmul.sum()), "proven_best": int((gaps[matmul] == 0).sum()),
-            "worst_gap": float(gaps[matmul].max()) if matmul.any() else 0.0,
-            "kernel_shared_ops": int(shared.sum()), "program_reload_seconds": reload_s,
-            "most_seconds_better_mappings_save": saving, "most_share_better_mappings_save": saving / float(ds.total_seconds)}
+    return _mapping_search(columns(ds))
 
 
 def weight_bytes_by_kind(ds: xr.Dataset) -> dict[str, float]:
     """Weight bytes read from DDR per weight tensor kind (static weights preloaded once per
     dispatch are reported as "preloaded")."""
-    out = {}
-    if "weight_kind" in ds:
-        for kind, b in zip(ds.weight_kind.values, ds.ddr_bytes.sel(tensor_kind="weights").values):
-            if kind:
-                out[str(kind)] = out.get(str(kind), 0.0) + float(b)
-    preload = float(ds.get("preload_bytes", 0.0))
-    if preload:
-        out["preloaded"] = preload
-    return out
+    col = columns(ds)
+    return _weight_bytes_by_kind(col, [str(k) for k in col["tensor_kind"]].index("weights"))
 
 
 def stalls_by_op(ds: xr.Dataset) -> list[dict]:
     """Per op: its time, binding resource and the share of its DMA channel-cycles and core-cycles
     in each state (stall attribution)."""
-    # each column read once: an xarray lookup per op and field cost more than the whole pass
-    names, classes, layers = ds.op_name.values, ds.op_class.values, ds.layer.values
-    seconds, bound = ds.op_seconds.values, ds.bound_by.values
-    channels, cores = ds.channel_state_cycles.values, ds.core_state_cycles.values
-    channel_states = [str(k) for k in ds.channel_state.values]
-    core_states = [str(k) for k in ds.core_state.values]
+    return _stalls_by_op(columns(ds))
+
+
+def _by_class(col: dict) -> dict[str, float]:
+    out = {}
+    for cls, sec in zip(col["op_class"], col["op_seconds"]):
+        out[str(cls)] = out.get(str(cls), 0.0) + float(sec)
+    return out
+
+
+def _by_layer(col: dict) -> dict[str, float]:
+    out = {}
+    for layer, sec in zip(col["layer"], col["op_seconds"]):
+        key = "head" if layer < 0 else str(int(layer))
+        out[key] = out.get(key, 0.0) + float(sec)
+    return out
+
+
+def _mapping_search(col: dict) -> dict:
+    matmul = col["dataflow"] != "stream"
+    gaps = col["mapping_gap"]
+    reload_s = float(col["program_reload_seconds"])
+    saving = float((gaps * (col["op_seconds"] + col["op_control_seconds"]))[matmul].sum()) + reload_s
+    shared = col["kernel_shared"] if "kernel_shared" in col else np.zeros(len(col["op_name"]), bool)
+    return {"matmul_ops": int(matmul.sum()), "proven_best": int((gaps[matmul] == 0).sum()),
+            "worst_gap": float(gaps[matmul].max()) if matmul.any() else 0.0,
+            "kernel_shared_ops": int(shared.sum()), "program_reload_seconds": reload_s,
+            "most_seconds_better_mappings_save": saving,
+            "most_share_better_mappings_save": saving / float(col["total_seconds"])}
+
+
+def _weight_bytes_by_kind(col: dict, weights_at: int) -> dict[str, float]:
+    out = {}
+    if "weight_kind" in col:
+        for kind, b in zip(col["weight_kind"], col["ddr_bytes"][:, weights_at]):
+            if kind:
+                out[str(kind)] = out.get(str(kind), 0.0) + float(b)
+    preload = float(col.get("preload_bytes", 0.0))
+    if preload:
+        out["preloaded"] = preload
+    return out
+
+
+def _stalls_by_op(col: dict) -> list[dict]:
+    names, classes, layers = col["op_name"], col["op_class"], col["layer"]
+    seconds, bound = col["op_seconds"], col["bound_by"]
+    channels, cores = col["channel_state_cycles"], col["core_state_cycles"]
+    channel_states = [str(k) for k in col["channel_state"]]
+    core_states = [str(k) for k in col["core_state"]]
     # shares as plain floats for every op at once (a per-element float() costs more than the rest)
     channel_shares = (channels / np.maximum(1.0, channels.sum(axis=1, keepdims=True))).tolist()
     core_shares = (cores / np.maximum(1.0, cores.sum(axis=1, keepdims=True))).tolist()
     return [{"op": str(names[i]), "class": str(classes[i]), "layer": int(layers[i]),
              "seconds": float(seconds[i]), "bound_by": str(bound[i]),
              "channels": dict(zip(channel_states, channel_shares[i])),
-             "cores": dict(zip(core_states, core_shares[i]))} for i in range(ds.sizes["op"])]
+             "cores": dict(zip(core_states, core_shares[i]))} for i in range(len(names))]

@@ -3,7 +3,7 @@ evaluation's pins, and ``fastsim.evaluation`` maps, fuses, cuts and simulates it
 end to end (prefill, overlay switch, decode steps)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
@@ -12,8 +12,9 @@ from ..arch import Arch, NPU2
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
+from ..evaluation.dataset import columns as dataset_columns
 from ..mapping.dispatch import DispatchLimits
-from .assemble import by_class, by_layer, llm_summary  # noqa: F401 (re-exported)
+from .assemble import by_class, by_layer, llm_summary, summary_of  # noqa: F401 (re-exported)
 from . import cast_launches, dequant_launches, host
 from .model import Precision
 from .study import LlmStudy
@@ -32,34 +33,63 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
     (``fastsim.evaluation.evaluate``): the compute / data-movement split is then NaN, every
     other variable the same."""
     with gc_paused():
-        model = study.model_config().validate()
-        study.validate(model)
-        precision = study.precision.validate()
-        static_weights_fit(study, arch)
-        graph = build_graph(model, precision, study_pass(study, arch))
-        if study.cast_launch:
-            chosen = cast_launches.selected(graph, study.cast_launch, study.fusion, study.host)
-            graph = cast_launches.insert(graph, chosen, arch)
-        if study.dequant_launch:
-            chosen = dequant_launches.selected(graph, study.dequant_launch, study.fusion, study.host, study.residency)
-            graph = dequant_launches.insert(graph, chosen)
-        on_host = host.selected(graph, study.host) if study.host else {}
-        graph = host.offload(graph, on_host) if on_host else graph
-        pins = replace(study_pins(study, precision), mapped_on=mapped_on)
-        result = evaluate(graph, arch, pins, limits, strict, movement)
-        attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
-                 "prefill_context": study.prefill_context, "layers": model.num_layers, "batch": study.batch,
-                 "weights": precision.weights, "kv": precision.kv, "dispatch_commands": study.dispatch_commands}
-        attrs.update(family=model.family, params=model.params, active_params=model.active_params)
-        extra = {"kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
-                 "weight_kind": (("op",), np.array([op.weight_kind for op in graph.ops], dtype=object),
-                                 {"description": "the weight tensor kind the op reads (embedding, lm_head, "
-                                                 "attention, ffn, router; empty: none)"})}
-        ds = to_dataset(result, pins, arch, limits, attrs, extra)
-        if on_host:
-            ds = host.account(ds, on_host, arch.dispatch_overhead_s)
-            ds.attrs["dispatches"] = int(ds.attrs["dispatches"]) + host.islands(on_host)
-        return ds
+        return _dataset(_evaluated(study, arch, limits, strict, mapped_on, movement), arch)
+
+
+def summarize_llm(study: LlmStudy, arch: Arch = NPU2, *, movement: bool = True, stalls: bool = True) -> dict:
+    """``llm_summary(simulate_llm(study, arch, movement=movement), stalls)`` without building the
+    Dataset (the same numbers, tested): a sweep point reads a few totals, and the Dataset was a
+    fifth of a warm point's time. A study with ops on the host takes the Dataset's way (its
+    accounting rewrites the Dataset)."""
+    with gc_paused():
+        run = _evaluated(study, arch, DispatchLimits(), True, None, movement)
+        if run.on_host:
+            return llm_summary(_dataset(run, arch), stalls)
+        return summary_of(*dataset_columns(*run.dataset_args), stalls)
+
+
+def _dataset(run: _Evaluated, arch: Arch) -> xr.Dataset:
+    ds = to_dataset(*run.dataset_args)
+    if run.on_host:
+        ds = host.account(ds, run.on_host, arch.dispatch_overhead_s)
+        ds.attrs["dispatches"] = int(ds.attrs["dispatches"]) + host.islands(run.on_host)
+    return ds
+
+
+@dataclass
+class _Evaluated:
+    """A study's evaluated graph, what ``to_dataset`` takes (``dataset_args``), and the ops it
+    runs on the host (accounted on the Dataset)."""
+    dataset_args: tuple
+    on_host: dict
+
+
+def _evaluated(study: LlmStudy, arch: Arch, limits: DispatchLimits, strict: bool, mapped_on: Arch | None,
+               movement: bool) -> _Evaluated:
+    model = study.model_config().validate()
+    study.validate(model)
+    precision = study.precision.validate()
+    static_weights_fit(study, arch)
+    graph = build_graph(model, precision, study_pass(study, arch))
+    if study.cast_launch:
+        chosen = cast_launches.selected(graph, study.cast_launch, study.fusion, study.host)
+        graph = cast_launches.insert(graph, chosen, arch)
+    if study.dequant_launch:
+        chosen = dequant_launches.selected(graph, study.dequant_launch, study.fusion, study.host, study.residency)
+        graph = dequant_launches.insert(graph, chosen)
+    on_host = host.selected(graph, study.host) if study.host else {}
+    graph = host.offload(graph, on_host) if on_host else graph
+    pins = replace(study_pins(study, precision), mapped_on=mapped_on)
+    result = evaluate(graph, arch, pins, limits, strict, movement)
+    attrs = {"model": model.name, "regime": study.regime, "context": study.context, "prompt": study.prompt,
+             "prefill_context": study.prefill_context, "layers": model.num_layers, "batch": study.batch,
+             "weights": precision.weights, "kv": precision.kv, "dispatch_commands": study.dispatch_commands}
+    attrs.update(family=model.family, params=model.params, active_params=model.active_params)
+    extra = {"kv_bytes_per_token": ((), kv_bytes_per_token(model, precision), {"units": "bytes"}),
+             "weight_kind": (("op",), np.array([op.weight_kind for op in graph.ops], dtype=object),
+                             {"description": "the weight tensor kind the op reads (embedding, lm_head, "
+                                             "attention, ffn, router; empty: none)"})}
+    return _Evaluated((result, pins, arch, limits, attrs, extra), on_host)
 
 
 def static_weights_fit(study: LlmStudy, arch: Arch) -> None:

@@ -15,7 +15,7 @@ from ..gc_pause import exit_without_collecting
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec, spec_from_dict
-from .tasks import run_chunk
+from .tasks import run_chunk, run_chunks, task_groups
 
 
 @dataclass
@@ -262,8 +262,9 @@ def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tal
     from dask.distributed import as_completed
 
     chosen = worker_settings(local=dask.cluster is not None)
-    n = len(todo)
-    futures = dask.client.map(_run_chunk_with, [spec] * n, [out] * n, todo, [chosen] * n, pure=False)
+    tasks = task_groups(todo, spec.shape, st.chunks_of(out), dask.slots())
+    n = len(tasks)
+    futures = dask.client.map(_run_chunks_with, [spec] * n, [out] * n, tasks, [chosen] * n, pure=False)
     try:
         for fut in as_completed(futures, loop=dask.client.loop):
             try:
@@ -286,8 +287,8 @@ def worker_settings(local: bool) -> settings.Settings:
     return replace(chosen, threads=1) if local else chosen
 
 
-def _run_chunk_with(spec: SweepSpec, out: str, region: tuple[slice, ...], chosen: settings.Settings) -> tuple:
-    """``run_chunk`` in a worker under the caller's settings (local workers: one thread each, the
+def _run_chunks_with(spec: SweepSpec, out: str, regions: list[tuple[slice, ...]], chosen: settings.Settings) -> tuple:
+    """``run_chunks`` in a worker under the caller's settings (local workers: one thread each, the
     workers are the parallelism, whatever the worker's environment says), and the worker's
     address. tqdm's lock is a thread lock there: its default, a multiprocessing semaphore, is
     reported leaked when Ctrl-C kills the worker, and a worker draws no bars (tqdm.set_lock, its
@@ -301,7 +302,7 @@ def _run_chunk_with(spec: SweepSpec, out: str, region: tuple[slice, ...], chosen
     tqdm.set_lock(threading.RLock())
     exit_without_collecting()
     with settings.use(chosen):
-        result = run_chunk(spec, out, region)
+        result = run_chunks(spec, out, regions)
     try:
         worker = get_worker().address
     except ValueError:  # not in a dask worker

@@ -131,16 +131,15 @@ def evaluate(spec: SweepSpec, params: dict) -> dict:
 
 
 def _llm(params: dict, arch) -> dict:
-    from ..llm import simulate_llm
-    from ..llm.run import llm_summary
+    from ..llm.run import summarize_llm
 
     p = dict(params)
     samples, seed, load = int(p.pop("samples", 0)), int(p.pop("seed", 0)), float(p.pop("load", 0.5))
     study = llm_study(p)
-    ds = simulate_llm(study, arch, movement=False)  # no sweep output reads the compute / movement split
-    s = llm_summary(ds)
+    # no sweep output reads the compute / movement split, nor any op's stall attribution
+    s = summarize_llm(study, arch, movement=False, stalls=False)
     s["bound_by"] = BOUND_RESOURCES.index(s["bound_by"])
-    s.update(model_facts(study, ds))
+    s.update(model_facts(study))
     if samples:
         from ..llm.latency import VarianceModel, latency_distribution
 
@@ -150,7 +149,7 @@ def _llm(params: dict, arch) -> dict:
     return s
 
 
-def model_facts(study, ds) -> dict:
+def model_facts(study) -> dict:
     """The point's model facts (``family``, ``params``, ``active_params``, ``sliding_window``) and
     ``kv_cache_bytes``: one sequence's cache at the tokens the pass leaves cached (decode: the
     ``context`` it reads; prefill: ``prefill_context + prompt``; encode: none)."""
@@ -158,8 +157,8 @@ def model_facts(study, ds) -> dict:
 
     model = study.model_config()
     cached = {"decode": study.context, "prefill": study.prefill_context + study.prompt}.get(study.regime, 0)
-    return {"family": ds.attrs["family"], "params": int(ds.attrs["params"]),
-            "active_params": int(ds.attrs["active_params"]), "sliding_window": max(model.windows, default=0),
+    return {"family": model.family, "params": int(model.params),
+            "active_params": int(model.active_params), "sliding_window": max(model.windows, default=0),
             "kv_cache_bytes": kv_cache_bytes(model, study.precision, cached)}
 
 

@@ -11,7 +11,7 @@
     ddr_bytes_per_s = {start = 30e9, stop = 120e9, num = 4}          # linear
     prompt = {start = 256, stop = 4096, num = 5, scale = "log2"}     # geometric
     [run]
-    chunk_points = 8                  # points per task (and per zarr chunk)
+    chunk_points = 8                  # points per zarr chunk (a task holds one or more)
     outputs = ["seconds", "by_class"]
 
 Every table's unknown keys are refused by name (``[run]`` takes only ``chunk_points`` and

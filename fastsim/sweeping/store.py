@@ -218,11 +218,13 @@ def write_region(spec: SweepSpec, path, region: tuple[slice, ...], results: dict
 def regions(spec: SweepSpec, path=None) -> list[tuple[slice, ...]]:
     """The chunks of the store at ``path`` as regions (one task each), in order; without a path,
     those ``create`` gives for one task slot."""
-    if path is None:
-        chunks = chunk_shape(spec.shape, chunk_target(spec, 1), spec.dims)
-    else:
-        chunks = tuple(open_store(path, lazy=False)["done"].encoding["chunks"])
+    chunks = chunk_shape(spec.shape, chunk_target(spec, 1), spec.dims) if path is None else chunks_of(path)
     return chunk_regions(spec.shape, chunks)
+
+
+def chunks_of(path) -> tuple[int, ...]:
+    """The chunk shape of the store at ``path`` (``create`` fixed it)."""
+    return tuple(open_store(path, lazy=False)["done"].encoding["chunks"])
 
 
 def pending(spec: SweepSpec, path) -> list[tuple[slice, ...]]:

@@ -1,16 +1,24 @@
-"""The function dask workers run: one task computes one chunk and writes it. A plain function in
-an importable module, so workers import it (and load numba's cache) instead of unpickling a
-jitted function."""
+"""The functions dask workers run: a task computes a group of chunks and writes each as it is
+done. Plain functions in an importable module, so workers import them (and load numba's cache)
+instead of unpickling a jitted function."""
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
 from .points import evaluate
 from .spec import SweepSpec
-from .store import write_region
+from .store import n_points, write_region
 from .variables import REGISTRY
+
+# A task holds at most this many points, and a sweep has at least this many tasks per task slot:
+# a task's points share its worker's caches (an ablation's NOOP classes and cuts of one model
+# find its shapes searched once, where one-chunk tasks had every worker search every shape),
+# while the tasks stay many enough to balance the workers and move the progress line.
+TASK_POINTS_MAX = 2048
+TASKS_PER_SLOT = 4
 
 
 def run_chunk(spec: SweepSpec, store: str, region: tuple[slice, ...]) -> tuple[int, int]:
@@ -29,3 +37,44 @@ def run_chunk(spec: SweepSpec, store: str, region: tuple[slice, ...]) -> tuple[i
             results[name][local] = value
     write_region(spec, store, region, results)
     return int(np.prod(shape)), int(np.count_nonzero(results["status"]))
+
+
+def run_chunks(spec: SweepSpec, store: str, regions: list[tuple[slice, ...]]) -> tuple[int, int]:
+    """``run_chunk`` for each region in turn (each is stored when done: an interrupted task
+    loses only its chunk in flight); returns (points, failed points) of them all."""
+    points = failed = 0
+    for region in regions:
+        done, bad = run_chunk(spec, store, region)
+        points, failed = points + done, failed + bad
+    return points, failed
+
+
+def task_groups(regions: list[tuple[slice, ...]], shape: tuple[int, ...], chunks: tuple[int, ...],
+                slots: int) -> list[list[tuple[slice, ...]]]:
+    """``regions`` (chunks of a store of ``shape`` chunked by ``chunks``, in store order) grouped
+    into tasks: the chunks that differ only on the trailing axes, as many trailing axes as keep a
+    task within ``TASK_POINTS_MAX`` points and the sweep at ``TASKS_PER_SLOT`` tasks per slot
+    (none: one chunk per task). A spec's last axes are the cheap ones to vary (an ablation's NOOP
+    class and cuts), so a task's points reuse each other's searches. The last ``slots`` tasks
+    span one trailing axis fewer: small tasks at the end keep every worker busy to the last
+    (one 1,250-point task left a worker idle for the last quarter of a sweep's time)."""
+    total = sum(n_points(r) for r in regions)
+    limit = min(TASK_POINTS_MAX, total // max(1, slots * TASKS_PER_SLOT))
+    whole = 0  # trailing axes a task spans whole
+    while whole < len(shape):
+        lead = len(shape) - whole - 1
+        if math.prod(chunks[:lead]) * math.prod(shape[lead:]) > limit:
+            break
+        whole += 1
+    tasks = _spanning(regions, len(shape) - whole)
+    if whole and len(tasks) > slots:
+        tasks = tasks[:-slots] + _spanning([r for t in tasks[-slots:] for r in t], len(shape) - whole + 1)
+    return tasks
+
+
+def _spanning(regions: list[tuple[slice, ...]], lead: int) -> list[list[tuple[slice, ...]]]:
+    """``regions`` grouped by their first ``lead`` axes' chunks, in order."""
+    groups: dict[tuple, list] = {}
+    for region in regions:
+        groups.setdefault(tuple(s.start for s in region[:lead]), []).append(region)
+    return list(groups.values())
