@@ -153,6 +153,41 @@ def test_tasks__group_the_chunks_of_the_trailing_axes_within_the_task_limits():
     assert max(sum(map(n_points, t)) for t in task_groups(huge, (100, 100, 10), (1, 1, 10), 1)) <= TASK_POINTS_MAX
 
 
+def test_tasks__stored_in_blocks_or_chunk_by_chunk_store_the_same_bytes(tmp_path):
+    """A task's chunks that fill a block are written at once, others chunk by chunk (a resumed
+    sweep's part of a task): both store exactly what a sweep in this process stores."""
+    from fastsim.sweeping import store
+    from fastsim.sweeping.tasks import run_chunks, task_groups
+
+    spec = gemm_spec(1)  # 2 x 4 x 2 points, one per chunk
+    sweep(spec, tmp_path / "here.zarr", workers=0, progress=False)
+    out = tmp_path / "tasks.zarr"
+    store.create(spec, out, slots=2)
+    regions = store.pending(spec, out)
+    tasks = task_groups(regions, spec.shape, store.chunks_of(out), slots=2)
+    assert [len(t) for t in tasks] == [2] * 6 + [1] * 4  # blocks of the n axis, the last ones apart
+    run_chunks(spec, str(out), [regions[0], regions[3]])  # no block: chunk by chunk
+    for task in tasks:
+        run_chunks(spec, str(out), [r for r in task if r not in (regions[0], regions[3])])
+    store.remove_torn_writes(out)
+    store.consolidate(out)
+    files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file() and "zarr.json" not in p.name}
+    here = tmp_path / "here.zarr"
+    assert files == {p.relative_to(here): p.read_bytes() for p in here.rglob("*")
+                     if p.is_file() and "zarr.json" not in p.name}
+
+
+def test_store__a_new_stores_completion_mask_reads_false_with_no_chunk_written(tmp_path):
+    from fastsim.sweeping import store
+
+    spec = gemm_spec(1)
+    store.create(spec, tmp_path / "s.zarr", slots=2)
+    assert not [p for p in (tmp_path / "s.zarr" / "done").rglob("*") if p.is_file() and p.name != "zarr.json"]
+    mask = store.done_mask(tmp_path / "s.zarr")
+    assert mask.dtype == bool and mask.shape == spec.shape and not mask.any()
+    assert len(store.pending(spec, tmp_path / "s.zarr")) == 16
+
+
 def test_store__chunks_come_from_the_cluster_size_and_keep_the_batches_of_a_context_together():
     from fastsim.sweeping.store import chunk_shape, chunk_target
 
