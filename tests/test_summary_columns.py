@@ -4,7 +4,7 @@ summary equals ``llm_summary`` of the Dataset, number for number."""
 import numpy as np
 import pytest
 
-from fastsim.evaluation.dataset import columns as dataset_columns
+from fastsim.evaluation.dataset import to_columns
 from fastsim.evaluation.dataset import to_dataset
 from fastsim.llm import LlmStudy, simulate_llm
 from fastsim.llm.assemble import columns
@@ -23,7 +23,7 @@ STUDIES = {
 @pytest.mark.parametrize("name", STUDIES)
 def test_columns__equal_the_datasets_array_for_array(name):
     run = _evaluated(STUDIES[name], NPU2, DispatchLimits(), True, None, False)
-    built, attrs = dataset_columns(*run.dataset_args)
+    built, attrs = to_columns(*run.dataset_args)
     ds = to_dataset(*run.dataset_args)
     expected = columns(ds)
     assert sorted(built) == sorted(expected) and attrs == ds.attrs

@@ -150,7 +150,11 @@ def test_tasks__group_the_chunks_of_the_trailing_axes_within_the_task_limits():
         [sixteen[i:i + 2] for i in range(0, 12, 2)] + [[r] for r in sixteen[12:]])
     # never above the limit, whatever the cluster
     huge = chunk_regions((100, 100, 10), (1, 1, 10))
-    assert max(sum(map(n_points, t)) for t in task_groups(huge, (100, 100, 10), (1, 1, 10), 1)) <= TASK_POINTS_MAX
+    for slots in (0, 1, 2, 64):  # 0: no worker joined yet, as for one
+        tasks = task_groups(huge, (100, 100, 10), (1, 1, 10), slots)
+        assert [r for t in tasks for r in t] == huge
+        assert max(sum(map(n_points, t)) for t in tasks) <= TASK_POINTS_MAX
+    assert task_groups(huge, (100, 100, 10), (1, 1, 10), 0) == task_groups(huge, (100, 100, 10), (1, 1, 10), 1)
 
 
 def test_tasks__stored_in_blocks_or_chunk_by_chunk_store_the_same_bytes(tmp_path):
@@ -186,6 +190,19 @@ def test_store__a_new_stores_completion_mask_reads_false_with_no_chunk_written(t
     mask = store.done_mask(tmp_path / "s.zarr")
     assert mask.dtype == bool and mask.shape == spec.shape and not mask.any()
     assert len(store.pending(spec, tmp_path / "s.zarr")) == 16
+
+
+def test_store__a_mask_that_would_read_done_is_refused_and_removed(tmp_path, monkeypatch):
+    import types
+
+    import zarr
+
+    from fastsim.sweeping import store
+
+    monkeypatch.setattr(zarr, "open_array", lambda *a, **k: types.SimpleNamespace(fill_value=True))
+    with pytest.raises(RuntimeError, match="fill value True"):
+        store.create(gemm_spec(1), tmp_path / "s.zarr", slots=2)
+    assert not (tmp_path / "s.zarr").exists()  # nothing left that a resume would read as done
 
 
 def test_store__chunks_come_from_the_cluster_size_and_keep_the_batches_of_a_context_together():

@@ -169,13 +169,19 @@ def test_sweep__every_worker_of_a_running_scheduler_gets_points(tmp_path, cluste
 
 
 def test_sweep__tasks_of_several_chunks_store_what_a_local_run_stores(tmp_path, cluster):
-    """16 points in chunks of one on two workers: each task but the last two holds the two chunks
-    of a (m, k) pair (``task_groups``), and every chunk is stored as a local run stores it."""
+    """16 points in chunks of one on two workers: the scheduler runs 10 tasks, six of two chunks
+    (a (m, k) pair) and the last two pairs' four chunks apart (``task_groups``), and every chunk
+    is stored as a local run stores it."""
+    from distributed import get_task_stream
+
+    client, local = cluster
     spec = parse_spec(SIXTEEN_GEMMS, "sixteen")
-    tasks = task_groups(st.regions(spec), spec.shape, (1, 1, 1), slots=2)
-    assert [len(t) for t in tasks] == [2] * 6 + [1] * 4
     report = []
-    ds = sweep(spec, tmp_path / "s.zarr", scheduler=cluster[1].scheduler_address, progress=False, report=report)
+    with get_task_stream(client=client) as stream:
+        ds = sweep(spec, tmp_path / "s.zarr", scheduler=local.scheduler_address, progress=False, report=report)
+    assert st.chunks_of(tmp_path / "s.zarr") == (1, 1, 1)
+    assert len([t for t in stream.data if "_run_chunks_with" in str(t["key"])]) == 10
+    assert [len(t) for t in task_groups(st.regions(spec), spec.shape, (1, 1, 1), slots=2)] == [2] * 6 + [1] * 4
     assert report[0].chunks == 16 and sum(report[0].by_worker.values()) == 16
     here = sweep(spec, workers=0, progress=False)
     assert ds.load().drop_attrs().identical(here.drop_attrs())

@@ -34,13 +34,16 @@ def to_dataset(result: GraphResult, pins: GraphPins, arch: Arch, limits: Dispatc
     return xr.Dataset(_variables(specs), coords=coords, attrs=all_attrs)
 
 
-def columns(result: GraphResult, pins: GraphPins, arch: Arch, limits: DispatchLimits, attrs: dict,
-            variables: dict | None = None) -> tuple[dict[str, np.ndarray], dict]:
+def to_columns(result: GraphResult, pins: GraphPins, arch: Arch, limits: DispatchLimits, attrs: dict,
+               variables: dict | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """What ``to_dataset`` would hold, without building it: every variable and coordinate as an
     array by name, and the attrs (``fastsim.llm.assemble.columns`` of the Dataset, equal array for
-    array). A sweep point reads a few totals of it, and xarray's assembly was a fifth of a warm
-    point's time."""
+    array). A sweep point reads a few totals of it, and xarray's assembly of ~60 variables cost
+    more than the point's summary. Variables given as ``(dims, values[, attrs])`` only."""
     specs, coords, all_attrs = _parts(result, pins, arch, limits, attrs, variables)
+    odd = [name for name, spec in specs.items() if not (isinstance(spec, tuple) and len(spec) in (2, 3))]
+    if odd:
+        raise TypeError(f"to_columns takes (dims, values[, attrs]) variables only, not {odd}")
     out = {name: np.asarray(spec[1]) for name, spec in specs.items()}
     out.update((name, np.asarray(c[1] if isinstance(c, tuple) else c)) for name, c in coords.items())
     return out, all_attrs

@@ -21,7 +21,7 @@ def overlay_of(ds: xr.Dataset):
 
 def columns(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """Every variable and coordinate of a run's Dataset as an array, by name: what the summaries
-    read (``fastsim.evaluation.dataset.columns`` gives the same without building the Dataset)."""
+    read (``fastsim.evaluation.dataset.to_columns`` gives the same without building the Dataset)."""
     return {name: var.values for name, var in ds.variables.items()}
 
 
@@ -45,7 +45,7 @@ def llm_summary(ds: xr.Dataset, stalls: bool = True) -> dict:
 
 def summary_of(col: dict[str, np.ndarray], attrs: dict, stalls: bool = True) -> dict:
     """``llm_summary`` of a run's columns (``columns``) and attrs. ``stalls=False`` leaves out
-    ``stalls_by_op``, a dict per op: a sweep keeps none of it, and it was half a summary's time."""
+    ``stalls_by_op``, a dict per op: a sweep keeps none of it, and it is a summary's costliest part."""
     # columns read once as arrays: xarray's reductions and lookups cost more than the pass's
     # arithmetic (a sweep summarises every point). Float sums skip NaN as xarray's do (``nansum``:
     # the same pairwise sum, the same bits)

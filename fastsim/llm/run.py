@@ -12,7 +12,7 @@ from ..arch import Arch, NPU2
 from ..errors import ConfigError
 from ..gc_pause import gc_paused
 from ..evaluation import GraphPins, evaluate, to_dataset
-from ..evaluation.dataset import columns as dataset_columns
+from ..evaluation.dataset import to_columns
 from ..mapping.dispatch import DispatchLimits
 from .assemble import by_class, by_layer, llm_summary, summary_of  # noqa: F401 (re-exported)
 from . import cast_launches, dequant_launches, host
@@ -38,14 +38,15 @@ def simulate_llm(study: LlmStudy, arch: Arch = NPU2, limits: DispatchLimits = Di
 
 def summarize_llm(study: LlmStudy, arch: Arch = NPU2, *, movement: bool = True, stalls: bool = True) -> dict:
     """``llm_summary(simulate_llm(study, arch, movement=movement), stalls)`` without building the
-    Dataset (the same numbers, tested): a sweep point reads a few totals, and the Dataset was a
-    fifth of a warm point's time. A study with ops on the host takes the Dataset's way (its
+    Dataset (the same numbers, tested): a sweep point reads a few totals, and building the
+    Dataset cost more than the summary. Under ``simulate_llm``'s default limits, strictness and
+    mapping. A study with ops on the host takes the Dataset's way (its
     accounting rewrites the Dataset)."""
     with gc_paused():
         run = _evaluated(study, arch, DispatchLimits(), True, None, movement)
         if run.on_host:
             return llm_summary(_dataset(run, arch), stalls)
-        return summary_of(*dataset_columns(*run.dataset_args), stalls)
+        return summary_of(*to_columns(*run.dataset_args), stalls)
 
 
 def _dataset(run: _Evaluated, arch: Arch) -> xr.Dataset:

@@ -30,7 +30,7 @@ class SweepReport:
     failed: int = 0
     by_worker: dict[str, int] = field(default_factory=dict)
     # from the sweep's start (a local cluster's start and the store's creation included) until the
-    # first chunk was stored: what a cluster's start-up and a worker's imports and JIT cost, beside
+    # first task was stored: what a cluster's start-up and a worker's imports and JIT cost, beside
     # the steady rate (None: nothing computed)
     first_result_s: float | None = None
 
@@ -144,7 +144,7 @@ class _Tally:
     def __init__(self, bar, lock: StoreLock):
         self.bar, self.lock = bar, lock
         self.computed, self.failed, self.by_worker = 0, 0, {}
-        self.first_at = None  # time.perf_counter() when the first chunk was stored
+        self.first_at = None  # time.perf_counter() when the first task was stored
 
     def add(self, points: int, failed: int, worker: str = "") -> None:
         if self.first_at is None:
@@ -234,8 +234,8 @@ class _Dask:
             self.cluster.close()
 
     def stop_now(self) -> None:
-        """Stop at once (Ctrl-C, or the scheduler gone): a chunk in flight cannot be interrupted
-        (its points are computed again on resume), so the local workers are killed rather than
+        """Stop at once (Ctrl-C, or the scheduler gone): a task in flight cannot be interrupted
+        (what it had not stored is computed again on resume), so the local workers are killed rather than
         waited for, and dask's log of the shutdown is silenced (the caller says what happened in
         one line)."""
         import logging
@@ -255,9 +255,9 @@ class _Dask:
 
 
 def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tally) -> None:
-    """Every pending chunk on dask workers, each chunk's count in ``tally`` as it completes (the
-    progress line is drawn here, so it works as well for a remote cluster). On Ctrl-C a running
-    scheduler's chunks are cancelled (its workers outlive this process); raises ``_Lost`` when the
+    """Every pending chunk on dask workers, in tasks (``task_groups``), each task's count in
+    ``tally`` as it completes (the progress line is drawn here, so it works as well for a remote
+    cluster). On Ctrl-C a running scheduler's tasks are cancelled (its workers outlive this process); raises ``_Lost`` when the
     scheduler goes away."""
     from dask.distributed import as_completed
 

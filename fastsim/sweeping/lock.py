@@ -3,7 +3,7 @@
 Two sweeps started on one store would both create it or both compute every pending chunk; the
 second one is refused instead, with who holds the store. A lock left by a writer that died is
 taken over: on the same host when its pid no longer runs, on another host when it has not been
-refreshed for ``stale_after_s`` (the writer refreshes it after every chunk). Taking over renames
+refreshed for ``stale_after_s`` (the writer refreshes it after every task). Taking over renames
 the stale file first, an atomic step only one contender can win.
 """
 from __future__ import annotations

@@ -138,7 +138,10 @@ def _check_unwritten_not_done(path: str | Path) -> None:
     import zarr
 
     fill = zarr.open_array(str(Path(path) / "done"), mode="r").fill_value
-    if fill is None or bool(fill):
+    if fill is None or bool(fill):  # removed: a resume would read every point as done
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
         raise RuntimeError(f"the sweep store's completion mask has fill value {fill!r}, not False")
 
 
@@ -226,7 +229,7 @@ def write_region(spec: SweepSpec, path, region: tuple[slice, ...], results: dict
 
 
 def regions(spec: SweepSpec, path=None) -> list[tuple[slice, ...]]:
-    """The chunks of the store at ``path`` as regions (one task each), in order; without a path,
+    """The chunks of the store at ``path`` as regions, in order; without a path,
     those ``create`` gives for one task slot."""
     chunks = chunk_shape(spec.shape, chunk_target(spec, 1), spec.dims) if path is None else chunks_of(path)
     return chunk_regions(spec.shape, chunks)

@@ -13,7 +13,8 @@ from .spec import SweepSpec
 from .store import n_points, write_region
 from .variables import REGISTRY
 
-# A task holds at most this many points, and a sweep has at least this many tasks per task slot:
+# Chunks are grouped into a task only up to this many points, and only while the sweep keeps this
+# many tasks per task slot:
 # a task's points share its worker's caches (an ablation's NOOP classes and cuts of one model
 # find its shapes searched once, where one-chunk tasks had every worker search every shape),
 # while the tasks stay many enough to balance the workers and move the progress line.
@@ -31,8 +32,9 @@ def run_chunks(spec: SweepSpec, store: str, regions: list[tuple[slice, ...]]) ->
     """Compute the chunks ``regions`` in turn and store them; returns (points, failed points:
     those with a status other than 0) of them all. Chunks that together fill a block (a task of
     ``task_groups``) are stored at once, one write per variable: writes per chunk cost about 20 ms
-    a chunk, some 200 s of each of two workers' time in ``sweeps/ablation_100k.toml``'s 20,000
-    chunks. An interrupted task stores nothing; its chunks run again on resume."""
+    a chunk (measured apart), and ``sweeps/ablation_100k.toml`` has 20,000 chunks. A task
+    interrupted stores what it had finished writing (chunk by chunk: its earlier chunks); resuming
+    computes again every chunk not marked done."""
     block = tuple(slice(min(r[i].start for r in regions), max(r[i].stop for r in regions))
                   for i in range(len(regions[0])))
     if n_points(block) != sum(n_points(r) for r in regions):  # not one block: a resumed sweep's part of a task
@@ -66,12 +68,14 @@ def task_groups(regions: list[tuple[slice, ...]], shape: tuple[int, ...], chunks
     """``regions`` (chunks of a store of ``shape`` chunked by ``chunks``, in store order) grouped
     into tasks: the chunks that differ only on the trailing axes, as many trailing axes as keep a
     task within ``TASK_POINTS_MAX`` points and the sweep at ``TASKS_PER_SLOT`` tasks per slot
-    (none: one chunk per task). A spec's last axes are the cheap ones to vary (an ablation's NOOP
-    class and cuts), so a task's points reuse each other's searches. The last ``slots`` tasks
+    (none: one chunk per task; a chunk bigger than the limit is a task alone). A spec's last axes
+    should be the cheap ones to vary (an ablation's NOOP class and cuts): a task's points then
+    reuse each other's searches, where a spec ending in ``model`` or ``context`` gains nothing. The last ``slots`` tasks
     span one trailing axis fewer: small tasks at the end keep every worker busy to the last
     (one 1,250-point task left a worker idle for the last quarter of a sweep's time)."""
+    slots = max(1, slots)  # no worker joined yet: as for one (``store.chunk_target``)
     total = sum(n_points(r) for r in regions)
-    limit = min(TASK_POINTS_MAX, total // max(1, slots * TASKS_PER_SLOT))
+    limit = min(TASK_POINTS_MAX, total // (slots * TASKS_PER_SLOT))
     whole = 0  # trailing axes a task spans whole
     while whole < len(shape):
         lead = len(shape) - whole - 1
