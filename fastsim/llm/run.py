@@ -40,8 +40,8 @@ def summarize_llm(study: LlmStudy, arch: Arch = NPU2, *, movement: bool = True, 
     """``llm_summary(simulate_llm(study, arch, movement=movement), stalls)`` without building the
     Dataset (the same numbers, tested): a sweep point reads a few totals, and building the
     Dataset cost more than the summary. Under ``simulate_llm``'s default limits, strictness and
-    mapping. A study with ops on the host takes the Dataset's way (its
-    accounting rewrites the Dataset)."""
+    mapping. A study with ops on the host takes the Dataset's way (its accounting rewrites the
+    Dataset)."""
     with gc_paused():
         run = _evaluated(study, arch, DispatchLimits(), True, None, movement)
         if run.on_host:

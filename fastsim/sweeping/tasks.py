@@ -14,10 +14,10 @@ from .store import n_points, write_region
 from .variables import REGISTRY
 
 # Chunks are grouped into a task only up to this many points, and only while the sweep keeps this
-# many tasks per task slot:
-# a task's points share its worker's caches (an ablation's NOOP classes and cuts of one model
-# find its shapes searched once, where one-chunk tasks had every worker search every shape),
-# while the tasks stay many enough to balance the workers and move the progress line.
+# many tasks per task slot: a task's points share its worker's caches (an ablation's NOOP classes
+# and cuts of one model find its shapes searched once, where one-chunk tasks had every worker
+# search every shape), while the tasks stay many enough to balance the workers and move the
+# progress line.
 TASK_POINTS_MAX = 2048
 TASKS_PER_SLOT = 4
 
