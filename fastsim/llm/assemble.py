@@ -19,22 +19,24 @@ def overlay_of(ds: xr.Dataset):
                    residency=ds.attrs["residency"])
 
 
-def columns(ds: xr.Dataset) -> dict[str, np.ndarray]:
-    """Every variable and coordinate of a run's Dataset as an array, by name: what the summaries
-    read (``fastsim.evaluation.dataset.to_columns`` gives the same without building the Dataset)."""
-    return {name: var.values for name, var in ds.variables.items()}
+def columns(ds: xr.Dataset, *names: str) -> dict[str, np.ndarray]:
+    """The variables and coordinates ``names`` of a run's Dataset (none named: all) as arrays, by
+    name: what the summaries read (``fastsim.evaluation.dataset.to_columns`` gives all of them
+    without building the Dataset). A helper that reads two columns names them, so that a Dataset
+    opened lazily loads only those."""
+    return {name: ds.variables[name].values for name in names or ds.variables if name in ds.variables}
 
 
 def by_class(ds: xr.Dataset) -> dict[str, float]:
     """Seconds per op class. Dequantization runs fused inside gemm ops, so its time stays in
     "gemm" (``cast_share`` reports its share of core cycles; ``noop=("cast",)`` measures what
     removing it saves)."""
-    return _by_class(columns(ds))
+    return _by_class(columns(ds, "op_class", "op_seconds"))
 
 
 def by_layer(ds: xr.Dataset) -> dict[str, float]:
     """Seconds per transformer layer ("head" = embedding, final norm and LM head)."""
-    return _by_layer(columns(ds))
+    return _by_layer(columns(ds, "layer", "op_seconds"))
 
 
 def llm_summary(ds: xr.Dataset, stalls: bool = True) -> dict:
@@ -102,20 +104,22 @@ def mapping_search(ds: xr.Dataset) -> dict:
     and the program reloads left could at most vanish, so their sum bounds what any other choice
     of the ops' mappings could save. A gap is of the search's objective, the op's time and its
     control inside the dispatch (``mapping.branch_bound.objective``): it applies to both."""
-    return _mapping_search(columns(ds))
+    return _mapping_search(columns(ds, "dataflow", "mapping_gap", "program_reload_seconds", "op_seconds",
+                                   "op_control_seconds", "kernel_shared", "op_name", "total_seconds"))
 
 
 def weight_bytes_by_kind(ds: xr.Dataset) -> dict[str, float]:
     """Weight bytes read from DDR per weight tensor kind (static weights preloaded once per
     dispatch are reported as "preloaded")."""
-    col = columns(ds)
+    col = columns(ds, "tensor_kind", "weight_kind", "ddr_bytes", "preload_bytes")
     return _weight_bytes_by_kind(col, [str(k) for k in col["tensor_kind"]].index("weights"))
 
 
 def stalls_by_op(ds: xr.Dataset) -> list[dict]:
     """Per op: its time, binding resource and the share of its DMA channel-cycles and core-cycles
     in each state (stall attribution)."""
-    return _stalls_by_op(columns(ds))
+    return _stalls_by_op(columns(ds, "op_name", "op_class", "layer", "op_seconds", "bound_by", "channel_state_cycles",
+                                 "core_state_cycles", "channel_state", "core_state"))
 
 
 def _by_class(col: dict) -> dict[str, float]:

@@ -15,7 +15,7 @@ from ..gc_pause import exit_without_collecting
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec, spec_from_dict
-from .tasks import run_chunk, run_chunks, task_groups
+from .tasks import run_chunks, task_groups
 
 
 @dataclass
@@ -176,7 +176,7 @@ def _run(spec: SweepSpec, out: str, lock: StoreLock, workers, scheduler, progres
         try:
             if dask is None:
                 for region in todo:
-                    tally.add(*run_chunk(spec, out, region))
+                    tally.add(*run_chunks(spec, out, [region]))
             else:
                 _run_on_dask(spec, out, todo, dask, tally)
         except KeyboardInterrupt:
@@ -235,9 +235,9 @@ class _Dask:
 
     def stop_now(self) -> None:
         """Stop at once (Ctrl-C, or the scheduler gone): a task in flight cannot be interrupted
-        (what it had not stored is computed again on resume), so the local workers are killed rather than
-        waited for, and dask's log of the shutdown is silenced (the caller says what happened in
-        one line)."""
+        (what it had not stored is computed again on resume), so the local workers are killed
+        rather than waited for, and dask's log of the shutdown is silenced (the caller says what
+        happened in one line)."""
         import logging
 
         logging.getLogger("distributed").setLevel(logging.CRITICAL)
@@ -257,8 +257,8 @@ class _Dask:
 def _run_on_dask(spec: SweepSpec, out: str, todo: list, dask: _Dask, tally: _Tally) -> None:
     """Every pending chunk on dask workers, in tasks (``task_groups``), each task's count in
     ``tally`` as it completes (the progress line is drawn here, so it works as well for a remote
-    cluster). On Ctrl-C a running scheduler's tasks are cancelled (its workers outlive this process); raises ``_Lost`` when the
-    scheduler goes away."""
+    cluster). On Ctrl-C a running scheduler's tasks are cancelled (its workers outlive this
+    process); raises ``_Lost`` when the scheduler goes away."""
     from dask.distributed import as_completed
 
     chosen = worker_settings(local=dask.cluster is not None)

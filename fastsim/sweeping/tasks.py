@@ -22,12 +22,6 @@ TASK_POINTS_MAX = 2048
 TASKS_PER_SLOT = 4
 
 
-def run_chunk(spec: SweepSpec, store: str, region: tuple[slice, ...]) -> tuple[int, int]:
-    """Compute the points of ``region`` (exactly one chunk of the store) and write them; returns
-    (points, failed points: those with a status other than 0)."""
-    return run_chunks(spec, store, [region])
-
-
 def run_chunks(spec: SweepSpec, store: str, regions: list[tuple[slice, ...]]) -> tuple[int, int]:
     """Compute the chunks ``regions`` in turn and store them; returns (points, failed points:
     those with a status other than 0) of them all. Chunks that together fill a block (a task of
