@@ -181,6 +181,21 @@ def test_tasks__stored_in_blocks_or_chunk_by_chunk_store_the_same_bytes(tmp_path
                      if p.is_file() and "zarr.json" not in p.name}
 
 
+def test_tasks__a_blocks_points_run_in_axis_order_not_chunk_by_chunk(monkeypatch):
+    """Chunks spanning a leading axis (an ablation's chunks hold its batches, each a new shape):
+    a task's block runs its leading axis outermost, so that one shape's points come together and
+    its cached cuts are reused, not evicted by the other shapes' in turn."""
+    from fastsim.sweeping import tasks
+
+    spec = gemm_spec(1)  # axes m (2) x k (4) x n (2)
+    seen = []
+    monkeypatch.setattr(tasks, "evaluate", lambda spec, params: seen.append(params) or {"status": 0})
+    monkeypatch.setattr(tasks, "write_region", lambda *a: None)
+    chunks = [(slice(0, 2), slice(n, n + 1), slice(0, 2)) for n in range(4)]  # each chunk spans m
+    assert tasks.run_chunks(spec, "unused", chunks) == (16, 0)
+    assert seen == [spec.point(i) for i in np.ndindex(spec.shape)]
+
+
 def test_store__a_new_stores_completion_mask_reads_false_with_no_chunk_written(tmp_path):
     from fastsim.sweeping import store
 

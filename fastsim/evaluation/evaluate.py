@@ -73,7 +73,9 @@ REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
 JUDGED = "judged"  # the kernels the plain run shares (``Evaluation.judged``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
-CACHE.add_region(Region(JUDGED, 64))
+# one answer per (shape, cut): an ablation sweep asks each one again for every NOOP class, and a
+# task holds 5 shapes x 25 cuts (64 entries evicted them between two classes)
+CACHE.add_region(Region(JUDGED, 512))
 
 
 class _Numbering:

@@ -16,7 +16,9 @@ from .pins import GraphPins
 
 
 REGION = "placement"  # fastsim.cache region of placements (``place``)
-CACHE.add_region(Region(REGION, 128))
+# a chained placement is kept per cut: an ablation sweep's task meets its shapes' cuts (5 batches x
+# 25 cuts) between two uses of one, and 128 entries evicted them all (a third of a point's time)
+CACHE.add_region(Region(REGION, 512))
 
 
 def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch, fused: set[str], chain: bool,
