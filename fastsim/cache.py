@@ -21,6 +21,7 @@ conv_search  a conv's mapping search result           the conv, pins, arch, budg
 sharing      a dispatch's kernels held to shared ones its ops, reloads, pins, ablation        memory
 graph        an LLM forward pass's op graph           model, precision, pass                memory
 judged       the kernels the plain run holds          graph, ops, cuts, plain run's pins    memory
+fusion       a graph's fusion choice                  graph (identity), pins but cuts, arch memory
 placement    a graph's ops placed                     graph (identity), groups, dispatch    memory
 ===========  =======================================  ====================================  ============
 

@@ -1,5 +1,6 @@
-"""Sweep points reuse a pass's graph and its placements (cache regions ``graph`` and
-``placement``): the answers must be those of building and placing everything afresh."""
+"""Sweep points reuse a pass's graph, its placements and its fusion choice (cache regions
+``graph``, ``placement`` and ``fusion``): the answers must be those of building, placing and
+choosing everything afresh."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +9,7 @@ import xarray as xr
 
 from fastsim.arch import NPU2
 from fastsim.cache import CACHE
+from fastsim.evaluation.evaluate import FUSION
 from fastsim.evaluation.place import REGION as PLACEMENT
 from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
 from fastsim.llm.forward import REGION as GRAPH, build_graph
@@ -28,16 +30,19 @@ def _run(points):
 
 
 def test_graph_and_placements__reused_across_points_give_the_answers_made_afresh(monkeypatch):
-    """Points that differ in cuts and ablation share one graph object per pass and the same placed
-    ops where the cuts do not decide them; every dataset equals one made with both regions off."""
-    CACHE.clear(GRAPH, PLACEMENT)
+    """Points that differ in cuts and ablation share one graph object per pass, the same placed
+    ops where the cuts do not decide them and one fusion choice per pass and ablation; every
+    dataset equals one made with the three regions off."""
+    CACHE.clear(GRAPH, PLACEMENT, FUSION)
     points = _points()
     kept = _run(points)
     assert CACHE.size(GRAPH) == 2  # one graph per regime, every cut and ablation sharing it
     placed = CACHE.size(PLACEMENT)
     assert 0 < placed < 3 * len(points)  # unfused, grouped and chained per point, were nothing shared
+    # decode's per ablation, whatever the cuts; prefill's tries pipelines, whose choice is not kept
+    assert CACHE.size(FUSION) == 2
     monkeypatch.setattr(CACHE, "get", lambda region, key, context=None, get=CACHE.get:
-                        None if region in (GRAPH, PLACEMENT) else get(region, key, context))
+                        None if region in (GRAPH, PLACEMENT, FUSION) else get(region, key, context))
     afresh = _run(points)
     for a, b in zip(kept, afresh):
         xr.testing.assert_identical(a, b)

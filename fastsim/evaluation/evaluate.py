@@ -76,6 +76,8 @@ CACHE.add_region(Region(SHARING, 4096))
 # one answer per (shape, cut): an ablation sweep asks each one again for every NOOP class, and a
 # task holds 5 shapes x 25 cuts (64 entries evicted them between two classes)
 CACHE.add_region(Region(JUDGED, 512))
+FUSION = "fusion"  # a graph's fusion choice (``Evaluation.fusion_choice``), across evaluations
+CACHE.add_region(Region(FUSION, 256))
 
 
 class _Numbering:
@@ -139,20 +141,8 @@ class Evaluation:
         self.cuts = None if self.pins.cuts is None else tuple(sorted(self.pins.cuts))
 
     def run(self) -> GraphResult:
-        pins, layers = self.pins, self.graph.layers
-        one = assign(layers, self.cuts or ())
-        unfused = self.place(set(), False, one)
-        self.simulate(unfused, strict=True)
-        chosen = unfused
-        self.alternatives["none"] = self.total(unfused)
-        kinds = fusion_kinds(pins.fusion)
-        if kinds:
-            grouped = self.place(kinds, False, one)
-            self.simulate(grouped, strict=False)
-            chosen, picked = self.best_per_kind(unfused, grouped, pins.fusion != "auto")
-            self.alternatives["groups:" + "+".join(picked)] = self.total(chosen)
-            if pins.pipelines:
-                chosen = self.pipelines(unfused, grouped, chosen)
+        pins = self.pins
+        chosen = self.fusion_choice()
         dispatch = self.dispatches(chosen, self.cuts)
         candidates = [(chosen, dispatch)]
         if pins.fusion in ("auto", "chain"):
@@ -182,6 +172,41 @@ class Evaluation:
                                  for k, v in self.alternatives.items())
         return GraphResult(self.graph, tuple(chosen), self.results, dispatch, _label(chosen), alternatives,
                            tuple(self.control(chosen, dispatch)))
+
+    def fusion_choice(self) -> list[Placed]:
+        """The ops with each group kind fused where that is faster (and pipelines tried, where the
+        pins ask), every alternative's time in ``alternatives``. No cut enters it: an unchained
+        placement does not read the dispatches.
+
+        Kept by what decides it (region ``fusion``): the graph by identity, the pins but the cuts
+        and the arch. An ablation sweep evaluates each NOOP class of a shape at 25 cuts, and this
+        choice weighed every op of the step some ten times per cut. A hit reads its ops' results
+        again from the op cache (``simulate``), so the results are the cache's as they are now; a
+        choice with a pipeline is not kept (its results are cached under the pipeline's own keys)."""
+        key = (id(self.graph), self.mapping, replace(self.pins, cuts=None, mapped_on=None))
+        found = CACHE.get(FUSION, key)
+        if found is not None and found[0] is self.graph:
+            chosen = list(found[1])
+            self.simulate(chosen, strict=True)
+            self.alternatives.update(found[2])
+            return chosen
+        pins = self.pins
+        one = assign(self.graph.layers, self.cuts or ())  # unread unless chained
+        unfused = self.place(set(), False, one)
+        self.simulate(unfused, strict=True)
+        chosen = unfused
+        self.alternatives["none"] = self.total(unfused)
+        kinds = fusion_kinds(pins.fusion)
+        if kinds:
+            grouped = self.place(kinds, False, one)
+            self.simulate(grouped, strict=False)
+            chosen, picked = self.best_per_kind(unfused, grouped, pins.fusion != "auto")
+            self.alternatives["groups:" + "+".join(picked)] = self.total(chosen)
+            if pins.pipelines:
+                chosen = self.pipelines(unfused, grouped, chosen)
+        if not any(p.pipelined for p in chosen):
+            CACHE.put(FUSION, key, (self.graph, tuple(chosen), dict(self.alternatives)))
+        return chosen
 
     def place(self, fused: set[str], chain: bool, dispatch: list[int]) -> list[Placed] | None:
         return place(self.graph, self.groups, self.pins, self.arch, fused, chain, dispatch)
