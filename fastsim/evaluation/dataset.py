@@ -58,9 +58,10 @@ def _parts(result: GraphResult, pins: GraphPins, arch: Arch, limits: DispatchLim
     control = np.array(result.control_instructions or [0] * len(ops), np.int64).reshape(len(ops))
     charged = charged_runs(1, 0, pins.resident_programs)  # one run after another op's: a set-up or a re-run
     totals = _totals(pins, arch, dispatch, limits, per_op, np.array([op.layer for op in ops]), control)
-    specs = {**_op_variables(placed, results, per_op), **_control_variables(control, arch),
-             "op_setup_instructions": (OP_DIM, np.array([weighted_instructions(results[p.key].control, charged) for p in placed],
-                                                        np.int64).reshape(len(ops)), {"units": "instructions",
+    setup = [weighted_instructions(r.control, charged) for r in per_op["distinct"]]
+    specs = {**_op_variables(placed, per_op), **_control_variables(control, arch),
+             "op_setup_instructions": (OP_DIM, np.array(setup, np.int64).reshape(len(setup))[per_op["row"]],
+                                       {"units": "instructions",
                                        "description": "runtime-sequence instructions that set the op's design up after "
                                        "another op's, wherever it runs (op_control_instructions charges them, but not "
                                        "for a dispatch's first op: its dispatch sets it up); where the dispatch's "
@@ -100,28 +101,37 @@ def _variables(specs: dict) -> dict:
 def _per_op(placed, results, arch: Arch, pins: GraphPins) -> dict:
     """Per-op arrays over all repeats of each op: time split into compute and data movement (and
     the exposed part of each), buffer peaks, traffic by tensor kind and level, stall states, energy.
-    A layer's ops repeat the first layer's results: each distinct row is computed once."""
+    A layer's ops repeat the first layer's results: each distinct row is computed once, and each
+    column is the distinct rows' values taken per op (``row``: an op's row; ``result``: its
+    result). A sweep point assembles every op's columns, and a list per column per op was a third
+    of a warm point."""
     n = len(placed)
-    ops = [p.op for p in placed]
-    rows, row_of_op = {}, []
-    for p, op in zip(placed, ops):
-        r = results[p.key]
+    keys, table, distinct, row = {}, [], [], np.empty(n, np.intp)
+    for i, p in enumerate(placed):
+        op, r = p.op, results[p.key]
         same = (id(r), op.repeat, op.macs, op.kind, op.x.kind, op.y.kind, None if op.kind == VECTOR else op.w.kind)
-        if same not in rows:
-            rows[same] = _op_row(r, op, arch, pins)
-        row_of_op.append(rows[same])
+        j = keys.get(same)
+        if j is None:
+            j = keys[same] = len(table)
+            table.append(_op_row(r, op, arch, pins))
+            distinct.append(r)
+        row[i] = j
+    rows = len(table)
+
+    def column(name, dtype, *width):
+        return np.array([t[name] for t in table], dtype).reshape(rows, *width)[row]
+
     clock = arch.clock_hz
-    # (the reshapes give a graph without ops its empty columns their shapes)
-    cycles = np.array([row["cycles"] for row in row_of_op], np.int64).reshape(n)
-    f = {k: np.array([row[k] for row in row_of_op], float).reshape(n)
-         for k in ("compute", "movement", "exp_compute", "exp_movement", "l1", "l2", "energy", "cast")}
+    cycles = column("cycles", np.int64)
+    f = {k: column(k, float) for k in ("compute", "movement", "exp_compute", "exp_movement", "l1", "l2", "energy", "cast")}
     f = {"seconds": cycles / clock, **f}
-    return dict(f=f, cycles=cycles, macs=np.array([op.macs for op in ops], np.int64).reshape(n),
-                kind_bytes=np.array([row["kind_bytes"] for row in row_of_op], float).reshape(n, len(TENSOR_KINDS)),
-                level_bytes=np.array([row["level_bytes"] for row in row_of_op], float).reshape(n, len(LEVELS)),
-                ch_state=np.array([row["ch_state"] for row in row_of_op], float).reshape(n, len(CHANNEL_STATES)),
-                core_state=np.array([row["core_state"] for row in row_of_op], float).reshape(n, len(CORE_STATES)),
-                bound=_objects([row["bound"] for row in row_of_op]), flow_of=_objects([row["flow"] for row in row_of_op]))
+    return dict(f=f, cycles=cycles, macs=column("macs", np.int64),
+                kind_bytes=column("kind_bytes", float, len(TENSOR_KINDS)),
+                level_bytes=column("level_bytes", float, len(LEVELS)),
+                ch_state=column("ch_state", float, len(CHANNEL_STATES)),
+                core_state=column("core_state", float, len(CORE_STATES)),
+                bound=_objects([t["bound"] for t in table])[row], flow_of=_objects([t["flow"] for t in table])[row],
+                row=row, distinct=distinct)
 
 
 def _objects(values: list) -> np.ndarray:
@@ -137,7 +147,7 @@ def _op_row(r, op, arch: Arch, pins: GraphPins) -> dict:
     level_bytes = r.level_bytes * rep
     ddr = level_bytes[LEVELS.index("ddr_read")] + level_bytes[LEVELS.index("ddr_write")]
     moving = math.nan if r.movement_cycles is None else r.movement_cycles  # twin left out: not known
-    return {"cycles": r.cycles * rep,
+    return {"cycles": r.cycles * rep, "macs": op.macs,
             "compute": r.compute_cycles * rep / clock, "movement": moving * rep / clock,
             "exp_compute": np.maximum(0, r.cycles - moving) * rep / clock,  # NaN stays NaN
             "exp_movement": max(0, r.cycles - r.compute_cycles) * rep / clock,
@@ -169,7 +179,7 @@ def _totals(pins: GraphPins, arch: Arch, dispatch, limits, per_op: dict, layer_o
     of_op = np.array(dispatch.of_op)
     per_preload, per_total, per_energy = (np.zeros(n_dispatch) for _ in range(3))
     per_reload = np.array(reload_seconds(dispatch, list(layer_of), limits, arch, pins.launches_reconfigure), np.float64)
-    per_control = np.array(control_seconds_per_dispatch(list(control), dispatch.of_op, n_dispatch, arch), np.float64)
+    per_control = np.array(control_seconds_per_dispatch(control.tolist(), dispatch.of_op, n_dispatch, arch), np.float64)
     op_launch = np.array(launch_seconds(dispatch.starts_launch, arch, pins.launches_reconfigure), np.float64)
     per_launch = np.bincount(of_op, weights=op_launch, minlength=n_dispatch).astype(np.float64)
     for d in range(n_dispatch):
@@ -201,9 +211,11 @@ def _control_variables(control: np.ndarray, arch: Arch) -> dict:
     }
 
 
-def _op_variables(placed, results, per_op: dict) -> dict:
+def _op_variables(placed, per_op: dict) -> dict:
     f, macs, kind_bytes = per_op["f"], per_op["macs"], per_op["kind_bytes"]
     op_dim = OP_DIM
+    row, distinct = per_op["row"], per_op["distinct"]
+    kernels = [_matmul_kernel(r) for r in distinct]
     groups = np.array([p.chip.group.label if p.chip.group else "" for p in placed], dtype=object)
     return {
         "op_seconds": (op_dim, f["seconds"], {"units": "s", "description": "time of the op (all repeats)"}),
@@ -231,9 +243,9 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "bound_by": (op_dim, per_op["bound"], {"description": "resource with the highest utilization in the op"}),
         "dataflow": (op_dim, per_op["flow_of"], {"description": "ws, is, os, stream (vector ops) or conv"}),
         "fusion_group": (op_dim, groups, {"description": "fused group the op runs in (empty: alone)"}),
-        "op_columns": (op_dim, np.array([results[p.key].columns for p in placed], np.int64),
+        "op_columns": (op_dim, np.array([r.columns for r in distinct], np.int64).reshape(len(distinct))[row],
                        {"units": "columns", "description": "columns the op's cores occupy"}),
-        "mapping_gap": (op_dim, np.array([results[p.key].search_gap for p in placed], np.float64),
+        "mapping_gap": (op_dim, np.array([r.search_gap for r in distinct], np.float64).reshape(len(distinct))[row],
                         {"units": "1", "description": "at most this fraction of the op's cycles could an unsimulated "
                          "mapping of its search space save (0: its mapping is proven the best of the space, or the "
                          "op is element-wise and has nothing to search); an op held to a kernel its dispatch "
@@ -252,10 +264,9 @@ def _op_variables(placed, results, per_op: dict) -> dict:
         "core_state_cycles": (("op", "core_state"), per_op["core_state"],
                               {"units": "core-cycles", "description": "stall attribution over all cores"}),
         "energy_pj": (op_dim, f["energy"], {"units": "pJ", "description": "MACs and bytes moved times the arch energy table"}),
-        "matmul_tile": (("op", "tile_axis"), np.array([_matmul_kernel(results[p.key])[0] for p in placed],
-                                                      np.int64).reshape(len(placed), 3),
+        "matmul_tile": (("op", "tile_axis"), np.array([k[0] for k in kernels], np.int64).reshape(len(distinct), 3)[row],
                         {"units": "elements", "description": "m, k, n of the op's microkernel call (0: element-wise op)"}),
-        "matmul_datapath": (op_dim, np.array([_matmul_kernel(results[p.key])[1] for p in placed], dtype=object),
+        "matmul_datapath": (op_dim, _objects([k[1] for k in kernels])[row],
                             {"description": "MAC datapath of the op's microkernel (empty: element-wise op); ops "
                              "with the same tile and datapath share one kernel in program memory"}),
     }
@@ -326,7 +337,7 @@ def _attrs(pins: GraphPins, arch: Arch, result: GraphResult) -> dict:
             "launches_reconfigure": int(pins.launches_reconfigure),  # 1: every op's launch rewrites the configuration
             "dispatch_problems": "; ".join(x for d in dispatch.problems for x in d),
             "fusion": result.fusion, "fusion_alternatives": result.alternatives,
-            "kernels": sorted({repr(k) for r in result.op_results() for k in r.kernels})}
+            "kernels": sorted({repr(k) for r in {id(r): r for r in result.op_results()}.values() for k in r.kernels})}
 
 
 def _ratio(a, b):

@@ -218,8 +218,9 @@ def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: l
 def control_seconds_per_dispatch(instructions: list[int], of_op: list[int], count: int, arch: Arch) -> list[float]:
     """Seconds of each dispatch's control instructions (``Arch.runtime_instruction_cycles`` each)."""
     out = [0.0] * count
+    each, clock = arch.runtime_instruction_cycles, arch.clock_hz
     for n, d in zip(instructions, of_op):
-        out[d] += n * arch.runtime_instruction_cycles / arch.clock_hz
+        out[d] += n * each / clock
     return out
 
 
