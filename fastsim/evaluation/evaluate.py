@@ -75,7 +75,7 @@ JUDGED = "judged"  # the kernels the plain run shares (``Evaluation.judged``), a
 CACHE.add_region(Region(SHARING, 4096))
 # one answer per (shape, cut): an ablation sweep asks each one again for every NOOP class, and a
 # task holds 5 shapes x 25 cuts (64 entries evicted them between two classes)
-CACHE.add_region(Region(JUDGED, 512))
+CACHE.add_region(Region(JUDGED, 160))
 FUSION = "fusion"  # a graph's fusion choice (``Evaluation.fusion_choice``), across evaluations
 CACHE.add_region(Region(FUSION, 256))
 

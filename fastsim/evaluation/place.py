@@ -17,8 +17,9 @@ from .pins import GraphPins
 
 REGION = "placement"  # fastsim.cache region of placements (``place``)
 # a chained placement is kept per cut: an ablation sweep's task meets its shapes' cuts (5 batches x
-# 25 cuts) between two uses of one, and 128 entries evicted them all (a third of a point's time)
-CACHE.add_region(Region(REGION, 512))
+# 25 cuts, and 2 unchained placements per shape) between two uses of one, and 128 entries evicted
+# them all (a third of a point's time). No more: a chained decode step's placement holds ~300 kB
+CACHE.add_region(Region(REGION, 160))
 
 
 def place(graph: OpGraph, groups: tuple[Group, ...], pins: GraphPins, arch: Arch, fused: set[str], chain: bool,
