@@ -1,7 +1,7 @@
 """The one cache: answers fastsim reuses because the same inputs give the same bits.
 
 Every entry is keyed by the content of what determines it: a region's key is a value made of
-frozen dataclasses, tuples, strings and numbers (or a digest of arrays, for engine tables; two
+frozen dataclasses, tuples, strings and numbers (or a digest of arrays, for engine tables; three
 memory-only regions name a graph by identity, their entries holding it), and
 its ``repr`` is what identifies it on disk, inside a directory named by the code version (a hash
 of every fastsim and kernel source file), so a changed simulator never reads an older one's

@@ -35,7 +35,18 @@ def test_graph_and_placements__reused_across_points_give_the_answers_made_afresh
     dataset equals one made with the three regions off."""
     CACHE.clear(GRAPH, PLACEMENT, FUSION)
     points = _points()
+    hits, real_get = [], CACHE.get
+
+    def counting_get(region, key, context=None):
+        found = real_get(region, key, context)
+        if region == FUSION and found is not None:
+            hits.append(key)
+        return found
+
+    monkeypatch.setattr(CACHE, "get", counting_get)
     kept = _run(points)
+    monkeypatch.undo()
+    assert len(hits) == 4  # decode's second and third cuts reuse the first's choice, per ablation
     assert CACHE.size(GRAPH) == 2  # one graph per regime, every cut and ablation sharing it
     placed = CACHE.size(PLACEMENT)
     assert 0 < placed < 3 * len(points)  # unfused, grouped and chained per point, were nothing shared
@@ -61,3 +72,27 @@ def test_graph__one_object_per_pass_with_one_operand_object_per_value(regime):
     operands = [o for op in a.ops for o in (op.x, op.w, op.y)]
     assert len({id(o) for o in operands}) == len(set(operands))
     assert np.isfinite(float(first.total_seconds))
+
+
+def test_dataset__per_op_columns_are_each_ops_own_result():
+    """The Dataset's columns are built from distinct rows and taken per op by index: each op's
+    entry is still its own result's (a wrong row would give a layer another op's numbers)."""
+    from fastsim.evaluation.dataset import to_columns
+    from fastsim.llm.run import _evaluated
+
+    study = LlmStudy(model=TINY, regime="decode", context=256, search_budget=1, cuts=(1,), noop=("norm",))
+    run = _evaluated(study, NPU2, TIGHT, False, None, False)
+    result = run.dataset_args[0]
+    col, _ = to_columns(*run.dataset_args)
+    mine = [result.results[p.key] for p in result.placed]
+    assert col["op_cycles"].tolist() == [r.cycles * p.op.repeat for r, p in zip(mine, result.placed)]
+    assert col["op_columns"].tolist() == [r.columns for r in mine]
+    assert col["mapping_gap"].tolist() == [r.search_gap for r in mine]
+    assert col["macs"].tolist() == [p.op.macs for p in result.placed]
+    assert col["bound_by"].tolist() == [r.bound_by for r in mine]
+    assert col["dataflow"].tolist() == [r.dataflow for r in mine]
+    kernels = [((0, 0, 0), "") if r.matmul_kernel is None else (tuple(r.matmul_kernel[1]), r.matmul_kernel[2])
+               for r in mine]
+    assert [tuple(t) for t in col["matmul_tile"].tolist()] == [k[0] for k in kernels]
+    assert col["matmul_datapath"].tolist() == [k[1] for k in kernels]
+    assert len({r.cycles for r in mine}) > 1  # ops of different results, so a wrong row would show

@@ -45,7 +45,7 @@ class Llama1B:
         reuses the on-disk searches): every design is still built, checked, lowered and simulated."""
         with settings.use(cache=False):  # the searches from memory only, never from an earlier run
             simulate_llm(self.study)  # searches this study's shapes (kept in memory)
-            clear("op", "engine")
+            clear("op", "engine", "fusion")  # the fusion choice would skip its alternatives' designs
             simulate_llm(self.study)
 
     def track_simulated_tokens_per_s(self, regime):

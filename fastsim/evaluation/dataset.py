@@ -102,9 +102,9 @@ def _per_op(placed, results, arch: Arch, pins: GraphPins) -> dict:
     """Per-op arrays over all repeats of each op: time split into compute and data movement (and
     the exposed part of each), buffer peaks, traffic by tensor kind and level, stall states, energy.
     A layer's ops repeat the first layer's results: each distinct row is computed once, and each
-    column is the distinct rows' values taken per op (``row``: an op's row; ``result``: its
-    result). A sweep point assembles every op's columns, and a list per column per op was a third
-    of a warm point."""
+    column is the distinct rows' values taken per op (``row``: each op's row; ``distinct``: each
+    row's result). A sweep point assembles every op's columns, and a list per column per op was a
+    fifth of a warm point."""
     n = len(placed)
     keys, table, distinct, row = {}, [], [], np.empty(n, np.intp)
     for i, p in enumerate(placed):

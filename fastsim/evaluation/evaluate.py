@@ -73,11 +73,13 @@ REGION = "op"  # fastsim.cache region of op results, across evaluations
 SHARING = "sharing"  # a dispatch's shared kernels (``Evaluation.shared_in``), across evaluations
 JUDGED = "judged"  # the kernels the plain run shares (``Evaluation.judged``), across evaluations
 CACHE.add_region(Region(SHARING, 4096))
-# one answer per (shape, cut): an ablation sweep asks each one again for every NOOP class, and a
-# task holds 5 shapes x 25 cuts (64 entries evicted them between two classes)
+# answers per (shape, cut) and candidate (the chain is judged too): an ablation sweep asks each one
+# again for every NOOP class, and a task holds 5 shapes x 25 cuts (64 entries evicted them between
+# two classes; 160 cover a task in block order, ``sweeping.tasks.run_chunks``)
 CACHE.add_region(Region(JUDGED, 160))
 FUSION = "fusion"  # a graph's fusion choice (``Evaluation.fusion_choice``), across evaluations
-CACHE.add_region(Region(FUSION, 256))
+# a choice per (shape, NOOP class): a task of an ablation sweep makes 50; each entry holds its graph
+CACHE.add_region(Region(FUSION, 64))
 
 
 class _Numbering:
