@@ -20,7 +20,7 @@ from ..errors import ConfigError
 from ..graph import OpGraph
 from ..lower import lower, noop_twin
 from ..graph import MATMUL
-from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, assign, charged_runs,
+from ..mapping.dispatch import (DispatchLimits, DispatchPlan, OpFootprint, charged_runs,
                                 control_instructions, control_seconds_per_dispatch, host_seconds_per_dispatch,
                                 launch_seconds, launch_starts, plan as plan_dispatches, program_bytes, reload_seconds,
                                 sequence_words, weighted_instructions)
@@ -193,14 +193,13 @@ class Evaluation:
             self.alternatives.update(found[2])
             return chosen
         pins = self.pins
-        one = assign(self.graph.layers, self.cuts or ())  # unread unless chained
-        unfused = self.place(set(), False, one)
+        unfused = self.place(set(), False, [])  # unchained: no dispatch is read
         self.simulate(unfused, strict=True)
         chosen = unfused
         self.alternatives["none"] = self.total(unfused)
         kinds = fusion_kinds(pins.fusion)
         if kinds:
-            grouped = self.place(kinds, False, one)
+            grouped = self.place(kinds, False, [])
             self.simulate(grouped, strict=False)
             chosen, picked = self.best_per_kind(unfused, grouped, pins.fusion != "auto")
             self.alternatives["groups:" + "+".join(picked)] = self.total(chosen)

@@ -207,14 +207,11 @@ def control_instructions(counts: list[ControlCounts], runs: list[int], reruns: l
     re-run (``charged_runs``), the dispatch's first still its own."""
     out, seen = [], set()
     for c, n, again, d in zip(counts, runs, reruns, of_op):
-        if d in seen:
-            setups = n
-        else:
-            seen.add(d)
-            setups = n - 1
+        first = d not in seen
+        seen.add(d)
+        w = charged_runs(n - 1 if first else n, again, resident)
         layer, repeat = instructions_of(c)  # one lookup: a sweep point asks this of every op several times
-        # ``charged_runs`` written out: a sweep point weighs every op's control several times
-        out.append(layer * 0 + repeat * (setups + again) if resident else layer * setups + repeat * again)
+        out.append(layer * w.setups + repeat * w.reruns)
     return out
 
 
