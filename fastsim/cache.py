@@ -12,7 +12,7 @@ tier with a codec that turns its values into JSON and plain arrays (never pickle
 region       holds                                    key                                   tiers
 ===========  =======================================  ====================================  ============
 engine       a design's final state and outputs       its lowered tables' digest            memory, costly, disk
-search       a mapping search's result                op, pins, arch, top, keep             memory, disk
+search       a mapping search's result                op, pins, arch, top, keep             memory, packed, disk
 op           an op instance's evaluation result       placement, pins, arch, ablation       memory
 hosting      how many stream parts each column hosts  parts, columns, rates, split          memory
 vector       a vector op's design and lowered tables  the vector op, arch                   memory
@@ -24,6 +24,9 @@ judged       the kernels the plain run holds          graph, ops, cuts, plain ru
 fusion       a graph's fusion choice                  graph (identity), pins but cuts, arch memory
 placement    a graph's ops placed                     graph (identity), groups, dispatch    memory
 ===========  =======================================  ====================================  ============
+
+A region with a disk codec may also keep a *packed* tier in memory (``Region.packed_size``):
+entries the live tier drops, kept as the codec writes them (``Cache`` says why).
 
 A region may keep a second, *costly* tier in memory (``Region.costly_size``): entries its owner marks
 costly when storing them (an engine run that stepped long) live there, where cheap entries never
@@ -77,15 +80,24 @@ class Region:
     size: int  # entries kept in memory (least recently used dropped first)
     codec: Codec | None = None  # None: memory only
     costly_size: int = 0  # entries of the costly tier (``put(..., costly=True)``), apart from ``size``
+    packed_size: int = 0  # entries dropped from ``size`` kept packed by ``codec`` (``Cache`` docstring)
 
 
 class Cache:
-    """Regions of least-recently-used entries in memory, some with a disk tier (module docstring)."""
+    """Regions of least-recently-used entries in memory, some with a disk tier (module docstring).
+
+    A region with a codec may keep a *packed* tier in memory (``Region.packed_size``): an entry
+    the live tier drops is kept as its codec writes it to disk (JSON text and plain arrays), and a
+    hit unpacks it (``Codec.decode``, with the caller's context) back into the live tier. A search
+    answer holds its design's object graph (~170 kB of BDs, buffers, locks); packed it is its
+    engine numbers and a few kB of text, and the design is built again only when asked for. Sweep
+    workers kept 512 live answers, most of them never read again."""
 
     def __init__(self, regions: tuple[Region, ...] = ()):
         self._regions: dict[str, Region] = {}
         self._memory: dict[str, OrderedDict] = {}
         self._costly: dict[str, OrderedDict] = {}
+        self._packed: dict[str, OrderedDict] = {}
         self._lock = threading.Lock()
         for r in regions:
             self.add_region(r)
@@ -100,19 +112,24 @@ class Cache:
             self._regions[region.name] = region
             self._memory.setdefault(region.name, OrderedDict())
             self._costly.setdefault(region.name, OrderedDict())
+            self._packed.setdefault(region.name, OrderedDict())
 
     def get(self, region: str, key, context=None):
-        """The entry for ``key`` or None: memory first, then the region's disk tier."""
+        """The entry for ``key`` or None: memory first (live, costly, then packed), then the
+        region's disk tier."""
         with self._lock:
             for memory in (self._memory[region], self._costly[region]):
                 value = memory.get(key)
                 if value is not None:
                     memory.move_to_end(key)
                     return value
+            packed = self._packed[region].pop(key, None)
         codec = self._regions[region].codec
         if codec is None:
             return None
-        value = _load(region, key, codec, context)
+        value = _unpack(packed, codec, context) if packed is not None else None
+        if value is None:
+            value = _load(region, key, codec, context)
         if value is not None:
             self._remember(region, key, value)
         return value
@@ -126,19 +143,39 @@ class Cache:
             _save(region, key, value, codec)
 
     def _remember(self, region: str, key, value, costly: bool = False) -> None:
-        memory, size = self._memory[region], self._regions[region].size
-        if costly and self._regions[region].costly_size:
-            memory, size = self._costly[region], self._regions[region].costly_size
+        r = self._regions[region]
+        memory, size = self._memory[region], r.size
+        if costly and r.costly_size:
+            memory, size = self._costly[region], r.costly_size
+        dropped = []
         with self._lock:
             memory[key] = value
             memory.move_to_end(key)
             while len(memory) > size:
-                memory.popitem(last=False)
+                dropped.append(memory.popitem(last=False))
+        if r.packed_size and r.codec is not None and memory is self._memory[region]:
+            self._pack(r, dropped)
+
+    def _pack(self, r: Region, dropped: list) -> None:
+        """Keep the entries the live tier dropped packed (an entry the codec cannot write, such
+        as a search answer without its engine run, is let go)."""
+        for key, value in dropped:
+            try:
+                plain, arrays = r.codec.encode(value)
+                packed = (json.dumps(plain).encode(), {name: np.array(a) for name, a in arrays.items()})
+            except (TypeError, ValueError, AttributeError):
+                continue
+            with self._lock:
+                tier = self._packed[r.name]
+                tier[key] = packed
+                tier.move_to_end(key)
+                while len(tier) > r.packed_size:
+                    tier.popitem(last=False)
 
     def size(self, region: str) -> int:
-        """Entries of ``region`` in memory."""
+        """Entries of ``region`` in memory (packed ones too)."""
         with self._lock:
-            return len(self._memory[region]) + len(self._costly[region])
+            return len(self._memory[region]) + len(self._costly[region]) + len(self._packed[region])
 
     def clear(self, *regions: str, disk: bool = False) -> None:
         """Forget the entries of ``regions`` (default: all) in memory (they are exact: this only
@@ -151,6 +188,7 @@ class Cache:
             for name in names:
                 self._memory[name].clear()
                 self._costly[name].clear()
+                self._packed[name].clear()
         root = directory()
         if disk and root is not None:
             for name in names:
@@ -196,6 +234,15 @@ def _path(region: str, key) -> tuple[Path, str] | None:
         return None
     text = repr(key)
     return root / region / (hashlib.sha256(text.encode()).hexdigest()[:32] + SUFFIX), text
+
+
+def _unpack(packed: tuple[bytes, dict], codec: Codec, context):
+    """A packed entry (``Cache._pack``) decoded, or None where it cannot be (as an unreadable disk
+    entry: absent). The arrays are copied: a caller may write to what it is given."""
+    try:
+        return codec.decode(json.loads(packed[0]), {name: a.copy() for name, a in packed[1].items()}, context)
+    except Exception:
+        return None
 
 
 def _load(region: str, key, codec: Codec, context):

@@ -175,3 +175,53 @@ def test_cache__entry_file_round_trips_every_array_exactly(arrays, tmp_path_fact
 def test_cache__entry_file_refuses_python_objects(tmp_path):
     with pytest.raises(TypeError, match="only plain numbers and strings"):
         cache._write_entry(tmp_path / "e", {"key": "k"}, {"x": np.array([{"a": 1}], dtype=object)})
+
+
+def test_cache__entries_the_live_tier_drops_are_kept_packed_and_unpacked_on_a_hit():
+    def encode(value):
+        if value == "unwritable":
+            raise TypeError("no codec for it")
+        return {"name": value[0]}, {"numbers": value[1]}
+
+    def decode(plain, arrays, context):
+        return (plain["name"] + context, arrays["numbers"])
+
+    c = cache.Cache((cache.Region("r", 2, cache.Codec(encode, decode), packed_size=3),))
+    with settings.use(cache=False):  # memory only: a dropped entry is not read back from disk
+        _fill_and_read_packed(c)
+
+
+def _fill_and_read_packed(c):
+    c.put("r", 0, ("a", np.arange(3)))
+    c.put("r", 1, "unwritable")
+    for i in range(2, 5):
+        c.put("r", i, (str(i), np.full(2, i)))
+    assert len(c._memory["r"]) == 2 and len(c._packed["r"]) == 2 and c.size("r") == 4
+    name, numbers = c.get("r", 0, "!")  # packed: decoded with the caller's context, live again
+    assert name == "a!" and numbers.tolist() == [0, 1, 2] and 0 in c._memory["r"] and 0 not in c._packed["r"]
+    assert c.get("r", 1, "!") is None  # the codec could not write it: let go
+    c.put("r", 5, ("5", np.zeros(1)))
+    c.put("r", 6, ("6", np.zeros(1)))
+    c.put("r", 7, ("7", np.zeros(1)))
+    assert c.get("r", 2, "!") is None  # the packed tier is bounded too, least recently used first
+    c.clear("r")
+    assert c.size("r") == 0
+
+
+def test_cache__a_packed_search_answer_is_the_same_answer():
+    """A search answer dropped from the live tier and read again is the answer a fresh search
+    gives (its design rebuilt from the op and mapping)."""
+    from fastsim.mapping.search import REGION
+
+    op = Matmul(96, 256, 128, "bf16")
+    cache.clear()
+    fresh = search(op, fastsim.NPU2)
+    region = cache.CACHE._regions[REGION]
+    key = next(iter(cache.CACHE._memory[REGION]))
+    cache.CACHE._memory[REGION].pop(key)
+    cache.CACHE._pack(region, [(key, fresh)])
+    again = search(op, fastsim.NPU2)
+    assert again is not fresh and again.best == fresh.best and again.best_cycles == fresh.best_cycles
+    assert again.ranked == fresh.ranked and again.best_arrays.cycles == fresh.best_arrays.cycles
+    assert (lower(again.best_design).bds == lower(fresh.best_design).bds).all()
+    cache.clear()

@@ -96,3 +96,33 @@ def test_dataset__per_op_columns_are_each_ops_own_result():
     assert [tuple(t) for t in col["matmul_tile"].tolist()] == [k[0] for k in kernels]
     assert col["matmul_datapath"].tolist() == [k[1] for k in kernels]
     assert len({r.cycles for r in mine}) > 1  # ops of different results, so a wrong row would show
+
+
+def test_search_answers__read_back_packed_give_the_answers_kept_live(monkeypatch):
+    """Search answers dropped from the live tier come back packed (``cache.Cache``: their designs
+    rebuilt); with one live entry, so that every answer read again is unpacked, every dataset
+    equals the one made with answers kept live."""
+    from dataclasses import replace
+
+    from fastsim import cache
+    from fastsim.mapping.search import REGION as SEARCH
+
+    points = _points()
+    CACHE.clear()
+    live = _run(points)
+    unpacked, real_unpack = [], cache._unpack
+
+    def counting_unpack(packed, codec, context):
+        found = real_unpack(packed, codec, context)
+        unpacked.append(found is not None)
+        return found
+
+    monkeypatch.setattr(cache, "_unpack", counting_unpack)
+    monkeypatch.setitem(CACHE._regions, SEARCH, replace(CACHE._regions[SEARCH], size=1))
+    CACHE.clear()
+    packed = _run(points)
+    CACHE.clear()
+    assert len(unpacked) >= 10 and all(unpacked)
+    for a, b in zip(live, packed):
+        xr.testing.assert_identical(a, b)
+        assert float(a.total_seconds) == float(b.total_seconds)

@@ -154,7 +154,11 @@ def _batches_of(op: Matmul, arch: Arch, pins: Pins) -> list[StructureBatch]:
 
 
 REGION = "search"
-CACHE.add_region(Region(REGION, 512, CODEC))
+# live answers, then packed ones (``cache.Cache``): a sweep worker's hits on a live answer came
+# within the last 80 searches (one process, four of ``ablation_100k``'s tasks); packed, an answer
+# is ~17 kB instead of ~220 kB, and a hit rebuilds its design (a few ms, where searching again
+# took tens)
+CACHE.add_region(Region(REGION, 128, CODEC, packed_size=1024))
 
 
 def search(op: Matmul, arch: Arch, pins: Pins = Pins(), top: int = 6, keep: int = 50,

@@ -12,6 +12,7 @@ import xarray as xr
 
 from .. import settings
 from ..gc_pause import exit_without_collecting
+from ..malloc_trim import return_free_memory
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec, spec_from_dict
@@ -292,7 +293,8 @@ def _run_chunks_with(spec: SweepSpec, out: str, regions: list[tuple[slice, ...]]
     workers are the parallelism, whatever the worker's environment says), and the worker's
     address. tqdm's lock is a thread lock there: its default, a multiprocessing semaphore, is
     reported leaked when Ctrl-C kills the worker, and a worker draws no bars (tqdm.set_lock, its
-    public API). The worker exits without a last garbage collection: a local cluster's close waits
+    public API). Each task ends by returning the C heap's free pages (``malloc_trim``). The
+    worker exits without a last garbage collection: a local cluster's close waits
     for it."""
     import threading
 
@@ -303,6 +305,7 @@ def _run_chunks_with(spec: SweepSpec, out: str, regions: list[tuple[slice, ...]]
     exit_without_collecting()
     with settings.use(chosen):
         result = run_chunks(spec, out, regions)
+    return_free_memory()  # the task's freed heap back to the system: a worker's memory stays flat
     try:
         worker = get_worker().address
     except ValueError:  # not in a dask worker
