@@ -80,7 +80,7 @@ class Region:
     size: int  # entries kept in memory (least recently used dropped first)
     codec: Codec | None = None  # None: memory only
     costly_size: int = 0  # entries of the costly tier (``put(..., costly=True)``), apart from ``size``
-    packed_size: int = 0  # entries dropped from ``size`` kept packed by ``codec`` (``Cache`` docstring)
+    packed_size: int = 0  # entries the live tier drops kept packed by ``codec`` (``Cache`` docstring)
 
 
 class Cache:
@@ -88,16 +88,18 @@ class Cache:
 
     A region with a codec may keep a *packed* tier in memory (``Region.packed_size``): an entry
     the live tier drops is kept as its codec writes it to disk (JSON text and plain arrays), and a
-    hit unpacks it (``Codec.decode``, with the caller's context) back into the live tier. A search
-    answer holds its design's object graph (~170 kB of BDs, buffers, locks); packed it is its
-    engine numbers and a few kB of text, and the design is built again only when asked for. Sweep
-    workers kept 512 live answers, most of them never read again."""
+    hit unpacks it (``Codec.decode``, with the caller's context) back into the live tier; entries
+    the costly tier drops are not packed. A search answer holds its design's object graph (about
+    170 kB of BDs, buffers, locks); packed it is its engine numbers and ranked rows (about 15 kB),
+    and the design is built again when it is read. Sweep workers kept 512 live answers, most of
+    them never read again."""
 
     def __init__(self, regions: tuple[Region, ...] = ()):
         self._regions: dict[str, Region] = {}
         self._memory: dict[str, OrderedDict] = {}
         self._costly: dict[str, OrderedDict] = {}
         self._packed: dict[str, OrderedDict] = {}
+        self._clears = 0  # ``clear`` calls so far: an entry packed across one is not kept
         self._lock = threading.Lock()
         for r in regions:
             self.add_region(r)
@@ -109,6 +111,8 @@ class Cache:
             known = self._regions.get(region.name)
             if known is not None and known != region:
                 raise ValueError(f"cache region {region.name!r} declared twice differently")
+            if region.packed_size and region.codec is None:
+                raise ValueError(f"cache region {region.name!r}: a packed tier needs a codec")
             self._regions[region.name] = region
             self._memory.setdefault(region.name, OrderedDict())
             self._costly.setdefault(region.name, OrderedDict())
@@ -123,11 +127,14 @@ class Cache:
                 if value is not None:
                     memory.move_to_end(key)
                     return value
-            packed = self._packed[region].pop(key, None)
+            packed = self._packed[region].get(key)  # left there until the value is live again
         codec = self._regions[region].codec
         if codec is None:
             return None
         value = _unpack(packed, codec, context) if packed is not None else None
+        if value is None and packed is not None:
+            with self._lock:
+                self._packed[region].pop(key, None)  # unreadable: absent
         if value is None:
             value = _load(region, key, codec, context)
         if value is not None:
@@ -151,25 +158,30 @@ class Cache:
         with self._lock:
             memory[key] = value
             memory.move_to_end(key)
+            self._packed[region].pop(key, None)  # live again: one tier holds it
             while len(memory) > size:
                 dropped.append(memory.popitem(last=False))
-        if r.packed_size and r.codec is not None and memory is self._memory[region]:
-            self._pack(r, dropped)
+            clears = self._clears
+        if r.packed_size and memory is self._memory[region]:  # the costly tier's are not packed
+            self._pack(r, dropped, clears)
 
-    def _pack(self, r: Region, dropped: list) -> None:
-        """Keep the entries the live tier dropped packed (an entry the codec cannot write, such
-        as a search answer without its engine run, is let go)."""
+    def _pack(self, region: Region, dropped: list, clears: int) -> None:
+        """Keep the entries the live tier dropped packed. An entry the codec cannot write (a
+        search answer without its engine run) is let go: a cache never fails the computation.
+        One made live again meanwhile, or dropped before a ``clear``, is not packed."""
         for key, value in dropped:
             try:
-                plain, arrays = r.codec.encode(value)
-                packed = (json.dumps(plain).encode(), {name: np.array(a) for name, a in arrays.items()})
-            except (TypeError, ValueError, AttributeError):
+                plain, arrays = region.codec.encode(value)
+                packed = (json.dumps(plain), {name: np.array(a) for name, a in arrays.items()})
+            except Exception:
                 continue
             with self._lock:
-                tier = self._packed[r.name]
+                if self._clears != clears or key in self._memory[region.name]:
+                    continue
+                tier = self._packed[region.name]
                 tier[key] = packed
                 tier.move_to_end(key)
-                while len(tier) > r.packed_size:
+                while len(tier) > region.packed_size:
                     tier.popitem(last=False)
 
     def size(self, region: str) -> int:
@@ -185,6 +197,7 @@ class Cache:
         if unknown:
             raise ValueError(f"cache regions {unknown}: not regions of the cache (one of {sorted(self._regions)})")
         with self._lock:
+            self._clears += 1
             for name in names:
                 self._memory[name].clear()
                 self._costly[name].clear()
@@ -236,7 +249,7 @@ def _path(region: str, key) -> tuple[Path, str] | None:
     return root / region / (hashlib.sha256(text.encode()).hexdigest()[:32] + SUFFIX), text
 
 
-def _unpack(packed: tuple[bytes, dict], codec: Codec, context):
+def _unpack(packed: tuple[str, dict], codec: Codec, context):
     """A packed entry (``Cache._pack``) decoded, or None where it cannot be (as an unreadable disk
     entry: absent). The arrays are copied: a caller may write to what it is given."""
     try:

@@ -3,6 +3,7 @@ which holds JSON and plain arrays (no pickle) that decode to what was stored; a 
 version or a damaged entry never answers; clear() forgets every region; the disk tier can be
 switched off by environment or settings."""
 import dataclasses
+import importlib
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ import fastsim
 from fastsim import cache, settings
 from fastsim.lower import lower
 from fastsim.mapping import Matmul, Pins, search
-from fastsim.mapping.search import _key as search_key
+from fastsim.mapping.search import REGION as SEARCH_REGION, _key as search_key
 from fastsim.mapping.search_store import decode, encode
 
 SEARCH = """
@@ -184,43 +185,50 @@ def test_cache__entries_the_live_tier_drops_are_kept_packed_and_unpacked_on_a_hi
         return {"name": value[0]}, {"numbers": value[1]}
 
     def decode(plain, arrays, context):
+        if plain["name"] == "bad":
+            raise KeyError("unreadable")
         return (plain["name"] + context, arrays["numbers"])
 
     c = cache.Cache((cache.Region("r", 2, cache.Codec(encode, decode), packed_size=3),))
     with settings.use(cache=False):  # memory only: a dropped entry is not read back from disk
-        _fill_and_read_packed(c)
+        c.put("r", 0, ("a", np.arange(3)))
+        c.put("r", 1, "unwritable")
+        for i in range(2, 5):
+            c.put("r", i, (str(i), np.full(2, i)))
+        assert len(c._memory["r"]) == 2 and len(c._packed["r"]) == 2 and c.size("r") == 4
+        name, numbers = c.get("r", 0, "!")  # packed: decoded with the caller's context, live again
+        assert name == "a!" and numbers.tolist() == [0, 1, 2] and 0 in c._memory["r"] and 0 not in c._packed["r"]
+        assert c.get("r", 1, "!") is None  # the codec could not write it: let go
+        for i in (5, 6, 7):
+            c.put("r", i, (str(i), np.zeros(1)))
+        assert c.get("r", 2, "!") is None  # the packed tier is bounded too, least recently used first
+        c.put("r", "b", ("bad", np.zeros(1)))
+        c.put("r", 8, ("8", np.zeros(1)))
+        c.put("r", 9, ("9", np.zeros(1)))
+        assert "b" in c._packed["r"] and c.get("r", "b", "!") is None and "b" not in c._packed["r"]  # unreadable
+        c.clear("r")
+        assert c.size("r") == 0
 
 
-def _fill_and_read_packed(c):
-    c.put("r", 0, ("a", np.arange(3)))
-    c.put("r", 1, "unwritable")
-    for i in range(2, 5):
-        c.put("r", i, (str(i), np.full(2, i)))
-    assert len(c._memory["r"]) == 2 and len(c._packed["r"]) == 2 and c.size("r") == 4
-    name, numbers = c.get("r", 0, "!")  # packed: decoded with the caller's context, live again
-    assert name == "a!" and numbers.tolist() == [0, 1, 2] and 0 in c._memory["r"] and 0 not in c._packed["r"]
-    assert c.get("r", 1, "!") is None  # the codec could not write it: let go
-    c.put("r", 5, ("5", np.zeros(1)))
-    c.put("r", 6, ("6", np.zeros(1)))
-    c.put("r", 7, ("7", np.zeros(1)))
-    assert c.get("r", 2, "!") is None  # the packed tier is bounded too, least recently used first
-    c.clear("r")
-    assert c.size("r") == 0
+def test_cache__a_packed_tier_needs_a_codec():
+    with pytest.raises(ValueError, match="needs a codec"):
+        cache.Cache((cache.Region("r", 2, packed_size=3),))
 
 
-def test_cache__a_packed_search_answer_is_the_same_answer():
-    """A search answer dropped from the live tier and read again is the answer a fresh search
-    gives (its design rebuilt from the op and mapping)."""
-    from fastsim.mapping.search import REGION
-
+def test_cache__a_packed_search_answer_is_the_same_answer(monkeypatch):
+    """A search answer dropped from the live tier and read again is the answer searched (its
+    design rebuilt from the op and mapping), and no search runs again."""
     op = Matmul(96, 256, 128, "bf16")
-    cache.clear()
-    fresh = search(op, fastsim.NPU2)
-    region = cache.CACHE._regions[REGION]
-    key = next(iter(cache.CACHE._memory[REGION]))
-    cache.CACHE._memory[REGION].pop(key)
-    cache.CACHE._pack(region, [(key, fresh)])
-    again = search(op, fastsim.NPU2)
+    with settings.use(cache=False):
+        cache.clear()
+        fresh = search(op, fastsim.NPU2)
+        key = next(iter(cache.CACHE._memory[SEARCH_REGION]))
+        cache.CACHE._memory[SEARCH_REGION].pop(key)
+        cache.CACHE._pack(cache.CACHE._regions[SEARCH_REGION], [(key, fresh)], cache.CACHE._clears)
+        assert key in cache.CACHE._packed[SEARCH_REGION]
+        monkeypatch.setattr(importlib.import_module("fastsim.mapping.search"), "_search", None)  # no search again
+        again = search(op, fastsim.NPU2)
+        assert key not in cache.CACHE._packed[SEARCH_REGION] and key in cache.CACHE._memory[SEARCH_REGION]
     assert again is not fresh and again.best == fresh.best and again.best_cycles == fresh.best_cycles
     assert again.ranked == fresh.ranked and again.best_arrays.cycles == fresh.best_arrays.cycles
     assert (lower(again.best_design).bds == lower(fresh.best_design).bds).all()

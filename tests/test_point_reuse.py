@@ -3,10 +3,13 @@
 choosing everything afresh."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import xarray as xr
 
+from fastsim import cache, settings
 from fastsim.arch import NPU2
 from fastsim.cache import CACHE
 from fastsim.evaluation.evaluate import FUSION
@@ -15,6 +18,7 @@ from fastsim.llm import LlmStudy, ModelConfig, simulate_llm
 from fastsim.llm.forward import REGION as GRAPH, build_graph
 from fastsim.llm.run import study_pass
 from fastsim.mapping.dispatch import DispatchLimits
+from fastsim.mapping.search import REGION as SEARCH
 
 TINY = ModelConfig("tiny-reuse", 256, 4, 4, 2, 64, 512, 1024, True)
 TIGHT = DispatchLimits(program_memory_bytes=4 * 2048 + 8 * 512)  # kernels shared: the judged path runs
@@ -101,15 +105,8 @@ def test_dataset__per_op_columns_are_each_ops_own_result():
 def test_search_answers__read_back_packed_give_the_answers_kept_live(monkeypatch):
     """Search answers dropped from the live tier come back packed (``cache.Cache``: their designs
     rebuilt); with one live entry, so that every answer read again is unpacked, every dataset
-    equals the one made with answers kept live."""
-    from dataclasses import replace
-
-    from fastsim import cache
-    from fastsim.mapping.search import REGION as SEARCH
-
+    equals the one made with answers kept live (the disk tier off: no answer read from disk)."""
     points = _points()
-    CACHE.clear()
-    live = _run(points)
     unpacked, real_unpack = [], cache._unpack
 
     def counting_unpack(packed, codec, context):
@@ -117,11 +114,14 @@ def test_search_answers__read_back_packed_give_the_answers_kept_live(monkeypatch
         unpacked.append(found is not None)
         return found
 
-    monkeypatch.setattr(cache, "_unpack", counting_unpack)
-    monkeypatch.setitem(CACHE._regions, SEARCH, replace(CACHE._regions[SEARCH], size=1))
-    CACHE.clear()
-    packed = _run(points)
-    CACHE.clear()
+    with settings.use(cache=False):
+        CACHE.clear()
+        live = _run(points)
+        monkeypatch.setattr(cache, "_unpack", counting_unpack)
+        monkeypatch.setitem(CACHE._regions, SEARCH, replace(CACHE._regions[SEARCH], size=1))
+        CACHE.clear()
+        packed = _run(points)
+        CACHE.clear()
     assert len(unpacked) >= 10 and all(unpacked)
     for a, b in zip(live, packed):
         xr.testing.assert_identical(a, b)

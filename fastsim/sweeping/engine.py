@@ -12,7 +12,7 @@ import xarray as xr
 
 from .. import settings
 from ..gc_pause import exit_without_collecting
-from ..malloc_trim import return_free_memory
+from .malloc_trim import return_free_memory
 from . import store as st
 from .lock import StoreLock
 from .spec import SweepSpec, load_spec, parse_spec, spec_from_dict
@@ -303,9 +303,11 @@ def _run_chunks_with(spec: SweepSpec, out: str, regions: list[tuple[slice, ...]]
 
     tqdm.set_lock(threading.RLock())
     exit_without_collecting()
-    with settings.use(chosen):
-        result = run_chunks(spec, out, regions)
-    return_free_memory()  # the task's freed heap back to the system: a worker's memory stays flat
+    try:
+        with settings.use(chosen):
+            result = run_chunks(spec, out, regions)
+    finally:
+        return_free_memory()  # the task's freed heap back to the system, whatever became of it
     try:
         worker = get_worker().address
     except ValueError:  # not in a dask worker
