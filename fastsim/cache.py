@@ -150,10 +150,11 @@ class Cache:
             _save(region, key, value, codec)
 
     def _remember(self, region: str, key, value, costly: bool = False) -> None:
-        r = self._regions[region]
-        memory, size = self._memory[region], r.size
-        if costly and r.costly_size:
-            memory, size = self._costly[region], r.costly_size
+        declared = self._regions[region]
+        live = not (costly and declared.costly_size)  # the costly tier's dropped entries are not packed
+        memory, size = self._memory[region], declared.size
+        if not live:
+            memory, size = self._costly[region], declared.costly_size
         dropped = []
         with self._lock:
             memory[key] = value
@@ -162,8 +163,8 @@ class Cache:
             while len(memory) > size:
                 dropped.append(memory.popitem(last=False))
             clears = self._clears
-        if r.packed_size and memory is self._memory[region]:  # the costly tier's are not packed
-            self._pack(r, dropped, clears)
+        if declared.packed_size and live:
+            self._pack(declared, dropped, clears)
 
     def _pack(self, region: Region, dropped: list, clears: int) -> None:
         """Keep the entries the live tier dropped packed. An entry the codec cannot write (a

@@ -2,8 +2,8 @@
 
 fastsim's local sweep workers run with glibc's adaptive malloc thresholds (``sweeping.engine``
 says why: a fixed trim threshold made every large numpy temporary a fresh mapping), so glibc
-keeps what numpy and the engine free for reuse, and a worker's resident memory only grew: 65-95 MB
-of it was free heap after eight tasks of ``sweeps/ablation_100k.toml``. One ``malloc_trim(0)``
+keeps what numpy and the engine free for reuse, and a worker's resident memory only grew: 81 and
+95 MB of the two workers' heaps were free after eight tasks of ``sweeps/ablation_100k.toml``. One ``malloc_trim(0)``
 per task returns those pages (glibc releases whole free pages inside the heap too, not only its
 top) at the cost of a few milliseconds per task, and the next task's allocations run as fast.
 It returns only what is already freed: a task's cyclic garbage (designs) waits for the collector.
